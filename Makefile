@@ -1,0 +1,35 @@
+# Each target sets up its own virtual environment, so the README's commands work on a fresh clone.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test lint types unit demo bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (found %s)" % sys.version.split()[0])'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+types: $(STAMP)
+	$(VENV)/bin/mypy --strict scheduler
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest -q
+
+test: lint types unit
+
+demo: $(STAMP)
+	$(PY) -m scheduler simulate examples/preemption.yaml
+
+bench: $(STAMP)
+	@set -e; for b in bench/*.py; do echo "# $$b"; $(PY) $$b; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks

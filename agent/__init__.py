@@ -1,0 +1,1 @@
+"""The node agent: node-pressure eviction with kubelet-compatible thresholds and ranking."""

@@ -1,0 +1,1 @@
+"""The eviction client library and the kubectl-compatible `evict` CLI."""

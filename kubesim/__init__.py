@@ -1,0 +1,1 @@
+"""An embedded kube-apiserver-compatible server for the demo and the tests."""

@@ -1,0 +1,87 @@
+"""NodeResourcesFit: does the node have room for the pod's requests?
+
+Reproduces ``fitsRequest`` of ``pkg/scheduler/framework/plugins/noderesources/fit.go``:
+
+* ``len(pods) + 1 > allocatable.pods`` gives ``Too many pods``;
+* a pod requesting nothing is only checked for its pod slot;
+* for cpu, memory, ephemeral-storage and each scalar (extended, hugepages, prefixed native)
+  resource with a non-zero request: ``request > allocatable - requested`` gives
+  ``Insufficient <resource>``;
+* all failures are reported; the code is Unschedulable, or UnschedulableAndUnresolvable when
+  some request exceeds the node's allocatable itself, since no preemption can help there.
+
+Unknown native resource names (no domain, not hugepages) are ignored, as ``Resource.Add``
+ignores them.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from scheduler.framework import Code, CycleState, Status
+from scheduler.objects import Pod
+from scheduler.snapshot import NodeInfo, Snapshot
+
+__all__ = ["NAME", "NodeResourcesFit", "is_scalar_resource_name"]
+
+NAME: Final = "NodeResourcesFit"
+_BASIC: Final = ("cpu", "memory", "ephemeral-storage")
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """``schedutil.IsScalarResourceName``: extended, hugepages, prefixed-native, attachable."""
+    if name.startswith(("hugepages-", "attachable-volumes-")):
+        return True
+    if "/" not in name:
+        return False
+    if "kubernetes.io/" in name:
+        return True  # prefixed native resource
+    return not name.startswith("requests.")
+
+
+def fits_request(pod: Pod, node_info: NodeInfo) -> Status | None:
+    """The NodeResourcesFit verdict for ``pod`` on ``node_info`` (None when it fits)."""
+    allocatable = node_info.allocatable
+    requested = node_info.requested
+    reasons: list[str] = []
+    unresolvable = False
+    if len(node_info.pods) + 1 > allocatable.get("pods", 0):
+        reasons.append("Too many pods")
+    for name, want in pod.requests.items():
+        if want <= 0 or (name not in _BASIC and not is_scalar_resource_name(name)):
+            continue
+        have = allocatable.get(name, 0)
+        if want > have - requested.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+            if want > have:
+                unresolvable = True
+    if not reasons:
+        return None
+    # fitsRequest reports pods, cpu, memory, ephemeral-storage, then scalars.
+    order = {"Too many pods": 0, "Insufficient cpu": 1, "Insufficient memory": 2}
+    order["Insufficient ephemeral-storage"] = 3
+    reasons.sort(key=lambda r: order.get(r, 4))
+    code = Code.UnschedulableAndUnresolvable if unresolvable else Code.Unschedulable
+    return Status(code, reasons)
+
+
+class NodeResourcesFit:
+    """The Filter half of the plugin; requests are precomputed on the ``Pod``."""
+
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return fits_request(pod, node_info)
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return None

@@ -1,0 +1,337 @@
+"""The pieces of the kube-scheduler framework that the policy code shares.
+
+``Status`` and ``Code`` are the framework's result type: an expected outcome (a node does not
+fit) is a status, never an exception, and its reasons are shown to users unchanged. ``None``
+stands for a nil status, which means Success, exactly as in Go.
+
+``Framework`` runs Filter plugins the way ``frameworkImpl`` does: PreFilter once per pod
+(a plugin answering Skip is not run at Filter), Filter per node stopping at the first
+rejection, and ``run_filter_plugins_with_nominated_pods`` with its two passes: nominated pods
+of equal or higher priority are added to the node first, and if any were added the filters
+run again without them, so the pod must fit both with and without the room they reserve.
+
+``fit_error_message`` builds ``FitError.Error()``: ``0/N nodes are available: …``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+if TYPE_CHECKING:
+    from scheduler.objects import Pod
+    from scheduler.snapshot import NodeInfo, Snapshot
+
+__all__ = [
+    "Code",
+    "CycleState",
+    "FilterPlugin",
+    "Framework",
+    "NodeToStatus",
+    "Status",
+    "fit_error_message",
+    "is_success",
+]
+
+
+class Code(enum.Enum):
+    """``framework.Code``; the member names are the Go constant names."""
+
+    Success = 0
+    Error = 1
+    Unschedulable = 2
+    UnschedulableAndUnresolvable = 3
+    Wait = 4
+    Skip = 5
+    Pending = 6
+
+
+_REJECTED: Final = frozenset({Code.Unschedulable, Code.UnschedulableAndUnresolvable, Code.Pending})
+
+
+class Status:
+    """``framework.Status``: a code, the reasons shown to users, and the plugin that said so."""
+
+    __slots__ = ("code", "plugin", "reasons")
+
+    def __init__(
+        self,
+        code: Code = Code.Success,
+        reasons: str | Iterable[str] = (),
+        *,
+        plugin: str = "",
+    ) -> None:
+        self.code = code
+        self.reasons: tuple[str, ...] = (reasons,) if isinstance(reasons, str) else tuple(reasons)
+        self.plugin = plugin
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def is_success(self) -> bool:
+        return self.code is Code.Success
+
+    def is_rejected(self) -> bool:
+        """Unschedulable, UnschedulableAndUnresolvable or Pending."""
+        return self.code in _REJECTED
+
+    def is_skip(self) -> bool:
+        return self.code is Code.Skip
+
+    def with_plugin(self, plugin: str) -> Status:
+        return Status(self.code, self.reasons, plugin=plugin)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Status):
+            return NotImplemented
+        return self.code is other.code and self.reasons == other.reasons
+
+    def __hash__(self) -> int:
+        return hash((self.code, self.reasons))
+
+    def __repr__(self) -> str:
+        by = f", plugin={self.plugin!r}" if self.plugin else ""
+        return f"Status({self.code.name}, {list(self.reasons)!r}{by})"
+
+
+SUCCESS: Final = Status()
+
+
+def is_success(status: Status | None) -> bool:
+    """``Status.IsSuccess``: a nil status is a success."""
+    return status is None or status.code is Code.Success
+
+
+class NodeToStatus:
+    """``framework.NodeToStatus``: explicit statuses per node plus one for all absent nodes.
+
+    Nodes that passed filtering have no entry; a node with no entry takes
+    ``absent_nodes_status`` (UnschedulableAndUnresolvable by default), which is why preemption
+    skips nodes it knows nothing about.
+    """
+
+    __slots__ = ("absent_nodes_status", "statuses")
+
+    def __init__(
+        self,
+        statuses: dict[str, Status] | None = None,
+        absent_nodes_status: Status | None = None,
+    ) -> None:
+        self.statuses: dict[str, Status] = dict(statuses or {})
+        self.absent_nodes_status = absent_nodes_status or Status(Code.UnschedulableAndUnresolvable)
+
+    def get(self, node_name: str) -> Status:
+        return self.statuses.get(node_name, self.absent_nodes_status)
+
+    def set(self, node_name: str, status: Status) -> None:
+        self.statuses[node_name] = status
+
+    def set_absent_nodes_status(self, status: Status) -> None:
+        self.absent_nodes_status = status
+
+    def __len__(self) -> int:
+        return len(self.statuses)
+
+    def __iter__(self) -> Iterator[tuple[str, Status]]:
+        return iter(self.statuses.items())
+
+    def nodes_for_status_code(self, node_infos: Iterable[NodeInfo], code: Code) -> list[NodeInfo]:
+        """``NodesForStatusCode``: the nodes whose (possibly absent) status has ``code``."""
+        absent_matches = self.absent_nodes_status.code is code
+        out: list[NodeInfo] = []
+        statuses = self.statuses
+        for ni in node_infos:
+            st = statuses.get(ni.name)
+            if (st is None and absent_matches) or (st is not None and st.code is code):
+                out.append(ni)
+        return out
+
+
+def fit_error_message(
+    num_all_nodes: int,
+    node_to_status: NodeToStatus,
+    *,
+    pre_filter_msg: str = "",
+    post_filter_msg: str = "",
+) -> str:
+    """``FitError.Error()``.
+
+    ``0/N nodes are available: <histogram>.`` where the histogram counts each reason over the
+    explicit statuses plus the absent nodes' status for nodes without one, formatted
+    ``"<count> <reason>"``, sorted as strings and joined by ", ". A PreFilter rejection
+    replaces the histogram; a PostFilter message is appended after a space.
+    """
+    msg = f"0/{num_all_nodes} nodes are available:"
+    if pre_filter_msg:
+        msg += f" {pre_filter_msg}."
+    else:
+        counts: Counter[str] = Counter()
+        for status in node_to_status.statuses.values():
+            counts.update(status.reasons)
+        absent = num_all_nodes - len(node_to_status)
+        if absent > 0:
+            for reason in node_to_status.absent_nodes_status.reasons:
+                counts[reason] += absent
+        histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
+        if histogram:
+            msg += f" {', '.join(histogram)}."
+    if post_filter_msg:
+        msg += f" {post_filter_msg}"
+    return msg
+
+
+class CycleState:
+    """Per-scheduling-cycle storage for plugins (``framework.CycleState``).
+
+    Values that have a ``clone()`` method are cloned by ``clone()``; others are shared, so
+    plugins must store immutable data or give it a ``clone``.
+    """
+
+    __slots__ = ("data", "skip_filter_plugins")
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+
+    def read(self, key: str) -> Any:
+        return self.data.get(key)
+
+    def write(self, key: str, value: Any) -> None:
+        self.data[key] = value
+
+    def clone(self) -> CycleState:
+        out = CycleState()
+        for k, v in self.data.items():
+            clone = getattr(v, "clone", None)
+            out.data[k] = clone() if callable(clone) else v
+        out.skip_filter_plugins = set(self.skip_filter_plugins)
+        return out
+
+
+class FilterPlugin(Protocol):
+    """A Filter plugin with its PreFilter and PreFilterExtensions (add/remove pod).
+
+    ``pre_filter`` returns None/Success to run ``filter`` for this pod, ``Status(Code.Skip)``
+    to be skipped at Filter, or a rejection that fails the pod on every node.
+    ``add_pod``/``remove_pod`` keep the PreFilter state right when preemption or the
+    nominated-pods pass changes a node's pods; plugins without state return None.
+    """
+
+    name: str
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None: ...
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+class Framework:
+    """Runs a profile's Filter plugins, in order."""
+
+    __slots__ = ("filter_plugins",)
+
+    def __init__(self, filter_plugins: Sequence[FilterPlugin]) -> None:
+        self.filter_plugins: tuple[FilterPlugin, ...] = tuple(filter_plugins)
+
+    def run_pre_filter_plugins(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        """Returns Success, or the first rejection (with its plugin); records skips."""
+        state.skip_filter_plugins.clear()
+        for plugin in self.filter_plugins:
+            status = plugin.pre_filter(state, pod, snapshot)
+            if status is None or status.code is Code.Success:
+                continue
+            if status.code is Code.Skip:
+                state.skip_filter_plugins.add(plugin.name)
+                continue
+            if not status.is_rejected():
+                return Status(
+                    Code.Error,
+                    f'running PreFilter plugin "{plugin.name}": {status.message}',
+                    plugin=plugin.name,
+                )
+            return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
+        """The first non-success status, tagged with its plugin; Success otherwise."""
+        skip = state.skip_filter_plugins
+        for plugin in self.filter_plugins:
+            if skip and plugin.name in skip:
+                continue
+            status = plugin.filter(state, pod, node_info)
+            if status is None or status.code is Code.Success:
+                continue
+            if not status.is_rejected():
+                return Status(
+                    Code.Error,
+                    f'running "{plugin.name}" filter plugin: {status.message}',
+                    plugin=plugin.name,
+                )
+            return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status:
+        return self._run_extension(state, pod, pod_to_add, node_info, add=True)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status:
+        return self._run_extension(state, pod, pod_to_remove, node_info, add=False)
+
+    def _run_extension(
+        self, state: CycleState, pod: Pod, other: Pod, node_info: NodeInfo, *, add: bool
+    ) -> Status:
+        skip = state.skip_filter_plugins
+        for plugin in self.filter_plugins:
+            if skip and plugin.name in skip:
+                continue
+            call: Callable[..., Status | None] = plugin.add_pod if add else plugin.remove_pod
+            status = call(state, pod, other, node_info)
+            if status is not None and status.code is not Code.Success:
+                verb = "AddPod" if add else "RemovePod"
+                return Status(
+                    Code.Error,
+                    f'running {verb} on PreFilter plugin "{plugin.name}": {status.message}',
+                    plugin=plugin.name,
+                )
+        return SUCCESS
+
+    def run_filter_plugins_with_nominated_pods(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        nominated_pods: Sequence[Pod] = (),
+    ) -> Status:
+        """``RunFilterPluginsWithNominatedPods`` for ``nominated_pods`` of this node."""
+        state_to_use, info_to_use, pods_added = state, node_info, False
+        if nominated_pods:
+            prio = pod.priority
+            for other in nominated_pods:
+                if other.priority >= prio and other.key != pod.key:
+                    if not pods_added:
+                        state_to_use = state.clone()
+                        info_to_use = node_info.clone()
+                        pods_added = True
+                    info_to_use.add_pod(other)
+                    added = self.run_pre_filter_extension_add_pod(
+                        state_to_use, pod, other, info_to_use
+                    )
+                    if not added.is_success():
+                        return added
+        status = self.run_filter_plugins(state_to_use, pod, info_to_use)
+        if not status.is_success() or not pods_added:
+            return status
+        return self.run_filter_plugins(state, pod, node_info)

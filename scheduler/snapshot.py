@@ -1,0 +1,353 @@
+"""The cluster as the scheduler sees it: ``NodeInfo`` per node and a ``Snapshot`` of them all.
+
+``NodeInfo`` keeps the per-node aggregates kube-scheduler keeps (``Requested``,
+``NonZeroRequested``, pods with affinity / required anti-affinity, host ports) and updates them
+incrementally as pods are added and removed, so no decision re-sums a node's pods. Every change
+bumps ``generation`` (a process-wide counter, as in kube) so callers can cache per-node results
+and know when they are stale.
+
+``Snapshot`` indexes nodes by name (and keeps their order: sampled preemption and the
+round-robin node walk depend on it), bound pods by ``namespace/name``, nominated pods by node
+(in insertion order, like the nominator), PDBs, PriorityClasses and Namespaces. It is changed in
+place with ``add_pod`` / ``remove_pod`` / ``bind_pod`` so repeated decisions do not rebuild it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final
+
+from scheduler.objects import (
+    KubeObject,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+)
+
+__all__ = ["NodeInfo", "Snapshot"]
+
+_generation: Final = itertools.count(1)
+
+
+def next_generation() -> int:
+    return next(_generation)
+
+
+def _has_affinity(pod: Pod) -> bool:
+    a = pod.affinity
+    return a is not None and (a.pod_affinity is not None or a.pod_anti_affinity is not None)
+
+
+def _has_required_anti_affinity(pod: Pod) -> bool:
+    a = pod.affinity
+    return a is not None and a.pod_anti_affinity is not None and bool(a.pod_anti_affinity.required)
+
+
+class NodeInfo:
+    """One node and the pods bound to it, with running totals.
+
+    ``requested`` sums the pods' effective requests (cpu in millicores); the pod count is
+    ``len(pods)`` and is checked against ``allocatable["pods"]``.
+    """
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "node",
+        "non_zero_requested",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "requested",
+        "used_ports",
+    )
+
+    def __init__(self, node: Node | None, pods: Iterable[Pod] = ()) -> None:
+        self.node = node
+        self.allocatable: dict[str, int] = dict(node.allocatable) if node else {}
+        self.pods: list[Pod] = []
+        self.requested: dict[str, int] = {}
+        self.non_zero_requested: dict[str, int] = {"cpu": 0, "memory": 0}
+        self.pods_with_affinity: list[Pod] = []
+        self.pods_with_required_anti_affinity: list[Pod] = []
+        self.used_ports: dict[tuple[str, str, int], int] = {}
+        self.generation = next_generation()
+        for pod in pods:
+            self.add_pod(pod)
+
+    @property
+    def name(self) -> str:
+        return self.node.name if self.node is not None else ""
+
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.allocatable = dict(node.allocatable)
+        self.generation = next_generation()
+
+    def add_pod(self, pod: Pod) -> None:
+        self.pods.append(pod)
+        req = self.requested
+        for k, v in pod.requests.items():
+            req[k] = req.get(k, 0) + v
+        nz = self.non_zero_requested
+        nz["cpu"] += pod.non_zero_requests["cpu"]
+        nz["memory"] += pod.non_zero_requests["memory"]
+        if pod.affinity is not None:
+            if _has_affinity(pod):
+                self.pods_with_affinity.append(pod)
+            if _has_required_anti_affinity(pod):
+                self.pods_with_required_anti_affinity.append(pod)
+        for port in _host_ports(pod):
+            self.used_ports[port] = self.used_ports.get(port, 0) + 1
+        self.generation = next_generation()
+
+    def remove_pod(self, pod: Pod) -> bool:
+        """Remove the pod with ``pod.key``; False when it is not on this node."""
+        key = pod.key
+        for i, p in enumerate(self.pods):  # noqa: B007 - used after the loop
+            if p.key == key:
+                break
+        else:
+            return False
+        del self.pods[i]
+        req = self.requested
+        for k, v in p.requests.items():
+            req[k] = req.get(k, 0) - v
+        nz = self.non_zero_requested
+        nz["cpu"] -= p.non_zero_requests["cpu"]
+        nz["memory"] -= p.non_zero_requests["memory"]
+        if p.affinity is not None:
+            self.pods_with_affinity = [x for x in self.pods_with_affinity if x.key != key]
+            self.pods_with_required_anti_affinity = [
+                x for x in self.pods_with_required_anti_affinity if x.key != key
+            ]
+        for port in _host_ports(p):
+            left = self.used_ports.get(port, 0) - 1
+            if left > 0:
+                self.used_ports[port] = left
+            else:
+                self.used_ports.pop(port, None)
+        self.generation = next_generation()
+        return True
+
+    def clone(self) -> NodeInfo:
+        """An independent copy (``NodeInfo.Snapshot``): pods are shared, lists are not."""
+        out = NodeInfo.__new__(NodeInfo)
+        out.node = self.node
+        out.allocatable = self.allocatable
+        out.pods = list(self.pods)
+        out.requested = dict(self.requested)
+        out.non_zero_requested = dict(self.non_zero_requested)
+        out.pods_with_affinity = list(self.pods_with_affinity)
+        out.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        out.used_ports = dict(self.used_ports)
+        out.generation = self.generation
+        return out
+
+    def __repr__(self) -> str:
+        return f"<NodeInfo {self.name} pods={len(self.pods)} requested={self.requested}>"
+
+
+def _host_ports(pod: Pod) -> Iterator[tuple[str, str, int]]:
+    for c in pod.containers:
+        for port in c.ports:
+            if port.host_port > 0:
+                yield (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
+
+
+class Snapshot:
+    """Nodes, bound and nominated pods, PDBs, PriorityClasses and Namespaces."""
+
+    __slots__ = (
+        "_by_name",
+        "_nominated",
+        "_orphans",
+        "_pending",
+        "_pod_node",
+        "generation",
+        "namespaces",
+        "node_info_list",
+        "pdbs",
+        "priority_classes",
+    )
+
+    def __init__(self) -> None:
+        self.node_info_list: list[NodeInfo] = []
+        self._by_name: dict[str, NodeInfo] = {}
+        self._pod_node: dict[str, str] = {}  # bound pod key -> node name
+        self._pending: dict[str, Pod] = {}  # unbound pods by key
+        self._nominated: dict[str, dict[str, Pod]] = {}  # node -> {pod key: pod}, ordered
+        self._orphans: dict[str, list[Pod]] = {}  # pods bound to nodes not (yet) known
+        self.pdbs: list[PodDisruptionBudget] = []
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.namespaces: dict[str, Namespace] = {}
+        self.generation = 0
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[KubeObject]) -> Snapshot:
+        """Build from typed objects in any order (nodes first, then everything else)."""
+        snap = cls()
+        objs = list(objects)
+        for o in objs:
+            if isinstance(o, Node):
+                snap.add_node(o)
+        for o in objs:
+            if isinstance(o, Pod):
+                snap.add_pod(o)
+            elif isinstance(o, PodDisruptionBudget):
+                snap.add_pdb(o)
+            elif isinstance(o, PriorityClass):
+                snap.priority_classes[o.name] = o
+            elif isinstance(o, Namespace):
+                snap.namespaces[o.name] = o
+        return snap
+
+    # --- nodes -------------------------------------------------------------------------------
+
+    def add_node(self, node: Node) -> NodeInfo:
+        existing = self._by_name.get(node.name)
+        if existing is not None:
+            existing.set_node(node)
+            self.generation += 1
+            return existing
+        ni = NodeInfo(node, self._orphans.pop(node.name, ()))
+        self.node_info_list.append(ni)
+        self._by_name[node.name] = ni
+        self.generation += 1
+        return ni
+
+    def update_node(self, node: Node) -> NodeInfo:
+        return self.add_node(node)
+
+    def remove_node(self, name: str) -> None:
+        ni = self._by_name.pop(name, None)
+        if ni is None:
+            return
+        self.node_info_list.remove(ni)
+        if ni.pods:
+            self._orphans[name] = list(ni.pods)
+        self.generation += 1
+
+    def node_info(self, name: str) -> NodeInfo:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f'node "{name}" not found in the snapshot') from None
+
+    def get_node_info(self, name: str) -> NodeInfo | None:
+        return self._by_name.get(name)
+
+    def __len__(self) -> int:
+        return len(self.node_info_list)
+
+    # --- pods --------------------------------------------------------------------------------
+
+    def add_pod(self, pod: Pod) -> None:
+        """Add a bound pod to its node, or an unbound one to the pending (and nominated) set."""
+        self.remove_pod(pod)
+        if pod.node_name:
+            self._pod_node[pod.key] = pod.node_name
+            ni = self._by_name.get(pod.node_name)
+            if ni is None:
+                self._orphans.setdefault(pod.node_name, []).append(pod)
+            else:
+                ni.add_pod(pod)
+        else:
+            self._pending[pod.key] = pod
+            if pod.nominated_node_name:
+                self._nominated.setdefault(pod.nominated_node_name, {})[pod.key] = pod
+        self.generation += 1
+
+    def update_pod(self, pod: Pod) -> None:
+        self.add_pod(pod)
+
+    def remove_pod(self, pod: Pod | str) -> Pod | None:
+        """Remove the pod with this key (or ``pod.key``); returns the stored value."""
+        key = pod if isinstance(pod, str) else pod.key
+        node_name = self._pod_node.pop(key, None)
+        if node_name is not None:
+            self.generation += 1
+            ni = self._by_name.get(node_name)
+            if ni is not None:
+                for p in ni.pods:
+                    if p.key == key:
+                        ni.remove_pod(p)
+                        return p
+            orphans = self._orphans.get(node_name, [])
+            for i, p in enumerate(orphans):
+                if p.key == key:
+                    del orphans[i]
+                    return p
+            return None
+        pending = self._pending.pop(key, None)
+        if pending is not None:
+            self.generation += 1
+            if pending.nominated_node_name:
+                nominated = self._nominated.get(pending.nominated_node_name)
+                if nominated is not None:
+                    nominated.pop(key, None)
+                    if not nominated:
+                        del self._nominated[pending.nominated_node_name]
+        return pending
+
+    def bind_pod(self, pod: Pod, node_name: str) -> Pod:
+        """Place ``pod`` on ``node_name`` (clearing its nomination); returns the bound value."""
+        self.remove_pod(pod)
+        bound = pod.with_changes(node_name=node_name, nominated_node_name="")
+        self.add_pod(bound)
+        return bound
+
+    def get_pod(self, key: str) -> Pod | None:
+        node_name = self._pod_node.get(key)
+        if node_name is None:
+            return self._pending.get(key)
+        ni = self._by_name.get(node_name)
+        pods = ni.pods if ni is not None else self._orphans.get(node_name, [])
+        for p in pods:
+            if p.key == key:
+                return p
+        return None
+
+    def bound_pods(self) -> Iterator[Pod]:
+        for ni in self.node_info_list:
+            yield from ni.pods
+
+    def pending_pods(self) -> list[Pod]:
+        return list(self._pending.values())
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        nominated = self._nominated.get(node_name)
+        return list(nominated.values()) if nominated else []
+
+    def nominated_node_names(self) -> list[str]:
+        return list(self._nominated)
+
+    # --- policy objects ----------------------------------------------------------------------
+
+    def add_pdb(self, pdb: PodDisruptionBudget) -> None:
+        self.remove_pdb(pdb.key)
+        self.pdbs.append(pdb)
+        self.generation += 1
+
+    def update_pdb(self, pdb: PodDisruptionBudget) -> None:
+        for i, p in enumerate(self.pdbs):
+            if p.key == pdb.key:
+                self.pdbs[i] = pdb
+                self.generation += 1
+                return
+        self.add_pdb(pdb)
+
+    def remove_pdb(self, key: str) -> None:
+        before = len(self.pdbs)
+        self.pdbs = [p for p in self.pdbs if p.key != key]
+        if len(self.pdbs) != before:
+            self.generation += 1
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        ns = self.namespaces.get(namespace)
+        if ns is not None:
+            return ns.labels
+        return {"kubernetes.io/metadata.name": namespace}
