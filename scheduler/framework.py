@@ -244,8 +244,14 @@ class Framework:
         self.filter_plugins: tuple[FilterPlugin, ...] = tuple(filter_plugins)
 
     def run_pre_filter_plugins(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-        """Returns Success, or the first rejection (with its plugin); records skips."""
+        """``RunPreFilterPlugins``: Success or a rejection (with its plugin); records skips.
+
+        UnschedulableAndUnresolvable stops at once. Unschedulable lets the remaining plugins
+        run (so their state exists for preemption, kubernetes#119770) and the last such
+        status is returned. Any other code is an Error.
+        """
         state.skip_filter_plugins.clear()
+        rejected: Status | None = None
         for plugin in self.filter_plugins:
             status = plugin.pre_filter(state, pod, snapshot)
             if status is None or status.code is Code.Success:
@@ -253,14 +259,17 @@ class Framework:
             if status.code is Code.Skip:
                 state.skip_filter_plugins.add(plugin.name)
                 continue
-            if not status.is_rejected():
-                return Status(
-                    Code.Error,
-                    f'running PreFilter plugin "{plugin.name}": {status.message}',
-                    plugin=plugin.name,
-                )
-            return status.with_plugin(plugin.name)
-        return SUCCESS
+            if status.code is Code.UnschedulableAndUnresolvable:
+                return status.with_plugin(plugin.name)
+            if status.code is Code.Unschedulable:
+                rejected = status.with_plugin(plugin.name)
+                continue
+            return Status(
+                Code.Error,
+                f'running PreFilter plugin "{plugin.name}": {status.message}',
+                plugin=plugin.name,
+            )
+        return rejected if rejected is not None else SUCCESS
 
     def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status:
         """The first non-success status, tagged with its plugin; Success otherwise."""
