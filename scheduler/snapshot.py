@@ -100,7 +100,7 @@ class NodeInfo:
                 self.pods_with_affinity.append(pod)
             if _has_required_anti_affinity(pod):
                 self.pods_with_required_anti_affinity.append(pod)
-        for port in _host_ports(pod):
+        for port in host_ports(pod):
             self.used_ports[port] = self.used_ports.get(port, 0) + 1
         self.generation = next_generation()
 
@@ -124,7 +124,7 @@ class NodeInfo:
             self.pods_with_required_anti_affinity = [
                 x for x in self.pods_with_required_anti_affinity if x.key != key
             ]
-        for port in _host_ports(p):
+        for port in host_ports(p):
             left = self.used_ports.get(port, 0) - 1
             if left > 0:
                 self.used_ports[port] = left
@@ -151,7 +151,14 @@ class NodeInfo:
         return f"<NodeInfo {self.name} pods={len(self.pods)} requested={self.requested}>"
 
 
-def _host_ports(pod: Pod) -> Iterator[tuple[str, str, int]]:
+def host_ports(pod: Pod) -> Iterator[tuple[str, str, int]]:
+    """``schedutil.GetHostPorts``: sidecar (restartable init) containers first, then the app
+    containers; ``(host_ip, protocol, host_port)`` with the defaults ``0.0.0.0`` and ``TCP``."""
+    for c in pod.init_containers:
+        if c.is_restartable_init:
+            for port in c.ports:
+                if port.host_port > 0:
+                    yield (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
     for c in pod.containers:
         for port in c.ports:
             if port.host_port > 0:
