@@ -58,6 +58,7 @@ class NodeInfo:
         "generation",
         "node",
         "non_zero_requested",
+        "owner",
         "pods",
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
@@ -75,6 +76,8 @@ class NodeInfo:
         self.pods_with_required_anti_affinity: list[Pod] = []
         self.used_ports: dict[tuple[str, str, int], int] = {}
         self.generation = next_generation()
+        # The Snapshot that lists this node in its affinity indexes (clones have none).
+        self.owner: Snapshot | None = None
         for pod in pods:
             self.add_pod(pod)
 
@@ -100,6 +103,8 @@ class NodeInfo:
                 self.pods_with_affinity.append(pod)
             if _has_required_anti_affinity(pod):
                 self.pods_with_required_anti_affinity.append(pod)
+            if self.owner is not None:
+                self.owner.reindex_affinity(self)
         for port in host_ports(pod):
             self.used_ports[port] = self.used_ports.get(port, 0) + 1
         self.generation = next_generation()
@@ -124,6 +129,8 @@ class NodeInfo:
             self.pods_with_required_anti_affinity = [
                 x for x in self.pods_with_required_anti_affinity if x.key != key
             ]
+            if self.owner is not None:
+                self.owner.reindex_affinity(self)
         for port in host_ports(p):
             left = self.used_ports.get(port, 0) - 1
             if left > 0:
@@ -145,6 +152,7 @@ class NodeInfo:
         out.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
         out.used_ports = dict(self.used_ports)
         out.generation = self.generation
+        out.owner = None
         return out
 
     def __repr__(self) -> str:
@@ -174,6 +182,8 @@ class Snapshot:
         "_orphans",
         "_pending",
         "_pod_node",
+        "_with_affinity",
+        "_with_required_anti_affinity",
         "generation",
         "namespaces",
         "node_info_list",
@@ -192,6 +202,8 @@ class Snapshot:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.namespaces: dict[str, Namespace] = {}
         self.generation = 0
+        self._with_affinity: dict[str, NodeInfo] = {}
+        self._with_required_anti_affinity: dict[str, NodeInfo] = {}
 
     @classmethod
     def from_objects(cls, objects: Iterable[KubeObject]) -> Snapshot:
@@ -221,6 +233,8 @@ class Snapshot:
             self.generation += 1
             return existing
         ni = NodeInfo(node, self._orphans.pop(node.name, ()))
+        ni.owner = self
+        self.reindex_affinity(ni)
         self.node_info_list.append(ni)
         self._by_name[node.name] = ni
         self.generation += 1
@@ -234,6 +248,9 @@ class Snapshot:
         if ni is None:
             return
         self.node_info_list.remove(ni)
+        ni.owner = None
+        self._with_affinity.pop(name, None)
+        self._with_required_anti_affinity.pop(name, None)
         if ni.pods:
             self._orphans[name] = list(ni.pods)
         self.generation += 1
@@ -246,6 +263,31 @@ class Snapshot:
 
     def get_node_info(self, name: str) -> NodeInfo | None:
         return self._by_name.get(name)
+
+    def have_pods_with_affinity_list(self) -> list[NodeInfo]:
+        """``HavePodsWithAffinityList``: nodes hosting a pod with pod (anti-)affinity.
+
+        Kept as an index (updated by the NodeInfos themselves) so InterPodAffinity does not
+        scan every node for every pod. Order: when each node first qualified.
+        """
+        return list(self._with_affinity.values())
+
+    def have_pods_with_required_anti_affinity_list(self) -> list[NodeInfo]:
+        """``HavePodsWithRequiredAntiAffinityList``: nodes hosting a pod with required
+        anti-affinity terms."""
+        return list(self._with_required_anti_affinity.values())
+
+    def reindex_affinity(self, ni: NodeInfo) -> None:
+        """Called by an owned NodeInfo after a pod with affinity was added or removed."""
+        name = ni.name
+        if ni.pods_with_affinity:
+            self._with_affinity[name] = ni
+        else:
+            self._with_affinity.pop(name, None)
+        if ni.pods_with_required_anti_affinity:
+            self._with_required_anti_affinity[name] = ni
+        else:
+            self._with_required_anti_affinity.pop(name, None)
 
     def __len__(self) -> int:
         return len(self.node_info_list)
