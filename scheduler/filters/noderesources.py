@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from scheduler.filters.base import FilterBatchResult, NoPreFilterExtensions
 from scheduler.framework import Code, CycleState, Status
 from scheduler.objects import Pod
 from scheduler.snapshot import NodeInfo, Snapshot
 
-__all__ = ["NAME", "NodeResourcesFit", "is_scalar_resource_name"]
+__all__ = ["NAME", "NodeResourcesFit", "fits_request", "is_scalar_resource_name"]
 
 NAME: Final = "NodeResourcesFit"
 _BASIC: Final = ("cpu", "memory", "ephemeral-storage")
@@ -65,7 +66,16 @@ def fits_request(pod: Pod, node_info: NodeInfo) -> Status | None:
     return Status(code, reasons)
 
 
-class NodeResourcesFit:
+def _wanted(pod: Pod) -> list[tuple[str, int]]:
+    """The requests fitsRequest checks: non-zero, and a resource it knows about."""
+    return [
+        (name, want)
+        for name, want in pod.requests.items()
+        if want > 0 and (name in _BASIC or is_scalar_resource_name(name))
+    ]
+
+
+class NodeResourcesFit(NoPreFilterExtensions):
     """The Filter half of the plugin; requests are precomputed on the ``Pod``."""
 
     name = NAME
@@ -76,12 +86,38 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         return fits_request(pod, node_info)
 
-    def add_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
-    ) -> Status | None:
-        return None
-
-    def remove_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
-    ) -> Status | None:
-        return None
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+    ) -> FilterBatchResult:
+        wanted = _wanted(pod)
+        # The common shapes are spelled out so that fitting nodes cost no call.
+        if not wanted:
+            bad = [ni for ni in node_infos if len(ni.pods) >= ni.allocatable.get("pods", 0)]
+        elif len(wanted) == 1:
+            (r0, w0) = wanted[0]
+            bad = [
+                ni
+                for ni in node_infos
+                if len(ni.pods) >= ni.allocatable.get("pods", 0)
+                or w0 > ni.allocatable.get(r0, 0) - ni.requested.get(r0, 0)
+            ]
+        elif len(wanted) == 2:
+            (r0, w0), (r1, w1) = wanted
+            bad = [
+                ni
+                for ni in node_infos
+                if len(ni.pods) >= ni.allocatable.get("pods", 0)
+                or w0 > ni.allocatable.get(r0, 0) - ni.requested.get(r0, 0)
+                or w1 > ni.allocatable.get(r1, 0) - ni.requested.get(r1, 0)
+            ]
+        else:
+            bad = [ni for ni in node_infos if fits_request(pod, ni) is not None]
+        if not bad:
+            return node_infos, []
+        rejected: list[tuple[NodeInfo, Status]] = []
+        for ni in bad:
+            status = fits_request(pod, ni)
+            assert status is not None
+            rejected.append((ni, status))
+        bad_ids = {id(ni) for ni in bad}
+        return [ni for ni in node_infos if id(ni) not in bad_ids], rejected

@@ -1,0 +1,98 @@
+"""What the filter plugins share: the optional batch extension and small helpers.
+
+kube-scheduler calls ``Filter`` once per node, in parallel goroutines. Python pays a function
+call and several attribute reads per plugin per node, which dominates a 5000-node cluster, so a
+plugin may also offer ``filter_nodes``: the same verdicts for a whole list of nodes at once,
+usually a list comprehension that lets the nodes with nothing to check through without a call.
+``filter_nodes`` must agree with ``filter`` node by node (the tests check this with random
+clusters); the scheduler uses it whenever a node has no nominated pods to account for.
+
+A plugin may also narrow the nodes to evaluate after PreFilter (``PreFilterResult``, only
+NodeAffinity does in the default profile) with ``pre_filter_result``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final, Protocol, runtime_checkable
+
+from scheduler.framework import Code, CycleState, Status
+from scheduler.objects import Pod, Taint, Toleration
+from scheduler.snapshot import NodeInfo
+
+__all__ = [
+    "SKIP",
+    "BatchFilterPlugin",
+    "FilterBatchResult",
+    "NoPreFilterExtensions",
+    "PreFilterResultPlugin",
+    "split_by_filter",
+    "tolerations_tolerate_taint",
+]
+
+SKIP: Final = Status(Code.Skip)
+
+FilterBatchResult = tuple[list[NodeInfo], list[tuple[NodeInfo, Status]]]
+"""The nodes that passed (in input order) and the rejected nodes with their status."""
+
+
+@runtime_checkable
+class BatchFilterPlugin(Protocol):
+    """A filter plugin that can judge many nodes in one call."""
+
+    name: str
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+    ) -> FilterBatchResult: ...
+
+
+@runtime_checkable
+class PreFilterResultPlugin(Protocol):
+    """A plugin whose PreFilter may restrict the nodes to evaluate (``PreFilterResult``)."""
+
+    name: str
+
+    def pre_filter_result(self, state: CycleState) -> frozenset[str] | None:
+        """The node names to evaluate, or None for all nodes."""
+        ...
+
+
+class NoPreFilterExtensions:
+    """For plugins whose PreFilter state does not depend on the node's pods."""
+
+    __slots__ = ()
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return None
+
+
+def split_by_filter(
+    plugin_filter: _Filter, state: CycleState, pod: Pod, node_infos: Iterable[NodeInfo]
+) -> FilterBatchResult:
+    """``filter`` applied node by node, in the batch shape."""
+    passed: list[NodeInfo] = []
+    rejected: list[tuple[NodeInfo, Status]] = []
+    for ni in node_infos:
+        status = plugin_filter(state, pod, ni)
+        if status is None or status.code is Code.Success:
+            passed.append(ni)
+        else:
+            rejected.append((ni, status))
+    return passed, rejected
+
+
+class _Filter(Protocol):
+    def __call__(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
+
+
+def tolerations_tolerate_taint(tolerations: Iterable[Toleration], taint: Taint) -> bool:
+    """``TolerationsTolerateTaint``."""
+    return any(t.tolerates(taint) for t in tolerations)

@@ -1,0 +1,130 @@
+"""NodeAffinity (Filter): ``spec.nodeSelector`` AND the required node affinity must match.
+
+``pkg/scheduler/framework/plugins/nodeaffinity`` with
+``component-helpers/scheduling/corev1/nodeaffinity.GetRequiredNodeAffinity``:
+
+* every ``nodeSelector`` pair must be a node label with that value;
+* ``requiredDuringSchedulingIgnoredDuringExecution``: the terms are ORed, the requirements of
+  a term ANDed (operators In, NotIn, Exists, DoesNotExist, Gt, Lt on labels; In/NotIn on the
+  field ``metadata.name``); a term with no requirement matches nothing, and so does a
+  selector with no terms;
+* a mismatch is UnschedulableAndUnresolvable ``node(s) didn't match Pod's node affinity/selector``.
+
+PreFilter answers Skip when the pod has neither a nodeSelector nor required terms. When every
+required term pins ``metadata.name`` with ``In``, PreFilter restricts the nodes to evaluate to
+the union over terms of the intersection within each term (``PreFilterResult``); an empty
+result means the terms contradict each other and the pod is rejected at once with
+UnschedulableAndUnresolvable ``pod affinity terms conflict``. Nodes left out get the status
+``node(s) didn't satisfy plugin(s) [NodeAffinity]`` from the scheduler, not from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions
+from scheduler.framework import Code, CycleState, Status
+from scheduler.labels import IN
+from scheduler.objects import Node, NodeSelector, Pod
+from scheduler.snapshot import NodeInfo, Snapshot
+
+__all__ = [
+    "ERR_REASON_CONFLICT",
+    "ERR_REASON_POD",
+    "NAME",
+    "NodeAffinity",
+    "RequiredNodeAffinity",
+    "required_node_affinity_node_names",
+]
+
+NAME: Final = "NodeAffinity"
+ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_CONFLICT: Final = "pod affinity terms conflict"
+OBJECT_NAME_FIELD: Final = "metadata.name"
+
+_PRE_FILTER_KEY: Final = "PreFilter" + NAME
+_REJECT: Final = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_POD, plugin=NAME)
+
+
+class RequiredNodeAffinity:
+    """``nodeaffinity.RequiredNodeAffinity``: the pod's nodeSelector and required terms."""
+
+    __slots__ = ("node_selector", "required")
+
+    def __init__(self, pod: Pod) -> None:
+        self.node_selector: tuple[tuple[str, str], ...] = tuple(pod.node_selector.items())
+        a = pod.affinity
+        na = a.node_affinity if a is not None else None
+        self.required: NodeSelector | None = na.required if na is not None else None
+
+    def match(self, node: Node | None) -> bool:
+        if node is None:
+            return False
+        if self.node_selector:
+            labels: Mapping[str, str] = node.labels
+            for key, value in self.node_selector:
+                if labels.get(key) != value:
+                    return False
+        return self.required is None or self.required.matches(node)
+
+
+def required_node_affinity_node_names(pod: Pod) -> frozenset[str] | None:
+    """The ``PreFilterResult`` of NodeAffinity: node names, or None for "all nodes".
+
+    An empty set means the terms conflict (no node can match).
+    """
+    a = pod.affinity
+    na = a.node_affinity if a is not None else None
+    if na is None or na.required is None or not na.required.terms:
+        return None
+    names: set[str] = set()
+    for term in na.required.terms:
+        term_names: set[str] | None = None
+        for req in term.match_fields:
+            if req.key == OBJECT_NAME_FIELD and req.operator == IN:
+                values = set(req.values)
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return None  # this term allows any node name, and terms are ORed
+        names |= term_names
+    return frozenset(names)
+
+
+class NodeAffinity(NoPreFilterExtensions):
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        required = RequiredNodeAffinity(pod)
+        if not required.node_selector and required.required is None:
+            return SKIP
+        state.write(_PRE_FILTER_KEY, required)
+        names = required_node_affinity_node_names(pod)
+        state.write(_PRE_FILTER_KEY + "/nodes", names)
+        if names is not None and not names:
+            return Status(Code.UnschedulableAndUnresolvable, ERR_REASON_CONFLICT)
+        return None
+
+    def pre_filter_result(self, state: CycleState) -> frozenset[str] | None:
+        names: frozenset[str] | None = state.read(_PRE_FILTER_KEY + "/nodes")
+        return names
+
+    def _required(self, state: CycleState, pod: Pod) -> RequiredNodeAffinity:
+        required: RequiredNodeAffinity | None = state.read(_PRE_FILTER_KEY)
+        # Filter without PreFilter (as upstream allows) computes it on the spot.
+        return required if required is not None else RequiredNodeAffinity(pod)
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return None if self._required(state, pod).match(node_info.node) else _REJECT
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+    ) -> FilterBatchResult:
+        match = self._required(state, pod).match
+        verdicts = [match(ni.node) for ni in node_infos]
+        passed = [ni for ni, ok in zip(node_infos, verdicts, strict=True) if ok]
+        if len(passed) == len(node_infos):
+            return passed, []
+        return passed, [
+            (ni, _REJECT) for ni, ok in zip(node_infos, verdicts, strict=True) if not ok
+        ]

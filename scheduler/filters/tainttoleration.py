@@ -1,0 +1,100 @@
+"""TaintToleration (Filter): a node's NoSchedule/NoExecute taints must all be tolerated.
+
+``pkg/scheduler/framework/plugins/tainttoleration``: the first taint with effect NoSchedule or
+NoExecute that no toleration tolerates (``FindMatchingUntoleratedTaint``, in the node's taint
+order) rejects the node with UnschedulableAndUnresolvable. PreferNoSchedule taints only affect
+scoring (``scheduler.score``).
+
+The reason is ``node(s) had untolerated taint(s)``: since kubernetes#134740 (1.35, cherry-picked
+to 1.34) the scheduler no longer puts taint keys and values in pod statuses, as they may be
+sensitive. Older releases said ``node(s) had untolerated taint {key: value}`` (1.25-1.34) and
+``node(s) had taints that the pod didn't tolerate`` before that.
+``find_matching_untolerated_taint`` still names the taint for callers that want to explain it.
+
+Upstream has no PreFilter here; ours answers Skip when the pod tolerates every NoSchedule and
+NoExecute taint (an ``operator: Exists`` toleration without key), which Filter would pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions
+from scheduler.framework import Code, CycleState, Status
+from scheduler.objects import Pod, Taint, Toleration
+from scheduler.snapshot import NodeInfo, Snapshot
+
+__all__ = [
+    "DO_NOT_SCHEDULE_EFFECTS",
+    "ERR_REASON_UNTOLERATED",
+    "NAME",
+    "TaintToleration",
+    "find_matching_untolerated_taint",
+]
+
+NAME: Final = "TaintToleration"
+ERR_REASON_UNTOLERATED: Final = "node(s) had untolerated taint(s)"
+DO_NOT_SCHEDULE_EFFECTS: Final = frozenset({"NoSchedule", "NoExecute"})
+
+_REJECT: Final = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_UNTOLERATED, plugin=NAME)
+
+
+def find_matching_untolerated_taint(
+    taints: Iterable[Taint],
+    tolerations: Sequence[Toleration],
+    effects: frozenset[str] = DO_NOT_SCHEDULE_EFFECTS,
+) -> Taint | None:
+    """``FindMatchingUntoleratedTaint`` with the ``DoNotScheduleTaintsFilterFunc`` default."""
+    for taint in taints:
+        if taint.effect not in effects:
+            continue
+        if not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None
+
+
+def _tolerates_everything(tolerations: Sequence[Toleration]) -> bool:
+    """True when keyless Exists tolerations cover both NoSchedule and NoExecute."""
+    covered: set[str] = set()
+    for t in tolerations:
+        if not t.key and t.operator == "Exists":
+            if not t.effect:
+                return True
+            covered.add(t.effect)
+    return covered >= DO_NOT_SCHEDULE_EFFECTS
+
+
+class TaintToleration(NoPreFilterExtensions):
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        return SKIP if _tolerates_everything(pod.tolerations) else None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None or not node.taints:
+            return None
+        if find_matching_untolerated_taint(node.taints, pod.tolerations) is None:
+            return None
+        return _REJECT
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+    ) -> FilterBatchResult:
+        if not any([ni.node is not None and ni.node.taints for ni in node_infos]):  # noqa: C419 - a list is faster than a generator here
+            return node_infos, []
+        tolerations = pod.tolerations
+        passed: list[NodeInfo] = []
+        rejected: list[tuple[NodeInfo, Status]] = []
+        for ni in node_infos:
+            node = ni.node
+            if (
+                node is not None
+                and node.taints
+                and find_matching_untolerated_taint(node.taints, tolerations) is not None
+            ):
+                rejected.append((ni, _REJECT))
+            else:
+                passed.append(ni)
+        return passed, rejected
