@@ -1,0 +1,463 @@
+"""One scheduling cycle's decision: ``findNodesThatFitPod``, ``prioritizeNodes``, ``selectHost``.
+
+Follows ``pkg/scheduler/schedule_one.go``:
+
+* PreFilter runs once. A rejection fails the pod on every node: all nodes take that status
+  (as the absent-nodes status, so preemption sees it) and its message becomes the
+  ``pre_filter_msg`` of the FitError (``0/N nodes are available: <msg>.``). A plugin may
+  restrict the nodes to evaluate (NodeAffinity's ``metadata.name`` terms); the others take
+  ``node(s) didn't satisfy plugin(s) [<plugins>]``.
+* A pod with ``status.nominatedNodeName`` tries that node first; if it passes, it is the only
+  feasible node and nothing else is evaluated.
+* Filter runs per node with the nominated-pods rule (``RunFilterPluginsWithNominatedPods``):
+  on a node with nominated pods of equal or higher priority the pod must fit with them added
+  and, if that passes, without them.
+* ``numFeasibleNodesToFind``: clusters below 100 nodes are searched entirely; otherwise the
+  search stops after ``max(100, N * p / 100)`` feasible nodes, where ``p`` is
+  ``percentageOfNodesToScore`` or, when 0 (kube's default), ``max(5, 50 - N/125)`` percent.
+  The walk starts at ``start_index`` and wraps; the next cycle starts where this one stopped
+  (``nextStartNodeIndex``) so every node gets its turn. Upstream walks in parallel, so which
+  nodes are found first varies there; here the walk is sequential and deterministic.
+* ``find_feasible_nodes`` evaluates every node by default (what preemption needs);
+  ``schedule_one`` uses kube's adaptive default.
+* One feasible node is chosen without scoring. Otherwise the Score plugins
+  (``scheduler.score``) give a weighted total per node and the highest wins. Ties go to the
+  first such node in evaluation order, or, when an ``rng`` is given, to a uniformly random one
+  by reservoir sampling as ``selectHost`` did (kube >= 1.32 pops a heap instead, whose tie
+  order is not specified).
+
+Filter plugins that offer ``filter_nodes`` judge the nodes in batches; the verdicts are those
+of calling ``filter`` node by node in profile order, first rejection wins.
+
+``schedule_one`` never changes the snapshot: bind the result with ``Snapshot.bind_pod``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from scheduler.filters import default_framework
+from scheduler.filters.base import FilterBatchResult, PreFilterResultPlugin
+from scheduler.framework import (
+    Code,
+    CycleState,
+    Framework,
+    NodeToStatus,
+    Status,
+    fit_error_message,
+)
+from scheduler.objects import Pod
+from scheduler.score import NodeScores, ScorePlugin, default_score_plugins, prioritize_nodes
+from scheduler.snapshot import NodeInfo, Snapshot
+
+__all__ = [
+    "ERR_NO_NODES_AVAILABLE",
+    "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
+    "MIN_FEASIBLE_NODES_TO_FIND",
+    "Diagnosis",
+    "ScheduleResult",
+    "SchedulingError",
+    "find_feasible_nodes",
+    "find_nodes_that_fit_pod",
+    "num_feasible_nodes_to_find",
+    "run_filter_plugins_batch",
+    "schedule_one",
+    "select_host",
+]
+
+BatchFilter = Callable[[CycleState, Pod, list[NodeInfo]], FilterBatchResult]
+
+MIN_FEASIBLE_NODES_TO_FIND: Final = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
+ERR_NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
+
+
+class SchedulingError(RuntimeError):
+    """A plugin returned an Error status: a bug or a broken input, not an unfit pod."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """``framework.Diagnosis``: why nodes were rejected."""
+
+    node_to_status: NodeToStatus = field(default_factory=NodeToStatus)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def add_plugin_status(self, status: Status) -> None:
+        """``AddPluginStatus``."""
+        if not status.plugin:
+            return
+        if status.code is Code.Pending:
+            self.pending_plugins.add(status.plugin)
+        elif status.is_rejected():
+            self.unschedulable_plugins.add(status.plugin)
+
+
+def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int, num_all_nodes: int) -> int:
+    """``numFeasibleNodesToFind``; a percentage of 0 selects the adaptive default."""
+    if not 0 <= percentage_of_nodes_to_score <= 100:
+        raise ValueError(
+            f"percentageOfNodesToScore must be in the range [0, 100], "
+            f"not {percentage_of_nodes_to_score}"
+        )
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    percentage = percentage_of_nodes_to_score
+    if percentage == 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    num_nodes = num_all_nodes * percentage // 100
+    return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def _tag(status: Status, plugin_name: str) -> Status:
+    """What ``RunFilterPlugins`` makes of a plugin's non-success status."""
+    if not status.is_rejected():
+        return Status(
+            Code.Error,
+            f'running "{plugin_name}" filter plugin: {status.message}',
+            plugin=plugin_name,
+        )
+    return status if status.plugin == plugin_name else status.with_plugin(plugin_name)
+
+
+def _batch_filter(plugin: object) -> BatchFilter | None:
+    # getattr, not isinstance: runtime protocol checks cost microseconds per call.
+    batch: BatchFilter | None = getattr(plugin, "filter_nodes", None)
+    return batch
+
+
+def run_filter_plugins_batch(
+    framework: Framework, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+) -> tuple[list[NodeInfo], dict[str, Status]]:
+    """``RunFilterPlugins`` for many nodes: the passing nodes (in order) and the statuses of
+    the others (keyed by node name), first rejection per node, nominated pods not included."""
+    skip = state.skip_filter_plugins
+    alive = node_infos
+    failed: dict[str, Status] = {}
+    for plugin in framework.filter_plugins:
+        if not alive:
+            break
+        if skip and plugin.name in skip:
+            continue
+        batch = _batch_filter(plugin)
+        if batch is not None:
+            alive, rejected = batch(state, pod, alive)
+            for ni, rejection in rejected:
+                failed[ni.name] = _tag(rejection, plugin.name)
+        else:
+            keep: list[NodeInfo] = []
+            for ni in alive:
+                status = plugin.filter(state, pod, ni)
+                if status is None or status.code is Code.Success:
+                    keep.append(ni)
+                else:
+                    failed[ni.name] = _tag(status, plugin.name)
+            alive = keep
+    return alive, failed
+
+
+def _window(nodes: list[NodeInfo], start: int, offset: int, count: int) -> list[NodeInfo]:
+    """Up to ``count`` nodes from position ``start + offset`` (mod n), stopping at the end of
+    the list; the caller's loop continues from the front."""
+    first = (start + offset) % len(nodes)
+    return nodes[first : first + count]
+
+
+def _find_nodes_that_pass_filters(
+    framework: Framework,
+    state: CycleState,
+    pod: Pod,
+    snapshot: Snapshot,
+    *,
+    diagnosis: Diagnosis,
+    nodes: list[NodeInfo],
+    num_nodes_to_find: int,
+    start_index: int,
+) -> list[NodeInfo] | Status:
+    """``findNodesThatPassFilters``, sequential; an Error status aborts the search."""
+    n = len(nodes)
+    if n == 0:
+        return []
+    if not framework.filter_plugins:
+        return [nodes[(start_index + i) % n] for i in range(min(num_nodes_to_find, n))]
+    nominated = set(snapshot.nominated_node_names())
+    feasible: list[NodeInfo] = []
+    statuses = diagnosis.node_to_status
+    evaluated = 0
+    while evaluated < n and len(feasible) < num_nodes_to_find:
+        # A chunk no larger than the number still wanted cannot overshoot the target.
+        chunk = _window(
+            nodes, start_index, evaluated, min(n - evaluated, num_nodes_to_find - len(feasible))
+        )
+        evaluated += len(chunk)
+        special: dict[str, Status] = {}
+        plain = chunk
+        if nominated:
+            plain = []
+            for ni in chunk:
+                if ni.name in nominated:
+                    special[ni.name] = framework.run_filter_plugins_with_nominated_pods(
+                        state, pod, ni, snapshot.nominated_pods_for_node(ni.name)
+                    )
+                else:
+                    plain.append(ni)
+        passed, failed = run_filter_plugins_batch(framework, state, pod, plain)
+        for name, status in special.items():
+            if not status.is_success():
+                failed[name] = status
+        if not failed:
+            feasible.extend(passed if not special else chunk)
+            continue
+        error: Status | None = None
+        for ni in chunk:  # evaluation order, as upstream fills its result slice
+            verdict = failed.get(ni.name)
+            if verdict is None:
+                feasible.append(ni)
+            elif verdict.code is Code.Error:
+                error = error or verdict
+            else:
+                statuses.set(ni.name, verdict)
+                diagnosis.add_plugin_status(verdict)
+        if error is not None:
+            return error
+    return feasible
+
+
+def find_nodes_that_fit_pod(
+    pod: Pod,
+    snapshot: Snapshot,
+    *,
+    framework: Framework | None = None,
+    state: CycleState | None = None,
+    percentage_of_nodes_to_score: int = 100,
+    start_index: int = 0,
+    has_scoring: bool = True,
+) -> tuple[list[NodeInfo], Diagnosis, int]:
+    """``findNodesThatFitPod``: feasible nodes, the diagnosis, and the next start index.
+
+    An Error from a plugin raises ``SchedulingError``.
+    """
+    fwk = framework if framework is not None else default_framework()
+    cycle = state if state is not None else CycleState()
+    diagnosis = Diagnosis()
+    all_nodes = snapshot.node_info_list
+    status = fwk.run_pre_filter_plugins(cycle, pod, snapshot)
+    if not status.is_success():
+        if not status.is_rejected():
+            raise SchedulingError(status)
+        diagnosis.node_to_status.set_absent_nodes_status(status)
+        diagnosis.pre_filter_msg = status.message
+        diagnosis.add_plugin_status(status)
+        return [], diagnosis, start_index
+
+    if pod.nominated_node_name:
+        nominated = snapshot.get_node_info(pod.nominated_node_name)
+        if nominated is not None:
+            found = _find_nodes_that_pass_filters(
+                fwk, cycle, pod, snapshot, diagnosis=diagnosis, nodes=[nominated],
+                num_nodes_to_find=1, start_index=0,
+            )  # fmt: skip
+            if isinstance(found, Status):
+                raise SchedulingError(found)
+            if found:
+                return found, diagnosis, start_index
+
+    nodes = all_nodes
+    restricting = sorted(
+        p.name
+        for p in fwk.filter_plugins
+        if p.name not in cycle.skip_filter_plugins
+        and isinstance(p, PreFilterResultPlugin)
+        and p.pre_filter_result(cycle) is not None
+    )
+    if restricting:
+        allowed: frozenset[str] | None = None
+        for p in fwk.filter_plugins:
+            if p.name in restricting and isinstance(p, PreFilterResultPlugin):
+                names = p.pre_filter_result(cycle)
+                assert names is not None
+                allowed = names if allowed is None else allowed & names
+        assert allowed is not None
+        if not allowed:
+            which = (
+                f"plugin {restricting[0]}"
+                if len(restricting) == 1
+                else (f"plugin(s) [{' '.join(restricting)}] simultaneously")
+            )
+            rejection = Status(Code.UnschedulableAndUnresolvable, f"node(s) didn't satisfy {which}")
+            diagnosis.node_to_status.set_absent_nodes_status(rejection)
+            diagnosis.pre_filter_msg = rejection.message
+            return [], diagnosis, start_index
+        # Snapshot order (upstream iterates a Go map here).
+        nodes = [ni for ni in all_nodes if ni.name in allowed]
+        diagnosis.node_to_status.set_absent_nodes_status(
+            Status(
+                Code.UnschedulableAndUnresolvable,
+                f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}]",
+            )
+        )
+
+    num_to_find = num_feasible_nodes_to_find(percentage_of_nodes_to_score, len(nodes))
+    if not has_scoring:
+        num_to_find = 1
+    found = _find_nodes_that_pass_filters(
+        fwk, cycle, pod, snapshot, diagnosis=diagnosis, nodes=nodes,
+        num_nodes_to_find=num_to_find, start_index=start_index,
+    )  # fmt: skip
+    if isinstance(found, Status):
+        raise SchedulingError(found)
+    processed = len(found) + len(diagnosis.node_to_status)
+    next_start = (start_index + processed) % len(all_nodes) if all_nodes else 0
+    return found, diagnosis, next_start
+
+
+def find_feasible_nodes(
+    pod: Pod,
+    snapshot: Snapshot,
+    *,
+    framework: Framework | None = None,
+    state: CycleState | None = None,
+    percentage_of_nodes_to_score: int = 100,
+    start_index: int = 0,
+) -> tuple[list[NodeInfo], NodeToStatus]:
+    """The nodes where ``pod`` fits, and the status of every node that does not.
+
+    Evaluates every node by default; pass kube's ``percentage_of_nodes_to_score`` (0 for the
+    adaptive default) to stop early as the scheduler does. After a PreFilter rejection every
+    node has the absent-nodes status (the rejection) and no explicit entry. A plugin Error
+    raises ``SchedulingError``. ``state`` (optional) receives the PreFilter state.
+    """
+    feasible, diagnosis, _ = find_nodes_that_fit_pod(
+        pod,
+        snapshot,
+        framework=framework,
+        state=state,
+        percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+        start_index=start_index,
+    )
+    return feasible, diagnosis.node_to_status
+
+
+def select_host(scores: NodeScores, rng: random.Random | None = None) -> str:
+    """The highest total; ties to the first in order, or reservoir-sampled with ``rng``."""
+    totals = scores.total_scores
+    if not totals:
+        return ""
+    best = max(totals)
+    if rng is None:
+        return scores.node_infos[totals.index(best)].name
+    selected = ""
+    count = 0
+    for ni, total in zip(scores.node_infos, totals, strict=True):
+        if total == best:
+            count += 1
+            if rng.randrange(count) == 0:
+                selected = ni.name
+    return selected
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    """``ScheduleResult`` plus what a caller needs to act on or explain the decision.
+
+    ``suggested_host`` is "" when the pod fits nowhere; then ``status`` is Unschedulable and
+    ``message`` the FitError text. ``scores`` holds the weighted per-plugin scores of the
+    scored nodes (None when the single feasible node was taken without scoring).
+    """
+
+    suggested_host: str
+    evaluated_nodes: int
+    feasible_nodes: int
+    next_start_index: int
+    node_statuses: NodeToStatus
+    status: Status
+    message: str
+    diagnosis: Diagnosis
+    scores: NodeScores | None = None
+
+    @property
+    def node_scores(self) -> dict[str, dict[str, int]]:
+        """Node name -> plugin name -> weighted score, for the scored nodes."""
+        if self.scores is None:
+            return {}
+        return {name: self.scores.for_node(name) for name in self.scores.node_names}
+
+    @property
+    def succeeded(self) -> bool:
+        return bool(self.suggested_host)
+
+
+def schedule_one(
+    pod: Pod,
+    snapshot: Snapshot,
+    *,
+    framework: Framework | None = None,
+    score_plugins: Sequence[ScorePlugin] | None = None,
+    percentage_of_nodes_to_score: int | None = None,
+    start_index: int = 0,
+    rng: random.Random | None = None,
+) -> ScheduleResult:
+    """``schedulePod``: pick a node for ``pod`` without changing ``snapshot``.
+
+    ``percentage_of_nodes_to_score`` None or 0 is kube's adaptive default; 100 evaluates every
+    node. ``start_index`` is the previous result's ``next_start_index``.
+    """
+    fwk = framework if framework is not None else default_framework()
+    plugins = default_score_plugins() if score_plugins is None else list(score_plugins)
+    num_all = len(snapshot.node_info_list)
+    if num_all == 0:
+        return ScheduleResult(
+            "", 0, 0, start_index, NodeToStatus(), Status(Code.Error, ERR_NO_NODES_AVAILABLE),
+            ERR_NO_NODES_AVAILABLE, Diagnosis(),
+        )  # fmt: skip
+    state = CycleState()
+    try:
+        feasible, diagnosis, next_start = find_nodes_that_fit_pod(
+            pod,
+            snapshot,
+            framework=fwk,
+            state=state,
+            percentage_of_nodes_to_score=percentage_of_nodes_to_score or 0,
+            start_index=start_index,
+            has_scoring=bool(plugins),
+        )
+    except SchedulingError as exc:
+        return ScheduleResult(
+            "", 0, 0, start_index, NodeToStatus(), exc.status, exc.status.message, Diagnosis()
+        )
+    statuses = diagnosis.node_to_status
+    if not feasible:
+        message = fit_error_message(
+            num_all,
+            statuses,
+            pre_filter_msg=diagnosis.pre_filter_msg,
+            post_filter_msg=diagnosis.post_filter_msg,
+        )
+        return ScheduleResult(
+            "", len(statuses), 0, next_start, statuses, Status(Code.Unschedulable, message),
+            message, diagnosis,
+        )  # fmt: skip
+    evaluated = len(feasible) + len(statuses)
+    if len(feasible) == 1:
+        return ScheduleResult(
+            feasible[0].name, evaluated, 1, next_start, statuses, Status(), "", diagnosis
+        )
+    scores = prioritize_nodes(state, pod, feasible, snapshot, plugins)
+    if isinstance(scores, Status):
+        return ScheduleResult(
+            "", evaluated, len(feasible), next_start, statuses, scores, scores.message, diagnosis
+        )
+    host = select_host(scores, rng)
+    return ScheduleResult(
+        host, evaluated, len(feasible), next_start, statuses, Status(), "", diagnosis, scores
+    )

@@ -1,0 +1,42 @@
+"""The SchedulingBasic benchmark's core on a tiny cluster, so it cannot rot."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "schedule.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_schedule", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scheduling_basic_core_spreads_pods() -> None:
+    bench = _load()
+    result = bench.run_scheduling_basic(20, 10, 30)
+    # LeastAllocated spreads identical pods: 40 pods over 20 nodes, two each.
+    assert result["nodes_used"] == 20
+    assert result["max_pods_per_node"] == 2
+    assert result["pods_per_second"] > 0
+    every = bench.run_scheduling_basic(150, 0, 5, percentage_of_nodes_to_score=100)
+    assert every["mean_evaluated_nodes"] == 150
+    adaptive = bench.run_scheduling_basic(150, 0, 5)
+    assert adaptive["mean_evaluated_nodes"] == 100  # numFeasibleNodesToFind's minimum
+
+
+def test_quick_run_prints_json_lines() -> None:
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--quick"], check=True, capture_output=True, text=True
+    ).stdout
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["unit"] for line in lines] == ["pods/s", "pods/s"]
+    assert all({"bench", "value", "anchor", "ratio"} <= line.keys() for line in lines)
