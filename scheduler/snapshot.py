@@ -15,8 +15,8 @@ place with ``add_pod`` / ``remove_pod`` / ``bind_pod`` so repeated decisions do 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Final
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from typing import Any, Final
 
 from scheduler.objects import (
     KubeObject,
@@ -56,6 +56,7 @@ class NodeInfo:
     __slots__ = (
         "allocatable",
         "generation",
+        "memo",
         "node",
         "non_zero_requested",
         "owner",
@@ -78,6 +79,9 @@ class NodeInfo:
         self.generation = next_generation()
         # The Snapshot that lists this node in its affinity indexes (clones have none).
         self.owner: Snapshot | None = None
+        # Results plugins derived from this node, keyed by plugin and pod shape; emptied on
+        # every change, so an entry is always about the node as it is now.
+        self.memo: dict[Hashable, Any] = {}
         for pod in pods:
             self.add_pod(pod)
 
@@ -89,6 +93,7 @@ class NodeInfo:
         self.node = node
         self.allocatable = dict(node.allocatable)
         self.generation = next_generation()
+        self.memo.clear()
 
     def add_pod(self, pod: Pod) -> None:
         self.pods.append(pod)
@@ -108,6 +113,8 @@ class NodeInfo:
         for port in host_ports(pod):
             self.used_ports[port] = self.used_ports.get(port, 0) + 1
         self.generation = next_generation()
+        if self.memo:
+            self.memo.clear()
 
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with ``pod.key``; False when it is not on this node."""
@@ -138,6 +145,8 @@ class NodeInfo:
             else:
                 self.used_ports.pop(port, None)
         self.generation = next_generation()
+        if self.memo:
+            self.memo.clear()
         return True
 
     def clone(self) -> NodeInfo:
@@ -153,6 +162,7 @@ class NodeInfo:
         out.used_ports = dict(self.used_ports)
         out.generation = self.generation
         out.owner = None
+        out.memo = {}
         return out
 
     def __repr__(self) -> str:

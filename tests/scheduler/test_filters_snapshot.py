@@ -123,3 +123,24 @@ def test_clones_do_not_touch_the_index() -> None:
     assert _indexed(snap) == ({"n0"}, {"n0"})
     snap.remove_pod("default/a")
     assert _indexed(snap) == (set(), set())
+
+
+def test_memo_is_emptied_by_every_change_and_not_shared_with_clones() -> None:
+    snap = Snapshot.from_objects([Node("n0"), _kind_pod("a", 0, "n0")])
+    ni = snap.node_info("n0")
+    ni.memo["k"] = 1
+    clone = ni.clone()
+    assert clone.memo == {}
+    clone.memo["k"] = 2
+    assert ni.memo == {"k": 1}
+    snap.add_pod(_kind_pod("b", 0, "n0"))
+    assert ni.memo == {}
+    ni.memo["k"] = 1
+    snap.remove_pod("default/b")
+    assert ni.memo == {}
+    ni.memo["k"] = 1
+    snap.update_node(Node("n0", labels={"x": "y"}))
+    assert ni.memo == {}
+    ni.memo["k"] = 1
+    snap.bind_pod(_kind_pod("c", 0, ""), "n0")
+    assert ni.memo == {}
