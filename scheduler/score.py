@@ -38,12 +38,13 @@ caller can explain a choice.
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from scheduler.filters.base import SKIP
+from scheduler.filters.base import SKIP, remember
 from scheduler.filters.interpodaffinity import required_affinity_terms
+from scheduler.filters.noderesources import is_scalar_resource_name
 from scheduler.framework import Code, CycleState, Status
 from scheduler.objects import Node, Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm
 from scheduler.snapshot import NodeInfo, Snapshot
@@ -197,23 +198,34 @@ class LeastAllocatedScorer:
     def __init__(self, weight: int = 1, *, resources: Mapping[str, int] | None = None) -> None:
         self.weight = weight
         self.resources: dict[str, int] = dict(resources or {"cpu": 1, "memory": 1})
+        self._key = (self.name, *self.resources.items())
 
     def pre_score(
         self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status | None:
         return None
 
+    def pod_requests(self, pod: Pod) -> tuple[int, ...]:
+        """``calculatePodResourceRequestList``: non-zero requests for cpu and memory."""
+        return tuple(
+            pod.non_zero_requests.get(name, 0)
+            if name in ("cpu", "memory")
+            else pod.requests.get(name, 0)
+            for name in self.resources
+        )
+
     def score_node(self, pod: Pod, node_info: NodeInfo) -> int:
+        return self._score(node_info, self.pod_requests(pod))
+
+    def _score(self, node_info: NodeInfo, pod_requests: tuple[int, ...]) -> int:
         """``leastResourceScorer`` on ``calculateResourceAllocatableRequest``."""
         node_score = weight_sum = 0
-        pod_nz = pod.non_zero_requests
-        for name, weight in self.resources.items():
+        for (name, weight), want in zip(self.resources.items(), pod_requests, strict=True):
             if name in ("cpu", "memory"):
-                requested = node_info.non_zero_requested.get(name, 0) + pod_nz.get(name, 0)
+                requested = node_info.non_zero_requested.get(name, 0) + want
+            elif want == 0 and is_scalar_resource_name(name):
+                continue  # an extended resource the pod does not ask for
             else:
-                want = pod.requests.get(name, 0)
-                if want == 0 and name != "ephemeral-storage":
-                    continue  # an extended resource the pod does not ask for
                 requested = node_info.requested.get(name, 0) + want
             allocatable = node_info.allocatable.get(name, 0)
             if allocatable == 0:
@@ -223,27 +235,34 @@ class LeastAllocatedScorer:
         return node_score // weight_sum if weight_sum else 0
 
     def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
-        if self.resources != {"cpu": 1, "memory": 1}:
-            return [self.score_node(pod, ni) for ni in node_infos]
-        # The default configuration, without a call per node.
-        want_cpu = pod.non_zero_requests.get("cpu", 0)
-        want_mem = pod.non_zero_requests.get("memory", 0)
-        out: list[int] = []
-        append = out.append
-        for ni in node_infos:
+        pod_requests = self.pod_requests(pod)
+        # A str key: its hash is computed once, a tuple's on every lookup.
+        key = repr((self._key, pod_requests))
+        score = self._scorer(pod_requests)
+        # A node's score is remembered until the node changes (NodeInfo.memo).
+        return [
+            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, score(ni))
+            for ni in node_infos
+        ]
+
+    def _scorer(self, pod_requests: tuple[int, ...]) -> Callable[[NodeInfo], int]:
+        if self._key != (self.name, ("cpu", 1), ("memory", 1)):
+            return lambda ni: self._score(ni, pod_requests)
+        want_cpu, want_mem = pod_requests
+
+        def default(ni: NodeInfo) -> int:  # the default configuration, spelled out
             alloc = ni.allocatable
-            nz = ni.non_zero_requested
             a_cpu = alloc.get("cpu", 0)
             a_mem = alloc.get("memory", 0)
-            r_cpu = nz["cpu"] + want_cpu
-            r_mem = nz["memory"] + want_mem
-            if a_cpu and a_mem:
-                s_cpu = (a_cpu - r_cpu) * 100 // a_cpu if r_cpu <= a_cpu else 0
-                s_mem = (a_mem - r_mem) * 100 // a_mem if r_mem <= a_mem else 0
-                append((s_cpu + s_mem) // 2)
-            else:
-                append(self.score_node(pod, ni))
-        return out
+            if not (a_cpu and a_mem):
+                return self._score(ni, pod_requests)
+            r_cpu = ni.non_zero_requested["cpu"] + want_cpu
+            r_mem = ni.non_zero_requested["memory"] + want_mem
+            s_cpu = (a_cpu - r_cpu) * MAX_NODE_SCORE // a_cpu if r_cpu <= a_cpu else 0
+            s_mem = (a_mem - r_mem) * MAX_NODE_SCORE // a_mem if r_mem <= a_mem else 0
+            return (s_cpu + s_mem) // 2
+
+        return default
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
         return None

@@ -7,30 +7,39 @@ usually a list comprehension that lets the nodes with nothing to check through w
 ``filter_nodes`` must agree with ``filter`` node by node (the tests check this with random
 clusters); the scheduler uses it whenever a node has no nominated pods to account for.
 
+A result that depends only on the node and a few numbers of the pod (its "shape") may be kept
+in ``NodeInfo.memo`` under ``(plugin name, shape)``: the memo is emptied whenever the node
+changes, and between two decisions only the node the last pod went to changes.
+
 A plugin may also narrow the nodes to evaluate after PreFilter (``PreFilterResult``, only
 NodeAffinity does in the default profile) with ``pre_filter_result``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final, Protocol, runtime_checkable
+from collections.abc import Hashable, Iterable
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 from scheduler.framework import Code, CycleState, Status
 from scheduler.objects import Pod, Taint, Toleration
 from scheduler.snapshot import NodeInfo
 
 __all__ = [
+    "MEMO_LIMIT",
     "SKIP",
     "BatchFilterPlugin",
     "FilterBatchResult",
     "NoPreFilterExtensions",
     "PreFilterResultPlugin",
+    "remember",
     "split_by_filter",
     "tolerations_tolerate_taint",
 ]
 
 SKIP: Final = Status(Code.Skip)
+
+MEMO_LIMIT: Final = 32
+"""Entries one ``NodeInfo.memo`` may hold before it is emptied (many pod shapes)."""
 
 FilterBatchResult = tuple[list[NodeInfo], list[tuple[NodeInfo, Status]]]
 """The nodes that passed (in input order) and the rejected nodes with their status."""
@@ -96,3 +105,14 @@ class _Filter(Protocol):
 def tolerations_tolerate_taint(tolerations: Iterable[Toleration], taint: Taint) -> bool:
     """``TolerationsTolerateTaint``."""
     return any(t.tolerates(taint) for t in tolerations)
+
+
+T = TypeVar("T")
+
+
+def remember(memo: dict[Hashable, Any], key: Hashable, value: T) -> T:
+    """Store ``value`` in a ``NodeInfo.memo`` and return it (bounded by ``MEMO_LIMIT``)."""
+    if len(memo) >= MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value

@@ -16,9 +16,10 @@ ignores them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
-from scheduler.filters.base import FilterBatchResult, NoPreFilterExtensions
+from scheduler.filters.base import FilterBatchResult, NoPreFilterExtensions, remember
 from scheduler.framework import Code, CycleState, Status
 from scheduler.objects import Pod
 from scheduler.snapshot import NodeInfo, Snapshot
@@ -90,34 +91,43 @@ class NodeResourcesFit(NoPreFilterExtensions):
         self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
     ) -> FilterBatchResult:
         wanted = _wanted(pod)
-        # The common shapes are spelled out so that fitting nodes cost no call.
-        if not wanted:
-            bad = [ni for ni in node_infos if len(ni.pods) >= ni.allocatable.get("pods", 0)]
-        elif len(wanted) == 1:
-            (r0, w0) = wanted[0]
-            bad = [
-                ni
-                for ni in node_infos
-                if len(ni.pods) >= ni.allocatable.get("pods", 0)
-                or w0 > ni.allocatable.get(r0, 0) - ni.requested.get(r0, 0)
-            ]
-        elif len(wanted) == 2:
-            (r0, w0), (r1, w1) = wanted
-            bad = [
-                ni
-                for ni in node_infos
-                if len(ni.pods) >= ni.allocatable.get("pods", 0)
-                or w0 > ni.allocatable.get(r0, 0) - ni.requested.get(r0, 0)
-                or w1 > ni.allocatable.get(r1, 0) - ni.requested.get(r1, 0)
-            ]
-        else:
-            bad = [ni for ni in node_infos if fits_request(pod, ni) is not None]
-        if not bad:
+        # A str key: its hash is computed once, a tuple's on every lookup.
+        key = NAME + repr(wanted)
+        fits = _fit_check(pod, wanted)
+        # The verdict of a node is remembered until the node changes (NodeInfo.memo).
+        verdicts = [
+            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, fits(ni))
+            for ni in node_infos
+        ]
+        if all(verdicts):
             return node_infos, []
+        passed: list[NodeInfo] = []
         rejected: list[tuple[NodeInfo, Status]] = []
-        for ni in bad:
-            status = fits_request(pod, ni)
-            assert status is not None
-            rejected.append((ni, status))
-        bad_ids = {id(ni) for ni in bad}
-        return [ni for ni in node_infos if id(ni) not in bad_ids], rejected
+        for ni, ok in zip(node_infos, verdicts, strict=True):
+            if ok:
+                passed.append(ni)
+            else:
+                status = fits_request(pod, ni)
+                assert status is not None
+                rejected.append((ni, status))
+        return passed, rejected
+
+
+def _fit_check(pod: Pod, wanted: list[tuple[str, int]]) -> Callable[[NodeInfo], bool]:
+    """``fits_request(pod, ni) is None``, spelled out for the common request shapes."""
+    if not wanted:
+        return lambda ni: len(ni.pods) < ni.allocatable.get("pods", 0)
+    if len(wanted) == 1:
+        ((r0, w0),) = wanted
+        return lambda ni: (
+            len(ni.pods) < ni.allocatable.get("pods", 0)
+            and w0 <= ni.allocatable.get(r0, 0) - ni.requested.get(r0, 0)
+        )
+    if len(wanted) == 2:
+        (r0, w0), (r1, w1) = wanted
+        return lambda ni: (
+            len(ni.pods) < ni.allocatable.get("pods", 0)
+            and w0 <= ni.allocatable.get(r0, 0) - ni.requested.get(r0, 0)
+            and w1 <= ni.allocatable.get(r1, 0) - ni.requested.get(r1, 0)
+        )
+    return lambda ni: fits_request(pod, ni) is None
