@@ -90,10 +90,14 @@ class NodeInfo:
         return self.node.name if self.node is not None else ""
 
     def set_node(self, node: Node) -> None:
+        old = self.node
         self.node = node
         self.allocatable = dict(node.allocatable)
         self.generation = next_generation()
         self.memo.clear()
+        if self.owner is not None:
+            self.owner.count_node_traits(old, -1)
+            self.owner.count_node_traits(node, 1)
 
     def add_pod(self, pod: Pod) -> None:
         self.pods.append(pod)
@@ -169,6 +173,13 @@ class NodeInfo:
         return f"<NodeInfo {self.name} pods={len(self.pods)} requested={self.requested}>"
 
 
+def _node_traits(node: Node) -> set[str]:
+    traits = {t.effect for t in node.taints}
+    if node.unschedulable:
+        traits.add("unschedulable")
+    return traits
+
+
 def host_ports(pod: Pod) -> Iterator[tuple[str, str, int]]:
     """``schedutil.GetHostPorts``: sidecar (restartable init) containers first, then the app
     containers; ``(host_ip, protocol, host_port)`` with the defaults ``0.0.0.0`` and ``TCP``."""
@@ -188,6 +199,7 @@ class Snapshot:
 
     __slots__ = (
         "_by_name",
+        "_node_traits",
         "_nominated",
         "_orphans",
         "_pending",
@@ -214,6 +226,7 @@ class Snapshot:
         self.generation = 0
         self._with_affinity: dict[str, NodeInfo] = {}
         self._with_required_anti_affinity: dict[str, NodeInfo] = {}
+        self._node_traits: dict[str, int] = {}
 
     @classmethod
     def from_objects(cls, objects: Iterable[KubeObject]) -> Snapshot:
@@ -245,6 +258,7 @@ class Snapshot:
         ni = NodeInfo(node, self._orphans.pop(node.name, ()))
         ni.owner = self
         self.reindex_affinity(ni)
+        self.count_node_traits(node, 1)
         self.node_info_list.append(ni)
         self._by_name[node.name] = ni
         self.generation += 1
@@ -259,6 +273,7 @@ class Snapshot:
             return
         self.node_info_list.remove(ni)
         ni.owner = None
+        self.count_node_traits(ni.node, -1)
         self._with_affinity.pop(name, None)
         self._with_required_anti_affinity.pop(name, None)
         if ni.pods:
@@ -286,6 +301,30 @@ class Snapshot:
         """``HavePodsWithRequiredAntiAffinityList``: nodes hosting a pod with required
         anti-affinity terms."""
         return list(self._with_required_anti_affinity.values())
+
+    def count_node_traits(self, node: Node | None, delta: int) -> None:
+        """Called by owned NodeInfos when their Node comes, goes or is replaced."""
+        if node is None:
+            return
+        traits = self._node_traits
+        for trait in _node_traits(node):
+            left = traits.get(trait, 0) + delta
+            if left:
+                traits[trait] = left
+            else:
+                del traits[trait]
+
+    def has_unschedulable_nodes(self) -> bool:
+        """Whether any node is cordoned (``spec.unschedulable``)."""
+        return "unschedulable" in self._node_traits
+
+    def has_nodes_with_taint_effect(self, effect: str) -> bool:
+        """Whether any node has a taint with this effect.
+
+        These counts let plugins answer Skip (or take a shortcut) when no node could make
+        them reject or score differently, instead of looking at every node.
+        """
+        return effect in self._node_traits
 
     def reindex_affinity(self, ni: NodeInfo) -> None:
         """Called by an owned NodeInfo after a pod with affinity was added or removed."""

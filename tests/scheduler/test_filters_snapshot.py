@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.objects import Node, Pod
+from scheduler.objects import Node, Pod, Taint
 from scheduler.snapshot import NodeInfo, Snapshot, host_ports
 
 
@@ -144,3 +144,43 @@ def test_memo_is_emptied_by_every_change_and_not_shared_with_clones() -> None:
     ni.memo["k"] = 1
     snap.bind_pod(_kind_pod("c", 0, ""), "n0")
     assert ni.memo == {}
+
+
+_node_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "update", "remove", "direct"]),
+        st.integers(0, 3),
+        st.booleans(),  # unschedulable
+        st.lists(st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]), max_size=2),
+    ),
+    max_size=30,
+)
+
+
+@given(_node_ops)
+def test_node_trait_counts_agree_with_a_full_scan(
+    ops: list[tuple[str, int, bool, list[str]]],
+) -> None:
+    snap = Snapshot()
+    for op, i, cordoned, effects in ops:
+        n = Node(
+            f"n{i}", unschedulable=cordoned, taints=tuple(Taint(f"k{e}", "", e) for e in effects)
+        )
+        if op in ("add", "update"):
+            snap.add_node(n)
+        elif op == "remove":
+            snap.remove_node(n.name)
+        elif snap.get_node_info(n.name) is not None:
+            snap.node_info(n.name).set_node(n)  # a NodeInfo changed behind the Snapshot's back
+        nodes = [ni.node for ni in snap.node_info_list if ni.node is not None]
+        assert snap.has_unschedulable_nodes() == any(x.unschedulable for x in nodes)
+        for effect in ("NoSchedule", "NoExecute", "PreferNoSchedule"):
+            expected = any(t.effect == effect for x in nodes for t in x.taints)
+            assert snap.has_nodes_with_taint_effect(effect) == expected
+    # Clones never report to the snapshot.
+    if snap.node_info_list:
+        clone = snap.node_info_list[0].clone()
+        clone.set_node(Node("x", unschedulable=True))
+        assert snap.has_unschedulable_nodes() == any(
+            ni.node is not None and ni.node.unschedulable for ni in snap.node_info_list
+        )
