@@ -125,6 +125,9 @@ def count_intolerable_taints_prefer_no_schedule(
     )
 
 
+_PRE_SCORE_TAINTS_KEY: Final = "PreScoreTaintToleration"
+
+
 class TaintTolerationScorer:
     name = "TaintToleration"
 
@@ -134,9 +137,13 @@ class TaintTolerationScorer:
     def pre_score(
         self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status | None:
+        # Without PreferNoSchedule taints every raw score is 0: no need to look at the nodes.
+        state.write(_PRE_SCORE_TAINTS_KEY, snapshot.has_nodes_with_taint_effect("PreferNoSchedule"))
         return None
 
     def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
+        if state.read(_PRE_SCORE_TAINTS_KEY) is False:
+            return [0] * len(node_infos)
         tolerations = _prefer_no_schedule_tolerations(pod.tolerations)
         return [
             count_intolerable_taints_prefer_no_schedule(ni.node, tolerations)

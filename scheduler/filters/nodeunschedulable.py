@@ -5,8 +5,8 @@ UnschedulableAndUnresolvable ``node(s) were unschedulable`` unless the pod toler
 ``node.kubernetes.io/unschedulable:NoSchedule`` (what ``kubectl cordon`` users and DaemonSet
 pods rely on). Preemption cannot uncordon a node, hence UU.
 
-Upstream has no PreFilter here; ours answers Skip for a pod that tolerates the taint, since
-then Filter can only succeed, so such pods cost nothing per node.
+Upstream has no PreFilter here; ours answers Skip when Filter could only succeed: the pod
+tolerates the taint, or no node in the snapshot is cordoned. Such pods cost nothing per node.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ class NodeUnschedulable(NoPreFilterExtensions):
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
-        if tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):
+        if not snapshot.has_unschedulable_nodes() or tolerations_tolerate_taint(
+            pod.tolerations, UNSCHEDULABLE_TAINT
+        ):
             return SKIP
         return None
 

@@ -11,8 +11,9 @@ sensitive. Older releases said ``node(s) had untolerated taint {key: value}`` (1
 ``node(s) had taints that the pod didn't tolerate`` before that.
 ``find_matching_untolerated_taint`` still names the taint for callers that want to explain it.
 
-Upstream has no PreFilter here; ours answers Skip when the pod tolerates every NoSchedule and
-NoExecute taint (an ``operator: Exists`` toleration without key), which Filter would pass.
+Upstream has no PreFilter here; ours answers Skip when Filter could only pass: no node in the
+snapshot has a NoSchedule or NoExecute taint, or the pod tolerates every such taint (keyless
+``operator: Exists`` tolerations).
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class TaintToleration(NoPreFilterExtensions):
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        if not any(snapshot.has_nodes_with_taint_effect(e) for e in DO_NOT_SCHEDULE_EFFECTS):
+            return SKIP
         return SKIP if _tolerates_everything(pod.tolerations) else None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

@@ -75,12 +75,15 @@ def test_cordon_toleration(toleration: dict[str, str], fits: bool) -> None:
     assert (direct is None) is fits
 
 
-def test_schedulable_node_passes_and_tolerating_pod_skips_prefilter() -> None:
+def test_prefilter_skips_when_no_node_is_cordoned_or_the_pod_tolerates_it() -> None:
     assert run_plugin(NodeUnschedulable(), pod("p"), NodeInfo(node("n"))) is None
-    state = CycleState()
-    skip = NodeUnschedulable().pre_filter(state, pod("p", tolerations=[CORDON]), Snapshot())
-    assert skip is not None and skip.code is Code.Skip
-    assert NodeUnschedulable().pre_filter(state, pod("p"), Snapshot()) is None
+    plain = Snapshot.from_objects([node("a"), node("b")])
+    cordoned = Snapshot.from_objects([node("a"), node("b", unschedulable=True)])
+    plugin = NodeUnschedulable()
+    assert plugin.pre_filter(CycleState(), pod("p"), plain) == Status(Code.Skip)
+    assert plugin.pre_filter(CycleState(), pod("p"), cordoned) is None
+    tolerant = pod("p", tolerations=[CORDON])
+    assert plugin.pre_filter(CycleState(), tolerant, cordoned) == Status(Code.Skip)
 
 
 # --- NodeName --------------------------------------------------------------------------------
@@ -146,20 +149,27 @@ def test_every_taint_must_be_tolerated_and_the_first_is_reported() -> None:
     assert run_plugin(TaintToleration(), p, NodeInfo(n)) == UNTOLERATED
 
 
-def test_tolerate_everything_skips() -> None:
-    skip = TaintToleration().pre_filter(
-        CycleState(), pod("p", tolerations=[{"operator": "Exists"}]), Snapshot()
+def test_prefilter_skips_without_tainted_nodes_or_when_everything_is_tolerated() -> None:
+    plugin = TaintToleration()
+    soft = Snapshot.from_objects([node("a", taints=[{"key": "k", "effect": "PreferNoSchedule"}])])
+    assert plugin.pre_filter(CycleState(), pod("p"), soft) == Status(Code.Skip)
+    for effect in ("NoSchedule", "NoExecute"):
+        tainted = Snapshot.from_objects(
+            [node("a"), node("b", taints=[{"key": "k", "effect": effect}])]
+        )
+        assert plugin.pre_filter(CycleState(), pod("p"), tainted) is None
+    tainted = Snapshot.from_objects([node("b", taints=[{"key": "k", "effect": "NoSchedule"}])])
+    anything = [{"operator": "Exists"}]
+    assert plugin.pre_filter(CycleState(), pod("p", tolerations=anything), tainted) == Status(
+        Code.Skip
     )
-    assert skip is not None and skip.code is Code.Skip
     both = [
         {"operator": "Exists", "effect": "NoSchedule"},
         {"operator": "Exists", "effect": "NoExecute"},
     ]
-    assert TaintToleration().pre_filter(
-        CycleState(), pod("p", tolerations=both), Snapshot()
-    ) == Status(Code.Skip)
+    assert plugin.pre_filter(CycleState(), pod("p", tolerations=both), tainted) == Status(Code.Skip)
     one = [{"operator": "Exists", "effect": "NoSchedule"}]
-    assert TaintToleration().pre_filter(CycleState(), pod("p", tolerations=one), Snapshot()) is None
+    assert plugin.pre_filter(CycleState(), pod("p", tolerations=one), tainted) is None
 
 
 # --- NodePorts -------------------------------------------------------------------------------

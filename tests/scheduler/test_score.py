@@ -120,6 +120,14 @@ def test_taint_toleration_counts_untolerated_prefer_no_schedule() -> None:
     assert (raw, normalized) == ([1, 2, 0], [50, 0, 100])
 
 
+def test_taint_toleration_without_prefer_no_schedule_taints() -> None:
+    hard = [{"key": "hard", "effect": "NoSchedule"}]
+    _, raw, normalized = _raw_and_normalized(
+        TaintTolerationScorer(), pod("p"), [node("a", taints=hard), node("b")]
+    )
+    assert (raw, normalized) == ([0, 0], [100, 100])
+
+
 # --- NodeAffinity -----------------------------------------------------------------------------
 
 
