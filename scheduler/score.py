@@ -176,10 +176,15 @@ class NodeAffinityScorer:
     def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
         a = pod.affinity
         terms = a.node_affinity.preferred if a is not None and a.node_affinity else ()
+        key = "NodeAffinityScore" + repr(terms)
+
+        def score(ni: NodeInfo) -> int:
+            node = ni.node
+            return 0 if node is None else sum(t.weight for t in terms if t.preference.matches(node))
+
+        # Pods with the same preferences share per-node scores (NodeInfo.memo).
         return [
-            sum(t.weight for t in terms if t.preference.matches(ni.node))
-            if ni.node is not None
-            else 0
+            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, score(ni))
             for ni in node_infos
         ]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions
+from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions, remember
 from scheduler.framework import Code, CycleState, Status
 from scheduler.labels import IN
 from scheduler.objects import Node, NodeSelector, Pod
@@ -50,13 +50,15 @@ _REJECT: Final = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_POD, plugi
 class RequiredNodeAffinity:
     """``nodeaffinity.RequiredNodeAffinity``: the pod's nodeSelector and required terms."""
 
-    __slots__ = ("node_selector", "required")
+    __slots__ = ("memo_key", "node_selector", "required")
 
     def __init__(self, pod: Pod) -> None:
         self.node_selector: tuple[tuple[str, str], ...] = tuple(pod.node_selector.items())
         a = pod.affinity
         na = a.node_affinity if a is not None else None
         self.required: NodeSelector | None = na.required if na is not None else None
+        # Pods with the same constraints share per-node verdicts (NodeInfo.memo).
+        self.memo_key = NAME + repr((self.node_selector, self.required))
 
     def match(self, node: Node | None) -> bool:
         if node is None:
@@ -120,8 +122,12 @@ class NodeAffinity(NoPreFilterExtensions):
     def filter_nodes(
         self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
     ) -> FilterBatchResult:
-        match = self._required(state, pod).match
-        verdicts = [match(ni.node) for ni in node_infos]
+        required = self._required(state, pod)
+        match, key = required.match, required.memo_key
+        verdicts = [
+            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, match(ni.node))
+            for ni in node_infos
+        ]
         passed = [ni for ni, ok in zip(node_infos, verdicts, strict=True) if ok]
         if len(passed) == len(node_infos):
             return passed, []

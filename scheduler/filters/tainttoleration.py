@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions
+from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions, remember
 from scheduler.framework import Code, CycleState, Status
 from scheduler.objects import Pod, Taint, Toleration
 from scheduler.snapshot import NodeInfo, Snapshot
@@ -88,16 +88,20 @@ class TaintToleration(NoPreFilterExtensions):
         if not any([ni.node is not None and ni.node.taints for ni in node_infos]):  # noqa: C419 - a list is faster than a generator here
             return node_infos, []
         tolerations = pod.tolerations
-        passed: list[NodeInfo] = []
-        rejected: list[tuple[NodeInfo, Status]] = []
-        for ni in node_infos:
+        key = NAME + repr(tolerations)
+
+        def tolerated(ni: NodeInfo) -> bool:
             node = ni.node
-            if (
-                node is not None
-                and node.taints
-                and find_matching_untolerated_taint(node.taints, tolerations) is not None
-            ):
-                rejected.append((ni, _REJECT))
-            else:
-                passed.append(ni)
-        return passed, rejected
+            return (
+                node is None
+                or not node.taints
+                or find_matching_untolerated_taint(node.taints, tolerations) is None
+            )
+
+        # Pods with the same tolerations share per-node verdicts (NodeInfo.memo).
+        verdicts = [
+            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, tolerated(ni))
+            for ni in node_infos
+        ]
+        pairs = list(zip(node_infos, verdicts, strict=True))
+        return [ni for ni, ok in pairs if ok], [(ni, _REJECT) for ni, ok in pairs if not ok]

@@ -22,7 +22,7 @@ from scheduler.schedule import (
 )
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.scheduler.filters_helpers import node, pod, required, term
-from tests.scheduler.test_filters_batch import _cluster
+from tests.scheduler.test_filters_batch import _cluster, _pod
 
 UU = Code.UnschedulableAndUnresolvable
 ZONE = "topology.kubernetes.io/zone"
@@ -379,3 +379,20 @@ def test_feasible_set_does_not_depend_on_node_order(data: st.DataObject) -> None
     if result.scores is not None:
         best = max(result.scores.total_scores)
         assert result.scores.total_scores[result.scores.index_of(result.suggested_host)] == best
+
+
+@given(st.data())
+def test_decisions_on_a_long_lived_snapshot_match_a_fresh_one(data: st.DataObject) -> None:
+    # NodeInfo.memo must never serve a stale verdict or score: after every bind, schedule
+    # the next pod on the evolving snapshot and on one rebuilt from scratch.
+    snapshot, first = data.draw(_cluster())
+    drawn = [first, *(data.draw(_pod(f"next{i}")) for i in range(data.draw(st.integers(1, 5))))]
+    for p in (d.with_changes(node_name="") for d in drawn):
+        fresh = _rebuilt(snapshot, range(len(snapshot.node_info_list)))
+        kept = schedule_one(p, snapshot, percentage_of_nodes_to_score=100)
+        rebuilt = schedule_one(p, fresh, percentage_of_nodes_to_score=100)
+        assert kept.suggested_host == rebuilt.suggested_host
+        assert kept.message == rebuilt.message
+        assert kept.node_scores == rebuilt.node_scores
+        if kept.suggested_host:
+            snapshot.bind_pod(p, kept.suggested_host)
