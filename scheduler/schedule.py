@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from scheduler.filters import default_framework
-from scheduler.filters.base import FilterBatchResult, PreFilterResultPlugin
+from scheduler.filters.base import FilterBatchResult
 from scheduler.framework import (
     Code,
     CycleState,
@@ -134,6 +134,13 @@ def _batch_filter(plugin: object) -> BatchFilter | None:
     # getattr, not isinstance: runtime protocol checks cost microseconds per call.
     batch: BatchFilter | None = getattr(plugin, "filter_nodes", None)
     return batch
+
+
+def _pre_filter_result(plugin: object) -> Callable[[CycleState], frozenset[str] | None] | None:
+    result: Callable[[CycleState], frozenset[str] | None] | None = getattr(
+        plugin, "pre_filter_result", None
+    )
+    return result
 
 
 def run_filter_plugins_batch(
@@ -264,35 +271,38 @@ def find_nodes_that_fit_pod(
         nominated = snapshot.get_node_info(pod.nominated_node_name)
         if nominated is not None:
             found = _find_nodes_that_pass_filters(
-                fwk, cycle, pod, snapshot, diagnosis=diagnosis, nodes=[nominated],
-                num_nodes_to_find=1, start_index=0,
-            )  # fmt: skip
+                fwk,
+                cycle,
+                pod,
+                snapshot,
+                diagnosis=diagnosis,
+                nodes=[nominated],
+                num_nodes_to_find=1,
+                start_index=0,
+            )
             if isinstance(found, Status):
                 raise SchedulingError(found)
             if found:
                 return found, diagnosis, start_index
 
     nodes = all_nodes
-    restricting = sorted(
-        p.name
-        for p in fwk.filter_plugins
-        if p.name not in cycle.skip_filter_plugins
-        and isinstance(p, PreFilterResultPlugin)
-        and p.pre_filter_result(cycle) is not None
-    )
+    # PreFilterResult: plugins that name the only nodes worth evaluating.
+    restricting: list[tuple[str, frozenset[str]]] = []
+    for plugin in fwk.filter_plugins:
+        result = _pre_filter_result(plugin)
+        if result is None or plugin.name in cycle.skip_filter_plugins:
+            continue
+        names = result(cycle)
+        if names is not None:
+            restricting.append((plugin.name, names))
     if restricting:
-        allowed: frozenset[str] | None = None
-        for p in fwk.filter_plugins:
-            if p.name in restricting and isinstance(p, PreFilterResultPlugin):
-                names = p.pre_filter_result(cycle)
-                assert names is not None
-                allowed = names if allowed is None else allowed & names
-        assert allowed is not None
+        allowed = frozenset.intersection(*(names for _, names in restricting))
+        plugin_names = " ".join(sorted(name for name, _ in restricting))
         if not allowed:
             which = (
-                f"plugin {restricting[0]}"
+                f"plugin {plugin_names}"
                 if len(restricting) == 1
-                else (f"plugin(s) [{' '.join(restricting)}] simultaneously")
+                else f"plugin(s) [{plugin_names}] simultaneously"
             )
             rejection = Status(Code.UnschedulableAndUnresolvable, f"node(s) didn't satisfy {which}")
             diagnosis.node_to_status.set_absent_nodes_status(rejection)
@@ -303,7 +313,7 @@ def find_nodes_that_fit_pod(
         diagnosis.node_to_status.set_absent_nodes_status(
             Status(
                 Code.UnschedulableAndUnresolvable,
-                f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}]",
+                f"node(s) didn't satisfy plugin(s) [{plugin_names}]",
             )
         )
 
@@ -311,9 +321,15 @@ def find_nodes_that_fit_pod(
     if not has_scoring:
         num_to_find = 1
     found = _find_nodes_that_pass_filters(
-        fwk, cycle, pod, snapshot, diagnosis=diagnosis, nodes=nodes,
-        num_nodes_to_find=num_to_find, start_index=start_index,
-    )  # fmt: skip
+        fwk,
+        cycle,
+        pod,
+        snapshot,
+        diagnosis=diagnosis,
+        nodes=nodes,
+        num_nodes_to_find=num_to_find,
+        start_index=start_index,
+    )
     if isinstance(found, Status):
         raise SchedulingError(found)
     processed = len(found) + len(diagnosis.node_to_status)
@@ -366,23 +382,24 @@ def select_host(scores: NodeScores, rng: random.Random | None = None) -> str:
     return selected
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ScheduleResult:
     """``ScheduleResult`` plus what a caller needs to act on or explain the decision.
 
     ``suggested_host`` is "" when the pod fits nowhere; then ``status`` is Unschedulable and
-    ``message`` the FitError text. ``scores`` holds the weighted per-plugin scores of the
-    scored nodes (None when the single feasible node was taken without scoring).
+    ``message`` the FitError text (an Error status means a plugin failed). ``scores`` holds
+    the weighted per-plugin scores of the scored nodes (None when the single feasible node was
+    taken without scoring).
     """
 
-    suggested_host: str
-    evaluated_nodes: int
-    feasible_nodes: int
-    next_start_index: int
-    node_statuses: NodeToStatus
-    status: Status
-    message: str
-    diagnosis: Diagnosis
+    suggested_host: str = ""
+    evaluated_nodes: int = 0
+    feasible_nodes: int = 0
+    next_start_index: int = 0
+    node_statuses: NodeToStatus = field(default_factory=NodeToStatus)
+    status: Status = field(default_factory=Status)
+    message: str = ""
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
     scores: NodeScores | None = None
 
     @property
@@ -395,6 +412,10 @@ class ScheduleResult:
     @property
     def succeeded(self) -> bool:
         return bool(self.suggested_host)
+
+
+def _failed(status: Status, *, start_index: int) -> ScheduleResult:
+    return ScheduleResult(next_start_index=start_index, status=status, message=status.message)
 
 
 def schedule_one(
@@ -416,10 +437,7 @@ def schedule_one(
     plugins = default_score_plugins() if score_plugins is None else list(score_plugins)
     num_all = len(snapshot.node_info_list)
     if num_all == 0:
-        return ScheduleResult(
-            "", 0, 0, start_index, NodeToStatus(), Status(Code.Error, ERR_NO_NODES_AVAILABLE),
-            ERR_NO_NODES_AVAILABLE, Diagnosis(),
-        )  # fmt: skip
+        return _failed(Status(Code.Error, ERR_NO_NODES_AVAILABLE), start_index=start_index)
     state = CycleState()
     try:
         feasible, diagnosis, next_start = find_nodes_that_fit_pod(
@@ -432,32 +450,30 @@ def schedule_one(
             has_scoring=bool(plugins),
         )
     except SchedulingError as exc:
-        return ScheduleResult(
-            "", 0, 0, start_index, NodeToStatus(), exc.status, exc.status.message, Diagnosis()
-        )
+        return _failed(exc.status, start_index=start_index)
     statuses = diagnosis.node_to_status
+    result = ScheduleResult(
+        evaluated_nodes=len(feasible) + len(statuses),
+        feasible_nodes=len(feasible),
+        next_start_index=next_start,
+        node_statuses=statuses,
+        diagnosis=diagnosis,
+    )
     if not feasible:
-        message = fit_error_message(
+        result.message = fit_error_message(
             num_all,
             statuses,
             pre_filter_msg=diagnosis.pre_filter_msg,
             post_filter_msg=diagnosis.post_filter_msg,
         )
-        return ScheduleResult(
-            "", len(statuses), 0, next_start, statuses, Status(Code.Unschedulable, message),
-            message, diagnosis,
-        )  # fmt: skip
-    evaluated = len(feasible) + len(statuses)
-    if len(feasible) == 1:
-        return ScheduleResult(
-            feasible[0].name, evaluated, 1, next_start, statuses, Status(), "", diagnosis
-        )
-    scores = prioritize_nodes(state, pod, feasible, snapshot, plugins)
-    if isinstance(scores, Status):
-        return ScheduleResult(
-            "", evaluated, len(feasible), next_start, statuses, scores, scores.message, diagnosis
-        )
-    host = select_host(scores, rng)
-    return ScheduleResult(
-        host, evaluated, len(feasible), next_start, statuses, Status(), "", diagnosis, scores
-    )
+        result.status = Status(Code.Unschedulable, result.message)
+    elif len(feasible) == 1:
+        result.suggested_host = feasible[0].name
+    else:
+        scores = prioritize_nodes(state, pod, feasible, snapshot, plugins)
+        if isinstance(scores, Status):
+            result.status, result.message = scores, scores.message
+        else:
+            result.scores = scores
+            result.suggested_host = select_host(scores, rng)
+    return result
