@@ -14,6 +14,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scheduler.apierrors import (
+    AdmissionError,
+    ErrorType,
+    FieldError,
+    GoNamedString,
+    aggregate_message,
+    go_quote,
+    new_forbidden,
+    new_invalid,
+)
 from scheduler.objects import InvalidObject, Pod, PriorityClass
 from scheduler.priority import (
     DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS_EXISTS,
@@ -25,21 +35,13 @@ from scheduler.priority import (
     SYSTEM_CRITICAL_PRIORITY,
     SYSTEM_NODE_CRITICAL,
     SYSTEM_PRIORITY_CLASS_PREFIX,
-    AdmissionError,
-    ErrorType,
-    FieldError,
-    GoNamedString,
     PriorityAdmission,
-    aggregate_message,
-    go_quote,
     is_critical_pod,
     is_critical_pod_based_on_priority,
     is_known_system_priority_class,
     is_mirror_pod,
     is_node_critical_pod,
     is_static_pod,
-    new_forbidden,
-    new_invalid,
     preemptable,
     system_priority_classes,
     validate_priority_class,
