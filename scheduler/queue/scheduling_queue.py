@@ -91,6 +91,11 @@ POD_TOPOLOGY_SPREAD: Final = "PodTopologySpread"
 
 _ZERO_TIME: Final = -math.inf  # Go's zero time.Time sorts before every real time
 
+# Labels of the events after which a pod entering activeQ is (re)added to the nominator.
+_UNSCHEDULED_POD_ADD: Final = ev.UnscheduledPodAdd.label
+_UNSCHEDULED_POD_UPDATE: Final = ev.UnscheduledPodUpdate.label
+_FORCE_ACTIVATE: Final = ev.ForceActivate.label
+
 
 class Clock(Protocol):
     def now(self) -> float: ...
@@ -145,12 +150,13 @@ class SchedulingQueue:
     """``PriorityQueue`` with queueing hints off and PopFromBackoffQ on (see module doc).
 
     ``plugin_events`` maps each enabled plugin to the events it registers (default: the in-tree
-    plugins, ``events.DEFAULT_PLUGIN_EVENTS``); a rejecting plugin missing from it counts as
-    registered for every event of every resource. ``pre_enqueue_plugins`` are extra PreEnqueue
-    plugins run after ``SchedulingGates``; one that has ``events_to_register`` registers those
-    events. ``namespace_labels`` gives a namespace's labels for affinity-term matching
-    (``Snapshot.namespace_labels`` fits); without it a namespace carries only
-    ``kubernetes.io/metadata.name``.
+    plugins, ``events.DEFAULT_PLUGIN_EVENTS``); a rejecting plugin missing from it is taken for
+    an enabled plugin without ``EventsToRegister``: registered for every event of every
+    resource, which also makes those events "of interest" once it has rejected a pod.
+    ``pre_enqueue_plugins`` are extra PreEnqueue plugins run after ``SchedulingGates``; one that
+    has ``events_to_register`` registers those events. ``namespace_labels`` gives a namespace's
+    labels for affinity-term matching (``Snapshot.namespace_labels`` fits); without it a
+    namespace carries only ``kubernetes.io/metadata.name``.
     """
 
     def __init__(
@@ -207,6 +213,9 @@ class SchedulingQueue:
             {e: None for events in registry.values() for e in events}
         )
         self._interest_cache: dict[ClusterEvent, bool] = {}
+        self._plugin_match_cache: dict[tuple[str, ClusterEvent], bool] = {}
+        # Rejecting plugins absent from the registry: enabled plugins without EventsToRegister.
+        self._unregistered_plugins: set[str] = set()
 
         self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap()
         self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap()  # podBackoffQ
@@ -274,12 +283,21 @@ class SchedulingQueue:
         if status is None or status.code is Code.Success:
             return True
         pinfo.unschedulable_plugins.add(plugin.name)
+        self._note_plugins((plugin.name,))
         pinfo.gating_plugin = plugin.name
         pinfo.gating_plugin_events = self._events_for(plugin.name)
         return False
 
     def _events_for(self, plugin: str) -> tuple[ClusterEvent, ...]:
         return ev.events_for_plugin(plugin, self.plugin_events)
+
+    def _note_plugins(self, plugins: Iterable[str]) -> None:
+        """A plugin that rejects pods is enabled; one missing from the registry registered
+        no events and so is interested in every event of every resource."""
+        for plugin in plugins:
+            if plugin not in self.plugin_events and plugin not in self._unregistered_plugins:
+                self._unregistered_plugins.add(plugin)
+                self._interest_cache.clear()
 
     # --- moving between sub-queues -------------------------------------------------------
 
@@ -309,7 +327,7 @@ class SchedulingQueue:
         self._unschedulable.pop(key, None)
         self._delete_from_backoff(key)
         self._active.add_or_update(key, self._active_key(pinfo), pinfo)
-        if event in (ev.UnscheduledPodAdd.label, ev.UnscheduledPodUpdate.label):
+        if event in (_UNSCHEDULED_POD_ADD, _UNSCHEDULED_POD_UPDATE):
             self.nominator.add_nominated_pod(pinfo.pod, None)
         return True
 
@@ -341,7 +359,7 @@ class SchedulingQueue:
 
     def add(self, pod: Pod) -> None:
         """``Add``: a new pod enters activeQ, or the pool when a PreEnqueue plugin gates it."""
-        self._move_to_active_q(self._new_queued_pod_info(pod), ev.UnscheduledPodAdd.label)
+        self._move_to_active_q(self._new_queued_pod_info(pod), _UNSCHEDULED_POD_ADD)
 
     def pop(self) -> QueuedPodInfo | None:
         """``Pop``: the head of activeQ, else of podBackoffQ; None when both are empty.
@@ -389,6 +407,7 @@ class SchedulingQueue:
             pinfo.consecutive_errors_count = 0
         pinfo.timestamp = self._now()
         pinfo.backoff_expiration = None
+        self._note_plugins(pinfo.rejector_plugins())
         if self.move_request_cycle >= cycle or not pinfo.rejector_plugins():
             self._move_to_backoff_q(pinfo, ev.ScheduleAttemptFailure)
         else:
@@ -450,11 +469,11 @@ class SchedulingQueue:
             self.nominator.update_nominated_pod(old, new)
             if old is None or is_pod_updated(old, new):
                 if self.is_pod_backing_off(pinfo):
-                    self._move_to_backoff_q(pinfo, ev.UnscheduledPodUpdate.label)
+                    self._move_to_backoff_q(pinfo, _UNSCHEDULED_POD_UPDATE)
                     return
-                self._move_to_active_q(pinfo, ev.UnscheduledPodUpdate.label)
+                self._move_to_active_q(pinfo, _UNSCHEDULED_POD_UPDATE)
             return
-        self._move_to_active_q(self._new_queued_pod_info(new), ev.UnscheduledPodUpdate.label)
+        self._move_to_active_q(self._new_queued_pod_info(new), _UNSCHEDULED_POD_UPDATE)
 
     def delete(self, pod: Pod) -> None:
         """``Delete``: drop the nomination and the pod from whichever sub-queue holds it."""
@@ -487,9 +506,7 @@ class SchedulingQueue:
             if pinfo is None:
                 return False
             from_backoff = True
-        return self._move_to_active_q(
-            pinfo, ev.ForceActivate.label, moves_from_backoff_q=from_backoff
-        )
+        return self._move_to_active_q(pinfo, _FORCE_ACTIVATE, moves_from_backoff_q=from_backoff)
 
     def move_all_to_active_or_backoff_queue(
         self,
@@ -535,7 +552,10 @@ class SchedulingQueue:
             return True
         cached = self._interest_cache.get(event)
         if cached is None:
-            cached = ev.match_any_cluster_event(event, self._registered_events)
+            cached = ev.match_any_cluster_event(event, self._registered_events) or (
+                bool(self._unregistered_plugins)
+                and ev.match_any_cluster_event(event, ev.ALL_RESOURCES_EVENTS)
+            )
             self._interest_cache[event] = cached
         return cached
 
@@ -553,8 +573,13 @@ class SchedulingQueue:
                 return _Strategy.SKIP
             return _Strategy.AFTER_BACKOFF
         strategy = _Strategy.SKIP
+        cache = self._plugin_match_cache
         for plugin in rejectors:
-            if ev.match_any_cluster_event(event, self._events_for(plugin)):
+            matched = cache.get((plugin, event))
+            if matched is None:
+                matched = ev.match_any_cluster_event(event, self._events_for(plugin))
+                cache[(plugin, event)] = matched
+            if matched:
                 if plugin in pinfo.pending_plugins:
                     return _Strategy.IMMEDIATELY
                 strategy = _Strategy.AFTER_BACKOFF
