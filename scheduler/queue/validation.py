@@ -86,8 +86,8 @@ def _go_value(value: object) -> str:
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, str):
-        return json.dumps(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)

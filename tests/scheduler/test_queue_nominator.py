@@ -122,3 +122,30 @@ def test_gated_add_is_not_nominated_but_an_update_is() -> None:
     assert q.nominated_pods_for_node("n1") == []
     q.update(gated, gated.with_changes(scheduling_gates=()))
     assert names(q.nominated_pods_for_node("n1")) == ["g"]
+
+
+def test_queue_nominations_reserve_room_for_equal_or_higher_priority() -> None:
+    """§6 item 9: nominated pods of priority >= the incoming pod's count as running."""
+    from scheduler.filters.noderesources import NodeResourcesFit
+    from scheduler.framework import CycleState, Framework
+    from scheduler.objects import Container, Node
+    from scheduler.snapshot import NodeInfo
+
+    node = NodeInfo(Node("n1", allocatable={"cpu": 2000, "pods": 10}))
+    fw = Framework([NodeResourcesFit()])
+
+    def cpu_pod(name: str, prio: int, cpu: int) -> Pod:
+        return mkpod(name, prio, containers=(Container("c", requests={"cpu": cpu}),))
+
+    q = SchedulingQueue(FakeClock())
+    reserved = cpu_pod("reserved", 100, 1500)
+    q.nominator.add_nominated_pod(reserved, NominatingInfo(OVERRIDE, "n1"))
+    nominated = q.nominated_pods_for_node("n1")
+
+    lower = cpu_pod("lower", 50, 1000)
+    status = fw.run_filter_plugins_with_nominated_pods(CycleState(), lower, node, nominated)
+    assert status.message == "Insufficient cpu"
+    higher = cpu_pod("higher", 200, 1000)
+    assert fw.run_filter_plugins_with_nominated_pods(
+        CycleState(), higher, node, nominated
+    ).is_success()
