@@ -40,6 +40,16 @@ from scheduler.priority import (
     validate_priority_class_update,
 )
 from scheduler.quantity import QuantityError, parse_quantity
+from scheduler.queue import (
+    ClusterEvent,
+    NominatingInfo,
+    NominatingMode,
+    QueuedPodInfo,
+    SchedulingQueue,
+    backoff_duration,
+    less,
+    validate_pod_update_while_gated,
+)
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
@@ -49,6 +59,7 @@ __all__ = [
     "SYSTEM_NODE_CRITICAL",
     "AdmissionError",
     "Affinity",
+    "ClusterEvent",
     "Code",
     "Container",
     "CycleState",
@@ -64,6 +75,8 @@ __all__ = [
     "NodeSelector",
     "NodeSelectorTerm",
     "NodeToStatus",
+    "NominatingInfo",
+    "NominatingMode",
     "Pod",
     "PodAffinity",
     "PodAffinityTerm",
@@ -72,21 +85,26 @@ __all__ = [
     "PriorityAdmission",
     "PriorityClass",
     "QuantityError",
+    "QueuedPodInfo",
     "Requirement",
+    "SchedulingQueue",
     "SelectorError",
     "Snapshot",
     "Status",
     "StatusError",
     "Taint",
     "Toleration",
+    "backoff_duration",
     "fit_error_message",
     "is_critical_pod",
+    "less",
     "load_manifests",
     "load_objects",
     "object_from_dict",
     "parse_label_selector",
     "parse_quantity",
     "system_priority_classes",
+    "validate_pod_update_while_gated",
     "validate_priority_class",
     "validate_priority_class_update",
 ]

@@ -24,42 +24,19 @@ selector/affinity of a pod that is not gated, is reported the way the final spec
 …``). Upstream appends a ``cmp.Diff`` of the two specs to that message; it is not reproduced.
 Other immutable fields are not checked here.
 
-``FieldError`` is a minimal ``field.Error`` (type, field, detail, bad value) whose ``str`` is
-kube's ``Error()``; scheduler.priority may later provide the shared one.
+Errors are ``scheduler.apierrors.FieldError`` values, whose ``str`` is kube's ``Error()``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final
 
+from scheduler.apierrors import FieldError
 from scheduler.labels import Requirement
 from scheduler.objects import NodeAffinity, NodeSelectorTerm, Pod
 
 __all__ = ["FieldError", "validate_pod_update_while_gated"]
-
-FIELD_VALUE_INVALID: Final = "FieldValueInvalid"
-FIELD_VALUE_FORBIDDEN: Final = "FieldValueForbidden"
-
-_TYPE_STRINGS: Final = {
-    "FieldValueNotFound": "Not found",
-    "FieldValueRequired": "Required value",
-    "FieldValueDuplicate": "Duplicate value",
-    FIELD_VALUE_INVALID: "Invalid value",
-    "FieldValueNotSupported": "Unsupported value",
-    FIELD_VALUE_FORBIDDEN: "Forbidden",
-    "FieldValueTooLong": "Too long",
-    "FieldValueTooMany": "Too many",
-    "InternalError": "Internal error",
-    "FieldValueTypeInvalid": "Invalid value",
-}
-_NO_VALUE_TYPES: Final = frozenset(
-    {"FieldValueRequired", FIELD_VALUE_FORBIDDEN, "FieldValueTooLong", "InternalError"}
-)
-
-_OMIT: Final = object()
 
 _UPDATABLE_POD_SPEC_FIELDS: Final = ",".join(
     (
@@ -77,51 +54,12 @@ _NODE_SELECTOR_TERMS: Final = (
 )
 
 
-def _go_value(value: object) -> str:
-    """How ``field.Error`` prints a bad value: scalars plainly, strings quoted, else JSON."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-
-
-@dataclass(frozen=True, slots=True)
-class FieldError:
-    """``field.Error``: ``type`` is kube's ErrorType value (``FieldValueForbidden``, …)."""
-
-    type: str
-    field: str
-    detail: str
-    bad_value: object = _OMIT
-
-    def error_body(self) -> str:
-        kind = _TYPE_STRINGS.get(self.type, self.type)
-        if self.type in _NO_VALUE_TYPES or self.bad_value is _OMIT:
-            body = kind
-        else:
-            body = f"{kind}: {_go_value(self.bad_value)}"
-        if self.detail:
-            body += f": {self.detail}"
-        return body
-
-    def error(self) -> str:
-        return f"{self.field}: {self.error_body()}"
-
-    def __str__(self) -> str:
-        return self.error()
-
-
 def _forbidden(path: str, detail: str) -> FieldError:
-    return FieldError(FIELD_VALUE_FORBIDDEN, path, detail)
+    return FieldError.forbidden(path, detail)
 
 
 def _invalid(path: str, value: object, detail: str) -> FieldError:
-    return FieldError(FIELD_VALUE_INVALID, path, detail, value)
+    return FieldError.invalid(path, value, detail)
 
 
 def _requirement_value(req: Requirement) -> dict[str, object]:
