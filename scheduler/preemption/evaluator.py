@@ -91,6 +91,7 @@ NODE_LOCAL_PLUGINS: Final = frozenset(
 
 PREFIX: Final = "preemption: "
 _MAX_CONTEXTS: Final = 8
+_REMAP_THRESHOLD: Final = 64  # more changed positions than this: rematch all by generation
 
 _U = Code.Unschedulable
 
@@ -146,8 +147,12 @@ def preemptor_signature(pod: Pod) -> Hashable:
 class _Context:
     """Cached node outcomes for one (framework, preemptor signature, PDBs, predicate).
 
-    ``recs[i]`` is the outcome for ``node_list[i]`` computed at generation ``gens[i]``, or None
-    (then ``i`` is in ``unevaluated``). ``keys[i]`` mirrors ``recs[i].key``. The heap holds
+    ``recs[i]`` is the outcome for the snapshot's i-th node, computed when that node was at
+    generation ``gens[i]``, or None (then ``i`` is in ``unevaluated``). Generations are unique
+    process-wide and change with every change of a NodeInfo, so a generation identifies a node's
+    content: outcomes follow generations, and the context keeps no reference to the NodeInfos
+    (which may point back at their snapshot, the weak key of this cache). ``keys[i]`` mirrors
+    ``recs[i].key``. The heap holds
     ``(*key, i, serial)`` for candidate outcomes; entries whose serial no longer matches
     ``recs[i]`` are stale and dropped when they reach the top.
     """
@@ -158,7 +163,6 @@ class _Context:
         "index",
         "keys",
         "names",
-        "node_list",
         "nom_idx",
         "now",
         "now_idx",
@@ -168,7 +172,6 @@ class _Context:
     )
 
     def __init__(self) -> None:
-        self.node_list: list[NodeInfo] = []
         self.names: list[str] = []  # replaced, never changed in place (explanations keep it)
         self.index: dict[str, int] = {}
         self.gens: list[int] = []
@@ -187,23 +190,13 @@ class _Context:
             self.keys[i] = None
             self.unevaluated.add(i)
 
-    def _remap(self, nodes: list[NodeInfo]) -> None:
-        old = {id(ni): i for i, ni in enumerate(self.node_list)}
-        recs: list[NodeOutcome | None] = []
-        gens: list[int] = []
-        for ni in nodes:
-            j = old.get(id(ni))
-            if j is None:
-                recs.append(None)
-                gens.append(-1)
-            else:
-                recs.append(self.recs[j])
-                gens.append(self.gens[j])
-        self.node_list = list(nodes)
+    def _remap(self, nodes: list[NodeInfo], gens: list[int]) -> None:
+        """Carry outcomes over to a new node order, matching nodes by generation."""
+        old = dict(zip(self.gens, self.recs, strict=True))
+        self.recs = [old.get(g) for g in gens]
+        self.gens = gens
         self.names = [ni.name for ni in nodes]
         self.index = {name: i for i, name in enumerate(self.names)}
-        self.recs = recs
-        self.gens = gens
         self._rebuild_indexes()
 
     def _rebuild_indexes(self) -> None:
@@ -226,24 +219,31 @@ class _Context:
     def sync(self, snapshot: Snapshot, pod: Pod, now: float | None) -> dict[int, tuple[Pod, ...]]:
         """Drop outcomes made stale since the last decision; returns nominated pods by index."""
         nodes = snapshot.node_info_list
-        if nodes != self.node_list:
-            self._remap(nodes)
         gens = [ni.generation for ni in nodes]
         if gens != self.gens:
-            names = self.names
-            copied = False
-            for i in compress(range(len(gens)), map(ne, gens, self.gens)):
-                self._drop(i)
-                name = nodes[i].name
-                if name != names[i]:
-                    if not copied:
-                        names = list(names)
-                        copied = True
-                    self.index.pop(names[i], None)
-                    self.index[name] = i
-                    names[i] = name
-            self.names = names
-            self.gens = gens
+            changed = (
+                list(compress(range(len(gens)), map(ne, gens, self.gens)))
+                if len(gens) == len(self.gens)
+                else None
+            )
+            if changed is None or len(changed) > _REMAP_THRESHOLD:
+                self._remap(nodes, gens)
+            else:
+                names = self.names
+                copied = False
+                for i in changed:
+                    self._drop(i)
+                    name = nodes[i].name
+                    if name != names[i]:
+                        if not copied:
+                            names = list(names)
+                            copied = True
+                        if self.index.get(names[i]) == i:
+                            del self.index[names[i]]
+                        self.index[name] = i
+                        names[i] = name
+                self.names = names
+                self.gens = gens
         recs = self.recs
         prio, key = pod.priority, pod.key
         current: dict[int, tuple[Pod, ...]] = {}
@@ -282,6 +282,7 @@ class _Context:
     def evaluate(
         self,
         i: int,
+        node_info: NodeInfo,
         *,
         framework: Framework,
         state: CycleState,
@@ -293,7 +294,7 @@ class _Context:
     ) -> NodeOutcome:
         rec = evaluate_node(
             pod,
-            self.node_list[i],
+            node_info,
             framework=framework,
             state=state,
             pdbs=pdbs,
@@ -394,14 +395,18 @@ def _failure(
     """No candidate: an aggregated Error, else the FitError of the dry-run statuses."""
     errors = [st for _, st in failed if st.code is Code.Error]
     if errors:
-        status = _prefixed(Code.Error, _aggregate(errors))
-        explanation.summary = f"{_describe(pod)}: preemption failed: {status.message}"
-        return PreemptionResult(None, status=status, explanation=explanation)
+        message = _aggregate(errors)
+        explanation.summary = f"{_describe(pod)}: preemption failed: {message}"
+        return PreemptionResult(
+            None, status=_prefixed(Code.Error, message), explanation=explanation
+        )
     not_helpful = Status(Code.UnschedulableAndUnresolvable, NOT_HELPFUL_MESSAGE)
     statuses = NodeToStatus(dict(failed), not_helpful)
-    status = _prefixed(Code.Unschedulable, fit_error_message(num_all_nodes, statuses))
-    explanation.summary = f"{_describe(pod)}: no preemption candidate: {status.message}"
-    return PreemptionResult("", status=status, explanation=explanation)
+    message = fit_error_message(num_all_nodes, statuses)
+    explanation.summary = f"{_describe(pod)}: no preemption candidate: {message}"
+    return PreemptionResult(
+        "", status=_prefixed(Code.Unschedulable, message), explanation=explanation
+    )
 
 
 def _success(
@@ -643,6 +648,7 @@ def _preempt_fast(a: _Args) -> PreemptionResult:
             continue
         ctx.evaluate(
             i,
+            snapshot.node_info_list[i],
             framework=fw,
             state=a.state,
             pod=pod,

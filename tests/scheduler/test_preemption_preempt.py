@@ -542,3 +542,45 @@ def test_many_decisions_match_the_reference() -> None:
                     for v in r.victims:
                         s.remove_pod(v)
                     s.bind_pod(p, r.nominated_node_name)
+
+
+def test_failure_summaries() -> None:
+    pods = [mk_pod("p1", node="node1"), mk_pod("p2", node="node2")]
+    snap = mk_snapshot([mk_node("node1", cpu=200), mk_node("node2", cpu=200)], pods)
+    r = decide(mk_pod("p", prio=HIGH, cpu=300), snap, unschedulable("node1", "node2"))
+    assert r.explanation.summary == (
+        "pod default/p (priority 1000): no preemption candidate:"
+        " 0/2 nodes are available: 2 Insufficient cpu."
+    )
+    snap = mk_snapshot([mk_node("n1", cpu=1000)], [mk_pod("a", node="n1")])
+    r = decide(mk_pod("p", prio=HIGH, cpu=100), snap, unschedulable("n1"))
+    assert r.explanation.summary == (
+        "pod default/p (priority 1000): preemption failed:"
+        ' expected at least one victim pod on node "n1"'
+    )
+    assert r.explanation.nodes()[0].reason == 'expected at least one victim pod on node "n1"'
+
+
+def test_cache_follows_nodes_shifting_position() -> None:
+    snap = _identical_nodes(4)
+    p = mk_pod("p", prio=HIGH, cpu=500)
+    statuses = unschedulable("n0", "n1", "n2", "n3", "n7")
+    assert decide(p, snap, statuses).nominated_node_name == "n0"
+    snap.remove_node("n1")  # n2, n3 move up; n7 takes the last position
+    snap.add_node(mk_node("n7", cpu=1000))
+    snap.add_pod(mk_pod("v7", prio=-1, cpu=800, node="n7"))
+    r = decide(p, snap, statuses)
+    assert r.nominated_node_name == "n7"
+    assert [v.node for v in r.explanation.nodes()] == ["n0", "n2", "n3", "n7"]
+
+
+def test_cached_snapshots_are_still_collected() -> None:
+    import gc
+    import weakref
+
+    snap = _identical_nodes(3)
+    preempt(mk_pod("p", prio=HIGH, cpu=500), snap, node_statuses=unschedulable("n0", "n1", "n2"))
+    ref = weakref.ref(snap)
+    del snap
+    gc.collect()
+    assert ref() is None
