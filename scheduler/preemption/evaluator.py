@@ -474,6 +474,10 @@ def preempt(
     profile. ``now`` (seconds since the epoch) stands for unset pod start times; None means
     "later than any set start time". ``rng`` seeds the sampled mode's offset (default
     ``random.Random(0)``). Status messages carry the ``preemption: `` prefix, as PostFilter's.
+
+    Cached outcomes assume that Filter plugins and ``is_eligible_pod`` are pure functions of
+    their arguments; pass the same framework and predicate objects from call to call (a new
+    lambda per call is a new cache key, so nothing is reused).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")

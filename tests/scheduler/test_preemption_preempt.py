@@ -584,3 +584,51 @@ def test_cached_snapshots_are_still_collected() -> None:
     del snap
     gc.collect()
     assert ref() is None
+
+
+class PreFilterVerdict:
+    """A plugin whose PreFilter answers a fixed status."""
+
+    name = "Verdict"
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        return self.status
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return None
+
+    def add_pod(self, *args: object) -> Status | None:
+        return None
+
+    def remove_pod(self, *args: object) -> Status | None:
+        return None
+
+
+@MODES
+def test_prefilter_rejection_is_every_potential_node_status(mode: str) -> None:
+    snap = _identical_nodes(3)
+    fw = resources_framework(PreFilterVerdict(Status(U, "not today")))
+    r = decide(
+        mk_pod("p", prio=HIGH, cpu=500),
+        snap,
+        NodeToStatus({"n0": Status(U), "n1": Status(U), "n2": Status(UU)}),
+        framework=fw,
+        mode=mode,
+    )
+    assert r.nominated_node_name == ""
+    assert r.status == Status(
+        U,
+        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling,"
+        " 2 not today.",
+    )
+
+
+def test_prefilter_error_is_returned() -> None:
+    snap = _identical_nodes(1)
+    fw = resources_framework(PreFilterVerdict(Status(Code.Error, "broken")))
+    r = decide(mk_pod("p", prio=HIGH, cpu=500), snap, unschedulable("n0"), framework=fw)
+    assert r.nominated_node_name is None
+    assert r.status == Status(Code.Error, 'preemption: running PreFilter plugin "Verdict": broken')
