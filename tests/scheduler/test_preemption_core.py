@@ -468,14 +468,16 @@ def test_node_info_and_state_are_not_changed() -> None:
     snap = mk_snapshot([mk_node("n", cpu=1000)], [mk_pod("lo", prio=LOW, cpu=800, node="n")])
     ni = snap.node_info("n")
     before = (list(ni.pods), dict(ni.requested), ni.generation)
+    p = mk_pod("p", prio=MID, cpu=500)
     state = CycleState()
+    fw = resources_framework()
+    assert fw.run_pre_filter_plugins(state, p, snap).is_success()
     state.write("k", 1)
-    victims, _, _ = select_victims_on_node(
-        mk_pod("p", prio=MID, cpu=500), ni, [], state=state, snapshot=snap
-    )
+    data = dict(state.data)
+    victims, _, _ = select_victims_on_node(p, ni, [], framework=fw, state=state, snapshot=snap)
     assert keys(victims) == ["default/lo"]
     assert (list(ni.pods), dict(ni.requested), ni.generation) == before
-    assert state.data == {"k": 1}
+    assert state.data == data
 
 
 def test_pdb_violating_pods_reprieved_first_then_resorted() -> None:
