@@ -4,6 +4,7 @@ No I/O, no asyncio, no wall-clock reads: a clock is passed in wherever time matt
 randomness comes from a seeded RNG the caller provides.
 """
 
+from scheduler.apierrors import AdmissionError, FieldError, InvalidError, StatusError
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status, fit_error_message
 from scheduler.labels import LabelSelector, Requirement, SelectorError, parse_label_selector
 from scheduler.objects import (
@@ -27,15 +28,55 @@ from scheduler.objects import (
     load_objects,
     object_from_dict,
 )
+from scheduler.preemption import (
+    Candidate,
+    Explanation,
+    PreemptionResult,
+    Victims,
+    pick_one_node_for_preemption,
+    preempt,
+    select_victims_on_node,
+)
+from scheduler.priority import (
+    HIGHEST_USER_DEFINABLE_PRIORITY,
+    SYSTEM_CLUSTER_CRITICAL,
+    SYSTEM_CRITICAL_PRIORITY,
+    SYSTEM_NODE_CRITICAL,
+    PriorityAdmission,
+    is_critical_pod,
+    system_priority_classes,
+    validate_priority_class,
+    validate_priority_class_update,
+)
 from scheduler.quantity import QuantityError, parse_quantity
+from scheduler.queue import (
+    ClusterEvent,
+    NominatingInfo,
+    NominatingMode,
+    QueuedPodInfo,
+    SchedulingQueue,
+    backoff_duration,
+    less,
+    validate_pod_update_while_gated,
+)
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
+    "HIGHEST_USER_DEFINABLE_PRIORITY",
+    "SYSTEM_CLUSTER_CRITICAL",
+    "SYSTEM_CRITICAL_PRIORITY",
+    "SYSTEM_NODE_CRITICAL",
+    "AdmissionError",
     "Affinity",
+    "Candidate",
+    "ClusterEvent",
     "Code",
     "Container",
     "CycleState",
+    "Explanation",
+    "FieldError",
     "Framework",
+    "InvalidError",
     "InvalidObject",
     "LabelSelector",
     "Namespace",
@@ -45,23 +86,41 @@ __all__ = [
     "NodeSelector",
     "NodeSelectorTerm",
     "NodeToStatus",
+    "NominatingInfo",
+    "NominatingMode",
     "Pod",
     "PodAffinity",
     "PodAffinityTerm",
     "PodAntiAffinity",
     "PodDisruptionBudget",
+    "PreemptionResult",
+    "PriorityAdmission",
     "PriorityClass",
     "QuantityError",
+    "QueuedPodInfo",
     "Requirement",
+    "SchedulingQueue",
     "SelectorError",
     "Snapshot",
     "Status",
+    "StatusError",
     "Taint",
     "Toleration",
+    "Victims",
+    "backoff_duration",
     "fit_error_message",
+    "is_critical_pod",
+    "less",
     "load_manifests",
     "load_objects",
     "object_from_dict",
     "parse_label_selector",
     "parse_quantity",
+    "pick_one_node_for_preemption",
+    "preempt",
+    "select_victims_on_node",
+    "system_priority_classes",
+    "validate_pod_update_while_gated",
+    "validate_priority_class",
+    "validate_priority_class_update",
 ]

@@ -198,6 +198,7 @@ class Snapshot:
     """Nodes, bound and nominated pods, PDBs, PriorityClasses and Namespaces."""
 
     __slots__ = (
+        "__weakref__",  # lets callers keep derived indexes per snapshot (preemption's cache)
         "_by_name",
         "_node_traits",
         "_nominated",
