@@ -139,18 +139,28 @@ def test_filter_stops_at_first_rejection_and_tags_plugin() -> None:
 
 def test_nominated_pods_of_equal_or_higher_priority_reserve_room() -> None:
     fw = default_framework()
-    ni = NodeInfo(node("a", cpu=4000), [pod("running", 2000, node_name="a")])
+    snap = Snapshot.from_objects([node("a", cpu=4000), pod("running", 2000, node_name="a")])
+    ni = snap.node_info("a")
     incoming = pod("in", 1500, priority=10)
+
+    def prefiltered() -> CycleState:
+        # Filter plugins with PreFilter state (InterPodAffinity) need PreFilter to have run.
+        state = CycleState()
+        assert fw.run_pre_filter_plugins(state, incoming, snap).is_success()
+        return state
+
     higher = pod("nom-hi", 1000, priority=10, nominated_node_name="a")
     lower = pod("nom-lo", 1000, priority=9, nominated_node_name="a")
-    st = fw.run_filter_plugins_with_nominated_pods(CycleState(), incoming, ni, [higher])
+    st = fw.run_filter_plugins_with_nominated_pods(prefiltered(), incoming, ni, [higher])
     assert st.code is Code.Unschedulable and st.reasons == ("Insufficient cpu",)
     assert fw.run_filter_plugins_with_nominated_pods(
-        CycleState(), incoming, ni, [lower]
+        prefiltered(), incoming, ni, [lower]
     ).is_success()
     # The pod's own nomination never blocks it.
     own = pod("in", 1500, priority=10, nominated_node_name="a")
-    assert fw.run_filter_plugins_with_nominated_pods(CycleState(), incoming, ni, [own]).is_success()
+    assert fw.run_filter_plugins_with_nominated_pods(
+        prefiltered(), incoming, ni, [own]
+    ).is_success()
     # The node itself is not modified by the first pass.
     assert len(ni.pods) == 1 and ni.requested["cpu"] == 2000
 
