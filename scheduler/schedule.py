@@ -296,6 +296,8 @@ def find_nodes_that_fit_pod(
         if names is not None:
             restricting.append((plugin.name, names))
     if restricting:
+        # Upstream records these plugins as the ones that made the other nodes unschedulable.
+        diagnosis.unschedulable_plugins.update(name for name, _ in restricting)
         allowed = frozenset.intersection(*(names for _, names in restricting))
         plugin_names = " ".join(sorted(name for name, _ in restricting))
         if not allowed:

@@ -115,6 +115,7 @@ def test_prefilter_result_restricts_the_nodes() -> None:
         " 4 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
     assert result.evaluated_nodes == 1
+    assert result.diagnosis.unschedulable_plugins == {"NodeAffinity", "NodeResourcesFit"}
     assert schedule_one(pod("p", affinity=affinity), snap).suggested_host == "n3"
     feasible, statuses = find_feasible_nodes(pod("p", affinity=affinity), snap)
     assert [ni.name for ni in feasible] == ["n3"]
