@@ -5,6 +5,7 @@ randomness comes from a seeded RNG the caller provides.
 """
 
 from scheduler.apierrors import AdmissionError, FieldError, InvalidError, StatusError
+from scheduler.filters import default_filter_plugins, default_framework
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status, fit_error_message
 from scheduler.labels import LabelSelector, Requirement, SelectorError, parse_label_selector
 from scheduler.objects import (
@@ -59,6 +60,16 @@ from scheduler.queue import (
     less,
     validate_pod_update_while_gated,
 )
+from scheduler.schedule import (
+    ScheduleResult,
+    SchedulingError,
+    find_feasible_nodes,
+    find_nodes_that_fit_pod,
+    num_feasible_nodes_to_find,
+    schedule_one,
+)
+from scheduler.score import default_score_plugins
+from scheduler.simulate import SimulationReport, simulate
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
@@ -99,8 +110,11 @@ __all__ = [
     "QuantityError",
     "QueuedPodInfo",
     "Requirement",
+    "ScheduleResult",
+    "SchedulingError",
     "SchedulingQueue",
     "SelectorError",
+    "SimulationReport",
     "Snapshot",
     "Status",
     "StatusError",
@@ -108,17 +122,25 @@ __all__ = [
     "Toleration",
     "Victims",
     "backoff_duration",
+    "default_filter_plugins",
+    "default_framework",
+    "default_score_plugins",
+    "find_feasible_nodes",
+    "find_nodes_that_fit_pod",
     "fit_error_message",
     "is_critical_pod",
     "less",
     "load_manifests",
     "load_objects",
+    "num_feasible_nodes_to_find",
     "object_from_dict",
     "parse_label_selector",
     "parse_quantity",
     "pick_one_node_for_preemption",
     "preempt",
+    "schedule_one",
     "select_victims_on_node",
+    "simulate",
     "system_priority_classes",
     "validate_pod_update_while_gated",
     "validate_priority_class",
