@@ -1,0 +1,115 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scheduler.objects import Container, ContainerPort, Node, Pod, PodDisruptionBudget
+from scheduler.snapshot import NodeInfo, Snapshot
+
+
+def node(name: str) -> Node:
+    return Node(name, allocatable={"cpu": 4000, "pods": 110})
+
+
+def pod(name: str, cpu: int = 100, **kw: object) -> Pod:
+    return Pod(name, containers=(Container("c", {"cpu": cpu}),), **kw)  # type: ignore[arg-type]
+
+
+def test_node_info_aggregates_follow_adds_and_removes() -> None:
+    ni = NodeInfo(node("a"))
+    g0 = ni.generation
+    p1, p2 = pod("p1", 300), pod("p2", 200)
+    ni.add_pod(p1)
+    ni.add_pod(p2)
+    assert ni.requested == {"cpu": 500}
+    assert ni.non_zero_requested["cpu"] == 500
+    assert ni.generation > g0
+    assert ni.remove_pod(pod("p1"))  # by key, not identity
+    assert ni.requested == {"cpu": 200}
+    assert not ni.remove_pod(pod("missing"))
+
+
+def test_clone_is_independent() -> None:
+    ni = NodeInfo(node("a"), [pod("p1")])
+    copy = ni.clone()
+    copy.add_pod(pod("p2"))
+    assert len(ni.pods) == 1 and ni.requested == {"cpu": 100}
+    assert len(copy.pods) == 2 and copy.requested == {"cpu": 200}
+
+
+def test_host_ports_are_counted() -> None:
+    with_port = Pod("w", containers=(Container("c", ports=(ContainerPort(80, 8080),)),))
+    ni = NodeInfo(node("a"), [with_port])
+    assert ni.used_ports == {("0.0.0.0", "TCP", 8080): 1}
+    ni.remove_pod(with_port)
+    assert ni.used_ports == {}
+
+
+def test_snapshot_places_bound_pending_and_nominated_pods() -> None:
+    snap = Snapshot.from_objects(
+        [
+            pod("bound", node_name="a"),
+            pod("pending"),
+            pod("nominated", nominated_node_name="b"),
+            node("a"),
+            node("b"),
+            PodDisruptionBudget("pdb"),
+        ]
+    )
+    assert [ni.name for ni in snap.node_info_list] == ["a", "b"]
+    assert [p.name for p in snap.node_info("a").pods] == ["bound"]
+    assert {p.name for p in snap.pending_pods()} == {"pending", "nominated"}
+    assert [p.name for p in snap.nominated_pods_for_node("b")] == ["nominated"]
+    assert len(snap.pdbs) == 1
+
+
+def test_bind_moves_a_pod_and_clears_its_nomination() -> None:
+    snap = Snapshot.from_objects([node("a"), node("b"), pod("p", nominated_node_name="b")])
+    bound = snap.bind_pod(pod("p", nominated_node_name="b"), "a")
+    assert bound.node_name == "a" and bound.nominated_node_name == ""
+    assert snap.nominated_pods_for_node("b") == []
+    assert [p.name for p in snap.node_info("a").pods] == ["p"]
+    assert snap.get_pod("default/p") is bound
+    assert snap.remove_pod("default/p") is bound
+    assert snap.node_info("a").pods == []
+
+
+def test_pods_on_unknown_nodes_wait_for_the_node() -> None:
+    snap = Snapshot.from_objects([pod("early", node_name="late")])
+    assert snap.get_pod("default/early") is not None
+    snap.add_node(node("late"))
+    assert [p.name for p in snap.node_info("late").pods] == ["early"]
+    snap.remove_node("late")
+    snap.add_node(node("late"))
+    assert [p.name for p in snap.node_info("late").pods] == ["early"]
+
+
+def test_pdb_updates_replace_by_key() -> None:
+    snap = Snapshot()
+    snap.add_pdb(PodDisruptionBudget("x", disruptions_allowed=1))
+    snap.update_pdb(PodDisruptionBudget("x", disruptions_allowed=0))
+    assert [p.disruptions_allowed for p in snap.pdbs] == [0]
+    snap.remove_pdb("default/x")
+    assert snap.pdbs == []
+
+
+ops = st.lists(
+    st.tuples(st.sampled_from(["add", "remove", "bind"]), st.integers(0, 5), st.sampled_from("ab")),
+    max_size=40,
+)
+
+
+@given(ops)
+def test_aggregates_always_equal_a_fresh_sum(sequence: list[tuple[str, int, str]]) -> None:
+    snap = Snapshot.from_objects([node("a"), node("b")])
+    for op, i, where in sequence:
+        p = pod(f"p{i}", cpu=100 * (i + 1))
+        if op == "add":
+            snap.add_pod(p.with_changes(node_name=where))
+        elif op == "remove":
+            snap.remove_pod(p)
+        else:
+            snap.bind_pod(p, where)
+    keys = [p.key for ni in snap.node_info_list for p in ni.pods]
+    assert len(keys) == len(set(keys))  # a pod is on at most one node
+    for ni in snap.node_info_list:
+        assert ni.requested.get("cpu", 0) == sum(p.requests["cpu"] for p in ni.pods)
+        assert ni.non_zero_requested["cpu"] == sum(p.non_zero_requests["cpu"] for p in ni.pods)
