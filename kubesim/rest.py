@@ -266,9 +266,6 @@ class Rest:
             meta["namespace"] = namespace or body_ns or "default"
         else:
             meta.pop("namespace", None)
-        if not meta.get("name") and meta.get("generateName"):
-            suffix = "".join(self.rng.choice(NAME_CHARS) for _ in range(5))
-            meta["name"] = f"{meta['generateName']}{suffix}"
         for k in (
             "resourceVersion",
             "selfLink",
@@ -336,10 +333,15 @@ class Rest:
         """POST: returns the stored object in the wire shape of ``rt``."""
         obj = self.prepare_create(rt, namespace, body)
         meta = obj["metadata"]
-        name = meta.get("name") or ""
-        if name:
-            self.admit_namespace(rt, meta.get("namespace", ""), name)
+        self.admit_namespace(
+            rt, meta.get("namespace", ""), meta.get("name") or meta.get("generateName") or ""
+        )
         self.run_admission("CREATE", rt, obj, None)
+        if not meta.get("name") and meta.get("generateName"):
+            # rest.BeforeCreate: after admission, as in kube-apiserver.
+            suffix = "".join(self.rng.choice(NAME_CHARS) for _ in range(5))
+            meta["name"] = f"{meta['generateName']}{suffix}"
+        name = meta.get("name") or ""
         validate(self.storage_type(rt), obj)
         key = _key(rt, meta.get("namespace", ""), name)
         if self.store.get(rt.storage_name, key) is not None:

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from kubesim import admission
 from kubesim.controllers import Controller, default_controllers
 from kubesim.faults import FaultSet, load_faults, parse_faults
 from kubesim.kubeconfig import write_kubeconfig
@@ -145,6 +146,7 @@ class Simulator:
         self.registry = default_registry()
         self.store = Store(history_size=history_size)
         self.rest = Rest(self.store, self.registry)
+        self.priority = admission.install(self.rest)
         self.requests = RequestLog()
         self.server = ApiServer(
             self.rest,
@@ -203,9 +205,11 @@ class Simulator:
             logging.getLogger("kubesim").exception("controller %s failed", controller.name)
 
     async def start(self) -> Simulator:
-        runner = web.AppRunner(self.server.app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(
+            self.server.app, access_log=None, handle_signals=False, shutdown_timeout=0.5
+        )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=0.5)
+        site = web.TCPSite(runner, self.host, self.port)
         await site.start()
         self._runner = runner
         sockets = list(site._server.sockets if site._server else [])
