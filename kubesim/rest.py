@@ -48,7 +48,7 @@ from kubesim.status import (
     success_status,
 )
 from kubesim.store import Key, Store, clone
-from kubesim.validation import apply_defaults, check_type, validate
+from kubesim.validation import apply_defaults, check_type, decode_check, validate
 from scheduler.labels import FieldRequirement, LabelSelector
 from scheduler.objects import format_time
 
@@ -255,6 +255,7 @@ class Rest:
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
         obj = self.from_wire(rt, obj)
+        decode_check(self.storage_type(rt), obj)
         meta = obj.setdefault("metadata", {})
         if rt.namespaced:
             body_ns = meta.get("namespace") or ""
@@ -401,6 +402,7 @@ class Rest:
             if not str(want_rv).isdigit():
                 raise bad_request(f"invalid resource version: {want_rv}")
             raise conflict(rt.plural, rt.group, name, MODIFIED_CONFLICT)
+        decode_check(self.storage_type(rt), new)
         new = self._prepare_update(rt, new, old, subresource)
         if not subresource or rt.kind == "Pod":
             self.run_admission("UPDATE", rt, new, old)

@@ -122,6 +122,29 @@ def _pod_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
+def _is_type_error(exc: InvalidObject) -> bool:
+    return exc.detail.startswith(("must be", "expected a mapping"))
+
+
+def _decode_error(rt: ResourceType, exc: InvalidObject) -> StatusError:
+    return bad_request(
+        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}:'
+        f" {exc.field}: {exc.detail}"
+    )
+
+
+def decode_check(rt: ResourceType, obj: Mapping[str, Any]) -> None:
+    """The decoding step: a field of the wrong JSON type is a 400, before admission runs."""
+    typed = _TYPED.get(rt.kind)
+    if typed is None:
+        return
+    try:
+        typed(obj)
+    except InvalidObject as exc:
+        if _is_type_error(exc):
+            raise _decode_error(rt, exc) from None
+
+
 def validate(rt: ResourceType, obj: Mapping[str, Any]) -> None:
     """Raise the 400/422 kube-apiserver gives for ``obj``; return quietly when valid."""
     meta = obj.get("metadata") or {}
@@ -131,11 +154,8 @@ def validate(rt: ResourceType, obj: Mapping[str, Any]) -> None:
         try:
             typed(obj)
         except InvalidObject as exc:
-            if exc.detail.startswith("must be") or exc.detail.startswith("expected a mapping"):
-                raise bad_request(
-                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}:'
-                    f" {exc.field}: {exc.detail}"
-                ) from None
+            if _is_type_error(exc):
+                raise _decode_error(rt, exc) from None
             if exc.field != "metadata.name":
                 raise invalid(
                     rt.kind, rt.group, name, [field_error_cause(exc.field, exc.detail)]
@@ -268,12 +288,32 @@ def check_type(rt: ResourceType, obj: Any) -> None:
             f"the API version in the data ({api_version}) does not match the expected API"
             f" version ({rt.api_version})"
         )
+
+    def fail(path: str, detail: str) -> StatusError:
+        return bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {path}:'
+            f" {detail}"
+        )
+
     meta = obj.get("metadata")
     if meta is not None and not isinstance(meta, dict):
-        raise bad_request(
-            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: metadata'
-            " must be an object"
-        )
+        raise fail("metadata", "must be an object")
+    for key in ("name", "namespace", "generateName", "resourceVersion", "uid"):
+        value = (meta or {}).get(key)
+        if value is not None and not isinstance(value, str):
+            raise fail(f"metadata.{key}", f"must be a string, not {value!r}")
+    for key in ("labels", "annotations"):
+        value = (meta or {}).get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise fail(f"metadata.{key}", "must be a map of strings")
+    for key in ("spec", "status"):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise fail(key, "must be an object")
 
 
 def status_error_for(exc: InvalidObject, rt: ResourceType) -> StatusError:

@@ -125,16 +125,15 @@ async def test_continue_token_too_old_is_410() -> None:
         "spec: {containers: [{name: c, image: x}]}\nstatus: {phase: Running}"
         for i in range(4)
     )
-    async with kubesim.serve(state=state, history_size=2) as sim:
-        async with sim.api_client() as api:
-            v1 = client.CoreV1Api(api)
-            first = await v1.list_namespaced_pod("default", limit=2)
-            for i in range(3):
-                await v1.patch_namespaced_pod(
-                    f"p{i}", "default", {"metadata": {"labels": {"x": str(i)}}}
-                )
-            with pytest.raises(ApiException) as info:
-                await v1.list_namespaced_pod("default", limit=2, _continue=first.metadata._continue)
+    async with kubesim.serve(state=state, history_size=2) as sim, sim.api_client() as api:
+        v1 = client.CoreV1Api(api)
+        first = await v1.list_namespaced_pod("default", limit=2)
+        for i in range(3):
+            await v1.patch_namespaced_pod(
+                f"p{i}", "default", {"metadata": {"labels": {"x": str(i)}}}
+            )
+        with pytest.raises(ApiException) as info:
+            await v1.list_namespaced_pod("default", limit=2, _continue=first.metadata._continue)
     assert info.value.status == 410
     st = status_of(info.value)
     assert st["reason"] == "Expired"
