@@ -9,8 +9,13 @@ operations tagged with ``x-kubernetes-group-version-kind`` and the ``fieldValida
 parameter, and no schemas. Their PATCH operations do not offer
 ``application/strategic-merge-patch+json``, so ``kubectl apply`` computes its three-way
 strategic merge patch from its compiled-in types (the same patch metadata kube-apiserver
-uses) instead of from schemas kubesim does not have. ``/openapi/v2`` stays 404, which kubectl
-tolerates once v3 answered.
+uses) instead of from schemas kubesim does not have.
+
+kubectl 1.27 and 1.28 also download ``/openapi/v2`` (protobuf only,
+``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``) before validating, and fail if
+it is missing. kubesim answers with a valid but empty gnostic ``openapi_v2.Document`` (swagger
+version and info, no definitions): client-side validation finds no schema for the kind and
+accepts the object, leaving validation to the server, as with a CRD without a schema.
 """
 
 from __future__ import annotations
@@ -21,7 +26,26 @@ from typing import Any
 
 from kubesim.resources import Registry, ResourceType
 
-__all__ = ["openapi_v3_discovery", "openapi_v3_group_version"]
+__all__ = [
+    "OPENAPI_V2_PROTOBUF",
+    "openapi_v2_protobuf",
+    "openapi_v3_discovery",
+    "openapi_v3_group_version",
+]
+
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+
+
+def _pb_string(field: int, text: str) -> bytes:
+    data = text.encode()
+    assert len(data) < 128
+    return bytes([(field << 3) | 2, len(data)]) + data
+
+
+def openapi_v2_protobuf(version: str = "v1.32.0-kubesim") -> bytes:
+    """``openapi_v2.Document{swagger: "2.0", info: {title: "Kubernetes", version}}``."""
+    info = _pb_string(1, "Kubernetes") + _pb_string(2, version)
+    return _pb_string(1, "2.0") + bytes([(2 << 3) | 2, len(info)]) + info
 
 
 def _gv_path(group: str, version: str) -> str:

@@ -457,6 +457,13 @@ class ApiServer:
             doc = discovery.api_resource_list(self.registry, parts[1], parts[2])
             if doc is not None:
                 return json_response(doc)
+        if path == "/openapi/v2":
+            if "protobuf" not in accept:
+                raise not_found_path()
+            return web.Response(
+                body=openapi.openapi_v2_protobuf(),
+                headers={"Content-Type": "application/octet-stream"},
+            )
         if path == "/openapi/v3":
             return json_response(openapi.openapi_v3_discovery(self.registry))
         if path.startswith("/openapi/v3/"):

@@ -181,6 +181,7 @@ class Simulator:
             self.rest.seed(
                 ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             )
+        admission.bootstrap_priority_classes(self.rest)
 
     @property
     def kubelet(self) -> Kubelet | None:

@@ -61,9 +61,10 @@ async def test_watch_sees_modified_then_deleted(sim: Simulator, api: client.ApiC
     rv = (await v1.list_namespaced_pod("default")).metadata.resource_version
     await v1.delete_namespaced_pod("web-1", "default")
     await _gone(sim, "Pod", "default", "web-1")
-    types = []
-    for rec in sim.store.events_since("pods", int(rv)):
-        types.append((rec.type, rec.key[1], bool(rec.obj["metadata"].get("deletionTimestamp"))))
+    types = [
+        (rec.type, rec.key[1], bool(rec.obj["metadata"].get("deletionTimestamp")))
+        for rec in sim.store.events_since("pods", int(rv))
+    ]
     assert types == [("MODIFIED", "web-1", True), ("DELETED", "web-1", True)]
 
 
@@ -107,7 +108,6 @@ async def test_second_delete_may_only_shorten(sim: Simulator, api: client.ApiCli
 
 
 async def test_finalizers_hold_deletion(sim: Simulator, api: client.ApiClient) -> None:
-    v1 = client.CoreV1Api(api)
     policy = client.PolicyV1Api(api)
     await policy.create_namespaced_pod_disruption_budget(
         "default",
