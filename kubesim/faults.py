@@ -287,12 +287,15 @@ def parse_faults(data: Any, *, source: str = "<faults>", document: int = 1) -> F
     d = p.mapping(data, "")
     p.known(d, {"faults", "pods", "latency"}, "")
     out = FaultSet()
-    for key, fn, into in (("faults", _fault, out.faults), ("pods", _pod, out.pods)):
+    for key in ("faults", "pods"):
         items = d.get(key) or []
         if not isinstance(items, list):
             raise p.fail(key, "must be a list")
         for i, item in enumerate(items):
-            into.append(fn(p, item, f"{key}[{i}]"))  # type: ignore[operator]
+            if key == "faults":
+                out.faults.append(_fault(p, item, f"{key}[{i}]"))
+            else:
+                out.pods.append(_pod(p, item, f"{key}[{i}]"))
     if d.get("latency") is not None:
         out.latency = p.number(d["latency"], "latency")
     return out

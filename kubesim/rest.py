@@ -251,7 +251,7 @@ class Rest:
     def prepare_create(self, rt: ResourceType, namespace: str, obj: Any) -> dict[str, Any]:
         """Type check, namespace, name generation, system fields, status reset, defaults."""
         check_type(rt, obj)
-        obj = clone(obj)
+        obj = dict(clone(obj))
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
         obj = self.from_wire(rt, obj)

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import contextlib
+import itertools
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -552,30 +554,37 @@ class ApiServer:
             list_rv = store.resource_version
         try:
             if list_rv == store.resource_version:
-                entries = [
-                    (k, store.get(rt.storage_name, k))
-                    for k in store.keys(rt.storage_name, namespace)
-                ]
+                keys = store.keys(rt.storage_name, namespace)
+                start = bisect.bisect_right(keys, after) if after is not None else 0
+                objects = store.objects(rt.storage_name)
+                entries: Iterable[tuple[tuple[str, str], dict[str, Any] | None]] = (
+                    (k, objects.get(k)) for k in itertools.islice(keys, start, None)
+                )
+                total_after = len(keys) - start
             else:
-                entries = store.snapshot(rt.storage_name, list_rv, namespace)
+                snap = store.snapshot(rt.storage_name, list_rv, namespace)
+                if after is not None:
+                    snap = [(k, o) for k, o in snap if k > after]
+                entries = snap
+                total_after = len(snap)
         except TooOld as exc:
             if token:
                 raise expired(CONTINUE_TOO_OLD) from None
             raise expired(str(exc)) from None
         direct = list_rv == store.resource_version and rt.group != "events.k8s.io"
         selected: list[tuple[tuple[str, str], dict[str, Any]]] = []
-        remaining = 0
+        scanned = 0
         next_token = ""
         for key, obj in entries:
-            if obj is None or (after is not None and key <= after):
-                continue
-            if not self.rest.matches(rt, obj, labels, fields):
-                continue
             if limit and len(selected) >= limit:
+                # etcd had more keys: the list continues (kube does not check they match).
                 next_token = _encode_continue(list_rv, selected[-1][0])
-                remaining += 1
+                break
+            scanned += 1
+            if obj is None or not self.rest.matches(rt, obj, labels, fields):
                 continue
             selected.append((key, obj))
+        remaining = total_after - scanned
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if next_token:
             meta["continue"] = next_token

@@ -213,8 +213,8 @@ class Simulator:
         site = web.TCPSite(runner, self.host, self.port)
         await site.start()
         self._runner = runner
-        sockets = list(site._server.sockets if site._server else [])
-        port = sockets[0].getsockname()[1] if sockets else self.port
+        addresses = runner.addresses
+        port = int(addresses[0][1]) if addresses else self.port
         host = self.host if ":" not in self.host else f"[{self.host}]"
         self.port = port
         self.url = f"http://{host}:{port}"
@@ -267,7 +267,8 @@ class Simulator:
         obj = self.rest.find(rt, namespace or "", name)
         return None if obj is None else clone(self.rest.to_wire(rt, obj))
 
-    def list(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    def list_objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Copies of the stored objects of a kind, in etcd order."""
         rt = self._type_for(kind)
         return [
             clone(self.rest.to_wire(rt, o))

@@ -138,6 +138,10 @@ class Store:
     def get(self, storage: str, key: Key) -> dict[str, Any] | None:
         return self._res(storage).objects.get(key)
 
+    def objects(self, storage: str) -> dict[Key, dict[str, Any]]:
+        """The live mapping of one storage (read only)."""
+        return self._res(storage).objects
+
     def raw(self, storage: str, key: Key) -> bytes:
         res = self._res(storage)
         data = res.raw.get(key)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -68,7 +68,7 @@ def _with_rv(obj: dict[str, Any], rv: int) -> dict[str, Any]:
     return out
 
 
-async def watch_stream(rest: Rest, req: WatchRequest) -> AsyncIterator[bytes]:
+async def watch_stream(rest: Rest, req: WatchRequest) -> AsyncGenerator[bytes, None]:
     """Yield encoded watch events until the timeout (or the consumer stops)."""
     store = rest.store
     rt = req.rt

@@ -188,5 +188,5 @@ async def test_delete_collection(sim: Simulator, api: client.ApiClient) -> None:
     await v1.delete_collection_namespaced_pod(
         "default", label_selector="app=web", grace_period_seconds=0
     )
-    assert sim.list("Pod", "default") == []
+    assert sim.list_objects("Pod", "default") == []
     assert sim.get("Pod", "prod", "db-0") is not None
