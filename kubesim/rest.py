@@ -169,6 +169,11 @@ def check_dry_run(values: Iterable[str] | None, *, kind: str = "DeleteOptions") 
     return bool(vals)
 
 
+def _as_dict(value: Any) -> dict[str, Any]:
+    assert isinstance(value, dict)
+    return value
+
+
 def _key(rt: ResourceType, namespace: str, name: str) -> Key:
     return (namespace if rt.namespaced else "", name)
 
@@ -248,10 +253,10 @@ class Rest:
 
     # --- create -----------------------------------------------------------------------------
 
-    def prepare_create(self, rt: ResourceType, namespace: str, obj: Any) -> dict[str, Any]:
-        """Type check, namespace, name generation, system fields, status reset, defaults."""
-        check_type(rt, obj)
-        obj = dict(clone(obj))
+    def prepare_create(self, rt: ResourceType, namespace: str, body: Any) -> dict[str, Any]:
+        """Type check, namespace, system fields, status reset, defaults."""
+        check_type(rt, body)
+        obj = _as_dict(clone(body))
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
         obj = self.from_wire(rt, obj)
