@@ -59,9 +59,7 @@ async def test_request_hook_can_drop_the_connection(sim: Simulator) -> None:
 
 
 async def test_subresource_registry(sim: Simulator) -> None:
-    code, _, body = await raw(
-        sim, "POST", "/api/v1/namespaces/default/pods/web-0/eviction", body="{}"
-    )
+    code, _, _ = await raw(sim, "POST", "/api/v1/namespaces/default/pods/web-0/eviction", body="{}")
     assert code == 404  # advertised in discovery, served once phase 2 registers it
 
     async def evict(ctx: RequestContext, rt: object) -> web.StreamResponse:
@@ -70,9 +68,7 @@ async def test_subresource_registry(sim: Simulator) -> None:
         )
 
     sim.server.subresources[("", "pods", "eviction")] = evict
-    code, _, body = await raw(
-        sim, "POST", "/api/v1/namespaces/default/pods/web-0/eviction", body="{}"
-    )
+    code, _, _ = await raw(sim, "POST", "/api/v1/namespaces/default/pods/web-0/eviction", body="{}")
     assert code == 201
     rec = sim.requests[-1]
     assert (rec.verb, rec.resource, rec.subresource, rec.name) == (
