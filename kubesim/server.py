@@ -38,7 +38,7 @@ from typing import Any, Final
 import yaml
 from aiohttp import web
 
-from kubesim import discovery, openapi
+from kubesim import discovery, openapi, protobuf
 from kubesim.patch import APPLY_PATCH, PATCH_TYPES
 from kubesim.requestlog import RequestLog, RequestRecord
 from kubesim.resources import Registry, ResourceType
@@ -74,6 +74,7 @@ __all__ = [
 log = logging.getLogger("kubesim")
 
 JSON: Final = "application/json"
+PROTOBUF: Final = "application/vnd.kubernetes.protobuf"
 NAMESPACE_SUBRESOURCES: Final = frozenset({"status", "finalize"})
 TOO_LARGE_WAIT: Final = 3.0  # the cacher's blockTimeout
 
@@ -209,9 +210,14 @@ def _summary(body: bytes) -> str:
 def decode_body(ctx: RequestContext, rt: ResourceType) -> Any:
     """A create/update body as a dict: JSON or YAML, errors as kube's 400/415."""
     ctype = (ctx.request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()
-    if "protobuf" in ctype or ctype not in (JSON, "application/yaml", "text/yaml", "*/*", ""):
-        raise unsupported_media_type(ctype, [JSON, "application/yaml"])
     body = ctx.body
+    if ctype == PROTOBUF:
+        try:
+            return protobuf.decode_object(body)
+        except (protobuf.ProtobufError, UnicodeDecodeError, KeyError) as exc:
+            raise unsupported_media_type(ctype, [JSON, "application/yaml", PROTOBUF]) from exc
+    if ctype not in (JSON, "application/yaml", "text/yaml", "*/*", ""):
+        raise unsupported_media_type(ctype, [JSON, "application/yaml", PROTOBUF])
     try:
         if ctype in ("application/yaml", "text/yaml"):
             data = yaml.safe_load(body.decode("utf-8"))

@@ -214,6 +214,33 @@ async def test_delete_pod_waits_for_kubelet(kubectl: Kubectl) -> None:
     assert [r.code for r in graceful] == [200]
 
 
+async def test_create_namespace_priorityclass_and_pdb(kubectl: Kubectl) -> None:
+    # kubectl 1.32+ sends these bodies as protobuf.
+    _, out, _ = await kubectl("create", "namespace", "team")
+    assert out.strip() == "namespace/team created"
+    ns = kubectl.sim.get("Namespace", None, "team")
+    assert ns is not None
+    assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team"}
+    assert "generateName" not in ns["metadata"]
+    await kubectl("create", "priorityclass", "batch", "--value=50", "--description=for jobs")
+    pc = kubectl.sim.get("PriorityClass", None, "batch")
+    assert pc is not None
+    assert (pc["value"], pc["description"], pc["preemptionPolicy"]) == (
+        50,
+        "for jobs",
+        "PreemptLowerPriority",
+    )
+    await kubectl("create", "pdb", "web", "-n", "team", "--selector=app=web", "--min-available=50%")
+    pdb = kubectl.sim.get("PodDisruptionBudget", "team", "web")
+    assert pdb is not None
+    assert pdb["spec"] == {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}
+    await kubectl("create", "pdb", "one", "--selector=app=web", "--max-unavailable=1")
+    pdb = kubectl.sim.get("PodDisruptionBudget", "default", "one")
+    assert pdb is not None and pdb["spec"]["maxUnavailable"] == 1
+    _, out, _ = await kubectl("delete", "namespace", "team")
+    assert out.strip() == 'namespace "team" deleted'
+
+
 async def test_unknown_resource_message(kubectl: Kubectl) -> None:
     code, _, err = await kubectl("get", "widgets", check=False)
     assert code == 1
