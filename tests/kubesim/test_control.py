@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -188,3 +189,30 @@ async def test_sim_apply_get_and_add_faults(sim: Simulator) -> None:
     with pytest.raises(StateError) as info:
         sim.apply({"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "w"}})
     assert info.value.field == "kind"
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+async def test_example_files_load() -> None:
+    from kubesim import serve
+
+    faults = load_faults(EXAMPLES / "kubesim-faults.yaml")
+    assert faults.faults[0].match.calls == CallRange(1, 3)
+    async with serve(state=EXAMPLES / "kubesim-state.yaml", faults=faults) as sim:
+        assert {p["metadata"]["name"] for p in sim.list_objects("Pod")} == {
+            "web-0",
+            "web-1",
+            "node-exporter-abcde",
+        }
+        assert sim.faults.latency == 0.01
+        for _ in range(100):
+            pod = sim.get("Pod", "kube-system", "node-exporter-abcde")
+            assert pod is not None
+            if pod["status"]["phase"] == "Running":
+                break
+            await asyncio.sleep(0.01)
+        assert pod["status"]["phase"] == "Running"
+        assert sim.get("Pod", "default", "web-0")["status"]["conditions"] == [  # type: ignore[index]
+            {"type": "Ready", "status": "True"}
+        ]
