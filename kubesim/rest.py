@@ -48,7 +48,13 @@ from kubesim.status import (
     success_status,
 )
 from kubesim.store import Key, Store, clone
-from kubesim.validation import apply_defaults, check_type, decode_check, validate
+from kubesim.validation import (
+    apply_defaults,
+    check_type,
+    decode_check,
+    validate,
+    validate_pod_update,
+)
 from scheduler.labels import FieldRequirement, LabelSelector
 from scheduler.objects import format_time
 
@@ -412,6 +418,8 @@ class Rest:
         if not subresource or rt.kind == "Pod":
             self.run_admission("UPDATE", rt, new, old)
         validate(self.storage_type(rt), new)
+        if rt.kind == "Pod" and not subresource:
+            validate_pod_update(new, old)
         return self._write_update(rt, key, new, old, dry_run=dry_run), False
 
     def _prepare_update(

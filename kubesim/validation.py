@@ -14,6 +14,7 @@ checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for n
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -31,9 +32,11 @@ from scheduler.objects import (
 )
 
 __all__ = [
+    "POD_UPDATE_FORBIDDEN",
     "apply_defaults",
     "field_error_cause",
     "validate",
+    "validate_pod_update",
 ]
 
 _TYPED: Final[dict[str, Callable[[Mapping[str, Any]], object]]] = {
@@ -165,6 +168,70 @@ def validate(rt: ResourceType, obj: Mapping[str, Any]) -> None:
         causes.extend(_pod_causes(obj))
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
+
+
+# --- pod updates (ValidatePodUpdate) ---------------------------------------------------------
+
+POD_UPDATE_FORBIDDEN: Final = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only"
+    " additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be"
+    " set to 1 if it was previously negative)"
+)
+
+
+def _masked_spec(spec: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec`` with the mutable fields replaced by ``other``'s, as ValidatePodUpdate masks."""
+    out = dict(spec)
+    for key in ("containers", "initContainers"):
+        mine, theirs = spec.get(key), other.get(key)
+        if isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
+            out[key] = [
+                {**m, "image": t.get("image")} if isinstance(m, dict) and isinstance(t, dict) else m
+                for m, t in zip(mine, theirs, strict=True)
+            ]
+    for key in ("activeDeadlineSeconds", "tolerations", "schedulingGates"):
+        if key in other:
+            out[key] = other[key]
+        else:
+            out.pop(key, None)
+    old_grace = other.get("terminationGracePeriodSeconds")
+    if (
+        isinstance(old_grace, int)
+        and old_grace < 0
+        and spec.get("terminationGracePeriodSeconds") == 1
+    ):
+        out["terminationGracePeriodSeconds"] = old_grace
+    return out
+
+
+def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
+    """The spec part of ``ValidatePodUpdate``: 422 ``spec: Forbidden: pod updates may not ...``.
+
+    kube appends a ``cmp.Diff`` of the Go structs to the message; kubesim appends the changed
+    top-level spec fields as ``- field: old`` / ``+ field: new`` lines instead.
+    """
+    new_spec = new.get("spec") or {}
+    old_spec = old.get("spec") or {}
+    name = str((new.get("metadata") or {}).get("name") or "")
+    old_tols = old_spec.get("tolerations") or []
+    new_tols = new_spec.get("tolerations") or []
+    tolerations_ok = all(t in new_tols for t in old_tols)
+    gates_ok = all(
+        g in (old_spec.get("schedulingGates") or []) for g in new_spec.get("schedulingGates") or []
+    )
+    masked = _masked_spec(new_spec, old_spec)
+    if masked == old_spec and tolerations_ok and gates_ok:
+        return
+    lines = []
+    for key in sorted(set(masked) | set(old_spec)):
+        if masked.get(key) != old_spec.get(key):
+            lines.append(f"-  {key}: {json.dumps(old_spec.get(key), sort_keys=True)}")
+            lines.append(f"+  {key}: {json.dumps(masked.get(key), sort_keys=True)}")
+    if not tolerations_ok:
+        lines.append("   tolerations: existing tolerations may not be removed")
+    detail = f"Forbidden: {POD_UPDATE_FORBIDDEN}\n" + "\n".join(lines)
+    raise invalid("Pod", "", name, [Cause("FieldValueForbidden", detail, "spec")])
 
 
 # --- defaulting ------------------------------------------------------------------------------

@@ -346,3 +346,42 @@ async def test_delete_non_pod_answers_success_status(api: client.ApiClient) -> N
     assert body["details"]["group"] == "policy"
     assert body["details"]["kind"] == "poddisruptionbudgets"
     assert body["details"]["uid"] == got.metadata.uid
+
+
+async def test_pod_spec_is_immutable_except_images_deadline_tolerations(
+    api: client.ApiClient,
+) -> None:
+    v1 = client.CoreV1Api(api)
+    with pytest.raises(ApiException) as info:
+        await v1.patch_namespaced_pod("web-0", "default", {"spec": {"nodeName": "node-2"}})
+    assert info.value.status == 422
+    st = status_of(info.value)
+    assert st["message"].startswith(
+        'Pod "web-0" is invalid: spec: Forbidden: pod updates may not change fields other than'
+        " `spec.containers[*].image`,`spec.initContainers[*].image`,"
+        "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing"
+        " tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was"
+        " previously negative)\n"
+    )
+    assert '-  nodeName: "node-1"' in st["message"]
+    assert st["details"]["causes"][0]["field"] == "spec"
+    assert st["details"]["causes"][0]["reason"] == "FieldValueForbidden"
+    out = await v1.patch_namespaced_pod(
+        "web-0",
+        "default",
+        {
+            "spec": {
+                "containers": [{"name": "c", "image": "nginx:2"}],
+                "tolerations": [{"key": "k", "operator": "Exists"}],
+            }
+        },
+    )
+    assert out.spec.containers[0].image == "nginx:2"
+    with pytest.raises(ApiException) as info:
+        await v1.patch_namespaced_pod(
+            "web-0",
+            "default",
+            {"spec": {"tolerations": None}},
+            _content_type="application/merge-patch+json",
+        )
+    assert info.value.status == 422
