@@ -1,0 +1,137 @@
+"""Admission plugins: Priority (pods) and PriorityClass validation, from ``scheduler.priority``.
+
+kube-apiserver runs mutating admission, then the registry's validation, then validating
+admission. For the kinds here that means:
+
+* pods: the ``Priority`` plugin resolves ``priorityClassName`` (or the ``globalDefault``
+  class) into ``spec.priority`` and ``spec.preemptionPolicy`` on create, keeps them on update,
+  and answers 403 ``pods "x" is forbidden: no PriorityClass with name foo was found`` for an
+  unknown class;
+* PriorityClasses: field validation (422, ``validate_priority_class`` /
+  ``validate_priority_class_update``), then the plugin's single-``globalDefault`` rule (403);
+  deleting a system class is a 403 (``validate_priority_class_delete``).
+
+The plugin's class cache is the store itself (as the plugin's lister is an informer cache),
+rebuilt when the stored PriorityClasses change. The system classes are created at bootstrap
+(``bootstrap_priority_classes``), as the apiserver's post-start hook does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesim.resources import ResourceType
+from kubesim.rest import Rest
+from kubesim.status import StatusError
+from kubesim.validation import field_error_cause
+from scheduler import apierrors
+from scheduler.objects import InvalidObject, PriorityClass
+from scheduler.priority import (
+    PRIORITY_CLASS_KIND,
+    PriorityAdmission,
+    system_priority_classes,
+    validate_priority_class,
+    validate_priority_class_delete,
+    validate_priority_class_update,
+)
+
+__all__ = ["PriorityPlugin", "bootstrap_priority_classes", "install"]
+
+
+def _status(err: apierrors.StatusError) -> StatusError:
+    return StatusError.from_dict(err.to_status())
+
+
+def _typed(rt: ResourceType, obj: dict[str, Any]) -> PriorityClass:
+    try:
+        return PriorityClass.from_dict(obj)
+    except InvalidObject as exc:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        from kubesim.status import invalid
+
+        raise invalid(rt.kind, rt.group, name, [field_error_cause(exc.field, exc.detail)]) from None
+
+
+class PriorityPlugin:
+    """The Priority admission plugin over the store's PriorityClasses."""
+
+    def __init__(self, rest: Rest) -> None:
+        self.rest = rest
+        self._version: tuple[tuple[str, str], ...] | None = None
+        self._admission = PriorityAdmission()
+
+    def admission(self) -> PriorityAdmission:
+        items = list(self.rest.store.items("priorityclasses"))
+        version = tuple(
+            (str(o["metadata"].get("name")), str(o["metadata"].get("resourceVersion")))
+            for o in items
+        )
+        if version != self._version:
+            classes = []
+            for o in items:
+                try:
+                    classes.append(PriorityClass.from_dict(o))
+                except InvalidObject:
+                    continue
+            self._admission = PriorityAdmission(classes)
+            self._version = version
+        return self._admission
+
+    def __call__(
+        self, op: str, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        try:
+            if rt.kind == "Pod":
+                self._pod(op, obj, old)
+            elif rt.kind == "PriorityClass":
+                self._priority_class(op, rt, obj, old)
+        except apierrors.StatusError as err:
+            raise _status(err) from None
+
+    def _pod(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if op == "CREATE":
+            self.admission().admit_pod_manifest(obj, "create")
+        elif op == "UPDATE" and old is not None:
+            self.admission().admit_pod_manifest(obj, "update", old)
+
+    def _priority_class(
+        self, op: str, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if op == "DELETE":
+            validate_priority_class_delete(str((obj.get("metadata") or {}).get("name", "")))
+            return
+        pc = _typed(rt, obj)
+        if op == "CREATE":
+            errors = validate_priority_class(pc)
+        else:
+            assert old is not None
+            errors = validate_priority_class_update(PriorityClass.from_dict(old), pc)
+        if errors:
+            raise apierrors.new_invalid(PRIORITY_CLASS_KIND, pc.name, errors)
+        self.admission().validate_class(pc, op.lower())
+
+
+def bootstrap_priority_classes(rest: Rest) -> None:
+    """Create ``system-node-critical`` and ``system-cluster-critical``."""
+    rt = rest.registry.for_kind("scheduling.k8s.io/v1", "PriorityClass")
+    assert rt is not None
+    for pc in system_priority_classes():
+        if rest.find(rt, "", pc.name) is not None:
+            continue
+        rest.seed(
+            rt,
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": pc.name},
+                "value": pc.value,
+                "description": pc.description,
+                "preemptionPolicy": pc.preemption_policy,
+            },
+        )
+
+
+def install(rest: Rest) -> PriorityPlugin:
+    plugin = PriorityPlugin(rest)
+    rest.admission.append(plugin)
+    return plugin

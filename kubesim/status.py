@@ -1,0 +1,333 @@
+"""``metav1.Status`` errors, shaped exactly as kube-apiserver writes them.
+
+Every non-2xx answer of kube-apiserver is a ``Status`` object (``k8s.io/apimachinery/pkg/api/
+errors``): ``kind``/``apiVersion`` ``v1``, empty ``metadata``, ``status: Failure``, a ``message``,
+a machine-readable ``reason``, optional ``details`` (``name``, ``group``, ``kind`` — the
+*resource* plural for NotFound/AlreadyExists/Conflict, the *Kind* for Invalid —, ``uid``,
+``causes`` and ``retryAfterSeconds``) and the HTTP ``code``. The response writer adds a
+``Retry-After`` header only when ``retryAfterSeconds > 0`` (``responsewriters.ErrorNegotiated``),
+which is why a PDB-exhausted 429 carries no such header.
+
+The constructors mirror ``errors.NewNotFound``, ``NewAlreadyExists``, ``NewConflict``,
+``NewInvalid``, ``NewBadRequest``, ``NewForbidden``, ``NewMethodNotSupported``,
+``NewResourceExpired``, ``NewTooManyRequests``, ``NewInternalError`` and ``NewTimeoutError`` word
+for word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Cause",
+    "StatusError",
+    "already_exists",
+    "bad_request",
+    "conflict",
+    "expired",
+    "forbidden",
+    "internal_error",
+    "invalid",
+    "method_not_supported",
+    "not_acceptable",
+    "not_found",
+    "not_found_path",
+    "qualified_resource",
+    "success_status",
+    "too_large_resource_version",
+    "too_many_requests",
+    "unsupported_media_type",
+]
+
+REASON_FOR_CODE: dict[int, str] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    410: "Expired",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """``metav1.StatusCause``; its type is serialized under the key ``reason``."""
+
+    reason: str = ""
+    message: str = ""
+    field: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.message:
+            out["message"] = self.message
+        if self.field:
+            out["field"] = self.field
+        return out
+
+
+@dataclass(slots=True)
+class StatusError(Exception):
+    """An API error carrying the ``Status`` body that kube-apiserver would send."""
+
+    code: int
+    reason: str
+    message: str
+    name: str = ""
+    group: str = ""
+    kind: str = ""
+    uid: str = ""
+    causes: tuple[Cause, ...] = ()
+    retry_after_seconds: int = 0
+    has_details: bool = True
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        Exception.__init__(self, self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON body, keys in the order the Go encoder writes them."""
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+        }
+        if self.message:
+            body["message"] = self.message
+        if self.reason:
+            body["reason"] = self.reason
+        if self.has_details:
+            details: dict[str, Any] = {}
+            if self.name:
+                details["name"] = self.name
+            if self.group:
+                details["group"] = self.group
+            if self.kind:
+                details["kind"] = self.kind
+            if self.uid:
+                details["uid"] = self.uid
+            if self.causes:
+                details["causes"] = [c.to_dict() for c in self.causes]
+            if self.retry_after_seconds:
+                details["retryAfterSeconds"] = self.retry_after_seconds
+            body["details"] = details
+        body["code"] = self.code
+        return body
+
+    def response_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.retry_after_seconds > 0:
+            headers["Retry-After"] = str(self.retry_after_seconds)
+        return headers
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StatusError:
+        """Rebuild an error from a Status body (fault files, ``respond:`` blocks)."""
+        details = data.get("details") or {}
+        code = int(data.get("code") or 500)
+        return cls(
+            code=code,
+            reason=str(data.get("reason", REASON_FOR_CODE.get(code, ""))),
+            message=str(data.get("message", "")),
+            name=str(details.get("name", "")),
+            group=str(details.get("group", "")),
+            kind=str(details.get("kind", "")),
+            uid=str(details.get("uid", "")),
+            causes=tuple(
+                Cause(str(c.get("reason", "")), str(c.get("message", "")), str(c.get("field", "")))
+                for c in details.get("causes") or ()
+            ),
+            retry_after_seconds=int(details.get("retryAfterSeconds") or 0),
+        )
+
+
+def qualified_resource(resource: str, group: str) -> str:
+    """``schema.GroupResource.String()``: ``pods``, ``deployments.apps``."""
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(resource: str, group: str, name: str) -> StatusError:
+    return StatusError(
+        404,
+        "NotFound",
+        f'{qualified_resource(resource, group)} "{name}" not found',
+        name=name,
+        group=group,
+        kind=resource,
+    )
+
+
+def not_found_path() -> StatusError:
+    """The 404 for a path no handler serves (``responsewriters.NotFound``)."""
+    return StatusError(404, "NotFound", "the server could not find the requested resource")
+
+
+def already_exists(resource: str, group: str, name: str) -> StatusError:
+    return StatusError(
+        409,
+        "AlreadyExists",
+        f'{qualified_resource(resource, group)} "{name}" already exists',
+        name=name,
+        group=group,
+        kind=resource,
+    )
+
+
+def conflict(resource: str, group: str, name: str, detail: str) -> StatusError:
+    return StatusError(
+        409,
+        "Conflict",
+        f"Operation cannot be fulfilled on {qualified_resource(resource, group)}"
+        f' "{name}": {detail}',
+        name=name,
+        group=group,
+        kind=resource,
+    )
+
+
+MODIFIED_CONFLICT = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def invalid(kind: str, group: str, name: str, causes: Iterable[Cause]) -> StatusError:
+    """``errors.NewInvalid``: ``Kind.group "name" is invalid: <errors>``."""
+    cause_list = tuple(causes)
+    texts = [_field_error_text(c) for c in cause_list]
+    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    qualified_kind = f"{kind}.{group}" if group else kind
+    return StatusError(
+        422,
+        "Invalid",
+        f'{qualified_kind} "{name}" is invalid: {joined}',
+        name=name,
+        group=group,
+        kind=kind,
+        causes=cause_list,
+    )
+
+
+def _field_error_text(cause: Cause) -> str:
+    return f"{cause.field}: {cause.message}" if cause.field else cause.message
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, "BadRequest", message, has_details=False)
+
+
+def forbidden(
+    resource: str, group: str, name: str, detail: str, *, causes: Iterable[Cause] = ()
+) -> StatusError:
+    qualified = qualified_resource(resource, group)
+    subject = f'{qualified} "{name}"' if name else qualified
+    return StatusError(
+        403,
+        "Forbidden",
+        f"{subject} is forbidden: {detail}",
+        name=name,
+        group=group,
+        kind=resource,
+        causes=tuple(causes),
+    )
+
+
+def method_not_supported(resource: str, group: str, action: str) -> StatusError:
+    return StatusError(
+        405,
+        "MethodNotAllowed",
+        f'{action} is not supported on resources of kind "{qualified_resource(resource, group)}"',
+        group=group,
+        kind=resource,
+    )
+
+
+def expired(message: str) -> StatusError:
+    """``errors.NewResourceExpired``: 410 with reason Expired and no details."""
+    return StatusError(410, "Expired", message, has_details=False)
+
+
+def too_many_requests(message: str, retry_after_seconds: int) -> StatusError:
+    return StatusError(
+        429,
+        "TooManyRequests",
+        message,
+        retry_after_seconds=retry_after_seconds,
+    )
+
+
+def too_large_resource_version(requested: int, current: int) -> StatusError:
+    """``storage.NewTooLargeResourceVersionError`` as the cacher reports it (504, retry 1 s)."""
+    return StatusError(
+        504,
+        "Timeout",
+        f"Timeout: Too large resource version: {requested}, current: {current}",
+        causes=(Cause("ResourceVersionTooLarge", "Too large resource version"),),
+        retry_after_seconds=1,
+    )
+
+
+def internal_error(detail: str) -> StatusError:
+    return StatusError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {detail}",
+        causes=(Cause("", detail),),
+    )
+
+
+def unsupported_media_type(content_type: str, accepted: Iterable[str]) -> StatusError:
+    return StatusError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{', '.join(accepted)}",
+        has_details=False,
+    )
+
+
+def not_acceptable(accepted: Iterable[str]) -> StatusError:
+    return StatusError(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: " + ", ".join(accepted),
+        has_details=False,
+    )
+
+
+def success_status(
+    *, code: int = 200, name: str = "", group: str = "", kind: str = "", uid: str = ""
+) -> dict[str, Any]:
+    """The ``status: Success`` body a delete of a non-``ReturnDeletedObject`` kind returns."""
+    details: dict[str, Any] = {}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    if kind:
+        details["kind"] = kind
+    if uid:
+        details["uid"] = uid
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }

@@ -1,0 +1,400 @@
+"""Server-side printing: ``meta.k8s.io/v1`` Tables for ``kubectl get``.
+
+kubectl asks for ``application/json;as=Table;v=v1;g=meta.k8s.io`` and prints the columns the
+server chose (``pkg/printers/internalversion``): pods show READY, STATUS, RESTARTS, AGE (IP,
+NODE, ... with ``-o wide``), nodes STATUS (``Ready,SchedulingDisabled`` when cordoned), ROLES,
+AGE, VERSION, events LAST SEEN, TYPE, REASON, OBJECT, MESSAGE. Rows carry the object as
+``PartialObjectMetadata`` unless ``includeObject=Object`` (or ``None``). Ages use
+``duration.HumanDuration``. Kinds without a printer here get NAME and AGE.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from kubesim.resources import ResourceType
+from scheduler.objects import parse_time
+
+__all__ = [
+    "TABLE_MEDIA",
+    "human_duration",
+    "table_for_list",
+    "table_row_object",
+    "wants_table",
+]
+
+TABLE_MEDIA: Final = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+def wants_table(accept: str) -> bool:
+    for part in accept.split(","):
+        p = part.replace(" ", "")
+        if "as=Table" in p and "g=meta.k8s.io" in p and ("v=v1;" in p + ";"):
+            return True
+    return False
+
+
+def human_duration(seconds: float) -> str:
+    """``duration.HumanDuration``."""
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d{rest}h" if rest else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = hours // 24 - 365 * (hours // 24 // 365)
+        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def _age(ts: Any, now: float) -> str:
+    if not ts:
+        return "<unknown>"
+    try:
+        return human_duration(now - parse_time(ts))
+    except ValueError:
+        return "<unknown>"
+
+
+def _col(
+    name: str, type_: str = "string", *, fmt: str = "", priority: int = 0, description: str = ""
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": type_,
+        "format": fmt,
+        "description": description,
+        "priority": priority,
+    }
+
+
+_NAME = _col("Name", fmt="name", description="Name must be unique within a namespace.")
+_AGE = _col(
+    "Age",
+    description="CreationTimestamp is a timestamp representing the server time"
+    " when this object was created.",
+)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _pod_row(pod: Mapping[str, Any], now: float) -> list[Any]:
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    meta = _meta(pod)
+    total = len(spec.get("containers") or [])
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for c in statuses if c.get("ready"))
+    restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
+    reason = status.get("reason") or status.get("phase") or "Unknown"
+    for c in statuses:
+        state = c.get("state") or {}
+        if "waiting" in state and state["waiting"].get("reason"):
+            reason = state["waiting"]["reason"]
+        elif "terminated" in state and state["terminated"].get("reason"):
+            reason = state["terminated"]["reason"]
+    if meta.get("deletionTimestamp"):
+        reason = "Terminating"
+    ip = status.get("podIP") or "<none>"
+    gates = spec.get("readinessGates") or []
+    gate_text = "<none>"
+    if gates:
+        conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        ok = sum(1 for g in gates if conds.get(g.get("conditionType")) == "True")
+        gate_text = f"{ok}/{len(gates)}"
+    return [
+        meta.get("name", ""),
+        f"{ready}/{total}",
+        reason,
+        str(restarts),
+        _age(meta.get("creationTimestamp"), now),
+        ip,
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        gate_text,
+    ]
+
+
+_POD_COLS: Final = [
+    _NAME,
+    _col("Ready", description="The aggregate readiness state of this pod for accepting traffic."),
+    _col("Status", description="The aggregate status of the containers in this pod."),
+    _col(
+        "Restarts",
+        description="The number of times the containers in this pod have been"
+        " restarted and when the last container in this pod has restarted.",
+    ),
+    _AGE,
+    _col("IP", priority=1, description="IP address allocated to the pod."),
+    _col("Node", priority=1, description="Name of the node this pod is scheduled on."),
+    _col(
+        "Nominated Node",
+        priority=1,
+        description="Name of the node this pod is nominated to run on.",
+    ),
+    _col("Readiness Gates", priority=1, description="Readiness gates for this pod."),
+]
+
+
+def _node_row(node: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(node)
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    ready = conds.get("Ready")
+    state = "Ready" if ready == "True" else ("NotReady" if ready == "False" else "Unknown")
+    if spec.get("unschedulable"):
+        state += ",SchedulingDisabled"
+    roles = sorted(
+        k.split("/", 1)[1]
+        for k in (meta.get("labels") or {})
+        if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1]
+    )
+    info = status.get("nodeInfo") or {}
+    addrs = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
+    return [
+        meta.get("name", ""),
+        state,
+        ",".join(roles) or "<none>",
+        _age(meta.get("creationTimestamp"), now),
+        info.get("kubeletVersion") or "",
+        addrs.get("InternalIP") or "<none>",
+        addrs.get("ExternalIP") or "<none>",
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+_NODE_COLS: Final = [
+    _NAME,
+    _col("Status", description="The status of the node"),
+    _col("Roles", description="The roles of the node"),
+    _AGE,
+    _col("Version", description="Kubelet Version reported by the node."),
+    _col("Internal-IP", priority=1, description="List of internal IPs."),
+    _col("External-IP", priority=1, description="List of external IPs."),
+    _col("OS-Image", priority=1, description="OS Image reported by the node."),
+    _col("Kernel-Version", priority=1, description="Kernel Version reported by the node."),
+    _col(
+        "Container-Runtime",
+        priority=1,
+        description="Container Runtime Version reported by the node.",
+    ),
+]
+
+
+def _event_row(ev: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(ev)
+    involved = ev.get("involvedObject") or ev.get("regarding") or {}
+    last = (
+        ev.get("lastTimestamp")
+        or ev.get("deprecatedLastTimestamp")
+        or (ev.get("series") or {}).get("lastObservedTime")
+        or ev.get("eventTime")
+        or meta.get("creationTimestamp")
+    )
+    first = ev.get("firstTimestamp") or ev.get("deprecatedFirstTimestamp") or ev.get("eventTime")
+    source = ev.get("source") or ev.get("deprecatedSource") or {}
+    src = (
+        source.get("component")
+        or ev.get("reportingComponent")
+        or ev.get("reportingController")
+        or ""
+    )
+    if source.get("host"):
+        src = f"{src}, {source['host']}"
+    count = (
+        ev.get("count") or ev.get("deprecatedCount") or (ev.get("series") or {}).get("count") or 1
+    )
+    kind = str(involved.get("kind") or "").lower()
+    return [
+        _age(last, now),
+        ev.get("type") or "",
+        ev.get("reason") or "",
+        f"{kind}/{involved.get('name', '')}",
+        involved.get("fieldPath") or "",
+        src,
+        ev.get("message") or ev.get("note") or "",
+        _age(first, now) if first else "<unknown>",
+        int(count),
+        meta.get("name", ""),
+    ]
+
+
+_EVENT_COLS: Final = [
+    _col(
+        "Last Seen",
+        description="The time at which the most recent occurrence of this event was recorded.",
+    ),
+    _col(
+        "Type",
+        description="Type of this event (Normal, Warning), new types could be added in the future.",
+    ),
+    _col(
+        "Reason",
+        description="This should be a short, machine understandable string that"
+        " gives the reason for the transition into the object's current status.",
+    ),
+    _col("Object", description="The object that this event is about."),
+    _col("Subobject", priority=1, description="The object that this event is about."),
+    _col("Source", priority=1, description="The component reporting this event."),
+    _col("Message", description="A human-readable description of the status of this operation."),
+    _col("First Seen", priority=1, description="The time at which the event was first recorded."),
+    _col(
+        "Count", "integer", priority=1, description="The number of times this event has occurred."
+    ),
+    _col("Name", priority=1, fmt="name", description="Name must be unique within a namespace."),
+]
+
+
+def _pdb_row(pdb: Mapping[str, Any], now: float) -> list[Any]:
+    spec = pdb.get("spec") or {}
+    status = pdb.get("status") or {}
+    meta = _meta(pdb)
+    return [
+        meta.get("name", ""),
+        str(spec["minAvailable"]) if spec.get("minAvailable") is not None else "N/A",
+        str(spec["maxUnavailable"]) if spec.get("maxUnavailable") is not None else "N/A",
+        int(status.get("disruptionsAllowed") or 0),
+        _age(meta.get("creationTimestamp"), now),
+    ]
+
+
+_PDB_COLS: Final = [
+    _NAME,
+    _col("Min Available", description="The minimum number of pods that must be available."),
+    _col("Max Unavailable", description="The maximum number of pods that may be unavailable."),
+    _col(
+        "Allowed Disruptions",
+        "integer",
+        description="Calculated number of pods that may be disrupted at this time.",
+    ),
+    _AGE,
+]
+
+
+def _ns_row(ns: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(ns)
+    return [
+        meta.get("name", ""),
+        (ns.get("status") or {}).get("phase") or "",
+        _age(meta.get("creationTimestamp"), now),
+    ]
+
+
+_NS_COLS: Final = [_NAME, _col("Status", description="The status of the namespace"), _AGE]
+
+
+def _pc_row(pc: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(pc)
+    return [
+        meta.get("name", ""),
+        int(pc.get("value") or 0),
+        bool(pc.get("globalDefault")),
+        _age(meta.get("creationTimestamp"), now),
+        pc.get("preemptionPolicy") or "PreemptLowerPriority",
+    ]
+
+
+_PC_COLS: Final = [
+    _NAME,
+    _col("Value", "integer", description="The value of this priority class."),
+    _col(
+        "Global-Default",
+        "boolean",
+        description="globalDefault specifies whether this"
+        " PriorityClass should be considered as the default priority.",
+    ),
+    _AGE,
+    _col(
+        "PreemptionPolicy",
+        description="preemptionPolicy is the Policy for preempting pods with lower priority.",
+    ),
+]
+
+
+def _default_row(obj: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(obj)
+    return [meta.get("name", ""), _age(meta.get("creationTimestamp"), now)]
+
+
+_PRINTERS: Final[dict[str, tuple[list[dict[str, Any]], Callable[..., list[Any]]]]] = {
+    "Pod": (_POD_COLS, _pod_row),
+    "Node": (_NODE_COLS, _node_row),
+    "Event": (_EVENT_COLS, _event_row),
+    "PodDisruptionBudget": (_PDB_COLS, _pdb_row),
+    "Namespace": (_NS_COLS, _ns_row),
+    "PriorityClass": (_PC_COLS, _pc_row),
+}
+
+
+def _row(
+    rt: ResourceType, obj: Mapping[str, Any], now: float, include_object: str | None
+) -> dict[str, Any]:
+    _, fn = _PRINTERS.get(rt.kind, ([_NAME, _AGE], _default_row))
+    row: dict[str, Any] = {"cells": fn(obj, now)}
+    mode = include_object or "Metadata"
+    if mode == "Object":
+        row["object"] = dict(obj)
+    elif mode != "None":
+        row["object"] = {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": dict(_meta(obj)),
+        }
+    return row
+
+
+def table_for_list(
+    rt: ResourceType,
+    objects: list[dict[str, Any]],
+    *,
+    resource_version: str,
+    include_object: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    cols, _ = _PRINTERS.get(rt.kind, ([_NAME, _AGE], _default_row))
+    now = time.time()
+    table_meta = dict(meta or {})
+    if resource_version:
+        table_meta["resourceVersion"] = resource_version
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": table_meta,
+        "columnDefinitions": cols,
+        "rows": [_row(rt, o, now, include_object) for o in objects],
+    }
+
+
+def table_row_object(
+    rt: ResourceType, obj: dict[str, Any], *, include_object: str | None
+) -> dict[str, Any]:
+    """The object of one watch event when a Table was asked for: a one-row Table."""
+    rv = str(_meta(obj).get("resourceVersion", ""))
+    return table_for_list(rt, [obj], resource_version=rv, include_object=include_object)

@@ -1,0 +1,387 @@
+"""Defaulting and validation of incoming objects, as the registry strategies do it.
+
+kube-apiserver decodes a body into its Go type (type errors are a 400 ``<Kind> in version
+"<v>" cannot be handled as a <Kind>: ...``), applies defaults (``SetDefaults_*``), and runs the
+strategy's ``Validate``: every problem becomes a ``field.Error`` and the answer is a 422
+``<Kind> "<name>" is invalid: <field>: <detail>`` with one cause per error (type
+``FieldValueRequired``, ``FieldValueInvalid``, ``FieldValueNotSupported``, ...).
+
+For the kinds the policy core models (Pod, Node, PodDisruptionBudget, PriorityClass,
+Namespace), the typed conversion ``scheduler.objects.X.from_dict`` is the validator: its
+``InvalidObject`` names the field, and is mapped here to the kube error shape. Names are
+checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from kubesim.resources import ResourceType
+from kubesim.status import Cause, StatusError, bad_request, invalid
+from scheduler.labels import dns1123_subdomain_errors
+from scheduler.objects import (
+    InvalidObject,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+)
+
+__all__ = [
+    "POD_UPDATE_FORBIDDEN",
+    "apply_defaults",
+    "field_error_cause",
+    "validate",
+    "validate_pod_update",
+]
+
+_TYPED: Final[dict[str, Callable[[Mapping[str, Any]], object]]] = {
+    "Pod": Pod.from_dict,
+    "Node": Node.from_dict,
+    "PodDisruptionBudget": PodDisruptionBudget.from_dict,
+    "PriorityClass": PriorityClass.from_dict,
+    "Namespace": Namespace.from_dict,
+}
+
+_DNS1123_LABEL: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL)
+
+_TYPE_FOR_PREFIX: Final = (
+    ("Required value", "FieldValueRequired"),
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Invalid value", "FieldValueInvalid"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Too long", "FieldValueTooLong"),
+    ("Too many", "FieldValueTooMany"),
+)
+
+
+def field_error_cause(field: str, detail: str) -> Cause:
+    """A ``field.Error`` as a Status cause: reason from the detail's leading phrase."""
+    for prefix, reason in _TYPE_FOR_PREFIX:
+        if detail.startswith(prefix):
+            return Cause(reason, detail, field)
+    return Cause("FieldValueInvalid", f"Invalid value: {detail}", field)
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    errors: list[str] = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        errors.append(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or"
+            " '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or"
+            f" '123-abc', regex used for validation is '{_DNS1123_LABEL}')"
+        )
+    return errors
+
+
+def _meta_causes(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or ""
+    causes: list[Cause] = []
+    if not name:
+        causes.append(
+            Cause(
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+                "metadata.name",
+            )
+        )
+        return causes
+    errors = dns1123_label_errors(name) if rt.kind == "Namespace" else []
+    if rt.kind not in {"Namespace", "Event"}:
+        errors = dns1123_subdomain_errors(name)
+    causes.extend(
+        Cause("FieldValueInvalid", f'Invalid value: "{name}": {e}', "metadata.name") for e in errors
+    )
+    return causes
+
+
+def _pod_causes(obj: Mapping[str, Any]) -> list[Cause]:
+    spec = obj.get("spec") or {}
+    causes: list[Cause] = []
+    containers = spec.get("containers")
+    if not containers:
+        causes.append(Cause("FieldValueRequired", "Required value", "spec.containers"))
+        return causes
+    for i, c in enumerate(containers if isinstance(containers, list) else []):
+        if not isinstance(c, Mapping):
+            continue
+        if not c.get("name"):
+            causes.append(
+                Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].name")
+            )
+        if not c.get("image"):
+            causes.append(
+                Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].image")
+            )
+    return causes
+
+
+def _is_type_error(exc: InvalidObject) -> bool:
+    return exc.detail.startswith(("must be", "expected a mapping"))
+
+
+def _decode_error(rt: ResourceType, exc: InvalidObject) -> StatusError:
+    return bad_request(
+        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}:'
+        f" {exc.field}: {exc.detail}"
+    )
+
+
+def decode_check(rt: ResourceType, obj: Mapping[str, Any]) -> None:
+    """The decoding step: a field of the wrong JSON type is a 400, before admission runs."""
+    typed = _TYPED.get(rt.kind)
+    if typed is None:
+        return
+    try:
+        typed(obj)
+    except InvalidObject as exc:
+        if _is_type_error(exc):
+            raise _decode_error(rt, exc) from None
+
+
+def validate(rt: ResourceType, obj: Mapping[str, Any]) -> None:
+    """Raise the 400/422 kube-apiserver gives for ``obj``; return quietly when valid."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    typed = _TYPED.get(rt.kind)
+    if typed is not None:
+        try:
+            typed(obj)
+        except InvalidObject as exc:
+            if _is_type_error(exc):
+                raise _decode_error(rt, exc) from None
+            if exc.field != "metadata.name":
+                raise invalid(
+                    rt.kind, rt.group, name, [field_error_cause(exc.field, exc.detail)]
+                ) from None
+    causes = _meta_causes(rt, obj)
+    if rt.kind == "Pod":
+        causes.extend(_pod_causes(obj))
+    if causes:
+        raise invalid(rt.kind, rt.group, name, causes)
+
+
+# --- pod updates (ValidatePodUpdate) ---------------------------------------------------------
+
+POD_UPDATE_FORBIDDEN: Final = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only"
+    " additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be"
+    " set to 1 if it was previously negative)"
+)
+
+
+def _masked_spec(spec: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec`` with the mutable fields replaced by ``other``'s, as ValidatePodUpdate masks."""
+    out = dict(spec)
+    for key in ("containers", "initContainers"):
+        mine, theirs = spec.get(key), other.get(key)
+        if isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
+            out[key] = [
+                {**m, "image": t.get("image")} if isinstance(m, dict) and isinstance(t, dict) else m
+                for m, t in zip(mine, theirs, strict=True)
+            ]
+    for key in ("activeDeadlineSeconds", "tolerations", "schedulingGates"):
+        if key in other:
+            out[key] = other[key]
+        else:
+            out.pop(key, None)
+    old_grace = other.get("terminationGracePeriodSeconds")
+    if (
+        isinstance(old_grace, int)
+        and old_grace < 0
+        and spec.get("terminationGracePeriodSeconds") == 1
+    ):
+        out["terminationGracePeriodSeconds"] = old_grace
+    return out
+
+
+def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
+    """The spec part of ``ValidatePodUpdate``: 422 ``spec: Forbidden: pod updates may not ...``.
+
+    kube appends a ``cmp.Diff`` of the Go structs to the message; kubesim appends the changed
+    top-level spec fields as ``- field: old`` / ``+ field: new`` lines instead.
+    """
+    new_spec = new.get("spec") or {}
+    old_spec = old.get("spec") or {}
+    name = str((new.get("metadata") or {}).get("name") or "")
+    old_tols = old_spec.get("tolerations") or []
+    new_tols = new_spec.get("tolerations") or []
+    tolerations_ok = all(t in new_tols for t in old_tols)
+    gates_ok = all(
+        g in (old_spec.get("schedulingGates") or []) for g in new_spec.get("schedulingGates") or []
+    )
+    masked = _masked_spec(new_spec, old_spec)
+    if masked == old_spec and tolerations_ok and gates_ok:
+        return
+    lines = []
+    for key in sorted(set(masked) | set(old_spec)):
+        if masked.get(key) != old_spec.get(key):
+            lines.append(f"-  {key}: {json.dumps(old_spec.get(key), sort_keys=True)}")
+            lines.append(f"+  {key}: {json.dumps(masked.get(key), sort_keys=True)}")
+    if not tolerations_ok:
+        lines.append("   tolerations: existing tolerations may not be removed")
+    detail = f"Forbidden: {POD_UPDATE_FORBIDDEN}\n" + "\n".join(lines)
+    raise invalid("Pod", "", name, [Cause("FieldValueForbidden", detail, "spec")])
+
+
+# --- defaulting ------------------------------------------------------------------------------
+
+
+def _image_pull_policy(image: str) -> str:
+    last = image.rsplit("/", 1)[-1]
+    if "@" in last:
+        return "IfNotPresent"
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def _default_containers(containers: Any) -> None:
+    if not isinstance(containers, list):
+        return
+    for c in containers:
+        if not isinstance(c, dict):
+            continue
+        c.setdefault("terminationMessagePath", "/dev/termination-log")
+        c.setdefault("terminationMessagePolicy", "File")
+        c.setdefault("resources", {})
+        if isinstance(c.get("image"), str):
+            c.setdefault("imagePullPolicy", _image_pull_policy(c["image"]))
+
+
+_DEFAULT_TOLERATIONS: Final = (
+    ("node.kubernetes.io/not-ready", 300),
+    ("node.kubernetes.io/unreachable", 300),
+)
+
+
+def _default_pod_spec(spec: dict[str, Any], *, tolerations: bool) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    _default_containers(spec.get("containers"))
+    _default_containers(spec.get("initContainers"))
+    if tolerations:
+        # DefaultTolerationSeconds admission.
+        tols = spec.get("tolerations")
+        if not isinstance(tols, list):
+            tols = []
+        present = {(t.get("key"), t.get("effect")) for t in tols if isinstance(t, dict)}
+        for key, seconds in _DEFAULT_TOLERATIONS:
+            if (key, "NoExecute") not in present and not any(
+                isinstance(t, dict) and t.get("operator") == "Exists" and not t.get("key")
+                for t in tols
+            ):
+                tols.append(
+                    {
+                        "key": key,
+                        "operator": "Exists",
+                        "effect": "NoExecute",
+                        "tolerationSeconds": seconds,
+                    }
+                )
+        spec["tolerations"] = tols
+
+
+def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """The ``SetDefaults_*`` functions kube runs on create, for the fields clients read."""
+    spec = obj.get("spec")
+    if rt.kind == "Pod" and isinstance(spec, dict):
+        _default_pod_spec(spec, tolerations=True)
+    elif rt.kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"):
+        if not isinstance(spec, dict):
+            return
+        template = spec.get("template")
+        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+            _default_pod_spec(template["spec"], tolerations=False)
+        if rt.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+            spec.setdefault("replicas", 1)
+        if rt.kind == "Deployment":
+            spec.setdefault(
+                "strategy",
+                {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+                },
+            )
+            spec.setdefault("revisionHistoryLimit", 10)
+            spec.setdefault("progressDeadlineSeconds", 600)
+    elif rt.kind == "PriorityClass":
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        obj.setdefault("value", 0)
+    elif rt.kind == "Namespace":
+        meta = obj.setdefault("metadata", {})
+        labels = meta.get("labels")
+        if not isinstance(labels, dict):
+            labels = {}
+        labels["kubernetes.io/metadata.name"] = meta.get("name", "")
+        meta["labels"] = labels
+
+
+def check_type(rt: ResourceType, obj: Any) -> None:
+    """The body must be an object of this endpoint's kind and group/version."""
+    if not isinstance(obj, dict):
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {rt.kind}): "
+            "couldn't get version/kind; json parse error: expected an object"
+        )
+    kind = obj.get("kind") or rt.kind
+    api_version = obj.get("apiVersion") or rt.api_version
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {rt.kind}):"
+            " kind and apiVersion must be strings"
+        )
+    version = api_version.rpartition("/")[2]
+    if kind != rt.kind:
+        raise bad_request(
+            f'{kind} in version "{version}" cannot be handled as a {rt.kind}: converting'
+            f" ({version}.{kind}) to ({rt.kind}): unknown conversion"
+        )
+    if api_version != rt.api_version:
+        raise bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API"
+            f" version ({rt.api_version})"
+        )
+
+    def fail(path: str, detail: str) -> StatusError:
+        return bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {path}:'
+            f" {detail}"
+        )
+
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise fail("metadata", "must be an object")
+    for key in ("name", "namespace", "generateName", "resourceVersion", "uid"):
+        value = (meta or {}).get(key)
+        if value is not None and not isinstance(value, str):
+            raise fail(f"metadata.{key}", f"must be a string, not {value!r}")
+    for key in ("labels", "annotations"):
+        value = (meta or {}).get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise fail(f"metadata.{key}", "must be a map of strings")
+    for key in ("spec", "status"):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise fail(key, "must be an object")
+
+
+def status_error_for(exc: InvalidObject, rt: ResourceType) -> StatusError:
+    return invalid(rt.kind, rt.group, exc.name, [field_error_cause(exc.field, exc.detail)])
