@@ -18,7 +18,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 types: $(STAMP)
-	$(VENV)/bin/mypy --strict scheduler
+	$(VENV)/bin/mypy --strict scheduler kubesim
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q
