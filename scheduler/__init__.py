@@ -69,7 +69,7 @@ from scheduler.schedule import (
     schedule_one,
 )
 from scheduler.score import default_score_plugins
-from scheduler.simulate import SimulationReport, simulate
+from scheduler.simulate import SimulationReport, build_snapshot, simulate
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
@@ -122,6 +122,7 @@ __all__ = [
     "Toleration",
     "Victims",
     "backoff_duration",
+    "build_snapshot",
     "default_filter_plugins",
     "default_framework",
     "default_score_plugins",

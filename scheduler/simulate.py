@@ -36,7 +36,14 @@ from scheduler.queue.gates import scheduling_gates_pre_enqueue
 from scheduler.schedule import ScheduleResult, schedule_one
 from scheduler.snapshot import Snapshot
 
-__all__ = ["Decision", "SimulationError", "SimulationReport", "VictimInfo", "simulate"]
+__all__ = [
+    "Decision",
+    "SimulationError",
+    "SimulationReport",
+    "VictimInfo",
+    "build_snapshot",
+    "simulate",
+]
 
 Outcome = Literal["scheduled", "preempting", "unschedulable", "gated"]
 
@@ -131,18 +138,13 @@ def _admit(admission: PriorityAdmission, pod: Pod) -> Pod:
         raise SimulationError(exc.message, pod=pod.key) from None
 
 
-def simulate(
-    objects: Sequence[KubeObject],
-    *,
-    pending: Sequence[Pod] = (),
-    mode: Literal["exhaustive", "sampled"] = "exhaustive",
-    seed: int = 0,
-    now: float | None = None,
-) -> SimulationReport:
-    """Schedule (or preempt for) every pending pod of ``objects`` and ``pending`` in turn.
+def build_snapshot(
+    objects: Sequence[KubeObject], *, pending: Sequence[Pod] = ()
+) -> tuple[Snapshot, list[Pod]]:
+    """The cluster as the scheduler would see it, and its pending pods in input order.
 
-    ``now`` is the time unset pod start times count as (see ``preempt``); ``seed`` feeds the
-    sampled preemption mode's random offset.
+    PriorityClasses are validated and every pod admitted (``priorityClassName`` resolved to
+    ``spec.priority``) as kube-apiserver would have done when they were created.
     """
     classes = [o for o in objects if isinstance(o, PriorityClass)]
     admission = _admission(classes)
@@ -169,7 +171,23 @@ def simulate(
     snapshot = Snapshot.from_objects(admitted)
     for pc in admission.classes.values():
         snapshot.priority_classes[pc.name] = pc
+    return snapshot, queue
 
+
+def simulate(
+    objects: Sequence[KubeObject],
+    *,
+    pending: Sequence[Pod] = (),
+    mode: Literal["exhaustive", "sampled"] = "exhaustive",
+    seed: int = 0,
+    now: float | None = None,
+) -> SimulationReport:
+    """Schedule (or preempt for) every pending pod of ``objects`` and ``pending`` in turn.
+
+    ``now`` is the time unset pod start times count as (see ``preempt``); ``seed`` feeds the
+    sampled preemption mode's random offset.
+    """
+    snapshot, queue = build_snapshot(objects, pending=pending)
     # activeQ order: priority first, then arrival (a stable sort keeps input order).
     order = sorted(range(len(queue)), key=lambda i: -queue[i].priority)
     rng = random.Random(seed)

@@ -166,3 +166,18 @@ def test_cli_bad_input_exits_2_naming_file_and_field(tmp_path: Path) -> None:
     assert pending.returncode == 2
     assert f'{unknown}: pods "y" is forbidden: no PriorityClass with name gold' in pending.stderr
     assert run_cli("simulate", str(EXAMPLE), "--mode", "random").returncode == 2
+
+
+def test_build_snapshot_admits_pods_as_the_readme_shows() -> None:
+    from scheduler import build_snapshot, preempt, schedule_one
+
+    snapshot, pending = build_snapshot(load_objects(EXAMPLE))
+    assert [p.key for p in pending] == ["shop/checkout-api-7f9c"]
+    assert pending[0].priority == 100000
+    assert snapshot.get_pod("batch/etl-0").priority == 1000  # type: ignore[union-attr]
+    assert "system-node-critical" in snapshot.priority_classes
+    result = schedule_one(pending[0], snapshot)
+    assert not result.succeeded
+    decision = preempt(pending[0], snapshot, node_statuses=result.node_statuses)
+    assert decision.nominated_node_name == "node-b"
+    assert [v.key for v in decision.victims] == ["batch/etl-1", "batch/etl-2"]
