@@ -10,8 +10,9 @@ Reported (one JSON line each):
 * ``preemption_exhaustive``: ``preempt(mode="exhaustive")`` with the Filter statuses
   precomputed (every node Unschedulable ``Insufficient cpu``) — the headline figure;
 * ``preemption_sampled``: the same in kube's sampled mode (seeded RNG);
-* ``preemption_exhaustive_with_filter_pass``: the Filter pass that produces the statuses
-  (PreFilter + Filter with nominated pods on every node) plus ``preempt``.
+* ``preemption_exhaustive_with_filter_pass``: the whole PostFilter path as the scheduler and
+  ``simulate`` run it: a failed ``schedule_one`` (PreFilter, then Filter with nominated pods
+  on every node) whose statuses feed ``preempt``.
 
 Each rate counts whole decision loops: preempt, then applying the result to the snapshot.
 ``--quick`` runs a small size (used by the smoke test).
@@ -29,10 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
+from scheduler.framework import Code, Framework, NodeToStatus, Status
 from scheduler.objects import Container, Node, Pod
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.preemption.core import default_preemption_framework
+from scheduler.schedule import schedule_one
 from scheduler.snapshot import Snapshot
 
 ANCHOR = 570.0
@@ -75,19 +77,11 @@ def apply(snapshot: Snapshot, pod: Pod, result: PreemptionResult) -> None:
 
 
 def filter_pass(fw: Framework, pod: Pod, snapshot: Snapshot) -> NodeToStatus:
-    """PreFilter + Filter (with nominated pods) on every node, as the scheduling cycle does."""
-    state = CycleState()
-    statuses = NodeToStatus()
-    pre = fw.run_pre_filter_plugins(state, pod, snapshot)
-    if not pre.is_success():
-        statuses.set_absent_nodes_status(pre)
-        return statuses
-    for ni in snapshot.node_info_list:
-        nominated = snapshot.nominated_pods_for_node(ni.name)
-        st = fw.run_filter_plugins_with_nominated_pods(state, pod, ni, nominated)
-        if not st.is_success():
-            statuses.set(ni.name, st)
-    return statuses
+    """The scheduling attempt that fails and produces the statuses preemption starts from."""
+    attempt = schedule_one(pod, snapshot, framework=fw)
+    if attempt.succeeded:
+        raise RuntimeError(f"{pod.key}: unexpectedly fits on {attempt.suggested_host}")
+    return attempt.node_statuses
 
 
 @dataclass

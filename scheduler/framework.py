@@ -169,8 +169,10 @@ def fit_error_message(
         msg += f" {pre_filter_msg}."
     else:
         counts: Counter[str] = Counter()
-        for status in node_to_status.statuses.values():
-            counts.update(status.reasons)
+        # Many nodes share one reason list: count each distinct list once, then expand.
+        for reasons, n in Counter(s.reasons for s in node_to_status.statuses.values()).items():
+            for reason in reasons:
+                counts[reason] += n
         absent = num_all_nodes - len(node_to_status)
         if absent > 0:
             for reason in node_to_status.absent_nodes_status.reasons:

@@ -226,6 +226,7 @@ def _find_nodes_that_pass_filters(
             feasible.extend(passed if not special else chunk)
             continue
         error: Status | None = None
+        explicit = statuses.statuses
         for ni in chunk:  # evaluation order, as upstream fills its result slice
             verdict = failed.get(ni.name)
             if verdict is None:
@@ -233,10 +234,12 @@ def _find_nodes_that_pass_filters(
             elif verdict.code is Code.Error:
                 error = error or verdict
             else:
-                statuses.set(ni.name, verdict)
-                diagnosis.add_plugin_status(verdict)
+                explicit[ni.name] = verdict
         if error is not None:
             return error
+        # AddPluginStatus depends only on the plugin and the code: record each pair once.
+        for plugin, code in {(v.plugin, v.code) for v in failed.values()}:
+            diagnosis.add_plugin_status(Status(code, plugin=plugin))
     return feasible
 
 

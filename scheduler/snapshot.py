@@ -57,6 +57,7 @@ class NodeInfo:
         "allocatable",
         "generation",
         "memo",
+        "name",
         "node",
         "non_zero_requested",
         "owner",
@@ -69,6 +70,7 @@ class NodeInfo:
 
     def __init__(self, node: Node | None, pods: Iterable[Pod] = ()) -> None:
         self.node = node
+        self.name = node.name if node is not None else ""  # read per node per decision
         self.allocatable: dict[str, int] = dict(node.allocatable) if node else {}
         self.pods: list[Pod] = []
         self.requested: dict[str, int] = {}
@@ -85,13 +87,10 @@ class NodeInfo:
         for pod in pods:
             self.add_pod(pod)
 
-    @property
-    def name(self) -> str:
-        return self.node.name if self.node is not None else ""
-
     def set_node(self, node: Node) -> None:
         old = self.node
         self.node = node
+        self.name = node.name
         self.allocatable = dict(node.allocatable)
         self.generation = next_generation()
         self.memo.clear()
@@ -157,6 +156,7 @@ class NodeInfo:
         """An independent copy (``NodeInfo.Snapshot``): pods are shared, lists are not."""
         out = NodeInfo.__new__(NodeInfo)
         out.node = self.node
+        out.name = self.name
         out.allocatable = self.allocatable
         out.pods = list(self.pods)
         out.requested = dict(self.requested)

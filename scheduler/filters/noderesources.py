@@ -94,23 +94,25 @@ class NodeResourcesFit(NoPreFilterExtensions):
         # A str key: its hash is computed once, a tuple's on every lookup.
         key = NAME + repr(wanted)
         fits = _fit_check(pod, wanted)
-        # The verdict of a node is remembered until the node changes (NodeInfo.memo).
-        verdicts = [
-            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, fits(ni))
-            for ni in node_infos
-        ]
-        if all(verdicts):
-            return node_infos, []
+        # A node's verdict (True, or its tagged rejection) depends only on the node and the
+        # requests in the key, so it is remembered until the node changes (NodeInfo.memo).
         passed: list[NodeInfo] = []
         rejected: list[tuple[NodeInfo, Status]] = []
-        for ni, ok in zip(node_infos, verdicts, strict=True):
-            if ok:
+        for ni in node_infos:
+            verdict: Status | bool | None = ni.memo.get(key)
+            if verdict is None:
+                verdict = remember(ni.memo, key, True if fits(ni) else _rejection(pod, ni))
+            if verdict is True:
                 passed.append(ni)
-            else:
-                status = fits_request(pod, ni)
-                assert status is not None
-                rejected.append((ni, status))
+            elif isinstance(verdict, Status):
+                rejected.append((ni, verdict))
         return passed, rejected
+
+
+def _rejection(pod: Pod, node_info: NodeInfo) -> Status:
+    status = fits_request(pod, node_info)
+    assert status is not None
+    return status.with_plugin(NAME)
 
 
 def _fit_check(pod: Pod, wanted: list[tuple[str, int]]) -> Callable[[NodeInfo], bool]:
