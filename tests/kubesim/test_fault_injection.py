@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -379,3 +380,40 @@ async def test_request_log_records_an_eviction(sim: Simulator) -> None:
     assert code == 200
     entries: list[dict[str, Any]] = listing["requests"]
     assert entries[-1]["subresource"] == "eviction" and entries[-1]["code"] == 201
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+async def test_drain_example_files() -> None:
+    async with kubesim.serve(
+        state=EXAMPLES / "kubesim-drain.yaml",
+        faults=EXAMPLES / "kubesim-drain-faults.yaml",
+        time_scale=0.01,
+    ) as sim:
+        await until(
+            lambda: (
+                (sim.get("pdb", "default", "web") or {}).get("status", {}).get("currentHealthy")
+                == 3
+            )
+        )
+        path = EVICT_PATH.format("web-5d4f-a")
+        code, _, _ = await raw(sim, "POST", path, body=eviction_body("web-5d4f-a"))
+        assert code == 201
+        path_b = EVICT_PATH.format("web-5d4f-b")
+        code, _, body = await raw(sim, "POST", path_b, body=eviction_body("web-5d4f-b"))
+        assert (code, body["details"]["causes"][0]["message"]) == (
+            429,
+            "The disruption budget web needs 2 healthy pods and has 2 currently",
+        )
+
+        def replaced() -> bool:
+            pod = sim.get("Pod", "default", "web-5d4f-a") or {}
+            return pod.get("spec", {}).get("nodeName") == "node-2" and pod["status"]["phase"] == (
+                "Running"
+            )
+
+        await until(replaced)
+        await until(lambda: sim.get("pdb", "default", "web")["status"]["currentHealthy"] == 3)  # type: ignore[index]
+        code, _, _ = await raw(sim, "POST", path_b, body=eviction_body("web-5d4f-b"))
+        assert code == 201
