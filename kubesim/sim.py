@@ -6,6 +6,11 @@ kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` 
 ``kube-node-lease`` namespaces (and, through admission, the system PriorityClasses), then
 loads the state manifests as they are — statuses included, so a test can start from pods that
 are already Running or Pending on given nodes.
+
+It serves ``pods/eviction`` (``kubesim.eviction``), runs the namespace controller, the kubelet
+and the disruption controller (``kubesim.disruption``; ``pin_pdb`` freezes a budget's status),
+and applies the fault file through ``kubesim.faultinjection`` (faults given here start with the
+server, ``add_faults`` and ``POST /_kubesim/faults`` add more while it runs).
 """
 
 from __future__ import annotations
