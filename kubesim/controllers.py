@@ -4,8 +4,8 @@ kube-apiserver alone never changes objects; controllers do (kube-controller-mana
 kubesim runs the ones its clients depend on as asyncio tasks started with the server and
 cancelled when it stops. A controller is any object with a ``name`` and an
 ``async run(sim)``; ``default_controllers`` gives the built-in set (the namespace controller
-and the graceful-deletion kubelet), and phase 2 adds the disruption controller with
-``Simulator.add_controller`` (or the ``controllers=`` argument of ``serve``).
+the graceful-deletion kubelet and the disruption controller of ``kubesim.disruption``); more can
+be added with ``Simulator.add_controller`` (or replaced with the ``controllers=`` argument).
 
 The namespace controller reproduces ``pkg/controller/namespace``: a namespace being deleted
 (``phase: Terminating``) has every namespaced object in it deleted (pods gracefully, so the
@@ -93,6 +93,7 @@ class NamespaceController:
 
 
 def default_controllers() -> list[Controller]:
+    from kubesim.disruption import DisruptionController
     from kubesim.kubelet import Kubelet
 
-    return [NamespaceController(), Kubelet()]
+    return [NamespaceController(), Kubelet(), DisruptionController()]

@@ -6,6 +6,11 @@ kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` 
 ``kube-node-lease`` namespaces (and, through admission, the system PriorityClasses), then
 loads the state manifests as they are — statuses included, so a test can start from pods that
 are already Running or Pending on given nodes.
+
+It serves ``pods/eviction`` (``kubesim.eviction``), runs the namespace controller, the kubelet
+and the disruption controller (``kubesim.disruption``; ``pin_pdb`` freezes a budget's status),
+and applies the fault file through ``kubesim.faultinjection`` (faults given here start with the
+server, ``add_faults`` and ``POST /_kubesim/faults`` add more while it runs).
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubesim import admission
+from kubesim import admission, eviction
 from kubesim.controllers import Controller, default_controllers
+from kubesim.disruption import find_controller
+from kubesim.faultinjection import FaultInjector
 from kubesim.faults import FaultSet, load_faults, parse_faults
 from kubesim.kubeconfig import write_kubeconfig
 from kubesim.kubelet import Kubelet
@@ -138,8 +145,6 @@ class Simulator:
         else:
             self._state = list(state)
         self.faults = FaultSet()
-        if faults is not None:
-            self.add_faults(faults)
         self.time_scale = time_scale
         self.host = host
         self.port = port
@@ -165,6 +170,11 @@ class Simulator:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.server.control["faults"] = self._control_faults
+        self.injector = FaultInjector(self)
+        self.server.request_hooks.insert(0, self.injector.hook)
+        self.eviction = eviction.install(self)
+        if faults is not None:
+            self.add_faults(faults)
         self._bootstrap()
         for name, n, rt, manifest in load_state(self._state, self.registry):
             try:
@@ -226,6 +236,7 @@ class Simulator:
             self.kubeconfig_path = write_kubeconfig(Path(self._tmpdir) / "kubeconfig", self.url)
         for controller in self.controllers:
             self._tasks.append(asyncio.create_task(self._run_controller(controller)))
+        self._tasks.append(asyncio.create_task(self.injector.run()))
         await asyncio.sleep(0)
         return self
 
@@ -308,7 +319,34 @@ class Simulator:
         else:
             parsed = load_faults(faults)
         self.faults.extend(parsed)
+        self.injector.load(parsed)
         return parsed
+
+    def pin_pdb(
+        self, namespace: str, name: str, status: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Freeze a PDB's status: the disruption controller stops computing it.
+
+        With ``status``, the PDB's status is first replaced by it (through the status
+        subresource, so watchers see it). Evictions still decrement a pinned budget.
+        """
+        rt = self._type_for("PodDisruptionBudget")
+        controller = find_controller(self)
+        if controller is not None:
+            controller.pin(namespace, name)
+        new: dict[str, Any] = clone(self.rest.get(rt, namespace, name))
+        if status is None:
+            return new
+        new["status"] = clone(dict(status))
+        obj, _ = self.rest.update(rt, namespace, name, new, subresource="status")
+        out: dict[str, Any] = clone(obj)
+        return out
+
+    def unpin_pdb(self, namespace: str, name: str) -> None:
+        """Hand a pinned PDB back to the disruption controller (re-synced at once)."""
+        controller = find_controller(self)
+        if controller is not None:
+            controller.unpin(namespace, name)
 
     def api_client(self) -> Any:
         """A kubernetes-asyncio ``ApiClient`` for this server; the caller closes it."""

@@ -59,8 +59,13 @@ async def test_request_hook_can_drop_the_connection(sim: Simulator) -> None:
 
 
 async def test_subresource_registry(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim, "POST", "/api/v1/namespaces/default/pods/web-0/eviction", body="{}"
+    )
+    assert (code, body["message"]) == (400, "name in URL does not match name in Eviction object")
+    del sim.server.subresources[("", "pods", "eviction")]
     code, _, _ = await raw(sim, "POST", "/api/v1/namespaces/default/pods/web-0/eviction", body="{}")
-    assert code == 404  # advertised in discovery, served once phase 2 registers it
+    assert code == 404  # advertised in discovery, served only with a registered handler
 
     async def evict(ctx: RequestContext, rt: object) -> web.StreamResponse:
         return json_response(
