@@ -15,13 +15,12 @@ checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for n
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kubesim.resources import ResourceType
 from kubesim.status import Cause, StatusError, bad_request, invalid
-from scheduler.labels import dns1123_subdomain_errors
+from scheduler.labels import dns1123_label_errors, dns1123_subdomain_errors
 from scheduler.objects import (
     InvalidObject,
     Namespace,
@@ -47,8 +46,6 @@ _TYPED: Final[dict[str, Callable[[Mapping[str, Any]], object]]] = {
     "Namespace": Namespace.from_dict,
 }
 
-_DNS1123_LABEL: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL)
 
 _TYPE_FOR_PREFIX: Final = (
     ("Required value", "FieldValueRequired"),
@@ -67,19 +64,6 @@ def field_error_cause(field: str, detail: str) -> Cause:
         if detail.startswith(prefix):
             return Cause(reason, detail, field)
     return Cause("FieldValueInvalid", f"Invalid value: {detail}", field)
-
-
-def dns1123_label_errors(value: str) -> list[str]:
-    errors: list[str] = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        errors.append(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or"
-            " '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or"
-            f" '123-abc', regex used for validation is '{_DNS1123_LABEL}')"
-        )
-    return errors
 
 
 def _meta_causes(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:

@@ -26,6 +26,7 @@ __all__ = [
     "LabelSelector",
     "Requirement",
     "SelectorError",
+    "dns1123_label_errors",
     "dns1123_subdomain_errors",
     "label_value_errors",
     "parse_field_selector",
@@ -54,12 +55,27 @@ class SelectorError(ValueError):
 # --- apimachinery name rules (k8s.io/apimachinery/pkg/util/validation) -----------------------
 
 _DNS1123_LABEL: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL_RE: Final = re.compile(_DNS1123_LABEL)
 _DNS1123_SUBDOMAIN: Final = _DNS1123_LABEL + r"(\." + _DNS1123_LABEL + r")*"
 _DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN)
 _QUALIFIED_NAME: Final = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _QUALIFIED_NAME_RE: Final = re.compile(_QUALIFIED_NAME)
 _LABEL_VALUE: Final = r"(" + _QUALIFIED_NAME + r")?"
 _LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE)
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """``IsDNS1123Label`` (namespace names): the error strings, empty when valid."""
+    errors: list[str] = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        errors.append(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or"
+            " '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or"
+            f" '123-abc', regex used for validation is '{_DNS1123_LABEL}')"
+        )
+    return errors
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:

@@ -161,3 +161,11 @@ def test_string_form_round_trips_and_matches_the_same(
         Requirement(r.key, r.operator, r.values).matches(labels) for r in sel.requirements
     )
     assert sel.matches(labels) == expected
+
+
+def test_dns1123_label_rule() -> None:
+    from scheduler.labels import dns1123_label_errors
+
+    assert dns1123_label_errors("kube-system") == []
+    assert dns1123_label_errors("a.b")[0].startswith("a lowercase RFC 1123 label must consist")
+    assert dns1123_label_errors("a" * 64)[0] == "must be no more than 63 characters"
