@@ -22,7 +22,6 @@ from typing import Any
 
 from kubesim.resources import ResourceType
 from kubesim.rest import Rest
-from kubesim.status import StatusError
 from kubesim.validation import field_error_cause
 from scheduler import apierrors
 from scheduler.objects import InvalidObject, PriorityClass
@@ -36,10 +35,6 @@ from scheduler.priority import (
 )
 
 __all__ = ["PriorityPlugin", "bootstrap_priority_classes", "install"]
-
-
-def _status(err: apierrors.StatusError) -> StatusError:
-    return StatusError.from_dict(err.to_status())
 
 
 def _typed(rt: ResourceType, obj: dict[str, Any]) -> PriorityClass:
@@ -80,13 +75,12 @@ class PriorityPlugin:
     def __call__(
         self, op: str, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        try:
-            if rt.kind == "Pod":
-                self._pod(op, obj, old)
-            elif rt.kind == "PriorityClass":
-                self._priority_class(op, rt, obj, old)
-        except apierrors.StatusError as err:
-            raise _status(err) from None
+        # Admission and validation raise scheduler.apierrors.StatusError, which the server
+        # answers with as is.
+        if rt.kind == "Pod":
+            self._pod(op, obj, old)
+        elif rt.kind == "PriorityClass":
+            self._priority_class(op, rt, obj, old)
 
     def _pod(self, op: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if op == "CREATE":

@@ -16,11 +16,13 @@ for word.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
+from scheduler.apierrors import REASON_FOR_CODE, Cause, StatusError
+
 __all__ = [
+    "REASON_FOR_CODE",
     "Cause",
     "StatusError",
     "already_exists",
@@ -40,122 +42,6 @@ __all__ = [
     "too_many_requests",
     "unsupported_media_type",
 ]
-
-REASON_FOR_CODE: dict[int, str] = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "NotFound",
-    405: "MethodNotAllowed",
-    406: "NotAcceptable",
-    409: "Conflict",
-    410: "Expired",
-    413: "RequestEntityTooLarge",
-    415: "UnsupportedMediaType",
-    422: "Invalid",
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Cause:
-    """``metav1.StatusCause``; its type is serialized under the key ``reason``."""
-
-    reason: str = ""
-    message: str = ""
-    field: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.message:
-            out["message"] = self.message
-        if self.field:
-            out["field"] = self.field
-        return out
-
-
-@dataclass(slots=True)
-class StatusError(Exception):
-    """An API error carrying the ``Status`` body that kube-apiserver would send."""
-
-    code: int
-    reason: str
-    message: str
-    name: str = ""
-    group: str = ""
-    kind: str = ""
-    uid: str = ""
-    causes: tuple[Cause, ...] = ()
-    retry_after_seconds: int = 0
-    has_details: bool = True
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        Exception.__init__(self, self.message)
-
-    def __str__(self) -> str:
-        return self.message
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON body, keys in the order the Go encoder writes them."""
-        body: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-        }
-        if self.message:
-            body["message"] = self.message
-        if self.reason:
-            body["reason"] = self.reason
-        if self.has_details:
-            details: dict[str, Any] = {}
-            if self.name:
-                details["name"] = self.name
-            if self.group:
-                details["group"] = self.group
-            if self.kind:
-                details["kind"] = self.kind
-            if self.uid:
-                details["uid"] = self.uid
-            if self.causes:
-                details["causes"] = [c.to_dict() for c in self.causes]
-            if self.retry_after_seconds:
-                details["retryAfterSeconds"] = self.retry_after_seconds
-            body["details"] = details
-        body["code"] = self.code
-        return body
-
-    def response_headers(self) -> dict[str, str]:
-        headers = dict(self.headers)
-        if self.retry_after_seconds > 0:
-            headers["Retry-After"] = str(self.retry_after_seconds)
-        return headers
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> StatusError:
-        """Rebuild an error from a Status body (fault files, ``respond:`` blocks)."""
-        details = data.get("details") or {}
-        code = int(data.get("code") or 500)
-        return cls(
-            code=code,
-            reason=str(data.get("reason", REASON_FOR_CODE.get(code, ""))),
-            message=str(data.get("message", "")),
-            name=str(details.get("name", "")),
-            group=str(details.get("group", "")),
-            kind=str(details.get("kind", "")),
-            uid=str(details.get("uid", "")),
-            causes=tuple(
-                Cause(str(c.get("reason", "")), str(c.get("message", "")), str(c.get("field", "")))
-                for c in details.get("causes") or ()
-            ),
-            retry_after_seconds=int(details.get("retryAfterSeconds") or 0),
-        )
 
 
 def qualified_resource(resource: str, group: str) -> str:

@@ -5,8 +5,9 @@ it, operators grep for it), so the objects here reproduce apimachinery exactly:
 
 * ``FieldError`` is ``field.Error`` (``str()`` = ``Error()``), ``aggregate_message`` is
   ``ErrorList.ToAggregate().Error()``;
-* ``StatusError`` and its 403/422 forms are ``apierrors.StatusError``; ``to_status()`` gives
-  the ``metav1.Status`` body with ``details.causes`` as the server sends it;
+* ``StatusError`` and its 403/422 forms are ``apierrors.StatusError``; ``to_dict()`` gives
+  the ``metav1.Status`` body with ``details.causes`` as the server sends it, and
+  ``response_headers()`` the ``Retry-After`` header the response writer adds;
 * ``go_quote`` and the value rendering follow ``strconv.Quote``, ``%v`` and ``json.Marshal``,
   because messages embed values printed by Go.
 
@@ -19,13 +20,15 @@ import enum
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
 __all__ = [
     "OMIT",
+    "REASON_FOR_CODE",
     "AdmissionError",
+    "Cause",
     "ErrorType",
     "FieldError",
     "GoNamedString",
@@ -256,50 +259,121 @@ def _split_qualified(qualified: str) -> tuple[str, str]:
     return name, group
 
 
+REASON_FOR_CODE: dict[int, str] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    410: "Expired",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """``metav1.StatusCause``; its type is serialized under the key ``reason``."""
+
+    reason: str = ""
+    message: str = ""
+    field: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.message:
+            out["message"] = self.message
+        if self.field:
+            out["field"] = self.field
+        return out
+
+
+@dataclass(slots=True)
 class StatusError(Exception):
-    """An API error that kube-apiserver returns as a ``metav1.Status`` body."""
+    """An API error carrying the ``Status`` body that kube-apiserver would send."""
 
-    def __init__(
-        self,
-        *,
-        code: int,
-        reason: str,
-        message: str,
-        group: str = "",
-        kind: str = "",
-        name: str = "",
-        causes: Sequence[Mapping[str, str]] = (),
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.group = group
-        self.kind = kind
-        self.name = name
-        self.causes: tuple[Mapping[str, str], ...] = tuple(causes)
+    code: int
+    reason: str
+    message: str
+    name: str = ""
+    group: str = ""
+    kind: str = ""
+    uid: str = ""
+    causes: tuple[Cause, ...] = ()
+    retry_after_seconds: int = 0
+    has_details: bool = True
+    headers: dict[str, str] = field(default_factory=dict)
 
-    def to_status(self) -> dict[str, Any]:
-        """The Status object as kube-apiserver serialises it (empty fields omitted)."""
-        details: dict[str, Any] = {
-            key: value
-            for key, value in (("name", self.name), ("group", self.group), ("kind", self.kind))
-            if value
-        }
-        if self.causes:
-            details["causes"] = [dict(c) for c in self.causes]
-        status: dict[str, Any] = {
+    def __post_init__(self) -> None:
+        Exception.__init__(self, self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON body, keys in the order the Go encoder writes them."""
+        body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
         }
-        if details:
-            status["details"] = details
-        status["code"] = self.code
-        return status
+        if self.message:
+            body["message"] = self.message
+        if self.reason:
+            body["reason"] = self.reason
+        if self.has_details:
+            details: dict[str, Any] = {}
+            if self.name:
+                details["name"] = self.name
+            if self.group:
+                details["group"] = self.group
+            if self.kind:
+                details["kind"] = self.kind
+            if self.uid:
+                details["uid"] = self.uid
+            if self.causes:
+                details["causes"] = [c.to_dict() for c in self.causes]
+            if self.retry_after_seconds:
+                details["retryAfterSeconds"] = self.retry_after_seconds
+            body["details"] = details
+        body["code"] = self.code
+        return body
+
+    def response_headers(self) -> dict[str, str]:
+        headers = dict(self.headers)
+        if self.retry_after_seconds > 0:
+            headers["Retry-After"] = str(self.retry_after_seconds)
+        return headers
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StatusError:
+        """Rebuild an error from a Status body (fault files, ``respond:`` blocks)."""
+        details = data.get("details") or {}
+        code = int(data.get("code") or 500)
+        return cls(
+            code=code,
+            reason=str(data.get("reason", REASON_FOR_CODE.get(code, ""))),
+            message=str(data.get("message", "")),
+            name=str(details.get("name", "")),
+            group=str(details.get("group", "")),
+            kind=str(details.get("kind", "")),
+            uid=str(details.get("uid", "")),
+            causes=tuple(
+                Cause(str(c.get("reason", "")), str(c.get("message", "")), str(c.get("field", "")))
+                for c in details.get("causes") or ()
+            ),
+            retry_after_seconds=int(details.get("retryAfterSeconds") or 0),
+        )
 
 
 class AdmissionError(StatusError):
@@ -333,10 +407,7 @@ class InvalidError(StatusError):
         message = f"{qualified_kind} {go_quote(name)} is invalid"
         if aggregate:
             message += f": {aggregate}"
-        causes = []
-        for err in errors:
-            cause = {"reason": str(err.type), "message": err.error_body(), "field": err.field}
-            causes.append({k: v for k, v in cause.items() if v})
+        causes = tuple(Cause(str(err.type), err.error_body(), err.field) for err in errors)
         super().__init__(
             code=422,
             reason="Invalid",

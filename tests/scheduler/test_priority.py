@@ -248,7 +248,7 @@ def test_new_invalid_builds_kube_apiserver_422() -> None:
         " value of a user defined priority is 1000000000"
     )
     assert str(err) == err.message
-    assert err.to_status() == {
+    assert err.to_dict() == {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -284,12 +284,12 @@ def test_new_invalid_with_several_errors_brackets_the_message_and_lists_every_ca
         " not allowed on this type, preemptionPolicy: Required value]"
     )
     # causes keep duplicates: NewInvalid copies the list, only the message is de-duplicated.
-    assert [c["field"] for c in err.causes] == [
+    assert [c.field for c in err.causes] == [
         "metadata.namespace",
         "metadata.namespace",
         "preemptionPolicy",
     ]
-    assert err.causes[2] == {
+    assert err.causes[2].to_dict() == {
         "reason": "FieldValueRequired",
         "message": "Required value",
         "field": "preemptionPolicy",
@@ -299,7 +299,7 @@ def test_new_invalid_with_several_errors_brackets_the_message_and_lists_every_ca
 def test_new_invalid_without_errors_has_no_colon() -> None:
     err = new_invalid("Pod", "p", [])
     assert err.message == 'Pod "p" is invalid'
-    assert err.to_status()["details"] == {"name": "p", "kind": "Pod"}
+    assert err.to_dict()["details"] == {"name": "p", "kind": "Pod"}
 
 
 @pytest.mark.parametrize(
@@ -313,7 +313,8 @@ def test_new_invalid_without_errors_has_no_colon() -> None:
             {"name": "pc", "group": "scheduling.k8s.io", "kind": "priorityclasses"},
         ),
         ("pods", "", "pods is forbidden: boom", {"kind": "pods"}),
-        ("", "", "forbidden: boom", None),
+        # NewForbidden always sets a (non-nil, here empty) Details, so Go writes "details": {}.
+        ("", "", "forbidden: boom", {}),
     ],
 )
 def test_new_forbidden_message_shapes(
@@ -322,7 +323,7 @@ def test_new_forbidden_message_shapes(
     err = new_forbidden(resource, name, "boom")
     assert isinstance(err, AdmissionError)
     assert (err.code, err.reason, err.message, err.detail) == (403, "Forbidden", message, "boom")
-    status = err.to_status()
+    status = err.to_dict()
     assert status["code"] == 403
     assert status["reason"] == "Forbidden"
     assert status["status"] == "Failure"
@@ -600,7 +601,7 @@ def test_system_classes_cannot_be_deleted(name: str) -> None:
         f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: this is a system priority'
         " class and cannot be deleted"
     )
-    assert exc.value.to_status()["details"] == {
+    assert exc.value.to_dict()["details"] == {
         "name": name,
         "group": "scheduling.k8s.io",
         "kind": "priorityclasses",
@@ -904,7 +905,7 @@ def test_admit_pod_create_rejections(classes: list[PriorityClass], given: Pod, d
         "",
         given.name,
     )
-    assert err.to_status() == {
+    assert err.to_dict() == {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
