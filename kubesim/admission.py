@@ -22,7 +22,7 @@ from typing import Any
 
 from kubesim.resources import ResourceType
 from kubesim.rest import Rest
-from kubesim.validation import field_error_cause
+from kubesim.validation import status_error_for
 from scheduler import apierrors
 from scheduler.objects import InvalidObject, PriorityClass
 from scheduler.priority import (
@@ -42,9 +42,7 @@ def _typed(rt: ResourceType, obj: dict[str, Any]) -> PriorityClass:
         return PriorityClass.from_dict(obj)
     except InvalidObject as exc:
         name = str((obj.get("metadata") or {}).get("name") or "")
-        from kubesim.status import invalid
-
-        raise invalid(rt.kind, rt.group, name, [field_error_cause(exc.field, exc.detail)]) from None
+        raise status_error_for(rt, name, exc) from None
 
 
 class PriorityPlugin:

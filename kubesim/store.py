@@ -30,8 +30,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kubesim.status import expired
-
 __all__ = [
     "ADDED",
     "DELETED",
@@ -280,7 +278,3 @@ class Store:
         subs = self._res(sub.storage).subscribers
         if sub in subs:
             subs.remove(sub)
-
-
-def too_old_status(exc: TooOld) -> Any:
-    return expired(str(exc))

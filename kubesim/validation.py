@@ -144,9 +144,7 @@ def validate(rt: ResourceType, obj: Mapping[str, Any]) -> None:
             if _is_type_error(exc):
                 raise _decode_error(rt, exc) from None
             if exc.field != "metadata.name":
-                raise invalid(
-                    rt.kind, rt.group, name, [field_error_cause(exc.field, exc.detail)]
-                ) from None
+                raise status_error_for(rt, name, exc) from None
     causes = _meta_causes(rt, obj)
     if rt.kind == "Pod":
         causes.extend(_pod_causes(obj))
@@ -367,5 +365,6 @@ def check_type(rt: ResourceType, obj: Any) -> None:
             raise fail(key, "must be an object")
 
 
-def status_error_for(exc: InvalidObject, rt: ResourceType) -> StatusError:
-    return invalid(rt.kind, rt.group, exc.name, [field_error_cause(exc.field, exc.detail)])
+def status_error_for(rt: ResourceType, name: str, exc: InvalidObject) -> StatusError:
+    """The 422 for a manifest its typed conversion refused (``name``: the object's own)."""
+    return invalid(rt.kind, rt.group, name, [field_error_cause(exc.field, exc.detail)])

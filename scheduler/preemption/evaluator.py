@@ -438,17 +438,6 @@ def _success(
     return PreemptionResult(name, victims, to_clear, Status(), explanation)
 
 
-def _pick_position(candidates: list[tuple[int, NodeOutcome]]) -> int:
-    best = 0
-    best_key = candidates[0][1].key
-    for j in range(1, len(candidates)):
-        k = candidates[j][1].key
-        assert k is not None and best_key is not None
-        if k < best_key:
-            best, best_key = j, k
-    return best
-
-
 # --- preempt ---------------------------------------------------------------------------------
 
 
