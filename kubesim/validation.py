@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from kubesim.resources import ResourceType
 from kubesim.status import Cause, StatusError, bad_request, invalid
+from scheduler.apierrors import ErrorType
 from scheduler.labels import dns1123_label_errors, dns1123_subdomain_errors
 from scheduler.objects import (
     InvalidObject,
@@ -47,20 +48,16 @@ _TYPED: Final[dict[str, Callable[[Mapping[str, Any]], object]]] = {
 }
 
 
-_TYPE_FOR_PREFIX: Final = (
-    ("Required value", "FieldValueRequired"),
-    ("Unsupported value", "FieldValueNotSupported"),
-    ("Invalid value", "FieldValueInvalid"),
-    ("Forbidden", "FieldValueForbidden"),
-    ("Duplicate value", "FieldValueDuplicate"),
-    ("Too long", "FieldValueTooLong"),
-    ("Too many", "FieldValueTooMany"),
-)
+# field.Error's words ("Required value") back to its type ("FieldValueRequired"); the first
+# type per phrase wins, so "Invalid value" means FieldValueInvalid.
+_TYPE_FOR_PREFIX: Final[dict[str, str]] = {}
+for _type in ErrorType:
+    _TYPE_FOR_PREFIX.setdefault(_type.display, _type.value)
 
 
 def field_error_cause(field: str, detail: str) -> Cause:
     """A ``field.Error`` as a Status cause: reason from the detail's leading phrase."""
-    for prefix, reason in _TYPE_FOR_PREFIX:
+    for prefix, reason in _TYPE_FOR_PREFIX.items():
         if detail.startswith(prefix):
             return Cause(reason, detail, field)
     return Cause("FieldValueInvalid", f"Invalid value: {detail}", field)
