@@ -31,6 +31,7 @@ __all__ = [
     "Framework",
     "NodeToStatus",
     "Status",
+    "filter_status",
     "fit_error_message",
     "is_success",
 ]
@@ -185,6 +186,18 @@ def fit_error_message(
     return msg
 
 
+def filter_status(status: Status, plugin_name: str) -> Status:
+    """What ``RunFilterPlugins`` makes of a plugin's non-success status: a rejection tagged
+    with the plugin (the same object when already tagged), anything else an Error."""
+    if not status.is_rejected():
+        return Status(
+            Code.Error,
+            f'running "{plugin_name}" filter plugin: {status.message}',
+            plugin=plugin_name,
+        )
+    return status if status.plugin == plugin_name else status.with_plugin(plugin_name)
+
+
 class CycleState:
     """Per-scheduling-cycle storage for plugins (``framework.CycleState``).
 
@@ -282,13 +295,7 @@ class Framework:
             status = plugin.filter(state, pod, node_info)
             if status is None or status.code is Code.Success:
                 continue
-            if not status.is_rejected():
-                return Status(
-                    Code.Error,
-                    f'running "{plugin.name}" filter plugin: {status.message}',
-                    plugin=plugin.name,
-                )
-            return status.with_plugin(plugin.name)
+            return filter_status(status, plugin.name)
         return SUCCESS
 
     def run_pre_filter_extension_add_pod(

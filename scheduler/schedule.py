@@ -47,6 +47,7 @@ from scheduler.framework import (
     Framework,
     NodeToStatus,
     Status,
+    filter_status,
     fit_error_message,
 )
 from scheduler.objects import Pod
@@ -119,17 +120,6 @@ def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int, num_all_nodes:
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def _tag(status: Status, plugin_name: str) -> Status:
-    """What ``RunFilterPlugins`` makes of a plugin's non-success status."""
-    if not status.is_rejected():
-        return Status(
-            Code.Error,
-            f'running "{plugin_name}" filter plugin: {status.message}',
-            plugin=plugin_name,
-        )
-    return status if status.plugin == plugin_name else status.with_plugin(plugin_name)
-
-
 def _batch_filter(plugin: object) -> BatchFilter | None:
     # getattr, not isinstance: runtime protocol checks cost microseconds per call.
     batch: BatchFilter | None = getattr(plugin, "filter_nodes", None)
@@ -160,7 +150,7 @@ def run_filter_plugins_batch(
         if batch is not None:
             alive, rejected = batch(state, pod, alive)
             for ni, rejection in rejected:
-                failed[ni.name] = _tag(rejection, plugin.name)
+                failed[ni.name] = filter_status(rejection, plugin.name)
         else:
             keep: list[NodeInfo] = []
             for ni in alive:
@@ -168,7 +158,7 @@ def run_filter_plugins_batch(
                 if status is None or status.code is Code.Success:
                     keep.append(ni)
                 else:
-                    failed[ni.name] = _tag(status, plugin.name)
+                    failed[ni.name] = filter_status(status, plugin.name)
             alive = keep
     return alive, failed
 
