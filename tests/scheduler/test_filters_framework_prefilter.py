@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scheduler.filters.base import NoPreFilterExtensions
 from scheduler.framework import Code, CycleState, Framework, Status
 from scheduler.objects import Pod
 from scheduler.snapshot import NodeInfo, Snapshot
 
 
 @dataclass
-class _Recorder:
+class _Recorder(NoPreFilterExtensions):
     name: str
     answer: Status | None
     calls: list[str] = field(default_factory=list)
@@ -21,16 +22,6 @@ class _Recorder:
         return self.answer
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return None
-
-    def add_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
-    ) -> Status | None:
-        return None
-
-    def remove_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
-    ) -> Status | None:
         return None
 
 

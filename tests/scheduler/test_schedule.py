@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler.filters import default_framework
+from scheduler.filters.base import NoPreFilterExtensions
 from scheduler.framework import Code, CycleState, Framework, Status
 from scheduler.objects import KubeObject, Node, Pod
 from scheduler.schedule import (
@@ -289,7 +290,7 @@ def test_schedule_one_does_not_change_the_snapshot() -> None:
 # --- plugins that misbehave or that only know Filter ------------------------------------------
 
 
-class _PerNodeOnly:
+class _PerNodeOnly(NoPreFilterExtensions):
     """A plugin without filter_nodes: the scheduler falls back to Filter per node."""
 
     name = "OddNodes"
@@ -302,16 +303,6 @@ class _PerNodeOnly:
             return Status(Code.Unschedulable, "odd")
         if node_info.name == "n4":
             return Status(Code.Error, "boom")
-        return None
-
-    def add_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
-    ) -> Status | None:
-        return None
-
-    def remove_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
-    ) -> Status | None:
         return None
 
 
