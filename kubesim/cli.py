@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from kubesim.faults import FaultError, load_faults
+from kubesim.faults.file import FaultError, load_faults
 from kubesim.sim import Simulator, StateError
 
 

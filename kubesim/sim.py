@@ -7,10 +7,11 @@ kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` 
 loads the state manifests as they are — statuses included, so a test can start from pods that
 are already Running or Pending on given nodes.
 
-It serves ``pods/eviction`` (``kubesim.eviction``), runs the namespace controller, the kubelet
-and the disruption controller (``kubesim.disruption``; ``pin_pdb`` freezes a budget's status),
-and applies the fault file through ``kubesim.faultinjection`` (faults given here start with the
-server, ``add_faults`` and ``POST /_kubesim/faults`` add more while it runs).
+It serves ``pods/eviction`` (``kubesim.apiserver.eviction``), runs the namespace controller,
+the kubelet and the disruption controller (``kubesim.controllers.disruption``; ``pin_pdb``
+freezes a budget's status), and applies the fault file through ``kubesim.faults.injection``
+(faults given here start with the server, ``add_faults`` and ``POST /_kubesim/faults`` add
+more while it runs).
 """
 
 from __future__ import annotations
@@ -27,19 +28,19 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubesim import admission, eviction
+from kubesim.apiserver import admission, eviction
+from kubesim.apiserver.requestlog import RequestLog
+from kubesim.apiserver.resources import Registry, ResourceType, default_registry
+from kubesim.apiserver.rest import Rest
+from kubesim.apiserver.server import ApiServer, json_response
+from kubesim.apiserver.status import StatusError
+from kubesim.apiserver.store import Store, clone
 from kubesim.controllers import Controller, default_controllers
-from kubesim.disruption import find_controller
-from kubesim.faultinjection import FaultInjector
-from kubesim.faults import FaultSet, load_faults, parse_faults
+from kubesim.controllers.disruption import find_controller
+from kubesim.faults.file import FaultSet, load_faults, parse_faults
+from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import write_kubeconfig
-from kubesim.kubelet import Kubelet
-from kubesim.requestlog import RequestLog
-from kubesim.resources import Registry, ResourceType, default_registry
-from kubesim.rest import Rest
-from kubesim.server import ApiServer, json_response
-from kubesim.status import StatusError
-from kubesim.store import Store, clone
+from kubesim.node.kubelet import Kubelet
 
 __all__ = ["BOOTSTRAP_NAMESPACES", "Simulator", "StateError", "load_state", "serve"]
 

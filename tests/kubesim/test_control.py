@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from kubesim.faults import CallRange, FaultError, load_faults, parse_faults
+from kubesim.faults.file import CallRange, FaultError, load_faults, parse_faults
 from kubesim.sim import Simulator, StateError
 
 from .conftest import raw

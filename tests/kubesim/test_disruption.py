@@ -14,8 +14,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
-from kubesim.controllers import NamespaceController
-from kubesim.disruption import (
+from kubesim.controllers.disruption import (
     DisruptionController,
     SyncError,
     build_disrupted_pod_map,
@@ -24,7 +23,8 @@ from kubesim.disruption import (
     get_expected_pod_count,
     scaled_value,
 )
-from kubesim.kubelet import Kubelet
+from kubesim.controllers.namespace import NamespaceController
+from kubesim.node.kubelet import Kubelet
 from kubesim.sim import Simulator
 
 NODE = {

@@ -14,9 +14,9 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
-from kubesim.eviction import EVICTION_MESSAGE
+from kubesim.apiserver.eviction import EVICTION_MESSAGE
+from kubesim.apiserver.status import StatusError, conflict
 from kubesim.sim import Simulator
-from kubesim.status import StatusError, conflict
 
 from .conftest import raw
 

@@ -8,8 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesim.patch import json_merge_patch, json_patch, patch_meta_for, strategic_merge_patch
-from kubesim.status import StatusError
+from kubesim.apiserver.patch import (
+    json_merge_patch,
+    json_patch,
+    patch_meta_for,
+    strategic_merge_patch,
+)
+from kubesim.apiserver.status import StatusError
 
 POD = patch_meta_for("Pod")
 

@@ -10,9 +10,9 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kubesim.server import DropConnection, RequestContext, json_response
+from kubesim.apiserver.server import DropConnection, RequestContext, json_response
+from kubesim.apiserver.status import Cause, StatusError
 from kubesim.sim import Simulator
-from kubesim.status import Cause, StatusError
 
 from .conftest import raw, status_of
 

@@ -24,7 +24,7 @@ import hashlib
 import json
 from typing import Any
 
-from kubesim.resources import Registry, ResourceType
+from kubesim.apiserver.resources import Registry, ResourceType
 
 __all__ = [
     "OPENAPI_V2_PROTOBUF",

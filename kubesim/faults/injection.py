@@ -1,4 +1,4 @@
-"""Fault injection: acting on the typed fault file (``kubesim.faults``) while serving.
+"""Fault injection: acting on the typed fault file (``kubesim.faults.file``) while serving.
 
 Clients of a real cluster meet slow answers, throttling, dropped connections and pods that do not
 go away on time; the eviction client and kubectl drain must be tested against all of them. The
@@ -43,11 +43,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from kubesim.faults import Fault, FaultSet, PodFault, TimelineStep
-from kubesim.rest import DeleteOptions
-from kubesim.server import DropConnection, RequestContext
-from kubesim.status import StatusError
-from kubesim.store import DELETED, clone
+from kubesim.apiserver.rest import DeleteOptions
+from kubesim.apiserver.server import DropConnection, RequestContext
+from kubesim.apiserver.status import StatusError
+from kubesim.apiserver.store import DELETED, clone
+from kubesim.faults.file import Fault, FaultSet, PodFault, TimelineStep
 from scheduler.objects import format_time
 
 if TYPE_CHECKING:

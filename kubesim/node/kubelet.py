@@ -25,9 +25,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kubesim.rest import DeleteOptions
-from kubesim.status import StatusError
-from kubesim.store import ADDED, DELETED, Key, clone
+from kubesim.apiserver.rest import DeleteOptions
+from kubesim.apiserver.status import StatusError
+from kubesim.apiserver.store import ADDED, DELETED, Key, clone
 from scheduler.objects import format_time
 
 if TYPE_CHECKING:

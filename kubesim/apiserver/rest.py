@@ -10,7 +10,7 @@ Reproduced behaviour (``rest.BeforeCreate``/``BeforeUpdate``/``BeforeDelete``):
   five random characters, ``uid``/``creationTimestamp``/``resourceVersion`` set by the server,
   ``generation: 1`` for kinds with a spec, status reset (pods start ``Pending``), defaults,
   admission (NamespaceLifecycle: 404 for a missing namespace, 403 ``NamespaceTerminating``
-  while it is being deleted; then the plugins of ``kubesim.admission``), validation (422),
+  while it is being deleted; then the plugins of ``kubesim.apiserver.admission``), validation (422),
   409 ``AlreadyExists``; ``dryRun=All`` answers without storing;
 * update: URL/body name and namespace must agree (400), a stale ``resourceVersion`` is a 409
   ``the object has been modified; ...``, an empty one is an unconditional update; the main
@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubesim import events as event_conv
-from kubesim.resources import Registry, ResourceType
-from kubesim.status import (
+from kubesim.apiserver import events as event_conv
+from kubesim.apiserver.resources import Registry, ResourceType
+from kubesim.apiserver.status import (
     MODIFIED_CONFLICT,
     Cause,
     StatusError,
@@ -47,8 +47,8 @@ from kubesim.status import (
     not_found,
     success_status,
 )
-from kubesim.store import Key, Store, clone
-from kubesim.validation import (
+from kubesim.apiserver.store import Key, Store, clone
+from kubesim.apiserver.validation import (
     apply_defaults,
     check_type,
     decode_check,
@@ -508,7 +508,7 @@ class Rest:
         subresource: str = "",
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        from kubesim.patch import apply_patch
+        from kubesim.apiserver.patch import apply_patch
 
         current = self.get(rt, namespace, name)
         wire = self.to_wire(rt, current)

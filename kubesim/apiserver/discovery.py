@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kubesim.resources import Registry, ResourceType
+from kubesim.apiserver.resources import Registry, ResourceType
 
 __all__ = [
     "AGGREGATED_V2",

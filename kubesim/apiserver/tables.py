@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kubesim.resources import ResourceType
+from kubesim.apiserver.resources import ResourceType
 from scheduler.objects import parse_time
 
 __all__ = [

@@ -18,8 +18,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kubesim.resources import ResourceType
-from kubesim.status import Cause, StatusError, bad_request, invalid
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.status import Cause, StatusError, bad_request, invalid
 from scheduler.apierrors import ErrorType
 from scheduler.labels import dns1123_label_errors, dns1123_subdomain_errors
 from scheduler.objects import (

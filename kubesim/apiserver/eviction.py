@@ -51,10 +51,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
-from kubesim.resources import ResourceType
-from kubesim.rest import DeleteOptions, check_dry_run
-from kubesim.server import RequestContext, decode_body, json_response
-from kubesim.status import (
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.rest import DeleteOptions, check_dry_run
+from kubesim.apiserver.server import RequestContext, decode_body, json_response
+from kubesim.apiserver.status import (
     Cause,
     StatusError,
     bad_request,
@@ -62,7 +62,7 @@ from kubesim.status import (
     forbidden,
     too_many_requests,
 )
-from kubesim.store import clone
+from kubesim.apiserver.store import clone
 from scheduler.labels import LabelSelector, SelectorError
 from scheduler.objects import format_time
 

@@ -8,10 +8,10 @@ Per request, in the order kube-apiserver's filters run:
    verb (get, list, watch, create, update, patch, delete, deletecollection);
 2. the request hooks run (``ApiServer.request_hooks``): phase-2 fault injection and latency plug
    in here and may delay, answer with a Status, or drop the connection (``DropConnection``);
-3. the endpoint runs: discovery, the generic REST verbs (``kubesim.rest``), watch
-   (``kubesim.watch``), or a registered subresource handler (``ApiServer.subresources``,
+3. the endpoint runs: discovery, the generic REST verbs (``kubesim.apiserver.rest``), watch
+   (``kubesim.apiserver.watch``), or a registered subresource handler (``ApiServer.subresources``,
    where ``pods/eviction`` is plugged in by phase 2);
-4. errors become ``Status`` bodies (``kubesim.status``) with ``Retry-After`` when
+4. errors become ``Status`` bodies (``kubesim.apiserver.status``) with ``Retry-After`` when
    ``retryAfterSeconds > 0``; anything unexpected is a 500 InternalError Status, never a
    traceback;
 5. the request is appended to the request log.
@@ -38,12 +38,12 @@ from typing import Any, Final
 import yaml
 from aiohttp import web
 
-from kubesim import discovery, openapi, protobuf
-from kubesim.patch import APPLY_PATCH, PATCH_TYPES
-from kubesim.requestlog import RequestLog, RequestRecord
-from kubesim.resources import Registry, ResourceType
-from kubesim.rest import DeleteOptions, Rest, check_dry_run
-from kubesim.status import (
+from kubesim.apiserver import discovery, openapi, protobuf
+from kubesim.apiserver.patch import APPLY_PATCH, PATCH_TYPES
+from kubesim.apiserver.requestlog import RequestLog, RequestRecord
+from kubesim.apiserver.resources import Registry, ResourceType
+from kubesim.apiserver.rest import DeleteOptions, Rest, check_dry_run
+from kubesim.apiserver.status import (
     StatusError,
     bad_request,
     expired,
@@ -52,9 +52,9 @@ from kubesim.status import (
     too_large_resource_version,
     unsupported_media_type,
 )
-from kubesim.store import CONTINUE_TOO_OLD, TooOld, dumps
-from kubesim.tables import TABLE_MEDIA, table_for_list, table_row_object, wants_table
-from kubesim.watch import DEFAULT_TIMEOUT, WatchRequest, watch_stream
+from kubesim.apiserver.store import CONTINUE_TOO_OLD, TooOld, dumps
+from kubesim.apiserver.tables import TABLE_MEDIA, table_for_list, table_row_object, wants_table
+from kubesim.apiserver.watch import DEFAULT_TIMEOUT, WatchRequest, watch_stream
 from scheduler.labels import (
     FieldRequirement,
     LabelSelector,

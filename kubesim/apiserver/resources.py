@@ -14,7 +14,7 @@ client can observe are gathered here, one ``ResourceType`` per group/version/res
   other label is a 400 ``field label not supported: <label>``.
 
 ``events`` exist in two groups with one storage, as in kube (``events.k8s.io/v1`` is a
-conversion of the core ``v1`` Event); the converters live in ``kubesim.events``.
+conversion of the core ``v1`` Event); the converters live in ``kubesim.apiserver.events``.
 """
 
 from __future__ import annotations

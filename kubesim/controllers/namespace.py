@@ -1,16 +1,8 @@
-"""Background controllers: the registry of tasks that run beside the API server.
+"""The namespace controller: reproduces ``pkg/controller/namespace``.
 
-kube-apiserver alone never changes objects; controllers do (kube-controller-manager, kubelets).
-kubesim runs the ones its clients depend on as asyncio tasks started with the server and
-cancelled when it stops. A controller is any object with a ``name`` and an
-``async run(sim)``; ``default_controllers`` gives the built-in set (the namespace controller
-the graceful-deletion kubelet and the disruption controller of ``kubesim.disruption``); more can
-be added with ``Simulator.add_controller`` (or replaced with the ``controllers=`` argument).
-
-The namespace controller reproduces ``pkg/controller/namespace``: a namespace being deleted
-(``phase: Terminating``) has every namespaced object in it deleted (pods gracefully, so the
-kubelet still honours their grace period), and once nothing is left its ``kubernetes``
-finalizer is removed, which removes the namespace.
+A namespace being deleted (``phase: Terminating``) has every namespaced object in it deleted
+(pods gracefully, so the kubelet still honours their grace period), and once nothing is left its
+``kubernetes`` finalizer is removed, which removes the namespace.
 """
 
 from __future__ import annotations
@@ -18,24 +10,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from kubesim.rest import DeleteOptions
-from kubesim.status import StatusError
-from kubesim.store import DELETED
+from kubesim.apiserver.rest import DeleteOptions
+from kubesim.apiserver.status import StatusError
+from kubesim.apiserver.store import DELETED
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
 
-__all__ = ["Controller", "NamespaceController", "default_controllers"]
+__all__ = ["NamespaceController"]
 
 log = logging.getLogger("kubesim")
-
-
-class Controller(Protocol):
-    name: str
-
-    async def run(self, sim: Simulator) -> None: ...
 
 
 class NamespaceController:
@@ -90,10 +76,3 @@ class NamespaceController:
                 await asyncio.sleep(self.poll)
         finally:
             self._active.pop(namespace, None)
-
-
-def default_controllers() -> list[Controller]:
-    from kubesim.disruption import DisruptionController
-    from kubesim.kubelet import Kubelet
-
-    return [NamespaceController(), Kubelet(), DisruptionController()]

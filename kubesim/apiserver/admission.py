@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesim.resources import ResourceType
-from kubesim.rest import Rest
-from kubesim.validation import status_error_for
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.rest import Rest
+from kubesim.apiserver.validation import status_error_for
 from scheduler import apierrors
 from scheduler.objects import InvalidObject, PriorityClass
 from scheduler.priority import (
