@@ -742,9 +742,15 @@ class ProcessRuntime:
             self._cg.create(state.cgroup, limit=pod_limit, parent_of_leaves=True)
         self._pods[uid] = state
         for (spec, (argv, env, cwd)), limit in zip(specs, limits, strict=True):
-            state.containers.append(
-                await self._run(state, spec, argv=argv, env=env, cwd=cwd, limit=limit)
-            )
+            ctr = await self._run(state, spec, argv=argv, env=env, cwd=cwd, limit=limit)
+            state.containers.append(ctr)
+            if self._pods.get(uid) is not state:  # killed while this one was starting
+                _signal_group(ctr, signal.SIGKILL)
+                if ctr.waiter is not None:
+                    await asyncio.wait({ctr.waiter}, timeout=_REMOVE_TIMEOUT)
+                if self._cg is not None and state.cgroup is not None:
+                    await self._cg.remove(state.cgroup)
+                break
         return self.status(uid) or []
 
     def _argv(
@@ -875,13 +881,17 @@ class ProcessRuntime:
         if pod is None:
             return None
         if self._cg is not None and pod.cgroup is not None:
-            usage, ws = self._cg.memory(pod.cgroup)
-            per = {
-                c.name: self._cg.memory(c.cgroup)[1]
-                for c in pod.containers
-                if c.cgroup is not None and c.cgroup.exists()
-            }
-            return MemoryUsage(ws, usage, len(self._cg.tree_procs(pod.cgroup)), per)
+            try:
+                usage, ws = self._cg.memory(pod.cgroup)
+                per = {
+                    c.name: self._cg.memory(c.cgroup)[1]
+                    for c in pod.containers
+                    if c.cgroup is not None and c.cgroup.exists()
+                }
+                count = len(self._cg.tree_procs(pod.cgroup))
+            except OSError:  # removed under us by a concurrent kill
+                return None
+            return MemoryUsage(ws, usage, count, per)
         per, count = {}, 0
         for c in pod.containers:
             procs = _process_tree(c)
@@ -901,20 +911,20 @@ class ProcessRuntime:
         if pod is None:
             return None
         grace = max(grace_seconds, self.minimum_grace_seconds, 0.0)
-        running = [c for c in pod.containers if c.waiter is not None and not c.waiter.done()]
-        for c in running:
+        started = [c for c in pod.containers if c.process is not None]
+        running = [c for c in started if c.waiter is not None and not c.waiter.done()]
+        for c in started:
             _signal_group(c, signal.SIGTERM)
-        waiters = [c.waiter for c in running if c.waiter is not None]
+        waiters = {c.waiter for c in running if c.waiter is not None}
         if waiters:
-            _, pending = await asyncio.wait(waiters, timeout=grace)
-            if pending:
-                for c in running:
-                    if c.waiter in pending:
-                        for p in _process_tree(c):  # before the leader dies and orphans them
-                            with contextlib.suppress(psutil.Error):
-                                p.kill()
-                        _signal_group(c, signal.SIGKILL)
-                await asyncio.wait(pending, timeout=_REMOVE_TIMEOUT)
+            await asyncio.wait(waiters, timeout=grace)
+        for c in started:
+            for p in _process_tree(c):  # before the leader dies and orphans them
+                with contextlib.suppress(psutil.Error):
+                    p.kill()
+            _signal_group(c, signal.SIGKILL)
+        if pending := {w for w in waiters if not w.done()}:
+            await asyncio.wait(pending, timeout=_REMOVE_TIMEOUT)
         if self._cg is not None and pod.cgroup is not None:
             await self._cg.remove(pod.cgroup)
         del self._pods[pod_uid]
@@ -949,10 +959,23 @@ def _child_setup(procs_fd: int | None, prctl: Callable[..., int] | None) -> Call
 
 
 def _signal_group(c: _Container, sig: signal.Signals) -> None:
+    """Signal the container's process group; once its leader is reaped, only if the group
+    still has members (the pgid could otherwise name someone else's group after pid reuse)."""
     if c.process is None:
         return
+    pgid = c.process.pid
+    if c.finished_at is not None and not _group_has_members(pgid):
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(c.process.pid, sig)
+        os.killpg(pgid, sig)
+
+
+def _group_has_members(pgid: int) -> bool:
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pgid:
+                return True
+    return False
 
 
 def _process_tree(c: _Container) -> list[psutil.Process]:

@@ -20,10 +20,12 @@ from typing import Any
 
 import psutil
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kubesim.node.allocator import PAGE, Allocator, run, target_bytes
+from kubesim.node.allocator import main as allocator_main
 from kubesim.node.runtime import (
     ContainerStatus,
     PodSpecError,
@@ -87,6 +89,14 @@ async def wait_for(pred: Callable[[], bool], timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await asyncio.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """Running, not merely an unreaped zombie (orphans are reaped by pid 1 when it gets to it)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def process_count(rt: ProcessRuntime, uid: str) -> int:
@@ -269,14 +279,10 @@ def test_allocator_grows_at_the_rate_then_holds() -> None:
 
 
 def test_allocator_cli_rejects_bad_flags() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "kubesim.node.allocator", "--max-mib", "-1"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert out.returncode == 2
-    assert "--max-mib" in out.stderr and "Traceback" not in out.stderr
+    result = CliRunner().invoke(allocator_main, ["--max-mib", "-1"])
+    assert result.exit_code == 2
+    assert "--max-mib" in result.output and result.exception is not None
+    assert isinstance(result.exception, SystemExit)
 
 
 # --- fallback: plain processes measured with psutil ------------------------------------------
@@ -318,8 +324,23 @@ async def test_process_mode_runs_measures_and_kills(proc_runtime: ProcessRuntime
     assert final is not None and all(s.state == "exited" for s in final)
     assert {s.exit_code for s in final} == {128 + signal.SIGTERM}
     assert {s.reason for s in final} == {"Error"}
-    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert not [p for p in pids if alive(p)]
     assert rt.status(uid) is None and rt.usage(uid) is None and await rt.kill(uid, 1) is None
+
+
+async def test_process_mode_kills_the_group_after_its_leader_exited(
+    proc_runtime: ProcessRuntime,
+) -> None:
+    pod = make_pod(ctr("orphan", ["sh", "-c", "sleep 60 & echo $!"]))
+    (s,) = await proc_runtime.start(pod)
+    await wait_for(lambda: log_text(s).strip().isdigit())
+    child = int(log_text(s))
+    await wait_for(
+        lambda: (proc_runtime.status(pod["metadata"]["uid"]) or [s])[0].state == "exited"
+    )
+    assert alive(child)
+    await proc_runtime.kill(pod["metadata"]["uid"], 5)
+    await wait_for(lambda: not alive(child), timeout=5)
 
 
 async def test_exit_codes_and_start_errors(proc_runtime: ProcessRuntime) -> None:
@@ -485,7 +506,7 @@ async def test_kill_removes_process_group_and_cgroups(cg_runtime: ProcessRuntime
     final = await rt.kill(uid, 5)
     assert final is not None and final[0].state == "exited"
     assert pod_dir is not None and not pod_dir.exists()
-    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert not [p for p in pids if alive(p)]
     assert rt.pods() == []
 
 
@@ -523,7 +544,7 @@ async def test_close_removes_everything(tmp_path: Path) -> None:
     finally:
         await rt.close()
     assert sub_root is not None and not sub_root.exists()
-    assert s.pid is not None and not psutil.pid_exists(s.pid)
+    assert s.pid is not None and not alive(s.pid)
 
 
 async def test_stale_sub_roots_of_dead_runtimes_are_removed(tmp_path: Path) -> None:
