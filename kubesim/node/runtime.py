@@ -20,18 +20,21 @@ cgroup gets the sum of the containers' memory limits when every container declar
 cgroup v1 (memory controller mounted at ``<cgroup-root>/memory``) and v2 (unified at the root or
 at ``<cgroup-root>/unified`` with the memory controller available) are detected; v2 enables
 ``+memory`` down the tree and sets ``memory.oom.group`` on containers, as the kubelet does on v2
-since 1.32 (kubernetes/kubernetes#122813). A process joins its cgroup before ``exec`` (it writes
-itself into ``cgroup.procs``), so every page it touches is charged there. The exit of a container
-is reported as containerd reports it to the kubelet: ``Completed`` for 0, ``Error`` otherwise,
-``OOMKilled`` when the container cgroup's OOM-kill counter moved (v1 ``memory.oom_control``, v2
-``memory.events``), and 128 + signal as the exit code of a signalled process.
+since 1.28 (kubernetes/kubernetes#117793; ``singleProcessOOMKill`` defaults to false, #126096).
+A process joins its cgroup before ``exec`` (it writes itself into ``cgroup.procs``), so every
+page it touches is charged there. The exit of a container is reported as containerd reports it
+to the kubelet: ``Completed`` for 0, ``Error`` otherwise, ``OOMKilled`` when the container
+cgroup's OOM-kill counter moved (v1 ``memory.oom_control``, v2 ``memory.events``), and
+128 + signal as the exit code of a signalled process.
 
 Stopping follows the kubelet's ``killContainer``: SIGTERM to the process group, SIGKILL after
-the grace period (never less than ``minimumGracePeriodInSeconds`` = 2 s unless configured), then
-whatever is still in the cgroup is killed and the cgroups are removed leaf first, retrying while
-the kernel still counts tasks. Where no writable memory cgroup exists (not root, read-only mount,
-no controller) the runtime still runs the processes and measures each process tree with psutil
-(RSS sum); ``mode`` says which is active and ``mode_reason`` why.
+the grace period (never less than ``minimumGracePeriodInSeconds`` = 2 s, unless the kubelet's
+``gracePeriodOverride`` replaces it), then whatever is still in the cgroup is killed and the
+cgroups are removed leaf first, retrying while the kernel still counts tasks. Children die with
+the runtime (``PR_SET_PDEATHSIG``), and the next runtime removes the sub-roots a crashed one
+left. Where no writable memory cgroup exists (not root, read-only mount, no controller) the
+runtime still runs the processes and measures each process tree with psutil (RSS sum); ``mode``
+says which is active and ``mode_reason`` why.
 """
 
 from __future__ import annotations
@@ -900,17 +903,22 @@ class ProcessRuntime:
         total = sum(per.values())
         return MemoryUsage(total, total, count, per)
 
-    async def kill(self, pod_uid: str, grace_seconds: float) -> list[ContainerStatus] | None:
-        """Stop a pod as the kubelet does and forget it; returns its final container states.
+    async def kill(
+        self, pod_uid: str, grace_seconds: float, *, override: bool = False
+    ) -> list[ContainerStatus] | None:
+        """Stop a pod as the kubelet's ``killContainer`` does and forget it.
 
-        SIGTERM to each container's process group, SIGKILL after ``max(grace_seconds,
-        minimum_grace_seconds)``, then anything left in the pod's cgroups is killed and the
-        cgroups are removed leaf first. None for a pod the runtime does not hold.
+        SIGTERM to each container's process group, SIGKILL after the grace period, then
+        anything left in the pod's cgroups is killed and the cgroups are removed leaf first.
+        The grace period is floored at ``minimum_grace_seconds`` unless ``override`` (the
+        kubelet's ``gracePeriodOverride``, used by its own evictions, replaces the floored
+        value). Returns the final container states; None for a pod the runtime does not hold.
         """
         pod = self._pods.get(pod_uid)
         if pod is None:
             return None
-        grace = max(grace_seconds, self.minimum_grace_seconds, 0.0)
+        grace = grace_seconds if override else max(grace_seconds, self.minimum_grace_seconds)
+        grace = max(grace, 0.0)
         started = [c for c in pod.containers if c.process is not None]
         running = [c for c in started if c.waiter is not None and not c.waiter.done()]
         for c in started:

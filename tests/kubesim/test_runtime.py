@@ -400,6 +400,24 @@ async def test_kill_honours_the_kubelet_minimum_grace(tmp_path: Path) -> None:
         await rt.close()
 
 
+async def test_grace_period_override_skips_the_floor(tmp_path: Path) -> None:
+    rt = ProcessRuntime(
+        prefix=PREFIX, state_dir=tmp_path, use_cgroups=False, minimum_grace_seconds=5
+    )
+    try:
+        pod = make_pod(
+            ctr("stubborn", ["sh", "-c", "trap '' TERM; echo up; while :; do sleep 0.05; done"])
+        )
+        (s,) = await rt.start(pod)
+        await wait_for(lambda: "up" in log_text(s))
+        t0 = time.monotonic()
+        (final,) = await rt.kill(pod["metadata"]["uid"], 0.1, override=True) or []
+        assert time.monotonic() - t0 < 2
+        assert final.signal == signal.SIGKILL
+    finally:
+        await rt.close()
+
+
 async def test_malformed_pods_are_refused_with_the_field(proc_runtime: ProcessRuntime) -> None:
     with pytest.raises(PodSpecError, match=r"metadata\.uid"):
         await proc_runtime.start({"metadata": {"name": "x"}, "spec": {}})
@@ -578,6 +596,44 @@ async def test_stale_sub_roots_of_dead_runtimes_are_removed(tmp_path: Path) -> N
         ):
             if p.exists():
                 p.rmdir()
+
+
+CRASHING_KUBELET = """
+import asyncio, os, sys
+from kubesim.node.runtime import ProcessRuntime
+
+async def main():
+    rt = ProcessRuntime(prefix=sys.argv[1], state_dir=sys.argv[2])
+    pod = {"metadata": {"name": "c", "namespace": "d", "uid": "crash-1"},
+           "spec": {"containers": [{"name": "c", "command": ["sleep", "60"]}]}}
+    (s,) = await rt.start(pod)
+    print(rt.mode, rt.sub_root, s.pid, flush=True)
+    os._exit(3)  # no close(): a crash
+
+asyncio.run(main())
+"""
+
+
+async def test_a_crashed_runtime_leaves_nothing_running_and_its_cgroups_go_next_start(
+    tmp_path: Path,
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", CRASHING_KUBELET, PREFIX, str(tmp_path / "crashed")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert out.returncode == 3, out.stderr
+    mode, sub_root, pid = out.stdout.split()
+    await wait_for(lambda: not alive(int(pid)), timeout=5)  # PR_SET_PDEATHSIG
+    rt = ProcessRuntime(prefix=PREFIX, state_dir=tmp_path / "next")
+    try:
+        rt.open()
+        if mode != RuntimeMode.PROCESS:  # the crashed runtime had cgroups: they are gone now
+            assert not Path(sub_root).exists()
+    finally:
+        await rt.close()
 
 
 # --- cgroup v2 files on a fixture tree (this code path where the machine has only v1) -------
