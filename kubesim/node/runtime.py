@@ -96,6 +96,8 @@ _UNLIMITED_V1: Final = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX page
 _PR_SET_PDEATHSIG: Final = 1
 _REMOVE_TIMEOUT: Final = 10.0
 _INSTANCE_RE: Final = re.compile(r"[a-z0-9]{1,32}")
+# UIDs, namespaces and names become path components: nothing that could climb out.
+_SAFE_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 
 
 class RuntimeMode(enum.StrEnum):
@@ -715,23 +717,27 @@ class ProcessRuntime:
         Containers without a command (an image's entrypoint we do not have) are not run and
         not reported. A container that cannot be started is reported exited with reason
         ``StartError`` and exit code 128, as containerd does. Raises PodSpecError for a pod
-        the runtime cannot read.
+        the runtime cannot read, OSError when the pod's cgroup cannot be made.
         """
         self.open()
-        meta = pod.get("metadata") or {}
-        uid = meta.get("uid") if isinstance(meta, Mapping) else None
-        ns, name = (meta.get("namespace") or "default", meta.get("name") or "")
-        if not uid or not isinstance(uid, str) or not name:
-            raise PodSpecError(f"pod {ns}/{name}: metadata.uid and metadata.name are required")
+        meta = pod.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        uid, ns, name = meta.get("uid"), meta.get("namespace") or "default", meta.get("name")
+        where = f"pod {ns}/{name}"
+        for field_name, value in (("uid", uid), ("namespace", ns), ("name", name)):
+            if not isinstance(value, str) or not _SAFE_NAME_RE.fullmatch(value):
+                raise PodSpecError(
+                    f"{where}: metadata.{field_name}: required, letters, digits, '.', '_' or '-'"
+                )
+        assert isinstance(uid, str)
         if uid in self._pods:
             return self.status(uid) or []
-        where = f"pod {ns}/{name}"
         try:
             qos = pod_qos_class(pod)
             pod_limit = pod_memory_limit(pod)
             containers = _containers(pod)
             specs = [
-                (c, self._argv(pod, c, where=f"{where} spec.containers[{i}]"))
+                (c, self._argv(pod, c, where=f"spec.containers[{i}]"))
                 for i, c in enumerate(containers)
                 if c.get("command")
             ]
@@ -764,8 +770,8 @@ class ProcessRuntime:
             raise PodSpecError(f"{where}.command: must be a list of strings")
         if not isinstance(args, list) or not all(isinstance(x, str) for x in args):
             raise PodSpecError(f"{where}.args: must be a list of strings")
-        if not isinstance(c.get("name"), str) or not c["name"]:
-            raise PodSpecError(f"{where}.name: required")
+        if not isinstance(c.get("name"), str) or not _SAFE_NAME_RE.fullmatch(c["name"]):
+            raise PodSpecError(f"{where}.name: required, letters, digits, '.', '_' or '-'")
         declared = self._container_env(pod, c, where=where)
         argv = [expand_references(x, declared) for x in [*command, *args]]
         if argv[0] in _PYTHON_NAMES:

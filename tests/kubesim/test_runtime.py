@@ -422,8 +422,12 @@ async def test_malformed_pods_are_refused_with_the_field(proc_runtime: ProcessRu
     with pytest.raises(PodSpecError, match=r"metadata\.uid"):
         await proc_runtime.start({"metadata": {"name": "x"}, "spec": {}})
     pod = make_pod(ctr("a", ["sleep", 5]))  # type: ignore[list-item]
-    with pytest.raises(PodSpecError, match=r"pod default/p: .*spec.containers\[0\].command"):
+    with pytest.raises(PodSpecError, match=r"^pod default/p: spec\.containers\[0\]\.command"):
         await proc_runtime.start(pod)
+    bad_uid = make_pod(ctr("a", ["true"]))
+    bad_uid["metadata"]["uid"] = "../../etc"
+    with pytest.raises(PodSpecError, match=r"metadata\.uid"):
+        await proc_runtime.start(bad_uid)
     assert proc_runtime.pods() == []
 
 
@@ -673,3 +677,15 @@ def test_detection_without_a_memory_controller(tmp_path: Path) -> None:
         cgroup_root=tmp_path / "nothing", prefix=PREFIX, state_dir=tmp_path / "s2"
     )
     assert empty.mode is RuntimeMode.PROCESS and "no memory cgroup" in empty.mode_reason
+
+
+def test_unwritable_cgroups_fall_back_to_processes(tmp_path: Path) -> None:
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("memory\n")
+    (root / "cgroup.subtree_control").mkdir()  # any write fails, as on a read-only mount
+    rt = ProcessRuntime(cgroup_root=root, prefix=PREFIX, state_dir=tmp_path / "state")
+    assert rt.mode is RuntimeMode.PROCESS
+    assert rt.mode_reason.startswith("no writable memory cgroup: ")
+    assert "psutil" in rt.mode_reason
+    assert rt.sub_root is None and not list(root.glob(f"{PREFIX}-*"))
