@@ -509,6 +509,31 @@ async def test_oom_kill_is_reported(cg_runtime: ProcessRuntime) -> None:
     assert s.to_k8s()["state"]["terminated"]["reason"] == "OOMKilled"
 
 
+async def test_node_capacity_is_the_kubepods_limit(tmp_path: Path) -> None:
+    exits: list[tuple[str, ContainerStatus]] = []
+    rt = ProcessRuntime(
+        prefix=PREFIX,
+        state_dir=tmp_path,
+        memory_capacity=100 * MIB,
+        minimum_grace_seconds=0,
+        on_exit=lambda uid, s: exits.append((uid, s)),
+    )
+    try:
+        if rt.mode is RuntimeMode.PROCESS:
+            pytest.skip(f"no writable memory cgroup on this machine: {rt.mode_reason}")
+        assert rt.memory_capacity == 100 * MIB
+        small, big = make_pod(ctr("c", alloc_cmd(40))), make_pod(ctr("c", alloc_cmd(80)))
+        (s,) = await rt.start(small)
+        await wait_for(lambda: "ready" in log_text(s))
+        await rt.start(big)  # no limit of its own: the node's cgroup OOM-kills it
+        await wait_for(lambda: bool(exits))
+        assert [(uid, st.reason) for uid, st in exits] == [(big["metadata"]["uid"], "OOMKilled")]
+        assert (rt.status(small["metadata"]["uid"]) or [])[0].state == "running"
+        assert rt.node_usage().working_set_bytes <= 100 * MIB
+    finally:
+        await rt.close()
+
+
 async def test_kill_removes_process_group_and_cgroups(cg_runtime: ProcessRuntime) -> None:
     rt = cg_runtime
     # The child leaves the process group (setsid); the cgroup still catches it.
