@@ -66,9 +66,10 @@ def run(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     say: Callable[[str], None] = print,
+    alloc: Allocator | None = None,
 ) -> Allocator:
     """Grow to ``max_bytes`` at the rate in steps, then hold (forever or ``hold_s``)."""
-    alloc = Allocator()
+    alloc = alloc if alloc is not None else Allocator()
     start = clock()
     full_since: float | None = None
     while True:

@@ -245,31 +245,23 @@ def test_allocator_grows_at_the_rate_then_holds() -> None:
     now = [0.0]
     held: list[int] = []
     seen: list[str] = []
+    alloc = Allocator()
 
     def sleep(s: float) -> None:
         now[0] += s
-        held.append(alloc_probe.held)
+        held.append(alloc.held)
 
-    alloc_probe = Allocator()
-    original = Allocator.grow_to
-
-    def grow_to(self: Allocator, target: int) -> None:
-        original(self, target)
-        alloc_probe.held = self.held
-
-    Allocator.grow_to = grow_to  # type: ignore[method-assign]
-    try:
-        result = run(
-            rate_bytes_per_s=10 * MIB,
-            max_bytes=4 * MIB,
-            step_s=0.1,
-            hold_s=0.5,
-            clock=lambda: now[0],
-            sleep=sleep,
-            say=seen.append,
-        )
-    finally:
-        Allocator.grow_to = original  # type: ignore[method-assign]
+    result = run(
+        rate_bytes_per_s=10 * MIB,
+        max_bytes=4 * MIB,
+        step_s=0.1,
+        hold_s=0.5,
+        clock=lambda: now[0],
+        sleep=sleep,
+        say=seen.append,
+        alloc=alloc,
+    )
+    assert result is alloc
     assert result.held == 4 * MIB
     assert held[:4] == [0, 1 * MIB // PAGE * PAGE, 2 * MIB // PAGE * PAGE, 3 * MIB // PAGE * PAGE]
     assert all(h == 4 * MIB for h in held[4:])
