@@ -1,0 +1,1012 @@
+"""A process runtime for kubesim's demo node: containers as real processes in kubepods cgroups.
+
+The eviction agent measures what a kubelet's node really holds — memory working sets read from
+the kubepods cgroup hierarchy — so the node it watches in the demo must hold real processes in
+the same layout a kubelet with the cgroupfs driver builds (``pkg/kubelet/cm``: the cgroup,
+pod-container and QoS-container managers):
+
+    <sub-root>/kubepods/                        node cgroup, limit = the node's memory capacity
+    <sub-root>/kubepods/pod<uid>/<container-id>  Guaranteed pods sit directly under kubepods
+    <sub-root>/kubepods/burstable/pod<uid>/...
+    <sub-root>/kubepods/besteffort/pod<uid>/...
+
+The sub-root (``<prefix>-<owner pid>-<instance>``) keeps a demo or a test away from a real
+kubelet's ``kubepods`` and from other runtimes on the same machine; the owner pid in the name lets
+the next runtime remove what a crashed one left behind. The QoS class is ``qos.GetPodQOS``
+(requests defaulted from limits, as the API server does before a kubelet sees the pod); the pod
+cgroup gets the sum of the containers' memory limits when every container declares one
+(``ResourceConfigForPod``), each container cgroup its own limit, as runc does for a container.
+
+cgroup v1 (memory controller mounted at ``<cgroup-root>/memory``) and v2 (unified at the root or
+at ``<cgroup-root>/unified`` with the memory controller available) are detected; v2 enables
+``+memory`` down the tree and sets ``memory.oom.group`` on containers, as the kubelet does on v2
+since 1.28 (kubernetes/kubernetes#117793; ``singleProcessOOMKill`` defaults to false, #126096).
+A process joins its cgroup before ``exec`` (it writes itself into ``cgroup.procs``), so every
+page it touches is charged there. The exit of a container is reported as containerd reports it
+to the kubelet: ``Completed`` for 0, ``Error`` otherwise, ``OOMKilled`` when the container
+cgroup's OOM-kill counter moved (v1 ``memory.oom_control``, v2 ``memory.events``), and
+128 + signal as the exit code of a signalled process.
+
+Stopping follows the kubelet's ``killContainer``: SIGTERM to the process group, SIGKILL after
+the grace period (never less than ``minimumGracePeriodInSeconds`` = 2 s, unless the kubelet's
+``gracePeriodOverride`` replaces it), then whatever is still in the cgroup is killed and the
+cgroups are removed leaf first, retrying while the kernel still counts tasks. Children die with
+the runtime (``PR_SET_PDEATHSIG``), and the next runtime removes the sub-roots a crashed one
+left. Where no writable memory cgroup exists (not root, read-only mount, no controller) the
+runtime still runs the processes and measures each process tree with psutil (RSS sum); ``mode``
+says which is active and ``mode_reason`` why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import enum
+import errno
+import logging
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import psutil  # type: ignore[import-untyped, unused-ignore]
+
+from scheduler.objects import format_time
+from scheduler.quantity import QuantityError, parse_quantity, quantity_value
+
+__all__ = [
+    "MINIMUM_GRACE_PERIOD_SECONDS",
+    "QOS_BEST_EFFORT",
+    "QOS_BURSTABLE",
+    "QOS_GUARANTEED",
+    "ContainerStatus",
+    "MemoryUsage",
+    "PodSpecError",
+    "ProcessRuntime",
+    "RuntimeMode",
+    "container_memory_limit",
+    "expand_references",
+    "pod_memory_limit",
+    "pod_qos_class",
+]
+
+log = logging.getLogger("kubesim.runtime")
+
+QOS_GUARANTEED: Final = "Guaranteed"
+QOS_BURSTABLE: Final = "Burstable"
+QOS_BEST_EFFORT: Final = "BestEffort"
+# kuberuntime's minimumGracePeriodInSeconds: a stop never gives less than this before SIGKILL.
+MINIMUM_GRACE_PERIOD_SECONDS: Final = 2.0
+RUNTIME_NAME: Final = "kubesim"
+
+_QOS_RESOURCES: Final = ("cpu", "memory")
+_PYTHON_NAMES: Final = frozenset({"python", "python3"})
+_UNLIMITED_V1: Final = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX pages, near 2**63
+_PR_SET_PDEATHSIG: Final = 1
+_REMOVE_TIMEOUT: Final = 10.0
+_INSTANCE_RE: Final = re.compile(r"[a-z0-9]{1,32}")
+# UIDs, namespaces and names become path components: nothing that could climb out.
+_SAFE_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
+
+
+class RuntimeMode(enum.StrEnum):
+    CGROUP_V1 = "cgroup-v1"
+    CGROUP_V2 = "cgroup-v2"
+    PROCESS = "process"
+
+
+class PodSpecError(ValueError):
+    """A pod the runtime cannot run; the message names the pod and the field."""
+
+
+# --- pure helpers over the pod dict -----------------------------------------------------------
+
+
+def _quantity(value: object, *, where: str) -> Decimal:
+    try:
+        return parse_quantity(value)
+    except QuantityError as exc:
+        raise PodSpecError(f"{where}: {exc}") from exc
+
+
+def _container_resources(
+    container: Mapping[str, Any], *, where: str
+) -> tuple[dict[str, Decimal], dict[str, Decimal]]:
+    """Non-zero cpu/memory requests and limits, requests defaulted from limits (API defaulting)."""
+    res = container.get("resources") or {}
+    if not isinstance(res, Mapping):
+        raise PodSpecError(f"{where}.resources: must be an object")
+    out: list[dict[str, Decimal]] = []
+    for kind in ("limits", "requests"):
+        raw = res.get(kind) or {}
+        if not isinstance(raw, Mapping):
+            raise PodSpecError(f"{where}.resources.{kind}: must be an object")
+        out.append(
+            {
+                k: q
+                for k in _QOS_RESOURCES
+                if k in raw and (q := _quantity(raw[k], where=f"{where}.resources.{kind}.{k}"))
+            }
+        )
+    limits, requests = out
+    raw_requests = res.get("requests") or {}
+    for k, q in limits.items():
+        if k not in raw_requests:
+            requests[k] = q
+    return requests, limits
+
+
+def _containers(pod: Mapping[str, Any], key: str = "containers") -> list[Mapping[str, Any]]:
+    spec = pod.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise PodSpecError("spec: must be an object")
+    items = spec.get(key) or []
+    if not isinstance(items, list) or not all(isinstance(c, Mapping) for c in items):
+        raise PodSpecError(f"spec.{key}: must be a list of objects")
+    return items
+
+
+def pod_qos_class(pod: Mapping[str, Any]) -> str:
+    """``qos.PodQOSClass``: ``status.qosClass`` when set, else ``GetPodQOS`` on the spec."""
+    status = pod.get("status") or {}
+    if isinstance(status, Mapping) and status.get("qosClass") in (
+        QOS_GUARANTEED,
+        QOS_BURSTABLE,
+        QOS_BEST_EFFORT,
+    ):
+        return str(status["qosClass"])
+    requests: dict[str, Decimal] = {}
+    limits: dict[str, Decimal] = {}
+    guaranteed = True
+    for key in ("containers", "initContainers"):
+        for i, c in enumerate(_containers(pod, key)):
+            req, lim = _container_resources(c, where=f"spec.{key}[{i}]")
+            for k, q in req.items():
+                requests[k] = requests.get(k, Decimal(0)) + q
+            for k, q in lim.items():
+                limits[k] = limits.get(k, Decimal(0)) + q
+            if set(lim) != set(_QOS_RESOURCES):
+                guaranteed = False
+    if not requests and not limits:
+        return QOS_BEST_EFFORT
+    if (
+        guaranteed
+        and all(limits.get(k) == q for k, q in requests.items())
+        and len(requests) == len(limits)
+    ):
+        return QOS_GUARANTEED
+    return QOS_BURSTABLE
+
+
+def container_memory_limit(container: Mapping[str, Any], *, where: str = "container") -> int | None:
+    """The container's memory limit in bytes, or None when it declares none (or zero)."""
+    _, limits = _container_resources(container, where=where)
+    memory = limits.get("memory")
+    return None if memory is None else quantity_value(memory)
+
+
+def pod_memory_limit(pod: Mapping[str, Any]) -> int | None:
+    """``ResourceConfigForPod``'s memory limit: the containers' sum when all declare one.
+
+    An init container runs alone, so the pod needs at least the largest init limit.
+    """
+    total = 0
+    for i, c in enumerate(_containers(pod)):
+        limit = container_memory_limit(c, where=f"spec.containers[{i}]")
+        if limit is None:
+            return None
+        total += limit
+    for i, c in enumerate(_containers(pod, "initContainers")):
+        limit = container_memory_limit(c, where=f"spec.initContainers[{i}]")
+        if limit is None:
+            return None
+        total = max(total, limit)
+    return total or None
+
+
+def expand_references(text: str, env: Mapping[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion in command, args and env values.
+
+    ``$$`` is an escaped ``$``; a reference to an undefined variable, or an unclosed one, stays
+    as written.
+    """
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch != "$" or i + 1 == n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            end = text.find(")", i + 2)
+            if end < 0:
+                out.append(text[i:])
+                break
+            name = text[i + 2 : end]
+            out.append(env[name] if name in env else text[i : end + 1])
+            i = end + 1
+        else:
+            out.append("$")
+            i += 1
+    return "".join(out)
+
+
+_FIELD_REF_RE: Final = re.compile(r"metadata\.(labels|annotations)\['([^']*)'\]")
+
+
+def _field_ref(pod: Mapping[str, Any], path: str) -> str | None:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    simple: dict[str, Any] = {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName"),
+        "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.podIP": status.get("podIP"),
+        "status.hostIP": status.get("hostIP"),
+    }
+    if path in simple:
+        value = simple[path]
+        return "" if value is None else str(value)
+    if m := _FIELD_REF_RE.fullmatch(path):
+        values = meta.get(m.group(1)) or {}
+        return str(values.get(m.group(2), ""))
+    return None
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContainerStatus:
+    """One container as the runtime sees it; ``to_k8s`` renders a ``containerStatuses`` entry."""
+
+    name: str
+    container_id: str
+    state: Literal["running", "exited"]
+    pid: int | None
+    started_at: float
+    finished_at: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None
+    message: str | None = None
+    restart_count: int = 0
+    log_path: Path | None = None
+    cgroup: Path | None = None
+
+    def to_k8s(self, *, image: str = "", image_id: str = "") -> dict[str, Any]:
+        started = format_time(self.started_at)
+        state: dict[str, Any]
+        if self.state == "running":
+            state = {"running": {"startedAt": started}}
+        else:
+            terminated: dict[str, Any] = {
+                "exitCode": self.exit_code,
+                "reason": self.reason,
+                "startedAt": started,
+                "finishedAt": format_time(self.finished_at or self.started_at),
+                "containerID": self.container_id,
+            }
+            if self.message:
+                terminated["message"] = self.message
+            state = {"terminated": terminated}
+        return {
+            "name": self.name,
+            "state": state,
+            "lastState": {},
+            "ready": self.state == "running",
+            "restartCount": self.restart_count,
+            "image": image,
+            "imageID": image_id,
+            "containerID": self.container_id,
+            "started": self.state == "running",
+        }
+
+
+@dataclass(frozen=True)
+class MemoryUsage:
+    """Memory of a pod (or of the node's kubepods cgroup) as the Summary API reports it."""
+
+    working_set_bytes: int
+    usage_bytes: int
+    process_count: int
+    # container name -> working set bytes (empty for the node)
+    containers: dict[str, int] = field(default_factory=dict)
+
+
+# --- cgroup filesystem -------------------------------------------------------------------------
+
+
+class _Cgroups:
+    """The memory controller's tree at ``base`` (v1 mount or v2 unified root)."""
+
+    def __init__(self, base: Path, version: Literal[1, 2]) -> None:
+        self.base = base
+        self.version = version
+
+    def _write(self, path: Path, name: str, value: str) -> None:
+        (path / name).write_text(value)
+
+    def _read(self, path: Path, name: str) -> str:
+        return (path / name).read_text()
+
+    def _keyed(self, path: Path, name: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for line in self._read(path, name).splitlines():
+            key, _, value = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                out[key] = int(value)
+        return out
+
+    def create(self, path: Path, *, limit: int | None, parent_of_leaves: bool) -> None:
+        path.mkdir(exist_ok=True)
+        if self.version == 1:
+            with contextlib.suppress(OSError):  # only settable while the cgroup has no children
+                self._write(path, "memory.use_hierarchy", "1")
+        elif parent_of_leaves:
+            self._write(path, "cgroup.subtree_control", "+memory")
+        if limit is not None:
+            self.set_limit(path, limit)
+
+    def enable_memory_in(self, path: Path) -> None:
+        if self.version == 2:
+            self._write(path, "cgroup.subtree_control", "+memory")
+
+    def set_limit(self, path: Path, limit: int) -> None:
+        name = "memory.limit_in_bytes" if self.version == 1 else "memory.max"
+        self._write(path, name, str(limit))
+
+    def set_oom_group(self, path: Path) -> None:
+        if self.version == 2 and (path / "memory.oom.group").exists():
+            self._write(path, "memory.oom.group", "1")
+
+    def limit(self, path: Path) -> int | None:
+        if self.version == 1:
+            value = int(self._read(path, "memory.limit_in_bytes"))
+            return None if value >= _UNLIMITED_V1 else value
+        text = self._read(path, "memory.max").strip()
+        return None if text == "max" else int(text)
+
+    def effective_limit(self, path: Path) -> int | None:
+        """The tightest limit on ``path`` and its ancestors up to the mount."""
+        if self.version == 1:
+            value = self._keyed(path, "memory.stat").get("hierarchical_memory_limit")
+            return None if value is None or value >= _UNLIMITED_V1 else value
+        limits: list[int] = []
+        cur = path
+        while cur != self.base and self.base in cur.parents:
+            if (lim := self.limit(cur)) is not None:
+                limits.append(lim)
+            cur = cur.parent
+        return min(limits) if limits else None
+
+    def memory(self, path: Path) -> tuple[int, int]:
+        """(usage, working set) where working set = usage − inactive_file, as cAdvisor."""
+        if self.version == 1:
+            usage = int(self._read(path, "memory.usage_in_bytes"))
+            inactive = self._keyed(path, "memory.stat").get("total_inactive_file", 0)
+        else:
+            usage = int(self._read(path, "memory.current"))
+            inactive = self._keyed(path, "memory.stat").get("inactive_file", 0)
+        return usage, max(0, usage - inactive)
+
+    def oom_kills(self, path: Path) -> int:
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        try:
+            return self._keyed(path, name).get("oom_kill", 0)
+        except OSError:
+            return 0
+
+    def procs(self, path: Path) -> list[int]:
+        try:
+            return [int(x) for x in self._read(path, "cgroup.procs").split()]
+        except OSError:
+            return []
+
+    def walk(self, path: Path) -> Iterator[Path]:
+        """``path`` and its descendants, leaves first."""
+        try:
+            children = [p for p in path.iterdir() if p.is_dir()]
+        except OSError:
+            children = []
+        for child in children:
+            yield from self.walk(child)
+        yield path
+
+    def tree_procs(self, path: Path) -> list[int]:
+        return [pid for p in self.walk(path) for pid in self.procs(p)]
+
+    def try_remove(self, path: Path) -> bool:
+        """One leaf-first pass of rmdir over the tree; True when nothing is left."""
+        for p in self.walk(path):
+            try:
+                p.rmdir()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.EBUSY, errno.ENOTEMPTY):
+                    return False
+                raise
+        return not path.exists()
+
+    async def remove(self, path: Path, *, timeout: float = _REMOVE_TIMEOUT) -> None:
+        """Kill what is left in the tree and rmdir it, retrying while the kernel counts tasks."""
+        deadline = time.monotonic() + timeout
+        delay = 0.01
+        while not self.try_remove(path):
+            for pid in self.tree_procs(path):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                log.warning("cgroup %s still busy after %.0fs; left in place", path, timeout)
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+
+def _detect(cgroup_root: Path) -> tuple[_Cgroups | None, str]:
+    """The memory controller's hierarchy under ``cgroup_root``, or None with the reason."""
+    if (cgroup_root / "cgroup.controllers").exists():
+        candidates = [cgroup_root]
+    else:
+        v1 = cgroup_root / "memory"
+        if (v1 / "memory.usage_in_bytes").exists():
+            return _Cgroups(v1, 1), f"memory cgroup v1 at {v1}"
+        candidates = [cgroup_root / "unified"]
+    for base in candidates:
+        try:
+            controllers = (base / "cgroup.controllers").read_text().split()
+        except OSError:
+            continue
+        if "memory" in controllers:
+            return _Cgroups(base, 2), f"memory cgroup v2 at {base}"
+        return None, f"no memory controller in {base}/cgroup.controllers"
+    return None, f"no memory cgroup under {cgroup_root}"
+
+
+def _resolve_prctl() -> Callable[..., int] | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn: Callable[..., int] = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    return fn
+
+
+# --- the runtime -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Container:
+    name: str
+    container_id: str
+    log_path: Path
+    cgroup: Path | None
+    started_at: float
+    process: asyncio.subprocess.Process | None = None
+    create_time: float | None = None
+    waiter: asyncio.Task[None] | None = None
+    finished_at: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None
+    message: str | None = None
+
+    def snapshot(self) -> ContainerStatus:
+        running = self.finished_at is None and self.process is not None
+        return ContainerStatus(
+            name=self.name,
+            container_id=f"{RUNTIME_NAME}://{self.container_id}",
+            state="running" if running else "exited",
+            pid=self.process.pid if self.process is not None else None,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            exit_code=self.exit_code,
+            signal=self.signal,
+            reason=self.reason,
+            message=self.message,
+            log_path=self.log_path,
+            cgroup=self.cgroup,
+        )
+
+
+@dataclass
+class _Pod:
+    uid: str
+    namespace: str
+    name: str
+    qos: str
+    cgroup: Path | None
+    containers: list[_Container] = field(default_factory=list)
+
+
+ExitCallback = Callable[[str, ContainerStatus], None]
+
+
+class ProcessRuntime:
+    """Runs pods' commands as process groups in per-container memory cgroups (see module doc).
+
+    ``async with ProcessRuntime(...) as rt`` (or ``open()`` … ``await close()``). Only one event
+    loop may drive a runtime.
+    """
+
+    def __init__(
+        self,
+        *,
+        cgroup_root: Path | str = "/sys/fs/cgroup",
+        prefix: str = "kubesim",
+        instance: str | None = None,
+        state_dir: Path | str | None = None,
+        memory_capacity: int | None = None,
+        use_cgroups: bool = True,
+        minimum_grace_seconds: float = MINIMUM_GRACE_PERIOD_SECONDS,
+        python: str = sys.executable,
+        inherit_env: bool = True,
+        die_with_runtime: bool = True,
+        on_exit: ExitCallback | None = None,
+    ) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_.]+", prefix):
+            raise ValueError(f"prefix {prefix!r}: must be letters, digits, '_' or '.'")
+        if instance is not None and not _INSTANCE_RE.fullmatch(instance):
+            raise ValueError(f"instance {instance!r}: must be 1-32 lowercase letters or digits")
+        if memory_capacity is not None and memory_capacity <= 0:
+            raise ValueError(f"memory_capacity {memory_capacity}: must be a positive byte count")
+        self.cgroup_root = Path(cgroup_root)
+        self.prefix = prefix
+        self.instance = instance or secrets.token_hex(3)
+        self._state_dir_arg = Path(state_dir) if state_dir is not None else None
+        self._memory_capacity = memory_capacity
+        self._use_cgroups = use_cgroups
+        self.minimum_grace_seconds = minimum_grace_seconds
+        self.python = python
+        self.inherit_env = inherit_env
+        self.on_exit = on_exit
+        self._prctl = _resolve_prctl() if die_with_runtime else None
+        self._pods: dict[str, _Pod] = {}
+        self._cg: _Cgroups | None = None
+        self._mode: RuntimeMode | None = None
+        self.mode_reason = ""
+        self.sub_root: Path | None = None
+        self.kubepods: Path | None = None
+        self.state_dir: Path = Path()
+        self._own_state_dir = False
+        self._closed = False
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def mode(self) -> RuntimeMode:
+        """Which isolation is active (opens the runtime on first use)."""
+        if self._mode is None:
+            self.open()
+        assert self._mode is not None
+        return self._mode
+
+    def open(self) -> ProcessRuntime:
+        """Detect cgroups, remove stale sub-roots of crashed runtimes, build the node cgroups."""
+        if self._closed:
+            raise RuntimeError("the runtime is closed")
+        if self._mode is not None:
+            return self
+        if self._state_dir_arg is None:
+            self.state_dir = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-runtime-"))
+            self._own_state_dir = True
+        else:
+            self.state_dir = self._state_dir_arg
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        cg, reason = _detect(self.cgroup_root) if self._use_cgroups else (None, "cgroups disabled")
+        if cg is not None:
+            self._remove_stale(cg)
+            sub_root = cg.base / f"{self.prefix}-{os.getpid()}-{self.instance}"
+            try:
+                cg.enable_memory_in(cg.base)
+                cg.create(sub_root, limit=None, parent_of_leaves=True)
+                kubepods = sub_root / "kubepods"
+                cg.create(kubepods, limit=self._memory_capacity, parent_of_leaves=True)
+                for qos in ("burstable", "besteffort"):
+                    cg.create(kubepods / qos, limit=None, parent_of_leaves=True)
+            except OSError as exc:
+                reason = f"no writable memory cgroup: {exc}"
+                with contextlib.suppress(OSError):
+                    cg.try_remove(sub_root)
+                cg = None
+            else:
+                self.sub_root, self.kubepods = sub_root, kubepods
+        self._cg = cg
+        if cg is None:
+            self._mode = RuntimeMode.PROCESS
+            self.mode_reason = f"{reason}; measuring processes with psutil"
+        else:
+            self._mode = RuntimeMode.CGROUP_V1 if cg.version == 1 else RuntimeMode.CGROUP_V2
+            self.mode_reason = reason
+        log.info("process runtime: %s (%s)", self._mode, self.mode_reason)
+        return self
+
+    def _remove_stale(self, cg: _Cgroups) -> None:
+        pattern = re.compile(rf"{re.escape(self.prefix)}-(\d+)-[a-z0-9]+")
+        try:
+            entries = list(cg.base.iterdir())
+        except OSError:
+            return
+        for path in entries:
+            m = pattern.fullmatch(path.name)
+            if m is None or not path.is_dir() or _owner_alive(int(m.group(1)), path):
+                continue
+            left = cg.tree_procs(path)
+            if left:
+                log.warning("stale cgroup %s of a dead runtime still holds pids %s", path, left)
+                continue
+            with contextlib.suppress(OSError):
+                if cg.try_remove(path):
+                    log.info("removed stale cgroup %s", path)
+
+    async def close(self, *, grace_seconds: float = 0.0) -> None:
+        """Stop every pod, remove the node cgroups and, if the runtime made it, the state dir."""
+        if self._closed:
+            return
+        for uid in list(self._pods):
+            await self.kill(uid, grace_seconds)
+        if self._cg is not None and self.sub_root is not None:
+            await self._cg.remove(self.sub_root)
+        if self._own_state_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        self._closed = True
+
+    async def __aenter__(self) -> ProcessRuntime:
+        return self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- node --------------------------------------------------------------------------------
+
+    @property
+    def memory_capacity(self) -> int:
+        """The node's memory capacity: the node cgroup's effective limit, else the given one,
+        else the machine's memory."""
+        physical = int(psutil.virtual_memory().total)
+        self.open()
+        if self._cg is not None and self.kubepods is not None:
+            limit = self._cg.effective_limit(self.kubepods)
+            return min(limit, physical) if limit is not None else physical
+        return self._memory_capacity or physical
+
+    def node_usage(self) -> MemoryUsage:
+        """The node's kubepods cgroup (or, without cgroups, the sum over the pods)."""
+        self.open()
+        if self._cg is not None and self.kubepods is not None:
+            usage, ws = self._cg.memory(self.kubepods)
+            return MemoryUsage(ws, usage, len(self._cg.tree_procs(self.kubepods)))
+        total = [self.usage(uid) for uid in list(self._pods)]
+        ws = sum(u.working_set_bytes for u in total if u is not None)
+        n = sum(u.process_count for u in total if u is not None)
+        return MemoryUsage(ws, ws, n)
+
+    # --- pods --------------------------------------------------------------------------------
+
+    def pods(self) -> list[str]:
+        """UIDs of the pods the runtime holds (started and not yet killed)."""
+        return list(self._pods)
+
+    def pod_cgroup(self, pod_uid: str) -> Path | None:
+        pod = self._pods.get(pod_uid)
+        return pod.cgroup if pod is not None else None
+
+    async def start(self, pod: Mapping[str, Any]) -> list[ContainerStatus]:
+        """Run every container of ``pod`` that has a ``command``; idempotent per UID.
+
+        Containers without a command (an image's entrypoint we do not have) are not run and
+        not reported. A container that cannot be started is reported exited with reason
+        ``StartError`` and exit code 128, as containerd does. Raises PodSpecError for a pod
+        the runtime cannot read, OSError when the pod's cgroup cannot be made.
+        """
+        self.open()
+        meta = pod.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        uid, ns, name = meta.get("uid"), meta.get("namespace") or "default", meta.get("name")
+        where = f"pod {ns}/{name}"
+        for field_name, value in (("uid", uid), ("namespace", ns), ("name", name)):
+            if not isinstance(value, str) or not _SAFE_NAME_RE.fullmatch(value):
+                raise PodSpecError(
+                    f"{where}: metadata.{field_name}: required, letters, digits, '.', '_' or '-'"
+                )
+        assert isinstance(uid, str)
+        if uid in self._pods:
+            return self.status(uid) or []
+        try:
+            qos = pod_qos_class(pod)
+            pod_limit = pod_memory_limit(pod)
+            containers = _containers(pod)
+            specs = [
+                (c, self._argv(pod, c, where=f"spec.containers[{i}]"))
+                for i, c in enumerate(containers)
+                if c.get("command")
+            ]
+            limits = [container_memory_limit(c) for c, _ in specs]
+        except PodSpecError as exc:
+            raise PodSpecError(f"{where}: {exc}") from exc
+        state = _Pod(uid=uid, namespace=str(ns), name=str(name), qos=qos, cgroup=None)
+        if self._cg is not None and self.kubepods is not None:
+            parent = self.kubepods if qos == QOS_GUARANTEED else self.kubepods / qos.lower()
+            state.cgroup = parent / f"pod{uid}"
+            self._cg.create(state.cgroup, limit=pod_limit, parent_of_leaves=True)
+        self._pods[uid] = state
+        for (spec, (argv, env, cwd)), limit in zip(specs, limits, strict=True):
+            ctr = await self._run(state, spec, argv=argv, env=env, cwd=cwd, limit=limit)
+            state.containers.append(ctr)
+            if self._pods.get(uid) is not state:  # killed while this one was starting
+                _signal_group(ctr, signal.SIGKILL)
+                if ctr.waiter is not None:
+                    await asyncio.wait({ctr.waiter}, timeout=_REMOVE_TIMEOUT)
+                if self._cg is not None and state.cgroup is not None:
+                    await self._cg.remove(state.cgroup)
+                break
+        return self.status(uid) or []
+
+    def _argv(
+        self, pod: Mapping[str, Any], c: Mapping[str, Any], *, where: str
+    ) -> tuple[list[str], dict[str, str], str | None]:
+        command, args = c.get("command") or [], c.get("args") or []
+        if not isinstance(command, list) or not all(isinstance(x, str) for x in command):
+            raise PodSpecError(f"{where}.command: must be a list of strings")
+        if not isinstance(args, list) or not all(isinstance(x, str) for x in args):
+            raise PodSpecError(f"{where}.args: must be a list of strings")
+        if not isinstance(c.get("name"), str) or not _SAFE_NAME_RE.fullmatch(c["name"]):
+            raise PodSpecError(f"{where}.name: required, letters, digits, '.', '_' or '-'")
+        declared = self._container_env(pod, c, where=where)
+        argv = [expand_references(x, declared) for x in [*command, *args]]
+        if argv[0] in _PYTHON_NAMES:
+            argv[0] = self.python
+        env = dict(os.environ) if self.inherit_env else {}
+        env.update(declared)
+        cwd = c.get("workingDir")
+        return argv, env, cwd if isinstance(cwd, str) and cwd else None
+
+    def _container_env(
+        self, pod: Mapping[str, Any], c: Mapping[str, Any], *, where: str
+    ) -> dict[str, str]:
+        meta = pod.get("metadata") or {}
+        env = {
+            "HOSTNAME": str(meta.get("name", "")),
+            "POD_NAME": str(meta.get("name", "")),
+            "POD_NAMESPACE": str(meta.get("namespace") or "default"),
+            "POD_UID": str(meta.get("uid", "")),
+        }
+        entries = c.get("env") or []
+        if not isinstance(entries, list):
+            raise PodSpecError(f"{where}.env: must be a list")
+        for j, e in enumerate(entries):
+            if not isinstance(e, Mapping) or not isinstance(e.get("name"), str):
+                raise PodSpecError(f"{where}.env[{j}].name: required")
+            value: str | None
+            if "valueFrom" in e:
+                ref = (e.get("valueFrom") or {}).get("fieldRef") or {}
+                value = _field_ref(pod, str(ref.get("fieldPath", "")))
+                if value is None:
+                    log.warning("%s.env[%d]: only fieldRef is supported; left unset", where, j)
+                    continue
+            else:
+                value = expand_references(str(e.get("value", "")), env)
+            env[e["name"]] = value
+        return env
+
+    async def _run(
+        self,
+        pod: _Pod,
+        spec: Mapping[str, Any],
+        *,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        limit: int | None,
+    ) -> _Container:
+        name = str(spec["name"])
+        log_dir = self.state_dir / "pods" / f"{pod.namespace}_{pod.name}_{pod.uid}" / name
+        log_dir.mkdir(parents=True, exist_ok=True)
+        cid = secrets.token_hex(32)
+        ctr = _Container(
+            name=name,
+            container_id=cid,
+            log_path=log_dir / "0.log",
+            cgroup=pod.cgroup / cid if pod.cgroup is not None else None,
+            started_at=time.time(),
+        )
+        procs_fd: int | None = None
+        try:
+            if self._cg is not None and ctr.cgroup is not None:
+                self._cg.create(ctr.cgroup, limit=limit, parent_of_leaves=False)
+                self._cg.set_oom_group(ctr.cgroup)
+                procs_fd = os.open(ctr.cgroup / "cgroup.procs", os.O_WRONLY)
+            with open(ctr.log_path, "ab") as out:
+                ctr.process = await asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=cwd,
+                    start_new_session=True,
+                    preexec_fn=_child_setup(procs_fd, self._prctl),
+                )
+        except (OSError, subprocess.SubprocessError) as exc:
+            ctr.finished_at = time.time()
+            ctr.exit_code, ctr.reason = 128, "StartError"
+            ctr.message = f"failed to start {argv[0]!r}: {exc}"
+            log.warning("pod %s/%s container %s: %s", pod.namespace, pod.name, name, ctr.message)
+            return ctr
+        finally:
+            if procs_fd is not None:
+                os.close(procs_fd)
+        with contextlib.suppress(psutil.Error):
+            ctr.create_time = psutil.Process(ctr.process.pid).create_time()
+        ctr.waiter = asyncio.create_task(self._wait(pod, ctr), name=f"runtime-wait-{cid[:12]}")
+        return ctr
+
+    async def _wait(self, pod: _Pod, ctr: _Container) -> None:
+        assert ctr.process is not None
+        rc = await ctr.process.wait()
+        ctr.finished_at = time.time()
+        if rc < 0:
+            ctr.signal, ctr.exit_code = -rc, 128 - rc
+        else:
+            ctr.exit_code = rc
+        if self._cg is not None and ctr.cgroup is not None and self._cg.oom_kills(ctr.cgroup):
+            ctr.reason = "OOMKilled"
+        else:
+            ctr.reason = "Completed" if rc == 0 else "Error"
+        if self.on_exit is not None:
+            try:
+                self.on_exit(pod.uid, ctr.snapshot())
+            except Exception:
+                log.exception("on_exit callback failed for pod %s/%s", pod.namespace, pod.name)
+
+    def status(self, pod_uid: str) -> list[ContainerStatus] | None:
+        """Per-container state of a pod, None for a pod the runtime does not hold."""
+        pod = self._pods.get(pod_uid)
+        return None if pod is None else [c.snapshot() for c in pod.containers]
+
+    def usage(self, pod_uid: str) -> MemoryUsage | None:
+        """Working set and process count of a pod, None for a pod the runtime does not hold."""
+        pod = self._pods.get(pod_uid)
+        if pod is None:
+            return None
+        if self._cg is not None and pod.cgroup is not None:
+            try:
+                usage, ws = self._cg.memory(pod.cgroup)
+                per = {
+                    c.name: self._cg.memory(c.cgroup)[1]
+                    for c in pod.containers
+                    if c.cgroup is not None and c.cgroup.exists()
+                }
+                count = len(self._cg.tree_procs(pod.cgroup))
+            except OSError:  # removed under us by a concurrent kill
+                return None
+            return MemoryUsage(ws, usage, count, per)
+        per, count = {}, 0
+        for c in pod.containers:
+            procs = _process_tree(c)
+            per[c.name] = sum(_rss(p) for p in procs)
+            count += len(procs)
+        total = sum(per.values())
+        return MemoryUsage(total, total, count, per)
+
+    async def kill(
+        self, pod_uid: str, grace_seconds: float, *, override: bool = False
+    ) -> list[ContainerStatus] | None:
+        """Stop a pod as the kubelet's ``killContainer`` does and forget it.
+
+        SIGTERM to each container's process group, SIGKILL after the grace period, then
+        anything left in the pod's cgroups is killed and the cgroups are removed leaf first.
+        The grace period is floored at ``minimum_grace_seconds`` unless ``override`` (the
+        kubelet's ``gracePeriodOverride``, used by its own evictions, replaces the floored
+        value). Returns the final container states; None for a pod the runtime does not hold.
+        """
+        pod = self._pods.get(pod_uid)
+        if pod is None:
+            return None
+        grace = grace_seconds if override else max(grace_seconds, self.minimum_grace_seconds)
+        grace = max(grace, 0.0)
+        started = [c for c in pod.containers if c.process is not None]
+        running = [c for c in started if c.waiter is not None and not c.waiter.done()]
+        for c in started:
+            _signal_group(c, signal.SIGTERM)
+        waiters = {c.waiter for c in running if c.waiter is not None}
+        if waiters:
+            await asyncio.wait(waiters, timeout=grace)
+        for c in started:
+            for p in _process_tree(c):  # before the leader dies and orphans them
+                with contextlib.suppress(psutil.Error):
+                    p.kill()
+            _signal_group(c, signal.SIGKILL)
+        if pending := {w for w in waiters if not w.done()}:
+            await asyncio.wait(pending, timeout=_REMOVE_TIMEOUT)
+        if self._cg is not None and pod.cgroup is not None:
+            await self._cg.remove(pod.cgroup)
+        del self._pods[pod_uid]
+        return [c.snapshot() for c in pod.containers]
+
+
+def _owner_alive(pid: int, path: Path) -> bool:
+    """Whether the runtime that made ``path`` may still run (pid alive and older than it)."""
+    try:
+        created = float(psutil.Process(pid).create_time())
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:
+        return True
+    try:
+        made = path.stat().st_ctime
+    except OSError:
+        return True
+    return created <= made + 1.0
+
+
+def _child_setup(procs_fd: int | None, prctl: Callable[..., int] | None) -> Callable[[], None]:
+    """Runs in the child between fork and exec: join the cgroup, die with the runtime."""
+
+    def setup() -> None:
+        if procs_fd is not None:
+            os.write(procs_fd, b"0")
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+    return setup
+
+
+def _signal_group(c: _Container, sig: signal.Signals) -> None:
+    """Signal the container's process group; once its leader is reaped, only if the group
+    still has members (the pgid could otherwise name someone else's group after pid reuse)."""
+    if c.process is None:
+        return
+    pgid = c.process.pid
+    if c.finished_at is not None and not _group_has_members(pgid):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_has_members(pgid: int) -> bool:
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pgid:
+                return True
+    return False
+
+
+def _process_tree(c: _Container) -> list[psutil.Process]:
+    """The container's process and its descendants, if it is still the process we started."""
+    if c.process is None or c.finished_at is not None:
+        return []
+    try:
+        leader = psutil.Process(c.process.pid)
+        if c.create_time is not None and leader.create_time() != c.create_time:
+            return []
+        return [leader, *leader.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _rss(p: psutil.Process) -> int:
+    try:
+        return int(p.memory_info().rss)
+    except psutil.Error:
+        return 0
