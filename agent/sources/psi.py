@@ -147,9 +147,8 @@ class Trigger:
         if self.window_us % UNPRIVILEGED_WINDOW_STEP_US == 0:
             return None
         step = UNPRIVILEGED_WINDOW_STEP_US
-        window = min(-(-self.window_us // step) * step, MAX_WINDOW_US - MAX_WINDOW_US % step)
-        if window < self.window_us:
-            return None
+        # MAX_WINDOW_US is itself a multiple of 2 s, so rounding up stays within the limits.
+        window = -(-self.window_us // step) * step
         return Trigger(kind=self.kind, stall_us=self.stall_us, window_us=window)
 
     def __str__(self) -> str:
