@@ -14,6 +14,7 @@ import pytest
 
 from agent.sources.psi import (
     MonitorMode,
+    PressureEvent,
     PressureMonitor,
     Trigger,
     TriggerUnavailable,
@@ -98,7 +99,7 @@ def _refusing(err: int) -> object:
     return opener
 
 
-async def _next(m: PressureMonitor, timeout: float) -> object:
+async def _next(m: PressureMonitor, timeout: float) -> PressureEvent:
     return await asyncio.wait_for(m.wait(), timeout)
 
 
@@ -122,9 +123,10 @@ async def test_refused_trigger_falls_back_to_polling(tmp_path: Path, err: int) -
             await _next(m, 0.1)
         f.write_text(_psi(180_000))
         ev = await _next(m, 2)
-        assert ev.reason == "threshold"  # type: ignore[attr-defined]
-        assert ev.mode is MonitorMode.POLL  # type: ignore[attr-defined]
-        assert ev.pressure.some.total == 180_000  # type: ignore[attr-defined]
+        assert ev.reason == "threshold"
+        assert ev.mode is MonitorMode.POLL
+        assert ev.pressure is not None
+        assert ev.pressure.some.total == 180_000
         # Rate-limited to one event per window, as the kernel does.
         f.write_text(_psi(400_000))
         with pytest.raises(TimeoutError):
@@ -144,7 +146,7 @@ async def test_poll_mode_watches_full_line_when_asked(tmp_path: Path) -> None:
             await _next(m, 0.1)
         f.write_text(_psi(10_000_000, 20_000))
         ev = await _next(m, 2)
-        assert ev.reason == "threshold"  # type: ignore[attr-defined]
+        assert ev.reason == "threshold"
 
 
 async def test_poll_mode_reports_gone_when_the_cgroup_disappears(tmp_path: Path) -> None:
@@ -226,3 +228,36 @@ async def test_real_trigger_monitor_closes_promptly() -> None:
     assert time.monotonic() - t0 < 2
     assert waiter.cancelled()
     assert m._thread is not None and not m._thread.is_alive()
+
+
+def _writable_v2_cgroup() -> Path:
+    for base in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+        if (base / "cgroup.controllers").is_file():
+            d = base / f"evagent-psi-{os.getpid()}-{time.monotonic_ns()}"
+            try:
+                d.mkdir()
+            except OSError as exc:
+                pytest.skip(f"cgroup v2 tree {base} not writable: {exc.strerror}")
+            return d
+    pytest.skip("no cgroup v2 tree (per-cgroup PSI needs cgroup v2)")
+
+
+async def test_real_cgroup_trigger_reports_gone_when_the_cgroup_is_removed() -> None:
+    d = _writable_v2_cgroup()
+    try:
+        if not (d / "memory.pressure").exists():
+            pytest.skip(f"{d} has no memory.pressure (PSI disabled for cgroups)")
+        _real_trigger_or_skip(d / "memory.pressure", Trigger("some", 150_000, 2_000_000))
+        async with PressureMonitor(d / "memory.pressure", Trigger("some", 150_000, 2_000_000)) as m:
+            assert m.mode is MonitorMode.TRIGGER
+            d.rmdir()
+            events = await asyncio.wait_for(_collect(m), 5)
+            assert [e.reason for e in events] == ["gone"]
+            assert events[0].pressure is None
+    finally:
+        if d.exists():
+            d.rmdir()
+
+
+async def _collect(m: PressureMonitor) -> list[PressureEvent]:
+    return [ev async for ev in m]
