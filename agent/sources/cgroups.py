@@ -304,3 +304,15 @@ def count_processes(root: Path, rel: str) -> int | None:
             continue
         pids.update(int(tok) for tok in text.split() if tok.isdigit())
     return len(pids)
+
+
+def pressure_path(layout: CgroupLayout, rel: str, resource: str = "memory") -> Path | None:
+    """`<resource>.pressure` of the cgroup at `rel` ("" = root) when the file exists.
+
+    Per-cgroup PSI lives in the v2 tree only; on a hybrid host that is `unified/`, which holds a
+    cgroup only if the manager mirrors it there (systemd does, the cgroupfs driver does not).
+    """
+    if layout.pressure_root is None:
+        return None
+    path = (layout.pressure_root / rel if rel else layout.pressure_root) / f"{resource}.pressure"
+    return path if path.is_file() else None

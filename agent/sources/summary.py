@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -185,8 +185,12 @@ class SummaryCollector:
                 self.layout_error = str(exc)
         return self._layout
 
-    def collect(self) -> JSONDict:
-        """One fresh Summary from the local readers only (synchronous, no network)."""
+    def collect(self, only: Collection[str] | None = None) -> JSONDict:
+        """One fresh Summary from the local readers only (synchronous, no network).
+
+        `only` restricts the sections read, e.g. `{"memory", "systemContainers"}` for the fast
+        memory check between full syncs.
+        """
         ctx = CollectContext(
             config=self.config, layout=self.layout, time=rfc3339(self._clock()), lookup=self.lookup
         )
@@ -194,6 +198,8 @@ class SummaryCollector:
         node: JSONDict = {"nodeName": self.config.node_name, "startTime": self._start}
         pods: list[JSONDict] = []
         for name, reader in self.readers.items():
+            if only is not None and name not in only:
+                continue
             try:
                 value = reader(ctx)
             except Exception as exc:  # a broken reader must not take the agent down

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent.sources.psi import (
     MonitorMode,
@@ -261,3 +263,32 @@ async def test_real_cgroup_trigger_reports_gone_when_the_cgroup_is_removed() -> 
 
 async def _collect(m: PressureMonitor) -> list[PressureEvent]:
     return [ev async for ev in m]
+
+
+_avg = st.floats(min_value=0, max_value=100, allow_nan=False).map(lambda f: round(f, 2))
+
+
+@given(_avg, _avg, _avg, st.integers(min_value=0, max_value=1 << 62), st.booleans())
+def test_parse_pressure_round_trips_kernel_format(
+    a10: float, a60: float, a300: float, total: int, with_full: bool
+) -> None:
+    line = f"avg10={a10:.2f} avg60={a60:.2f} avg300={a300:.2f} total={total}"
+    text = f"some {line}\n" + (f"full {line}\n" if with_full else "")
+    p = parse_pressure(text)
+    assert (p.some.avg10, p.some.avg60, p.some.avg300, p.some.total) == (a10, a60, a300, total)
+    assert (p.full == p.some) if with_full else p.full is None
+
+
+@given(st.integers(min_value=500_000, max_value=10_000_000), st.data())
+def test_unprivileged_rounding_properties(window: int, data: st.DataObject) -> None:
+    stall = data.draw(st.integers(min_value=1, max_value=window))
+    t = Trigger("some", stall, window)
+    r = t.rounded_for_unprivileged()
+    if window % 2_000_000 == 0:
+        assert r is None
+    else:
+        assert r is not None
+        assert r.window_us % 2_000_000 == 0
+        assert window < r.window_us < window + 2_000_000
+        assert r.window_us <= 10_000_000
+        assert (r.kind, r.stall_us) == (t.kind, t.stall_us)

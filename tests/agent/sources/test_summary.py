@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent.sources.cgroups import detect_layout
+from agent.sources.cgroups import detect_layout, pressure_path
 from agent.sources.pods import PodIdentity, read_pods, read_pods_system_container
 from agent.sources.roots import Roots
 from agent.sources.summary import CollectContext, SourceConfig, SummaryCollector, rfc3339
@@ -202,3 +202,21 @@ def test_kubepods_created_after_start_is_picked_up(tmp_path: Path) -> None:
 
 def test_timestamps_are_rfc3339_with_microseconds() -> None:
     assert rfc3339(0.5) == "1970-01-01T00:00:00.500000Z"
+
+
+def test_collect_only_some_sections(tmp_path: Path) -> None:
+    roots = _build(tmp_path, "v2", "systemd", kubepods_limit=7 << 30)
+    s = SummaryCollector(SourceConfig(roots=roots)).collect(only={"memory", "systemContainers"})
+    assert set(s["node"]) == {"nodeName", "startTime", "memory", "systemContainers"}
+    assert s["pods"] == []
+
+
+@pytest.mark.parametrize(("version", "expect"), [("v2", True), ("hybrid", False), ("v1", False)])
+def test_pressure_path(tmp_path: Path, version: str, expect: bool) -> None:
+    roots = _build(tmp_path, version, "cgroupfs", kubepods_limit=None)
+    layout = detect_layout(roots.cgroup_root)
+    path = pressure_path(layout, f"kubepods/burstable/pod{UID_B}")
+    assert (path is not None) is expect
+    if version == "hybrid":
+        # The unified root itself has PSI even when pods are not mirrored there.
+        assert pressure_path(layout, "") == roots.cgroup_root / "unified" / "memory.pressure"
