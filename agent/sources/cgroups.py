@@ -179,48 +179,75 @@ def iter_pod_cgroups(layout: CgroupLayout) -> Iterator[PodCgroup]:
                 yield PodCgroup(uid=uid, qos=qos, path=f"{rel}/{entry.name}")
 
 
-def iter_container_cgroups(directory: Path) -> Iterator[tuple[str, str]]:
-    """(container ID, directory name) of the container cgroups directly below a pod cgroup."""
+def list_subdirs(directory: Path | str) -> list[str]:
+    """Names of the child cgroups of a directory, sorted; [] when it is absent."""
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        with os.scandir(directory) as it:
+            return sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
     except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            cid = parse_container_id(entry.name)
-            if cid is not None:
-                yield cid, entry.name
+        return []
+
+
+def iter_container_cgroups(
+    directory: Path | str, *, subdirs: list[str] | None = None
+) -> Iterator[tuple[str, str]]:
+    """(container ID, directory name) of the container cgroups directly below a pod cgroup."""
+    for name in list_subdirs(directory) if subdirs is None else subdirs:
+        cid = parse_container_id(name)
+        if cid is not None:
+            yield cid, name
 
 
 # --- raw readers -------------------------------------------------------------------------
+# The agent reads every pod cgroup once a second (110 pods → some 500 files), so these go
+# through os.open/os.read on str paths: pathlib and text-mode files cost several times more.
 
 
-def read_int(path: Path) -> int | None:
-    """An integer interface file; "max" (v2 unlimited) → None; missing/unreadable → None."""
+_CHUNK = 65536
+
+
+def _read(path: str) -> bytes | None:
     try:
-        text = path.read_text().strip()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
-    if text == "max":
+    try:
+        # seq_file and regular files fill the buffer unless at EOF: a short read is the end.
+        data = os.read(fd, _CHUNK)
+        if len(data) < _CHUNK:
+            return data
+        chunks = [data]
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_int(path: Path | str) -> int | None:
+    """An integer interface file; "max" (v2 unlimited) → None; missing/unreadable → None."""
+    data = _read(str(path))
+    if data is None:
         return None
     try:
-        return int(text)
+        return int(data)
     except ValueError:
         return None
 
 
-def read_flat_keyed(path: Path) -> dict[str, int]:
+def read_flat_keyed(path: Path | str) -> dict[str, int]:
     """A flat-keyed file such as `memory.stat` (`key value` per line); bad lines are skipped."""
     out: dict[str, int] = {}
-    try:
-        text = path.read_text()
-    except OSError:
+    data = _read(str(path))
+    if data is None:
         return out
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2:
+    for line in data.decode(errors="replace").splitlines():
+        key, sep, value = line.partition(" ")
+        if sep:
             try:
-                out[parts[0]] = int(parts[1])
+                out[key] = int(value)
             except ValueError:
                 continue
     return out
@@ -251,26 +278,25 @@ def read_cgroup_memory(layout: CgroupLayout, rel: str) -> CgroupMemory | None:
     v2: `memory.current` − `inactive_file`; the v2 root has no `memory.current`, and like runc's
     rootStatsFromMeminfo we then take usage as `anon + file` of the root `memory.stat`.
     """
-    d = layout.memory_root / rel if rel else layout.memory_root
-    if not d.is_dir():
-        return None
-    stat = read_flat_keyed(d / "memory.stat")
+    d = f"{layout.memory_root}/{rel}" if rel else str(layout.memory_root)
+    stat = read_flat_keyed(d + "/memory.stat")
     if layout.is_v1_memory:
-        usage = read_int(d / "memory.usage_in_bytes")
+        usage = read_int(d + "/memory.usage_in_bytes")
         if usage is None:
             return None
         inactive = stat.get("total_inactive_file", 0)
-        limit = read_int(d / "memory.limit_in_bytes")
+        limit = read_int(d + "/memory.limit_in_bytes")
         rss = stat.get("total_rss")
-        faults, major = stat.get("total_pgfault"), stat.get("total_pgmajfault")
+        # cAdvisor reports the cgroup's own fault counters, not the hierarchical totals.
+        faults, major = stat.get("pgfault"), stat.get("pgmajfault")
     else:
-        usage = read_int(d / "memory.current")
+        usage = read_int(d + "/memory.current")
         if usage is None:
             if rel or "anon" not in stat:
                 return None
             usage = stat.get("anon", 0) + stat.get("file", 0)
         inactive = stat.get("inactive_file", 0)
-        limit = read_int(d / "memory.max")
+        limit = read_int(d + "/memory.max")
         rss = stat.get("anon")
         faults, major = stat.get("pgfault"), stat.get("pgmajfault")
     if limit is not None and limit >= MEMORY_UNLIMITED:
@@ -285,24 +311,42 @@ def read_cgroup_memory(layout: CgroupLayout, rel: str) -> CgroupMemory | None:
     )
 
 
-def count_processes(root: Path, rel: str) -> int | None:
-    """Distinct processes (thread-group leaders) in a cgroup and all its descendants.
+def _collect_procs(directory: str, pids: set[bytes]) -> None:
+    data = _read(directory + "/cgroup.procs")
+    if data:
+        pids.update(data.split())
+    try:
+        with os.scandir(directory) as it:
+            subdirs = [e.path for e in it if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for sub in subdirs:
+        _collect_procs(sub, pids)
 
-    cAdvisor's ProcessCount counts the PIDs listed in `cgroup.procs`; the pod figure sums its
-    containers, which is the same as walking the pod's subtree. None if the cgroup is absent.
+
+def count_processes(root: Path, rel: str, *, children: list[str] | None = None) -> int | None:
+    """Distinct processes (thread-group leaders) in a cgroup and its descendants.
+
+    cAdvisor's ProcessCount counts the PIDs listed in `cgroup.procs`, and the kubelet sums it
+    over the pod's containers. With `children` (the pod's child cgroup names, already listed)
+    only the pod cgroup and those children are read — the kubelet's two-level layout, and the
+    cheap path for the per-second loop; without, the whole subtree is walked. None if absent.
     """
-    top = root / rel if rel else root
-    if not top.is_dir():
+    top = f"{root}/{rel}" if rel else str(root)
+    pids: set[bytes] = set()
+    if children is None:
+        if not os.path.isdir(top):
+            return None
+        _collect_procs(top, pids)
+        return len(pids)
+    data = _read(top + "/cgroup.procs")
+    if data is None:
         return None
-    pids: set[int] = set()
-    for dirpath, _dirs, files in os.walk(top):
-        if "cgroup.procs" not in files:
-            continue
-        try:
-            text = Path(dirpath, "cgroup.procs").read_text()
-        except OSError:
-            continue
-        pids.update(int(tok) for tok in text.split() if tok.isdigit())
+    pids.update(data.split())
+    for child in children:
+        more = _read(f"{top}/{child}/cgroup.procs")
+        if more:
+            pids.update(more.split())
     return len(pids)
 
 

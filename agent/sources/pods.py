@@ -12,6 +12,7 @@ is its limit minus its working set (spec §1), so it is reported in `node.system
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from agent.sources.cgroups import (
     count_processes,
     iter_container_cgroups,
     iter_pod_cgroups,
+    list_subdirs,
     read_cgroup_memory,
 )
 from agent.sources.node import memory_stats
@@ -48,18 +50,21 @@ def _no_lookup(_uid: str) -> PodIdentity | None:
     return None
 
 
-def _start_time(layout: CgroupLayout, rel: str) -> str:
+@functools.lru_cache(maxsize=4096)
+def _start_time(path: str) -> str:
+    # First sighting of the cgroup (its ctime then); cached, since a directory's ctime moves
+    # whenever a child cgroup is created. Paths embed the pod UID, so entries are never reused.
     try:
-        ts = os.stat(layout.memory_root / rel).st_ctime
+        ts = os.stat(path).st_ctime
     except OSError:
         ts = 0.0
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _process_count(layout: CgroupLayout, rel: str) -> int | None:
-    n = count_processes(layout.procs_root, rel)
+def _process_count(layout: CgroupLayout, rel: str, subdirs: list[str]) -> int | None:
+    n = count_processes(layout.procs_root, rel, children=subdirs)
     if n is None and layout.procs_root != layout.memory_root:
-        n = count_processes(layout.memory_root, rel)
+        n = count_processes(layout.memory_root, rel, children=subdirs)
     return n
 
 
@@ -76,23 +81,25 @@ def read_pod_stats(
         return None
     ident = identity or PodIdentity(name="", namespace="")
     containers: list[JSONDict] = []
-    for cid, dirname in iter_container_cgroups(layout.memory_root / pod.path):
+    pod_dir = f"{layout.memory_root}/{pod.path}"
+    subdirs = list_subdirs(pod_dir)
+    for cid, dirname in iter_container_cgroups(pod_dir, subdirs=subdirs):
         name = ident.containers.get(cid)
         if name is None:
             # The sandbox ("pause") and containers the API does not list are not reported.
             continue
         cmem = read_cgroup_memory(layout, f"{pod.path}/{dirname}")
-        entry: JSONDict = {"name": name, "startTime": _start_time(layout, f"{pod.path}/{dirname}")}
+        entry: JSONDict = {"name": name, "startTime": _start_time(f"{pod_dir}/{dirname}")}
         if cmem is not None:
             entry["memory"] = memory_stats(cmem, limit=cmem.limit, time=time)
         containers.append(entry)
     stats: JSONDict = {
         "podRef": {"name": ident.name, "namespace": ident.namespace, "uid": pod.uid},
-        "startTime": _start_time(layout, pod.path),
+        "startTime": _start_time(pod_dir),
         "containers": containers,
         "memory": memory_stats(mem, limit=mem.limit, time=time),
     }
-    procs = _process_count(layout, pod.path)
+    procs = _process_count(layout, pod.path, subdirs)
     if procs is not None:
         stats["process_stats"] = {"process_count": procs}
     return stats
@@ -117,6 +124,6 @@ def read_pods_system_container(layout: CgroupLayout, *, time: str) -> JSONDict |
         return None
     return {
         "name": "pods",
-        "startTime": _start_time(layout, layout.kubepods),
+        "startTime": _start_time(f"{layout.memory_root}/{layout.kubepods}"),
         "memory": memory_stats(mem, limit=mem.limit, time=time),
     }

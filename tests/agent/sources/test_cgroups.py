@@ -22,6 +22,7 @@ from agent.sources.cgroups import (
     parse_container_id,
     parse_pod_uid,
     read_cgroup_memory,
+    read_flat_keyed,
     read_int,
     working_set,
 )
@@ -171,3 +172,12 @@ def test_count_processes_walks_the_subtree(tmp_path: Path) -> None:
     (tmp_path / "a" / "b" / "cgroup.procs").write_text("12\n11\n")
     assert count_processes(tmp_path, "a") == 3
     assert count_processes(tmp_path, "missing") is None
+
+
+def test_large_files_are_read_whole(tmp_path: Path) -> None:
+    f = tmp_path / "memory.stat"
+    lines = [f"key{i} {i}" for i in range(20000)]  # well past one read's 64 KiB
+    f.write_text("\n".join(lines) + "\n")
+    stat = read_flat_keyed(f)
+    assert len(stat) == 20000
+    assert stat["key19999"] == 19999

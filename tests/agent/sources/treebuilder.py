@@ -49,7 +49,7 @@ def _write_v1(d: Path, cg: FakeCgroup, *, pids_dir: Path | None) -> None:
     (d / "memory.limit_in_bytes").write_text(f"{cg.limit if cg.limit else V1_UNLIMITED}\n")
     (d / "memory.stat").write_text(
         f"cache 0\nrss {cg.anon}\ninactive_file 1\n"
-        f"total_rss {cg.anon}\ntotal_pgfault 42\ntotal_pgmajfault 3\n"
+        f"total_rss {cg.anon}\npgfault 42\npgmajfault 3\n"
         f"total_inactive_file {cg.inactive_file}\ntotal_active_file 0\n"
     )
     (d / "cgroup.procs").write_text("".join(f"{p}\n" for p in cg.procs))
