@@ -229,6 +229,7 @@ class PressureMonitor:
         allow_triggers: bool = True,
         opener: Opener = open_trigger,
         clock: Callable[[], float] = time.monotonic,
+        queue: asyncio.Queue[PressureEvent] | None = None,
     ) -> None:
         if poll_interval <= 0:
             raise ValueError(f"poll_interval {poll_interval}: must be > 0 seconds")
@@ -240,7 +241,8 @@ class PressureMonitor:
         self._clock = clock
         self.mode = MonitorMode.UNAVAILABLE
         self.reason = "not started"
-        self._queue: asyncio.Queue[PressureEvent] = asyncio.Queue()
+        # Several monitors may share one queue so the loop waits on "any pressure" at once.
+        self._queue: asyncio.Queue[PressureEvent] = queue if queue is not None else asyncio.Queue()
         self._fd: int | None = None
         self._wake_r: int | None = None
         self._wake_w: int | None = None
@@ -271,7 +273,8 @@ class PressureMonitor:
         else:
             self.reason = "triggers disabled by configuration"
         try:
-            read_pressure(self.path)
+            # The baseline: stall time accrued from here on counts against the budget.
+            baseline = (self._clock(), read_pressure(self.path))
         except (OSError, ValueError) as exc:
             self.mode = MonitorMode.UNAVAILABLE
             self.reason = f"{self.reason}; {self.path} unreadable: {exc}"
@@ -279,7 +282,7 @@ class PressureMonitor:
             return self.mode
         self.mode = MonitorMode.POLL
         self.reason = f"{self.reason}; polling every {self.poll_interval}s"
-        self._task = asyncio.create_task(self._poll_loop(), name=f"psi-poll {self.path}")
+        self._task = asyncio.create_task(self._poll_loop(baseline), name=f"psi-poll {self.path}")
         log.info("psi monitor on %s: %s", self.path, self.reason)
         return self.mode
 
@@ -319,6 +322,10 @@ class PressureMonitor:
     async def wait(self) -> PressureEvent:
         """Next event; cancellable."""
         return await self._queue.get()
+
+    @property
+    def queue(self) -> asyncio.Queue[PressureEvent]:
+        return self._queue
 
     def __aiter__(self) -> AsyncIterator[PressureEvent]:
         return self._iterate()
@@ -385,26 +392,33 @@ class PressureMonitor:
     def _line(self, pressure: Pressure) -> PressureLine | None:
         return pressure.some if self.trigger.kind == "some" else pressure.full
 
-    async def _poll_loop(self) -> None:
+    async def _poll_loop(self, baseline: tuple[float, Pressure]) -> None:
         window = self.trigger.window_us / 1e6
         samples: deque[tuple[float, int]] = deque()
+        first = self._line(baseline[1])
+        if first is not None:
+            samples.append((baseline[0], first.total))
         last_fired = float("-inf")
         while True:
+            await asyncio.sleep(self.poll_interval)
             now = self._clock()
             try:
-                pressure = read_pressure(self.path)
-            except (OSError, ValueError):
+                pressure: Pressure | None = read_pressure(self.path)
+            except OSError:
                 self._queue.put_nowait(PressureEvent(self.path, self.mode, "gone", None, now))
                 return
-            line = self._line(pressure)
+            except ValueError as exc:
+                log.warning("psi: skipping unparsable sample of %s: %s", self.path, exc)
+                pressure = None
+            line = self._line(pressure) if pressure is not None else None
             if line is not None:
                 samples.append((now, line.total))
                 while len(samples) > 1 and samples[1][0] <= now - window:
                     samples.popleft()
                 grown = line.total - samples[0][1]
                 if grown >= self.trigger.stall_us and now - last_fired >= window:
+                    assert pressure is not None
                     last_fired = now
                     self._queue.put_nowait(
                         PressureEvent(self.path, self.mode, "threshold", pressure, now)
                     )
-            await asyncio.sleep(self.poll_interval)

@@ -37,6 +37,13 @@ def _psi(total_some: int, total_full: int = 0) -> str:
     )
 
 
+def _put(path: Path, text: str) -> None:
+    """Replace atomically, as the kernel serves PSI: the poller never sees a torn file."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def test_parse_pressure() -> None:
     p = parse_pressure(SAMPLE)
     assert (p.some.avg10, p.some.avg60, p.some.avg300, p.some.total) == (1.5, 0.75, 0.1, 123456)
@@ -108,7 +115,7 @@ async def _next(m: PressureMonitor, timeout: float) -> PressureEvent:
 @pytest.mark.parametrize("err", [errno.EPERM, errno.EINVAL, errno.EROFS])
 async def test_refused_trigger_falls_back_to_polling(tmp_path: Path, err: int) -> None:
     f = tmp_path / "memory.pressure"
-    f.write_text(_psi(0))
+    _put(f, _psi(0))
     m = PressureMonitor(
         f,
         Trigger("some", 100_000, 1_000_000),
@@ -120,40 +127,40 @@ async def test_refused_trigger_falls_back_to_polling(tmp_path: Path, err: int) -
         assert errno.errorcode[err] in m.reason
         assert "polling every 0.01s" in m.reason
         # 50 ms of stall is below the 100 ms budget: nothing fires.
-        f.write_text(_psi(50_000))
+        _put(f, _psi(50_000))
         with pytest.raises(TimeoutError):
             await _next(m, 0.1)
-        f.write_text(_psi(180_000))
+        _put(f, _psi(180_000))
         ev = await _next(m, 2)
         assert ev.reason == "threshold"
         assert ev.mode is MonitorMode.POLL
         assert ev.pressure is not None
         assert ev.pressure.some.total == 180_000
         # Rate-limited to one event per window, as the kernel does.
-        f.write_text(_psi(400_000))
+        _put(f, _psi(400_000))
         with pytest.raises(TimeoutError):
             await _next(m, 0.3)
 
 
 async def test_poll_mode_watches_full_line_when_asked(tmp_path: Path) -> None:
     f = tmp_path / "io.pressure"
-    f.write_text(_psi(0, 0))
+    _put(f, _psi(0, 0))
     async with PressureMonitor(
         f, Trigger("full", 10_000, 1_000_000), poll_interval=0.01, allow_triggers=False
     ) as m:
         assert m.mode is MonitorMode.POLL
         assert "disabled by configuration" in m.reason
-        f.write_text(_psi(10_000_000, 0))
+        _put(f, _psi(10_000_000, 0))
         with pytest.raises(TimeoutError):
             await _next(m, 0.1)
-        f.write_text(_psi(10_000_000, 20_000))
+        _put(f, _psi(10_000_000, 20_000))
         ev = await _next(m, 2)
         assert ev.reason == "threshold"
 
 
 async def test_poll_mode_reports_gone_when_the_cgroup_disappears(tmp_path: Path) -> None:
     f = tmp_path / "memory.pressure"
-    f.write_text(_psi(0))
+    _put(f, _psi(0))
     async with PressureMonitor(
         f, Trigger("some", 10_000, 1_000_000), poll_interval=0.01, allow_triggers=False
     ) as m:
@@ -292,3 +299,35 @@ def test_unprivileged_rounding_properties(window: int, data: st.DataObject) -> N
         assert window < r.window_us < window + 2_000_000
         assert r.window_us <= 10_000_000
         assert (r.kind, r.stall_us) == (t.kind, t.stall_us)
+
+
+async def test_monitors_can_share_one_queue(tmp_path: Path) -> None:
+    mem, io = tmp_path / "memory", tmp_path / "io"
+    _put(mem, _psi(0))
+    _put(io, _psi(0))
+    q: asyncio.Queue[PressureEvent] = asyncio.Queue()
+    trig = Trigger("some", 10_000, 1_000_000)
+    async with (
+        PressureMonitor(mem, trig, poll_interval=0.01, allow_triggers=False, queue=q) as m1,
+        PressureMonitor(io, trig, poll_interval=0.01, allow_triggers=False, queue=q) as m2,
+    ):
+        assert m1.queue is m2.queue is q
+        _put(io, _psi(50_000))
+        ev = await asyncio.wait_for(q.get(), 2)
+        assert ev.path == io
+        _put(mem, _psi(50_000))
+        ev = await asyncio.wait_for(q.get(), 2)
+        assert ev.path == mem
+
+
+async def test_an_unparsable_sample_is_skipped_not_fatal(tmp_path: Path) -> None:
+    f = tmp_path / "memory.pressure"
+    _put(f, _psi(0))
+    async with PressureMonitor(
+        f, Trigger("some", 10_000, 1_000_000), poll_interval=0.01, allow_triggers=False
+    ) as m:
+        _put(f, "garbage\n")
+        await asyncio.sleep(0.05)
+        _put(f, _psi(20_000))
+        ev = await _next(m, 2)
+        assert ev.reason == "threshold"
