@@ -123,6 +123,22 @@ def test_working_set_of_a_real_allocating_process(pod_cgroup: tuple[str, str, Pa
         # The node's working set covers at least this pod.
         assert summary["node"]["memory"]["workingSetBytes"] >= ALLOC
         assert summary["node"]["memory"]["availableBytes"] > 0
+
+        # A node container (kind, kwok, the demo): the node is a cgroup, its limit the capacity.
+        top = leaf.parents[2]
+        limit = 512 << 20
+        limit_file = "memory.max" if (top / "memory.max").exists() else "memory.limit_in_bytes"
+        (top / limit_file).write_text(str(limit))
+        node = SummaryCollector(
+            SourceConfig(
+                roots=Roots(cgroup_root=CGROUP_ROOT),
+                cgroup_driver=CgroupDriver.CGROUPFS,
+                kubepods_parent=parent,
+                node_cgroup=parent,
+            )
+        ).collect(only={"memory"})["node"]["memory"]
+        assert ALLOC <= node["workingSetBytes"] <= ALLOC + SLACK
+        assert node["availableBytes"] == limit - node["workingSetBytes"]
     finally:
         child.kill()
         child.wait()
