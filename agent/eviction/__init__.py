@@ -17,6 +17,7 @@ from agent.eviction.api import (
     ThresholdOperator,
     ThresholdValue,
     get_threshold_quantity,
+    resolve_eviction_hard,
 )
 from agent.eviction.helpers import (
     EvictionConfigError,
@@ -113,6 +114,7 @@ __all__ = [
     "rank_disk_pressure_func",
     "rank_memory_pressure",
     "rank_pid_pressure",
+    "resolve_eviction_hard",
     "sort_thresholds_by_eviction_priority",
     "thresholds_first_observed_at",
     "thresholds_met",

@@ -10,6 +10,7 @@ bit for bit: a threshold that fires one byte early or late is a different decisi
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -25,6 +26,7 @@ __all__ = [
     "ThresholdValue",
     "float32",
     "get_threshold_quantity",
+    "resolve_eviction_hard",
 ]
 
 
@@ -72,6 +74,22 @@ DEFAULT_EVICTION_HARD: Final[dict[str, str]] = {
     Signal.IMAGE_FS_AVAILABLE: "15%",
     Signal.IMAGE_FS_INODES_FREE: "5%",
 }
+
+
+def resolve_eviction_hard(
+    eviction_hard: Mapping[str, str] | None, *, merge_default_eviction_settings: bool = False
+) -> dict[str, str]:
+    """The effective ``evictionHard`` map (KubeletConfiguration defaulting).
+
+    Unset (None) gives the defaults. Setting any entry replaces the whole map — signals left out
+    get no threshold (#112057, #119985) — unless ``mergeDefaultEvictionSettings`` is true, in which
+    case the defaults fill the signals not given. Only ``evictionHard`` has defaults.
+    """
+    if eviction_hard is None:
+        return dict(DEFAULT_EVICTION_HARD)
+    if merge_default_eviction_settings:
+        return {**DEFAULT_EVICTION_HARD, **eviction_hard}
+    return dict(eviction_hard)
 
 
 def float32(value: float) -> float:

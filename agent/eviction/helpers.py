@@ -90,6 +90,7 @@ __all__ = [
     "evict_message",
     "exceed_disk_requests",
     "exceed_memory_requests",
+    "fs_stats_to_measure",
     "get_reclaimable_threshold",
     "get_threshold_met_info",
     "has_node_condition",
@@ -185,8 +186,7 @@ def valid_signal(signal: str) -> bool:
 # --- parsing ---------------------------------------------------------------------------------
 
 _GO_FLOAT: Final = re.compile(
-    r"[+-]?(?:(?:[0-9](?:_?[0-9])*)?\.?[0-9](?:_?[0-9])*|[0-9]+\.)(?:[eE][+-]?[0-9]+)?"
-    r"|[+-]?(?:inf|infinity)",
+    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity)",
     re.IGNORECASE,
 )
 
@@ -194,19 +194,19 @@ _GO_FLOAT: Final = re.compile(
 def parse_percentage(value: str) -> float:
     """``parsePercentage``: ``"7.5%"`` → float32(7.5) / 100 in float32 arithmetic.
 
-    ``strconv.ParseFloat`` syntax; unlike Go we refuse NaN (it would make a threshold that is never
-    met and never reported) and values that overflow float32.
+    ``strconv.ParseFloat(s, 32)`` syntax (decimal; ``Inf`` passes and fails the range checks
+    later, as upstream). Unlike Go we refuse NaN: it would make a threshold that can never be met
+    and never be reported.
     """
     text = value.rstrip("%")
     if not _GO_FLOAT.fullmatch(text):
         raise EvictionConfigError(f'strconv.ParseFloat: parsing "{text}": invalid syntax')
+    parsed64 = float(text)
     try:
-        parsed = float32(float(text.replace("_", "")))
+        parsed = float32(parsed64)
     except OverflowError:
-        raise EvictionConfigError(
-            f'strconv.ParseFloat: parsing "{text}": value out of range'
-        ) from None
-    if math.isnan(parsed) or math.isinf(parsed):
+        parsed = math.inf  # ParseFloat(…, 32) of a finite number beyond float32
+    if math.isinf(parsed) and not math.isinf(parsed64):
         raise EvictionConfigError(f'strconv.ParseFloat: parsing "{text}": value out of range')
     return float32(parsed / 100)
 
@@ -878,6 +878,23 @@ def rank_disk_pressure_func(
         ).sort(pods)
 
     return rank
+
+
+def fs_stats_to_measure(
+    signal: str, with_image_fs: bool, image_container_split_fs: bool
+) -> tuple[str, ...]:
+    """The pod disk stats a disk signal's ranker measures for the node's layout (empty for
+    memory and PIDs)."""
+    F = FsStatsType
+    if SIGNAL_TO_RESOURCE.get(signal) not in (EPHEMERAL_STORAGE, RESOURCE_INODES):
+        return ()
+    node_side = signal in (Signal.NODE_FS_AVAILABLE, Signal.NODE_FS_INODES_FREE)
+    image_side = signal in (Signal.IMAGE_FS_AVAILABLE, Signal.IMAGE_FS_INODES_FREE)
+    if with_image_fs and not image_container_split_fs:
+        return (F.LOGS, F.LOCAL_VOLUME_SOURCE) if node_side else (F.ROOT, F.IMAGES)
+    if with_image_fs and image_container_split_fs:
+        return (F.IMAGES,) if image_side else (F.LOGS, F.LOCAL_VOLUME_SOURCE, F.ROOT)
+    return (F.IMAGES, F.ROOT, F.LOGS, F.LOCAL_VOLUME_SOURCE)
 
 
 def build_signal_to_rank_func(

@@ -142,6 +142,8 @@ class SyncRecord:
     node_conditions: list[str] = field(default_factory=list)
     threshold_to_reclaim: Threshold | None = None
     resource_to_reclaim: str = ""
+    # the node Event the kubelet records (Warning, reason EvictionThresholdMet), when any
+    threshold_met_event: str = ""
     reclaimed_at_node_level: bool = False
     ranking: list[Pod] = field(default_factory=list)
     skipped: list[tuple[Pod, str]] = field(default_factory=list)
@@ -285,6 +287,7 @@ class EvictionManager:
         threshold, resource = found
         record.threshold_to_reclaim = threshold
         record.resource_to_reclaim = resource
+        record.threshold_met_event = f"Attempting to reclaim {resource}"
         log.info("eviction manager: attempting to reclaim %s", resource)
 
         if self._reclaim_node_level_resources(threshold.signal):

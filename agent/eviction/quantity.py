@@ -27,9 +27,9 @@ __all__ = [
 ]
 
 QuantityFormat = Literal["BinarySI", "DecimalSI", "DecimalExponent"]
-BINARY_SI: Final = "BinarySI"
-DECIMAL_SI: Final = "DecimalSI"
-DECIMAL_EXPONENT: Final = "DecimalExponent"
+BINARY_SI: Final[QuantityFormat] = "BinarySI"
+DECIMAL_SI: Final[QuantityFormat] = "DecimalSI"
+DECIMAL_EXPONENT: Final[QuantityFormat] = "DecimalExponent"
 
 _BINARY_SUFFIXES: Final = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _DECIMAL_SUFFIXES: Final = {0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}

@@ -96,6 +96,8 @@ def test_hard_threshold_evicts_one_pod_immediately_with_kubelet_message_and_cond
     )
     assert d.condition.message == d.message
     assert d.annotations["starved_resource"] == "memory"
+    assert m.last_sync is not None
+    assert m.last_sync.threshold_met_event == "Attempting to reclaim memory"
     assert m.is_under_memory_pressure()
     assert not m.is_under_disk_pressure() and not m.is_under_pid_pressure()
 

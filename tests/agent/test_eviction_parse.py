@@ -12,6 +12,7 @@ from agent.eviction import (
     add_allocatable_thresholds,
     parse_percentage,
     parse_threshold_config,
+    resolve_eviction_hard,
     update_container_fs_thresholds,
 )
 from agent.eviction.api import float32
@@ -130,6 +131,9 @@ def test_only_hard_memory_thresholds_are_copied_to_allocatable() -> None:
         ({"memory.available": "1x%"}, {}, {}, {}, "invalid syntax"),
         ({"memory.available": "nan%"}, {}, {}, {}, "invalid syntax"),
         ({"memory.available": "1e40%"}, {}, {}, {}, "out of range"),
+        ({"memory.available": "1_0%"}, {}, {}, {}, "invalid syntax"),
+        ({"memory.available": "inf%"}, {}, {}, {}, "must be <= 100%"),
+        ({"memory.available": "-Infinity%"}, {}, {}, {}, "must be >= 0%"),
         ({"memory.available": "lots"}, {}, {}, {}, "quantities must match"),
         (
             {},
@@ -187,6 +191,24 @@ def test_invalid_entries_fail_with_the_kubelets_message(
 )
 def test_go_durations(text: str, seconds: float) -> None:
     assert parse_go_duration(text) == pytest.approx(seconds)
+
+
+def test_eviction_hard_defaults_are_replaced_wholesale_unless_merged() -> None:
+    assert resolve_eviction_hard(None) == {
+        "memory.available": "100Mi",
+        "nodefs.available": "10%",
+        "nodefs.inodesFree": "5%",
+        "imagefs.available": "15%",
+        "imagefs.inodesFree": "5%",
+    }
+    assert resolve_eviction_hard({"memory.available": "1Gi"}) == {"memory.available": "1Gi"}
+    merged = resolve_eviction_hard(
+        {"memory.available": "1Gi"}, merge_default_eviction_settings=True
+    )
+    assert merged["memory.available"] == "1Gi"
+    assert merged["nodefs.available"] == "10%"
+    assert len(merged) == 5
+    assert resolve_eviction_hard({}) == {}
 
 
 def test_parse_percentage_is_float32_arithmetic() -> None:
