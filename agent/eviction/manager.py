@@ -26,10 +26,13 @@ Grace periods (``EvictionDecision.grace_period_override``) are the kubelet's raw
 hard thresholds and local-storage evictions (``immediateEvictionGracePeriodSeconds``, #124063), and
 for soft thresholds ``max_pod_grace_period_seconds``, lowered to the pod's
 ``terminationGracePeriodSeconds`` when it sets one. ``effective_grace_period_seconds`` applies the
-pod worker's rules to it: an override only shortens the grace, 0 means "no override" (the pod's own
-grace, 30 s if unset — so the default max-pod-grace of 0 gives soft evictions the pod's full grace,
-not "immediately" as the docs claim), and anything below 1 becomes 1 (so a negative max-pod-grace
-means 1 s, not "defer to the pod"; #118172).
+pod worker's rules to it: 0 means "no override" (the pod's own grace, 30 s if unset — so the
+default max-pod-grace of 0 gives soft evictions the pod's full grace, not "immediately" as the docs
+claim), and anything below 1 becomes 1 (so a negative max-pod-grace means 1 s, not "defer to the
+pod"; #118172).
+
+A failed stats read is not a sync: the kubelet skips it silently, so the caller should not call
+``synchronize`` without fresh stats (state such as grace timers must not advance on no data).
 """
 
 from __future__ import annotations
@@ -119,16 +122,20 @@ class EvictionSyncError(RuntimeError):
 
 
 def effective_grace_period_seconds(override: int, pod: Pod) -> int:
-    """The grace the pod worker gives ``pod`` for an eviction with ``override`` (see module doc)."""
-    pod_grace = (
-        pod.termination_grace_period_seconds
-        if pod.termination_grace_period_seconds is not None
-        else DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
-    )
-    grace = override if override != 0 else pod_grace
-    if override != 0 and override > pod_grace > 0:
-        grace = pod_grace
-    return max(grace, 1)
+    """The grace the pod worker gives ``pod`` for an eviction with ``override`` (see module doc).
+
+    This follows the spec's pod-worker rules (``calculateEffectiveGracePeriod`` before it tracked
+    an ``overridden`` flag): 0 falls back to the pod's ``terminationGracePeriodSeconds`` (30 when
+    unset, the API default), below 1 becomes 1. The newest kubelet marks an explicit 0 as
+    overridden, which turns it into 1 s; the agent keeps the documented fallback.
+    """
+    if override == 0:
+        override = (
+            pod.termination_grace_period_seconds
+            if pod.termination_grace_period_seconds is not None
+            else DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
+        )
+    return max(override, 1)
 
 
 @dataclass(slots=True)

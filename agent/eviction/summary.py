@@ -5,7 +5,9 @@ cgroup and statvfs readings are both turned into a ``Summary`` and fed to the sa
 decide from our numbers is what the kubelet would decide from its own. Field names follow the JSON
 schema exactly (``workingSetBytes``, ``runtime.imageFs``, ``rlimit.maxpid``, ``ephemeral-storage``,
 ``process_stats``); every value is optional, as it is upstream — a missing figure means "no
-observation", never zero. Malformed input raises ``SummaryError`` naming the JSON path.
+observation", never zero. Times are RFC 3339 strings (nanoseconds kept to the microsecond); our own
+sources may give epoch seconds as numbers instead. Unknown fields (network, swap, accelerators)
+are ignored. Malformed input raises ``SummaryError`` naming the JSON path.
 """
 
 from __future__ import annotations

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 from agent.eviction.api import Threshold
 from agent.eviction.summary import PodStats, Summary
 from scheduler.objects import Pod, PodCondition
-
-if TYPE_CHECKING:
-    from agent.eviction.api import ThresholdValue  # noqa: F401
 
 __all__ = [
     "DEFAULT_FEATURE_GATES",

@@ -202,6 +202,14 @@ def test_soft_grace_period_override(
     assert effective_grace_period_seconds(d.grace_period_override, pod) == effective
 
 
+@pytest.mark.parametrize(
+    ("override", "tgps", "effective"),
+    [(1, 600, 1), (0, None, 30), (0, 7, 7), (0, 0, 1), (60, None, 60), (-3, 10, 1), (5, 10, 5)],
+)
+def test_effective_grace_period(override: int, tgps: int | None, effective: int) -> None:
+    assert effective_grace_period_seconds(override, make_pod("p", tgps=tgps)) == effective
+
+
 def test_hard_fires_while_soft_waits() -> None:
     pods, usage = pods_and_usage()
     m, _ = manager(
