@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Final
 
 __all__ = [
@@ -49,6 +50,7 @@ class SummaryError(ValueError):
         super().__init__(f"stats summary: {path}: {detail}")
 
 
+@lru_cache(maxsize=1024)  # one summary carries few distinct timestamps
 def parse_stats_time(value: str) -> float:
     """RFC 3339 with up to nanosecond fractions (``metav1.Time`` in stats) to epoch seconds."""
     text = value.strip()
@@ -117,6 +119,36 @@ class _Reader:
 _R: Final = _Reader()
 
 
+def _uints(data: Mapping[str, Any], keys: tuple[str, ...], path: str) -> list[int | None]:
+    """Several optional non-negative integers; the common well-formed case stays cheap."""
+    out: list[int | None] = []
+    for key in keys:
+        value = data.get(key)
+        if value is None or (type(value) is int and value >= 0):
+            out.append(value)
+        else:
+            out.append(_R.uint(data, key, f"{path}.{key}"))
+    return out
+
+
+_MEMORY_KEYS: Final = (
+    "availableBytes",
+    "usageBytes",
+    "workingSetBytes",
+    "rssBytes",
+    "pageFaults",
+    "majorPageFaults",
+)
+_FS_KEYS: Final = (
+    "availableBytes",
+    "capacityBytes",
+    "usedBytes",
+    "inodesFree",
+    "inodes",
+    "inodesUsed",
+)
+
+
 def _at(data: object, path: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise SummaryError(path, f"must be an object, not {type(data).__name__}")
@@ -152,18 +184,7 @@ class MemoryStats:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str) -> MemoryStats:
-        def u(key: str) -> int | None:
-            return _R.uint(data, key, f"{path}.{key}")
-
-        return cls(
-            time=_R.time(data, "time", f"{path}.time"),
-            available_bytes=u("availableBytes"),
-            usage_bytes=u("usageBytes"),
-            working_set_bytes=u("workingSetBytes"),
-            rss_bytes=u("rssBytes"),
-            page_faults=u("pageFaults"),
-            major_page_faults=u("majorPageFaults"),
-        )
+        return cls(_R.time(data, "time", f"{path}.time"), *_uints(data, _MEMORY_KEYS, path))
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,18 +199,7 @@ class FsStats:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str) -> FsStats:
-        def u(key: str) -> int | None:
-            return _R.uint(data, key, f"{path}.{key}")
-
-        return cls(
-            time=_R.time(data, "time", f"{path}.time"),
-            available_bytes=u("availableBytes"),
-            capacity_bytes=u("capacityBytes"),
-            used_bytes=u("usedBytes"),
-            inodes_free=u("inodesFree"),
-            inodes=u("inodes"),
-            inodes_used=u("inodesUsed"),
-        )
+        return cls(_R.time(data, "time", f"{path}.time"), *_uints(data, _FS_KEYS, path))
 
 
 def _fs(data: Mapping[str, Any], key: str, path: str) -> FsStats | None:
