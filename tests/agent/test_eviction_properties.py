@@ -30,7 +30,7 @@ from tests.agent.eviction_builders import MI, FakeClock, PodUsage, make_pod, pod
 LOCAL_STORAGE_SIGNALS = {"emptydirfs.limit", "ephemeralpodfs.limit", "ephemeralcontainerfs.limit"}
 
 priorities = st.sampled_from([None, -5, 0, 0, 10, 1000, 1999999999, 2000000000, 2000001000])
-annotations = st.sampled_from(
+annotation_sets = st.sampled_from(
     [
         {},
         {},
@@ -57,7 +57,7 @@ def pod_and_usage(draw: st.DrawFn, index: int) -> tuple[Pod, PodUsage | None]:
         priority=draw(priorities),
         requests=requests,
         limits=limits,
-        annotations=draw(annotations),
+        annotations=draw(annotation_sets),
         volumes=volumes,
         tgps=draw(st.sampled_from([None, 0, 10, 60])),
     )
