@@ -3,7 +3,8 @@
 ``pkg/kubelet/eviction`` mirrored in snake_case — ``api`` (signals, thresholds), ``summary`` (the
 Summary API schema, our single input currency), ``types`` (config, observations, decisions,
 protocols), ``helpers`` (parsing, thresholds over time, ranking, messages), ``admission``, and
-``manager`` (one ``synchronize`` per kubelet sync). No I/O, no wall clock: a clock is injected.
+``manager`` (one ``synchronize`` per kubelet sync), plus ``explain`` (why each pod ranks where it
+does, for ``eviction-agent rank``). No I/O, no wall clock: a clock is injected.
 The ``eviction-preference`` annotation (``preference``) is our one documented extension; without it
 every result is the kubelet's.
 """
@@ -19,6 +20,7 @@ from agent.eviction.api import (
     get_threshold_quantity,
     resolve_eviction_hard,
 )
+from agent.eviction.explain import RankEntry, explain_ranking
 from agent.eviction.helpers import (
     EvictionConfigError,
     add_allocatable_thresholds,
@@ -82,9 +84,11 @@ __all__ = [
     "Observation",
     "PodAdmitResult",
     "PodStats",
+    "RankEntry",
     "Signal",
     "Summary",
     "SummaryError",
+    "SyncRecord",
     "Threshold",
     "ThresholdOperator",
     "ThresholdValue",
@@ -96,6 +100,7 @@ __all__ = [
     "evict_message",
     "exceed_disk_requests",
     "exceed_memory_requests",
+    "explain_ranking",
     "get_reclaimable_threshold",
     "get_threshold_quantity",
     "has_node_condition",
