@@ -461,11 +461,17 @@ class SchedulerLoop:
             else:
                 queue.assigned_pod_updated(old, new)
             return
-        snapshot.add_pod(new)  # pending: counted as nominated where it is nominated
         if not self._responsible(new) or new.is_terminating:
+            snapshot.remove_pod(new)
             if old is not None:
                 queue.delete(old)
             return
+        # A pending pod's nomination reserves room only once it is queued (the nominator
+        # holds queued pods; a gated pod is not).
+        if new.scheduling_gates:
+            snapshot.remove_pod(new)
+        else:
+            snapshot.add_pod(new)
         if old is None:
             queue.add(new)
         else:
