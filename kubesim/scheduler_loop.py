@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -77,9 +78,11 @@ from scheduler.objects import (
     Namespace,
     Node,
     Pod,
+    PodCondition,
     PodDisruptionBudget,
     PriorityClass,
     format_time,
+    parse_time,
 )
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.preemption.core import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
@@ -106,6 +109,7 @@ __all__ = [
     "find_scheduler_loop",
     "micro_time",
     "node_update_events",
+    "status_update",
 ]
 
 log = logging.getLogger("kubesim")
@@ -160,6 +164,78 @@ def node_update_events(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[q
     if (part(old, "metadata", "annotations") or {}) != (part(new, "metadata", "annotations") or {}):
         out.append(qev.NodeAnnotationChange)
     return out
+
+
+_POD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Pod))
+
+
+def _pod_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The typed pod's status fields, read as ``Pod.from_dict`` reads them."""
+    conditions = []
+    for c in status.get("conditions") or ():
+        stamp = c.get("lastTransitionTime")
+        conditions.append(
+            PodCondition(
+                type=str(c.get("type") or ""),
+                status=str(c.get("status") or ""),
+                reason=str(c.get("reason") or ""),
+                message=str(c.get("message") or ""),
+                last_transition_time=parse_time(stamp) if stamp else None,
+            )
+        )
+    start = status.get("startTime")
+    return {
+        "phase": str(status.get("phase") or ""),
+        "conditions": tuple(conditions),
+        "start_time": parse_time(start) if start else None,
+        "nominated_node_name": str(status.get("nominatedNodeName") or ""),
+    }
+
+
+def status_update(old: Pod, prev: Mapping[str, Any], obj: Mapping[str, Any]) -> Pod | None:
+    """``old`` carried over to ``obj`` when only status, ``spec.nodeName`` or bookkeeping
+    changed since ``prev`` (what ``old`` was read from); None when a full read is needed.
+
+    Binding and kubelet status writes are most of a busy cluster's pod events; re-reading the
+    whole spec for them would cost more than the scheduling decision.
+    """
+    prev_meta, meta = prev.get("metadata"), obj.get("metadata")
+    prev_spec, spec = prev.get("spec"), obj.get("spec")
+    status = obj.get("status") or {}
+    if not (
+        isinstance(prev_meta, dict)
+        and isinstance(meta, dict)
+        and isinstance(prev_spec, dict)
+        and isinstance(spec, dict)
+        and isinstance(status, dict)
+    ):
+        return None
+    bookkeeping = {"resourceVersion": meta.get("resourceVersion")}
+    if "generation" in meta:
+        bookkeeping["generation"] = meta["generation"]
+    if {**prev_meta, **bookkeeping} != meta:
+        return None
+    node_name = spec.get("nodeName") or ""
+    if spec is not prev_spec:
+        if node_name == (prev_spec.get("nodeName") or ""):
+            if spec != prev_spec:
+                return None
+        elif {k: v for k, v in spec.items() if k != "nodeName"} != {
+            k: v for k, v in prev_spec.items() if k != "nodeName"
+        }:
+            return None
+    try:
+        changes = _pod_status(status)
+        generation = int(meta.get("generation") or 0)
+    except (TypeError, ValueError, AttributeError):
+        return None
+    changes["resource_version"] = str(meta.get("resourceVersion") or "")
+    changes["generation"] = generation
+    changes["node_name"] = str(node_name)
+    new = object.__new__(Pod)
+    for name in _POD_FIELDS:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(old, name))
+    return new
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,7 +483,17 @@ class SchedulerLoop:
         for event in node_update_events(old, ev.obj):
             queue.move_all_to_active_or_backoff_queue(event, new_obj=node)
 
-    def _typed_pod(self, obj: Mapping[str, Any]) -> Pod | None:
+    def _typed_pod(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        prev: Mapping[str, Any] | None = None,
+        old: Pod | None = None,
+    ) -> Pod | None:
+        if old is not None and prev is not None:
+            fast = status_update(old, prev, obj)
+            if fast is not None:
+                return fast
         try:
             pod = Pod.from_dict(obj)
         except InvalidObject as exc:
@@ -437,7 +523,7 @@ class SchedulerLoop:
                 return
             self._pod_gone(old)
             return
-        new = self._typed_pod(ev.obj)
+        new = self._typed_pod(ev.obj, prev=ev.prev, old=old)
         if new is None:
             return
         if new.phase in TERMINAL_PHASES:

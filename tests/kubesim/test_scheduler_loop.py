@@ -8,15 +8,24 @@ drift apart. Small ``time_scale`` keeps grace periods and backoffs short.
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kubesim
-from kubesim.scheduler_loop import SchedulerLoop, find_scheduler_loop, node_update_events
+from kubesim.scheduler_loop import (
+    SchedulerLoop,
+    find_scheduler_loop,
+    node_update_events,
+    status_update,
+)
 from kubesim.sim import Simulator
 from scheduler import build_snapshot, object_from_dict, schedule_one, simulate
 from scheduler.objects import Pod
@@ -491,3 +500,64 @@ def test_node_update_events(change: dict[str, Any], expected: list[qev.ClusterEv
     for section, values in change.items():
         new[section] = {**new[section], **values}
     assert node_update_events(old, new) == expected
+
+
+# --- the status fast path equals a full read -------------------------------------------------
+
+_times = st.sampled_from(["2024-05-01T10:00:00Z", "2025-01-02T03:04:05Z", None])
+_conditions = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["Ready", "PodScheduled", "DisruptionTarget"]),
+            "status": st.sampled_from(["True", "False"]),
+        },
+        optional={
+            "reason": st.sampled_from(["Unschedulable", "PreemptionByScheduler"]),
+            "message": st.text(max_size=5),
+            "lastTransitionTime": _times,
+        },
+    ),
+    max_size=4,
+)
+_statuses = st.fixed_dictionaries(
+    {},
+    optional={
+        "phase": st.sampled_from(["Pending", "Running", "Succeeded"]),
+        "conditions": _conditions,
+        "startTime": _times,
+        "nominatedNodeName": st.sampled_from(["", "node-a"]),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=_statuses,
+    after=_statuses,
+    bind=st.booleans(),
+    rv=st.integers(1, 10**6),
+    spec_change=st.booleans(),
+)
+def test_status_update_matches_a_full_read(
+    before: dict[str, Any], after: dict[str, Any], bind: bool, rv: int, spec_change: bool
+) -> None:
+    prev = pod_manifest("p", cpu="250m", priority_class=None, tolerations=[])
+    prev["metadata"].update(uid="u-1", resourceVersion="7", generation=1)
+    prev["spec"]["priority"] = 5
+    prev["status"] = before
+    obj = copy.deepcopy(prev)
+    obj["status"] = after
+    obj["metadata"]["resourceVersion"] = str(rv)
+    if bind:
+        obj["spec"]["nodeName"] = "node-a"
+    if spec_change:
+        obj["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    old = Pod.from_dict(prev)
+    fast = status_update(old, prev, obj)
+    if spec_change:
+        assert fast is None
+        return
+    assert fast is not None
+    full = Pod.from_dict(obj)
+    for f in dataclasses.fields(Pod):
+        assert getattr(fast, f.name) == getattr(full, f.name), f.name
