@@ -415,9 +415,6 @@ class SchedulerLoop:
                 self._on_event(ev)
             except Exception:  # one bad object must not stop the scheduler
                 log.exception("kubesim: scheduler event %s %s failed", ev.type, ev.key)
-        if self._classes_changed:
-            self._classes_changed = False
-            self._admission = PriorityAdmission(list(self.snapshot.priority_classes.values()))
 
     def _on_event(self, ev: Event) -> None:
         storage = ev.storage
@@ -507,6 +504,10 @@ class SchedulerLoop:
             return None
         if pod.spec_priority is None:
             # Seeded pods skipped admission; resolve the class as the apiserver would have.
+            if self._classes_changed:
+                self._classes_changed = False
+                classes = list(self.snapshot.priority_classes.values())
+                self._admission = PriorityAdmission(classes)
             with contextlib.suppress(AdmissionError):
                 pod = self._admission.admit_pod(pod)
         return pod

@@ -561,3 +561,17 @@ def test_status_update_matches_a_full_read(
     full = Pod.from_dict(obj)
     for f in dataclasses.fields(Pod):
         assert getattr(fast, f.name) == getattr(full, f.name), f.name
+
+
+async def test_seeded_pods_get_their_class_priority_and_preempt() -> None:
+    """State files skip admission: the loop resolves ``priorityClassName`` as kube would."""
+    seeded = pod_manifest("vip", cpu="1500m", priority_class="high")
+    low = pod_manifest("low", cpu="1500m", priority_class="low", node_name="node-a")
+    low["spec"]["priority"] = 100
+    low["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    state = [node("node-a", cpu="2"), PRIORITY_CLASSES, seeded, low]
+    async with kubesim.serve(state=state, time_scale=0.01) as sim:
+        assert "priority" not in pod(sim, "vip")["spec"]
+        await wait_for(lambda: pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
+        await wait_for(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
+        assert sim.get("Pod", "default", "low") is None
