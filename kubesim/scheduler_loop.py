@@ -299,6 +299,7 @@ class SchedulerLoop:
         self._binder: BindingREST | None = None
         self._pods_rt: ResourceType | None = None
         self._events_rt: ResourceType | None = None
+        self._last_stamp = 0
 
     # --- time ---------------------------------------------------------------------------------
 
@@ -846,6 +847,11 @@ class SchedulerLoop:
         except StatusError as err:
             log.warning("kubesim: scheduler status update of %s failed: %s", pod.key, err.message)
 
+    def _event_stamp(self) -> int:
+        """The recorder's name suffix (nanoseconds), strictly increasing so names never clash."""
+        self._last_stamp = max(time.time_ns(), self._last_stamp + 1)
+        return self._last_stamp
+
     def _event(
         self,
         regarding: Mapping[str, Any],
@@ -867,7 +873,7 @@ class SchedulerLoop:
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {
-                "name": f"{meta.get('name', '')}.{time.time_ns():x}",
+                "name": f"{meta.get('name', '')}.{self._event_stamp():x}",
                 "namespace": namespace,
             },
             "eventTime": micro_time(now),

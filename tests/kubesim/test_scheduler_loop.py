@@ -575,3 +575,19 @@ async def test_seeded_pods_get_their_class_priority_and_preempt() -> None:
         await wait_for(lambda: pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
         await wait_for(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
         assert sim.get("Pod", "default", "low") is None
+
+
+async def test_without_nodes_the_pod_backs_off_with_a_scheduler_error_then_binds() -> None:
+    # time_scale 0.1: the backoff window (1-2 s) is long enough to look at the queue.
+    async with kubesim.serve(time_scale=0.1) as sim:
+        create_pod(sim, pod_manifest("early"))
+        cond = await wait_for(lambda: condition(pod(sim, "early"), "PodScheduled"))
+        assert (cond["status"], cond["reason"], cond["message"]) == (
+            "False",
+            "SchedulerError",
+            "no nodes available to schedule pods",
+        )
+        assert loop_of(sim).queue.where("default/early") == "Backoff"
+        sim.apply(node("node-a"))
+        # The error backoff (1 s × time_scale) ends and the flusher moves the pod on.
+        await wait_for(lambda: pod(sim, "early")["spec"].get("nodeName") == "node-a")
