@@ -10,8 +10,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import json
+import os
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -591,3 +595,35 @@ async def test_without_nodes_the_pod_backs_off_with_a_scheduler_error_then_binds
         sim.apply(node("node-a"))
         # The error backoff (1 s × time_scale) ends and the flusher moves the pod on.
         await wait_for(lambda: pod(sim, "early")["spec"].get("nodeName") == "node-a")
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(not shutil.which("kubectl"), reason="no kubectl binary installed")
+async def test_kubectl_run_is_scheduled_and_the_events_tell_it(tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None
+    async with kubesim.serve(state=[node("node-a", cpu="1")], time_scale=0.01) as sim:
+
+        async def run(*args: str) -> str:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+            env.update(KUBECONFIG=str(sim.kubeconfig_path), HOME=str(tmp_path))
+            proc = await asyncio.create_subprocess_exec(
+                kubectl, *args, stdout=asyncio.subprocess.PIPE, env=env
+            )
+            out, _ = await asyncio.wait_for(proc.communicate(), 60)
+            assert proc.returncode == 0, args
+            return out.decode()
+
+        await run("run", "web", "--image=nginx")
+        resources = {"requests": {"cpu": "2"}}
+        big = json.dumps(
+            {"spec": {"containers": [{"name": "big", "image": "nginx", "resources": resources}]}}
+        )
+        await run("run", "big", "--image=nginx", f"--overrides={big}")
+        await wait_for(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
+        await wait_for(lambda: events_for(sim, "big", "FailedScheduling"))
+        wide = await run("get", "pods", "-o", "wide")
+        assert any(line.split()[:1] == ["web"] and "node-a" in line for line in wide.splitlines())
+        events = await run("get", "events")
+        assert "Successfully assigned default/web to node-a" in events
+        assert "FailedScheduling" in events and "0/1 nodes are available" in events
