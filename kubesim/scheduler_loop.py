@@ -120,6 +120,7 @@ WATCHED: Final = ("namespaces", "priorityclasses", "poddisruptionbudgets", "node
 MAX_MESSAGE: Final = 1024  # the events recorder truncates notes to 1 kB
 BACKOFF_FLUSH_PERIOD: Final = 1.0  # seconds of scheduler time, as upstream's flusher
 LEFTOVER_FLUSH_PERIOD: Final = 30.0
+MIN_TICK: Final = 0.005  # wall seconds: the flushers' period at tiny time scales
 BATCH_SECONDS: Final = 0.02  # wall time scheduled before yielding to the API server
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 REASON_UNSCHEDULABLE: Final = "Unschedulable"
@@ -300,6 +301,7 @@ class SchedulerLoop:
         self._pods_rt: ResourceType | None = None
         self._events_rt: ResourceType | None = None
         self._last_stamp = 0
+        self._subs: list[Subscription] = []
 
     # --- time ---------------------------------------------------------------------------------
 
@@ -330,7 +332,7 @@ class SchedulerLoop:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         store = sim.store
-        subs = [store.subscribe(s) for s in WATCHED]
+        subs = self._subs = [store.subscribe(s) for s in WATCHED]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         ticker = asyncio.create_task(self._ticker())
         try:
@@ -370,14 +372,13 @@ class SchedulerLoop:
 
     async def _ticker(self) -> None:
         """Upstream's flushers: backoff completions each second, pool leftovers each 30 s."""
-        period = BACKOFF_FLUSH_PERIOD * self._time_scale
-        since_leftover = 0.0
+        period = max(BACKOFF_FLUSH_PERIOD * self._time_scale, MIN_TICK)
+        last_leftover = self.clock()
         while True:
             await asyncio.sleep(period)
             moved = bool(self.queue.flush_backoff_q_completed())
-            since_leftover += BACKOFF_FLUSH_PERIOD
-            if since_leftover >= LEFTOVER_FLUSH_PERIOD:
-                since_leftover = 0.0
+            if self.clock() - last_leftover >= LEFTOVER_FLUSH_PERIOD:
+                last_leftover = self.clock()
                 before = len(self.queue.unschedulable_pods())
                 self.queue.flush_unschedulable_pods_leftover()
                 moved = moved or len(self.queue.unschedulable_pods()) != before
@@ -388,7 +389,12 @@ class SchedulerLoop:
         """Wait until every event seen so far is applied and activeQ is empty (for tests)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._idle is not None and self._idle.is_set() and not self._pending_events:
+            if (
+                self._idle is not None
+                and self._idle.is_set()
+                and not self._pending_events
+                and all(sub.queue.empty() for sub in self._subs)
+            ):
                 return
             await asyncio.sleep(0.005)
         raise TimeoutError("the scheduler loop did not become idle")
