@@ -627,3 +627,14 @@ async def test_kubectl_run_is_scheduled_and_the_events_tell_it(tmp_path: Path) -
         events = await run("get", "events")
         assert "Successfully assigned default/web to node-a" in events
         assert "FailedScheduling" in events and "0/1 nodes are available" in events
+
+
+async def test_pods_left_in_the_pool_are_retried_by_the_leftover_flush() -> None:
+    state = [node("node-a", cordoned=True)]
+    async with kubesim.serve(state=state, time_scale=0.01, scheduler_loop=False) as sim:
+        sim.add_controller(SchedulerLoop(pod_max_in_unschedulable_pods=1.0))
+        create_pod(sim, pod_manifest("web"))
+        await wait_for(lambda: events_for(sim, "web", "FailedScheduling"))
+        assert loop_of(sim).queue.where("default/web") == "Unschedulable"
+        # No cluster event can move it; the 30 s flusher (0.3 s here) retries it.
+        await wait_for(lambda: len(events_for(sim, "web", "FailedScheduling")) >= 2, timeout=3.0)
