@@ -28,7 +28,8 @@ What is reproduced (``pkg/scheduler/eventhandlers.go``, ``schedule_one.go``,
   the snapshot), then bind through the ``pods/binding`` REST logic (``BindingREST.bind``, the
   same checks the HTTP subresource makes, with the pod's UID as precondition) and record the
   ``Scheduled`` event ``Successfully assigned ns/name to node``. A failed bind forgets the
-  assumed pod and handles an error (``SchedulerError``);
+  assumed pod, moves pods nominated to that node, and handles an error (``SchedulerError``,
+  ``running Bind plugin "DefaultBinder": <API error>``, nomination cleared);
 * failure (``handleSchedulingFailure``): for an Unschedulable fit error ``preempt`` runs with
   the cycle's filter statuses; its message is appended to the fit error
   (``0/N nodes are available: …. preemption: …``). A chosen node: each victim not already
@@ -641,10 +642,23 @@ class SchedulerLoop:
             current = self._pods.get(pod.key)
             if current is not None and current.uid == pod.uid and not current.node_name:
                 self.snapshot.add_pod(current)
-            self.queue.move_all_to_active_or_backoff_queue(qev.AssignedPodDelete, old_obj=assumed)
-            message = f"binding rejected: {err.message}"
+            # handleBindingCycleError: the room it held may let pods nominated there in.
+            self.queue.move_all_to_active_or_backoff_queue(
+                qev.AssignedPodDelete,
+                lambda p: p.nominated_node_name == host,
+                old_obj=assumed,
+            )
+            message = f'running Bind plugin "DefaultBinder": {err.message}'
             self._record(Decision(pod.key, pod.uid, cycle, start, message=message))
-            self._fail(pinfo, message, reason=REASON_SCHEDULER_ERROR, cycle=cycle, nominating=None)
+            pinfo.unschedulable_plugins = set()
+            pinfo.pending_plugins = set()
+            self._fail(
+                pinfo,
+                message,
+                reason=REASON_SCHEDULER_ERROR,
+                cycle=cycle,
+                nominating=NominatingInfo(NominatingMode.Override, ""),
+            )
             return
         self.bound += 1
         self._record(Decision(pod.key, pod.uid, cycle, start, node=host))
@@ -774,11 +788,12 @@ class SchedulerLoop:
         pod = pinfo.pod
         current = self._pods.get(pod.key)
         note = _truncate(message)
-        stored = self._stored(pod)
-        if stored is not None:
-            self._event(
-                stored, type_="Warning", reason="FailedScheduling", action="Scheduling", note=note
-            )
+        regarding = self._stored(pod) or {
+            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
+        }
+        self._event(
+            regarding, type_="Warning", reason="FailedScheduling", action="Scheduling", note=note
+        )
         if current is None or current.uid != pod.uid or current.node_name:
             return  # deleted or bound meanwhile: nothing to requeue
         if nominating is not None and nominating.mode is NominatingMode.Override:

@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kubesim
+from kubesim.apiserver.status import StatusError
 from kubesim.scheduler_loop import (
     SchedulerLoop,
     find_scheduler_loop,
@@ -638,3 +639,31 @@ async def test_pods_left_in_the_pool_are_retried_by_the_leftover_flush() -> None
         assert loop_of(sim).queue.where("default/web") == "Unschedulable"
         # No cluster event can move it; the 30 s flusher (0.3 s here) retries it.
         await wait_for(lambda: len(events_for(sim, "web", "FailedScheduling")) >= 2, timeout=3.0)
+
+
+async def test_a_rejected_binding_is_a_scheduler_error_and_the_pod_is_retried() -> None:
+    # time_scale 0.1: the error backoff (>= 1 s) leaves time to look before the retry.
+    async with kubesim.serve(state=[node("node-a")], time_scale=0.1) as sim:
+        loop = loop_of(sim)
+        await loop.wait_idle()
+        real = loop._binder
+        assert real is not None
+        calls: list[str] = []
+
+        class FlakyBinder:
+            def bind(self, namespace: str, name: str, node_name: str, **kw: Any) -> Any:
+                calls.append(name)
+                if len(calls) == 1:
+                    raise StatusError(500, "InternalError", "etcd is having a bad day")
+                return real.bind(namespace, name, node_name, **kw)
+
+        loop._binder = FlakyBinder()  # type: ignore[assignment]
+        create_pod(sim, pod_manifest("web"))
+        cond = await wait_for(lambda: condition(pod(sim, "web"), "PodScheduled"))
+        assert (cond["status"], cond["reason"]) == ("False", "SchedulerError")
+        assert cond["message"] == 'running Bind plugin "DefaultBinder": etcd is having a bad day'
+        (event,) = events_for(sim, "web", "FailedScheduling")
+        assert event["note"] == cond["message"]
+        assert loop.snapshot.node_info("node-a").pods == []  # the assumed pod was forgotten
+        await wait_for(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
+        assert calls == ["web", "web"]
