@@ -170,7 +170,8 @@ class Simulator:
         if scheduler_loop:
             from kubesim.scheduler_loop import SchedulerLoop
 
-            self.controllers.append(SchedulerLoop())
+            if not any(isinstance(c, SchedulerLoop) for c in self.controllers):
+                self.controllers.append(SchedulerLoop())
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: str | None = None
         self.kubeconfig_path: Path | None = None
