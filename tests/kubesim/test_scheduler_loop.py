@@ -667,3 +667,68 @@ async def test_a_rejected_binding_is_a_scheduler_error_and_the_pod_is_retried() 
         assert loop.snapshot.node_info("node-a").pods == []  # the assumed pod was forgotten
         await wait_for(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
         assert calls == ["web", "web"]
+
+
+async def test_every_decision_is_schedule_one_on_the_same_snapshot() -> None:
+    """Affinity, anti-affinity, selectors and requests: the loop binds where ``schedule_one``
+    says and reports the fit error it gives, pod after pod."""
+    state = [
+        node("node-a", cpu="2", disk="ssd"),
+        node("node-b", cpu="4", disk="hdd"),
+        node("node-c", cpu="8", disk="ssd"),
+    ]
+    zone_pref = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 50,
+                    "preference": {
+                        "matchExpressions": [{"key": "disk", "operator": "In", "values": ["hdd"]}]
+                    },
+                }
+            ]
+        }
+    }
+
+    def spread(app: str) -> dict[str, Any]:
+        term = {
+            "labelSelector": {"matchLabels": {"app": app}},
+            "topologyKey": "kubernetes.io/hostname",
+        }
+        return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+    manifests = [
+        pod_manifest("a", cpu="1"),
+        pod_manifest("b", cpu="1", nodeSelector={"disk": "ssd"}),
+        pod_manifest("c", cpu="500m", affinity=zone_pref),
+        pod_manifest("d", cpu="3", nodeSelector={"disk": "hdd"}),
+        pod_manifest("e", cpu="6"),
+        pod_manifest("f", cpu="100m"),
+    ]
+    for i in range(4):
+        spreading = pod_manifest(f"s-{i}", cpu="100m", affinity=spread("s"))
+        spreading["metadata"]["labels"] = {"app": "s"}
+        manifests.append(spreading)
+    async with kubesim.serve(state=state, time_scale=0.01) as sim:
+        loop = loop_of(sim)
+        outcomes = []
+        for manifest in manifests:
+            await loop.wait_idle()
+            objects = cluster_objects(sim)
+            created = create_pod(sim, manifest)
+            name = manifest["metadata"]["name"]
+            decision = await wait_for(lambda name=name: decision_for(sim, name))
+            snapshot, _ = build_snapshot(objects)
+            expected = schedule_one(
+                Pod.from_dict(created), snapshot, start_index=decision.start_index
+            )
+            assert decision.node == expected.suggested_host, name
+            if expected.succeeded:
+                await wait_for(
+                    lambda n=name, h=decision.node: pod(sim, n)["spec"].get("nodeName") == h
+                )
+            else:
+                assert decision.message.startswith(expected.message), name
+            outcomes.append(bool(decision.node))
+        # The scenario exercises both outcomes: the fourth spreading pod finds no free host.
+        assert outcomes[-1] is False and outcomes[0] is True
