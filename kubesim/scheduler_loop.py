@@ -47,6 +47,13 @@ What is reproduced (``pkg/scheduler/eventhandlers.go``, ``schedule_one.go``,
 * events are ``events.k8s.io/v1`` with ``reportingController: default-scheduler``, created
   through the REST layer (so they are validated and watched like any client's).
 
+The loop's own work per pod does not grow with the number of pods: watch events are drained
+in bursts and applied in one pass; the snapshot is changed in place; a pod update that
+touches only status, ``spec.nodeName`` or bookkeeping (binds, kubelet status writes — most
+pod events) carries the typed pod over instead of re-reading its spec (``status_update``); a
+bind is one shallow copy and one store write; scheduling runs in slices of ``BATCH_SECONDS``
+so the API server and the kubelets keep answering (``bench/kubesim_cluster.py`` measures it).
+
 Kept simple on purpose: preemption is synchronous (``SchedulerAsyncPreemption`` off), the
 binding cycle runs inline, no queueing hints, no ``preCheckForNode`` (a node event moves every
 pod its registered plugins allow; those that still do not fit go back to the pool), no event
