@@ -130,6 +130,7 @@ BACKOFF_FLUSH_PERIOD: Final = 1.0  # seconds of scheduler time, as upstream's fl
 LEFTOVER_FLUSH_PERIOD: Final = 30.0
 MIN_TICK: Final = 0.005  # wall seconds: the flushers' period at tiny time scales
 BATCH_SECONDS: Final = 0.02  # wall time scheduled before yielding to the API server
+LIST_SLICE: Final = 500  # objects applied between yields while the first list is read
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 REASON_UNSCHEDULABLE: Final = "Unschedulable"
 REASON_SCHEDULER_ERROR: Final = "SchedulerError"
@@ -344,7 +345,7 @@ class SchedulerLoop:
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         ticker = asyncio.create_task(self._ticker())
         try:
-            self._initial_list()
+            await self._initial_list()
             while True:
                 self._apply_events()
                 busy = self._schedule_batch()
@@ -409,14 +410,21 @@ class SchedulerLoop:
 
     # --- informers ------------------------------------------------------------------------------
 
-    def _initial_list(self) -> None:
+    async def _initial_list(self) -> None:
+        """List everything at one resourceVersion, then apply it in slices so a large state
+        does not stall the API server; later events wait in the watch queues."""
         sim = self._sim
         assert sim is not None
         store = sim.store
         list_rv = store.resource_version
-        for storage in WATCHED:
-            for key, obj in list(store.objects(storage).items()):
+        listed = [(s, list(store.objects(s).items())) for s in WATCHED]
+        done = 0
+        for storage, items in listed:
+            for key, obj in items:
                 self._on_event(Event(ADDED, 0, storage, key, obj, None))
+                done += 1
+                if done % LIST_SLICE == 0:
+                    await asyncio.sleep(0)
         # Events already reflected by the list are dropped (the informer's resourceVersion).
         self._pending_events = [e for e in self._pending_events if e.rv > list_rv]
 
