@@ -32,6 +32,7 @@ import time
 from typing import Any
 
 import kubesim
+from kubesim.apiserver.status import StatusError
 from kubesim.scheduler_loop import find_scheduler_loop
 from kubesim.sim import Simulator
 from scheduler.filters import default_framework
@@ -93,7 +94,15 @@ async def create_replicas(sim: Simulator, replicas: int) -> None:
     while created < replicas:
         n = min(batch, replicas - created, MAX_BATCH)
         for _ in range(n):
-            sim.rest.create(rt, "default", template)
+            for _attempt in range(8):
+                try:
+                    sim.rest.create(rt, "default", template)
+                    break
+                except StatusError as err:
+                    # A generated name taken already (1 in 14 M per pod): create again, as
+                    # kube-apiserver's RetryGenerateName (1.32) and the controllers do.
+                    if err.code != 409:
+                        raise
         created += n
         batch *= 2
         await asyncio.sleep(0)

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import importlib.util
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -732,3 +734,17 @@ async def test_every_decision_is_schedule_one_on_the_same_snapshot() -> None:
             outcomes.append(bool(decision.node))
         # The scenario exercises both outcomes: the fourth spreading pod finds no free host.
         assert outcomes[-1] is False and outcomes[0] is True
+
+
+async def test_cluster_benchmark_core_binds_and_readies_every_replica() -> None:
+    """bench/kubesim_cluster.py on a tiny size (its figures live in the bench, not here)."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "kubesim_cluster.py"
+    spec = importlib.util.spec_from_file_location("kubesim_cluster_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    result = await bench.run_cluster(5, 40)
+    assert result["nodes_used"] == 5
+    assert 0 < result["bind_seconds"] <= result["ready_seconds"]
+    assert bench.run_schedule_one(5, 40) > 0
