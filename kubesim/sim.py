@@ -7,11 +7,13 @@ kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` 
 loads the state manifests as they are — statuses included, so a test can start from pods that
 are already Running or Pending on given nodes.
 
-It serves ``pods/eviction`` (``kubesim.apiserver.eviction``), runs the namespace controller,
-the kubelet and the disruption controller (``kubesim.controllers.disruption``; ``pin_pdb``
-freezes a budget's status), and applies the fault file through ``kubesim.faults.injection``
-(faults given here start with the server, ``add_faults`` and ``POST /_kubesim/faults`` add
-more while it runs).
+It serves ``pods/eviction`` (``kubesim.apiserver.eviction``) and ``pods/binding``
+(``kubesim.apiserver.binding``), runs the namespace controller, the kubelet, the disruption
+controller (``kubesim.controllers.disruption``; ``pin_pdb`` freezes a budget's status) and the
+default scheduler (``kubesim.scheduler_loop``; ``scheduler_loop=False`` leaves unbound pods
+Pending, as a cluster without a scheduler), and applies the fault file through
+``kubesim.faults.injection`` (faults given here start with the server, ``add_faults`` and
+``POST /_kubesim/faults`` add more while it runs).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubesim.apiserver import admission, eviction
+from kubesim.apiserver import admission, binding, eviction
 from kubesim.apiserver.requestlog import RequestLog
 from kubesim.apiserver.resources import Registry, ResourceType, default_registry
 from kubesim.apiserver.rest import Rest
@@ -138,6 +140,7 @@ class Simulator:
         bookmark_interval: float = 60.0,
         controllers: Iterable[Controller] | None = None,
         version_minor: str = "32",
+        scheduler_loop: bool = True,
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -164,6 +167,11 @@ class Simulator:
         self.controllers: list[Controller] = (
             list(controllers) if controllers is not None else default_controllers()
         )
+        if scheduler_loop:
+            from kubesim.scheduler_loop import SchedulerLoop
+
+            if not any(isinstance(c, SchedulerLoop) for c in self.controllers):
+                self.controllers.append(SchedulerLoop())
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: str | None = None
         self.kubeconfig_path: Path | None = None
@@ -174,6 +182,7 @@ class Simulator:
         self.injector = FaultInjector(self)
         self.server.request_hooks.insert(0, self.injector.hook)
         self.eviction = eviction.install(self)
+        self.binding = binding.install(self)
         if faults is not None:
             self.add_faults(faults)
         self._bootstrap()

@@ -67,7 +67,10 @@ status:
 
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
-    async with kubesim.serve(state=STATE, time_scale=0.01, bookmark_interval=0.2) as s:
+    # A frozen cluster: the API tests create unbound pods and expect them to stay Pending.
+    async with kubesim.serve(
+        state=STATE, time_scale=0.01, bookmark_interval=0.2, scheduler_loop=False
+    ) as s:
         yield s
 
 
