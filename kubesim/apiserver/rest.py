@@ -107,16 +107,14 @@ class DeleteOptions:
         query: Mapping[str, str],
         dry_run_query: Iterable[str] = (),
     ) -> DeleteOptions:
+        """The request's options: the body's when there is one, else the query's.
+
+        As the DELETE handler (``handlers.DeleteResource``): a non-empty body is decoded and
+        the query is not read at all; only a request without a body reads its parameters.
+        """
+        src: Mapping[str, Any] = body if body is not None else _query_options(query, dry_run_query)
         opts = cls()
-        src: Mapping[str, Any] = body or {}
         grace = src.get("gracePeriodSeconds")
-        if grace is None and query.get("gracePeriodSeconds") not in (None, ""):
-            try:
-                grace = int(query["gracePeriodSeconds"])
-            except ValueError:
-                raise bad_request(
-                    f'strconv.ParseInt: parsing "{query["gracePeriodSeconds"]}": invalid syntax'
-                ) from None
         if grace is not None:
             if isinstance(grace, bool) or not isinstance(grace, int):
                 raise bad_request("gracePeriodSeconds must be an integer")
@@ -125,7 +123,7 @@ class DeleteOptions:
         if isinstance(pre, Mapping):
             opts.uid = pre.get("uid")
             opts.resource_version = pre.get("resourceVersion")
-        opts.propagation_policy = src.get("propagationPolicy") or query.get("propagationPolicy")
+        opts.propagation_policy = src.get("propagationPolicy") or None
         if opts.propagation_policy not in (None, "Orphan", "Background", "Foreground"):
             raise StatusError(
                 422,
@@ -144,12 +142,32 @@ class DeleteOptions:
                     ),
                 ),
             )
-        dry = list(src.get("dryRun") or []) if isinstance(src.get("dryRun"), list) else []
-        opts.dry_run = check_dry_run([*dry, *dry_run_query])
+        dry = src.get("dryRun")
+        opts.dry_run = check_dry_run([str(v) for v in dry] if isinstance(dry, list) else [])
         orphan = src.get("orphanDependents")
         if isinstance(orphan, bool):
             opts.orphan_dependents = orphan
         return opts
+
+
+def _query_options(query: Mapping[str, str], dry_run: Iterable[str]) -> dict[str, Any]:
+    """DeleteOptions from URL parameters (``ParameterCodec.DecodeParameters``)."""
+    out: dict[str, Any] = {"dryRun": list(dry_run)}
+    raw = query.get("gracePeriodSeconds")
+    if raw not in (None, ""):
+        try:
+            out["gracePeriodSeconds"] = int(str(raw))
+        except ValueError:
+            raise bad_request(f'strconv.ParseInt: parsing "{raw}": invalid syntax') from None
+    if query.get("propagationPolicy"):
+        out["propagationPolicy"] = query["propagationPolicy"]
+    raw = query.get("orphanDependents")
+    if raw not in (None, ""):
+        text = str(raw)
+        if text.lower() not in ("true", "false", "1", "0", "t", "f"):
+            raise bad_request(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+        out["orphanDependents"] = text.lower() in ("true", "1", "t")
+    return out
 
 
 def check_dry_run(values: Iterable[str] | None, *, kind: str = "DeleteOptions") -> bool:

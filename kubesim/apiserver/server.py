@@ -708,8 +708,29 @@ class ApiServer:
         return json_response(obj)
 
     def _delete_options(self, ctx: RequestContext) -> DeleteOptions:
-        body: dict[str, Any] | None = None
-        if ctx.body.strip():
+        """A body's DeleteOptions (JSON, YAML or protobuf) win; else the query's."""
+        if not ctx.body:
+            return DeleteOptions.from_body_and_query(
+                None, ctx.query, ctx.query.getall("dryRun", [])
+            )
+        ctype = (ctx.request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()
+        parsed: Any
+        if ctype == PROTOBUF:
+            try:
+                parsed = protobuf.decode_object(ctx.body)
+            except (protobuf.ProtobufError, UnicodeDecodeError) as exc:
+                raise bad_request(
+                    f"the object provided is unrecognized (must be of type DeleteOptions): {exc}"
+                ) from None
+            if parsed.get("kind") != "DeleteOptions":
+                # a plain Go error in the handler: ErrorToAPIStatus makes it a reasonless 500
+                raise StatusError(
+                    500,
+                    "",
+                    "decoded object cannot be converted to DeleteOptions",
+                    has_details=False,
+                )
+        else:
             try:
                 parsed = json.loads(ctx.body)
             except (ValueError, UnicodeDecodeError) as exc:
@@ -722,8 +743,7 @@ class ApiServer:
                 raise bad_request(
                     "the object provided is unrecognized (must be of type DeleteOptions)"
                 )
-            body = parsed
-        return DeleteOptions.from_body_and_query(body, ctx.query, ctx.query.getall("dryRun", []))
+        return DeleteOptions.from_body_and_query(parsed, ctx.query)
 
     def _delete(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         opts = self._delete_options(ctx)

@@ -274,6 +274,63 @@ def _default_pod_spec(spec: dict[str, Any], *, tolerations: bool) -> None:
         spec["tolerations"] = tols
 
 
+def _default_deployment_strategy(spec: dict[str, Any]) -> None:
+    """``SetDefaults_Deployment``: kubectl sends ``strategy: {}``, which is defaulted inside."""
+    strategy = spec.get("strategy")
+    if not isinstance(strategy, dict):
+        strategy = {}
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.get("rollingUpdate")
+        if not isinstance(rolling, dict):
+            rolling = {}
+        rolling.setdefault("maxUnavailable", "25%")
+        rolling.setdefault("maxSurge", "25%")
+        strategy["rollingUpdate"] = rolling
+    spec["strategy"] = strategy
+
+
+JOB_NAME_LABELS: Final = ("job-name", "batch.kubernetes.io/job-name")
+CONTROLLER_UID_LABELS: Final = ("controller-uid", "batch.kubernetes.io/controller-uid")
+
+
+def _default_job(obj: dict[str, Any], spec: dict[str, Any]) -> None:
+    """``SetDefaults_Job`` and the job strategy's ``generateSelector`` (unless manualSelector)."""
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    if not spec.get("podFailurePolicy"):
+        spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    meta = obj.get("metadata") or {}
+    template = spec.get("template")
+    if spec.get("manualSelector") is True or not isinstance(template, dict):
+        return
+    tmeta = template.get("metadata")
+    if not isinstance(tmeta, dict):
+        tmeta = template["metadata"] = {}
+    labels = tmeta.get("labels")
+    if not isinstance(labels, dict):
+        labels = tmeta["labels"] = {}
+    for key in JOB_NAME_LABELS:
+        labels.setdefault(key, str(meta.get("name") or ""))
+    for key in CONTROLLER_UID_LABELS:
+        labels.setdefault(key, str(meta.get("uid") or ""))
+    selector = spec.get("selector")
+    if not isinstance(selector, dict):
+        selector = spec["selector"] = {}
+    match = selector.get("matchLabels")
+    if not isinstance(match, dict):
+        match = selector["matchLabels"] = {}
+    match.setdefault(CONTROLLER_UID_LABELS[1], str(meta.get("uid") or ""))
+    if isinstance(meta, dict) and not meta.get("labels"):
+        # SetDefaults_Job copies the template's labels when the Job has none.
+        meta["labels"] = dict(labels)
+
+
 def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
     """The ``SetDefaults_*`` functions kube runs on create, for the fields clients read."""
     spec = obj.get("spec")
@@ -288,15 +345,11 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
         if rt.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
             spec.setdefault("replicas", 1)
         if rt.kind == "Deployment":
-            spec.setdefault(
-                "strategy",
-                {
-                    "type": "RollingUpdate",
-                    "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
-                },
-            )
+            _default_deployment_strategy(spec)
             spec.setdefault("revisionHistoryLimit", 10)
             spec.setdefault("progressDeadlineSeconds", 600)
+        if rt.kind == "Job":
+            _default_job(obj, spec)
     elif rt.kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
         obj.setdefault("value", 0)
