@@ -372,7 +372,7 @@ class Rest:
             suffix = "".join(self.rng.choice(NAME_CHARS) for _ in range(5))
             meta["name"] = f"{meta['generateName']}{suffix}"
         name = meta.get("name") or ""
-        validate(self.storage_type(rt), obj)
+        validate(self.storage_type(rt), obj, request_group=rt.group)
         key = _key(rt, meta.get("namespace", ""), name)
         if self.store.get(rt.storage_name, key) is not None:
             raise already_exists(rt.plural, rt.group, name)
@@ -435,7 +435,7 @@ class Rest:
         new = self._prepare_update(rt, new, old, subresource)
         if not subresource or rt.kind == "Pod":
             self.run_admission("UPDATE", rt, new, old)
-        validate(self.storage_type(rt), new)
+        validate(self.storage_type(rt), new, request_group=rt.group, old=old)
         if rt.kind == "Pod" and not subresource:
             validate_pod_update(new, old)
         return self._write_update(rt, key, new, old, dry_run=dry_run), False

@@ -18,8 +18,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from kubesim.apiserver.events import validate_event_create, validate_event_update
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.status import Cause, StatusError, bad_request, invalid
+from kubesim.apiserver.timefields import TimeParseError, normalize_times
 from scheduler.apierrors import ErrorType
 from scheduler.labels import dns1123_label_errors, dns1123_subdomain_errors
 from scheduler.objects import (
@@ -79,10 +81,19 @@ def _meta_causes(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
     errors = dns1123_label_errors(name) if rt.kind == "Namespace" else []
     if rt.kind not in {"Namespace", "Event"}:
         errors = dns1123_subdomain_errors(name)
+    if rt.kind == "Event":
+        errors = path_segment_name_errors(name)
     causes.extend(
         Cause("FieldValueInvalid", f'Invalid value: "{name}": {e}', "metadata.name") for e in errors
     )
     return causes
+
+
+def path_segment_name_errors(name: str) -> list[str]:
+    """``path.ValidatePathSegmentName``: what any object name must be to sit in a URL."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
 def _pod_causes(obj: Mapping[str, Any]) -> list[Cause]:
@@ -117,8 +128,17 @@ def _decode_error(rt: ResourceType, exc: InvalidObject) -> StatusError:
     )
 
 
-def decode_check(rt: ResourceType, obj: Mapping[str, Any]) -> None:
-    """The decoding step: a field of the wrong JSON type is a 400, before admission runs."""
+def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """The decoding step: a field of the wrong JSON type is a 400, before admission runs.
+
+    Time fields are re-encoded here as the Go types would (``kubesim.apiserver.timefields``).
+    """
+    try:
+        normalize_times(rt.kind, obj)
+    except TimeParseError as exc:
+        raise bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+        ) from None
     typed = _TYPED.get(rt.kind)
     if typed is None:
         return
@@ -129,10 +149,29 @@ def decode_check(rt: ResourceType, obj: Mapping[str, Any]) -> None:
             raise _decode_error(rt, exc) from None
 
 
-def validate(rt: ResourceType, obj: Mapping[str, Any]) -> None:
-    """Raise the 400/422 kube-apiserver gives for ``obj``; return quietly when valid."""
+def validate(
+    rt: ResourceType,
+    obj: Mapping[str, Any],
+    *,
+    request_group: str | None = None,
+    old: Mapping[str, Any] | None = None,
+) -> None:
+    """Raise the 400/422 kube-apiserver gives for ``obj``; return quietly when valid.
+
+    ``rt`` is the storage type; ``request_group`` the group the client wrote through (events
+    are validated more strictly through ``events.k8s.io``), ``old`` the stored object on update.
+    """
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")
+    if rt.kind == "Event":
+        group = rt.group if request_group is None else request_group
+        event_causes = (
+            validate_event_create(obj, group=group)
+            if old is None
+            else validate_event_update(obj, old, group=group)
+        )
+        if event_causes:
+            raise invalid(rt.kind, group, name, event_causes)
     typed = _TYPED.get(rt.kind)
     if typed is not None:
         try:
