@@ -20,7 +20,7 @@ conversion of the core ``v1`` Event); the converters live in ``kubesim.apiserver
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 __all__ = [
@@ -372,5 +372,25 @@ class Registry:
         return seen
 
 
-def default_registry() -> Registry:
-    return Registry(_build())
+def without_subresource(
+    types: Iterable[ResourceType], plural: str, name: str
+) -> list[ResourceType]:
+    """The registry entries with ``plural/name`` removed from discovery."""
+    return [
+        replace(t, subresources=tuple(s for s in t.subresources if s.name != name))
+        if t.plural == plural and not t.group
+        else t
+        for t in types
+    ]
+
+
+def default_registry(*, eviction_subresource: bool = True) -> Registry:
+    """The served kinds; ``eviction_subresource=False`` is a server without ``pods/eviction``.
+
+    Clients probe discovery for ``pods/eviction`` before choosing the Eviction API over a plain
+    DELETE (``kubectl drain``'s ``CheckEvictionSupport``); hiding it lets that fallback be tested.
+    """
+    types = _build()
+    if not eviction_subresource:
+        types = without_subresource(types, "pods", "eviction")
+    return Registry(types)
