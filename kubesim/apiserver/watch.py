@@ -17,8 +17,9 @@ events (``watch.Event`` through the JSON serializer's framer):
   resourceVersion, every ``bookmark_interval`` (the watch cache's minute) and once 2 s before
   the watch's deadline (``cacheWatcher.nextBookmarkTime``), so a client that re-watches after
   the timeout starts from the newest resourceVersion instead of replaying or hitting a 410 — no
-  pre-timeout bookmark when the whole watch is shorter than those 2 s; with ``sendInitialEvents=true`` the initial ADDED events end with a bookmark
-  annotated ``k8s.io/initial-events-end: "true"`` (the WatchList protocol);
+  pre-timeout bookmark when the whole watch is shorter than those 2 s; with
+  ``sendInitialEvents=true`` the initial ADDED events end with a bookmark annotated
+  ``k8s.io/initial-events-end: "true"`` (the WatchList protocol);
 * ``timeoutSeconds`` ends the stream cleanly; without it the server's own request timeout
   (30 minutes here, as ``--min-request-timeout``) applies.
 """
