@@ -167,6 +167,11 @@ def _status(kind: str) -> Subresource:
     return Subresource("status", kind, STATUS_VERBS)
 
 
+def _scale() -> Subresource:
+    """``/scale``: an ``autoscaling/v1`` Scale (``kubesim.apiserver.scale``)."""
+    return Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1")
+
+
 def _build() -> list[ResourceType]:
     return [
         ResourceType(
@@ -212,6 +217,20 @@ def _build() -> list[ResourceType]:
             has_generation=True,
             return_deleted_object=True,
             fields=_POD_FIELDS,
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "ReplicationController",
+            "replicationcontrollers",
+            "replicationcontroller",
+            namespaced=True,
+            short_names=("rc",),
+            categories=_WORKLOAD_CATEGORIES,
+            subresources=(_scale(), _status("ReplicationController")),
+            has_status=True,
+            has_generation=True,
+            fields={"status.replicas": _path("status", "replicas")},
         ),
         ResourceType(
             "",

@@ -75,6 +75,7 @@ _EMPTY_STATUS: Final[dict[str, dict[str, Any]]] = {
         "expectedPods": 0,
     },
     "ReplicaSet": {"replicas": 0},
+    "ReplicationController": {"replicas": 0},
     "StatefulSet": {"replicas": 0, "availableReplicas": 0},
     "DaemonSet": {
         "currentNumberScheduled": 0,

@@ -38,8 +38,8 @@ from typing import Any, Final
 import yaml
 from aiohttp import web
 
-from kubesim.apiserver import discovery, openapi, protobuf
-from kubesim.apiserver.patch import APPLY_PATCH, PATCH_TYPES
+from kubesim.apiserver import discovery, openapi, protobuf, scale
+from kubesim.apiserver.patch import APPLY_PATCH, PATCH_TYPES, apply_patch
 from kubesim.apiserver.requestlog import RequestLog, RequestRecord
 from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.apiserver.rest import DeleteOptions, Rest, check_dry_run
@@ -317,6 +317,8 @@ class ApiServer:
         for rt in registry.types:
             if rt.subresource("status") is not None:
                 self.subresources[(rt.group, rt.plural, "status")] = self._status_subresource
+            if rt.subresource("scale") is not None:
+                self.subresources[(rt.group, rt.plural, "scale")] = self._scale_subresource
         self.app = web.Application(client_max_size=64 * 1024 * 1024)
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
 
@@ -795,6 +797,31 @@ class ApiServer:
             "MethodNotAllowed",
             "the server does not allow this method on the requested resource",
         )
+
+    async def _scale_subresource(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
+        """``/scale`` (``kubesim.apiserver.scale``): GET, PUT and PATCH of a Scale."""
+        info = ctx.info
+        verb = info.verb
+        if verb not in ("get", "update", "patch"):
+            raise StatusError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        current = self.rest.get(rt, info.namespace, info.name)
+        if verb == "get":
+            return json_response(scale.to_scale(rt, current))
+        dry = self._dry_run(ctx, "UpdateOptions" if verb == "update" else "PatchOptions")
+        if verb == "update":
+            body = decode_body(ctx, rt)
+        else:
+            ctype = (ctx.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if ctype not in PATCH_TYPES:
+                raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH][:3])
+            body = apply_patch(scale.to_scale(rt, current), ctx.body, ctype, kind="Scale")
+        wire = scale.apply_scale(rt, self.rest.to_wire(rt, current), body, name=info.name)
+        updated, _ = self.rest.update(rt, info.namespace, info.name, wire, dry_run=dry)
+        return json_response(scale.to_scale(rt, updated))
 
     # --- /_kubesim/ -------------------------------------------------------------------------
 

@@ -117,6 +117,62 @@ def _pod_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
+def _go_map(labels: Mapping[str, Any]) -> str:
+    """A ``map[string]string`` as Go's ``%#v`` prints it (keys sorted)."""
+    inner = ", ".join(
+        f"{json.dumps(str(k))}:{json.dumps(str(v))}" for k, v in sorted(labels.items())
+    )
+    return "map[string]string{" + inner + "}"
+
+
+def _replication_controller_causes(obj: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateReplicationControllerSpec`` on the fields a client gets wrong."""
+    spec = obj.get("spec") or {}
+    causes: list[Cause] = []
+    for key in ("replicas", "minReadySeconds"):
+        value = spec.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {value}: must be greater than or equal to 0",
+                    f"spec.{key}",
+                )
+            )
+    selector = spec.get("selector") or {}
+    if not selector:
+        causes.append(Cause("FieldValueRequired", "Required value", "spec.selector"))
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        causes.append(Cause("FieldValueRequired", "Required value", "spec.template"))
+        return causes
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    comparable = isinstance(selector, Mapping) and isinstance(labels, Mapping)
+    if comparable and selector and any(labels.get(k) != v for k, v in selector.items()):
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {_go_map(labels)}: selector does not match template labels",
+                "spec.template.metadata.labels",
+            )
+        )
+    tspec = template.get("spec") or {}
+    policy = tspec.get("restartPolicy")
+    if policy not in (None, "Always"):
+        causes.append(
+            Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Always"',
+                "spec.template.spec.restartPolicy",
+            )
+        )
+    if not tspec.get("containers"):
+        causes.append(
+            Cause("FieldValueRequired", "Required value", "spec.template.spec.containers")
+        )
+    return causes
+
+
 def _is_type_error(exc: InvalidObject) -> bool:
     return exc.detail.startswith(("must be", "expected a mapping"))
 
@@ -184,6 +240,8 @@ def validate(
     causes = _meta_causes(rt, obj)
     if rt.kind == "Pod":
         causes.extend(_pod_causes(obj))
+    if rt.kind == "ReplicationController":
+        causes.extend(_replication_controller_causes(obj))
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
 
@@ -370,6 +428,26 @@ def _default_job(obj: dict[str, Any], spec: dict[str, Any]) -> None:
         meta["labels"] = dict(labels)
 
 
+def _default_replication_controller(obj: dict[str, Any], spec: dict[str, Any]) -> None:
+    """``SetDefaults_ReplicationController``: selector and labels from the template's labels."""
+    template = spec.get("template")
+    labels = None
+    if isinstance(template, dict):
+        if isinstance(template.get("spec"), dict):
+            _default_pod_spec(template["spec"], tolerations=False)
+        tmeta = template.get("metadata")
+        if isinstance(tmeta, dict) and isinstance(tmeta.get("labels"), dict):
+            labels = tmeta["labels"]
+    if labels is not None:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = obj.setdefault("metadata", {})
+        if isinstance(meta, dict) and not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+
+
 def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
     """The ``SetDefaults_*`` functions kube runs on create, for the fields clients read."""
     spec = obj.get("spec")
@@ -389,6 +467,8 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
             spec.setdefault("progressDeadlineSeconds", 600)
         if rt.kind == "Job":
             _default_job(obj, spec)
+    elif rt.kind == "ReplicationController" and isinstance(spec, dict):
+        _default_replication_controller(obj, spec)
     elif rt.kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
         obj.setdefault("value", 0)
