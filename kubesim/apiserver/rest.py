@@ -710,7 +710,7 @@ class Rest:
         if rt.kind == "Namespace":
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
             obj.setdefault("status", {"phase": "Active"})
-        if rt.kind in ("Namespace", "PriorityClass"):
+        if rt.kind in ("Namespace", "PriorityClass", "ReplicationController"):
             apply_defaults(rt, obj)
         validate(self.storage_type(rt), obj)
         key = _key(rt, meta.get("namespace", ""), meta.get("name", ""))
