@@ -732,10 +732,15 @@ class ApiServer:
                     "decoded object cannot be converted to DeleteOptions",
                     has_details=False,
                 )
+        elif ctype not in (JSON, "application/yaml", "text/yaml", "*/*", ""):
+            raise unsupported_media_type(ctype, [JSON, "application/yaml", PROTOBUF])
         else:
             try:
-                parsed = json.loads(ctx.body)
-            except (ValueError, UnicodeDecodeError) as exc:
+                if ctype in ("application/yaml", "text/yaml"):
+                    parsed = yaml.safe_load(ctx.body.decode("utf-8"))
+                else:
+                    parsed = json.loads(ctx.body)
+            except (ValueError, UnicodeDecodeError, yaml.YAMLError) as exc:
                 raise bad_request(
                     "the object provided is unrecognized (must be of type DeleteOptions):"
                     f" couldn't get version/kind; json parse error: {exc}"

@@ -183,3 +183,15 @@ def test_protobuf_zero_values() -> None:
         "kind": "DeleteOptions",
         "apiVersion": "v1",
     }
+
+
+async def test_yaml_body_and_unknown_media_type(sim: Simulator) -> None:
+    path = "/api/v1/namespaces/default/pods/web-0"
+    code, _, status = await raw(sim, "DELETE", path, body="a=b", content_type="text/plain")
+    assert code == 415
+    assert status["reason"] == "UnsupportedMediaType"
+    code, _, _ = await raw(
+        sim, "DELETE", path, body="gracePeriodSeconds: 6\n", content_type="application/yaml"
+    )
+    assert code == 200
+    assert grace_of(sim, "web-0") == 6
