@@ -52,6 +52,7 @@ from kubesim.apiserver.validation import (
     apply_defaults,
     check_type,
     decode_check,
+    normalize_seed_times,
     validate,
     validate_pod_update,
 )
@@ -698,6 +699,7 @@ class Rest:
         obj = self.from_wire(rt, clone(obj))
         obj["kind"] = self.storage_type(rt).kind
         obj["apiVersion"] = self.storage_type(rt).api_version
+        normalize_seed_times(self.storage_type(rt), obj)
         meta = obj.setdefault("metadata", {})
         if rt.namespaced:
             meta.setdefault("namespace", "default")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, Final
 
 __all__ = [
@@ -49,7 +49,9 @@ _DAYS: Final = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 class TimeParseError(ValueError):
-    """``time.ParseError``; ``str()`` is Go's message."""
+    """``time.ParseError``; ``str()`` is Go's message, ``path`` the field (when known)."""
+
+    path: str = ""
 
 
 def _quote(s: str) -> str:
@@ -183,6 +185,9 @@ def reencode(value: Any, *, micro: bool) -> Any:
     """The stored form of one time value (``None`` stays the zero time)."""
     if value is None:
         return None
+    if isinstance(value, datetime | date):
+        # A YAML body or state file parsed by PyYAML: the text the client wrote.
+        value = value.isoformat()
     if not isinstance(value, str):
         raise TimeParseError(
             f"json: cannot unmarshal {_json_type(value)} into Go value of type string"
@@ -278,7 +283,7 @@ def time_fields(kind: str) -> tuple[tuple[str, str], ...]:
     return _META + _BY_KIND.get(kind, ())
 
 
-def _visit(node: Any, steps: list[str], micro: bool) -> None:
+def _visit(node: Any, steps: list[str], micro: bool, where: str) -> None:
     step, rest = steps[0], steps[1:]
     if step == "[]":
         items: Iterable[tuple[Any, Any]] = enumerate(node) if isinstance(node, list) else ()
@@ -287,13 +292,18 @@ def _visit(node: Any, steps: list[str], micro: bool) -> None:
     else:
         items = [(step, node[step])] if isinstance(node, dict) and step in node else ()
     for key, child in items:
+        path = f"{where}[{key}]" if step == "[]" else f"{where}.{key}" if where else str(key)
         if rest:
-            _visit(child, rest, micro)
-        else:
+            _visit(child, rest, micro, path)
+            continue
+        try:
             node[key] = reencode(child, micro=micro)
+        except TimeParseError as exc:
+            exc.path = path
+            raise
 
 
 def normalize_times(kind: str, obj: Mapping[str, Any]) -> None:
     """Re-encode ``obj``'s time fields in place; TimeParseError as the decoder's error."""
     for path, time_type in time_fields(kind):
-        _visit(obj, path.split("."), time_type == MICRO_TIME)
+        _visit(obj, path.split("."), time_type == MICRO_TIME, "")

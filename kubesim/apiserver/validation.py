@@ -37,6 +37,7 @@ __all__ = [
     "POD_UPDATE_FORBIDDEN",
     "apply_defaults",
     "field_error_cause",
+    "normalize_seed_times",
     "validate",
     "validate_pod_update",
 ]
@@ -182,6 +183,22 @@ def _decode_error(rt: ResourceType, exc: InvalidObject) -> StatusError:
         f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}:'
         f" {exc.field}: {exc.detail}"
     )
+
+
+def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Time fields of a state-file object, stored as the apiserver would have stored them.
+
+    A bad value is a 400 whose cause names the field, so the state loader can say where.
+    """
+    try:
+        normalize_times(rt.kind, obj)
+    except TimeParseError as exc:
+        raise StatusError(
+            400,
+            "BadRequest",
+            f"{exc.path}: {exc}",
+            causes=(Cause("FieldValueInvalid", str(exc), exc.path),),
+        ) from None
 
 
 def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:

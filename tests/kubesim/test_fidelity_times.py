@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+import kubesim
 from kubesim.apiserver.timefields import (
     TimeParseError,
     format_micro_time,
     normalize_times,
     reencode,
 )
-from kubesim.sim import Simulator
+from kubesim.sim import Simulator, StateError
 
 from .conftest import raw, status_of
 
@@ -225,3 +226,53 @@ def test_format_micro_time_is_a_valid_micro_time(seconds: float) -> None:
     assert reencode(text, micro=True) == text
     back = dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     assert abs(back - seconds) <= 1e-6 + abs(seconds) * 1e-15
+
+
+STATE_WITH_TIMES = """
+apiVersion: v1
+kind: Node
+metadata: {name: n1, creationTimestamp: 2026-01-01T09:00:00+01:00}
+status:
+  conditions:
+  - {type: Ready, status: "True", lastHeartbeatTime: 2026-01-01T10:00:00.5Z}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+spec: {nodeName: n1, containers: [{name: c, image: x}]}
+status: {phase: Running, startTime: "2026-01-01T10:00:00-02:00"}
+"""
+
+
+async def test_state_file_times_are_stored_as_the_apiserver_would() -> None:
+    # PyYAML turns unquoted timestamps into datetimes; they are served as RFC 3339 strings.
+    async with kubesim.serve(state=STATE_WITH_TIMES, controllers=[]) as sim:
+        node_obj = sim.get("Node", None, "n1")
+        assert node_obj is not None
+        assert node_obj["metadata"]["creationTimestamp"] == "2026-01-01T08:00:00Z"
+        cond = node_obj["status"]["conditions"][0]
+        assert cond["lastHeartbeatTime"] == "2026-01-01T10:00:00Z"
+        async with sim.api_client() as api:
+            pod = await client.CoreV1Api(api).read_namespaced_pod("p", "default")
+        assert pod.status.start_time == dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
+
+
+def test_state_file_with_a_zoneless_time_names_the_field() -> None:
+    bad = STATE_WITH_TIMES.replace('"2026-01-01T10:00:00-02:00"', '"2026-01-01T10:00:00"')
+    with pytest.raises(StateError) as info:
+        Simulator(state=bad, controllers=[])
+    err = info.value
+    assert (err.document, err.field) == (2, "status.startTime")
+    assert 'cannot parse "" as "Z07:00"' in str(err)
+
+
+async def test_yaml_body_with_unquoted_timestamps(sim: Simulator) -> None:
+    body = (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n-yaml}\nstatus:\n  conditions:\n"
+        "  - {type: Ready, status: 'True', lastTransitionTime: 2026-05-01T10:00:00+02:00}\n"
+    )
+    code, _, created = await raw(
+        sim, "POST", "/api/v1/nodes", body=body, content_type="application/yaml"
+    )
+    assert code == 201, created
+    assert created["status"]["conditions"][0]["lastTransitionTime"] == "2026-05-01T08:00:00Z"
