@@ -349,6 +349,9 @@ def _default_containers(containers: Any) -> None:
         c.setdefault("resources", {})
         if isinstance(c.get("image"), str):
             c.setdefault("imagePullPolicy", _image_pull_policy(c["image"]))
+        for port in c.get("ports") or []:
+            if isinstance(port, dict) and not port.get("protocol"):
+                port["protocol"] = "TCP"  # SetDefaults_ContainerPort
 
 
 _DEFAULT_TOLERATIONS: Final = (

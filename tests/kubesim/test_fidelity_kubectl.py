@@ -113,7 +113,7 @@ async def test_create_deployment(kubectl: Kubectl) -> None:
     assert spec["selector"] == {"matchLabels": {"app": "web"}}
     container = spec["template"]["spec"]["containers"][0]
     assert (container["name"], container["image"]) == ("nginx", "nginx:1.25")
-    assert container["ports"] == [{"containerPort": 8080}]
+    assert container["ports"] == [{"containerPort": 8080, "protocol": "TCP"}]
     assert spec["strategy"]["type"] == "RollingUpdate"
     # replicas 0 is a set pointer in protobuf: kept, not defaulted to 1.
     await kubectl("create", "deployment", "idle", "--image=nginx", "--replicas=0")

@@ -111,7 +111,9 @@ async def test_create_deployment_from_protobuf(sim: Simulator) -> None:
         "type": "RollingUpdate",
         "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
     }
-    assert spec["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    container = spec["template"]["spec"]["containers"][0]
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    assert container["ports"] == [{"containerPort": 8080, "protocol": "TCP"}]
 
 
 async def test_create_job_from_protobuf_gets_a_generated_selector(sim: Simulator) -> None:
