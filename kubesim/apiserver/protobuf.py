@@ -285,10 +285,11 @@ def _fields(data: bytes) -> list[tuple[int, int, Any]]:
                 raise ProtobufError("truncated field")
             value = data[pos : pos + length]
             pos += length
-        elif wire == 1:
-            value, pos = data[pos : pos + 8], pos + 8
-        elif wire == 5:
-            value, pos = data[pos : pos + 4], pos + 4
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            if pos + size > len(data):
+                raise ProtobufError("truncated field")
+            value, pos = data[pos : pos + size], pos + size
         else:
             raise ProtobufError(f"unsupported wire type {wire}")
         out.append((number, wire, value))
@@ -300,12 +301,10 @@ def _signed(value: int) -> int:
 
 
 def _scalar(kind: str, wire: int, value: Any) -> Any:
-    if kind == "string":
+    if kind in ("string", "bytes"):
         if wire != 2:
-            raise ProtobufError("string field with a non-length wire type")
-        return bytes(value).decode("utf-8")
-    if kind == "bytes":
-        return bytes(value)
+            raise ProtobufError(f"{kind} field with a non-length wire type")
+        return bytes(value).decode("utf-8") if kind == "string" else bytes(value)
     if wire != 0:
         raise ProtobufError(f"{kind} field with wire type {wire}")
     return bool(value) if kind == "bool" else _signed(value)
@@ -327,6 +326,8 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
         json_name, kind, repeated = spec
         pointer = kind.endswith("?")
         kind = kind.rstrip("?")
+        if kind.startswith(("map:", "msg:")) and wire != 2:
+            raise ProtobufError(f"field {number} of {name} is a message, not wire type {wire}")
         if kind.startswith("map:"):
             entry = {n: v for n, _, v in _fields(value)}
             key = bytes(entry.get(1, b"")).decode("utf-8")
@@ -357,7 +358,10 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
 def _convert(name: str, msg: dict[str, Any]) -> Any:
     if name == "Time":
         seconds = msg.get("seconds", 0)
-        return format_time(float(seconds)) if seconds else None
+        try:
+            return format_time(float(seconds)) if seconds else None
+        except (OverflowError, OSError, ValueError):
+            raise ProtobufError(f"time out of range: {seconds} seconds") from None
     if name == "IntOrString":
         return msg.get("strVal", "") if msg.get("type") == 1 else msg.get("intVal", 0)
     if name == "Quantity":

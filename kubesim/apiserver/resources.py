@@ -13,6 +13,11 @@ client can observe are gathered here, one ``ResourceType`` per group/version/res
 * field selectors: the labels each kind's ``GetAttrs``/``ConvertFieldLabel`` accepts; any
   other label is a 400 ``field label not supported: <label>``.
 
+``replicationcontrollers`` are served (with ``scale``) because drains, the disruption
+controller and ``kubectl get all`` meet pods they own on old clusters. ``pods/eviction`` can be
+left out (``default_registry(eviction_subresource=False)``): a server without the Eviction API,
+which clients detect through discovery before falling back to DELETE.
+
 ``events`` exist in two groups with one storage, as in kube (``events.k8s.io/v1`` is a
 conversion of the core ``v1`` Event); the converters live in ``kubesim.apiserver.events``.
 """

@@ -15,7 +15,8 @@ as a string (``pkg/registry/core/replicationcontroller/storage``, ``pkg/registry
 * PATCH applies the patch to the Scale and then behaves as PUT.
 
 A ReplicationController's selector is a plain map (``app=web,tier=db``); the apps kinds'
-``LabelSelector`` is printed as ``labels.Selector.String()`` does (``k in (a,b)``, ``!k``).
+``LabelSelector`` is printed as ``labels.Selector.String()`` does (``k in (a,b)``, ``!k``), by
+``scheduler.labels``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, Final
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.status import Cause, bad_request, invalid
 from kubesim.apiserver.store import clone
+from scheduler.labels import LabelSelector, SelectorError
 
 __all__ = ["SCALE_API_VERSION", "apply_scale", "selector_string", "to_scale"]
 
@@ -37,29 +39,21 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def selector_string(selector: Any) -> str:
-    """A selector as ``labels.Selector.String()``: requirements sorted by key."""
+def selector_string(selector: Any, *, plain_map: bool = False) -> str:
+    """A selector as ``labels.Selector.String()`` (requirements sorted by key).
+
+    ``plain_map``: a ``map[string]string`` selector (a ReplicationController's, a node
+    selector) rather than a ``metav1.LabelSelector``. An invalid selector prints ``<error>``,
+    as ``metav1.FormatLabelSelector`` does.
+    """
     if not isinstance(selector, Mapping):
         return ""
-    if "matchLabels" not in selector and "matchExpressions" not in selector:
-        selector = {"matchLabels": selector}  # a ReplicationController's map
-    parts: list[tuple[str, str]] = []
-    for key, value in (selector.get("matchLabels") or {}).items():
-        parts.append((str(key), f"{key}={value}"))
-    for expr in selector.get("matchExpressions") or []:
-        if not isinstance(expr, Mapping):
-            continue
-        key, op = str(expr.get("key", "")), expr.get("operator")
-        values = ",".join(sorted(str(v) for v in expr.get("values") or []))
-        if op == "In":
-            parts.append((key, f"{key} in ({values})"))
-        elif op == "NotIn":
-            parts.append((key, f"{key} notin ({values})"))
-        elif op == "Exists":
-            parts.append((key, key))
-        elif op == "DoesNotExist":
-            parts.append((key, f"!{key}"))
-    return ",".join(text for _, text in sorted(parts))
+    try:
+        if plain_map:
+            return str(LabelSelector.from_labels({str(k): str(v) for k, v in selector.items()}))
+        return str(LabelSelector.from_dict(selector))
+    except SelectorError:
+        return "<error>"
 
 
 def to_scale(rt: ResourceType, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -73,7 +67,7 @@ def to_scale(rt: ResourceType, obj: Mapping[str, Any]) -> dict[str, Any]:
         if k in meta
     }
     scale_status: dict[str, Any] = {"replicas": int(status.get("replicas") or 0)}
-    selector = selector_string(spec.get("selector"))
+    selector = selector_string(spec.get("selector"), plain_map=rt.kind == "ReplicationController")
     if selector:
         scale_status["selector"] = selector
     return {

@@ -18,7 +18,11 @@ Per request, in the order kube-apiserver's filters run:
 
 Responses are always JSON: clients that offer protobuf (``application/vnd.kubernetes.protobuf,
 application/json``) decode by the response's Content-Type and fall back to JSON, as client-go
-does. Request bodies may be JSON or YAML.
+does. Request bodies may be JSON or YAML, and protobuf for the kinds kubectl's typed client
+sends that way (``kubesim.apiserver.protobuf``). A DELETE reads its options from the body when
+there is one (JSON, YAML or protobuf ``DeleteOptions``) and from the query only otherwise, as
+``handlers.DeleteResource`` does. ``/scale`` subresources serve an ``autoscaling/v1`` Scale
+(``kubesim.apiserver.scale``).
 """
 
 from __future__ import annotations

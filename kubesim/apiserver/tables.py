@@ -353,8 +353,8 @@ def _containers(obj: Mapping[str, Any]) -> tuple[str, str]:
     return ",".join(names), ",".join(images)
 
 
-def _selector(value: Any) -> str:
-    return selector_string(value) or "<none>"
+def _selector(value: Any, *, plain_map: bool = False) -> str:
+    return selector_string(value, plain_map=plain_map) or "<none>"
 
 
 def _count(section: Mapping[str, Any], key: str) -> int:
@@ -380,7 +380,7 @@ def _replicas_row(obj: Mapping[str, Any], now: float) -> list[Any]:
         _age(meta.get("creationTimestamp"), now),
         names,
         images,
-        _selector(spec.get("selector")),
+        _selector(spec.get("selector"), plain_map=obj.get("kind") == "ReplicationController"),
     ]
 
 
@@ -460,7 +460,7 @@ def _daemonset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
         _count(status, "numberReady"),
         _count(status, "updatedNumberScheduled"),
         _count(status, "numberAvailable"),
-        selector_string(node_selector) or "<none>",
+        _selector(node_selector, plain_map=True),
         _age(meta.get("creationTimestamp"), now),
         names,
         images,

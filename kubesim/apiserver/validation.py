@@ -10,6 +10,12 @@ For the kinds the policy core models (Pod, Node, PodDisruptionBudget, PriorityCl
 Namespace), the typed conversion ``scheduler.objects.X.from_dict`` is the validator: its
 ``InvalidObject`` names the field, and is mapped here to the kube error shape. Names are
 checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
+
+Events are validated by ``kubesim.apiserver.events`` (the request's group matters), time fields
+are decoded as the Go types do by ``kubesim.apiserver.timefields`` (a 400, like any decoding
+error), ReplicationControllers as ``ValidateReplicationControllerSpec`` for the fields clients
+get wrong. Defaults include the job strategy's generated selector (``controller-uid`` and
+``job-name`` labels) and a Deployment's ``strategy: {}`` filled in, as kubectl sends it empty.
 """
 
 from __future__ import annotations

@@ -8,9 +8,14 @@ tests hold without a kubectl binary; ``test_fidelity_kubectl`` runs the real thi
 
 from __future__ import annotations
 
-import pytest
+import contextlib
+from typing import Any
 
-from kubesim.apiserver.protobuf import ProtobufError, decode_object
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubesim.apiserver.protobuf import KINDS, ProtobufError, decode_object
 from kubesim.sim import Simulator
 
 from .conftest import raw
@@ -133,3 +138,91 @@ async def test_create_job_from_protobuf_gets_a_generated_selector(sim: Simulator
     }
     assert created["metadata"]["labels"] == labels
     assert (spec["completions"], spec["parallelism"], spec["backoffLimit"]) == (1, 1, 6)
+
+
+# --- properties -------------------------------------------------------------------------------
+
+
+def _varint(n: int) -> bytes:
+    n &= (1 << 64) - 1  # negative int64: two's complement, ten bytes
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _enc(number: int, payload: bytes | int | bool) -> bytes:
+    if isinstance(payload, bool | int):
+        return _varint(number << 3) + _varint(int(payload))
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+names = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
+
+
+@st.composite
+def delete_options(draw: st.DrawFn) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    grace = draw(st.none() | st.integers(min_value=-(2**63), max_value=2**63 - 1))
+    if grace is not None:
+        out["gracePeriodSeconds"] = grace
+    if draw(st.booleans()):
+        out["preconditions"] = {"uid": draw(names), "resourceVersion": draw(names)}
+    orphan = draw(st.none() | st.booleans())
+    if orphan is not None:
+        out["orphanDependents"] = orphan
+    policy = draw(st.none() | st.sampled_from(["", "Orphan", "Background", "Foreground"]))
+    if policy is not None:
+        out["propagationPolicy"] = policy
+    dry = draw(st.lists(names, max_size=3))
+    if dry:
+        out["dryRun"] = dry
+    return out
+
+
+def _encode_delete_options(opts: dict[str, Any]) -> bytes:
+    raw_obj = b""
+    if "gracePeriodSeconds" in opts:
+        raw_obj += _enc(1, opts["gracePeriodSeconds"])
+    if "preconditions" in opts:
+        pre = opts["preconditions"]
+        raw_obj += _enc(2, _enc(1, pre["uid"].encode()) + _enc(2, pre["resourceVersion"].encode()))
+    if "orphanDependents" in opts:
+        raw_obj += _enc(3, opts["orphanDependents"])
+    if "propagationPolicy" in opts:
+        raw_obj += _enc(4, opts["propagationPolicy"].encode())
+    for value in opts.get("dryRun", []):
+        raw_obj += _enc(5, value.encode())
+    type_meta = _enc(1, b"v1") + _enc(2, b"DeleteOptions")
+    return b"k8s\x00" + _enc(1, type_meta) + _enc(2, raw_obj) + _enc(3, b"") + _enc(4, b"")
+
+
+@given(delete_options())
+def test_delete_options_round_trip(opts: dict[str, Any]) -> None:
+    # Pointer fields (grace, orphan, policy) keep their zero values: set means set.
+    decoded = decode_object(_encode_delete_options(opts))
+    assert decoded == {"kind": "DeleteOptions", "apiVersion": "v1", **opts}
+
+
+@given(
+    st.sampled_from(sorted(KINDS)),
+    st.lists(
+        st.tuples(
+            st.integers(min_value=1, max_value=16),
+            st.integers(min_value=0, max_value=2**64 - 1) | st.binary(max_size=40),
+        ),
+        max_size=8,
+    ),
+    st.binary(max_size=20),
+)
+def test_malformed_bodies_are_refused_not_crashed(
+    kind: str, fields: list[tuple[int, int | bytes]], tail: bytes
+) -> None:
+    """Any body decodes or raises ProtobufError/UnicodeDecodeError (a 415), nothing else."""
+    raw_obj = b"".join(_enc(n, v) for n, v in fields) + tail
+    type_meta = _enc(1, b"v1") + _enc(2, kind.encode())
+    with contextlib.suppress(ProtobufError, UnicodeDecodeError):
+        decode_object(b"k8s\x00" + _enc(1, type_meta) + _enc(2, raw_obj))
