@@ -141,6 +141,7 @@ class Simulator:
         controllers: Iterable[Controller] | None = None,
         version_minor: str = "32",
         scheduler_loop: bool = True,
+        eviction_subresource: bool = True,
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -152,7 +153,7 @@ class Simulator:
         self.time_scale = time_scale
         self.host = host
         self.port = port
-        self.registry = default_registry()
+        self.registry = default_registry(eviction_subresource=eviction_subresource)
         self.store = Store(history_size=history_size)
         self.rest = Rest(self.store, self.registry)
         self.priority = admission.install(self.rest)
@@ -181,7 +182,8 @@ class Simulator:
         self.server.control["faults"] = self._control_faults
         self.injector = FaultInjector(self)
         self.server.request_hooks.insert(0, self.injector.hook)
-        self.eviction = eviction.install(self)
+        # Without the subresource the eviction endpoint is a 404, as on a server lacking it.
+        self.eviction = eviction.install(self) if eviction_subresource else None
         self.binding = binding.install(self)
         if faults is not None:
             self.add_faults(faults)

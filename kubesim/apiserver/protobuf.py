@@ -1,12 +1,20 @@
 """Decoding ``application/vnd.kubernetes.protobuf`` request bodies for a few kinds.
 
 kubectl 1.32+ sends typed-client bodies as protobuf (``kubectl create namespace``,
-``kubectl create priorityclass``, ``kubectl create poddisruptionbudget``), and client-go does not
-fall back to JSON on a 415. kube-apiserver's protobuf serializer frames a ``runtime.Unknown``
-after the magic ``k8s\\x00``: ``typeMeta`` (apiVersion, kind), ``raw`` (the object's own
-message), ``contentEncoding``, ``contentType``. This module decodes the wire format and the
-messages of the kinds kubectl creates that way into the JSON shape, with the field numbers of
-``k8s.io/api/*/generated.proto``. Other kinds stay a 415, as before.
+``kubectl create priorityclass``, ``kubectl create poddisruptionbudget``, ``kubectl create
+deployment``, ``kubectl create job``, the ``DeleteOptions`` of ``kubectl drain
+--disable-eviction``), and client-go does not fall back to JSON on a 415. kube-apiserver's
+protobuf serializer frames a ``runtime.Unknown`` after the magic ``k8s\\x00``: ``typeMeta``
+(apiVersion, kind), ``raw`` (the object's own message), ``contentEncoding``, ``contentType``.
+This module decodes the wire format and the messages of the kinds clients send that way into
+the JSON shape, with the field numbers of ``k8s.io/api/*/generated.proto``.
+
+Go's gogo-protobuf marshaller writes every non-pointer field, empty or not, and a pointer field
+only when it is set; so an empty string, zero or false is dropped (JSON's ``omitempty``) except
+for pointer fields (marked ``?``), where ``replicas: 0`` or ``gracePeriodSeconds: 0`` is what the
+client asked for. A field kubesim has no schema for is ignored when empty and makes the body a
+415 otherwise: dropping data silently would store something the client did not send. Other
+kinds stay a 415, as before.
 """
 
 from __future__ import annotations
@@ -19,9 +27,40 @@ __all__ = ["MAGIC", "ProtobufError", "decode_object"]
 
 MAGIC: Final = b"k8s\x00"
 
-# message name -> field number -> (json name, type, repeated); types: string, int, bool,
-# "msg:<Name>", "map:string", "map:Time".
+# message name -> field number -> (json name, type, repeated); types: string, int, bool, bytes,
+# "msg:<Name>", "map:string", "map:<Name>"; a trailing "?" marks a Go pointer (zero kept).
 Schema = dict[int, tuple[str, str, bool]]
+
+_POD_SPEC: Final[Schema] = {
+    2: ("containers", "msg:Container", True),
+    3: ("restartPolicy", "string", False),
+    4: ("terminationGracePeriodSeconds", "int?", False),
+    5: ("activeDeadlineSeconds", "int?", False),
+    6: ("dnsPolicy", "string", False),
+    7: ("nodeSelector", "map:string", False),
+    8: ("serviceAccountName", "string", False),
+    9: ("serviceAccount", "string", False),
+    10: ("nodeName", "string", False),
+    11: ("hostNetwork", "bool", False),
+    12: ("hostPID", "bool", False),
+    13: ("hostIPC", "bool", False),
+    14: ("securityContext", "msg:Empty", False),
+    16: ("hostname", "string", False),
+    17: ("subdomain", "string", False),
+    19: ("schedulerName", "string", False),
+    20: ("initContainers", "msg:Container", True),
+    21: ("automountServiceAccountToken", "bool?", False),
+    22: ("tolerations", "msg:Toleration", True),
+    24: ("priorityClassName", "string", False),
+    25: ("priority", "int?", False),
+    27: ("shareProcessNamespace", "bool?", False),
+    29: ("runtimeClassName", "string?", False),
+    30: ("enableServiceLinks", "bool?", False),
+    31: ("preemptionPolicy", "string?", False),
+    35: ("setHostnameAsFQDN", "bool?", False),
+    37: ("hostUsers", "bool?", False),
+    38: ("schedulingGates", "msg:PodSchedulingGate", True),
+}
 
 _SCHEMAS: Final[dict[str, Schema]] = {
     "Unknown": {
@@ -35,25 +74,28 @@ _SCHEMAS: Final[dict[str, Schema]] = {
         1: ("name", "string", False),
         2: ("generateName", "string", False),
         3: ("namespace", "string", False),
+        4: ("selfLink", "string", False),
         5: ("uid", "string", False),
         6: ("resourceVersion", "string", False),
         7: ("generation", "int", False),
         8: ("creationTimestamp", "msg:Time", False),
         9: ("deletionTimestamp", "msg:Time", False),
-        10: ("deletionGracePeriodSeconds", "int", False),
+        10: ("deletionGracePeriodSeconds", "int?", False),
         11: ("labels", "map:string", False),
         12: ("annotations", "map:string", False),
         13: ("ownerReferences", "msg:OwnerReference", True),
         14: ("finalizers", "string", True),
     },
     "Time": {1: ("seconds", "int", False), 2: ("nanos", "int", False)},
+    "Empty": {},
+    "Quantity": {1: ("string", "string", False)},
     "OwnerReference": {
         1: ("kind", "string", False),
         3: ("name", "string", False),
         4: ("uid", "string", False),
         5: ("apiVersion", "string", False),
-        6: ("controller", "bool", False),
-        7: ("blockOwnerDeletion", "bool", False),
+        6: ("controller", "bool?", False),
+        7: ("blockOwnerDeletion", "bool?", False),
     },
     "LabelSelector": {
         1: ("matchLabels", "map:string", False),
@@ -72,6 +114,7 @@ _SCHEMAS: Final[dict[str, Schema]] = {
     "Namespace": {
         1: ("metadata", "msg:ObjectMeta", False),
         2: ("spec", "msg:NamespaceSpec", False),
+        3: ("status", "msg:Empty", False),
     },
     "NamespaceSpec": {1: ("finalizers", "string", True)},
     "PriorityClass": {
@@ -79,34 +122,132 @@ _SCHEMAS: Final[dict[str, Schema]] = {
         2: ("value", "int", False),
         3: ("globalDefault", "bool", False),
         4: ("description", "string", False),
-        5: ("preemptionPolicy", "string", False),
+        5: ("preemptionPolicy", "string?", False),
     },
     "PodDisruptionBudget": {
         1: ("metadata", "msg:ObjectMeta", False),
         2: ("spec", "msg:PodDisruptionBudgetSpec", False),
+        3: ("status", "msg:Empty", False),
     },
     "PodDisruptionBudgetSpec": {
         1: ("minAvailable", "msg:IntOrString", False),
         2: ("selector", "msg:LabelSelector", False),
         3: ("maxUnavailable", "msg:IntOrString", False),
-        4: ("unhealthyPodEvictionPolicy", "string", False),
+        4: ("unhealthyPodEvictionPolicy", "string?", False),
     },
     "Eviction": {
         1: ("metadata", "msg:ObjectMeta", False),
         2: ("deleteOptions", "msg:DeleteOptions", False),
     },
     "DeleteOptions": {
-        1: ("gracePeriodSeconds", "int", False),
+        1: ("gracePeriodSeconds", "int?", False),
         2: ("preconditions", "msg:Preconditions", False),
-        3: ("orphanDependents", "bool", False),
-        4: ("propagationPolicy", "string", False),
+        3: ("orphanDependents", "bool?", False),
+        4: ("propagationPolicy", "string?", False),
         5: ("dryRun", "string", True),
     },
-    "Preconditions": {1: ("uid", "string", False), 2: ("resourceVersion", "string", False)},
+    "Preconditions": {1: ("uid", "string?", False), 2: ("resourceVersion", "string?", False)},
+    # core/v1 pod template
+    "PodTemplateSpec": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("spec", "msg:PodSpec", False),
+    },
+    "PodSpec": _POD_SPEC,
+    "Container": {
+        1: ("name", "string", False),
+        2: ("image", "string", False),
+        3: ("command", "string", True),
+        4: ("args", "string", True),
+        5: ("workingDir", "string", False),
+        6: ("ports", "msg:ContainerPort", True),
+        7: ("env", "msg:EnvVar", True),
+        8: ("resources", "msg:ResourceRequirements", False),
+        13: ("terminationMessagePath", "string", False),
+        14: ("imagePullPolicy", "string", False),
+        16: ("stdin", "bool", False),
+        17: ("stdinOnce", "bool", False),
+        18: ("tty", "bool", False),
+        20: ("terminationMessagePolicy", "string", False),
+        24: ("restartPolicy", "string?", False),
+    },
+    "ContainerPort": {
+        1: ("name", "string", False),
+        2: ("hostPort", "int", False),
+        3: ("containerPort", "int", False),
+        4: ("protocol", "string", False),
+        5: ("hostIP", "string", False),
+    },
+    "EnvVar": {1: ("name", "string", False), 2: ("value", "string", False)},
+    "ResourceRequirements": {
+        1: ("limits", "map:Quantity", False),
+        2: ("requests", "map:Quantity", False),
+    },
+    "Toleration": {
+        1: ("key", "string", False),
+        2: ("operator", "string", False),
+        3: ("value", "string", False),
+        4: ("effect", "string", False),
+        5: ("tolerationSeconds", "int?", False),
+    },
+    "PodSchedulingGate": {1: ("name", "string", False)},
+    # apps/v1
+    "Deployment": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("spec", "msg:DeploymentSpec", False),
+        3: ("status", "msg:Empty", False),
+    },
+    "DeploymentSpec": {
+        1: ("replicas", "int?", False),
+        2: ("selector", "msg:LabelSelector", False),
+        3: ("template", "msg:PodTemplateSpec", False),
+        4: ("strategy", "msg:DeploymentStrategy", False),
+        5: ("minReadySeconds", "int", False),
+        6: ("revisionHistoryLimit", "int?", False),
+        7: ("paused", "bool", False),
+        9: ("progressDeadlineSeconds", "int?", False),
+    },
+    "DeploymentStrategy": {
+        1: ("type", "string", False),
+        2: ("rollingUpdate", "msg:RollingUpdateDeployment", False),
+    },
+    "RollingUpdateDeployment": {
+        1: ("maxUnavailable", "msg:IntOrString", False),
+        2: ("maxSurge", "msg:IntOrString", False),
+    },
+    # batch/v1
+    "Job": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("spec", "msg:JobSpec", False),
+        3: ("status", "msg:Empty", False),
+    },
+    "JobSpec": {
+        1: ("parallelism", "int?", False),
+        2: ("completions", "int?", False),
+        3: ("activeDeadlineSeconds", "int?", False),
+        4: ("selector", "msg:LabelSelector", False),
+        5: ("manualSelector", "bool?", False),
+        6: ("template", "msg:PodTemplateSpec", False),
+        7: ("backoffLimit", "int?", False),
+        8: ("ttlSecondsAfterFinished", "int?", False),
+        9: ("completionMode", "string?", False),
+        10: ("suspend", "bool?", False),
+        12: ("backoffLimitPerIndex", "int?", False),
+        13: ("maxFailedIndexes", "int?", False),
+        14: ("podReplacementPolicy", "string?", False),
+        15: ("managedBy", "string?", False),
+    },
 }
 
 KINDS: Final = frozenset(
-    {"Namespace", "PriorityClass", "PodDisruptionBudget", "Eviction", "DeleteOptions"}
+    {
+        "Namespace",
+        "PriorityClass",
+        "PodDisruptionBudget",
+        "Eviction",
+        "DeleteOptions",
+        "Deployment",
+        "Job",
+    }
 )
 
 
@@ -144,10 +285,11 @@ def _fields(data: bytes) -> list[tuple[int, int, Any]]:
                 raise ProtobufError("truncated field")
             value = data[pos : pos + length]
             pos += length
-        elif wire == 1:
-            value, pos = data[pos : pos + 8], pos + 8
-        elif wire == 5:
-            value, pos = data[pos : pos + 4], pos + 4
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            if pos + size > len(data):
+                raise ProtobufError("truncated field")
+            value, pos = data[pos : pos + size], pos + size
         else:
             raise ProtobufError(f"unsupported wire type {wire}")
         out.append((number, wire, value))
@@ -159,15 +301,17 @@ def _signed(value: int) -> int:
 
 
 def _scalar(kind: str, wire: int, value: Any) -> Any:
-    if kind == "string":
+    if kind in ("string", "bytes"):
         if wire != 2:
-            raise ProtobufError("string field with a non-length wire type")
-        return bytes(value).decode("utf-8")
-    if kind == "bytes":
-        return bytes(value)
+            raise ProtobufError(f"{kind} field with a non-length wire type")
+        return bytes(value).decode("utf-8") if kind == "string" else bytes(value)
     if wire != 0:
         raise ProtobufError(f"{kind} field with wire type {wire}")
     return bool(value) if kind == "bool" else _signed(value)
+
+
+def _is_empty(wire: int, value: Any) -> bool:
+    return (wire == 0 and value == 0) or (wire == 2 and len(value) == 0)
 
 
 def _message(name: str, data: bytes) -> dict[str, Any]:
@@ -176,8 +320,14 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
     for number, wire, value in _fields(data):
         spec = schema.get(number)
         if spec is None:
-            continue
+            if _is_empty(wire, value):
+                continue
+            raise ProtobufError(f"field {number} of {name} is not decoded by kubesim")
         json_name, kind, repeated = spec
+        pointer = kind.endswith("?")
+        kind = kind.rstrip("?")
+        if kind.startswith(("map:", "msg:")) and wire != 2:
+            raise ProtobufError(f"field {number} of {name} is a message, not wire type {wire}")
         if kind.startswith("map:"):
             entry = {n: v for n, _, v in _fields(value)}
             key = bytes(entry.get(1, b"")).decode("utf-8")
@@ -192,10 +342,12 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
         if kind.startswith("msg:"):
             sub = kind[4:]
             parsed: Any = _convert(sub, _message(sub, bytes(value)))
+            if parsed is None:
+                continue  # a zero Time: JSON null, omitted
         else:
             parsed = _scalar(kind, wire, value)
-        if not repeated and parsed in ("", 0, False, None) and parsed is not True:
-            continue  # proto2 writes empty optional fields; JSON omits them (omitempty)
+            if not repeated and not pointer and parsed in ("", 0):
+                continue  # Go writes empty non-pointer fields; JSON omits them (omitempty)
         if repeated:
             out.setdefault(json_name, []).append(parsed)
         else:
@@ -206,9 +358,14 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
 def _convert(name: str, msg: dict[str, Any]) -> Any:
     if name == "Time":
         seconds = msg.get("seconds", 0)
-        return format_time(float(seconds)) if seconds else None
+        try:
+            return format_time(float(seconds)) if seconds else None
+        except (OverflowError, OSError, ValueError):
+            raise ProtobufError(f"time out of range: {seconds} seconds") from None
     if name == "IntOrString":
         return msg.get("strVal", "") if msg.get("type") == 1 else msg.get("intVal", 0)
+    if name == "Quantity":
+        return msg.get("string", "")
     return msg
 
 

@@ -13,6 +13,11 @@ client can observe are gathered here, one ``ResourceType`` per group/version/res
 * field selectors: the labels each kind's ``GetAttrs``/``ConvertFieldLabel`` accepts; any
   other label is a 400 ``field label not supported: <label>``.
 
+``replicationcontrollers`` are served (with ``scale``) because drains, the disruption
+controller and ``kubectl get all`` meet pods they own on old clusters. ``pods/eviction`` can be
+left out (``default_registry(eviction_subresource=False)``): a server without the Eviction API,
+which clients detect through discovery before falling back to DELETE.
+
 ``events`` exist in two groups with one storage, as in kube (``events.k8s.io/v1`` is a
 conversion of the core ``v1`` Event); the converters live in ``kubesim.apiserver.events``.
 """
@@ -20,7 +25,7 @@ conversion of the core ``v1`` Event); the converters live in ``kubesim.apiserver
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 __all__ = [
@@ -167,6 +172,11 @@ def _status(kind: str) -> Subresource:
     return Subresource("status", kind, STATUS_VERBS)
 
 
+def _scale() -> Subresource:
+    """``/scale``: an ``autoscaling/v1`` Scale (``kubesim.apiserver.scale``)."""
+    return Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1")
+
+
 def _build() -> list[ResourceType]:
     return [
         ResourceType(
@@ -212,6 +222,20 @@ def _build() -> list[ResourceType]:
             has_generation=True,
             return_deleted_object=True,
             fields=_POD_FIELDS,
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "ReplicationController",
+            "replicationcontrollers",
+            "replicationcontroller",
+            namespaced=True,
+            short_names=("rc",),
+            categories=_WORKLOAD_CATEGORIES,
+            subresources=(_scale(), _status("ReplicationController")),
+            has_status=True,
+            has_generation=True,
+            fields={"status.replicas": _path("status", "replicas")},
         ),
         ResourceType(
             "",
@@ -372,5 +396,25 @@ class Registry:
         return seen
 
 
-def default_registry() -> Registry:
-    return Registry(_build())
+def without_subresource(
+    types: Iterable[ResourceType], plural: str, name: str
+) -> list[ResourceType]:
+    """The registry entries with ``plural/name`` removed from discovery."""
+    return [
+        replace(t, subresources=tuple(s for s in t.subresources if s.name != name))
+        if t.plural == plural and not t.group
+        else t
+        for t in types
+    ]
+
+
+def default_registry(*, eviction_subresource: bool = True) -> Registry:
+    """The served kinds; ``eviction_subresource=False`` is a server without ``pods/eviction``.
+
+    Clients probe discovery for ``pods/eviction`` before choosing the Eviction API over a plain
+    DELETE (``kubectl drain``'s ``CheckEvictionSupport``); hiding it lets that fallback be tested.
+    """
+    types = _build()
+    if not eviction_subresource:
+        types = without_subresource(types, "pods", "eviction")
+    return Registry(types)

@@ -52,6 +52,7 @@ from kubesim.apiserver.validation import (
     apply_defaults,
     check_type,
     decode_check,
+    normalize_seed_times,
     validate,
     validate_pod_update,
 )
@@ -75,6 +76,7 @@ _EMPTY_STATUS: Final[dict[str, dict[str, Any]]] = {
         "expectedPods": 0,
     },
     "ReplicaSet": {"replicas": 0},
+    "ReplicationController": {"replicas": 0},
     "StatefulSet": {"replicas": 0, "availableReplicas": 0},
     "DaemonSet": {
         "currentNumberScheduled": 0,
@@ -107,16 +109,14 @@ class DeleteOptions:
         query: Mapping[str, str],
         dry_run_query: Iterable[str] = (),
     ) -> DeleteOptions:
+        """The request's options: the body's when there is one, else the query's.
+
+        As the DELETE handler (``handlers.DeleteResource``): a non-empty body is decoded and
+        the query is not read at all; only a request without a body reads its parameters.
+        """
+        src: Mapping[str, Any] = body if body is not None else _query_options(query, dry_run_query)
         opts = cls()
-        src: Mapping[str, Any] = body or {}
         grace = src.get("gracePeriodSeconds")
-        if grace is None and query.get("gracePeriodSeconds") not in (None, ""):
-            try:
-                grace = int(query["gracePeriodSeconds"])
-            except ValueError:
-                raise bad_request(
-                    f'strconv.ParseInt: parsing "{query["gracePeriodSeconds"]}": invalid syntax'
-                ) from None
         if grace is not None:
             if isinstance(grace, bool) or not isinstance(grace, int):
                 raise bad_request("gracePeriodSeconds must be an integer")
@@ -125,7 +125,7 @@ class DeleteOptions:
         if isinstance(pre, Mapping):
             opts.uid = pre.get("uid")
             opts.resource_version = pre.get("resourceVersion")
-        opts.propagation_policy = src.get("propagationPolicy") or query.get("propagationPolicy")
+        opts.propagation_policy = src.get("propagationPolicy") or None
         if opts.propagation_policy not in (None, "Orphan", "Background", "Foreground"):
             raise StatusError(
                 422,
@@ -144,12 +144,32 @@ class DeleteOptions:
                     ),
                 ),
             )
-        dry = list(src.get("dryRun") or []) if isinstance(src.get("dryRun"), list) else []
-        opts.dry_run = check_dry_run([*dry, *dry_run_query])
+        dry = src.get("dryRun")
+        opts.dry_run = check_dry_run([str(v) for v in dry] if isinstance(dry, list) else [])
         orphan = src.get("orphanDependents")
         if isinstance(orphan, bool):
             opts.orphan_dependents = orphan
         return opts
+
+
+def _query_options(query: Mapping[str, str], dry_run: Iterable[str]) -> dict[str, Any]:
+    """DeleteOptions from URL parameters (``ParameterCodec.DecodeParameters``)."""
+    out: dict[str, Any] = {"dryRun": list(dry_run)}
+    raw = query.get("gracePeriodSeconds")
+    if raw not in (None, ""):
+        try:
+            out["gracePeriodSeconds"] = int(str(raw))
+        except ValueError:
+            raise bad_request(f'strconv.ParseInt: parsing "{raw}": invalid syntax') from None
+    if query.get("propagationPolicy"):
+        out["propagationPolicy"] = query["propagationPolicy"]
+    raw = query.get("orphanDependents")
+    if raw not in (None, ""):
+        text = str(raw)
+        if text.lower() not in ("true", "false", "1", "0", "t", "f"):
+            raise bad_request(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+        out["orphanDependents"] = text.lower() in ("true", "1", "t")
+    return out
 
 
 def check_dry_run(values: Iterable[str] | None, *, kind: str = "DeleteOptions") -> bool:
@@ -354,7 +374,7 @@ class Rest:
             suffix = "".join(self.rng.choice(NAME_CHARS) for _ in range(5))
             meta["name"] = f"{meta['generateName']}{suffix}"
         name = meta.get("name") or ""
-        validate(self.storage_type(rt), obj)
+        validate(self.storage_type(rt), obj, request_group=rt.group)
         key = _key(rt, meta.get("namespace", ""), name)
         if self.store.get(rt.storage_name, key) is not None:
             raise already_exists(rt.plural, rt.group, name)
@@ -417,7 +437,7 @@ class Rest:
         new = self._prepare_update(rt, new, old, subresource)
         if not subresource or rt.kind == "Pod":
             self.run_admission("UPDATE", rt, new, old)
-        validate(self.storage_type(rt), new)
+        validate(self.storage_type(rt), new, request_group=rt.group, old=old)
         if rt.kind == "Pod" and not subresource:
             validate_pod_update(new, old)
         return self._write_update(rt, key, new, old, dry_run=dry_run), False
@@ -679,6 +699,7 @@ class Rest:
         obj = self.from_wire(rt, clone(obj))
         obj["kind"] = self.storage_type(rt).kind
         obj["apiVersion"] = self.storage_type(rt).api_version
+        normalize_seed_times(self.storage_type(rt), obj)
         meta = obj.setdefault("metadata", {})
         if rt.namespaced:
             meta.setdefault("namespace", "default")
@@ -691,7 +712,7 @@ class Rest:
         if rt.kind == "Namespace":
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
             obj.setdefault("status", {"phase": "Active"})
-        if rt.kind in ("Namespace", "PriorityClass"):
+        if rt.kind in ("Namespace", "PriorityClass", "ReplicationController"):
             apply_defaults(rt, obj)
         validate(self.storage_type(rt), obj)
         key = _key(rt, meta.get("namespace", ""), meta.get("name", ""))

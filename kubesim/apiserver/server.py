@@ -18,7 +18,11 @@ Per request, in the order kube-apiserver's filters run:
 
 Responses are always JSON: clients that offer protobuf (``application/vnd.kubernetes.protobuf,
 application/json``) decode by the response's Content-Type and fall back to JSON, as client-go
-does. Request bodies may be JSON or YAML.
+does. Request bodies may be JSON or YAML, and protobuf for the kinds kubectl's typed client
+sends that way (``kubesim.apiserver.protobuf``). A DELETE reads its options from the body when
+there is one (JSON, YAML or protobuf ``DeleteOptions``) and from the query only otherwise, as
+``handlers.DeleteResource`` does. ``/scale`` subresources serve an ``autoscaling/v1`` Scale
+(``kubesim.apiserver.scale``).
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ from typing import Any, Final
 import yaml
 from aiohttp import web
 
-from kubesim.apiserver import discovery, openapi, protobuf
-from kubesim.apiserver.patch import APPLY_PATCH, PATCH_TYPES
+from kubesim.apiserver import discovery, openapi, protobuf, scale
+from kubesim.apiserver.patch import APPLY_PATCH, PATCH_TYPES, apply_patch
 from kubesim.apiserver.requestlog import RequestLog, RequestRecord
 from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.apiserver.rest import DeleteOptions, Rest, check_dry_run
@@ -317,6 +321,8 @@ class ApiServer:
         for rt in registry.types:
             if rt.subresource("status") is not None:
                 self.subresources[(rt.group, rt.plural, "status")] = self._status_subresource
+            if rt.subresource("scale") is not None:
+                self.subresources[(rt.group, rt.plural, "scale")] = self._scale_subresource
         self.app = web.Application(client_max_size=64 * 1024 * 1024)
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
 
@@ -708,11 +714,37 @@ class ApiServer:
         return json_response(obj)
 
     def _delete_options(self, ctx: RequestContext) -> DeleteOptions:
-        body: dict[str, Any] | None = None
-        if ctx.body.strip():
+        """A body's DeleteOptions (JSON, YAML or protobuf) win; else the query's."""
+        if not ctx.body:
+            return DeleteOptions.from_body_and_query(
+                None, ctx.query, ctx.query.getall("dryRun", [])
+            )
+        ctype = (ctx.request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()
+        parsed: Any
+        if ctype == PROTOBUF:
             try:
-                parsed = json.loads(ctx.body)
-            except (ValueError, UnicodeDecodeError) as exc:
+                parsed = protobuf.decode_object(ctx.body)
+            except (protobuf.ProtobufError, UnicodeDecodeError) as exc:
+                raise bad_request(
+                    f"the object provided is unrecognized (must be of type DeleteOptions): {exc}"
+                ) from None
+            if parsed.get("kind") != "DeleteOptions":
+                # a plain Go error in the handler: ErrorToAPIStatus makes it a reasonless 500
+                raise StatusError(
+                    500,
+                    "",
+                    "decoded object cannot be converted to DeleteOptions",
+                    has_details=False,
+                )
+        elif ctype not in (JSON, "application/yaml", "text/yaml", "*/*", ""):
+            raise unsupported_media_type(ctype, [JSON, "application/yaml", PROTOBUF])
+        else:
+            try:
+                if ctype in ("application/yaml", "text/yaml"):
+                    parsed = yaml.safe_load(ctx.body.decode("utf-8"))
+                else:
+                    parsed = json.loads(ctx.body)
+            except (ValueError, UnicodeDecodeError, yaml.YAMLError) as exc:
                 raise bad_request(
                     "the object provided is unrecognized (must be of type DeleteOptions):"
                     f" couldn't get version/kind; json parse error: {exc}"
@@ -722,8 +754,7 @@ class ApiServer:
                 raise bad_request(
                     "the object provided is unrecognized (must be of type DeleteOptions)"
                 )
-            body = parsed
-        return DeleteOptions.from_body_and_query(body, ctx.query, ctx.query.getall("dryRun", []))
+        return DeleteOptions.from_body_and_query(parsed, ctx.query)
 
     def _delete(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         opts = self._delete_options(ctx)
@@ -775,6 +806,31 @@ class ApiServer:
             "MethodNotAllowed",
             "the server does not allow this method on the requested resource",
         )
+
+    async def _scale_subresource(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
+        """``/scale`` (``kubesim.apiserver.scale``): GET, PUT and PATCH of a Scale."""
+        info = ctx.info
+        verb = info.verb
+        if verb not in ("get", "update", "patch"):
+            raise StatusError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        current = self.rest.get(rt, info.namespace, info.name)
+        if verb == "get":
+            return json_response(scale.to_scale(rt, current))
+        dry = self._dry_run(ctx, "UpdateOptions" if verb == "update" else "PatchOptions")
+        if verb == "update":
+            body = decode_body(ctx, rt)
+        else:
+            ctype = (ctx.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if ctype not in PATCH_TYPES:
+                raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH][:3])
+            body = apply_patch(scale.to_scale(rt, current), ctx.body, ctype, kind="Scale")
+        wire = scale.apply_scale(rt, self.rest.to_wire(rt, current), body, name=info.name)
+        updated, _ = self.rest.update(rt, info.namespace, info.name, wire, dry_run=dry)
+        return json_response(scale.to_scale(rt, updated))
 
     # --- /_kubesim/ -------------------------------------------------------------------------
 

@@ -3,9 +3,11 @@
 kubectl asks for ``application/json;as=Table;v=v1;g=meta.k8s.io`` and prints the columns the
 server chose (``pkg/printers/internalversion``): pods show READY, STATUS, RESTARTS, AGE (IP,
 NODE, ... with ``-o wide``), nodes STATUS (``Ready,SchedulingDisabled`` when cordoned), ROLES,
-AGE, VERSION, events LAST SEEN, TYPE, REASON, OBJECT, MESSAGE. Rows carry the object as
-``PartialObjectMetadata`` unless ``includeObject=Object`` (or ``None``). Ages use
-``duration.HumanDuration``. Kinds without a printer here get NAME and AGE.
+AGE, VERSION, events LAST SEEN, TYPE, REASON, OBJECT, MESSAGE, replication controllers and
+replica sets DESIRED, CURRENT, READY, deployments READY (``ready/desired``), UP-TO-DATE,
+AVAILABLE, jobs STATUS, COMPLETIONS, DURATION (``-o wide`` adds CONTAINERS, IMAGES,
+SELECTOR). Rows carry the object as ``PartialObjectMetadata`` unless ``includeObject=Object``
+(or ``None``). Ages use ``duration.HumanDuration``. Kinds without a printer here get NAME and AGE.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.scale import selector_string
 from scheduler.objects import parse_time
 
 __all__ = [
@@ -338,6 +341,212 @@ _PC_COLS: Final = [
 ]
 
 
+# --- workloads (printReplicationController, printReplicaSet, printDeployment, ...) -----------
+
+
+def _containers(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """``layoutContainerCells``: the template's container names and images."""
+    template = (obj.get("spec") or {}).get("template") or {}
+    containers = (template.get("spec") or {}).get("containers") or []
+    names = [str(c.get("name", "")) for c in containers if isinstance(c, Mapping)]
+    images = [str(c.get("image", "")) for c in containers if isinstance(c, Mapping)]
+    return ",".join(names), ",".join(images)
+
+
+def _selector(value: Any, *, plain_map: bool = False) -> str:
+    return selector_string(value, plain_map=plain_map) or "<none>"
+
+
+def _count(section: Mapping[str, Any], key: str) -> int:
+    value = section.get(key)
+    return int(value) if isinstance(value, int) else 0
+
+
+_CONTAINERS = _col("Containers", priority=1, description="Names of the template's containers.")
+_IMAGES = _col("Images", priority=1, description="Images of the template's containers.")
+_SELECTOR = _col("Selector", priority=1, description="The label query over the pods managed.")
+
+
+def _replicas_row(obj: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(obj)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    names, images = _containers(obj)
+    return [
+        meta.get("name", ""),
+        _count(spec, "replicas"),
+        _count(status, "replicas"),
+        _count(status, "readyReplicas"),
+        _age(meta.get("creationTimestamp"), now),
+        names,
+        images,
+        _selector(spec.get("selector"), plain_map=obj.get("kind") == "ReplicationController"),
+    ]
+
+
+_REPLICAS_COLS: Final = [
+    _NAME,
+    _col("Desired", "integer", description="The number of pods wanted."),
+    _col("Current", "integer", description="The number of pods that exist."),
+    _col("Ready", "integer", description="The number of pods that are ready."),
+    _AGE,
+    _CONTAINERS,
+    _IMAGES,
+    _SELECTOR,
+]
+
+
+def _deployment_row(obj: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(obj)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    names, images = _containers(obj)
+    return [
+        meta.get("name", ""),
+        f"{_count(status, 'readyReplicas')}/{_count(spec, 'replicas')}",
+        _count(status, "updatedReplicas"),
+        _count(status, "availableReplicas"),
+        _age(meta.get("creationTimestamp"), now),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
+
+
+_DEPLOYMENT_COLS: Final = [
+    _NAME,
+    _col("Ready", description="Ready pods out of the desired replicas."),
+    _col("Up-to-date", "integer", description="Pods running the newest template."),
+    _col("Available", "integer", description="Pods available for at least minReadySeconds."),
+    _AGE,
+    _CONTAINERS,
+    _IMAGES,
+    _SELECTOR,
+]
+
+
+def _statefulset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(obj)
+    names, images = _containers(obj)
+    ready = _count(obj.get("status") or {}, "readyReplicas")
+    return [
+        meta.get("name", ""),
+        f"{ready}/{_count(obj.get('spec') or {}, 'replicas')}",
+        _age(meta.get("creationTimestamp"), now),
+        names,
+        images,
+    ]
+
+
+_STATEFULSET_COLS: Final = [
+    _NAME,
+    _col("Ready", description="Ready pods out of the desired replicas."),
+    _AGE,
+    _CONTAINERS,
+    _IMAGES,
+]
+
+
+def _daemonset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(obj)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    names, images = _containers(obj)
+    node_selector = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+    return [
+        meta.get("name", ""),
+        _count(status, "desiredNumberScheduled"),
+        _count(status, "currentNumberScheduled"),
+        _count(status, "numberReady"),
+        _count(status, "updatedNumberScheduled"),
+        _count(status, "numberAvailable"),
+        _selector(node_selector, plain_map=True),
+        _age(meta.get("creationTimestamp"), now),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
+
+
+_DAEMONSET_COLS: Final = [
+    _NAME,
+    _col("Desired", "integer", description="Nodes that should run the daemon pod."),
+    _col("Current", "integer", description="Nodes running at least one daemon pod."),
+    _col("Ready", "integer", description="Nodes whose daemon pod is ready."),
+    _col("Up-to-date", "integer", description="Nodes running the newest template."),
+    _col("Available", "integer", description="Nodes whose daemon pod is available."),
+    _col("Node Selector", description="The template's node selector."),
+    _AGE,
+    _CONTAINERS,
+    _IMAGES,
+    _SELECTOR,
+]
+
+
+def _has_condition(status: Mapping[str, Any], kind: str) -> bool:
+    return any(
+        isinstance(c, Mapping) and c.get("type") == kind and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+
+
+def _job_status(obj: Mapping[str, Any]) -> str:
+    status = obj.get("status") or {}
+    if _has_condition(status, "Complete"):
+        return "Complete"
+    if _has_condition(status, "Failed"):
+        return "Failed"
+    if _meta(obj).get("deletionTimestamp"):
+        return "Terminating"
+    for kind in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if _has_condition(status, kind):
+            return kind
+    return "Running"
+
+
+def _job_row(obj: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(obj)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    succeeded = _count(status, "succeeded")
+    if isinstance(spec.get("completions"), int):
+        completions = f"{succeeded}/{spec['completions']}"
+    elif _count(spec, "parallelism") > 1:
+        completions = f"{succeeded}/1 of {spec['parallelism']}"
+    else:
+        completions = f"{succeeded}/1"
+    duration = ""
+    start, end = status.get("startTime"), status.get("completionTime")
+    try:
+        if start:
+            duration = human_duration((parse_time(end) if end else now) - parse_time(start))
+    except ValueError:
+        duration = ""
+    names, images = _containers(obj)
+    return [
+        meta.get("name", ""),
+        _job_status(obj),
+        completions,
+        duration,
+        _age(meta.get("creationTimestamp"), now),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
+
+
+_JOB_COLS: Final = [
+    _NAME,
+    _col("Status", description="Complete, Failed, Running, Suspended or Terminating."),
+    _col("Completions", description="Succeeded pods out of the wanted completions."),
+    _col("Duration", description="Time the job took, or has been running."),
+    _AGE,
+    _CONTAINERS,
+    _IMAGES,
+    _SELECTOR,
+]
+
+
 def _default_row(obj: Mapping[str, Any], now: float) -> list[Any]:
     meta = _meta(obj)
     return [meta.get("name", ""), _age(meta.get("creationTimestamp"), now)]
@@ -350,6 +559,12 @@ _PRINTERS: Final[dict[str, tuple[list[dict[str, Any]], Callable[..., list[Any]]]
     "PodDisruptionBudget": (_PDB_COLS, _pdb_row),
     "Namespace": (_NS_COLS, _ns_row),
     "PriorityClass": (_PC_COLS, _pc_row),
+    "ReplicationController": (_REPLICAS_COLS, _replicas_row),
+    "ReplicaSet": (_REPLICAS_COLS, _replicas_row),
+    "Deployment": (_DEPLOYMENT_COLS, _deployment_row),
+    "StatefulSet": (_STATEFULSET_COLS, _statefulset_row),
+    "DaemonSet": (_DAEMONSET_COLS, _daemonset_row),
+    "Job": (_JOB_COLS, _job_row),
 }
 
 

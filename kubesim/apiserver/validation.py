@@ -10,6 +10,12 @@ For the kinds the policy core models (Pod, Node, PodDisruptionBudget, PriorityCl
 Namespace), the typed conversion ``scheduler.objects.X.from_dict`` is the validator: its
 ``InvalidObject`` names the field, and is mapped here to the kube error shape. Names are
 checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
+
+Events are validated by ``kubesim.apiserver.events`` (the request's group matters), time fields
+are decoded as the Go types do by ``kubesim.apiserver.timefields`` (a 400, like any decoding
+error), ReplicationControllers as ``ValidateReplicationControllerSpec`` for the fields clients
+get wrong. Defaults include the job strategy's generated selector (``controller-uid`` and
+``job-name`` labels) and a Deployment's ``strategy: {}`` filled in, as kubectl sends it empty.
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from kubesim.apiserver.events import validate_event_create, validate_event_update
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.status import Cause, StatusError, bad_request, invalid
+from kubesim.apiserver.timefields import TimeParseError, normalize_times
 from scheduler.apierrors import ErrorType
 from scheduler.labels import dns1123_label_errors, dns1123_subdomain_errors
 from scheduler.objects import (
@@ -35,6 +43,7 @@ __all__ = [
     "POD_UPDATE_FORBIDDEN",
     "apply_defaults",
     "field_error_cause",
+    "normalize_seed_times",
     "validate",
     "validate_pod_update",
 ]
@@ -79,10 +88,19 @@ def _meta_causes(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
     errors = dns1123_label_errors(name) if rt.kind == "Namespace" else []
     if rt.kind not in {"Namespace", "Event"}:
         errors = dns1123_subdomain_errors(name)
+    if rt.kind == "Event":
+        errors = path_segment_name_errors(name)
     causes.extend(
         Cause("FieldValueInvalid", f'Invalid value: "{name}": {e}', "metadata.name") for e in errors
     )
     return causes
+
+
+def path_segment_name_errors(name: str) -> list[str]:
+    """``path.ValidatePathSegmentName``: what any object name must be to sit in a URL."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
 def _pod_causes(obj: Mapping[str, Any]) -> list[Cause]:
@@ -106,6 +124,62 @@ def _pod_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
+def _go_map(labels: Mapping[str, Any]) -> str:
+    """A ``map[string]string`` as Go's ``%#v`` prints it (keys sorted)."""
+    inner = ", ".join(
+        f"{json.dumps(str(k))}:{json.dumps(str(v))}" for k, v in sorted(labels.items())
+    )
+    return "map[string]string{" + inner + "}"
+
+
+def _replication_controller_causes(obj: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateReplicationControllerSpec`` on the fields a client gets wrong."""
+    spec = obj.get("spec") or {}
+    causes: list[Cause] = []
+    for key in ("replicas", "minReadySeconds"):
+        value = spec.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {value}: must be greater than or equal to 0",
+                    f"spec.{key}",
+                )
+            )
+    selector = spec.get("selector") or {}
+    if not selector:
+        causes.append(Cause("FieldValueRequired", "Required value", "spec.selector"))
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        causes.append(Cause("FieldValueRequired", "Required value", "spec.template"))
+        return causes
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    comparable = isinstance(selector, Mapping) and isinstance(labels, Mapping)
+    if comparable and selector and any(labels.get(k) != v for k, v in selector.items()):
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                f"Invalid value: {_go_map(labels)}: selector does not match template labels",
+                "spec.template.metadata.labels",
+            )
+        )
+    tspec = template.get("spec") or {}
+    policy = tspec.get("restartPolicy")
+    if policy not in (None, "Always"):
+        causes.append(
+            Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Always"',
+                "spec.template.spec.restartPolicy",
+            )
+        )
+    if not tspec.get("containers"):
+        causes.append(
+            Cause("FieldValueRequired", "Required value", "spec.template.spec.containers")
+        )
+    return causes
+
+
 def _is_type_error(exc: InvalidObject) -> bool:
     return exc.detail.startswith(("must be", "expected a mapping"))
 
@@ -117,8 +191,33 @@ def _decode_error(rt: ResourceType, exc: InvalidObject) -> StatusError:
     )
 
 
-def decode_check(rt: ResourceType, obj: Mapping[str, Any]) -> None:
-    """The decoding step: a field of the wrong JSON type is a 400, before admission runs."""
+def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Time fields of a state-file object, stored as the apiserver would have stored them.
+
+    A bad value is a 400 whose cause names the field, so the state loader can say where.
+    """
+    try:
+        normalize_times(rt.kind, obj)
+    except TimeParseError as exc:
+        raise StatusError(
+            400,
+            "BadRequest",
+            f"{exc.path}: {exc}",
+            causes=(Cause("FieldValueInvalid", str(exc), exc.path),),
+        ) from None
+
+
+def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """The decoding step: a field of the wrong JSON type is a 400, before admission runs.
+
+    Time fields are re-encoded here as the Go types would (``kubesim.apiserver.timefields``).
+    """
+    try:
+        normalize_times(rt.kind, obj)
+    except TimeParseError as exc:
+        raise bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
+        ) from None
     typed = _TYPED.get(rt.kind)
     if typed is None:
         return
@@ -129,10 +228,29 @@ def decode_check(rt: ResourceType, obj: Mapping[str, Any]) -> None:
             raise _decode_error(rt, exc) from None
 
 
-def validate(rt: ResourceType, obj: Mapping[str, Any]) -> None:
-    """Raise the 400/422 kube-apiserver gives for ``obj``; return quietly when valid."""
+def validate(
+    rt: ResourceType,
+    obj: Mapping[str, Any],
+    *,
+    request_group: str | None = None,
+    old: Mapping[str, Any] | None = None,
+) -> None:
+    """Raise the 400/422 kube-apiserver gives for ``obj``; return quietly when valid.
+
+    ``rt`` is the storage type; ``request_group`` the group the client wrote through (events
+    are validated more strictly through ``events.k8s.io``), ``old`` the stored object on update.
+    """
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")
+    if rt.kind == "Event":
+        group = rt.group if request_group is None else request_group
+        event_causes = (
+            validate_event_create(obj, group=group)
+            if old is None
+            else validate_event_update(obj, old, group=group)
+        )
+        if event_causes:
+            raise invalid(rt.kind, group, name, event_causes)
     typed = _TYPED.get(rt.kind)
     if typed is not None:
         try:
@@ -145,6 +263,8 @@ def validate(rt: ResourceType, obj: Mapping[str, Any]) -> None:
     causes = _meta_causes(rt, obj)
     if rt.kind == "Pod":
         causes.extend(_pod_causes(obj))
+    if rt.kind == "ReplicationController":
+        causes.extend(_replication_controller_causes(obj))
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
 
@@ -235,6 +355,9 @@ def _default_containers(containers: Any) -> None:
         c.setdefault("resources", {})
         if isinstance(c.get("image"), str):
             c.setdefault("imagePullPolicy", _image_pull_policy(c["image"]))
+        for port in c.get("ports") or []:
+            if isinstance(port, dict) and not port.get("protocol"):
+                port["protocol"] = "TCP"  # SetDefaults_ContainerPort
 
 
 _DEFAULT_TOLERATIONS: Final = (
@@ -274,6 +397,83 @@ def _default_pod_spec(spec: dict[str, Any], *, tolerations: bool) -> None:
         spec["tolerations"] = tols
 
 
+def _default_deployment_strategy(spec: dict[str, Any]) -> None:
+    """``SetDefaults_Deployment``: kubectl sends ``strategy: {}``, which is defaulted inside."""
+    strategy = spec.get("strategy")
+    if not isinstance(strategy, dict):
+        strategy = {}
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.get("rollingUpdate")
+        if not isinstance(rolling, dict):
+            rolling = {}
+        rolling.setdefault("maxUnavailable", "25%")
+        rolling.setdefault("maxSurge", "25%")
+        strategy["rollingUpdate"] = rolling
+    spec["strategy"] = strategy
+
+
+JOB_NAME_LABELS: Final = ("job-name", "batch.kubernetes.io/job-name")
+CONTROLLER_UID_LABELS: Final = ("controller-uid", "batch.kubernetes.io/controller-uid")
+
+
+def _default_job(obj: dict[str, Any], spec: dict[str, Any]) -> None:
+    """``SetDefaults_Job`` and the job strategy's ``generateSelector`` (unless manualSelector)."""
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    if not spec.get("podFailurePolicy"):
+        spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    meta = obj.get("metadata") or {}
+    template = spec.get("template")
+    if spec.get("manualSelector") is True or not isinstance(template, dict):
+        return
+    tmeta = template.get("metadata")
+    if not isinstance(tmeta, dict):
+        tmeta = template["metadata"] = {}
+    labels = tmeta.get("labels")
+    if not isinstance(labels, dict):
+        labels = tmeta["labels"] = {}
+    for key in JOB_NAME_LABELS:
+        labels.setdefault(key, str(meta.get("name") or ""))
+    for key in CONTROLLER_UID_LABELS:
+        labels.setdefault(key, str(meta.get("uid") or ""))
+    selector = spec.get("selector")
+    if not isinstance(selector, dict):
+        selector = spec["selector"] = {}
+    match = selector.get("matchLabels")
+    if not isinstance(match, dict):
+        match = selector["matchLabels"] = {}
+    match.setdefault(CONTROLLER_UID_LABELS[1], str(meta.get("uid") or ""))
+    if isinstance(meta, dict) and not meta.get("labels"):
+        # SetDefaults_Job copies the template's labels when the Job has none.
+        meta["labels"] = dict(labels)
+
+
+def _default_replication_controller(obj: dict[str, Any], spec: dict[str, Any]) -> None:
+    """``SetDefaults_ReplicationController``: selector and labels from the template's labels."""
+    template = spec.get("template")
+    labels = None
+    if isinstance(template, dict):
+        if isinstance(template.get("spec"), dict):
+            _default_pod_spec(template["spec"], tolerations=False)
+        tmeta = template.get("metadata")
+        if isinstance(tmeta, dict) and isinstance(tmeta.get("labels"), dict):
+            labels = tmeta["labels"]
+    if labels is not None:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = obj.setdefault("metadata", {})
+        if isinstance(meta, dict) and not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+
+
 def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
     """The ``SetDefaults_*`` functions kube runs on create, for the fields clients read."""
     spec = obj.get("spec")
@@ -288,15 +488,13 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
         if rt.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
             spec.setdefault("replicas", 1)
         if rt.kind == "Deployment":
-            spec.setdefault(
-                "strategy",
-                {
-                    "type": "RollingUpdate",
-                    "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
-                },
-            )
+            _default_deployment_strategy(spec)
             spec.setdefault("revisionHistoryLimit", 10)
             spec.setdefault("progressDeadlineSeconds", 600)
+        if rt.kind == "Job":
+            _default_job(obj, spec)
+    elif rt.kind == "ReplicationController" and isinstance(spec, dict):
+        _default_replication_controller(obj, spec)
     elif rt.kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
         obj.setdefault("value", 0)

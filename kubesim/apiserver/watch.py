@@ -13,9 +13,13 @@ events (``watch.Event`` through the JSON serializer's framer):
 * label and field selectors are applied to the old and new state of each change, so an object
   that stops matching is seen as ``DELETED`` and one that starts matching as ``ADDED``
   (``cacheWatcher.convertToWatchEvent``);
-* ``allowWatchBookmarks=true``: periodic ``BOOKMARK`` events carrying only the current
-  resourceVersion; with ``sendInitialEvents=true`` the initial ADDED events end with a bookmark
-  annotated ``k8s.io/initial-events-end: "true"`` (the WatchList protocol);
+* ``allowWatchBookmarks=true``: ``BOOKMARK`` events carrying only the current
+  resourceVersion, every ``bookmark_interval`` (the watch cache's minute) and once 2 s before
+  the watch's deadline (``cacheWatcher.nextBookmarkTime``), so a client that re-watches after
+  the timeout starts from the newest resourceVersion instead of replaying or hitting a 410 — no
+  pre-timeout bookmark when the whole watch is shorter than those 2 s; with
+  ``sendInitialEvents=true`` the initial ADDED events end with a bookmark annotated
+  ``k8s.io/initial-events-end: "true"`` (the WatchList protocol);
 * ``timeoutSeconds`` ends the stream cleanly; without it the server's own request timeout
   (30 minutes here, as ``--min-request-timeout``) applies.
 """
@@ -37,6 +41,7 @@ from scheduler.labels import FieldRequirement, LabelSelector
 __all__ = ["DEFAULT_TIMEOUT", "WatchRequest", "watch_stream"]
 
 DEFAULT_TIMEOUT: Final = 1800.0
+PRE_TIMEOUT_BOOKMARK: Final = 2.0  # seconds before the watch's deadline
 BOOKMARK: Final = "BOOKMARK"
 ERROR: Final = "ERROR"
 
@@ -140,17 +145,26 @@ async def watch_stream(rest: Rest, req: WatchRequest) -> AsyncGenerator[bytes, N
                     yield line
                 last_rv = ev.rv
         deadline = time.monotonic() + req.timeout
-        next_bookmark = time.monotonic() + req.bookmark_interval
+
+        def next_bookmark_time(now: float) -> float | None:
+            # cacheWatcher.nextBookmarkTime: every interval, and PRE_TIMEOUT before the end
+            due = min(now + req.bookmark_interval, deadline - PRE_TIMEOUT_BOOKMARK)
+            return None if due < now else due
+
+        next_bookmark = next_bookmark_time(time.monotonic()) if req.allow_bookmarks else None
         while True:
             now = time.monotonic()
             if now >= deadline:
                 return
             wait = deadline - now
-            if req.allow_bookmarks:
-                if now >= next_bookmark and sub.queue.empty():
-                    yield bookmark(max(last_rv, store.resource_version))
-                    next_bookmark = now + req.bookmark_interval
-                wait = min(wait, max(0.0, next_bookmark - now))
+            if next_bookmark is not None:
+                if now >= next_bookmark:
+                    # Never ahead of changes still queued for this watcher.
+                    rv = max(last_rv, store.resource_version) if sub.queue.empty() else last_rv
+                    yield bookmark(rv)
+                    next_bookmark = next_bookmark_time(now)
+                    continue
+                wait = min(wait, next_bookmark - now)
             try:
                 ev = await asyncio.wait_for(sub.queue.get(), timeout=wait)
             except TimeoutError:

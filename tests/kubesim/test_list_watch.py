@@ -268,7 +268,7 @@ async def test_watch_bookmarks_and_initial_events(sim: Simulator) -> None:
     events = await _collect(
         sim,
         "/api/v1/namespaces/default/pods?watch=1&allowWatchBookmarks=true"
-        "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=2",
+        "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=3",
         4,
     )
     assert [e["type"] for e in events] == ["ADDED", "ADDED", "BOOKMARK", "BOOKMARK"]
