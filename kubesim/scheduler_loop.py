@@ -71,13 +71,13 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kubesim.apiserver.binding import BindingREST, set_pod_condition
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import ADDED, DELETED, Event, Subscription, clone
+from kubesim.apiserver.timefields import format_micro_time
 from scheduler.apierrors import AdmissionError
 from scheduler.filters import default_framework
 from scheduler.framework import Code, Framework, fit_error_message
@@ -115,7 +115,6 @@ __all__ = [
     "Decision",
     "SchedulerLoop",
     "find_scheduler_loop",
-    "micro_time",
     "node_update_events",
     "status_update",
 ]
@@ -134,11 +133,6 @@ LIST_SLICE: Final = 500  # objects applied between yields while the first list i
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 REASON_UNSCHEDULABLE: Final = "Unschedulable"
 REASON_SCHEDULER_ERROR: Final = "SchedulerError"
-
-
-def micro_time(seconds: float) -> str:
-    """``metav1.MicroTime``: RFC 3339 in UTC with exactly six fractional digits."""
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _truncate(message: str) -> str:
@@ -912,7 +906,7 @@ class SchedulerLoop:
                 "name": f"{meta.get('name', '')}.{self._event_stamp():x}",
                 "namespace": namespace,
             },
-            "eventTime": micro_time(now),
+            "eventTime": format_micro_time(now),
             "reportingController": self.scheduler_name,
             "reportingInstance": REPORTING_INSTANCE,
             "action": action,

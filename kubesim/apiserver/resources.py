@@ -215,6 +215,7 @@ def _build() -> list[ResourceType]:
             short_names=("po",),
             categories=_WORKLOAD_CATEGORIES,
             subresources=(
+                Subresource("binding", "Binding", ("create",)),
                 Subresource("eviction", "Eviction", ("create",), "policy", "v1"),
                 _status("Pod"),
             ),

@@ -42,17 +42,17 @@ def _pod_subresources_aggregated(doc: dict[str, object]) -> list[str]:
 async def test_hidden_from_both_discovery_forms(no_eviction: Simulator) -> None:
     code, _, legacy = await raw(no_eviction, "GET", "/api/v1")
     assert code == 200
-    assert _pod_subresources_legacy(legacy) == ["pods/status"]
+    assert _pod_subresources_legacy(legacy) == ["pods/binding", "pods/status"]
     code, _, agg = await raw(no_eviction, "GET", "/api", accept=AGGREGATED_V2)
     assert code == 200
-    assert _pod_subresources_aggregated(agg) == ["status"]
+    assert _pod_subresources_aggregated(agg) == ["binding", "status"]
 
 
 async def test_shown_by_default(sim: Simulator) -> None:
     _, _, legacy = await raw(sim, "GET", "/api/v1")
-    assert _pod_subresources_legacy(legacy) == ["pods/eviction", "pods/status"]
+    assert _pod_subresources_legacy(legacy) == ["pods/binding", "pods/eviction", "pods/status"]
     _, _, agg = await raw(sim, "GET", "/api", accept=AGGREGATED_V2)
-    assert _pod_subresources_aggregated(agg) == ["eviction", "status"]
+    assert _pod_subresources_aggregated(agg) == ["binding", "eviction", "status"]
 
 
 async def test_hidden_endpoint_is_404_and_delete_still_works(no_eviction: Simulator) -> None:
