@@ -161,7 +161,7 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[Any
         loader.duplicates[id(data)] = (data, dups)
 
 
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)  # type: ignore[arg-type]
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +203,7 @@ def load_documents(text: str, *, source: str = "") -> list[Document]:
     loader = _Loader(text, source or "<text>")
     raw: list[Any] = []
     try:
-        while loader.check_data():
+        while loader.check_data():  # type: ignore[no-untyped-call]
             raw.append(loader.get_data())
     except yaml.YAMLError as exc:
         raise ManifestError(
@@ -278,7 +278,7 @@ def _schema() -> dict[str, Any]:
 
 def known_kinds() -> frozenset[tuple[str, str]]:
     """(apiVersion, kind) of every kind the schema covers."""
-    return frozenset(tuple(k.rsplit("/", 1)) for k in _schema()["kinds"])  # type: ignore[misc]
+    return frozenset((k.rsplit("/", 1)[0], k.rsplit("/", 1)[1]) for k in _schema()["kinds"])
 
 
 @dataclass(slots=True)
