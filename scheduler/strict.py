@@ -42,10 +42,14 @@ __all__ = [
     "Validation",
     "check_object",
     "decode_json",
+    "describe",
     "known_kinds",
     "load_documents",
+    "model_for",
     "parse_validation",
+    "parse_yaml",
     "read_text",
+    "strict_message",
     "validate_document",
 ]
 
@@ -198,8 +202,10 @@ def describe(manifest: Mapping[str, Any]) -> str:
     return f'{kind} "{ns}/{name}"' if isinstance(ns, str) and ns else f'{kind} "{name}"'
 
 
-def load_documents(text: str, *, source: str = "") -> list[Document]:
-    """The manifests of a YAML (or JSON) stream, ``kind: List`` flattened, empty ones skipped."""
+def parse_yaml(
+    text: str, *, source: str = ""
+) -> tuple[list[Any], dict[int, tuple[dict[Any, Any], list[str]]]]:
+    """The documents of a YAML stream (``None`` for empty ones) and their duplicate keys."""
     loader = _Loader(text, source or "<text>")
     raw: list[Any] = []
     try:
@@ -215,6 +221,12 @@ def load_documents(text: str, *, source: str = "") -> list[Document]:
         ) from None
     finally:
         loader.dispose()
+    return raw, loader.duplicates
+
+
+def load_documents(text: str, *, source: str = "") -> list[Document]:
+    """The manifests of a YAML (or JSON) stream, ``kind: List`` flattened, empty ones skipped."""
+    raw, duplicates = parse_yaml(text, source=source)
     out: list[Document] = []
 
     def add(doc: object, n: int, item: str) -> None:
@@ -231,7 +243,7 @@ def load_documents(text: str, *, source: str = "") -> list[Document]:
             for i, element in enumerate(items):
                 add(element, n, f"{item}items[{i}]")
             return
-        out.append(Document(doc, source, n, item, loader.duplicates))
+        out.append(Document(doc, source, n, item, duplicates))
 
     for n, doc in enumerate(raw, 1):
         if doc is not None:
