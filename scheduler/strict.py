@@ -206,9 +206,10 @@ def parse_yaml(
     text: str, *, source: str = ""
 ) -> tuple[list[Any], dict[int, tuple[dict[Any, Any], list[str]]]]:
     """The documents of a YAML stream (``None`` for empty ones) and their duplicate keys."""
-    loader = _Loader(text, source or "<text>")
     raw: list[Any] = []
+    loader: _Loader | None = None
     try:
+        loader = _Loader(text, source or "<text>")
         while loader.check_data():  # type: ignore[no-untyped-call]
             raw.append(loader.get_data())
     except yaml.YAMLError as exc:
@@ -220,7 +221,8 @@ def parse_yaml(
             "invalid YAML: nested too deeply", source=source, document=len(raw) + 1
         ) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return raw, loader.duplicates
 
 
@@ -252,6 +254,8 @@ def load_documents(text: str, *, source: str = "") -> list[Document]:
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.reader.ReaderError):
+        return f"character #x{exc.character:04x} at offset {exc.position}: {exc.reason}"
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         what = exc.problem or exc.context or "syntax error"
