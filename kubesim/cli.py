@@ -274,14 +274,17 @@ def _background(args: list[str], *, log_file: str | None, timeout: float) -> int
         os.close(write_end)
         raise Failure(f"cannot start kubesim: {exc.strerror or exc}") from None
     os.close(write_end)
-    message = _read_ready(read_end, timeout)
+    message, closed = _read_ready(read_end, timeout)
     if not message:
-        if proc.poll() is None:
+        code: int | None = None
+        if closed:  # the server exited (or is exiting) before it was ready
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = proc.wait(10)
+        if code is None:
             proc.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(5)
             raise Failure(f"kubesim did not answer within {timeout:g}s; see its log {log_file}")
-        code = proc.wait()
         last = _last_line(log_file)
         click.echo(last or f"kubesim exited with status {code}; see its log {log_file}", err=True)
         return code if code in (1, 2) else 1
@@ -293,7 +296,8 @@ def _background(args: list[str], *, log_file: str | None, timeout: float) -> int
     return 0
 
 
-def _read_ready(fd: int, timeout: float) -> str:
+def _read_ready(fd: int, timeout: float) -> tuple[str, bool]:
+    """What the server wrote on its readiness pipe, and whether the pipe was closed."""
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     try:
@@ -303,9 +307,9 @@ def _read_ready(fd: int, timeout: float) -> str:
                 break
             data = os.read(fd, 4096)
             if not data:
-                return b"".join(chunks).decode()
+                return b"".join(chunks).decode(), True
             chunks.append(data)
-        return ""
+        return "", False
     finally:
         os.close(fd)
 

@@ -303,6 +303,13 @@ class Problems:
 
     type_error: str | None = None
     strict: list[str] = field(default_factory=list)
+    # (mapping, key) of each unknown field, for a server that drops them (Warn, Ignore).
+    unknown: list[tuple[dict[Any, Any], Any]] = field(default_factory=list)
+
+    def drop_unknown(self) -> None:
+        """Remove the unknown fields from the checked object, as decoding into a struct does."""
+        for parent, key in self.unknown:
+            parent.pop(key, None)
 
 
 _LIST = re.compile(r"list\[(.+)\]")
@@ -437,6 +444,8 @@ class _Walk:
             field_type = fields.get(key) if isinstance(key, str) else None
             if field_type is None:
                 self.problems.strict.append(f'unknown field "{sub}"')
+                if isinstance(value, dict):
+                    self.problems.unknown.append((value, key))
                 self.any(item, sub)
             else:
                 self.value(item, field_type, struct, sub)

@@ -11,6 +11,9 @@ kube-apiserver decodes create/update/patch bodies strictly and, per the request'
   kubectl prints as ``Warning: unknown field "spec.foo"``;
 * ``Ignore``: unknown fields are dropped silently.
 
+In every mode an accepted object is stored without its unknown fields, as decoding into the
+Go struct loses them.
+
 The schema and the wording are shared with the manifest loaders (``scheduler.strict``).
 Patches are checked as the partial objects they are (merge and strategic merge patches;
 ``$``-directives are not fields); JSON patches are not checked. Kinds the schema does not
@@ -31,7 +34,11 @@ from scheduler.strict import ManifestError, check_object, model_for, strict_mess
 __all__ = ["DIRECTIVES", "add_warning_headers", "check_body", "directive"]
 
 DIRECTIVES: Final = ("Ignore", "Strict", "Warn")
-_REQUEST_KEY: Final = "kubesim.field_warnings"
+_REQUEST_KEY: Any = (
+    web.RequestKey("kubesim.field_warnings", list)
+    if hasattr(web, "RequestKey")  # aiohttp >= 3.13
+    else "kubesim.field_warnings"
+)
 
 
 def directive(query: Mapping[str, str], *, options_kind: str) -> str:
@@ -65,19 +72,22 @@ def check_body(
     """Apply the request's ``fieldValidation`` to a decoded body (raise, or note warnings)."""
     mode = directive(request.query, options_kind=options_kind)
     model = model_for(rt.api_version, rt.kind)
-    if mode == "Ignore" or model is None or not isinstance(data, Mapping):
+    if model is None or not isinstance(data, Mapping):
         return
     try:
-        problems = check_object(data, model=model, duplicates=duplicates).strict
+        found = check_object(data, model=model, duplicates=duplicates)
     except ManifestError as exc:
         raise bad_request(exc.detail) from None
+    problems = found.strict
     if patch:
         problems = [p for p in problems if '"$' not in p and ".$" not in p]
-    if not problems:
-        return
-    if mode == "Strict":
+        found.unknown = [(m, k) for m, k in found.unknown if not str(k).startswith("$")]
+    if mode == "Strict" and problems:
         raise bad_request(strict_message(problems))
-    request[_REQUEST_KEY] = problems
+    # Decoding into Go structs drops what the structs do not have.
+    found.drop_unknown()
+    if mode == "Warn" and problems:
+        request[_REQUEST_KEY] = problems
 
 
 async def add_warning_headers(request: web.Request, response: web.StreamResponse) -> None:
