@@ -46,6 +46,7 @@ from scheduler.strict import (
     ManifestError,
     Validation,
     describe,
+    drop_nulls,
     load_documents,
     model_for,
     read_text,
@@ -134,7 +135,7 @@ def load_state(
                     raise StateError.from_manifest_error(exc) from None
                 if warnings is not None:
                     warnings.extend(found)
-            out.append((doc.source, doc.document, rt, dict(manifest)))
+            out.append((doc.source, doc.document, rt, drop_nulls(manifest)))
     return out
 
 

@@ -43,6 +43,7 @@ from scheduler.strict import (
     ManifestError,
     Validation,
     load_documents,
+    model_for,
     read_text,
     validate_document,
 )
@@ -1210,13 +1211,13 @@ def load_manifests(
     """Manifests from a path or YAML text: multi-document, ``kind: List`` flattened.
 
     A ``str`` that names an existing file is read from disk; anything else is YAML text.
-    With ``validation`` other than ``ignore``, each manifest is strictly decoded first
-    (``scheduler.strict``): unknown kinds and fields fail, or are passed to ``on_warning``.
+    Each manifest is decoded as ``scheduler.strict`` does at the ``validation`` level: by
+    default (``ignore``) only a wrong type in a known kind fails; ``strict`` also fails on
+    unknown kinds and fields, ``warn`` passes unknown fields to ``on_warning``.
     """
     out: list[dict[str, Any]] = []
     for doc in _documents(source):
-        if validation != "ignore":
-            _validate(doc, validation, on_warning)
+        _validate(doc, validation, on_warning)
         out.append(doc.manifest)
     return out
 
@@ -1224,6 +1225,13 @@ def load_manifests(
 def _validate(
     doc: Document, validation: Validation, on_warning: Callable[[str], None] | None
 ) -> None:
+    # Lenient loading skips kinds it has no schema for (say, custom resources), but a wrong
+    # type fails at every level, as it does on kube-apiserver.
+    if (
+        validation == "ignore"
+        and model_for(doc.manifest.get("apiVersion"), doc.manifest.get("kind")) is None
+    ):
+        return
     try:
         warnings = validate_document(doc, validation=validation)
     except ManifestError as exc:
@@ -1251,8 +1259,7 @@ def load_objects(
     objects: list[KubeObject] = []
     for doc in _documents(source):
         manifest = doc.manifest
-        if validation != "ignore":
-            _validate(doc, validation, on_warning)
+        _validate(doc, validation, on_warning)
         if ignore_unknown and manifest.get("kind") not in _KINDS:
             continue
         try:

@@ -43,6 +43,7 @@ __all__ = [
     "check_object",
     "decode_json",
     "describe",
+    "drop_nulls",
     "known_kinds",
     "load_documents",
     "model_for",
@@ -488,6 +489,16 @@ def check_object(
     except RecursionError:
         raise ManifestError("nested too deeply") from None
     return walk.problems
+
+
+def drop_nulls(value: Any) -> Any:
+    """A copy without ``null`` mapping values: decoding ``null`` into a Go field leaves it
+    unset, so ``metadata: null`` or ``spec: null`` mean the field is absent."""
+    if isinstance(value, dict):
+        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_nulls(v) for v in value]
+    return value
 
 
 def strict_message(problems: list[str]) -> str:
