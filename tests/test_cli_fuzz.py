@@ -5,8 +5,8 @@ Mutations of the bundled examples:
 * a field renamed (where the schema names fields, not in free-form maps) → exit 2, the message
   names the file and says ``unknown field``;
 * a value replaced by one of an incompatible JSON type → exit 2 at every ``--validate`` level;
-* the text truncated anywhere, a value nulled or emptied, or random bytes → exit 0 or 2, never a traceback, and a
-  failure names the file.
+* the text truncated anywhere, a value nulled or emptied, or random bytes → exit 0 or 2,
+  never a traceback, and a failure names the file.
 
 The CLIs run in process through their ``main`` (what the console scripts call) so that
 hypothesis can afford hundreds of examples; ``tests/test_cli_errors.py`` runs the real
