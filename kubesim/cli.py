@@ -166,6 +166,10 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     Prints "kubesim: serving on URL" and "kubesim: kubeconfig PATH" once the port answers.
     Use it with KUBECONFIG=PATH kubectl ….
     """
+    # Absolute, so that the printed paths work from any directory.
+    kubeconfig_out, pid_file, log_file = (
+        os.path.abspath(p) if p else None for p in (kubeconfig_out, pid_file, log_file)
+    )
     _directory_of(kubeconfig_out, "--kubeconfig-out")
     _directory_of(pid_file, "--pid-file")
     _directory_of(log_file, "--log-file")
