@@ -12,6 +12,13 @@ the kubelet and the disruption controller (``kubesim.controllers.disruption``; `
 freezes a budget's status), and applies the fault file through ``kubesim.faults.injection``
 (faults given here start with the server, ``add_faults`` and ``POST /_kubesim/faults`` add
 more while it runs).
+
+State manifests are decoded as kube-apiserver decodes a create with ``fieldValidation``
+(``scheduler.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
+would otherwise be stored and ignored, and the test would run against a different cluster
+than the file says. Errors name the file, document, object and field. ``null`` fields count
+as unset, as in Go. The kubeconfig is written once the port accepts connections and removed
+by ``stop`` (if it still names this server), so it is a readiness signal for scripts.
 """
 
 from __future__ import annotations
