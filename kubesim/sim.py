@@ -95,7 +95,7 @@ class StateError(ValueError):
 def _documents(source: StateSource) -> list[Document]:
     try:
         if isinstance(source, Mapping):
-            return [Document(dict(source), "", 1)]
+            return [Document(clone(dict(source)), "", 1)]  # never touch the caller's
         if isinstance(source, Path) or ("\n" not in str(source) and Path(str(source)).exists()):
             return load_documents(read_text(source), source=str(source))
         return load_documents(str(source), source="<text>")
@@ -137,7 +137,7 @@ def load_state(
                 raise fail("kind", f'no matches for kind "{kind}" in version "{api_version}"')
             if model_for(api_version, kind) is not None:
                 try:
-                    found = validate_document(doc, validation=validation)
+                    found = validate_document(doc, validation=validation, drop_unknown=True)
                 except ManifestError as exc:
                     raise StateError.from_manifest_error(exc) from None
                 if warnings is not None:

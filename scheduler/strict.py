@@ -506,17 +506,25 @@ def strict_message(problems: list[str]) -> str:
     return "strict decoding error: " + ", ".join(problems)
 
 
-def validate_document(doc: Document, *, validation: Validation = "strict") -> list[str]:
-    """Check one document; raise ``ManifestError`` or return the warnings to show (``warn``)."""
+def validate_document(
+    doc: Document, *, validation: Validation = "strict", drop_unknown: bool = False
+) -> list[str]:
+    """Check one document; raise ``ManifestError`` or return the warnings to show (``warn``).
+
+    With ``drop_unknown``, unknown fields of an accepted document are removed from its
+    manifest, as the API server does when decoding.
+    """
     try:
         problems = check_object(doc.manifest, duplicates=doc.duplicates)
     except ManifestError as exc:
         raise doc.error(exc.detail) from None
     if problems.type_error is not None:
         raise doc.error(problems.type_error)
+    if problems.strict and validation == "strict":
+        raise doc.error(strict_message(problems.strict))
+    if drop_unknown:
+        problems.drop_unknown()
     if not problems.strict or validation == "ignore":
         return []
-    if validation == "strict":
-        raise doc.error(strict_message(problems.strict))
     prefix = str(doc.error(""))[:-2]
     return [f"{prefix}: {p}" for p in problems.strict]

@@ -399,3 +399,26 @@ def test_wait_times_out_with_exit_1_and_rejects_garbage(
     garbage.write_text("- just\n- a list\n")
     assert main(["wait", str(garbage)]) == 2
     assert _one_line(capsys.readouterr().err) == f"Error: {garbage}: not a kubeconfig"
+
+
+def test_simulator_state_validation_levels() -> None:
+    from kubesim.sim import Simulator, StateError
+
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n", "labelz": {"a": "b"}},
+        "spec": {"unschedulable": True},
+    }
+    with pytest.raises(
+        StateError, match=r'strict decoding error: unknown field "metadata\.labelz"'
+    ):
+        Simulator(state=node)
+    sim = Simulator(state=node, validation="warn")
+    assert sim.state_warnings == ['document 1: Node "n": unknown field "metadata.labelz"']
+    stored = sim.get("Node", None, "n")
+    assert stored is not None
+    assert "labelz" not in stored["metadata"]  # dropped, as the API server drops it
+    assert stored["spec"]["unschedulable"] is True
+    assert node["metadata"]["labelz"] == {"a": "b"}  # the caller's manifest is untouched
+    assert Simulator(state=node, validation="ignore").state_warnings == []
