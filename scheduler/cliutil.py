@@ -63,9 +63,10 @@ class Failure(click.ClickException):
     exit_code = EXIT_FAILURE
 
 
-def _debug_flag(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
-    # ``run`` already looks for the flag before parsing; this only documents it.
-    return value
+# click >= 8.2 raises this for a group called without a command; 8.1 prints the help itself.
+_NO_ARGS_IS_HELP: type[click.UsageError] | None = getattr(
+    click.exceptions, "NoArgsIsHelpError", None
+)
 
 
 def common_options(prog_name: str) -> Callable[[F], F]:
@@ -77,7 +78,7 @@ def common_options(prog_name: str) -> Callable[[F], F]:
             is_flag=True,
             expose_value=False,
             is_eager=True,
-            callback=_debug_flag,
+            # ``run`` looks for the flag before parsing, so it also covers parse errors.
             help="Show the full traceback of an error (for bug reports).",
         )(f)
         f = click.version_option(
@@ -109,6 +110,10 @@ def run(command: click.Command, argv: Sequence[str] | None, *, prog_name: str) -
         click.echo("Interrupted.", err=True)
         return EXIT_INTERRUPTED
     except click.UsageError as exc:
+        if _NO_ARGS_IS_HELP is not None and isinstance(exc, _NO_ARGS_IS_HELP):
+            # A bare group name: the help is the most useful answer, still a usage error.
+            click.echo(exc.format_message(), err=True)
+            return EXIT_USAGE
         if debug:
             traceback.print_exc()
         where = exc.ctx.command_path if exc.ctx is not None else prog_name

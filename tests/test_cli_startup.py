@@ -74,3 +74,14 @@ def test_stub_commands_refuse_to_run_in_one_line(alias: str, prog: str) -> None:
     assert done.stderr == (
         f"Error: {prog} is not available yet in this version (see '{prog} --help')\n"
     )
+
+
+@pytest.mark.parametrize("alias", ["scheduler", "kubesim"])
+def test_a_bare_group_prints_its_help_as_a_usage_error(alias: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", alias], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("Usage: ")
+    assert "Commands:" in done.stderr
+    assert "Traceback" not in done.stderr
