@@ -2,7 +2,7 @@
 
 ``simulate`` loads a cluster from manifests, runs the scheduling cycle for its pending pods
 (see ``scheduler.simulate``) and prints each decision with its explanation, as a table or as
-JSON. This module is the only place in ``scheduler`` that reads files or prints.
+JSON. This module is the only place in ``scheduler`` that prints.
 
 Manifests are decoded strictly, as kube-apiserver does with ``fieldValidation=Strict``
 (``scheduler.strict``): a misspelled field (``requets:``) or kind (``Nod``) would otherwise be
@@ -40,7 +40,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 VALIDATE_HELP: Final = (
     "How to treat unknown or duplicate fields in manifests, as kubectl: strict (or true) "
     "rejects them, warn reports them, ignore (or false) drops them (manifests from a newer "
-    "Kubernetes). Unknown kinds and wrong types are always errors."
+    "Kubernetes, skipping kinds it has no schema for). Wrong types are always errors."
 )
 
 

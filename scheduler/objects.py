@@ -1190,7 +1190,12 @@ class InvalidManifest(InvalidObject):
 
 
 def _documents(source: str | Path) -> list[Document]:
-    if isinstance(source, Path) or ("\n" not in source and Path(source).is_file()):
+    # A one-line str is a path when it names a file or looks like a manifest's file name
+    # (then a missing file is reported as such, not parsed as the YAML scalar it also is).
+    if isinstance(source, Path) or (
+        "\n" not in source
+        and (Path(source).is_file() or source.endswith((".yaml", ".yml", ".json")))
+    ):
         name = str(source)
         try:
             return load_documents(read_text(source), source=name)

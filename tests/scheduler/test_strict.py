@@ -274,3 +274,9 @@ def test_any_bytes_either_load_or_raise_one_error(data: bytes) -> None:
     except ManifestError as exc:
         assert str(exc).startswith("x.yaml: ")
         assert "\n" not in exc.detail or exc.detail.startswith("invalid YAML")
+
+
+def test_a_missing_manifest_path_is_reported_as_missing() -> None:
+    with pytest.raises(InvalidObject) as err:
+        load_objects("no/such/cluster.yaml")
+    assert str(err.value) == "no/such/cluster.yaml: cannot read: No such file or directory"
