@@ -85,3 +85,20 @@ def test_a_bare_group_prints_its_help_as_a_usage_error(alias: str) -> None:
     assert done.stderr.startswith("Usage: ")
     assert "Commands:" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_simulate_and_the_simulator_need_no_api_client() -> None:
+    code = (
+        "import contextlib, io, sys\n"
+        "from scheduler.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['simulate', 'examples/preemption.yaml']) == 0\n"
+        "from kubesim.sim import Simulator\n"
+        "Simulator(state='examples/kubesim-state.yaml')\n"
+        "print([m for m in ('kubernetes_asyncio', 'kubernetes') if m in sys.modules])\n"
+    )
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    assert done.stdout.strip() == "[]"
