@@ -1,83 +1,373 @@
-"""``kubesim serve``: run the embedded API server from the command line.
+"""``kubesim``: run the embedded API server from the command line.
 
-Bad ``--state`` or ``--faults`` files are reported (file, document, field) and the command exits
-with status 2 before anything is served, like a usage error. Otherwise it prints the URL and
-the kubeconfig path, and serves until SIGINT or SIGTERM.
+``kubesim serve`` loads the state and fault files (strictly decoded, like kube-apiserver with
+``fieldValidation=Strict``; ``--validate`` relaxes it as kubectl's flag does), binds, and only
+once the port answers writes the kubeconfig — atomically — and prints the URL and the
+kubeconfig path; it removes the kubeconfig it wrote when it stops (SIGINT or SIGTERM, exit 0).
+A script therefore never reads a kubeconfig whose server is not answering:
+
+* ``kubesim serve --background …`` returns once the server is ready, printing the PID, the
+  kubeconfig and the log file of the detached server;
+* ``kubesim wait KUBECONFIG`` blocks until the server a kubeconfig names answers ``/readyz``.
+
+Bad files or flags exit 2 before anything is served, with one line naming the file, document,
+object and field; a port in use exits 1 (``scheduler.cliutil`` holds the shared conventions).
+The heavy modules (aiohttp, the server) are imported only when a command runs, so ``--help``
+stays instant.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
+import errno
+import os
+import select
 import signal
+import socket
+import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
-from kubesim.faults.file import FaultError, load_faults
-from kubesim.sim import Simulator, StateError
+import click
+
+from scheduler.cli import validate_option
+from scheduler.cliutil import (
+    CONTEXT_SETTINGS,
+    EXIT_CODES,
+    BadInput,
+    Failure,
+    common_options,
+    run,
+)
+from scheduler.strict import Validation
+
+if TYPE_CHECKING:
+    from kubesim.faults.file import FaultSet
+    from kubesim.sim import Simulator
+
+__all__ = ["cli", "main"]
+
+PROG: Final = "kubesim"
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kubesim", description="An embedded kube-apiserver.")
-    sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("serve", help="serve the Kubernetes API until interrupted")
-    s.add_argument(
-        "--state",
-        action="append",
-        default=[],
-        metavar="FILE.yaml",
-        help="manifests to load (repeatable; multi-document or kind: List)",
+@click.group(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
+@common_options(PROG)
+def cli() -> None:
+    """An embedded kube-apiserver for tests and demos; real kubectl works against it."""
+
+
+def _directory_of(path: str | None, option: str) -> None:
+    """Fail early (exit 2) on an output path whose directory is missing."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise BadInput(f"{option} {path}: is a directory")
+    if not target.parent.is_dir():
+        raise BadInput(f"{option} {path}: directory {target.parent} does not exist")
+
+
+def _load_faults(path: str) -> FaultSet:
+    from kubesim.faults.file import FaultError, FaultSet, parse_faults
+    from scheduler.strict import ManifestError, parse_yaml, read_text
+
+    out = FaultSet()
+    try:
+        docs, _ = parse_yaml(read_text(path), source=path)
+        for n, doc in enumerate(docs, 1):
+            if doc is not None:
+                out.extend(parse_faults(doc, source=path, document=n))
+    except ManifestError as exc:
+        raise BadInput(f"bad faults file: {exc}") from None
+    except FaultError as exc:
+        raise BadInput(f"bad faults file: {exc}") from None
+    return out
+
+
+@cli.command(epilog=EXIT_CODES)
+@click.option(
+    "--state",
+    multiple=True,
+    metavar="FILE.yaml",
+    help="Manifests to load before serving, statuses included (repeatable; multi-document "
+    "or kind: List).",
+)
+@click.option(
+    "--faults",
+    metavar="FILE.yaml",
+    help="Fault injection file (see examples/kubesim-faults.yaml).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port to listen on; 0 picks a free one.",
+)
+@click.option(
+    "--kubeconfig-out",
+    metavar="PATH",
+    help="Where to write the kubeconfig (once the port answers; removed on exit). "
+    "Default: a temporary file, printed.",
+)
+@click.option(
+    "--time-scale",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Multiplies every grace period and delay (0.01 = 100x faster).",
+)
+@validate_option()
+@click.option(
+    "--background",
+    is_flag=True,
+    help="Detach: return once the server answers, printing its PID, kubeconfig and log file.",
+)
+@click.option(
+    "--log-file",
+    metavar="PATH",
+    help="With --background: where the server's output goes (default: a temporary file).",
+)
+@click.option(
+    "--pid-file",
+    metavar="PATH",
+    help="Write the server's PID here once it is ready; removed on exit.",
+)
+@click.option(
+    "--ready-timeout",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="With --background: seconds to wait for the server before giving up.",
+)
+@click.option("--ready-fd", type=int, hidden=True)
+def serve(  # noqa: PLR0917 - click passes options positionally
+    state: tuple[str, ...],
+    faults: str | None,
+    host: str,
+    port: int,
+    kubeconfig_out: str | None,
+    time_scale: float,
+    validation: Validation,
+    background: bool,
+    log_file: str | None,
+    pid_file: str | None,
+    ready_timeout: float,
+    ready_fd: int | None,
+) -> int:
+    """Serve the Kubernetes API until interrupted (SIGINT or SIGTERM: exit 0).
+
+    Prints "kubesim: serving on URL" and "kubesim: kubeconfig PATH" once the port answers.
+    Use it with KUBECONFIG=PATH kubectl ….
+    """
+    # Absolute, so that the printed paths work from any directory.
+    kubeconfig_out, pid_file, log_file = (
+        os.path.abspath(p) if p else None for p in (kubeconfig_out, pid_file, log_file)
     )
-    s.add_argument("--faults", metavar="FILE.yaml", help="fault injection file")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    s.add_argument("--kubeconfig-out", metavar="PATH", help="where to write the kubeconfig")
-    s.add_argument(
-        "--time-scale",
-        type=float,
-        default=1.0,
-        help="multiplies every grace period and delay (0.01 = 100x faster)",
-    )
-    return p
+    _directory_of(kubeconfig_out, "--kubeconfig-out")
+    _directory_of(pid_file, "--pid-file")
+    _directory_of(log_file, "--log-file")
+    if background:
+        args = ["serve", "--host", host, "--port", str(port), "--time-scale", str(time_scale)]
+        args += ["--validate", validation]
+        for s in state:
+            args += ["--state", s]
+        if faults:
+            args += ["--faults", faults]
+        if kubeconfig_out:
+            args += ["--kubeconfig-out", kubeconfig_out]
+        if pid_file:
+            args += ["--pid-file", pid_file]
+        return _background(args, log_file=log_file, timeout=ready_timeout)
+    sim = _simulator(state, faults, host, port, kubeconfig_out, time_scale, validation)
+    for warning in sim.state_warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    asyncio.run(_serve(sim, pid_file=pid_file, ready_fd=ready_fd))
+    return 0
 
 
-async def _serve(args: argparse.Namespace, sim: Simulator) -> None:
-    await sim.start()
-    print(f"kubesim: serving on {sim.url}", flush=True)
-    print(f"kubesim: kubeconfig {sim.kubeconfig_path}", flush=True)
+def _simulator(  # noqa: PLR0917
+    state: tuple[str, ...],
+    faults: str | None,
+    host: str,
+    port: int,
+    kubeconfig_out: str | None,
+    time_scale: float,
+    validation: Validation,
+) -> Simulator:
+    from kubesim.sim import Simulator, StateError
+
+    fault_set = _load_faults(faults) if faults else None
+    try:
+        return Simulator(
+            state=[Path(s) for s in state],
+            faults=fault_set,
+            time_scale=time_scale,
+            host=host,
+            port=port,
+            kubeconfig_path=kubeconfig_out,
+            validation=validation,
+        )
+    except StateError as exc:
+        raise BadInput(f"bad state file: {exc}") from None
+
+
+def _listen_error(exc: OSError, host: str, port: int) -> click.ClickException:
+    where = f"{host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        return BadInput(f"--host {host}: cannot resolve: {exc.strerror or exc}")
+    if exc.errno == errno.EADDRINUSE:
+        return Failure(f"cannot listen on {where}: address already in use")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return BadInput(f"--host {host}: not an address of this machine")
+    return Failure(f"cannot listen on {where}: {exc.strerror or exc}")
+
+
+async def _serve(sim: Simulator, *, pid_file: str | None, ready_fd: int | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     try:
+        await sim.start()
+    except OSError as exc:
+        await sim.stop()
+        raise _listen_error(exc, sim.host, sim.port) from None
+    try:
+        if pid_file:
+            Path(pid_file).write_text(f"{os.getpid()}\n", encoding="utf-8")
+        click.echo(f"kubesim: serving on {sim.url}")
+        click.echo(f"kubesim: kubeconfig {sim.kubeconfig_path}")
+        sys.stdout.flush()
+        if ready_fd is not None:
+            with os.fdopen(ready_fd, "w") as ready:
+                ready.write(f"{sim.url}\n{sim.kubeconfig_path}\n")
         await stop.wait()
     finally:
         await sim.stop()
+        if pid_file:
+            with contextlib.suppress(OSError):
+                os.unlink(pid_file)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.time_scale < 0:
-        print("kubesim: error: --time-scale must not be negative", file=sys.stderr)
-        return 2
+def _background(args: list[str], *, log_file: str | None, timeout: float) -> int:
+    """Start ``kubesim serve`` detached and return once it answers (or failed)."""
+    if log_file is None:
+        fd, log_file = tempfile.mkstemp(prefix="kubesim-", suffix=".log")
+        os.close(fd)
+    read_end, write_end = os.pipe()
     try:
-        faults = load_faults(args.faults) if args.faults else None
-        sim = Simulator(
-            state=[Path(s) for s in args.state],
-            faults=faults,
-            time_scale=args.time_scale,
-            host=args.host,
-            port=args.port,
-            kubeconfig_path=args.kubeconfig_out,
-        )
-    except (StateError, FaultError) as exc:
-        kind = "faults" if isinstance(exc, FaultError) else "state"
-        print(f"kubesim: error: bad {kind} file {exc}", file=sys.stderr)
-        return 2
-    asyncio.run(_serve(args, sim))
+        with open(log_file, "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kubesim", *args, "--ready-fd", str(write_end)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_end,),
+                start_new_session=True,  # Ctrl-C in this terminal must not reach it
+            )
+    except OSError as exc:
+        os.close(read_end)
+        os.close(write_end)
+        raise Failure(f"cannot start kubesim: {exc.strerror or exc}") from None
+    os.close(write_end)
+    message, closed = _read_ready(read_end, timeout)
+    if not message:
+        code: int | None = None
+        if closed:  # the server exited (or is exiting) before it was ready
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = proc.wait(10)
+        if code is None:
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+            raise Failure(f"kubesim did not answer within {timeout:g}s; see its log {log_file}")
+        last = _last_line(log_file)
+        click.echo(last or f"kubesim exited with status {code}; see its log {log_file}", err=True)
+        return code if code in (1, 2) else 1
+    url, kubeconfig = [*message.splitlines(), "", ""][:2]
+    click.echo(f"kubesim: serving on {url}")
+    click.echo(f"kubesim: kubeconfig {kubeconfig}")
+    click.echo(f"kubesim: pid {proc.pid} (stop it with: kill {proc.pid})")
+    click.echo(f"kubesim: log {log_file}")
     return 0
+
+
+def _read_ready(fd: int, timeout: float) -> tuple[str, bool]:
+    """What the server wrote on its readiness pipe, and whether the pipe was closed."""
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                break
+            data = os.read(fd, 4096)
+            if not data:
+                return b"".join(chunks).decode(), True
+            chunks.append(data)
+        return "", False
+    finally:
+        os.close(fd)
+
+
+def _last_line(path: str) -> str:
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+@cli.command(epilog=EXIT_CODES)
+@click.argument("kubeconfig", metavar="KUBECONFIG")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait before giving up (exit 1).",
+)
+def wait(kubeconfig: str, timeout: float) -> int:
+    """Wait until the server KUBECONFIG names answers /readyz (for scripts).
+
+    The kubeconfig may not exist yet: kubesim serve writes it once the port answers.
+    """
+    from kubesim.kubeconfig import KubeconfigError, probe_ready, server_of
+
+    deadline = time.monotonic() + timeout
+    reason = "the file does not exist"
+    while True:
+        if Path(kubeconfig).is_file():
+            try:
+                url = server_of(kubeconfig)
+            except KubeconfigError as exc:
+                raise BadInput(str(exc)) from None
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+            else:
+                problem = probe_ready(url)
+                if problem is None:
+                    click.echo(f"kubesim: {url} is ready")
+                    return 0
+                reason = f"{url}: {problem}"
+        elif Path(kubeconfig).is_dir():
+            raise BadInput(f"{kubeconfig}: is a directory")
+        if time.monotonic() >= deadline:
+            raise Failure(f"{kubeconfig}: not ready after {timeout:g}s: {reason}")
+        time.sleep(0.05)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``kubesim`` command; returns the exit status."""
+    return run(cli, argv, prog_name=PROG)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,13 @@ default scheduler (``kubesim.scheduler_loop``; ``scheduler_loop=False`` leaves u
 Pending, as a cluster without a scheduler), and applies the fault file through
 ``kubesim.faults.injection`` (faults given here start with the server, ``add_faults`` and
 ``POST /_kubesim/faults`` add more while it runs).
+
+State manifests are decoded as kube-apiserver decodes a create with ``fieldValidation``
+(``scheduler.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
+would otherwise be stored and ignored, and the test would run against a different cluster
+than the file says. Errors name the file, document, object and field. ``null`` fields count
+as unset, as in Go. The kubeconfig is written once the port accepts connections and removed
+by ``stop`` (if it still names this server), so it is a readiness signal for scripts.
 """
 
 from __future__ import annotations
@@ -41,8 +48,19 @@ from kubesim.controllers import Controller, default_controllers
 from kubesim.controllers.disruption import find_controller
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
-from kubesim.kubeconfig import write_kubeconfig
+from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
 from kubesim.node.kubelet import Kubelet
+from scheduler.strict import (
+    Document,
+    ManifestError,
+    Validation,
+    describe,
+    drop_nulls,
+    load_documents,
+    model_for,
+    read_text,
+    validate_document,
+)
 
 __all__ = ["BOOTSTRAP_NAMESPACES", "Simulator", "StateError", "load_state", "serve"]
 
@@ -52,75 +70,81 @@ StateSource = str | Path | Mapping[str, Any]
 
 
 class StateError(ValueError):
-    """A state manifest kubesim cannot load; names the file, document and field."""
+    """A state manifest kubesim cannot load; names the file, document, object and field."""
 
-    def __init__(self, source: str, document: int, field: str, detail: str) -> None:
+    def __init__(
+        self, source: str, document: int, field: str, detail: str, *, obj: str = "", item: str = ""
+    ) -> None:
         self.source = source
         self.document = document
         self.field = field
         self.detail = detail
-        where = f"{source}: document {document}"
-        super().__init__(f"{where}: {field}: {detail}" if field else f"{where}: {detail}")
+        parts = [source] if source else []
+        if document:
+            parts.append(f"document {document}" + (f" {item}" if item else ""))
+        if obj:
+            parts.append(obj)
+        if field:
+            parts.append(field)
+        parts.append(detail)
+        super().__init__(": ".join(parts))
+
+    @classmethod
+    def from_manifest_error(cls, exc: ManifestError) -> StateError:
+        return cls(exc.source, exc.document, "", exc.detail, obj=exc.obj, item=exc.item)
 
 
-def _docs(source: StateSource) -> tuple[str, list[tuple[int, Any]]]:
-    if isinstance(source, Mapping):
-        return "<object>", [(1, dict(source))]
-    if isinstance(source, Path) or ("\n" not in str(source) and Path(str(source)).exists()):
-        name = str(source)
-        try:
-            text = Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise StateError(name, 0, "", f"cannot read: {exc.strerror}") from None
-    else:
-        name, text = "<text>", str(source)
+def _documents(source: StateSource) -> list[Document]:
     try:
-        docs = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        doc_no = 0
-        if mark is not None:
-            doc_no = text[: mark.index].count("\n---") + 1
-        raise StateError(name, doc_no, "", f"invalid YAML: {exc}") from None
-    return name, [(i, d) for i, d in enumerate(docs, 1) if d is not None]
+        if isinstance(source, Mapping):
+            return [Document(clone(dict(source)), "", 1)]  # never touch the caller's
+        if isinstance(source, Path) or ("\n" not in str(source) and Path(str(source)).exists()):
+            return load_documents(read_text(source), source=str(source))
+        return load_documents(str(source), source="<text>")
+    except ManifestError as exc:
+        raise StateError.from_manifest_error(exc) from None
 
 
 def load_state(
-    sources: Iterable[StateSource], registry: Registry
+    sources: Iterable[StateSource],
+    registry: Registry,
+    *,
+    validation: Validation = "strict",
+    warnings: list[str] | None = None,
 ) -> list[tuple[str, int, ResourceType, dict[str, Any]]]:
-    """Manifests with their origin; ``kind: List`` flattened; unknown kinds rejected."""
+    """Manifests with their origin; ``kind: List`` flattened; unknown kinds rejected.
+
+    Each manifest is decoded as kube-apiserver does with ``fieldValidation`` set to
+    ``validation`` (``scheduler.strict``): unknown or duplicate fields fail under ``strict``
+    and are appended to ``warnings`` under ``warn``; wrong types always fail.
+    """
     out: list[tuple[str, int, ResourceType, dict[str, Any]]] = []
-
-    def add(name: str, n: int, doc: Any, where: str) -> None:
-        if not isinstance(doc, Mapping):
-            raise StateError(name, n, where, "a manifest must be a mapping")
-        kind = doc.get("kind")
-        api_version = doc.get("apiVersion")
-        if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
-            items = doc.get("items") or []
-            if not isinstance(items, list):
-                raise StateError(name, n, f"{where}items", "must be a list")
-            for i, item in enumerate(items):
-                add(name, n, item, f"{where}items[{i}].")
-            return
-        if not isinstance(kind, str) or not kind:
-            raise StateError(name, n, f"{where}kind", "Required value")
-        if not isinstance(api_version, str) or not api_version:
-            raise StateError(name, n, f"{where}apiVersion", "Required value")
-        rt = registry.for_kind(api_version, kind)
-        if rt is None:
-            raise StateError(
-                name,
-                n,
-                f"{where}kind",
-                f'no matches for kind "{kind}" in version "{api_version}"',
-            )
-        out.append((name, n, rt, dict(doc)))
-
     for source in sources:
-        name, docs = _docs(source)
-        for n, doc in docs:
-            add(name, n, doc, "")
+        for doc in _documents(source):
+            manifest = doc.manifest
+
+            def fail(field: str, detail: str, doc: Document = doc) -> StateError:
+                return StateError(
+                    doc.source, doc.document, field, detail, obj=doc.obj, item=doc.item
+                )
+
+            kind = manifest.get("kind")
+            api_version = manifest.get("apiVersion")
+            if not isinstance(kind, str) or not kind:
+                raise fail("kind", "Required value")
+            if not isinstance(api_version, str) or not api_version:
+                raise fail("apiVersion", "Required value")
+            rt = registry.for_kind(api_version, kind)
+            if rt is None:
+                raise fail("kind", f'no matches for kind "{kind}" in version "{api_version}"')
+            if model_for(api_version, kind) is not None:
+                try:
+                    found = validate_document(doc, validation=validation, drop_unknown=True)
+                except ManifestError as exc:
+                    raise StateError.from_manifest_error(exc) from None
+                if warnings is not None:
+                    warnings.extend(found)
+            out.append((doc.source, doc.document, rt, drop_nulls(manifest)))
     return out
 
 
@@ -142,6 +166,7 @@ class Simulator:
         version_minor: str = "32",
         scheduler_loop: bool = True,
         eviction_subresource: bool = True,
+        validation: Validation = "strict",
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -175,6 +200,7 @@ class Simulator:
                 self.controllers.append(SchedulerLoop())
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: str | None = None
+        self._wrote_kubeconfig = False
         self.kubeconfig_path: Path | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -187,12 +213,10 @@ class Simulator:
         self.binding = binding.install(self)
         if faults is not None:
             self.add_faults(faults)
+        self.validation: Validation = validation
+        self.state_warnings: list[str] = []
         self._bootstrap()
-        for name, n, rt, manifest in load_state(self._state, self.registry):
-            try:
-                self._apply_one(rt, manifest)
-            except StatusError as err:
-                raise StateError(name, n, _field_of(err), err.message) from None
+        self._load(self._state)
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -233,7 +257,11 @@ class Simulator:
         )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
         self._runner = runner
         addresses = runner.addresses
         port = int(addresses[0][1]) if addresses else self.port
@@ -241,8 +269,11 @@ class Simulator:
         self.port = port
         self.url = f"http://{host}:{port}"
         self.server.server_address = f"{host}:{port}"
+        # A kubeconfig on disk promises an answering server: write it only once we answer.
+        await wait_answering(self.host, port)
         if self._kubeconfig_arg is not None:
             self.kubeconfig_path = write_kubeconfig(self._kubeconfig_arg, self.url)
+            self._wrote_kubeconfig = True
         else:
             self._tmpdir = tempfile.mkdtemp(prefix="kubesim-")
             self.kubeconfig_path = write_kubeconfig(Path(self._tmpdir) / "kubeconfig", self.url)
@@ -265,6 +296,10 @@ class Simulator:
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
+        if self._wrote_kubeconfig and self.kubeconfig_path is not None:
+            # Left behind, it would send the next kubectl to a closed port.
+            remove_kubeconfig(self.kubeconfig_path, self.url)
+            self._wrote_kubeconfig = False
 
     async def __aenter__(self) -> Simulator:
         return await self.start()
@@ -301,12 +336,20 @@ class Simulator:
     def apply(self, objects: Iterable[StateSource] | StateSource) -> list[dict[str, Any]]:
         """Create or replace objects as given (status included), like loading state."""
         sources = [objects] if isinstance(objects, str | Path | Mapping) else list(objects)
+        return [clone(obj) for obj in self._load(sources)]
+
+    def _load(self, sources: Iterable[StateSource]) -> list[dict[str, Any]]:
         out = []
-        for name, n, rt, manifest in load_state(sources, self.registry):
+        loaded = load_state(
+            sources, self.registry, validation=self.validation, warnings=self.state_warnings
+        )
+        for name, n, rt, manifest in loaded:
             try:
-                out.append(clone(self._apply_one(rt, manifest)))
+                out.append(self._apply_one(rt, manifest))
             except StatusError as err:
-                raise StateError(name, n, _field_of(err), err.message) from None
+                raise StateError(
+                    name, n, _field_of(err), err.message, obj=describe(manifest)
+                ) from None
         return out
 
     def _apply_one(self, rt: ResourceType, manifest: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,6 @@
 
 import sys
 
-from scheduler.cli import run
+from scheduler.cli import main
 
-sys.exit(run())
+sys.exit(main())

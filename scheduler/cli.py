@@ -2,44 +2,90 @@
 
 ``simulate`` loads a cluster from manifests, runs the scheduling cycle for its pending pods
 (see ``scheduler.simulate``) and prints each decision with its explanation, as a table or as
-JSON. This module is the only place in ``scheduler`` that reads files or prints.
+JSON. This module is the only place in ``scheduler`` that prints.
 
-Bad input (unreadable file, malformed manifest, unknown PriorityClass, invalid class) exits 2
-with one line naming the file, the object and the field, before anything is simulated.
+Manifests are decoded strictly, as kube-apiserver does with ``fieldValidation=Strict``
+(``scheduler.strict``): a misspelled field (``requets:``) or kind (``Nod``) would otherwise be
+dropped and the simulation would answer a different question. ``--validate`` takes kubectl's
+values to relax that for manifests written for a newer Kubernetes. Bad input exits 2 with one
+line naming the file, the document, the object and the field, before anything is simulated
+(exit codes and ``--debug`` come from ``scheduler.cliutil``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from scheduler.objects import InvalidObject, KubeObject, Pod, load_objects, parse_time
-from scheduler.simulate import Decision, SimulationError, SimulationReport, simulate
+from scheduler.cliutil import CONTEXT_SETTINGS, EXIT_CODES, BadInput, common_options, run
+from scheduler.strict import Validation, parse_validation
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from scheduler.objects import KubeObject
+    from scheduler.simulate import Decision, SimulationReport
+
+__all__ = ["VALIDATE_HELP", "cli", "main", "validate_option"]
+
+PROG: Final = "python -m scheduler"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+VALIDATE_HELP: Final = (
+    "How to treat unknown or duplicate fields in manifests, as kubectl: strict (or true) "
+    "rejects them, warn reports them, ignore (or false) drops them (manifests from a newer "
+    "Kubernetes, skipping kinds it has no schema for). Wrong types are always errors."
+)
 
 
-def _load(path: str) -> list[KubeObject]:
+def _validation(_ctx: click.Context, _param: click.Parameter, value: str) -> Validation:
     try:
-        return load_objects(Path(path), ignore_unknown=True)
-    except OSError as exc:
-        raise click.UsageError(f"{path}: {exc.strerror or exc}") from None
+        return parse_validation(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def validate_option() -> Callable[[F], F]:
+    """kubectl's ``--validate`` flag, shared with ``kubesim serve``."""
+    return click.option(
+        "--validate",
+        "validation",
+        default="strict",
+        show_default=True,
+        metavar="strict|warn|ignore",
+        callback=_validation,
+        help=VALIDATE_HELP,
+    )
+
+
+def _warn(message: str) -> None:
+    click.echo(f"Warning: {message}", err=True)
+
+
+def _load(path: str, validation: Validation) -> list[KubeObject]:
+    from scheduler.objects import InvalidObject, load_objects
+
+    try:
+        return load_objects(
+            Path(path), ignore_unknown=True, validation=validation, on_warning=_warn
+        )
     except InvalidObject as exc:
-        raise click.UsageError(f"{path}: {exc}") from None
+        raise BadInput(str(exc)) from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
+@click.group(context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
+@common_options(PROG)
+def cli() -> None:
     """kube-scheduler's policy, offline: what would be scheduled or preempted, and why."""
 
 
-@main.command()
+@cli.command(epilog=EXIT_CODES)
 @click.argument("cluster", type=click.Path(dir_okay=False))
 @click.option(
     "--pending",
@@ -49,7 +95,12 @@ def main() -> None:
     help="Extra pending pods (YAML); may be repeated.",
 )
 @click.option(
-    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: a summary and each decision explained; json: the decisions as JSON.",
 )
 @click.option(
     "--mode",
@@ -64,44 +115,55 @@ def main() -> None:
     default=None,
     help="RFC 3339 time that unset pod start times count as (default: later than any).",
 )
-def simulate_cmd(  # noqa: PLR0917 - click passes options positionally
+@validate_option()
+def simulate(  # noqa: PLR0917 - click passes options positionally
     cluster: str,
     pending_files: tuple[str, ...],
     output: Literal["table", "json"],
     mode: Literal["exhaustive", "sampled"],
     seed: int,
     now: str | None,
+    validation: Validation,
 ) -> None:
     """Schedule the pending pods of CLUSTER (a manifest file), preempting where needed."""
-    objects = _load(cluster)
-    pending: list[Pod] = []
-    origin: dict[str, str] = {}
-    for path in pending_files:
-        for obj in _load(path):
-            if not isinstance(obj, Pod):
-                raise click.UsageError(f"{path}: only Pods are accepted by --pending")
-            pending.append(obj)
-            origin[obj.key] = path
+    from scheduler.objects import Pod, parse_time
+    from scheduler.simulate import SimulationError
+    from scheduler.simulate import simulate as run_simulation
+
     at: float | None = None
     if now is not None:
         try:
             at = parse_time(now)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--now") from None
+    objects = _load(cluster, validation)
+    pending: list[Pod] = []
+    origin: dict[str, str] = {}
+    for path in pending_files:
+        for obj in _load(path, validation):
+            if not isinstance(obj, Pod):
+                raise BadInput(f"{path}: only Pods are accepted by --pending")
+            pending.append(obj)
+            origin[obj.key] = path
     try:
-        report = simulate(objects, pending=pending, mode=mode, seed=seed, now=at)
+        report = run_simulation(objects, pending=pending, mode=mode, seed=seed, now=at)
     except SimulationError as exc:
-        raise click.UsageError(f"{origin.get(exc.pod, cluster)}: {exc}") from None
+        raise BadInput(f"{origin.get(exc.pod, cluster)}: {exc}") from None
     if output == "json":
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
         _print_table(report)
 
 
-simulate_cmd.name = "simulate"
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m scheduler``; returns the exit status."""
+    return run(cli, argv, prog_name=PROG)
 
 
 def _print_table(report: SimulationReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     # Piped output has no terminal width; do not squeeze the table into 80 columns then.
     console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
     count = len(report.decisions)
@@ -157,16 +219,3 @@ def _print_scores(console: Console, d: Decision) -> None:
     for node, scores in sorted(d.scores.items(), key=lambda kv: -sum(kv[1].values())):
         detail = ", ".join(f"{k} {v}" for k, v in sorted(scores.items()))
         console.print(f"    {node}: {sum(scores.values())} ({detail})", markup=False)
-
-
-def run() -> int:
-    try:
-        main.main(standalone_mode=False, prog_name="python -m scheduler")
-    except click.exceptions.Abort:
-        return 1
-    except click.ClickException as exc:
-        exc.show()
-        return 2 if exc.exit_code in (1, 2) else exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    return 0

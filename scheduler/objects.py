@@ -22,13 +22,11 @@ Resource maps hold integers: CPU in millicores, everything else in units (see ``
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypeVar
-
-import yaml
 
 from scheduler.labels import (
     IN,
@@ -40,6 +38,15 @@ from scheduler.labels import (
     make_requirement,
 )
 from scheduler.quantity import CPU, QuantityError, resource_value
+from scheduler.strict import (
+    Document,
+    ManifestError,
+    Validation,
+    load_documents,
+    model_for,
+    read_text,
+    validate_document,
+)
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -49,6 +56,7 @@ __all__ = [
     "Affinity",
     "Container",
     "ContainerPort",
+    "InvalidManifest",
     "InvalidObject",
     "Namespace",
     "Node",
@@ -1166,52 +1174,104 @@ def object_from_dict(manifest: Mapping[str, Any]) -> KubeObject:
     return obj
 
 
-def load_manifests(source: str | Path) -> list[dict[str, Any]]:
+class InvalidManifest(InvalidObject):
+    """A manifest rejected while loading a file: names the file, document, object and field."""
+
+    def __init__(
+        self, error: ManifestError, *, kind: str = "", name: str = "", field_path: str = ""
+    ) -> None:
+        super().__init__(kind, name, field_path, error.detail)
+        self.source = error.source
+        self.document = error.document
+        self.args = (str(error),)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _documents(source: str | Path) -> list[Document]:
+    # A one-line str is a path when it names a file or looks like a manifest's file name
+    # (then a missing file is reported as such, not parsed as the YAML scalar it also is).
+    if isinstance(source, Path) or (
+        "\n" not in source
+        and (Path(source).is_file() or source.endswith((".yaml", ".yml", ".json")))
+    ):
+        name = str(source)
+        try:
+            return load_documents(read_text(source), source=name)
+        except ManifestError as exc:
+            raise InvalidManifest(exc) from None
+    try:
+        return load_documents(source)
+    except ManifestError as exc:
+        raise InvalidManifest(exc) from None
+
+
+def load_manifests(
+    source: str | Path,
+    *,
+    validation: Validation = "ignore",
+    on_warning: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
     """Manifests from a path or YAML text: multi-document, ``kind: List`` flattened.
 
     A ``str`` that names an existing file is read from disk; anything else is YAML text.
+    Each manifest is decoded as ``scheduler.strict`` does at the ``validation`` level: by
+    default (``ignore``) only a wrong type in a known kind fails; ``strict`` also fails on
+    unknown kinds and fields, ``warn`` passes unknown fields to ``on_warning``.
     """
-    text: str
-    origin = "<text>"
-    if isinstance(source, Path) or ("\n" not in source and Path(source).is_file()):
-        origin = str(source)
-        text = Path(source).read_text(encoding="utf-8")
-    else:
-        text = source
-    try:
-        docs = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        raise InvalidObject("document", origin, "", f"invalid YAML: {exc}") from None
     out: list[dict[str, Any]] = []
-
-    def add(doc: object, where: str) -> None:
-        if doc is None:
-            return
-        if not isinstance(doc, dict):
-            raise InvalidObject("document", origin, where, "a manifest must be a mapping")
-        kind = doc.get("kind")
-        if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
-            items = doc.get("items") or []
-            if not isinstance(items, list):
-                raise InvalidObject(kind, origin, f"{where}.items", "must be a list")
-            for i, item in enumerate(items):
-                add(item, f"{where}.items[{i}]")
-            return
-        out.append(doc)
-
-    for n, doc in enumerate(docs):
-        add(doc, f"document {n + 1}")
+    for doc in _documents(source):
+        _validate(doc, validation, on_warning)
+        out.append(doc.manifest)
     return out
 
 
-def load_objects(source: str | Path, *, ignore_unknown: bool = False) -> list[KubeObject]:
+def _validate(
+    doc: Document, validation: Validation, on_warning: Callable[[str], None] | None
+) -> None:
+    # Lenient loading skips kinds it has no schema for (say, custom resources), but a wrong
+    # type fails at every level, as it does on kube-apiserver.
+    if (
+        validation == "ignore"
+        and model_for(doc.manifest.get("apiVersion"), doc.manifest.get("kind")) is None
+    ):
+        return
+    try:
+        warnings = validate_document(doc, validation=validation)
+    except ManifestError as exc:
+        raise InvalidManifest(exc, kind=str(doc.manifest.get("kind") or "")) from None
+    for warning in warnings:
+        if on_warning is not None:
+            on_warning(warning)
+
+
+def load_objects(
+    source: str | Path,
+    *,
+    ignore_unknown: bool = False,
+    validation: Validation = "strict",
+    on_warning: Callable[[str], None] | None = None,
+) -> list[KubeObject]:
     """Typed objects from a path or YAML text (see ``load_manifests``).
 
-    Kinds the scheduler does not model raise ``InvalidObject`` unless ``ignore_unknown``.
+    Every manifest is first strictly decoded, as kube-apiserver does with
+    ``fieldValidation=Strict``: an unknown kind, an unknown or duplicate field or a wrong type
+    raises ``InvalidManifest`` naming the file, document, object and field (``validation``
+    "warn" reports unknown fields to ``on_warning``, "ignore" drops them). Kinds the
+    scheduler does not model raise too, unless ``ignore_unknown``.
     """
     objects: list[KubeObject] = []
-    for manifest in load_manifests(source):
+    for doc in _documents(source):
+        manifest = doc.manifest
+        _validate(doc, validation, on_warning)
         if ignore_unknown and manifest.get("kind") not in _KINDS:
             continue
-        objects.append(object_from_dict(manifest))
+        try:
+            objects.append(object_from_dict(manifest))
+        except InvalidObject as exc:
+            detail = f"{exc.field}: {exc.detail}" if exc.field else exc.detail
+            raise InvalidManifest(
+                doc.error(detail), kind=exc.kind, name=exc.name, field_path=exc.field
+            ) from exc
     return objects

@@ -42,8 +42,14 @@ from typing import Any, Final
 import yaml
 from aiohttp import web
 
-from kubesim.apiserver import discovery, openapi, protobuf, scale
-from kubesim.apiserver.patch import APPLY_PATCH, PATCH_TYPES, apply_patch
+from kubesim.apiserver import discovery, fieldvalidation, openapi, protobuf, scale
+from kubesim.apiserver.patch import (
+    APPLY_PATCH,
+    MERGE_PATCH,
+    PATCH_TYPES,
+    STRATEGIC_MERGE_PATCH,
+    apply_patch,
+)
 from kubesim.apiserver.requestlog import RequestLog, RequestRecord
 from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.apiserver.rest import DeleteOptions, Rest, check_dry_run
@@ -66,6 +72,7 @@ from scheduler.labels import (
     parse_field_selector,
     parse_label_selector,
 )
+from scheduler.strict import decode_json
 
 __all__ = [
     "ApiServer",
@@ -222,11 +229,12 @@ def decode_body(ctx: RequestContext, rt: ResourceType) -> Any:
             raise unsupported_media_type(ctype, [JSON, "application/yaml", PROTOBUF]) from exc
     if ctype not in (JSON, "application/yaml", "text/yaml", "*/*", ""):
         raise unsupported_media_type(ctype, [JSON, "application/yaml", PROTOBUF])
+    duplicates: dict[int, Any] = {}
     try:
         if ctype in ("application/yaml", "text/yaml"):
             data = yaml.safe_load(body.decode("utf-8"))
         else:
-            data = json.loads(body)
+            data, duplicates = decode_json(body)
     except yaml.YAMLError as exc:
         raise bad_request(
             f"the object provided is unrecognized (must be of type {rt.kind}): error converting"
@@ -244,6 +252,8 @@ def decode_body(ctx: RequestContext, rt: ResourceType) -> Any:
             f" version/kind; json parse error: json: cannot unmarshal"
             f" {type(data).__name__} into Go value of type struct ({_summary(body)})"
         )
+    options = "CreateOptions" if ctx.request.method == "POST" else "UpdateOptions"
+    fieldvalidation.check_body(ctx.request, rt, data, duplicates=duplicates, options_kind=options)
     return data
 
 
@@ -325,6 +335,7 @@ class ApiServer:
                 self.subresources[(rt.group, rt.plural, "scale")] = self._scale_subresource
         self.app = web.Application(client_max_size=64 * 1024 * 1024)
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
+        self.app.on_response_prepare.append(fieldvalidation.add_warning_headers)
 
     # --- the chain --------------------------------------------------------------------------
 
@@ -708,6 +719,12 @@ class ApiServer:
         ctype = (ctx.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if ctype not in PATCH_TYPES:
             raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH][:3])
+        if ctype in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+            with contextlib.suppress(ValueError, UnicodeDecodeError):  # rest.patch reports it
+                patch, dups = decode_json(ctx.body)
+                fieldvalidation.check_body(
+                    ctx.request, rt, patch, duplicates=dups, options_kind="PatchOptions", patch=True
+                )
         obj = self.rest.patch(
             rt, ctx.info.namespace, ctx.info.name, ctx.body, ctype, subresource=sub, dry_run=dry
         )

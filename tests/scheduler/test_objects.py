@@ -349,7 +349,10 @@ items:
 
 
 def test_load_objects_rejects_unknown_kinds_unless_asked() -> None:
-    text = "kind: Deployment\nmetadata: {name: d}\n---\nkind: Node\nmetadata: {name: n}\n"
+    text = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\n"
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+    )
     with pytest.raises(InvalidObject, match="unsupported kind 'Deployment'"):
         load_objects(text)
     assert [o.name for o in load_objects(text, ignore_unknown=True)] == ["n"]

@@ -21,6 +21,7 @@ def manifests(*docs: dict[str, Any]) -> list[Any]:
 
 def node(name: str, cpu: str = "4") -> dict[str, Any]:
     return {
+        "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name},
         "status": {"allocatable": {"cpu": cpu, "pods": "110"}},
@@ -34,11 +35,17 @@ def pod(name: str, cpu: str, *, node_name: str = "", **spec: Any) -> dict[str, A
     }
     if node_name:
         body["nodeName"] = node_name
-    return {"kind": "Pod", "metadata": {"name": name}, "spec": body}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": body}
 
 
 def pclass(name: str, value: int, **extra: Any) -> dict[str, Any]:
-    return {"kind": "PriorityClass", "metadata": {"name": name}, "value": value, **extra}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        **extra,
+    }
 
 
 def test_the_bundled_example_preempts_on_the_node_without_pdb_violations() -> None:
@@ -154,14 +161,19 @@ def test_cli_table_and_json() -> None:
 
 def test_cli_bad_input_exits_2_naming_file_and_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("kind: Pod\nmetadata: {name: x}\nspec: {priority: high}\n")
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {priority: high}\n")
     out = run_cli("simulate", str(bad))
     assert out.returncode == 2
-    assert f'{bad}: Pod "x": spec.priority: must be an integer' in out.stderr
+    assert (
+        f'{bad}: document 1: Pod "x": json: cannot unmarshal string into Go struct field'
+        " PodSpec.spec.priority of type int" in out.stderr
+    )
     missing = run_cli("simulate", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 2 and "No such file or directory" in missing.stderr
     unknown = tmp_path / "unknown.yaml"
-    unknown.write_text("kind: Pod\nmetadata: {name: y}\nspec: {priorityClassName: gold}\n")
+    unknown.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: y}\nspec: {priorityClassName: gold}\n"
+    )
     pending = run_cli("simulate", str(EXAMPLE), "--pending", str(unknown))
     assert pending.returncode == 2
     assert f'{unknown}: pods "y" is forbidden: no PriorityClass with name gold' in pending.stderr
