@@ -56,6 +56,7 @@ KINDS: Final = {
     ("policy/v1", "Eviction"): "V1Eviction",
     ("scheduling.k8s.io/v1", "PriorityClass"): "V1PriorityClass",
     ("coordination.k8s.io/v1", "Lease"): "V1Lease",
+    ("autoscaling/v1", "Scale"): "V1Scale",
     ("events.k8s.io/v1", "Event"): "EventsV1Event",
 }
 
