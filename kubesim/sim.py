@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -28,14 +29,19 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubesim.apiserver import admission, eviction
+from kubesim.apiserver import admission, eviction, scale
 from kubesim.apiserver.requestlog import RequestLog
 from kubesim.apiserver.resources import Registry, ResourceType, default_registry
 from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.server import ApiServer, json_response
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import Store, clone
-from kubesim.controllers import Controller, default_controllers
+from kubesim.controllers import (
+    Controller,
+    ControllerSettings,
+    check_controller_names,
+    default_controllers,
+)
 from kubesim.controllers.disruption import find_controller
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
@@ -138,6 +144,11 @@ class Simulator:
         bookmark_interval: float = 60.0,
         controllers: Iterable[Controller] | None = None,
         version_minor: str = "32",
+        disabled_controllers: Iterable[str] = (),
+        settings: ControllerSettings | None = None,
+        reaction_delay: float | None = None,
+        ready_after: float | None = None,
+        job_duration: float | None = None,
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -161,9 +172,26 @@ class Simulator:
             version_minor=version_minor,
             bookmark_interval=bookmark_interval,
         )
-        self.controllers: list[Controller] = (
-            list(controllers) if controllers is not None else default_controllers()
+        # Living-cluster timing (``ControllerSettings``); the keywords override ``settings``.
+        base = settings or ControllerSettings()
+        self.settings = dataclasses.replace(
+            base,
+            **{
+                k: v
+                for k, v in (
+                    ("reaction_delay", reaction_delay),
+                    ("ready_after", ready_after),
+                    ("job_duration", job_duration),
+                )
+                if v is not None
+            },
         )
+        off = check_controller_names(disabled_controllers)
+        self.controllers: list[Controller] = [
+            c
+            for c in (list(controllers) if controllers is not None else default_controllers())
+            if c.name not in off
+        ]
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: str | None = None
         self.kubeconfig_path: Path | None = None
@@ -174,6 +202,7 @@ class Simulator:
         self.injector = FaultInjector(self)
         self.server.request_hooks.insert(0, self.injector.hook)
         self.eviction = eviction.install(self)
+        self.scale = scale.install(self)
         if faults is not None:
             self.add_faults(faults)
         self._bootstrap()

@@ -167,6 +167,10 @@ def _status(kind: str) -> Subresource:
     return Subresource("status", kind, STATUS_VERBS)
 
 
+def _scale() -> Subresource:
+    return Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1")
+
+
 def _build() -> list[ResourceType]:
     return [
         ResourceType(
@@ -270,7 +274,7 @@ def _build() -> list[ResourceType]:
             namespaced=True,
             short_names=("deploy",),
             categories=_WORKLOAD_CATEGORIES,
-            subresources=(_status("Deployment"),),
+            subresources=(_scale(), _status("Deployment")),
             has_status=True,
             has_generation=True,
         ),
@@ -283,7 +287,7 @@ def _build() -> list[ResourceType]:
             namespaced=True,
             short_names=("rs",),
             categories=_WORKLOAD_CATEGORIES,
-            subresources=(_status("ReplicaSet"),),
+            subresources=(_scale(), _status("ReplicaSet")),
             has_status=True,
             has_generation=True,
             fields={"status.replicas": _path("status", "replicas")},
@@ -297,7 +301,7 @@ def _build() -> list[ResourceType]:
             namespaced=True,
             short_names=("sts",),
             categories=_WORKLOAD_CATEGORIES,
-            subresources=(_status("StatefulSet"),),
+            subresources=(_scale(), _status("StatefulSet")),
             has_status=True,
             has_generation=True,
         ),
@@ -315,6 +319,28 @@ def _build() -> list[ResourceType]:
             fields={"status.successful": _path("status", "succeeded")},
         ),
         ResourceType(
+            "",
+            "v1",
+            "ReplicationController",
+            "replicationcontrollers",
+            "replicationcontroller",
+            namespaced=True,
+            short_names=("rc",),
+            categories=_WORKLOAD_CATEGORIES,
+            subresources=(_scale(), _status("ReplicationController")),
+            has_status=True,
+            has_generation=True,
+            fields={"status.replicas": _path("status", "replicas")},
+        ),
+        ResourceType(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            "lease",
+            namespaced=True,
+        ),
+        ResourceType(
             "scheduling.k8s.io",
             "v1",
             "PriorityClass",
@@ -327,7 +353,14 @@ def _build() -> list[ResourceType]:
 
 
 # Group order in /apis, as kube-apiserver lists them (core first, then by priority).
-GROUP_ORDER: Final = ("apps", "events.k8s.io", "batch", "policy", "scheduling.k8s.io")
+GROUP_ORDER: Final = (
+    "apps",
+    "events.k8s.io",
+    "batch",
+    "policy",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+)
 
 
 class Registry:
