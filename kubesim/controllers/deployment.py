@@ -132,7 +132,14 @@ class DeploymentController(WorkloadController):
         replicas = spec_replicas(dep)
         rss = self._replica_sets(dep)
         wanted = _without_hash(template)
-        new_rs = next((rs for rs in rss if _without_hash(_template(rs)) == wanted), None)
+        collision = int((dep.get("status") or {}).get("collisionCount") or 0)
+        hash_ = pod_template_hash(wanted, collision)
+        # FindNewReplicaSet: the one made from this template (defaulting may have changed the
+        # stored copy, so the hash label decides, then an equal template).
+        new_rs = next(
+            (rs for rs in rss if _labels_of(rs).get(POD_TEMPLATE_HASH) == hash_),
+            next((rs for rs in rss if _without_hash(_template(rs)) == wanted), None),
+        )
         revisions = [_revision(rs) for rs in rss]
         created = False
         if new_rs is None:
@@ -322,6 +329,11 @@ class DeploymentController(WorkloadController):
 def _template(rs: Mapping[str, Any]) -> Mapping[str, Any]:
     template = (rs.get("spec") or {}).get("template")
     return template if isinstance(template, Mapping) else {}
+
+
+def _labels_of(rs: Mapping[str, Any]) -> Mapping[str, Any]:
+    labels = meta_of(rs).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
 
 
 def _revision(rs: Mapping[str, Any]) -> int:
