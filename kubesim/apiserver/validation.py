@@ -279,14 +279,29 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
     if rt.kind == "Pod" and isinstance(spec, dict):
         _default_pod_spec(spec, tolerations=True)
-    elif rt.kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"):
+    elif rt.kind in (
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+        "ReplicationController",
+    ):
         if not isinstance(spec, dict):
             return
         template = spec.get("template")
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
             _default_pod_spec(template["spec"], tolerations=False)
-        if rt.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        if rt.kind in ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"):
             spec.setdefault("replicas", 1)
+        if rt.kind == "ReplicationController" and isinstance(template, dict):
+            # SetDefaults_ReplicationController: selector and labels from the template's.
+            labels = (template.get("metadata") or {}).get("labels") or {}
+            if labels and not spec.get("selector"):
+                spec["selector"] = dict(labels)
+            meta = obj.setdefault("metadata", {})
+            if labels and not meta.get("labels"):
+                meta["labels"] = dict(labels)
         if rt.kind == "Deployment":
             spec.setdefault(
                 "strategy",
@@ -297,6 +312,18 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
             )
             spec.setdefault("revisionHistoryLimit", 10)
             spec.setdefault("progressDeadlineSeconds", 600)
+        elif rt.kind == "StatefulSet":
+            spec.setdefault("podManagementPolicy", "OrderedReady")
+            spec.setdefault(
+                "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+            )
+            spec.setdefault("revisionHistoryLimit", 10)
+        elif rt.kind == "DaemonSet":
+            spec.setdefault(
+                "updateStrategy",
+                {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+            )
+            spec.setdefault("revisionHistoryLimit", 10)
     elif rt.kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
         obj.setdefault("value", 0)

@@ -76,5 +76,3 @@ async def binder(sim: Simulator, nodes: Sequence[str]) -> None:
 
 def run_binder(sim: Simulator, nodes: Sequence[str]) -> asyncio.Task[None]:
     return asyncio.create_task(binder(sim, nodes))
-
-

@@ -181,7 +181,9 @@ async def test_orphans_are_adopted_and_mismatching_pods_released(sim: Simulator)
     sim.rest.update(rt, "default", "stray", stray)
     await eventually(lambda: len(live(pods(sim, app="web"))) == 2)
     released = await eventually(
-        lambda: (p := sim.get("Pod", "default", "stray")) and not p["metadata"].get("ownerReferences")
+        lambda: (
+            (p := sim.get("Pod", "default", "stray")) and not p["metadata"].get("ownerReferences")
+        )
     )
     assert released
 
@@ -201,9 +203,11 @@ async def test_replication_controller_uses_its_map_selector(sim: Simulator) -> N
         ("ReplicationController", "v1", True)
     }
     rc = await eventually(
-        lambda: (o := sim.get("ReplicationController", "default", "legacy"))
-        and o["status"].get("readyReplicas") == 2
-        and o
+        lambda: (
+            (o := sim.get("ReplicationController", "default", "legacy"))
+            and o["status"].get("readyReplicas") == 2
+            and o
+        )
     )
     assert rc["status"]["replicas"] == 2
 
@@ -231,9 +235,11 @@ async def test_deployment_owns_one_replicaset_per_template(sim: Simulator) -> No
     made = await eventually(lambda: len(live(pods(sim, app="web"))) == 3 and pods(sim))
     assert all(p["metadata"]["name"].startswith(f"web-{hash_}-") for p in made)
     status = await eventually(
-        lambda: (d := sim.get("Deployment", "default", "web"))
-        and d["status"].get("availableReplicas") == 3
-        and d["status"]
+        lambda: (
+            (d := sim.get("Deployment", "default", "web"))
+            and d["status"].get("availableReplicas") == 3
+            and d["status"]
+        )
     )
     assert status["replicas"] == status["updatedReplicas"] == status["readyReplicas"] == 3
     assert status["observedGeneration"] == 1
@@ -251,6 +257,7 @@ async def test_deployment_owns_one_replicaset_per_template(sim: Simulator) -> No
     current["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.28"
     sim.rest.update(rt, "default", "web", current)
     await eventually(lambda: len(sim.list_objects("ReplicaSet", "default")) == 2)
+
     def revisions() -> dict[str, dict[str, Any]] | None:
         rs_list = sim.list_objects("ReplicaSet", "default")
         out = {
@@ -334,9 +341,11 @@ async def test_dependent_with_another_live_owner_only_loses_the_dangling_referen
     async with sim.api_client() as api:
         await client.AppsV1Api(api).delete_namespaced_replica_set("a", "default")
     pod = await eventually(
-        lambda: (p := sim.get("Pod", "default", "shared"))
-        and len(p["metadata"].get("ownerReferences") or []) == 1
-        and p
+        lambda: (
+            (p := sim.get("Pod", "default", "shared"))
+            and len(p["metadata"].get("ownerReferences") or []) == 1
+            and p
+        )
     )
     assert pod["metadata"]["ownerReferences"][0]["name"] == "b"
     assert not pod["metadata"].get("deletionTimestamp")

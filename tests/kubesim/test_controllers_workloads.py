@@ -117,9 +117,11 @@ async def test_statefulset_pod_comes_back_with_same_name_new_uid(sim: Simulator)
             client.V1Eviction(metadata=client.V1ObjectMeta(name="db-1", namespace="default")),
         )
     after = await eventually(
-        lambda: (p := sim.get("Pod", "default", "db-1"))
-        and p["metadata"]["uid"] != before["metadata"]["uid"]
-        and p,
+        lambda: (
+            (p := sim.get("Pod", "default", "db-1"))
+            and p["metadata"]["uid"] != before["metadata"]["uid"]
+            and p
+        ),
         what="db-1 recreated",
     )
     assert after["metadata"]["name"] == "db-1"
@@ -199,8 +201,10 @@ async def test_daemonset_follows_nodes_selectors_and_cordons(sim: Simulator) -> 
     }
     sim.apply(ds)
     await eventually(
-        lambda: sorted(p["spec"]["nodeName"] for p in pods(sim, "kube-system", app="agent"))
-        == ["node-1", "node-3"],
+        lambda: (
+            sorted(p["spec"]["nodeName"] for p in pods(sim, "kube-system", app="agent"))
+            == ["node-1", "node-3"]
+        ),
         what="pods on the ssd nodes, tainted one included",
     )
     # A new matching node gets a pod; a cordoned node keeps its pod.
@@ -220,8 +224,10 @@ async def test_daemonset_follows_nodes_selectors_and_cordons(sim: Simulator) -> 
     assert rt is not None
     sim.rest.update(rt, "", "node-1", node)
     await eventually(
-        lambda: "node-1"
-        not in {p["spec"]["nodeName"] for p in live(pods(sim, "kube-system", app="agent"))},
+        lambda: (
+            "node-1"
+            not in {p["spec"]["nodeName"] for p in live(pods(sim, "kube-system", app="agent"))}
+        ),
         what="pod leaves node-1",
     )
     await eventually(lambda: ds_status(sim).get("desiredNumberScheduled") == 2)
@@ -315,18 +321,18 @@ async def test_job_fails_past_its_backoff_limit(sim: Simulator) -> None:
     assert rt is not None
     for _ in range(2):
         pod = await eventually(
-            lambda: (
-                [p for p in pods(sim) if p["status"].get("phase") == "Running"] or None
-            ),
+            lambda: [p for p in pods(sim) if p["status"].get("phase") == "Running"] or None,
             what="a running pod",
         )
         failed = dict(pod[0])
         failed["status"] = {**failed["status"], "phase": "Failed"}
         sim.rest.update(rt, "default", failed["metadata"]["name"], failed, subresource="status")
     status = await eventually(
-        lambda: job_status(sim, "flaky").get("failed") == 2
-        and any(c["type"] == "Failed" for c in job_status(sim, "flaky").get("conditions", []))
-        and job_status(sim, "flaky"),
+        lambda: (
+            job_status(sim, "flaky").get("failed") == 2
+            and any(c["type"] == "Failed" for c in job_status(sim, "flaky").get("conditions", []))
+            and job_status(sim, "flaky")
+        ),
         what="job failed",
     )
     failed_cond = {c["type"]: c for c in status["conditions"]}["Failed"]

@@ -1,0 +1,138 @@
+"""kubectl against the living cluster: apply, scale, rollout status, get pods, delete.
+
+Skipped only when no kubectl binary exists; runs for every installed kubectl (see
+``test_kubectl.py``). Pods are bound by a test stand-in for the scheduler loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+import kubesim
+
+from .living import eventually, pods, run_binder
+from .test_kubectl import BINARIES, Kubectl
+
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.skipif(not shutil.which("kubectl"), reason="no kubectl binary installed"),
+]
+
+STATE = """
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-2}
+"""
+
+APP = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {kubesim.io/ready-after: "150"}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers: [{name: nginx, image: "nginx:1.27"}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: default}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: postgres, image: "postgres:16"}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: agent, image: "agent:1"}]
+"""
+
+
+@pytest.fixture(params=BINARIES or ["kubectl"], ids=lambda b: Path(b).name)
+async def kubectl(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Kubectl]:
+    async with kubesim.serve(state=STATE, time_scale=0.01) as sim:
+        binder = run_binder(sim, ["node-1", "node-2"])
+        try:
+            yield Kubectl(request.param, sim, tmp_path)
+        finally:
+            binder.cancel()
+            with contextlib.suppress(BaseException):
+                await binder
+
+
+async def test_apply_scale_rollout_status_and_get_pods(kubectl: Kubectl, tmp_path: Path) -> None:
+    manifest = tmp_path / "app.yaml"
+    manifest.write_text(APP)
+    _, out, _ = await kubectl("apply", "-f", str(manifest))
+    assert "deployment.apps/web created" in out
+    assert "statefulset.apps/db created" in out
+    assert "daemonset.apps/agent created" in out
+    # Ready after 150 s × 0.01: rollout status waits, then reports success.
+    _, out, _ = await kubectl("rollout", "status", "deployment/web", "--timeout=20s")
+    assert 'deployment "web" successfully rolled out' in out
+    assert "Waiting for deployment" in out  # it did have to wait for readiness
+    _, out, _ = await kubectl("rollout", "status", "statefulset/db", "--timeout=20s")
+    # The defaulted updateStrategy has rollingUpdate.partition 0, so kubectl reports the
+    # partitioned form, as against a real cluster.
+    assert "partitioned roll out complete: 2 new pods have been updated..." in out
+    _, out, _ = await kubectl("rollout", "status", "daemonset/agent", "-n", "kube-system")
+    assert 'daemon set "agent" successfully rolled out' in out
+
+    _, out, _ = await kubectl("scale", "deployment/web", "--replicas=4")
+    assert out.strip() == "deployment.apps/web scaled"
+    _, out, _ = await kubectl("rollout", "status", "deployment/web", "--timeout=20s")
+    assert 'deployment "web" successfully rolled out' in out
+    _, out, _ = await kubectl("get", "pods", "-l", "app=web", "--no-headers")
+    rows = [line.split() for line in out.strip().splitlines()]
+    assert len(rows) == 4
+    assert all(r[1:3] == ["1/1", "Running"] for r in rows), rows
+    _, out, _ = await kubectl("get", "deployment", "web", "--no-headers")
+    assert out.split()[1:4] == ["4/4", "4", "4"]
+
+    _, out, _ = await kubectl("scale", "statefulset", "db", "--replicas=1")
+    assert out.strip() == "statefulset.apps/db scaled"
+    await eventually(
+        lambda: [p["metadata"]["name"] for p in pods(kubectl.sim, app="db")] == ["db-0"],
+        timeout=10.0,
+        what="db-1 removed",
+    )
+
+
+async def test_delete_deployment_cleans_up(kubectl: Kubectl, tmp_path: Path) -> None:
+    manifest = tmp_path / "app.yaml"
+    manifest.write_text(APP.split("---")[0])
+    await kubectl("apply", "-f", str(manifest))
+    await kubectl("rollout", "status", "deployment/web", "--timeout=20s")
+    _, out, _ = await kubectl("delete", "deployment", "web")
+    assert 'deployment.apps "web" deleted' in out
+    await eventually(
+        lambda: not kubectl.sim.list_objects("ReplicaSet") and not pods(kubectl.sim, app="web"),
+        timeout=10.0,
+        what="ReplicaSet and pods collected",
+    )
+    _, out, err = await kubectl("get", "pods", "-l", "app=web")
+    assert "No resources found" in out + err
