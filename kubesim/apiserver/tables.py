@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.workload_tables import WORKLOAD_PRINTERS
 from scheduler.objects import parse_time
 
 __all__ = [
@@ -350,6 +351,7 @@ _PRINTERS: Final[dict[str, tuple[list[dict[str, Any]], Callable[..., list[Any]]]
     "PodDisruptionBudget": (_PDB_COLS, _pdb_row),
     "Namespace": (_NS_COLS, _ns_row),
     "PriorityClass": (_PC_COLS, _pc_row),
+    **WORKLOAD_PRINTERS,
 }
 
 

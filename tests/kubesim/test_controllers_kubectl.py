@@ -112,6 +112,15 @@ async def test_apply_scale_rollout_status_and_get_pods(kubectl: Kubectl, tmp_pat
     assert all(r[1:3] == ["1/1", "Running"] for r in rows), rows
     _, out, _ = await kubectl("get", "deployment", "web", "--no-headers")
     assert out.split()[1:4] == ["4/4", "4", "4"]
+    _, out, _ = await kubectl("get", "daemonset", "agent", "-n", "kube-system", "--no-headers")
+    assert out.split()[1:6] == ["2", "2", "2", "2", "2"]
+    _, out, _ = await kubectl("get", "statefulset", "db", "--no-headers")
+    assert out.split()[1] == "2/2"
+    _, out, _ = await kubectl("get", "lease", "-n", "kube-node-lease", "--no-headers")
+    assert [r.split()[:2] for r in out.strip().splitlines()] == [
+        ["node-1", "node-1"],
+        ["node-2", "node-2"],
+    ]
 
     _, out, _ = await kubectl("scale", "statefulset", "db", "--replicas=1")
     assert out.strip() == "statefulset.apps/db scaled"
@@ -124,7 +133,7 @@ async def test_apply_scale_rollout_status_and_get_pods(kubectl: Kubectl, tmp_pat
 
 async def test_delete_deployment_cleans_up(kubectl: Kubectl, tmp_path: Path) -> None:
     manifest = tmp_path / "app.yaml"
-    manifest.write_text(APP.split("---")[0])
+    manifest.write_text(APP.split("---", maxsplit=1)[0])
     await kubectl("apply", "-f", str(manifest))
     await kubectl("rollout", "status", "deployment/web", "--timeout=20s")
     _, out, _ = await kubectl("delete", "deployment", "web")

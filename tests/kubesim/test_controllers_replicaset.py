@@ -14,6 +14,7 @@ import kubesim
 from kubesim.controllers import check_controller_names
 from kubesim.controllers.deployment import pod_template_hash, safe_encode
 from kubesim.sim import Simulator
+
 from .conftest import raw
 from .living import eventually, is_ready, live, pods
 
@@ -380,7 +381,7 @@ async def test_disabled_controllers_leave_the_world_frozen() -> None:
         await asyncio.sleep(0.1)
         assert pods(sim, app="web") == []
         assert not {c.name for c in sim.controllers} & {"replicaset"}
-    with pytest.raises(ValueError, match="unknown controller.*replicaset-typo"):
+    with pytest.raises(ValueError, match=r"unknown controller.*replicaset-typo"):
         check_controller_names(["replicaset-typo"])
 
 

@@ -209,9 +209,13 @@ async def test_daemonset_follows_nodes_selectors_and_cordons(sim: Simulator) -> 
     )
     # A new matching node gets a pod; a cordoned node keeps its pod.
     sim.apply(
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-4", "labels": {"disk": "ssd"}},
-         "spec": {"unschedulable": True}}
-    )  # fmt: skip
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "node-4", "labels": {"disk": "ssd"}},
+            "spec": {"unschedulable": True},
+        }
+    )
     await eventually(
         lambda: "node-4" in {p["spec"]["nodeName"] for p in pods(sim, "kube-system", app="agent")},
         what="pod on the new cordoned node",
