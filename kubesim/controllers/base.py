@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -28,7 +29,7 @@ from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import Event, Key, clone
+from kubesim.apiserver.store import DELETED, Event, Key, Subscription, clone
 from scheduler.labels import LabelSelector, SelectorError
 from scheduler.objects import parse_time
 
@@ -51,6 +52,7 @@ __all__ = [
 
 log = logging.getLogger("kubesim")
 
+MIN_ROUND_GAP: Final = 0.005  # seconds of wall time between two rounds of syncs
 READY_AFTER_ANNOTATION: Final = "kubesim.io/ready-after"
 RUN_FOR_ANNOTATION: Final = "kubesim.io/run-for"
 
@@ -97,13 +99,13 @@ def annotation_seconds(obj: Mapping[str, Any], key: str) -> float | None:
 
 def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+    return meta if isinstance(meta, dict) else {}  # stored objects are plain dicts
 
 
 def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """``metav1.GetControllerOf``."""
-    for ref in meta_of(obj).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
+    for ref in meta_of(obj).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
             return ref
     return None
 
@@ -132,7 +134,7 @@ def selector_of(obj: Mapping[str, Any]) -> LabelSelector | None:
 
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     labels = meta_of(obj).get("labels")
-    return labels if isinstance(labels, Mapping) else {}
+    return labels if isinstance(labels, dict) else {}
 
 
 def is_pod_active(pod: Mapping[str, Any]) -> bool:
@@ -237,6 +239,11 @@ class WorkloadController:
         self._dirty: set[Key] = set()
         self._wake: asyncio.Event | None = None
         self._timers: dict[Key, asyncio.TimerHandle] = {}
+        self._subs: list[Subscription] = []
+        # The pod informer's indexes: controller UID -> pod keys, namespace -> orphan keys.
+        self._by_owner: dict[str, set[Key]] = {}
+        self._orphans: dict[str, set[Key]] = {}
+        self._pod_owner: dict[Key, str] = {}
 
     @property
     def sim(self) -> Simulator:
@@ -275,9 +282,12 @@ class WorkloadController:
         self._sim = sim
         self._wake = asyncio.Event()
         store = sim.store
-        subs = [store.subscribe(s) for s in self.watched]
-        pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
+        self._subs = [store.subscribe(s) for s in self.watched]
+        pumps = [asyncio.create_task(self._pump(sub)) for sub in self._subs]
         try:
+            if "pods" in self.watched:
+                for key, pod in list(store.objects("pods").items()):
+                    self._index_pod(key, pod)
             for obj in list(store.items(self.storage)):
                 meta = meta_of(obj)
                 self.enqueue((str(meta.get("namespace", "")), str(meta.get("name", ""))))
@@ -287,6 +297,8 @@ class WorkloadController:
                 delay = sim.settings.reaction_delay * sim.time_scale
                 # Let a burst of writes land first (one sync per owner per burst).
                 await asyncio.sleep(delay)
+                started = time.monotonic()
+                self.drain()
                 dirty, self._dirty = self._dirty, set()
                 for key in sorted(dirty):
                     try:
@@ -295,25 +307,71 @@ class WorkloadController:
                         log.warning("kubesim: %s %s/%s: %s", self.name, *key, err.message)
                     except Exception:  # a malformed object must not stop the controller
                         log.exception("kubesim: %s controller failed on %s/%s", self.name, *key)
+                # Coalesce: a round of syncs is followed by a pause at least as long as the
+                # round took (and MIN_ROUND_GAP), so big owners are not re-synced per pod event.
+                await asyncio.sleep(max(MIN_ROUND_GAP, time.monotonic() - started))
         finally:
             for task in pumps:
                 task.cancel()
-            for sub in subs:
+            for sub in self._subs:
                 store.unsubscribe(sub)
+            self._subs = []
             for handle in self._timers.values():
                 handle.cancel()
             self._timers.clear()
+            self._by_owner.clear()
+            self._orphans.clear()
+            self._pod_owner.clear()
             self._sim = None
             self._wake = None
 
-    async def _pump(self, sub: Any) -> None:
+    async def _pump(self, sub: Subscription) -> None:
         while True:
-            ev = await sub.queue.get()
-            try:
-                for key in self.keys_for(ev):
-                    self.enqueue(key)
-            except Exception:
-                log.exception("kubesim: %s controller event failed", self.name)
+            self._handle(await sub.queue.get())
+
+    def drain(self) -> None:
+        """Handle every event already queued, so the indexes match the store right now."""
+        for sub in self._subs:
+            queue = sub.queue
+            while not queue.empty():
+                self._handle(queue.get_nowait())
+
+    def _handle(self, ev: Event) -> None:
+        try:
+            if ev.storage == "pods":
+                if ev.type == DELETED:
+                    self._unindex_pod(ev.key)
+                else:
+                    self._index_pod(ev.key, ev.obj)
+            for key in self.keys_for(ev):
+                self.enqueue(key)
+        except Exception:
+            log.exception("kubesim: %s controller event failed", self.name)
+
+    def _unindex_pod(self, key: Key) -> None:
+        owner = self._pod_owner.pop(key, None)
+        if owner is None:
+            return
+        if owner:
+            keys = self._by_owner.get(owner)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_owner[owner]
+        else:
+            self._orphans.get(key[0], set()).discard(key)
+
+    def _index_pod(self, key: Key, pod: Mapping[str, Any]) -> None:
+        ref = controller_ref(pod)
+        owner = str(ref.get("uid", "")) if ref is not None else ""
+        if self._pod_owner.get(key) == owner:
+            return
+        self._unindex_pod(key)
+        self._pod_owner[key] = owner
+        if owner:
+            self._by_owner.setdefault(owner, set()).add(key)
+        else:
+            self._orphans.setdefault(key[0], set()).add(key)
 
     def keys_for(self, ev: Event) -> Iterable[Key]:
         """Owner keys to sync for one event: the owner itself, or the controller of a pod."""
@@ -346,6 +404,17 @@ class WorkloadController:
 
     # --- shared writes ----------------------------------------------------------------------
 
+    def controlled_pods(self, uid: str, namespace: str) -> list[dict[str, Any]]:
+        """Pods whose controller reference has this UID (from the index, current)."""
+        self.drain()
+        pods = self.sim.store.objects("pods")
+        out = []
+        for key in sorted(self._by_owner.get(uid, ())):
+            pod = pods.get(key)
+            if pod is not None and key[0] == namespace:
+                out.append(pod)
+        return out
+
     def owned_pods(self, owner: Mapping[str, Any], *, adopt: bool = True) -> list[dict[str, Any]]:
         """``ClaimPods``: pods controlled by ``owner`` plus orphans its selector matches
         (adopted through an update); owned pods the selector no longer matches are released."""
@@ -354,26 +423,28 @@ class WorkloadController:
         uid = str(meta.get("uid", ""))
         sel = selector_of(owner)
         deleting = bool(meta.get("deletionTimestamp"))
+
+        def matches(pod: Mapping[str, Any]) -> bool:
+            return sel is not None and not sel.is_empty() and sel.matches(labels_of(pod))
+
         out: list[dict[str, Any]] = []
-        for pod in list(self.sim.store.items("pods", namespace)):
-            ref = controller_ref(pod)
-            matches = sel is not None and not sel.is_empty() and sel.matches(labels_of(pod))
-            if ref is not None:
-                if str(ref.get("uid", "")) != uid:
-                    continue
-                if matches or deleting:
-                    out.append(pod)
-                else:
-                    self._set_owner(pod, None, uid)
-                continue
+        for pod in self.controlled_pods(uid, namespace):
+            if matches(pod) or deleting:
+                out.append(pod)
+            else:
+                self._set_owner(pod, None, uid)
+        if not adopt or deleting:
+            return out
+        pods = self.sim.store.objects("pods")
+        for key in sorted(self._orphans.get(namespace, ())):
+            orphan = pods.get(key)
             if (
-                adopt
-                and matches
-                and not deleting
-                and not meta_of(pod).get("deletionTimestamp")
-                and self._set_owner(pod, owner, uid)
+                orphan is not None
+                and matches(orphan)
+                and not meta_of(orphan).get("deletionTimestamp")
+                and self._set_owner(orphan, owner, uid)
             ):
-                refreshed = self.sim.store.get("pods", (namespace, str(meta_of(pod)["name"])))
+                refreshed = pods.get(key)
                 if refreshed is not None:
                     out.append(refreshed)
         return out
@@ -403,13 +474,19 @@ class WorkloadController:
 
     def create_pod(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
         namespace = str(manifest["metadata"].get("namespace", ""))
-        try:
-            return self.sim.rest.create(self.pod_type(), namespace, manifest)
-        except StatusError as err:
-            log.warning(
-                "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
-            )
-            return None
+        # A generated name can collide (27^5 names); kube-apiserver 1.32 retries such a create
+        # (RetryGenerateName), so a controller never sees it. Retry here the same way.
+        attempts = 8 if manifest["metadata"].get("generateName") else 1
+        for attempt in range(attempts):
+            try:
+                return self.sim.rest.create(self.pod_type(), namespace, manifest)
+            except StatusError as err:
+                if err.code == 409 and err.reason == "AlreadyExists" and attempt + 1 < attempts:
+                    continue
+                log.warning(
+                    "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
+                )
+        return None
 
     def delete_pod(self, pod: Mapping[str, Any]) -> None:
         meta = meta_of(pod)

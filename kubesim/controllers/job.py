@@ -77,12 +77,8 @@ class JobController(WorkloadController):
         sel = self._selector(job)
         pods = [
             p
-            for p in self.sim.store.items("pods", key[0])
-            if any(
-                isinstance(r, Mapping) and r.get("controller") is True and r.get("uid") == uid
-                for r in meta_of(p).get("ownerReferences") or []
-            )
-            and sel.matches(meta_of(p).get("labels") or {})
+            for p in self.controlled_pods(uid, key[0])
+            if sel.matches(meta_of(p).get("labels") or {})
         ]
         status: dict[str, Any] = clone(job.get("status") or {})
         conditions: list[dict[str, Any]] = clone(status.get("conditions") or [])
@@ -154,15 +150,7 @@ class JobController(WorkloadController):
                     elif succeeded > 0:
                         want = min(want, len(active))
                     self._manage(job, active, want)
-                    active = [
-                        p
-                        for p in self.sim.store.items("pods", key[0])
-                        if is_pod_active(p)
-                        and any(
-                            isinstance(r, Mapping) and r.get("uid") == uid
-                            for r in meta_of(p).get("ownerReferences") or []
-                        )
-                    ]
+                    active = [p for p in self.controlled_pods(uid, key[0]) if is_pod_active(p)]
         elif suspended and not finished:
             for pod in active:
                 self.delete_pod(pod)

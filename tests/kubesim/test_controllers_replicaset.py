@@ -391,3 +391,20 @@ async def test_reaction_delay_postpones_the_sync() -> None:
         await asyncio.sleep(0.05)
         assert pods(sim, app="web") == []  # reacts only after 20 s × 0.01
         await eventually(lambda: len(pods(sim, app="web")) == 1, timeout=2.0)
+
+
+async def test_generated_name_collision_is_retried(sim: Simulator) -> None:
+    sim.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "web-bbbbb", "namespace": "default", "labels": {"x": "y"}},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]},
+        }
+    )
+    chars = iter("bbbbb" + "ccccc")
+    real = sim.rest.rng.choice
+    sim.rest.rng.choice = lambda seq: next(chars, None) or real(seq)  # type: ignore[method-assign,assignment]
+    sim.apply(replicaset("web", 1))
+    made = await eventually(lambda: live(pods(sim, app="web")))
+    assert [p["metadata"]["name"] for p in made] == ["web-ccccc"]
