@@ -43,6 +43,7 @@ from kubesim.controllers import (
     default_controllers,
 )
 from kubesim.controllers.disruption import find_controller
+from kubesim.controllers.settings import SETTINGS_TYPE, parse_settings, with_settings
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import write_kubeconfig
@@ -173,19 +174,17 @@ class Simulator:
             bookmark_interval=bookmark_interval,
         )
         # Living-cluster timing (``ControllerSettings``); the keywords override ``settings``.
-        base = settings or ControllerSettings()
-        self.settings = dataclasses.replace(
-            base,
-            **{
-                k: v
-                for k, v in (
-                    ("reaction_delay", reaction_delay),
-                    ("ready_after", ready_after),
-                    ("job_duration", job_duration),
-                )
-                if v is not None
-            },
-        )
+        # Keywords win over a ClusterSettings document in the state, which wins over defaults.
+        explicit = {
+            k: v
+            for k, v in (
+                ("reaction_delay", reaction_delay),
+                ("ready_after", ready_after),
+                ("job_duration", job_duration),
+            )
+            if v is not None
+        }
+        self.settings = dataclasses.replace(settings or ControllerSettings(), **explicit)
         off = check_controller_names(disabled_controllers)
         self.controllers: list[Controller] = [
             c
@@ -206,7 +205,15 @@ class Simulator:
         if faults is not None:
             self.add_faults(faults)
         self._bootstrap()
-        for name, n, rt, manifest in load_state(self._state, self.registry):
+        for name, n, rt, manifest in load_state(self._state, with_settings(self.registry)):
+            if rt is SETTINGS_TYPE:
+                try:
+                    parsed, state_off = parse_settings(manifest, self.settings)
+                except ValueError as exc:
+                    raise StateError(name, n, "", str(exc)) from None
+                self.settings = dataclasses.replace(parsed, **explicit)
+                self.controllers = [c for c in self.controllers if c.name not in state_off]
+                continue
             try:
                 self._apply_one(rt, manifest)
             except StatusError as err:

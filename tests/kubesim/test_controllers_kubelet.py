@@ -203,3 +203,54 @@ async def test_graceful_deletion_still_finishes_after_the_grace_period() -> None
         gone = sim.get("Pod", "default", "g")
         assert gone is not None and gone["metadata"]["deletionTimestamp"]
         await eventually(lambda: sim.get("Pod", "default", "g") is None, timeout=3.0)
+
+
+def test_settings_document_parses_and_rejects_bad_fields() -> None:
+    from kubesim.controllers.settings import is_settings_document, parse_settings
+
+    doc = {
+        "apiVersion": "kubesim.io/v1alpha1",
+        "kind": "ClusterSettings",
+        "readyAfter": 2.5,
+        "reactionDelay": 0,
+        "disabledControllers": ["garbagecollector"],
+    }
+    assert is_settings_document(doc)
+    settings, disabled = parse_settings(doc)
+    assert (settings.ready_after, settings.reaction_delay, settings.job_duration) == (2.5, 0, 5.0)
+    assert disabled == {"garbagecollector"}
+    with pytest.raises(ValueError, match=r"readyAfter: must be a number of seconds >= 0"):
+        parse_settings({**doc, "readyAfter": -1})
+    with pytest.raises(ValueError, match=r'unknown field "readyafter"'):
+        parse_settings({"readyafter": 1})
+    with pytest.raises(ValueError, match=r"disabledControllers: unknown controller\(s\) rs"):
+        parse_settings({"disabledControllers": ["rs"]})
+
+
+SETTINGS_STATE = """
+apiVersion: kubesim.io/v1alpha1
+kind: ClusterSettings
+readyAfter: 40
+jobDuration: 7
+disabledControllers: [garbagecollector]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: bare}
+"""
+
+
+async def test_state_file_settings_apply_and_keywords_win() -> None:
+    from kubesim.sim import StateError
+
+    async with kubesim.serve(state=SETTINGS_STATE, time_scale=0.01, job_duration=1.0) as sim:
+        assert (sim.settings.ready_after, sim.settings.job_duration) == (40.0, 1.0)
+        assert "garbagecollector" not in {c.name for c in sim.controllers}
+        await create(sim, pod("p", "bare"))
+        running = await eventually(
+            lambda: (p := sim.get("Pod", "default", "p")) and p["status"].get("podIP") and p
+        )
+        assert not is_ready(running)  # 40 s × 0.01 to go
+        await eventually(lambda: is_ready(sim.get("Pod", "default", "p") or {}), timeout=3.0)
+    with pytest.raises(StateError, match=r"document 1: readyAfter: must be a number"):
+        kubesim.sim.Simulator(state=SETTINGS_STATE.replace("40", "soon"))
