@@ -10,7 +10,8 @@ What a real kubelet reports, without running anything:
   the node has none) and ``allocatable`` (= capacity), ``addresses`` (InternalIP and
   Hostname), ``daemonEndpoints`` and the MemoryPressure/DiskPressure/PIDPressure/Ready
   conditions that are missing. What the manifest says is kept: a node seeded NotReady stays
-  NotReady. So typed clients (kubernetes-asyncio ``list_node``) accept every node.
+  NotReady — a dead kubelet, which starts no pod and renews no lease until the node is Ready
+  again. So typed clients (kubernetes-asyncio ``list_node``) accept every node.
 * **Node lease** (``pkg/kubelet/nodelease``): a ``coordination.k8s.io/v1`` Lease named after
   the node in ``kube-node-lease``, owned by the Node, ``holderIdentity`` the node name,
   ``leaseDurationSeconds: 40``, ``renewTime`` renewed every 10 s (× time scale, but not more
@@ -49,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import ADDED, DELETED, Event, Key, clone
+from kubesim.apiserver.store import DELETED, Event, Key, clone
 from kubesim.controllers.base import (
     READY_AFTER_ANNOTATION,
     RUN_FOR_ANNOTATION,
@@ -67,6 +68,7 @@ __all__ = [
     "DeletionDelay",
     "Kubelet",
     "format_micro_time",
+    "node_is_up",
 ]
 
 log = logging.getLogger("kubesim")
@@ -102,6 +104,19 @@ NODE_CONDITIONS: Final = (
 
 def default_deletion_delay(pod: dict[str, Any], grace: float, time_scale: float) -> float:
     return grace * time_scale
+
+
+def node_is_up(node: Mapping[str, Any]) -> bool:
+    """Whether this node's kubelet is alive: its Ready condition is not False or Unknown.
+
+    A node seeded (or later set) NotReady models a dead kubelet: it starts no pod and renews
+    no lease until it is Ready again. A node without a Ready condition is up (its kubelet
+    posts one at once).
+    """
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return True
 
 
 def format_micro_time(seconds: float) -> str:
@@ -228,9 +243,13 @@ class Kubelet:
             if ev.type == DELETED:
                 return
             self._complete_node(ev.obj)
-            if ev.type == ADDED:
-                for pod in list(store.items("pods")):
-                    self._consider_start(pod)
+            was_up = ev.prev is not None and node_is_up(ev.prev)
+            if node_is_up(ev.obj) and not was_up:
+                node_name = ev.key[1]
+                for key in sorted(self.sim.rest.pods_to_start):
+                    pod = store.get("pods", key)
+                    if pod is not None and (pod.get("spec") or {}).get("nodeName") == node_name:
+                        self._consider_start(pod)
             return
         if ev.type == DELETED:
             self._cancel(ev.key)
@@ -343,6 +362,8 @@ class Kubelet:
     async def _renew_leases(self) -> None:
         while True:
             for node in list(self.sim.store.items("nodes")):
+                if not node_is_up(node):
+                    continue  # a dead kubelet renews nothing: its lease goes stale
                 try:
                     self.renew_lease(node)
                 except StatusError as err:
@@ -424,7 +445,7 @@ class Kubelet:
         if not node_name or meta.get("deletionTimestamp"):
             return
         node = sim.store.get("nodes", ("", node_name))
-        if node is None:
+        if node is None or not node_is_up(node):
             return
         sim.rest.pods_to_start.discard(key)
         self._start(pod, node)

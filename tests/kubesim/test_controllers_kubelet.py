@@ -26,12 +26,18 @@ metadata: {name: bare}
 ---
 apiVersion: v1
 kind: Node
-metadata: {name: sick}
+metadata: {name: small}
 spec: {podCIDR: 10.99.7.0/24}
 status:
   capacity: {cpu: "2", memory: 4Gi, pods: "10"}
-  conditions: [{type: Ready, status: "False", reason: KubeletNotReady}]
+  conditions: [{type: Ready, status: "True", reason: KubeletReady}]
   addresses: [{type: InternalIP, address: 192.168.1.20}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: sick}
+status:
+  conditions: [{type: Ready, status: "False", reason: KubeletNotReady}]
 """
 
 
@@ -74,8 +80,9 @@ async def test_nodes_get_complete_status_that_typed_clients_accept() -> None:
         sick = by_name["sick"]
         sick_ready = [c for c in sick.status.conditions if c.type == "Ready"]
         assert [c.status for c in sick_ready] == ["False"]
-        assert sick.status.capacity == {"cpu": "2", "memory": "4Gi", "pods": "10"}
-        assert sick.status.addresses[0].address == "192.168.1.20"
+        small = by_name["small"]
+        assert small.status.capacity == {"cpu": "2", "memory": "4Gi", "pods": "10"}
+        assert small.status.addresses[0].address == "192.168.1.20"
 
 
 STATE_EXAMPLES = sorted(p.name for p in EXAMPLES.glob("*.yaml") if "faults" not in p.name)
@@ -135,7 +142,7 @@ async def test_pod_ips_are_unique_and_come_from_the_node_cidr() -> None:
     async with kubesim.serve(state=BARE_NODES, time_scale=0.01) as sim:
         await eventually(lambda: (sim.get("Node", None, "bare") or {}).get("status"))
         for i in range(20):
-            await create(sim, pod(f"p{i}", "bare" if i % 2 else "sick"))
+            await create(sim, pod(f"p{i}", "bare" if i % 2 else "small"))
         running = await eventually(
             lambda: (
                 ps
@@ -145,9 +152,9 @@ async def test_pod_ips_are_unique_and_come_from_the_node_cidr() -> None:
         )
         ips = [p["status"]["podIP"] for p in running]
         assert len(set(ips)) == 20
-        sick = [p for p in running if p["spec"]["nodeName"] == "sick"]
-        assert all(p["status"]["podIP"].startswith("10.99.7.") for p in sick)
-        assert all(p["status"]["hostIP"] == "192.168.1.20" for p in sick)
+        small = [p for p in running if p["spec"]["nodeName"] == "small"]
+        assert all(p["status"]["podIP"].startswith("10.99.7.") for p in small)
+        assert all(p["status"]["hostIP"] == "192.168.1.20" for p in small)
         bare = [p for p in running if p["spec"]["nodeName"] == "bare"]
         assert len({p["status"]["podIP"].rsplit(".", 1)[0] for p in bare}) == 1
 
@@ -254,3 +261,26 @@ async def test_state_file_settings_apply_and_keywords_win() -> None:
         await eventually(lambda: is_ready(sim.get("Pod", "default", "p") or {}), timeout=3.0)
     with pytest.raises(StateError, match=r"document 1: readyAfter: must be a number"):
         kubesim.sim.Simulator(state=SETTINGS_STATE.replace("40", "soon"))
+
+
+async def test_a_not_ready_node_starts_nothing_until_ready() -> None:
+    async with kubesim.serve(state=BARE_NODES, time_scale=0.01) as sim:
+        await create(sim, pod("stuck", "sick"))
+        await eventually(lambda: sim.get("Lease", "kube-node-lease", "bare"))
+        await asyncio.sleep(0.05)
+        stuck = sim.get("Pod", "default", "stuck")
+        assert stuck is not None and stuck["status"]["phase"] == "Pending"
+        assert sim.get("Lease", "kube-node-lease", "sick") is None
+        node = sim.get("Node", None, "sick")
+        assert node is not None
+        node["status"]["conditions"] = [
+            dict(c, status="True") if c["type"] == "Ready" else c
+            for c in node["status"]["conditions"]
+        ]
+        rt = sim.registry.for_kind("v1", "Node")
+        assert rt is not None
+        sim.rest.update(rt, "", "sick", node, subresource="status")
+        await eventually(
+            lambda: (sim.get("Pod", "default", "stuck") or {})["status"]["phase"] == "Running"
+        )
+        await eventually(lambda: sim.get("Lease", "kube-node-lease", "sick"), timeout=3.0)
