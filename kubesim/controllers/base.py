@@ -30,6 +30,7 @@ from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import DELETED, Event, Key, Subscription, clone
+from kubesim.controllers.events import EventRecorder
 from scheduler.labels import LabelSelector, SelectorError
 from scheduler.objects import parse_time
 
@@ -231,10 +232,12 @@ class WorkloadController:
     and implement ``sync`` (and ``keys_for`` when other storages matter)."""
 
     name = ""
+    component = ""  # the event source, e.g. ``replicaset-controller``
     storage = ""  # the owner's storage (first in ``watched``)
     watched: tuple[str, ...] = ()
 
     def __init__(self) -> None:
+        self.recorder = EventRecorder(self.component or f"{self.name}-controller")
         self._sim: Simulator | None = None
         self._dirty: set[Key] = set()
         self._wake: asyncio.Event | None = None
@@ -472,34 +475,62 @@ class WorkloadController:
             return False
         return True
 
-    def create_pod(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    def created_message(self, owner: Mapping[str, Any], pod_name: str) -> str:
+        return f"Created pod: {pod_name}"
+
+    def deleted_message(self, owner: Mapping[str, Any], pod_name: str) -> str:
+        return f"Deleted pod: {pod_name}"
+
+    def record(
+        self, obj: Mapping[str, Any], reason: str, message: str, *, warn: bool = False
+    ) -> None:
+        self.recorder.event(
+            self.sim, obj, type_="Warning" if warn else "Normal", reason=reason, message=message
+        )
+
+    def create_pod(
+        self, manifest: dict[str, Any], *, owner: Mapping[str, Any] | None = None
+    ) -> dict[str, Any] | None:
         namespace = str(manifest["metadata"].get("namespace", ""))
         # A generated name can collide (27^5 names); kube-apiserver 1.32 retries such a create
         # (RetryGenerateName), so a controller never sees it. Retry here the same way.
         attempts = 8 if manifest["metadata"].get("generateName") else 1
         for attempt in range(attempts):
             try:
-                return self.sim.rest.create(self.pod_type(), namespace, manifest)
+                pod = self.sim.rest.create(self.pod_type(), namespace, manifest)
             except StatusError as err:
                 if err.code == 409 and err.reason == "AlreadyExists" and attempt + 1 < attempts:
                     continue
                 log.warning(
                     "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
                 )
+                if owner is not None:
+                    self.record(owner, "FailedCreate", f"Error creating: {err.message}", warn=True)
+                return None
+            if owner is not None:
+                name = str(pod["metadata"].get("name", ""))
+                self.record(owner, "SuccessfulCreate", self.created_message(owner, name))
+            return pod
         return None
 
-    def delete_pod(self, pod: Mapping[str, Any]) -> None:
+    def delete_pod(self, pod: Mapping[str, Any], *, owner: Mapping[str, Any] | None = None) -> None:
         meta = meta_of(pod)
+        name = str(meta.get("name", ""))
         try:
             self.sim.rest.delete(
                 self.pod_type(),
                 str(meta.get("namespace", "")),
-                str(meta.get("name", "")),
+                name,
                 DeleteOptions(uid=str(meta.get("uid", "")) or None),
             )
         except StatusError as err:
             if err.code not in (404, 409):
                 log.warning("kubesim: %s failed to delete pod: %s", self.name, err.message)
+                if owner is not None:
+                    self.record(owner, "FailedDelete", f"Error deleting: {err.message}", warn=True)
+            return
+        if owner is not None:
+            self.record(owner, "SuccessfulDelete", self.deleted_message(owner, name))
 
     def write_status(self, owner: Mapping[str, Any], status: dict[str, Any]) -> None:
         """``UpdateStatus`` when the status changed (no write, no event otherwise)."""

@@ -142,6 +142,7 @@ def node_should_run_daemon_pod(ds: Mapping[str, Any], node: Mapping[str, Any]) -
 
 class DaemonSetController(WorkloadController):
     name = "daemonset"
+    component = "daemonset-controller"
     storage = "daemonsets"
     watched = ("daemonsets", "pods", "nodes")
 
@@ -180,26 +181,26 @@ class DaemonSetController(WorkloadController):
             ]
             failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
             for pod in failed:
-                self.delete_pod(pod)
+                self.delete_pod(pod, owner=ds)
                 changed = True
             pods = [p for p in pods if p not in failed]
             if should_run and not pods and not failed:
-                self.create_pod(new_daemon_pod(ds, node_name))
+                self.create_pod(new_daemon_pod(ds, node_name), owner=ds)
                 changed = True
             elif not keep_running and pods:
                 for pod in pods:
-                    self.delete_pod(pod)
+                    self.delete_pod(pod, owner=ds)
                 changed = True
             elif len(pods) > 1:
                 for pod in sorted(pods, key=_created)[1:]:
-                    self.delete_pod(pod)
+                    self.delete_pod(pod, owner=ds)
                 changed = True
         nodes = {str(meta_of(n).get("name", "")) for n in self.sim.store.items("nodes")}
         for node_name, pods in by_node.items():
             if node_name not in nodes:  # pods of a node that is gone (or unbound)
                 for pod in pods:
                     if not meta_of(pod).get("deletionTimestamp"):
-                        self.delete_pod(pod)
+                        self.delete_pod(pod, owner=ds)
                         changed = True
         return changed
 

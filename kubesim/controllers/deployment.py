@@ -78,6 +78,7 @@ def _without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
 
 class DeploymentController(WorkloadController):
     name = "deployment"
+    component = "deployment-controller"
     storage = "deployments"
     watched = ("deployments", "replicasets")
 
@@ -166,6 +167,15 @@ class DeploymentController(WorkloadController):
             updated, _ = self.sim.rest.update(
                 rs_type, key[0], str(meta_of(rs).get("name", "")), new
             )
+            old_count = spec_replicas(rs)
+            if old_count != want:
+                direction = "up" if want > old_count else "down"
+                self.record(
+                    dep,
+                    "ScalingReplicaSet",
+                    f"Scaled {direction} replica set {meta_of(rs).get('name', '')}"
+                    f" from {old_count} to {want}",
+                )
             if is_new:
                 new_rs = updated
         dep = self.sim.store.get(self.storage, key)
@@ -230,7 +240,14 @@ class DeploymentController(WorkloadController):
         }
         rs_type = self.sim.registry.for_storage("replicasets")
         try:
-            return self.sim.rest.create(rs_type, str(meta.get("namespace", "")), manifest)
+            created = self.sim.rest.create(rs_type, str(meta.get("namespace", "")), manifest)
+            if replicas:
+                self.record(
+                    dep,
+                    "ScalingReplicaSet",
+                    f"Scaled up replica set {meta.get('name', '')}-{hash_} from 0 to {replicas}",
+                )
+            return created
         except StatusError as err:
             if err.code == 409:  # a hash collision with a ReplicaSet we do not own
                 status = clone(dep.get("status") or {})

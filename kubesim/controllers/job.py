@@ -54,6 +54,7 @@ def _int(spec: Mapping[str, Any], key: str, default: int | None) -> int | None:
 
 class JobController(WorkloadController):
     name = "job"
+    component = "job-controller"
     storage = "jobs"
     watched = ("jobs", "pods")
 
@@ -115,9 +116,10 @@ class JobController(WorkloadController):
                         with_update_time=True,
                     )
                 for pod in active:
-                    self.delete_pod(pod)
+                    self.delete_pod(pod, owner=job)
                 active = []
                 finished = True
+                self.record(job, "BackoffLimitExceeded", message, warn=True)
             else:
                 done = (
                     succeeded >= completions
@@ -126,7 +128,7 @@ class JobController(WorkloadController):
                 )
                 if done:
                     for pod in active:
-                        self.delete_pod(pod)
+                        self.delete_pod(pod, owner=job)
                     active = []
                     for type_, reason in (
                         ("SuccessCriteriaMet", "CompletionsReached"),
@@ -143,6 +145,7 @@ class JobController(WorkloadController):
                         )
                     status["completionTime"] = now
                     finished = True
+                    self.record(job, "Completed", "Job completed")
                 else:
                     want = parallelism
                     if completions is not None:
@@ -153,7 +156,7 @@ class JobController(WorkloadController):
                     active = [p for p in self.controlled_pods(uid, key[0]) if is_pod_active(p)]
         elif suspended and not finished:
             for pod in active:
-                self.delete_pod(pod)
+                self.delete_pod(pod, owner=job)
             active = []
         status["active"] = len(active)
         status["ready"] = sum(1 for p in active if is_pod_ready(p))
@@ -173,7 +176,7 @@ class JobController(WorkloadController):
         diff = len(active) - max(want, 0)
         if diff > 0:
             for pod in pods_to_delete_order(active)[:diff]:
-                self.delete_pod(pod)
+                self.delete_pod(pod, owner=job)
             return
         meta = meta_of(job)
         uid = str(meta.get("uid", ""))
@@ -183,5 +186,5 @@ class JobController(WorkloadController):
         for _ in range(-diff):
             pod = pod_from_template(job, template, extra_labels=labels)
             pod["spec"].setdefault("restartPolicy", "Never")
-            if self.create_pod(pod) is None:
+            if self.create_pod(pod, owner=job) is None:
                 break

@@ -51,6 +51,7 @@ def spec_replicas(obj: Mapping[str, Any]) -> int:
 
 class ReplicaSetController(WorkloadController):
     name = "replicaset"
+    component = "replicaset-controller"
     storage = "replicasets"
     watched = ("replicasets", "pods")
 
@@ -72,11 +73,11 @@ class ReplicaSetController(WorkloadController):
         template = (rs.get("spec") or {}).get("template") or {}
         if diff < 0:
             for _ in range(min(-diff, BURST_REPLICAS)):
-                if self.create_pod(pod_from_template(rs, template)) is None:
+                if self.create_pod(pod_from_template(rs, template), owner=rs) is None:
                     break
         elif diff > 0:
             for pod in pods_to_delete_order(pods)[: min(diff, BURST_REPLICAS)]:
-                self.delete_pod(pod)
+                self.delete_pod(pod, owner=rs)
 
     def calculate_status(
         self, rs: Mapping[str, Any], pods: list[dict[str, Any]], key: Key
@@ -120,6 +121,7 @@ class ReplicationControllerController(ReplicaSetController):
     """``pkg/controller/replication``: a ReplicaSet controller over a map selector."""
 
     name = "replicationcontroller"
+    component = "replication-controller"
     storage = "replicationcontrollers"
     watched = ("replicationcontrollers", "pods")
 

@@ -54,8 +54,15 @@ def pod_ordinal(set_name: str, pod_name: str) -> int | None:
 
 class StatefulSetController(WorkloadController):
     name = "statefulset"
+    component = "statefulset-controller"
     storage = "statefulsets"
     watched = ("statefulsets", "pods")
+
+    def created_message(self, owner: Mapping[str, Any], pod_name: str) -> str:
+        return f"create Pod {pod_name} in StatefulSet {meta_of(owner).get('name', '')} successful"
+
+    def deleted_message(self, owner: Mapping[str, Any], pod_name: str) -> str:
+        return f"delete Pod {pod_name} in StatefulSet {meta_of(owner).get('name', '')} successful"
 
     def sync(self, key: Key) -> None:
         sts = self.sim.store.get(self.storage, key)
@@ -96,13 +103,13 @@ class StatefulSetController(WorkloadController):
         for _, pod in sorted(pods.items()):
             phase = (pod.get("status") or {}).get("phase")
             if phase in ("Failed", "Succeeded") and not meta_of(pod).get("deletionTimestamp"):
-                self.delete_pod(pod)
+                self.delete_pod(pod, owner=sts)
                 if not parallel:
                     return
         for ordinal in range(replicas):
             existing = pods.get(ordinal)
             if existing is None:
-                self.create_pod(self._new_pod(sts, ordinal, revision))
+                self.create_pod(self._new_pod(sts, ordinal, revision), owner=sts)
                 if not parallel:
                     return
                 continue
@@ -122,7 +129,7 @@ class StatefulSetController(WorkloadController):
                 return
             if not parallel and any(not is_pod_ready(p) for o, p in pods.items() if o < replicas):
                 return
-            self.delete_pod(pod)
+            self.delete_pod(pod, owner=sts)
             if not parallel:
                 return
 

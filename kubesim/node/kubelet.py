@@ -57,6 +57,7 @@ from kubesim.controllers.base import (
     annotation_seconds,
     controller_ref,
 )
+from kubesim.controllers.events import EventRecorder
 from scheduler.objects import format_time
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ class Kubelet:
         # (namespace, name) -> seconds (or None: never delete); consulted before deletion_delay.
         self.overrides: dict[Key, float | None] = {}
         self._timers: dict[Key, tuple[str, int, asyncio.TimerHandle]] = {}
+        self.recorder = EventRecorder("kubelet")
         # Ready and completion timers: (namespace, name) -> (uid, handle)
         self._ready_timers: dict[Key, tuple[str, asyncio.TimerHandle]] = {}
         self._finish_timers: dict[Key, tuple[str, asyncio.TimerHandle]] = {}
@@ -523,13 +525,38 @@ class Kubelet:
         status.setdefault("qosClass", "BestEffort")
         unready = [str(c.get("name", "")) for c in containers]
         _set_pod_conditions(status, now, ready=ready, unready=unready)
-        with contextlib.suppress(StatusError):
+        try:
             self._write_status(key, new)
+        except StatusError:
+            return
+        self._container_events(pod, node_name=str(node["metadata"]["name"]))
         if not ready:
             self._later(self._ready_timers, key, uid, delay, self._become_ready)
         run_for = self.run_duration(pod)
         if run_for is not None:
             self._later(self._finish_timers, key, uid, max(run_for, delay), self._succeed)
+
+    def _container_events(self, pod: Mapping[str, Any], *, node_name: str) -> None:
+        """``Pulled``, ``Created`` and ``Started`` for each container, as the kubelet records."""
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            if not isinstance(c, Mapping):
+                continue
+            name = str(c.get("name", ""))
+            path = f"spec.containers{{{name}}}"
+            for reason, message in (
+                ("Pulled", f'Container image "{c.get("image", "")}" already present on machine'),
+                ("Created", f"Created container: {name}"),
+                ("Started", f"Started container {name}"),
+            ):
+                self.recorder.event(
+                    self.sim,
+                    pod,
+                    type_="Normal",
+                    reason=reason,
+                    message=message,
+                    host=node_name,
+                    field_path=path,
+                )
 
     def _later(
         self,
@@ -625,6 +652,19 @@ class Kubelet:
         current = self._timers.get(key)
         if current is not None and not force and current[0] == uid and current[1] <= grace:
             return
+        if current is None or current[0] != uid:
+            node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+            for c in (pod.get("spec") or {}).get("containers") or []:
+                if isinstance(c, Mapping) and (pod.get("status") or {}).get("phase") == "Running":
+                    self.recorder.event(
+                        sim,
+                        pod,
+                        type_="Normal",
+                        reason="Killing",
+                        message=f"Stopping container {c.get('name', '')}",
+                        host=node_name,
+                        field_path=f"spec.containers{{{c.get('name', '')}}}",
+                    )
         self._cancel(key)
         if key in self.overrides:
             delay = self.overrides[key]

@@ -408,3 +408,42 @@ async def test_generated_name_collision_is_retried(sim: Simulator) -> None:
     sim.apply(replicaset("web", 1))
     made = await eventually(lambda: live(pods(sim, app="web")))
     assert [p["metadata"]["name"] for p in made] == ["web-ccccc"]
+
+
+def events_of(sim: Simulator, kind: str, name: str) -> list[tuple[str, str, str]]:
+    return [
+        (e["reason"], e["message"], e["source"]["component"])
+        for e in sim.list_objects("Event", "default")
+        if e["involvedObject"]["kind"] == kind and e["involvedObject"]["name"] == name
+    ]
+
+
+async def test_controllers_and_kubelet_record_events(sim: Simulator) -> None:
+    sim.apply(deployment("web", 2))
+    await eventually(lambda: len(live(pods(sim, app="web"))) == 2)
+    rs_name = sim.list_objects("ReplicaSet", "default")[0]["metadata"]["name"]
+    scaled = await eventually(lambda: events_of(sim, "Deployment", "web"))
+    assert scaled == [
+        (
+            "ScalingReplicaSet",
+            f"Scaled up replica set {rs_name} from 0 to 2",
+            "deployment-controller",
+        )
+    ]
+    created = await eventually(lambda: len(events_of(sim, "ReplicaSet", rs_name)) == 2 and 1)
+    assert created
+    pod_names = sorted(p["metadata"]["name"] for p in pods(sim, app="web"))
+    assert sorted(m for _, m, _ in events_of(sim, "ReplicaSet", rs_name)) == [
+        f"Created pod: {n}" for n in pod_names
+    ]
+    kubelet = await eventually(lambda: events_of(sim, "Pod", pod_names[0]))
+    assert [r for r, _, c in kubelet if c == "kubelet"] == ["Pulled", "Created", "Started"]
+    started = next(
+        e
+        for e in sim.list_objects("Event", "default")
+        if e["reason"] == "Started" and e["involvedObject"]["name"] == pod_names[0]
+    )
+    assert started["involvedObject"]["fieldPath"] == "spec.containers{c}"
+    assert started["source"]["host"] == "node-1"
+    assert started["message"] == "Started container c"
+    assert started["count"] == 1 and started["firstTimestamp"] == started["lastTimestamp"]
