@@ -158,6 +158,12 @@ class JobController(WorkloadController):
             for pod in active:
                 self.delete_pod(pod, owner=job)
             active = []
+        status["terminating"] = sum(
+            1
+            for p in pods
+            if meta_of(p).get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        )
         status["active"] = len(active)
         status["ready"] = sum(1 for p in active if is_pod_ready(p))
         status["succeeded"] = succeeded

@@ -103,6 +103,12 @@ async def test_statefulset_ordered_ready_creates_one_at_a_time(sim: Simulator) -
     assert labels["statefulset.kubernetes.io/pod-name"] == "db-2"
     assert labels["apps.kubernetes.io/pod-index"] == "2"
     assert labels["controller-revision-hash"] == status["updateRevision"]
+    messages = [
+        e["message"]
+        for e in sim.list_objects("Event", "default")
+        if e["involvedObject"]["kind"] == "StatefulSet"
+    ]
+    assert messages == [f"create Pod db-{i} in StatefulSet db successful" for i in range(3)]
 
 
 async def test_statefulset_pod_comes_back_with_same_name_new_uid(sim: Simulator) -> None:
