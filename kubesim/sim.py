@@ -7,11 +7,14 @@ kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` 
 loads the state manifests as they are — statuses included, so a test can start from pods that
 are already Running or Pending on given nodes.
 
-It serves ``pods/eviction`` (``kubesim.apiserver.eviction``), runs the namespace controller,
-the kubelet and the disruption controller (``kubesim.controllers.disruption``; ``pin_pdb``
-freezes a budget's status), and applies the fault file through ``kubesim.faults.injection``
-(faults given here start with the server, ``add_faults`` and ``POST /_kubesim/faults`` add
-more while it runs).
+It serves ``pods/eviction`` (``kubesim.apiserver.eviction``) and ``<workload>/scale``, runs the
+controllers of ``kubesim.controllers`` (namespace, disruption — ``pin_pdb`` freezes a budget's
+status —, ReplicaSet, ReplicationController, Deployment, StatefulSet, DaemonSet, Job, garbage
+collector; each can be switched off with ``disabled_controllers``) and the node kubelet, with
+the timing of ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``,
+or a ``ClusterSettings`` document in the state), and applies the fault file through
+``kubesim.faults.injection`` (faults given here start with the server, ``add_faults`` and
+``POST /_kubesim/faults`` add more while it runs).
 """
 
 from __future__ import annotations

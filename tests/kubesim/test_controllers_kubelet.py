@@ -186,6 +186,10 @@ async def test_each_node_renews_its_lease() -> None:
                 "bare", "kube-node-lease"
             )
         assert typed.spec.holder_identity == "bare"
+        # The Lease is owned by its Node: deleting the node collects it.
+        async with sim.api_client() as api:
+            await client.CoreV1Api(api).delete_node("bare")
+        await eventually(lambda: sim.get("Lease", "kube-node-lease", "bare") is None)
 
 
 def test_micro_time_has_six_digits() -> None:
