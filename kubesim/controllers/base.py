@@ -54,6 +54,7 @@ __all__ = [
 log = logging.getLogger("kubesim")
 
 MIN_ROUND_GAP: Final = 0.005  # seconds of wall time between two rounds of syncs
+RETRY_AFTER: Final = 0.05  # seconds before a sync that met a conflict runs again
 READY_AFTER_ANNOTATION: Final = "kubesim.io/ready-after"
 RUN_FOR_ANNOTATION: Final = "kubesim.io/run-for"
 
@@ -308,6 +309,8 @@ class WorkloadController:
                         self.sync(key)
                     except StatusError as err:
                         log.warning("kubesim: %s %s/%s: %s", self.name, *key, err.message)
+                        if err.code in (409, 429) or err.code >= 500:
+                            self.enqueue_after(key, RETRY_AFTER)  # the work queue's requeue
                     except Exception:  # a malformed object must not stop the controller
                         log.exception("kubesim: %s controller failed on %s/%s", self.name, *key)
                 # Coalesce: a round of syncs is followed by a pause at least as long as the

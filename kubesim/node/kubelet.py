@@ -522,6 +522,9 @@ class Kubelet:
                 ],
             }
         )
+        inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping)]
+        if inits:
+            status["initContainerStatuses"] = _init_statuses(inits, uid=uid, now=now, ready=ready)
         status.setdefault("qosClass", "BestEffort")
         unready = [str(c.get("name", "")) for c in containers]
         _set_pod_conditions(status, now, ready=ready, unready=unready)
@@ -600,7 +603,10 @@ class Kubelet:
             return
         new = clone(pod)
         status = new["status"]
-        for cs in status.get("containerStatuses") or []:
+        for cs in [
+            *(status.get("containerStatuses") or []),
+            *(status.get("initContainerStatuses") or []),
+        ]:
             if isinstance(cs, dict):
                 cs["ready"] = True
         _set_pod_conditions(status, format_time(self.sim.rest.clock()), ready=True, unready=[])
@@ -693,6 +699,45 @@ class Kubelet:
         except StatusError as err:
             if err.code not in (404, 409):
                 log.warning("kubelet: deleting pod %s/%s failed: %s", key[0], key[1], err)
+
+
+def _init_statuses(
+    inits: list[Mapping[str, Any]], *, uid: str, now: str, ready: bool
+) -> list[dict[str, Any]]:
+    """Init containers ran to completion before the app containers; sidecars (restartPolicy
+    Always) keep running."""
+    out = []
+    for c in inits:
+        name = str(c.get("name", ""))
+        container_id = f"containerd://{_digest(uid, 'init', name)}"
+        sidecar = c.get("restartPolicy") == "Always"
+        state: dict[str, Any] = (
+            {"running": {"startedAt": now}}
+            if sidecar
+            else {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": now,
+                    "finishedAt": now,
+                    "containerID": container_id,
+                }
+            }
+        )
+        out.append(
+            {
+                "name": name,
+                "state": state,
+                "lastState": {},
+                "ready": ready or not sidecar,
+                "restartCount": 0,
+                "image": str(c.get("image", "")),
+                "imageID": _image_id(str(c.get("image", ""))),
+                "containerID": container_id,
+                "started": sidecar,
+            }
+        )
+    return out
 
 
 def _image_id(image: str) -> str:

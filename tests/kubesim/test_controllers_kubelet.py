@@ -288,3 +288,23 @@ async def test_a_not_ready_node_starts_nothing_until_ready() -> None:
             lambda: (sim.get("Pod", "default", "stuck") or {})["status"]["phase"] == "Running"
         )
         await eventually(lambda: sim.get("Lease", "kube-node-lease", "sick"), timeout=3.0)
+
+
+async def test_init_containers_are_reported_completed() -> None:
+    async with kubesim.serve(state=BARE_NODES, time_scale=0.01) as sim:
+        manifest = pod("with-init", "bare")
+        manifest["spec"]["initContainers"] = [
+            {"name": "migrate", "image": "busybox"},
+            {"name": "proxy", "image": "envoy", "restartPolicy": "Always"},
+        ]
+        await create(sim, manifest)
+        started = await eventually(
+            lambda: (p := sim.get("Pod", "default", "with-init")) and is_ready(p) and p
+        )
+        inits = {s["name"]: s for s in started["status"]["initContainerStatuses"]}
+        assert inits["migrate"]["state"]["terminated"]["reason"] == "Completed"
+        assert inits["migrate"]["started"] is False
+        assert "running" in inits["proxy"]["state"] and inits["proxy"]["ready"] is True
+        async with sim.api_client() as api:
+            typed = await client.CoreV1Api(api).read_namespaced_pod("with-init", "default")
+        assert typed.status.init_container_statuses[0].state.terminated.exit_code == 0
