@@ -84,6 +84,21 @@ _EMPTY_STATUS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 
+# Seeded objects of these kinds are defaulted as etcd would hold them (controllers and kubectl
+# compare a Deployment's template with its ReplicaSets'); pods are kept exactly as given.
+_SEED_DEFAULTED: Final = frozenset(
+    {
+        "Namespace",
+        "PriorityClass",
+        "Deployment",
+        "ReplicaSet",
+        "ReplicationController",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+    }
+)
+
 # An admission plugin sees (operation, type, new object, old object) and may change the new
 # object in place or raise a StatusError; operation is CREATE, UPDATE or DELETE.
 AdmissionPlugin = Callable[[str, ResourceType, dict[str, Any], dict[str, Any] | None], None]
@@ -691,7 +706,7 @@ class Rest:
         if rt.kind == "Namespace":
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
             obj.setdefault("status", {"phase": "Active"})
-        if rt.kind in ("Namespace", "PriorityClass"):
+        if rt.kind in _SEED_DEFAULTED:
             apply_defaults(rt, obj)
         validate(self.storage_type(rt), obj)
         key = _key(rt, meta.get("namespace", ""), meta.get("name", ""))

@@ -315,7 +315,7 @@ class Kubelet:
         addresses = [a for a in status.get("addresses") or [] if isinstance(a, Mapping)]
         types = {a.get("type") for a in addresses}
         if "InternalIP" not in types:
-            index = sorted(self.sim.store.objects("nodes")).index(("", name)) + 1
+            index = sorted(self.sim.store.objects("nodes")).index(("", name)) + 10
             addresses.insert(
                 0, {"type": "InternalIP", "address": f"10.0.{index >> 8}.{index & 255}"}
             )
