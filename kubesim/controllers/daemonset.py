@@ -18,6 +18,9 @@ Reproduces ``pkg/controller/daemon`` (``manage``, ``podsShouldBeOnNode``,
   decided, and the DaemonSet then works without a scheduler, as before 1.12;
 * pods on nodes that should not run one, extra pods on a node (the oldest is kept) and Failed
   pods are deleted; a Failed pod is replaced on the next sync;
+* rolling updates are not modelled: a template change leaves existing pods alone (they count
+  as not updated); a pod without a ``controller-revision-hash`` label (seeded by a state file)
+  counts as updated, so ``kubectl rollout status`` completes on a seeded cluster;
 * status: ``desiredNumberScheduled``, ``currentNumberScheduled``, ``numberMisscheduled``,
   ``numberReady``, ``numberAvailable``, ``numberUnavailable``, ``updatedNumberScheduled``,
   ``observedGeneration`` — what ``kubectl rollout status daemonset`` reads.
@@ -231,7 +234,9 @@ class DaemonSetController(WorkloadController):
                         else:
                             waiting = True
                     labels = meta_of(pod).get("labels") or {}
-                    if labels.get(REVISION_LABEL) == template_hash:
+                    # Rolling updates are not modelled: a pod seeded without a revision (a
+                    # state file's) counts as current; one of another revision does not.
+                    if labels.get(REVISION_LABEL, template_hash) == template_hash:
                         updated += 1
             elif pods:
                 misscheduled += 1

@@ -14,6 +14,8 @@ volumes or rolling updates:
   order, only when every lower ordinal is Running and Ready, and while any pod is terminating
   it waits; scale-down removes the highest ordinal first, one at a time, once the rest are
   Ready. ``Parallel`` creates and deletes them all at once;
+* rolling updates are not modelled: pods of an older template stay; a pod without a
+  ``controller-revision-hash`` label (seeded by a state file) counts as current;
 * status: ``observedGeneration``, ``replicas``, ``readyReplicas``, ``currentReplicas``,
   ``updatedReplicas``, ``availableReplicas``, ``currentRevision`` = ``updateRevision``
   (``<set>-<hash>``; ControllerRevision objects are not served), ``collisionCount`` — what
@@ -168,7 +170,10 @@ class StatefulSetController(WorkloadController):
         if len(available) < len(ready):
             self.enqueue_after(key, float(min_ready))
         current = [
-            p for p in live if (meta_of(p).get("labels") or {}).get(REVISION_LABEL) == revision
+            p
+            for p in live
+            # Rolling updates are not modelled: a pod seeded without a revision counts as current.
+            if (meta_of(p).get("labels") or {}).get(REVISION_LABEL, revision) == revision
         ]
         status["readyReplicas"] = len(ready)
         status["currentReplicas"] = len(current)
