@@ -145,3 +145,23 @@ async def test_delete_deployment_cleans_up(kubectl: Kubectl, tmp_path: Path) -> 
     )
     _, out, err = await kubectl("get", "pods", "-l", "app=web")
     assert "No resources found" in out + err
+
+
+EXAMPLE_STATE = Path(__file__).resolve().parents[2] / "examples" / "kubesim-state.yaml"
+
+
+@pytest.fixture(params=BINARIES or ["kubectl"], ids=lambda b: Path(b).name)
+async def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Kubectl]:
+    async with kubesim.serve(state=EXAMPLE_STATE, time_scale=0.01) as sim:
+        yield Kubectl(request.param, sim, tmp_path)
+
+
+async def test_rollout_status_completes_on_a_seeded_cluster(seeded: Kubectl) -> None:
+    _, out, _ = await seeded("rollout", "status", "deployment/web", "--timeout=20s")
+    assert 'deployment "web" successfully rolled out' in out
+    _, out, _ = await seeded(
+        "rollout", "status", "daemonset/node-exporter", "-n", "kube-system", "--timeout=20s"
+    )
+    assert 'daemon set "node-exporter" successfully rolled out' in out
+    _, out, _ = await seeded("describe", "deployment", "web")
+    assert "NewReplicaSet:   web-5d8f (2/2 replicas created)" in out
