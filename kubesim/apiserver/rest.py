@@ -570,6 +570,12 @@ class Rest:
         if rt.kind == "Namespace":
             return self._delete_namespace(rt, key, obj, options)
         self.run_admission("DELETE", rt, clone(obj), obj)
+        gc = _gc_finalizer(options)
+        if gc and not meta.get("deletionTimestamp") and gc not in (meta.get("finalizers") or []):
+            # deletionFinalizersForGarbageCollection: the garbage collector finishes the delete.
+            obj = clone(obj)
+            meta = obj["metadata"]
+            meta["finalizers"] = [*(meta.get("finalizers") or []), gc]
         grace = self._grace_period(rt, obj, options)
         finalizers = meta.get("finalizers") or []
         if meta.get("deletionTimestamp"):
@@ -731,6 +737,17 @@ class Rest:
             for o in self.store.items(rt.storage_name, namespace)
             if self.matches(rt, o, labels, fields)
         ]
+
+
+def _gc_finalizer(options: DeleteOptions) -> str | None:
+    """The finalizer a propagation policy asks for (Background, the default, needs none)."""
+    if options.propagation_policy == "Foreground":
+        return "foregroundDeletion"
+    if options.propagation_policy == "Orphan" or (
+        options.propagation_policy is None and options.orphan_dependents is True
+    ):
+        return "orphan"
+    return None
 
 
 def _qos_class(pod: Mapping[str, Any]) -> str:

@@ -447,3 +447,32 @@ async def test_controllers_and_kubelet_record_events(sim: Simulator) -> None:
     assert started["source"]["host"] == "node-1"
     assert started["message"] == "Started container c"
     assert started["count"] == 1 and started["firstTimestamp"] == started["lastTimestamp"]
+
+
+async def test_delete_options_choose_foreground_orphan_or_background(sim: Simulator) -> None:
+    sim.apply([deployment("fg", 1), deployment("orphan", 1)])
+    await eventually(lambda: len(live(pods(sim, app="fg"))) == 1)
+    await eventually(lambda: len(live(pods(sim, app="orphan"))) == 1)
+    async with sim.api_client() as api:
+        apps = client.AppsV1Api(api)
+        await apps.delete_namespaced_deployment(
+            "fg", "default", body=client.V1DeleteOptions(propagation_policy="Foreground")
+        )
+        # Foreground: the Deployment waits, marked, until its ReplicaSet (and pods) are gone.
+        held = sim.get("Deployment", "default", "fg")
+        assert held is not None and held["metadata"]["finalizers"] == ["foregroundDeletion"]
+        assert held["metadata"]["deletionTimestamp"]
+        await eventually(lambda: sim.get("Deployment", "default", "fg") is None, timeout=5.0)
+        assert not pods(sim, app="fg")
+        await apps.delete_namespaced_deployment(
+            "orphan", "default", body=client.V1DeleteOptions(propagation_policy="Orphan")
+        )
+    await eventually(lambda: sim.get("Deployment", "default", "orphan") is None)
+    await asyncio.sleep(0.1)
+    rss = [
+        r
+        for r in sim.list_objects("ReplicaSet", "default")
+        if r["metadata"]["name"].startswith("orphan-")
+    ]
+    assert len(rss) == 1 and not rss[0]["metadata"].get("ownerReferences")
+    assert len(live(pods(sim, app="orphan"))) == 1
