@@ -51,15 +51,25 @@ def is_ready(pod: dict[str, Any]) -> bool:
     )
 
 
+_turn = itertools.count()
+
+
 def bind_pending(sim: Simulator, nodes: Sequence[str]) -> int:
-    """Bind every unbound pod to the nodes in turn (a test stand-in for ``pods/binding``)."""
-    cycle = itertools.cycle(nodes)
+    """Bind every unbound pod to the given nodes in turn, skipping cordoned ones (a test
+    stand-in for the scheduler loop's ``pods/binding``)."""
     bound = 0
     for key, pod in list(sim.store.objects("pods").items()):
         if (pod.get("spec") or {}).get("nodeName") or pod["metadata"].get("deletionTimestamp"):
             continue
+        usable = [
+            n
+            for n in nodes
+            if not ((sim.store.get("nodes", ("", n)) or {}).get("spec") or {}).get("unschedulable")
+        ]
+        if not usable:
+            return bound
         new = clone(pod)
-        new["spec"]["nodeName"] = next(cycle)
+        new["spec"]["nodeName"] = usable[next(_turn) % len(usable)]
         rv = sim.store.next_rv()
         new["metadata"]["resourceVersion"] = str(rv)
         sim.store.put("pods", key, new, rv=rv)

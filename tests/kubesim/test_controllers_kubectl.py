@@ -165,3 +165,65 @@ async def test_rollout_status_completes_on_a_seeded_cluster(seeded: Kubectl) -> 
     assert 'daemon set "node-exporter" successfully rolled out' in out
     _, out, _ = await seeded("describe", "deployment", "web")
     assert "NewReplicaSet:   web-5d8f (2/2 replicas created)" in out
+
+
+CLUSTER = Path(__file__).resolve().parents[2] / "examples" / "kubesim-cluster.yaml"
+WORKERS = ["worker-1", "worker-2", "worker-3"]
+
+
+@pytest.fixture(params=BINARIES or ["kubectl"], ids=lambda b: Path(b).name)
+async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Kubectl]:
+    async with kubesim.serve(state=CLUSTER, time_scale=0.02) as sim:
+        binder = run_binder(sim, WORKERS)
+        try:
+            yield Kubectl(request.param, sim, tmp_path)
+        finally:
+            binder.cancel()
+            with contextlib.suppress(BaseException):
+                await binder
+
+
+async def test_drain_moves_pods_and_budgets_reopen(cluster: Kubectl) -> None:
+    sim = cluster.sim
+
+    def budget(name: str) -> int:
+        pdb = sim.get("PodDisruptionBudget", "default", name) or {}
+        return int((pdb.get("status") or {}).get("disruptionsAllowed") or 0)
+
+    def settled() -> bool:
+        running = [
+            p
+            for p in sim.list_objects("Pod", "default")
+            if not p["metadata"].get("deletionTimestamp")
+        ]
+        return (
+            len(running) == 7
+            and all(
+                any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in p["status"].get("conditions", [])
+                )
+                for p in running
+            )
+            and budget("web") == 1
+            and budget("api") == 1
+        )
+
+    await eventually(settled, timeout=15.0, what="cluster Ready with budgets open")
+    _, out, err = await cluster(
+        "drain", "worker-1", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"
+    )
+    assert "node/worker-1 drained" in out, err
+    left = [
+        p["metadata"]["name"]
+        for p in sim.list_objects("Pod", "default")
+        if p["spec"].get("nodeName") == "worker-1"
+    ]
+    assert left == []
+    # Replacements run elsewhere, become Ready, and the budgets open again.
+    await eventually(settled, timeout=15.0, what="replacements Ready, budgets reopened")
+    nodes = {p["spec"]["nodeName"] for p in sim.list_objects("Pod", "default")}
+    assert nodes <= {"worker-2", "worker-3"}
+    assert sim.get("Pod", "default", "db-0") is not None  # StatefulSet pods keep their names
+    _, events, _ = await cluster("get", "events", "-n", "default")
+    assert "SuccessfulCreate" in events and "Killing" in events
