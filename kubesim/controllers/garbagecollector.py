@@ -106,6 +106,10 @@ class GarbageCollector:
                     uid = str(_meta(ev.obj).get("uid", ""))
                     for dep in self._dependents.pop(uid, set()):
                         self._mark(dep)
+                    for ref in _meta(ev.obj).get("ownerReferences") or []:
+                        deps = self._dependents.get(str(ref.get("uid", "")))
+                        if deps is not None:
+                            deps.discard((ev.storage, ev.key))
                     if ev.prev is not None:
                         self._mark_owner_parent(ev.prev)
                 else:
