@@ -7,11 +7,15 @@ kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` 
 loads the state manifests as they are — statuses included, so a test can start from pods that
 are already Running or Pending on given nodes.
 
-It serves ``pods/eviction`` (``kubesim.apiserver.eviction``) and ``pods/binding``
-(``kubesim.apiserver.binding``), runs the namespace controller, the kubelet, the disruption
-controller (``kubesim.controllers.disruption``; ``pin_pdb`` freezes a budget's status) and the
-default scheduler (``kubesim.scheduler_loop``; ``scheduler_loop=False`` leaves unbound pods
-Pending, as a cluster without a scheduler), and applies the fault file through
+It serves ``pods/eviction`` (``kubesim.apiserver.eviction``), ``pods/binding``
+(``kubesim.apiserver.binding``) and ``<workload>/scale``, runs the controllers of
+``kubesim.controllers`` (namespace, disruption — ``pin_pdb`` freezes a budget's status —,
+ReplicaSet, ReplicationController, Deployment, StatefulSet, DaemonSet, Job, garbage collector),
+the node kubelet and the default scheduler (``kubesim.scheduler_loop``), each of which can be
+switched off with ``disabled_controllers`` (``scheduler_loop=False`` is short for disabling
+``scheduler``: unbound pods stay Pending, as in a cluster without a scheduler), with the timing
+of ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``, or a
+``ClusterSettings`` document in the state), and applies the fault file through
 ``kubesim.faults.injection`` (faults given here start with the server, ``add_faults`` and
 ``POST /_kubesim/faults`` add more while it runs).
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -44,8 +49,14 @@ from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.server import ApiServer, json_response
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import Store, clone
-from kubesim.controllers import Controller, default_controllers
+from kubesim.controllers import (
+    Controller,
+    ControllerSettings,
+    check_controller_names,
+    default_controllers,
+)
 from kubesim.controllers.disruption import find_controller
+from kubesim.controllers.settings import SETTINGS_TYPE, parse_settings, with_settings
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
@@ -167,6 +178,11 @@ class Simulator:
         scheduler_loop: bool = True,
         eviction_subresource: bool = True,
         validation: Validation = "strict",
+        disabled_controllers: Iterable[str] = (),
+        settings: ControllerSettings | None = None,
+        reaction_delay: float | None = None,
+        ready_after: float | None = None,
+        job_duration: float | None = None,
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -190,14 +206,26 @@ class Simulator:
             version_minor=version_minor,
             bookmark_interval=bookmark_interval,
         )
-        self.controllers: list[Controller] = (
-            list(controllers) if controllers is not None else default_controllers()
+        # Living-cluster timing (``ControllerSettings``); the keywords override ``settings``.
+        # Keywords win over a ClusterSettings document in the state, which wins over defaults.
+        explicit = {
+            k: v
+            for k, v in (
+                ("reaction_delay", reaction_delay),
+                ("ready_after", ready_after),
+                ("job_duration", job_duration),
+            )
+            if v is not None
+        }
+        self.settings = dataclasses.replace(settings or ControllerSettings(), **explicit)
+        off = check_controller_names(disabled_controllers) | (
+            frozenset() if scheduler_loop else frozenset({"scheduler"})
         )
-        if scheduler_loop:
-            from kubesim.scheduler_loop import SchedulerLoop
-
-            if not any(isinstance(c, SchedulerLoop) for c in self.controllers):
-                self.controllers.append(SchedulerLoop())
+        self.controllers: list[Controller] = [
+            c
+            for c in (list(controllers) if controllers is not None else default_controllers())
+            if c.name not in off
+        ]
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: str | None = None
         self._wrote_kubeconfig = False
@@ -216,6 +244,7 @@ class Simulator:
         self.validation: Validation = validation
         self.state_warnings: list[str] = []
         self._bootstrap()
+        self._explicit_settings = explicit
         self._load(self._state)
 
     # --- setup ------------------------------------------------------------------------------
@@ -341,9 +370,20 @@ class Simulator:
     def _load(self, sources: Iterable[StateSource]) -> list[dict[str, Any]]:
         out = []
         loaded = load_state(
-            sources, self.registry, validation=self.validation, warnings=self.state_warnings
+            sources,
+            with_settings(self.registry),
+            validation=self.validation,
+            warnings=self.state_warnings,
         )
         for name, n, rt, manifest in loaded:
+            if rt is SETTINGS_TYPE:
+                try:
+                    parsed, state_off = parse_settings(manifest, self.settings)
+                except ValueError as exc:
+                    raise StateError(name, n, "", str(exc), obj=describe(manifest)) from None
+                self.settings = dataclasses.replace(parsed, **self._explicit_settings)
+                self.controllers = [c for c in self.controllers if c.name not in state_off]
+                continue
             try:
                 out.append(self._apply_one(rt, manifest))
             except StatusError as err:

@@ -295,7 +295,7 @@ def _build() -> list[ResourceType]:
             namespaced=True,
             short_names=("deploy",),
             categories=_WORKLOAD_CATEGORIES,
-            subresources=(_status("Deployment"),),
+            subresources=(_scale(), _status("Deployment")),
             has_status=True,
             has_generation=True,
         ),
@@ -308,7 +308,7 @@ def _build() -> list[ResourceType]:
             namespaced=True,
             short_names=("rs",),
             categories=_WORKLOAD_CATEGORIES,
-            subresources=(_status("ReplicaSet"),),
+            subresources=(_scale(), _status("ReplicaSet")),
             has_status=True,
             has_generation=True,
             fields={"status.replicas": _path("status", "replicas")},
@@ -322,7 +322,7 @@ def _build() -> list[ResourceType]:
             namespaced=True,
             short_names=("sts",),
             categories=_WORKLOAD_CATEGORIES,
-            subresources=(_status("StatefulSet"),),
+            subresources=(_scale(), _status("StatefulSet")),
             has_status=True,
             has_generation=True,
         ),
@@ -340,6 +340,14 @@ def _build() -> list[ResourceType]:
             fields={"status.successful": _path("status", "succeeded")},
         ),
         ResourceType(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            "lease",
+            namespaced=True,
+        ),
+        ResourceType(
             "scheduling.k8s.io",
             "v1",
             "PriorityClass",
@@ -352,7 +360,14 @@ def _build() -> list[ResourceType]:
 
 
 # Group order in /apis, as kube-apiserver lists them (core first, then by priority).
-GROUP_ORDER: Final = ("apps", "events.k8s.io", "batch", "policy", "scheduling.k8s.io")
+GROUP_ORDER: Final = (
+    "apps",
+    "events.k8s.io",
+    "batch",
+    "policy",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+)
 
 
 class Registry:

@@ -86,6 +86,21 @@ _EMPTY_STATUS: Final[dict[str, dict[str, Any]]] = {
     },
 }
 
+# Seeded objects of these kinds are defaulted as etcd would hold them (controllers and kubectl
+# compare a Deployment's template with its ReplicaSets'); pods are kept exactly as given.
+_SEED_DEFAULTED: Final = frozenset(
+    {
+        "Namespace",
+        "PriorityClass",
+        "Deployment",
+        "ReplicaSet",
+        "ReplicationController",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+    }
+)
+
 # An admission plugin sees (operation, type, new object, old object) and may change the new
 # object in place or raise a StatusError; operation is CREATE, UPDATE or DELETE.
 AdmissionPlugin = Callable[[str, ResourceType, dict[str, Any], dict[str, Any] | None], None]
@@ -575,6 +590,12 @@ class Rest:
         if rt.kind == "Namespace":
             return self._delete_namespace(rt, key, obj, options)
         self.run_admission("DELETE", rt, clone(obj), obj)
+        gc = _gc_finalizer(options)
+        if gc and not meta.get("deletionTimestamp") and gc not in (meta.get("finalizers") or []):
+            # deletionFinalizersForGarbageCollection: the garbage collector finishes the delete.
+            obj = clone(obj)
+            meta = obj["metadata"]
+            meta["finalizers"] = [*(meta.get("finalizers") or []), gc]
         grace = self._grace_period(rt, obj, options)
         finalizers = meta.get("finalizers") or []
         if meta.get("deletionTimestamp"):
@@ -712,7 +733,7 @@ class Rest:
         if rt.kind == "Namespace":
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
             obj.setdefault("status", {"phase": "Active"})
-        if rt.kind in ("Namespace", "PriorityClass", "ReplicationController"):
+        if rt.kind in _SEED_DEFAULTED:
             apply_defaults(rt, obj)
         validate(self.storage_type(rt), obj)
         key = _key(rt, meta.get("namespace", ""), meta.get("name", ""))
@@ -737,6 +758,17 @@ class Rest:
             for o in self.store.items(rt.storage_name, namespace)
             if self.matches(rt, o, labels, fields)
         ]
+
+
+def _gc_finalizer(options: DeleteOptions) -> str | None:
+    """The finalizer a propagation policy asks for (Background, the default, needs none)."""
+    if options.propagation_policy == "Foreground":
+        return "foregroundDeletion"
+    if options.propagation_policy == "Orphan" or (
+        options.propagation_policy is None and options.orphan_dependents is True
+    ):
+        return "orphan"
+    return None
 
 
 def _qos_class(pod: Mapping[str, Any]) -> str:

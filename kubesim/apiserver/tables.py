@@ -313,6 +313,15 @@ def _ns_row(ns: Mapping[str, Any], now: float) -> list[Any]:
 _NS_COLS: Final = [_NAME, _col("Status", description="The status of the namespace"), _AGE]
 
 
+_LEASE_COLS: Final = [_NAME, _col("Holder", description="The lease's holderIdentity."), _AGE]
+
+
+def _lease_row(lease: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(lease)
+    holder = (lease.get("spec") or {}).get("holderIdentity") or ""
+    return [meta.get("name", ""), holder, _age(meta.get("creationTimestamp"), now)]
+
+
 def _pc_row(pc: Mapping[str, Any], now: float) -> list[Any]:
     meta = _meta(pc)
     return [
@@ -565,6 +574,7 @@ _PRINTERS: Final[dict[str, tuple[list[dict[str, Any]], Callable[..., list[Any]]]
     "StatefulSet": (_STATEFULSET_COLS, _statefulset_row),
     "DaemonSet": (_DAEMONSET_COLS, _daemonset_row),
     "Job": (_JOB_COLS, _job_row),
+    "Lease": (_LEASE_COLS, _lease_row),
 }
 
 

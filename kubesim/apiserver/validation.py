@@ -479,7 +479,13 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
     if rt.kind == "Pod" and isinstance(spec, dict):
         _default_pod_spec(spec, tolerations=True)
-    elif rt.kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"):
+    elif rt.kind in (
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+    ):
         if not isinstance(spec, dict):
             return
         template = spec.get("template")
@@ -491,7 +497,19 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
             _default_deployment_strategy(spec)
             spec.setdefault("revisionHistoryLimit", 10)
             spec.setdefault("progressDeadlineSeconds", 600)
-        if rt.kind == "Job":
+        elif rt.kind == "StatefulSet":
+            spec.setdefault("podManagementPolicy", "OrderedReady")
+            spec.setdefault(
+                "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+            )
+            spec.setdefault("revisionHistoryLimit", 10)
+        elif rt.kind == "DaemonSet":
+            spec.setdefault(
+                "updateStrategy",
+                {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+            )
+            spec.setdefault("revisionHistoryLimit", 10)
+        elif rt.kind == "Job":
             _default_job(obj, spec)
     elif rt.kind == "ReplicationController" and isinstance(spec, dict):
         _default_replication_controller(obj, spec)

@@ -3,21 +3,49 @@
 kube-apiserver alone never changes objects; controllers do (kube-controller-manager, kubelets).
 kubesim runs the ones its clients depend on as asyncio tasks started with the server and
 cancelled when it stops. A controller is any object with a ``name`` and an
-``async run(sim)``; ``default_controllers`` gives the built-in set (the namespace controller,
-the node kubelet of ``kubesim.node`` and the disruption controller); more can be added with
-``Simulator.add_controller`` (or replaced with the ``controllers=`` argument).
+``async run(sim)``; ``default_controllers`` gives the built-in set, in ``CONTROLLER_NAMES``
+order: the namespace controller, the node kubelet of ``kubesim.node``, the disruption
+controller, the workload controllers (ReplicaSet, ReplicationController, Deployment,
+StatefulSet, DaemonSet, Job), the garbage collector and the default scheduler
+(``kubesim.scheduler_loop``). Each can be switched off by name
+(``Simulator(disabled_controllers={"replicaset"})``) for tests that want a frozen cluster;
+more can be added with ``Simulator.add_controller`` (or the set replaced with
+``controllers=``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final, Protocol
 
+from kubesim.controllers.base import ControllerSettings
 from kubesim.controllers.namespace import NamespaceController
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
 
-__all__ = ["Controller", "NamespaceController", "default_controllers"]
+__all__ = [
+    "CONTROLLER_NAMES",
+    "Controller",
+    "ControllerSettings",
+    "NamespaceController",
+    "check_controller_names",
+    "default_controllers",
+]
+
+CONTROLLER_NAMES: Final = (
+    "namespace",
+    "kubelet",
+    "disruption",
+    "replicaset",
+    "replicationcontroller",
+    "deployment",
+    "statefulset",
+    "daemonset",
+    "job",
+    "garbagecollector",
+    "scheduler",
+)
 
 
 class Controller(Protocol):
@@ -26,8 +54,44 @@ class Controller(Protocol):
     async def run(self, sim: Simulator) -> None: ...
 
 
-def default_controllers() -> list[Controller]:
-    from kubesim.controllers.disruption import DisruptionController
-    from kubesim.node.kubelet import Kubelet
+def check_controller_names(names: Iterable[str]) -> frozenset[str]:
+    """The names as a set; ValueError naming any that is not a built-in controller."""
+    out = frozenset(names)
+    unknown = sorted(out - set(CONTROLLER_NAMES))
+    if unknown:
+        raise ValueError(
+            f"disabled_controllers: unknown controller(s) {', '.join(unknown)};"
+            f" known: {', '.join(CONTROLLER_NAMES)}"
+        )
+    return out
 
-    return [NamespaceController(), Kubelet(), DisruptionController()]
+
+def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
+    from kubesim.controllers.daemonset import DaemonSetController
+    from kubesim.controllers.deployment import DeploymentController
+    from kubesim.controllers.disruption import DisruptionController
+    from kubesim.controllers.garbagecollector import GarbageCollector
+    from kubesim.controllers.job import JobController
+    from kubesim.controllers.replicaset import (
+        ReplicaSetController,
+        ReplicationControllerController,
+    )
+    from kubesim.controllers.statefulset import StatefulSetController
+    from kubesim.node.kubelet import Kubelet
+    from kubesim.scheduler_loop import SchedulerLoop
+
+    off = check_controller_names(disabled)
+    every: list[Controller] = [
+        NamespaceController(),
+        Kubelet(),
+        DisruptionController(),
+        ReplicaSetController(),
+        ReplicationControllerController(),
+        DeploymentController(),
+        StatefulSetController(),
+        DaemonSetController(),
+        JobController(),
+        GarbageCollector(),
+        SchedulerLoop(),
+    ]
+    return [c for c in every if c.name not in off]

@@ -1,48 +1,159 @@
-"""A built-in "kubelet" for every node: starts bound pods and finishes graceful deletion.
+"""A built-in "kubelet" for every node: node status, node lease, pod lifecycle, graceful deletion.
 
-In a cluster the API server only marks a pod for deletion (``deletionTimestamp``,
-``deletionGracePeriodSeconds``); the kubelet of its node stops the containers within the grace
-period and then deletes the object for good with grace 0 and a UID precondition
-(``statusManager`` → ``canBeDeleted`` → ``Delete(..., GracePeriodSeconds: 0, Preconditions:
-UID)``). kubesim's kubelet does the same after ``grace × time_scale`` seconds of wall time,
-unless a per-pod override says otherwise (``deletion_delay`` hook; returning ``None`` keeps the
-pod Terminating forever, like a pod on a dead node). A shorter grace period given by a later
-delete reschedules the removal.
+What a real kubelet reports, without running anything:
 
-It also starts pods: a pod created through the API (or seeded without a ``status``) that is
-bound to an existing node (``spec.nodeName``) becomes ``Running`` with ``PodScheduled``,
-``Initialized``, ``ContainersReady`` and ``Ready`` conditions, a pod IP and running container
-statuses, as the kubelet reports after admitting it. Pods seeded with an explicit status keep
-it. There is no scheduler: unbound pods stay ``Pending``.
+* **Node status** (``kubelet_node_status.go`` ``setNodeStatus``): fields a node manifest lacks
+  are filled once, through the ``status`` subresource, as the kubelet's first status update
+  would: ``nodeInfo`` (architecture, operatingSystem, kubeletVersion — the server's minor
+  version —, containerRuntimeVersion, kernelVersion, osImage, machineID, systemUUID, bootID,
+  kubeProxyVersion), ``capacity`` (4 CPUs, 16Gi, 110 pods, 100Gi ephemeral storage; only when
+  the node has none) and ``allocatable`` (= capacity), ``addresses`` (InternalIP and
+  Hostname), ``daemonEndpoints`` and the MemoryPressure/DiskPressure/PIDPressure/Ready
+  conditions that are missing. What the manifest says is kept: a node seeded NotReady stays
+  NotReady — a dead kubelet, which starts no pod and renews no lease until the node is Ready
+  again. So typed clients (kubernetes-asyncio ``list_node``) accept every node.
+* **Node lease** (``pkg/kubelet/nodelease``): a ``coordination.k8s.io/v1`` Lease named after
+  the node in ``kube-node-lease``, owned by the Node, ``holderIdentity`` the node name,
+  ``leaseDurationSeconds: 40``, ``renewTime`` renewed every 10 s (× time scale, but not more
+  often than every 0.5 s of wall time) with an optimistic-concurrency update.
+* **Starting pods**: a pod created through the API (or seeded without a ``status``) that is
+  bound to an existing node becomes ``Running`` with ``startTime``, ``hostIP``, a ``podIP``
+  from the node's pod CIDR (``spec.podCIDR``, else ``10.244.<node index>.0/24``), started
+  container statuses (image, imageID, containerID, ``state.running.startedAt``) and the
+  PodReadyToStartContainers/Initialized/PodScheduled conditions. Ready and ContainersReady
+  follow after the ready delay (``ControllerSettings.ready_after`` or the pod's
+  ``kubesim.io/ready-after`` annotation, × time scale); with no delay all is written at once.
+  Pods seeded with an explicit status keep it. Unbound pods wait for a scheduler.
+* **Pods that finish**: a pod with ``restartPolicy`` Never or OnFailure that a Job controls,
+  or that carries ``kubesim.io/run-for``, Succeeds after that long (default
+  ``job_duration``): phase ``Succeeded``, containers ``terminated`` with exit code 0 and
+  reason ``Completed``, Ready/ContainersReady False with reason ``PodCompleted``.
+* **Graceful deletion**: the API server only marks a pod for deletion (``deletionTimestamp``,
+  ``deletionGracePeriodSeconds``); the kubelet stops the containers within the grace period and
+  then deletes the object for good with grace 0 and a UID precondition (``statusManager`` →
+  ``canBeDeleted``). kubesim's does the same after ``grace × time_scale`` seconds, unless a
+  per-pod override says otherwise (``deletion_delay`` hook; ``None`` keeps the pod Terminating
+  forever, like a pod on a dead node). A shorter grace period given later reschedules it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
+import hashlib
+import ipaddress
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
 
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import ADDED, DELETED, Key, clone
+from kubesim.apiserver.store import DELETED, Event, Key, clone
+from kubesim.controllers.base import (
+    READY_AFTER_ANNOTATION,
+    RUN_FOR_ANNOTATION,
+    annotation_seconds,
+    controller_ref,
+)
+from kubesim.controllers.events import EventRecorder
 from scheduler.objects import format_time
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
 
-__all__ = ["DeletionDelay", "Kubelet"]
+__all__ = [
+    "LEASE_DURATION_SECONDS",
+    "LEASE_NAMESPACE",
+    "DeletionDelay",
+    "Kubelet",
+    "format_micro_time",
+    "node_is_up",
+]
 
 log = logging.getLogger("kubesim")
 
 # (pod, grace seconds, time scale) -> wall seconds until removal, or None = never.
 DeletionDelay = Callable[[dict[str, Any], float, float], float | None]
 
+LEASE_NAMESPACE: Final = "kube-node-lease"
+LEASE_DURATION_SECONDS: Final = 40
+LEASE_RENEW_INTERVAL: Final = 10.0  # renewIntervalFraction 0.25 × 40 s
+MIN_RENEW_WALL: Final = 0.5
+CONTAINER_RUNTIME: Final = "containerd://1.7.24"
+DEFAULT_CAPACITY: Final = {
+    "cpu": "4",
+    "ephemeral-storage": "100Gi",
+    "hugepages-1Gi": "0",
+    "hugepages-2Mi": "0",
+    "memory": "16Gi",
+    "pods": "110",
+}
+NODE_CONDITIONS: Final = (
+    (
+        "MemoryPressure",
+        "False",
+        "KubeletHasSufficientMemory",
+        "kubelet has sufficient memory available",
+    ),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+)
+
 
 def default_deletion_delay(pod: dict[str, Any], grace: float, time_scale: float) -> float:
     return grace * time_scale
+
+
+def node_is_up(node: Mapping[str, Any]) -> bool:
+    """Whether this node's kubelet is alive: its Ready condition is not False or Unknown.
+
+    A node seeded (or later set) NotReady models a dead kubelet: it starts no pod and renews
+    no lease until it is Ready again. A node without a Ready condition is up (its kubelet
+    posts one at once).
+    """
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return True
+
+
+def format_micro_time(seconds: float) -> str:
+    """``metav1.MicroTime``: RFC 3339 in UTC with six fractional digits."""
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+class _PodNetwork:
+    """Pod IPs of one node: hosts of its pod CIDR, none handed out twice while in use."""
+
+    def __init__(self, cidr: str) -> None:
+        self.cidr = cidr
+        self.in_use: set[str] = set()
+        self._hosts: Iterator[ipaddress.IPv4Address | ipaddress.IPv6Address] = iter(())
+        self._reset()
+
+    def _reset(self) -> None:
+        net = ipaddress.ip_network(self.cidr, strict=False)
+        gateway = next(net.hosts(), None)  # .1 is the bridge, as with the bridge CNI
+        self._hosts = (h for h in net.hosts() if h != gateway)
+
+    def allocate(self) -> str:
+        for _ in range(2):
+            for host in self._hosts:
+                if str(host) not in self.in_use:
+                    self.in_use.add(str(host))
+                    return str(host)
+            self._reset()
+        raise RuntimeError(f"pod CIDR {self.cidr} is exhausted")
+
+    def release(self, ip: str) -> None:
+        self.in_use.discard(ip)
 
 
 class Kubelet:
@@ -53,7 +164,13 @@ class Kubelet:
         # (namespace, name) -> seconds (or None: never delete); consulted before deletion_delay.
         self.overrides: dict[Key, float | None] = {}
         self._timers: dict[Key, tuple[str, int, asyncio.TimerHandle]] = {}
-        self._ips = itertools.count(2)
+        self.recorder = EventRecorder("kubelet")
+        # Ready and completion timers: (namespace, name) -> (uid, handle)
+        self._ready_timers: dict[Key, tuple[str, asyncio.TimerHandle]] = {}
+        self._finish_timers: dict[Key, tuple[str, asyncio.TimerHandle]] = {}
+        self._networks: dict[str, _PodNetwork] = {}
+        self._pod_ips: dict[Key, tuple[str, str]] = {}  # pod -> (node, ip)
+        self._lease_task: asyncio.Task[None] | None = None
         self._sim: Simulator | None = None
 
     # --- hooks for tests and fault injection ------------------------------------------------
@@ -76,10 +193,16 @@ class Kubelet:
         store = sim.store
         pods = store.subscribe("pods")
         nodes = store.subscribe("nodes")
+        getters: dict[str, asyncio.Future[Event]] = {}
         try:
+            for node in list(store.items("nodes")):
+                self._complete_node(node)
+            for pod in list(store.items("pods")):
+                self._remember_ip(pod)
             for pod in list(store.items("pods")):
                 self._consider_start(pod)
                 self._consider_deletion(pod)
+            self._lease_task = asyncio.create_task(self._renew_leases())
             getters = {
                 "pods": asyncio.ensure_future(pods.queue.get()),
                 "nodes": asyncio.ensure_future(nodes.queue.get()),
@@ -93,31 +216,229 @@ class Kubelet:
                     getters[which] = asyncio.ensure_future(
                         (pods if which == "pods" else nodes).queue.get()
                     )
-                    if which == "nodes":
-                        if ev.type == ADDED:
-                            for pod in list(store.items("pods")):
-                                self._consider_start(pod)
-                        continue
-                    if ev.type == DELETED:
-                        self._cancel(ev.key)
-                        continue
-                    self._consider_start(ev.obj)
-                    self._consider_deletion(ev.obj)
+                    try:
+                        self._on_event(which, ev)
+                    except Exception:  # one malformed object must not stop the kubelet
+                        log.exception("kubesim: kubelet failed on %s %s/%s", which, *ev.key)
         finally:
-            for fut in locals().get("getters", {}).values():
+            for fut in getters.values():
                 fut.cancel()
+            if self._lease_task is not None:
+                self._lease_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._lease_task
+                self._lease_task = None
             store.unsubscribe(pods)
             store.unsubscribe(nodes)
             for _, _, handle in self._timers.values():
                 handle.cancel()
+            for timers in (self._ready_timers, self._finish_timers):
+                for _, h in timers.values():
+                    h.cancel()
+                timers.clear()
             self._timers.clear()
             self._sim = None
 
+    def _on_event(self, which: str, ev: Event) -> None:
+        store = self.sim.store
+        if which == "nodes":
+            if ev.type == DELETED:
+                return
+            self._complete_node(ev.obj)
+            was_up = ev.prev is not None and node_is_up(ev.prev)
+            if node_is_up(ev.obj) and not was_up:
+                node_name = ev.key[1]
+                for key in sorted(self.sim.rest.pods_to_start):
+                    pod = store.get("pods", key)
+                    if pod is not None and (pod.get("spec") or {}).get("nodeName") == node_name:
+                        self._consider_start(pod)
+            return
+        if ev.type == DELETED:
+            self._cancel(ev.key)
+            self._forget_pod(ev.key, str((ev.obj.get("metadata") or {}).get("uid", "")))
+            return
+        self._consider_start(ev.obj)
+        self._consider_deletion(ev.obj)
+
+    @property
+    def sim(self) -> Simulator:
+        assert self._sim is not None, "the kubelet is not running"
+        return self._sim
+
+    # --- node status ------------------------------------------------------------------------
+
+    def _node_network(self, node: Mapping[str, Any]) -> _PodNetwork:
+        name = str((node.get("metadata") or {}).get("name", ""))
+        net = self._networks.get(name)
+        if net is None:
+            cidr = (node.get("spec") or {}).get("podCIDR")
+            if not cidr:
+                index = len(self._networks)
+                cidr = f"10.244.{index % 256}.0/24"
+            try:
+                net = _PodNetwork(str(cidr))
+            except ValueError:
+                log.warning("kubesim: node %s has an invalid podCIDR %r", name, cidr)
+                net = _PodNetwork(f"10.244.{len(self._networks) % 256}.0/24")
+            self._networks[name] = net
+        return net
+
+    def node_status_defaults(self, node: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The node's status with missing fields filled, or None when nothing is missing."""
+        meta = node.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        uid = str(meta.get("uid", ""))
+        old = node.get("status") or {}
+        status: dict[str, Any] = clone(dict(old))
+        version = f"v1.{self.sim.server.version_minor}.0"
+        info = status.setdefault("nodeInfo", {})
+        machine = _digest("machine", name)[:32]
+        defaults = {
+            "architecture": "amd64",
+            "bootID": str(uuid.UUID(_digest("boot", uid)[:32])),
+            "containerRuntimeVersion": CONTAINER_RUNTIME,
+            "kernelVersion": "6.8.0-kubesim",
+            "kubeProxyVersion": str(info.get("kubeletVersion") or version),
+            "kubeletVersion": version,
+            "machineID": machine,
+            "operatingSystem": "linux",
+            "osImage": "kubesim (Ubuntu 24.04 LTS)",
+            "systemUUID": str(uuid.UUID(machine)),
+        }
+        for key, value in defaults.items():
+            if not info.get(key):
+                info[key] = value
+        if not status.get("capacity"):
+            status["capacity"] = dict(DEFAULT_CAPACITY)
+        if not status.get("allocatable"):
+            status["allocatable"] = clone(status["capacity"])
+        addresses = [a for a in status.get("addresses") or [] if isinstance(a, Mapping)]
+        types = {a.get("type") for a in addresses}
+        if "InternalIP" not in types:
+            index = sorted(self.sim.store.objects("nodes")).index(("", name)) + 10
+            addresses.insert(
+                0, {"type": "InternalIP", "address": f"10.0.{index >> 8}.{index & 255}"}
+            )
+        if "Hostname" not in types:
+            addresses.append({"type": "Hostname", "address": name})
+        status["addresses"] = addresses
+        status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 10250}})
+        now = format_time(self.sim.rest.clock())
+        conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+        have = {c.get("type") for c in conditions}
+        for type_, value, reason, message in NODE_CONDITIONS:
+            if type_ not in have:
+                conditions.append(
+                    {
+                        "type": type_,
+                        "status": value,
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                        "reason": reason,
+                        "message": message,
+                    }
+                )
+        status["conditions"] = conditions
+        if status == old:
+            return None
+        return status
+
+    def _complete_node(self, node: Mapping[str, Any]) -> None:
+        self._node_network(node)
+        status = self.node_status_defaults(node)
+        if status is None:
+            return
+        rt = self.sim.registry.for_kind("v1", "Node")
+        assert rt is not None
+        new = clone(dict(node))
+        new["status"] = status
+        name = str((node.get("metadata") or {}).get("name", ""))
+        try:
+            self.sim.rest.update(rt, "", name, new, subresource="status")
+        except StatusError as err:
+            if err.code != 409:  # a concurrent write: the next event completes it
+                log.warning("kubesim: kubelet could not complete node %s: %s", name, err)
+
+    # --- node leases ------------------------------------------------------------------------
+
+    async def _renew_leases(self) -> None:
+        while True:
+            for node in list(self.sim.store.items("nodes")):
+                if not node_is_up(node):
+                    continue  # a dead kubelet renews nothing: its lease goes stale
+                try:
+                    self.renew_lease(node)
+                except StatusError as err:
+                    log.info("kubesim: lease renewal failed: %s", err.message)
+            await asyncio.sleep(max(LEASE_RENEW_INTERVAL * self.sim.time_scale, MIN_RENEW_WALL))
+
+    def renew_lease(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        """Create or renew the node's Lease (``ensureLease`` / ``retryUpdateLease``)."""
+        rt = self.sim.registry.for_kind("coordination.k8s.io/v1", "Lease")
+        assert rt is not None
+        meta = node.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        now = format_micro_time(self.sim.rest.clock())
+        lease = self.sim.rest.find(rt, LEASE_NAMESPACE, name)
+        if lease is None:
+            return self.sim.rest.create(
+                rt,
+                LEASE_NAMESPACE,
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {
+                        "name": name,
+                        "namespace": LEASE_NAMESPACE,
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "v1",
+                                "kind": "Node",
+                                "name": name,
+                                "uid": str(meta.get("uid", "")),
+                            }
+                        ],
+                    },
+                    "spec": {
+                        "holderIdentity": name,
+                        "leaseDurationSeconds": LEASE_DURATION_SECONDS,
+                        "renewTime": now,
+                    },
+                },
+            )
+        new = clone(lease)
+        spec = new.setdefault("spec", {})
+        spec["holderIdentity"] = name
+        spec["leaseDurationSeconds"] = LEASE_DURATION_SECONDS
+        spec["renewTime"] = now
+        obj, _ = self.sim.rest.update(rt, LEASE_NAMESPACE, name, new)
+        return obj
+
     # --- starting ---------------------------------------------------------------------------
 
+    def _remember_ip(self, pod: Mapping[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        ip = (pod.get("status") or {}).get("podIP")
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = self.sim.store.get("nodes", ("", str(node_name))) if node_name else None
+        if ip and node is not None:
+            self._node_network(node).in_use.add(str(ip))
+            self._pod_ips[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = (
+                str(node_name),
+                str(ip),
+            )
+
+    def _forget_pod(self, key: Key, uid: str) -> None:
+        for timers in (self._ready_timers, self._finish_timers):
+            entry = timers.pop(key, None)
+            if entry is not None:
+                entry[1].cancel()
+        held = self._pod_ips.pop(key, None)
+        if held is not None and held[0] in self._networks:
+            self._networks[held[0]].release(held[1])
+
     def _consider_start(self, pod: dict[str, Any]) -> None:
-        sim = self._sim
-        assert sim is not None
+        sim = self.sim
         meta = pod.get("metadata") or {}
         key = (meta.get("namespace", ""), meta.get("name", ""))
         if key not in sim.rest.pods_to_start:
@@ -126,40 +447,60 @@ class Kubelet:
         if not node_name or meta.get("deletionTimestamp"):
             return
         node = sim.store.get("nodes", ("", node_name))
-        if node is None:
+        if node is None or not node_is_up(node):
             return
         sim.rest.pods_to_start.discard(key)
         self._start(pod, node)
 
+    def ready_delay(self, pod: Mapping[str, Any]) -> float:
+        """Seconds of wall time from start to Ready for this pod."""
+        seconds = annotation_seconds(pod, READY_AFTER_ANNOTATION)
+        if seconds is None:
+            seconds = self.sim.settings.ready_after
+        return seconds * self.sim.time_scale
+
+    def run_duration(self, pod: Mapping[str, Any]) -> float | None:
+        """Seconds of wall time until the pod Succeeds, or None when it runs forever."""
+        spec = pod.get("spec") or {}
+        if spec.get("restartPolicy", "Always") == "Always":
+            return None
+        seconds = annotation_seconds(pod, RUN_FOR_ANNOTATION)
+        if seconds is None:
+            ref = controller_ref(pod)
+            if ref is None or ref.get("kind") != "Job":
+                return None
+            seconds = self.sim.settings.job_duration
+        return seconds * self.sim.time_scale
+
     def _start(self, pod: dict[str, Any], node: dict[str, Any]) -> None:
-        sim = self._sim
-        assert sim is not None
-        rt = sim.registry.for_kind("v1", "Pod")
-        assert rt is not None
+        sim = self.sim
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        uid = str(meta.get("uid", ""))
         now = format_time(sim.rest.clock())
         new = clone(pod)
         spec = new.get("spec") or {}
         status = new.setdefault("status", {})
-        n = next(self._ips)
         addrs = {
             a.get("type"): a.get("address")
             for a in (node.get("status") or {}).get("addresses") or []
+            if isinstance(a, Mapping)
         }
-        host_ip = addrs.get("InternalIP") or "10.0.0.1"
-        pod_ip = f"10.244.{(n >> 8) & 255}.{n & 255}"
+        host_ip = str(addrs.get("InternalIP") or "10.0.0.1")
+        held = self._pod_ips.pop(key, None)
+        if held is not None and held[0] in self._networks:
+            self._networks[held[0]].release(held[1])
+        if spec.get("hostNetwork"):
+            pod_ip = host_ip
+        else:
+            pod_ip = self._node_network(node).allocate()
+            self._pod_ips[key] = (str(node["metadata"]["name"]), pod_ip)
+        delay = self.ready_delay(pod)
+        ready = delay <= 0
+        containers = [c for c in spec.get("containers") or [] if isinstance(c, Mapping)]
         status.update(
             {
                 "phase": "Running",
-                "conditions": [
-                    {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
-                    for t in (
-                        "PodReadyToStartContainers",
-                        "Initialized",
-                        "Ready",
-                        "ContainersReady",
-                        "PodScheduled",
-                    )
-                ],
                 "hostIP": host_ip,
                 "hostIPs": [{"ip": host_ip}],
                 "podIP": pod_ip,
@@ -167,32 +508,145 @@ class Kubelet:
                 "startTime": now,
                 "containerStatuses": [
                     {
-                        "name": c.get("name", ""),
+                        "name": str(c.get("name", "")),
                         "state": {"running": {"startedAt": now}},
                         "lastState": {},
-                        "ready": True,
+                        "ready": ready,
                         "restartCount": 0,
-                        "image": c.get("image", ""),
-                        "imageID": "",
-                        "containerID": f"containerd://{n:064x}",
+                        "image": str(c.get("image", "")),
+                        "imageID": _image_id(str(c.get("image", ""))),
+                        "containerID": f"containerd://{_digest(uid, str(c.get('name', '')))}",
                         "started": True,
                     }
-                    for c in spec.get("containers") or []
-                    if isinstance(c, dict)
+                    for c in containers
                 ],
             }
         )
-        meta = pod.get("metadata") or {}
-        with contextlib.suppress(StatusError):
-            sim.rest.update(
-                rt, meta.get("namespace", ""), meta.get("name", ""), new, subresource="status"
-            )
+        inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping)]
+        if inits:
+            status["initContainerStatuses"] = _init_statuses(inits, uid=uid, now=now, ready=ready)
+        status.setdefault("qosClass", "BestEffort")
+        unready = [str(c.get("name", "")) for c in containers]
+        _set_pod_conditions(status, now, ready=ready, unready=unready)
+        try:
+            self._write_status(key, new)
+        except StatusError:
+            return
+        self._container_events(pod, node_name=str(node["metadata"]["name"]))
+        if not ready:
+            self._later(self._ready_timers, key, uid, delay, self._become_ready)
+        run_for = self.run_duration(pod)
+        if run_for is not None:
+            self._later(self._finish_timers, key, uid, max(run_for, delay), self._succeed)
+
+    def _container_events(self, pod: Mapping[str, Any], *, node_name: str) -> None:
+        """``Pulled``, ``Created`` and ``Started`` for each container, as the kubelet records."""
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            if not isinstance(c, Mapping):
+                continue
+            name = str(c.get("name", ""))
+            path = f"spec.containers{{{name}}}"
+            for reason, message in (
+                ("Pulled", f'Container image "{c.get("image", "")}" already present on machine'),
+                ("Created", f"Created container: {name}"),
+                ("Started", f"Started container {name}"),
+            ):
+                self.recorder.event(
+                    self.sim,
+                    pod,
+                    type_="Normal",
+                    reason=reason,
+                    message=message,
+                    host=node_name,
+                    field_path=path,
+                )
+
+    def _later(
+        self,
+        timers: dict[Key, tuple[str, asyncio.TimerHandle]],
+        key: Key,
+        uid: str,
+        delay: float,
+        fn: Callable[[Key, str], None],
+    ) -> None:
+        current = timers.pop(key, None)
+        if current is not None:
+            current[1].cancel()
+
+        def fire() -> None:
+            timers.pop(key, None)
+            try:
+                fn(key, uid)
+            except StatusError as err:
+                log.info("kubesim: kubelet update of %s/%s failed: %s", *key, err.message)
+            except Exception:
+                log.exception("kubesim: kubelet update of %s/%s failed", *key)
+
+        timers[key] = (uid, asyncio.get_running_loop().call_later(max(0.0, delay), fire))
+
+    def _current(self, key: Key, uid: str) -> dict[str, Any] | None:
+        pod = self.sim.store.get("pods", key)
+        if pod is None or str((pod.get("metadata") or {}).get("uid", "")) != uid:
+            return None
+        if (pod.get("status") or {}).get("phase") != "Running":
+            return None
+        return pod
+
+    def _write_status(self, key: Key, pod: dict[str, Any]) -> None:
+        rt = self.sim.registry.for_kind("v1", "Pod")
+        assert rt is not None
+        self.sim.rest.update(rt, key[0], key[1], pod, subresource="status")
+
+    def _become_ready(self, key: Key, uid: str) -> None:
+        pod = self._current(key, uid)
+        if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        new = clone(pod)
+        status = new["status"]
+        for cs in [
+            *(status.get("containerStatuses") or []),
+            *(status.get("initContainerStatuses") or []),
+        ]:
+            if isinstance(cs, dict):
+                cs["ready"] = True
+        _set_pod_conditions(status, format_time(self.sim.rest.clock()), ready=True, unready=[])
+        self._write_status(key, new)
+
+    def _succeed(self, key: Key, uid: str) -> None:
+        pod = self._current(key, uid)
+        if pod is None:
+            return
+        now = format_time(self.sim.rest.clock())
+        new = clone(pod)
+        status = new["status"]
+        status["phase"] = "Succeeded"
+        for cs in status.get("containerStatuses") or []:
+            if not isinstance(cs, dict):
+                continue
+            started = ((cs.get("state") or {}).get("running") or {}).get("startedAt", now)
+            cs["state"] = {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": started,
+                    "finishedAt": now,
+                    "containerID": cs.get("containerID", ""),
+                }
+            }
+            cs["ready"] = False
+            cs["started"] = False
+        conditions = status.setdefault("conditions", [])
+        for type_ in ("PodReadyToStartContainers", "Ready", "ContainersReady"):
+            _set_condition(conditions, type_, "False", now, reason="PodCompleted")
+        self._write_status(key, new)
+        held = self._pod_ips.pop(key, None)
+        if held is not None and held[0] in self._networks:
+            self._networks[held[0]].release(held[1])
 
     # --- deleting ---------------------------------------------------------------------------
 
     def _consider_deletion(self, pod: dict[str, Any], *, force: bool = False) -> None:
-        sim = self._sim
-        assert sim is not None
+        sim = self.sim
         meta = pod.get("metadata") or {}
         if not meta.get("deletionTimestamp"):
             return
@@ -204,6 +658,19 @@ class Kubelet:
         current = self._timers.get(key)
         if current is not None and not force and current[0] == uid and current[1] <= grace:
             return
+        if current is None or current[0] != uid:
+            node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+            for c in (pod.get("spec") or {}).get("containers") or []:
+                if isinstance(c, Mapping) and (pod.get("status") or {}).get("phase") == "Running":
+                    self.recorder.event(
+                        sim,
+                        pod,
+                        type_="Normal",
+                        reason="Killing",
+                        message=f"Stopping container {c.get('name', '')}",
+                        host=node_name,
+                        field_path=f"spec.containers{{{c.get('name', '')}}}",
+                    )
         self._cancel(key)
         if key in self.overrides:
             delay = self.overrides[key]
@@ -232,3 +699,117 @@ class Kubelet:
         except StatusError as err:
             if err.code not in (404, 409):
                 log.warning("kubelet: deleting pod %s/%s failed: %s", key[0], key[1], err)
+
+
+def _init_statuses(
+    inits: list[Mapping[str, Any]], *, uid: str, now: str, ready: bool
+) -> list[dict[str, Any]]:
+    """Init containers ran to completion before the app containers; sidecars (restartPolicy
+    Always) keep running."""
+    out = []
+    for c in inits:
+        name = str(c.get("name", ""))
+        container_id = f"containerd://{_digest(uid, 'init', name)}"
+        sidecar = c.get("restartPolicy") == "Always"
+        state: dict[str, Any] = (
+            {"running": {"startedAt": now}}
+            if sidecar
+            else {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": now,
+                    "finishedAt": now,
+                    "containerID": container_id,
+                }
+            }
+        )
+        out.append(
+            {
+                "name": name,
+                "state": state,
+                "lastState": {},
+                "ready": ready or not sidecar,
+                "restartCount": 0,
+                "image": str(c.get("image", "")),
+                "imageID": _image_id(str(c.get("image", ""))),
+                "containerID": container_id,
+                "started": sidecar,
+            }
+        )
+    return out
+
+
+def _image_id(image: str) -> str:
+    """A content-addressed image reference as containerd reports it."""
+    repo = image.rsplit("@", 1)[0]
+    last = repo.rsplit("/", 1)[-1]
+    if ":" in last:
+        repo = repo[: len(repo) - len(last)] + last.split(":", 1)[0]
+    if "/" not in repo:
+        repo = f"docker.io/library/{repo}"
+    elif "." not in repo.split("/", 1)[0] and ":" not in repo.split("/", 1)[0]:
+        repo = f"docker.io/{repo}"
+    return f"{repo}@sha256:{_digest('image', image)}"
+
+
+def _set_condition(
+    conditions: list[dict[str, Any]],
+    type_: str,
+    value: str,
+    now: str,
+    *,
+    reason: str | None = None,
+    message: str | None = None,
+) -> None:
+    for cond in conditions:
+        if isinstance(cond, dict) and cond.get("type") == type_:
+            if cond.get("status") != value:
+                cond["lastTransitionTime"] = now
+            cond["status"] = value
+            for k, v in (("reason", reason), ("message", message)):
+                if v is None:
+                    cond.pop(k, None)
+                else:
+                    cond[k] = v
+            return
+    new: dict[str, Any] = {
+        "type": type_,
+        "status": value,
+        "lastProbeTime": None,
+        "lastTransitionTime": now,
+    }
+    if reason is not None:
+        new["reason"] = reason
+    if message is not None:
+        new["message"] = message
+    conditions.append(new)
+
+
+_CONDITION_ORDER: Final = {
+    t: i
+    for i, t in enumerate(
+        ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+    )
+}
+
+
+def _set_pod_conditions(
+    status: dict[str, Any], now: str, *, ready: bool, unready: list[str]
+) -> None:
+    """The conditions ``generateAPIPodStatus`` reports for a started pod."""
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    for type_ in ("PodReadyToStartContainers", "Initialized", "PodScheduled"):
+        _set_condition(conditions, type_, "True", now)
+    message = f"containers with unready status: [{' '.join(unready)}]"
+    for type_ in ("Ready", "ContainersReady"):
+        if ready:
+            _set_condition(conditions, type_, "True", now)
+        else:
+            _set_condition(
+                conditions, type_, "False", now, reason="ContainersNotReady", message=message
+            )
+    conditions.sort(
+        key=lambda c: _CONDITION_ORDER.get(str(c.get("type", "")), len(_CONDITION_ORDER))
+    )
+    status["conditions"] = conditions

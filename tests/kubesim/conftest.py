@@ -65,11 +65,28 @@ status:
 """
 
 
+# Every controller that would change the objects a test seeded: the workload controllers, the
+# garbage collector and the scheduler. The namespace controller, the kubelet (graceful deletion)
+# and the disruption controller still run, as in kubesim before it became a living cluster.
+FROZEN = frozenset(
+    {
+        "replicaset",
+        "replicationcontroller",
+        "deployment",
+        "statefulset",
+        "daemonset",
+        "job",
+        "garbagecollector",
+        "scheduler",
+    }
+)
+
+
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
-    # A frozen cluster: the API tests create unbound pods and expect them to stay Pending.
+    # A frozen cluster: the API tests create objects and expect them to stay as they made them.
     async with kubesim.serve(
-        state=STATE, time_scale=0.01, bookmark_interval=0.2, scheduler_loop=False
+        state=STATE, time_scale=0.01, bookmark_interval=0.2, disabled_controllers=FROZEN
     ) as s:
         yield s
 

@@ -200,11 +200,10 @@ async def test_example_files_load() -> None:
     faults = load_faults(EXAMPLES / "kubesim-faults.yaml")
     assert faults.faults[0].match.calls == CallRange(1, 3)
     async with serve(state=EXAMPLES / "kubesim-state.yaml", faults=faults) as sim:
-        assert {p["metadata"]["name"] for p in sim.list_objects("Pod")} == {
-            "web-0",
-            "web-1",
-            "node-exporter-abcde",
-        }
+        names = {p["metadata"]["name"] for p in sim.list_objects("Pod")}
+        # The DaemonSet controller may already have added node-2's exporter pod.
+        assert {"web-0", "web-1", "node-exporter-abcde"} <= names
+        assert all(n.startswith("node-exporter-") for n in names - {"web-0", "web-1"})
         assert sim.faults.latency == 0.01
         for _ in range(100):
             pod = sim.get("Pod", "kube-system", "node-exporter-abcde")

@@ -35,7 +35,14 @@ async def test_group_versions(sim: Simulator) -> None:
     assert code == 200
     assert groups["kind"] == "APIGroupList"
     names = [g["name"] for g in groups["groups"]]
-    assert names == ["apps", "events.k8s.io", "batch", "policy", "scheduling.k8s.io"]
+    assert names == [
+        "apps",
+        "events.k8s.io",
+        "batch",
+        "policy",
+        "scheduling.k8s.io",
+        "coordination.k8s.io",
+    ]
     expected = {
         "/apis/policy/v1": {
             ("poddisruptionbudgets", "PodDisruptionBudget"),
@@ -44,6 +51,7 @@ async def test_group_versions(sim: Simulator) -> None:
         "/apis/scheduling.k8s.io/v1": {("priorityclasses", "PriorityClass")},
         "/apis/events.k8s.io/v1": {("events", "Event")},
         "/apis/batch/v1": {("jobs", "Job"), ("jobs/status", "Job")},
+        "/apis/coordination.k8s.io/v1": {("leases", "Lease")},
     }
     for path, want in expected.items():
         code, _, doc = await raw(sim, "GET", path)

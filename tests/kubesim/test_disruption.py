@@ -27,6 +27,18 @@ from kubesim.controllers.namespace import NamespaceController
 from kubesim.node.kubelet import Kubelet
 from kubesim.sim import Simulator
 
+FROZEN_WORKLOADS = frozenset(
+    {
+        "replicaset",
+        "replicationcontroller",
+        "deployment",
+        "statefulset",
+        "daemonset",
+        "job",
+        "garbagecollector",
+    }
+)
+
 NODE = {
     "apiVersion": "v1",
     "kind": "Node",
@@ -97,7 +109,11 @@ def pdb(name: str = "web", **spec: Any) -> dict[str, Any]:
 
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
-    async with kubesim.serve(state=[NODE], time_scale=10.0) as s:
+    # The workloads here are fixtures for the budget's arithmetic: no controller may change
+    # their pods (nor collect pods whose owners the test leaves out on purpose).
+    async with kubesim.serve(
+        state=[NODE], time_scale=10.0, disabled_controllers=FROZEN_WORKLOADS
+    ) as s:
         yield s
 
 

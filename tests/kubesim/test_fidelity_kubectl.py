@@ -17,6 +17,7 @@ import pytest
 
 import kubesim
 
+from .conftest import FROZEN
 from .test_kubectl import BINARIES, Kubectl
 
 pytestmark = [
@@ -73,7 +74,10 @@ status: {phase: Running, conditions: [{type: Ready, status: "True"}]}
 
 
 async def _serve(binary: str, tmp_path: Path, **options: Any) -> AsyncIterator[Kubectl]:
-    async with kubesim.serve(state=STATE, time_scale=0.01, **options) as sim:
+    # A frozen cluster: these check what the API server stores, not what controllers make of it.
+    async with kubesim.serve(
+        state=STATE, time_scale=0.01, disabled_controllers=FROZEN, **options
+    ) as sim:
         yield Kubectl(binary, sim, tmp_path)
         unserved = [
             (r.method, r.path, r.code) for r in sim.requests if r.code == 404 and r.name == ""

@@ -26,7 +26,10 @@ from .conftest import STATE
 @pytest.fixture
 async def quiet_sim() -> AsyncIterator[Simulator]:
     """A kubesim whose periodic bookmark (a minute) never fires within a test."""
-    async with kubesim.serve(state=STATE, time_scale=0.01, bookmark_interval=60.0) as s:
+    # No controllers: nothing but the test may move the resourceVersion (leases would).
+    async with kubesim.serve(
+        state=STATE, time_scale=0.01, bookmark_interval=60.0, controllers=[]
+    ) as s:
         yield s
 
 

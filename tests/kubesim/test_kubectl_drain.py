@@ -17,6 +17,7 @@ import pytest
 
 import kubesim
 
+from .conftest import FROZEN
 from .test_kubectl import BINARIES, Kubectl
 
 pytestmark = [
@@ -44,7 +45,11 @@ def pdb(min_available: int) -> dict[str, Any]:
 
 
 async def _kubectl(binary: str, tmp_path: Path, faults: Any = None) -> AsyncIterator[Kubectl]:
-    async with kubesim.serve(state=STATE, faults=faults, time_scale=0.01) as sim:
+    # The fault file stands in for the ReplicaSet here (same-name replacements on node-2), so
+    # the workload controllers and the scheduler stay off.
+    async with kubesim.serve(
+        state=STATE, faults=faults, time_scale=0.01, disabled_controllers=FROZEN
+    ) as sim:
         yield Kubectl(binary, sim, tmp_path)
         unserved = [
             (r.method, r.path, r.code) for r in sim.requests if r.code == 404 and r.name == ""

@@ -1,0 +1,264 @@
+"""The garbage collector: dependents go when their owners are gone.
+
+Reproduces the outcome of ``pkg/controller/garbagecollector`` (``attemptToDeleteItem``,
+``processDeletingDependentsItem``, ``orphanDependents``) from the store's watch:
+
+* an object whose ``ownerReferences`` all name objects that do not exist (no object of that
+  kind, namespace and name with that UID) is deleted — background propagation, what
+  ``kubectl delete deployment`` asks for, so the ReplicaSet and then its pods go. Pods are
+  deleted gracefully, as the GC's delete without options does. An object that keeps at least
+  one live owner only loses the dangling references;
+* foreground deletion: an owner being deleted with the ``foregroundDeletion`` finalizer has
+  its dependents deleted, and the finalizer is removed once no dependent with
+  ``blockOwnerDeletion: true`` is left;
+* orphaning: an owner being deleted with the ``orphan`` finalizer has itself removed from its
+  dependents' owner references, then the finalizer removed.
+
+As upstream, dangling references found when the collector starts count too: a state that
+seeds pods owned by a ReplicaSet it does not contain loses those pods unless this controller
+is disabled (``Simulator(disabled_controllers={"garbagecollector"})``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.rest import DeleteOptions
+from kubesim.apiserver.status import StatusError
+from kubesim.apiserver.store import DELETED, Event, Key, clone
+
+if TYPE_CHECKING:
+    from kubesim.sim import Simulator
+
+__all__ = ["GarbageCollector"]
+
+log = logging.getLogger("kubesim")
+
+FOREGROUND: Final = "foregroundDeletion"
+ORPHAN: Final = "orphan"
+SKIPPED: Final = frozenset({"events"})
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+class GarbageCollector:
+    name = "garbagecollector"
+
+    def __init__(self) -> None:
+        self._sim: Simulator | None = None
+        # owner uid -> dependents (storage, key)
+        self._dependents: dict[str, set[tuple[str, Key]]] = {}
+        self._dirty: set[tuple[str, Key]] = set()
+        self._owners_dirty: set[tuple[str, Key]] = set()
+        self._wake: asyncio.Event | None = None
+
+    async def run(self, sim: Simulator) -> None:
+        self._sim = sim
+        self._wake = asyncio.Event()
+        storages = [s for s in sim.registry.storages() if s not in SKIPPED]
+        subs = [sim.store.subscribe(s) for s in storages]
+        pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
+        try:
+            for storage in storages:
+                for key in list(sim.store.keys(storage)):
+                    obj = sim.store.get(storage, key)
+                    if obj is not None:
+                        self._observe(storage, key, obj)
+            self._wake.set()
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                await asyncio.sleep(sim.settings.reaction_delay * sim.time_scale)
+                owners, self._owners_dirty = self._owners_dirty, set()
+                for storage, key in sorted(owners):
+                    self._guard(self._process_deleting_owner, storage, key)
+                dirty, self._dirty = self._dirty, set()
+                for storage, key in sorted(dirty):
+                    self._guard(self._attempt_to_delete, storage, key)
+        finally:
+            for task in pumps:
+                task.cancel()
+            for sub in subs:
+                sim.store.unsubscribe(sub)
+            self._sim = None
+            self._wake = None
+
+    def _guard(self, fn: Any, storage: str, key: Key) -> None:
+        try:
+            fn(storage, key)
+        except StatusError as err:
+            log.info("kubesim: garbage collector %s %s/%s: %s", storage, *key, err.message)
+        except Exception:
+            log.exception("kubesim: garbage collector failed on %s %s/%s", storage, *key)
+
+    async def _pump(self, sub: Any) -> None:
+        while True:
+            ev: Event = await sub.queue.get()
+            try:
+                if ev.type == DELETED:
+                    uid = str(_meta(ev.obj).get("uid", ""))
+                    for dep in self._dependents.pop(uid, set()):
+                        self._mark(dep)
+                    for ref in _meta(ev.obj).get("ownerReferences") or []:
+                        deps = self._dependents.get(str(ref.get("uid", "")))
+                        if deps is not None:
+                            deps.discard((ev.storage, ev.key))
+                    if ev.prev is not None:
+                        self._mark_owner_parent(ev.prev)
+                else:
+                    self._observe(ev.storage, ev.key, ev.obj)
+            except Exception:
+                log.exception("kubesim: garbage collector event failed")
+
+    def _mark(self, item: tuple[str, Key]) -> None:
+        self._dirty.add(item)
+        if self._wake is not None:
+            self._wake.set()
+
+    def _mark_owner_parent(self, obj: Mapping[str, Any]) -> None:
+        """A dependent went away: owners waiting in foreground deletion may finish."""
+        sim = self._sim
+        assert sim is not None
+        for ref in _meta(obj).get("ownerReferences") or []:
+            if not isinstance(ref, Mapping):
+                continue
+            found = self._find_owner(ref, str(_meta(obj).get("namespace", "")))
+            if found is not None:
+                self._owners_dirty.add(found)
+                if self._wake is not None:
+                    self._wake.set()
+
+    def _observe(self, storage: str, key: Key, obj: Mapping[str, Any]) -> None:
+        meta = _meta(obj)
+        refs = meta.get("ownerReferences") or []
+        for ref in refs:
+            if isinstance(ref, Mapping) and ref.get("uid"):
+                self._dependents.setdefault(str(ref["uid"]), set()).add((storage, key))
+                if self._find_owner(ref, key[0]) is None:
+                    self._mark((storage, key))
+        finalizers = meta.get("finalizers") or []
+        if meta.get("deletionTimestamp") and (FOREGROUND in finalizers or ORPHAN in finalizers):
+            self._owners_dirty.add((storage, key))
+            if self._wake is not None:
+                self._wake.set()
+
+    def _type_of(self, ref: Mapping[str, Any]) -> ResourceType | None:
+        sim = self._sim
+        assert sim is not None
+        return sim.registry.for_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
+
+    def _find_owner(self, ref: Mapping[str, Any], namespace: str) -> tuple[str, Key] | None:
+        """The live owner a reference names (UID must match), as (storage, key)."""
+        sim = self._sim
+        assert sim is not None
+        rt = self._type_of(ref)
+        if rt is None:
+            return None
+        key = (namespace if rt.namespaced else "", str(ref.get("name", "")))
+        obj = sim.store.get(rt.storage_name, key)
+        if obj is None or str(_meta(obj).get("uid", "")) != str(ref.get("uid", "")):
+            return None
+        return rt.storage_name, key
+
+    def _attempt_to_delete(self, storage: str, key: Key) -> None:
+        sim = self._sim
+        assert sim is not None
+        obj = sim.store.get(storage, key)
+        if obj is None:
+            return
+        meta = _meta(obj)
+        refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, Mapping)]
+        if not refs:
+            return
+        dangling = [r for r in refs if self._find_owner(r, key[0]) is None]
+        if not dangling:
+            return
+        rt = sim.registry.for_storage(storage)
+        if len(dangling) < len(refs):
+            gone = {str(r.get("uid", "")) for r in dangling}
+            new = clone(dict(obj))
+            new["metadata"]["ownerReferences"] = [
+                r for r in refs if str(r.get("uid", "")) not in gone
+            ]
+            sim.rest.update(rt, key[0], key[1], new)
+            return
+        if meta.get("deletionTimestamp"):
+            return
+        sim.rest.delete(rt, key[0], key[1], DeleteOptions(uid=str(meta.get("uid", "")) or None))
+
+    def _process_deleting_owner(self, storage: str, key: Key) -> None:
+        sim = self._sim
+        assert sim is not None
+        owner = sim.store.get(storage, key)
+        if owner is None:
+            return
+        meta = _meta(owner)
+        finalizers = list(meta.get("finalizers") or [])
+        if not meta.get("deletionTimestamp"):
+            return
+        uid = str(meta.get("uid", ""))
+        dependents = []
+        for dep_storage, dep_key in list(self._dependents.get(uid, set())):
+            dep = sim.store.get(dep_storage, dep_key)
+            if dep is None:
+                continue
+            refs = [
+                r
+                for r in _meta(dep).get("ownerReferences") or []
+                if isinstance(r, Mapping) and str(r.get("uid", "")) == uid
+            ]
+            if refs:
+                dependents.append((dep_storage, dep_key, dep, refs[0]))
+        rt = sim.registry.for_storage(storage)
+        if ORPHAN in finalizers:
+            for dep_storage, dep_key, dep, _ in dependents:
+                new = clone(dep)
+                new["metadata"]["ownerReferences"] = [
+                    r
+                    for r in new["metadata"].get("ownerReferences") or []
+                    if str(r.get("uid", "")) != uid
+                ]
+                if not new["metadata"]["ownerReferences"]:
+                    del new["metadata"]["ownerReferences"]
+                sim.rest.update(sim.registry.for_storage(dep_storage), *dep_key, new)
+            self._remove_finalizer(rt, key, ORPHAN)
+            return
+        if FOREGROUND not in finalizers:
+            return
+        blocking = False
+        for dep_storage, dep_key, dep, ref in dependents:
+            if ref.get("blockOwnerDeletion") is True:
+                blocking = True
+            if _meta(dep).get("deletionTimestamp"):
+                continue
+            dep_rt = sim.registry.for_storage(dep_storage)
+            dep_finalizers = _meta(dep).get("finalizers") or []
+            if dep_rt.kind != "Pod" and FOREGROUND not in dep_finalizers:
+                # Dependents are deleted in the foreground too, so the chain waits.
+                new = clone(dep)
+                new["metadata"]["finalizers"] = [*dep_finalizers, FOREGROUND]
+                sim.rest.update(dep_rt, *dep_key, new)
+            sim.rest.delete(dep_rt, dep_key[0], dep_key[1], DeleteOptions())
+        if not blocking:
+            self._remove_finalizer(rt, key, FOREGROUND)
+
+    def _remove_finalizer(self, rt: ResourceType, key: Key, finalizer: str) -> None:
+        sim = self._sim
+        assert sim is not None
+        obj = sim.store.get(rt.storage_name, key)
+        if obj is None:
+            return
+        new = clone(obj)
+        new["metadata"]["finalizers"] = [
+            f for f in new["metadata"].get("finalizers") or [] if f != finalizer
+        ]
+        if not new["metadata"]["finalizers"]:
+            del new["metadata"]["finalizers"]
+        sim.rest.update(rt, key[0], key[1], new)
