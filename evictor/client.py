@@ -401,6 +401,9 @@ class Evictor:
             return seconds
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
+            v = last[-1] if last else None
+            if v is not None and v.decision is Decision.PDB_BLOCKED and v.pdbs:
+                return
             action = state.next_action
             self.listener.retry(result, action.sleep if action is not None else 0.0)
 
@@ -409,7 +412,10 @@ class Evictor:
         async def sleep(seconds: float) -> None:
             v = last[-1] if last else None
             if v is not None and v.decision is Decision.PDB_BLOCKED and v.pdbs:
+                # the real wait is known only afterwards: report it then
+                began = self.clock()
                 await self.pdbs.wait_reopen(namespace, v.pdbs, timeout=seconds, seen=seen)
+                self.listener.retry(result, self.clock() - began)
             else:
                 await asyncio.sleep(seconds)
 
