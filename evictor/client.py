@@ -54,7 +54,7 @@ __all__ = [
 
 _TRANSIENT_ATTEMPTS = 6
 _NAMESPACE_TERMINATING_RETRY = 1.0
-_BACKOFF = tenacity.wait_exponential_jitter(initial=0.2, max=5.0, jitter=0.2)
+_BACKOFF = tenacity.wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2)
 
 
 class PodLike(Protocol):
@@ -597,51 +597,64 @@ class Evictor:
         for key in list(pending):
             observe(key, present.get(key))
         rv = str((resp.body.get("metadata") or {}).get("resourceVersion", ""))
-        while pending:
-            remaining = self._remaining(deadline)
-            if remaining is not None and remaining <= 0:
-                return
-            timeout = 60 if remaining is None else max(1, min(60, int(remaining) + 1))
-            async with watch.Watch(return_type="object") as w:
-                stream = w.stream(
-                    self.core.list_pod_for_all_namespaces,
-                    resource_version=rv,
-                    allow_watch_bookmarks=True,
-                    timeout_seconds=timeout,
-                    **kw,
-                )
-                it = stream.__aiter__()
-                while pending:
-                    remaining = self._remaining(deadline)
-                    step = 1.0 if remaining is None else min(1.0, max(remaining, 0.0))
-                    if remaining is not None and remaining <= 0:
-                        return
-                    try:
-                        event = await asyncio.wait_for(it.__anext__(), step)
-                    except TimeoutError:
-                        check_skips()
-                        continue
-                    except StopAsyncIteration:
-                        break
-                    except Exception as exc:
-                        raise _WatchFailed(str(exc)) from exc
-                    obj = event.get("raw_object")
-                    if not isinstance(obj, dict):
-                        continue
-                    meta = obj.get("metadata") or {}
-                    if meta.get("resourceVersion"):
-                        rv = str(meta["resourceVersion"])
-                    if event.get("type") == "BOOKMARK":
-                        continue
-                    key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-                    if key not in pending:
-                        continue
-                    if event.get("type") == "DELETED":
-                        pod = pending[key]
-                        if not pod.uid or meta.get("uid") == pod.uid:
-                            observe(key, None)
-                    else:
-                        observe(key, obj)
+        if not pending:
+            return
+        finished = asyncio.Event()
+
+        async def consume() -> None:
+            nonlocal rv
+            while pending:
+                remaining = self._remaining(deadline)
+                timeout = 60 if remaining is None else max(1, min(60, int(remaining) + 1))
+                async with watch.Watch(return_type="object") as w:
+                    async for event in w.stream(
+                        self.core.list_pod_for_all_namespaces,
+                        resource_version=rv,
+                        allow_watch_bookmarks=True,
+                        timeout_seconds=timeout,
+                        **kw,
+                    ):
+                        obj = event.get("raw_object")
+                        if not isinstance(obj, dict):
+                            continue
+                        meta = obj.get("metadata") or {}
+                        if meta.get("resourceVersion"):
+                            rv = str(meta["resourceVersion"])
+                        if event.get("type") == "BOOKMARK":
+                            continue
+                        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+                        if key not in pending:
+                            continue
+                        if event.get("type") == "DELETED":
+                            pod = pending[key]
+                            if not pod.uid or meta.get("uid") == pod.uid:
+                                observe(key, None)
+                        else:
+                            observe(key, obj)
+                        if not pending:
+                            finished.set()
+                            return
+            finished.set()
+
+        async def tick() -> None:
+            while pending:
+                await asyncio.sleep(1.0)
+                check_skips()
+            finished.set()
+
+        consumer = asyncio.create_task(consume())
+        tasks = [consumer, asyncio.create_task(tick()), asyncio.create_task(finished.wait())]
+        remaining = self._remaining(deadline)
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(None if remaining is None else max(remaining, 0.0)):
+                    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if consumer.done() and not consumer.cancelled() and consumer.exception() is not None:
+            raise _WatchFailed(str(consumer.exception()))
 
 
 class _WatchFailed(Exception):

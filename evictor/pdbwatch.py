@@ -114,8 +114,10 @@ class PdbTracker:
             space = self._spaces[namespace] = _Namespace()
             space.task = asyncio.create_task(self._run(namespace, space))
         if not space.ready.is_set():
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(space.ready.wait()), self._start_timeout)
+                async with asyncio.timeout(self._start_timeout):
+                    await space.ready.wait()
         return space.healthy
 
     def get(self, namespace: str, name: str) -> PdbState | None:
@@ -156,7 +158,8 @@ class PdbTracker:
         for name in names:
             space.waiters.setdefault(name, deque()).append(fut)
         try:
-            await asyncio.wait_for(fut, max(timeout, 0.0))
+            async with asyncio.timeout(max(timeout, 0.0)):
+                await fut
         except TimeoutError:
             return False
         finally:

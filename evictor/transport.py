@@ -8,6 +8,7 @@ through the generated methods with ``_preload_content=False`` and the JSON is pa
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
@@ -51,6 +52,10 @@ async def call(request: Awaitable[Any]) -> Response:
         finally:
             resp.release()
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # aiohttp can turn a cancellation into a connection error; keep it a cancellation
+            raise asyncio.CancelledError from exc
         raise TransportError(str(exc) or type(exc).__name__) from exc
     text = raw.decode("utf-8", errors="replace")
     try:
