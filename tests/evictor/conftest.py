@@ -179,6 +179,10 @@ class Evict:
 
     sim: Simulator
 
+    @staticmethod
+    def binary() -> str:
+        return EVICT
+
     async def __call__(self, *args: str, timeout: float = 60) -> tuple[int, str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
         env["KUBECONFIG"] = str(self.sim.kubeconfig_path)
