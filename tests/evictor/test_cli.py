@@ -300,3 +300,56 @@ async def test_unreachable_server_is_a_runtime_error(tmp_path: Any) -> None:
     )
     assert proc.returncode == 1
     assert len(lines(proc.stderr)) == 1 and "unable to connect to the server" in proc.stderr
+
+
+async def test_drain_by_node_selector_cordons_all_then_drains_one_by_one() -> None:
+    objs = [
+        node("node-1", labels={"pool": "old"}),
+        node("node-2", labels={"pool": "old"}),
+        node("node-3", labels={"pool": "new"}),
+        replicaset("web"),
+        pod("a", app="web", node_name="node-1"),
+        pod("b", app="web", node_name="node-2"),
+    ]
+    async for evict in _serve(objs):
+        code, out, err = await evict("drain", "-l", "pool=old", "--chunk-size=1")
+        assert code == 0, err
+        got = lines(out)
+        assert got[:2] == ["node/node-1 cordoned", "node/node-2 cordoned"]
+        assert got[2:] == [
+            "evicting pod default/a",
+            "pod/a evicted",
+            "node/node-1 drained",
+            "evicting pod default/b",
+            "pod/b evicted",
+            "node/node-2 drained",
+        ]
+        assert not evict.sim.get("Node", None, "node-3")["spec"].get("unschedulable")  # type: ignore[index]
+        pages = evict.sim.requests.filter(verb="list", resource="nodes")
+        assert len(pages) >= 2 and all(r.query.get("limit") == ["1"] for r in pages)
+
+
+def test_progress_line_names_blocking_pdbs() -> None:
+    from types import SimpleNamespace
+
+    from evictor.cli import Output, _Progress
+    from evictor.drain import PodReport
+    from evictor.pdbwatch import PdbState
+    from evictor.result import EvictionResult, Outcome
+    from scheduler.objects import Pod
+
+    reps = [PodReport(Pod.from_dict(pod(f"web-{i}", app="web"))) for i in range(3)]
+    reps[0].result = EvictionResult("default", "web-0", Outcome.EVICTED)
+    reps[0].wait = SimpleNamespace(state="deleted")  # type: ignore[assignment]
+    for r in reps[1:]:
+        r.blocked_by = ("web",)
+        r.next_retry = time.time() + 4
+    state = PdbState("web", "default", current_healthy=2, desired_healthy=3)
+    helper = SimpleNamespace(reports=reps)
+    evictor = SimpleNamespace(pdb_state=lambda _ns, _n: state)
+    progress = _Progress.__new__(_Progress)
+    progress.helper, progress.evictor, progress.io = helper, evictor, Output()  # type: ignore[assignment]
+    text = progress.render().plain
+    assert text.startswith("1/3 pods done")
+    assert "2 blocked by PDB web 2/3 healthy" in text
+    assert re.search(r"next retry in [34]\.\ds", text)

@@ -399,3 +399,34 @@ def _force() -> Any:
     from kubesim.apiserver.rest import DeleteOptions
 
     return DeleteOptions(grace_period_seconds=0)
+
+
+async def test_wait_for_deletion_skips_pods_terminating_for_too_long() -> None:
+    faults = {"pods": [{"ref": "default/web-0", "neverDelete": True}]}
+    async for sim in _serve(state(), faults):
+        async with sim.api_client() as api:
+            ev = Evictor(api)
+            ref = PodRef("default", "web-0", WEB[0]["metadata"]["uid"], "node-1")
+            # deletionTimestamp = now + grace, as kube-apiserver sets it
+            await ev.delete("default", "web-0", grace_period_seconds=1)
+            seen: list[str] = []
+
+            def on_done(_pod: Any, outcome: Any, seen: list[str] = seen) -> None:
+                seen.append(outcome.message)
+
+            done = await ev.wait_for_deletion(
+                [ref], deadline=time.time() + 10, skip_wait_for_delete_timeout=1, on_done=on_done
+            )
+            await ev.close()
+        assert done[("default", "web-0")].state == "skipped"
+        assert seen == ['pod "web-0" has DeletionTimestamp older than 1 seconds, skipping']
+        assert sim.get("Pod", "default", "web-0") is not None  # still Terminating
+
+
+def test_package_exports_load_lazily() -> None:
+    import evictor
+
+    assert evictor.Evictor is Evictor
+    assert evictor.Outcome.EVICTED == "evicted"
+    with pytest.raises(AttributeError):
+        _ = evictor.nothing_here
