@@ -103,6 +103,7 @@ class Globals:
     context: str | None = None
     namespace: str | None = None
     debug: bool = False
+    context_namespace: str | None = None
 
 
 @dataclass(slots=True)
@@ -154,9 +155,10 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
     if glob.kubeconfig is not None and not os.path.isfile(glob.kubeconfig):
         raise click.UsageError(f"stat {glob.kubeconfig}: no such file or directory")
     try:
-        await config.load_kube_config(
+        loader = await config.load_kube_config(
             config_file=glob.kubeconfig, context=glob.context, client_configuration=cfg
         )
+        glob.context_namespace = _context_namespace(loader)
     except (ConfigException, OSError, ValueError, TypeError) as exc:
         if glob.kubeconfig is None and glob.context is None:
             try:
@@ -167,6 +169,15 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
             raise click.UsageError(f"invalid configuration: {_one_line(exc)}") from None
     cfg.connection_pool_maxsize = max(concurrency + 16, 32)
     return client.ApiClient(configuration=cfg)
+
+
+def _context_namespace(loader: Any) -> str | None:
+    """The namespace of the kubeconfig's active context, as kubectl defaults ``-n`` to it."""
+    try:
+        ns = loader.current_context["context"].get("namespace")
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return str(ns) if ns else None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -847,17 +858,13 @@ def pod_cmd(  # noqa: PLR0917
     mode = _dry_run(dry_run)
     if timeout < 0:
         raise click.UsageError("--timeout must not be negative")
-    ns = glob.namespace or "default"
     sys.exit(
-        _run(
-            glob, _evict_pod(glob, ns, name, grace_period, timeout, mode, disable_eviction, output)
-        )
+        _run(glob, _evict_pod(glob, name, grace_period, timeout, mode, disable_eviction, output))
     )
 
 
 async def _evict_pod(  # noqa: PLR0917
     glob: Globals,
-    namespace: str,
     name: str,
     grace_period: int,
     timeout: float,
@@ -871,6 +878,7 @@ async def _evict_pod(  # noqa: PLR0917
 
     io = Output(to_stderr=output == "json")
     api = await _client(glob)
+    namespace = glob.namespace or glob.context_namespace or "default"
     async with api:
         evictor = Evictor(api)
         helper = DrainHelper(

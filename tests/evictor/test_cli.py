@@ -8,9 +8,11 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import kubesim
 from kubesim.sim import Simulator
@@ -243,6 +245,20 @@ async def test_evict_pod_command(evict: Evict) -> None:
     assert lines(out) == ["evicting pod default/web-1", "pod/web-1 evicted"]
     code, _, err = await evict("-n", "default", "pod", "nope")
     assert code == 1 and lines(err) == ['error: pods "nope" not found']
+    # without -n, the kubeconfig context's namespace applies, as in kubectl
+    evict.sim.apply(
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}},
+            pod("db-0", namespace="prod"),
+        ]
+    )
+    cfg = Path(str(evict.sim.kubeconfig_path))
+    data = yaml.safe_load(cfg.read_text())
+    data["contexts"][0]["context"]["namespace"] = "prod"
+    cfg.write_text(yaml.safe_dump(data))
+    code, out, err = await evict("pod", "db-0", "--dry-run=server")
+    assert code == 0, err
+    assert lines(out) == ["evicting pod prod/db-0 (server dry run)"]
 
 
 async def test_cordon_and_uncordon(evict: Evict) -> None:
