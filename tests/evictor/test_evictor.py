@@ -377,10 +377,11 @@ async def test_without_eviction_support_pods_are_deleted(
 
 
 class _Filtered:
-    """An aiohttp response whose APIResourceList lacks ``pods/eviction``."""
+    """An aiohttp response whose APIResourceList lacks ``pods/eviction`` (or names a version)."""
 
-    def __init__(self, resp: Any) -> None:
+    def __init__(self, resp: Any, *, version: str | None = None) -> None:
         self._resp = resp
+        self._version = version
         self.status = resp.status
         self.headers = resp.headers
 
@@ -388,7 +389,12 @@ class _Filtered:
         import json
 
         data = json.loads(await self._resp.read())
-        data["resources"] = [r for r in data["resources"] if r["name"] != "pods/eviction"]
+        if self._version is None:
+            data["resources"] = [r for r in data["resources"] if r["name"] != "pods/eviction"]
+        else:
+            for r in data["resources"]:
+                if r["name"] == "pods/eviction":
+                    r["version"] = self._version
         return json.dumps(data).encode()
 
     def release(self) -> None:
@@ -430,3 +436,40 @@ def test_package_exports_load_lazily() -> None:
     assert evictor.Outcome.EVICTED == "evicted"
     with pytest.raises(AttributeError):
         _ = evictor.nothing_here
+
+
+async def test_still_processing_429_is_retried_when_the_generation_is_observed(
+    sim: Simulator, evictor: Evictor
+) -> None:
+    current = sim.get("PodDisruptionBudget", "default", "web")
+    assert current is not None
+    generation = current["metadata"].get("generation", 1)
+    stale = {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3}
+    sim.pin_pdb("default", "web", {**stale, "observedGeneration": generation - 1})
+    task = asyncio.create_task(evictor.evict("default", "web-0"))
+    await wait_until(lambda: len(evictions(sim, "web-0")) == 1)
+    (first,) = evictions(sim, "web-0")
+    assert first.code == 429  # "still being processed", Retry-After: 10
+    await asyncio.sleep(0.3)
+    caught_up = time.time()
+    sim.pin_pdb("default", "web", {**stale, "observedGeneration": generation})
+    result = await asyncio.wait_for(task, 5)
+    assert result.outcome is Outcome.EVICTED
+    second = evictions(sim, "web-0")[1]
+    assert caught_up <= second.time < caught_up + 0.5  # not after the advised 10 s
+
+
+async def test_policy_v1beta1_when_discovery_offers_only_that(
+    sim: Simulator, evictor: Evictor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = evictor.core.get_api_resources
+
+    async def beta(**kw: Any) -> Any:
+        return _Filtered(await real(**kw), version="v1beta1")
+
+    monkeypatch.setattr(evictor.core, "get_api_resources", beta)
+    assert await evictor.eviction_version() == "policy/v1beta1"
+    result = await evictor.evict("default", "web-0")
+    assert result.outcome is Outcome.EVICTED
+    (req,) = evictions(sim, "web-0")
+    assert req.body["apiVersion"] == "policy/v1beta1" and req.code == 201
