@@ -628,66 +628,26 @@ def _pod_report(rep: Any, evictor: Evictor) -> dict[str, Any]:
 
 
 async def _diagnose(helper: DrainHelper, evictor: Evictor) -> list[str]:
-    """Name each blocking PDB, why it is at zero, and the remedies."""
-    from kubernetes_asyncio import client
-
-    from evictor.transport import call
+    """Name each blocking PDB, why it is at zero, and the remedies (``evictor.diagnose``)."""
+    from evictor.diagnose import diagnose
 
     blocked: dict[tuple[str, str], list[str]] = {}
     for rep in helper.reports:
         res = rep.result
         if res is None or res.outcome != "blocked_by_pdb":
             continue
-        for pdb in res.pdbs or ("?",):
+        for pdb in res.pdbs:
             blocked.setdefault((res.namespace, pdb), []).append(res.name)
     lines: list[str] = []
-    core = client.CoreV1Api(evictor.api_client)
     for (ns, pdb), pods in blocked.items():
         st = evictor.pdb_state(ns, pdb)
-        names = ", ".join(pods)
-        head = f"diagnosis: PodDisruptionBudget {ns}/{pdb} blocked {len(pods)} pod(s) ({names})"
         if st is None:
-            lines.append(head)
+            lines.append(f"diagnosis: PodDisruptionBudget {ns}/{pdb} blocked {', '.join(pods)}")
             continue
-        lines.append(
-            f"{head}: disruptionsAllowed={st.disruptions_allowed}, currentHealthy="
-            f"{st.current_healthy}, desiredHealthy={st.desired_healthy}, "
-            f"expectedPods={st.expected_pods}"
-        )
-        unhealthy: list[str] = []
-        if st.selector is not None:
-            try:
-                resp = await call(
-                    core.list_namespaced_pod(
-                        ns, label_selector=str(st.selector), _preload_content=False
-                    )
-                )
-                items = resp.body.get("items") or [] if resp.ok else []
-            except Exception:
-                items = []
-            for item in items:
-                conds = (item.get("status") or {}).get("conditions") or []
-                ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
-                meta = item.get("metadata") or {}
-                if meta.get("deletionTimestamp"):
-                    unhealthy.append(f"{meta.get('name')} (terminating)")
-                elif not ready:
-                    phase = (item.get("status") or {}).get("phase") or "Unknown"
-                    unhealthy.append(f"{meta.get('name')} (not Ready, {phase})")
-        missing = st.desired_healthy - st.current_healthy
-        if unhealthy:
-            lines.append(f"  unhealthy pods selected by it: {', '.join(unhealthy)}")
-        if missing >= 0:
-            lines.append(
-                f"  it needs {st.desired_healthy} healthy pods and has {st.current_healthy}: "
-                f"{missing + 1 if missing >= 0 else 0} more must become Ready before one can go"
-            )
-        lines.append(
-            "  remedies: wait for replacement pods to become Ready (check their workload's "
-            "replicas and scheduling), relax the budget (minAvailable/maxUnavailable), set "
-            "unhealthyPodEvictionPolicy: AlwaysAllow for stuck unready pods, or delete the pod "
-            "(evict drain --disable-eviction) accepting the disruption"
-        )
+        try:
+            lines.extend(await diagnose(evictor.api_client, st, blocked=pods))
+        except Exception as exc:  # a diagnosis must never hide the drain's own result
+            lines.append(f"diagnosis: PodDisruptionBudget {ns}/{pdb}: unavailable ({exc})")
     return lines
 
 

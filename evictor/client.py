@@ -414,6 +414,7 @@ class Evictor:
             if v is not None and v.decision is Decision.PDB_BLOCKED and v.pdbs:
                 # the real wait is known only afterwards: report it then
                 began = self.clock()
+                self.listener.blocked(result, seconds)
                 await self.pdbs.wait_reopen(namespace, v.pdbs, timeout=seconds, seen=seen)
                 self.listener.retry(result, self.clock() - began)
             else:

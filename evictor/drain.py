@@ -574,12 +574,20 @@ class _Lines(EvictionListener):
         if not self.use_delete:
             self.helper.out(f"evicting pod {namespace}/{name}{self.helper._suffix}")
 
-    def retry(self, result: EvictionResult, wait: float) -> None:
+    def blocked(self, result: EvictionResult, wait: float) -> None:
         rep = self.reports.get(f"{result.namespace}/{result.name}")
         if rep is not None:
             rep.blocked_by = result.pdbs
             rep.next_retry = self.helper.clock() + wait
             rep.last_message = result.message
+
+    def retry(self, result: EvictionResult, wait: float) -> None:
+        rep = self.reports.get(f"{result.namespace}/{result.name}")
+        if rep is not None:
+            rep.blocked_by = result.pdbs
+            rep.last_message = result.message
+            if not result.pdbs:  # a fixed wait (Retry-After, backoff) starts now
+                rep.next_retry = self.helper.clock() + wait
         what = "deleting" if self.use_delete else "evicting"
         self.helper.err(
             f'error when {what} pods/"{result.name}" -n "{result.namespace}" '

@@ -22,3 +22,6 @@ class EvictionListener:
 
     def retry(self, result: EvictionResult, wait: float) -> None:
         """A retryable answer; the next attempt comes after at most ``wait`` seconds."""
+
+    def blocked(self, result: EvictionResult, wait: float) -> None:
+        """Waiting for a PodDisruptionBudget to reopen, for at most ``wait`` seconds."""

@@ -118,6 +118,7 @@ async def test_blocking_filters_stop_the_node_before_any_eviction(evict: Evict) 
 
 
 async def test_timeout_is_respected_and_the_blocking_pdb_diagnosed(evict: Evict) -> None:
+    evict.sim.apply(pod("web-sick", app="web", node_name="node-2", ready=False))
     pin(evict.sim, "web", 0, healthy=2, desired=3)
     t0 = time.monotonic()
     code, out, err = await evict(*DRAIN, "--timeout=1s", "--pod-selector=app=web")
@@ -129,6 +130,8 @@ async def test_timeout_is_respected_and_the_blocking_pdb_diagnosed(evict: Evict)
     assert "pod/web-0" in lines(err)
     assert "diagnosis: PodDisruptionBudget default/web blocked 3 pod(s)" in err
     assert "currentHealthy=2, desiredHealthy=3" in err
+    assert "unhealthy pods selected by it: web-sick (not Ready, Running)" in err
+    assert "it needs 3 healthy pods and has 2: 2 more must be Ready" in err
     assert "remedies:" in err
     assert lines(err)[-1].startswith("error: [")
     assert "node/node-1 drained" not in out

@@ -241,3 +241,35 @@ def test_plan_invariants(
     # With every override on and owners present, nothing blocks.
     if force and ignore and local and exists:
         assert result.errors() == []
+
+
+def test_diagnosis_explains_a_budget_at_zero() -> None:
+    from evictor.diagnose import WorkloadStatus, explain
+    from evictor.pdbwatch import PdbState
+
+    state = PdbState(
+        "web", "default", generation=2, observed_generation=2, current_healthy=2,
+        desired_healthy=2, expected_pods=3,
+    )  # fmt: skip
+    sick = pod("web-2", app="web", ready=False)
+    got = explain(
+        state,
+        blocked=["web-0"],
+        selected=[pod("web-0", app="web"), sick],
+        workloads=[
+            WorkloadStatus("ReplicaSet", "web", 3, 2),
+            WorkloadStatus("ReplicaSet", "ok", 2, 2),
+        ],
+    )
+    assert got[0] == (
+        "diagnosis: PodDisruptionBudget default/web blocked 1 pod(s) (web-0): "
+        "disruptionsAllowed=0, currentHealthy=2, desiredHealthy=2, expectedPods=3"
+    )
+    assert "  unhealthy pods selected by it: web-2 (not Ready, Running)" in got
+    assert "  replicas not Ready: ReplicaSet web 2/3" in got
+    assert (
+        "  it needs 2 healthy pods and has 2: 1 more must be Ready before one of them may go" in got
+    )
+    assert got[-1].startswith("  remedies: ")
+    stale = PdbState("web", "default", generation=3, observed_generation=2)
+    assert any("not processed" in line for line in explain(stale, blocked=["a"], selected=[]))
