@@ -121,7 +121,11 @@ class Output:
             click.echo(line, err=self.to_stderr)
 
     def err(self, line: str) -> None:
-        click.echo(line, err=True)
+        if self.live is not None and sys.stderr.isatty():
+            # same terminal: print above the live line instead of through it
+            self.live.console.print(line, markup=False, highlight=False)
+        else:
+            click.echo(line, err=True)
 
 
 def _fail(message: str) -> NoReturn:
@@ -694,7 +698,7 @@ class _Progress:
         next_retry: float | None = None
         now = time.time()
         for r in reps:
-            if r.result is None and r.blocked_by:
+            if r.result is None and r.blocked_by and r.next_retry is not None:
                 for pdb in r.blocked_by:
                     blocked[pdb] = blocked.get(pdb, 0) + 1
                 if r.next_retry is not None:
