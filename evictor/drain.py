@@ -161,13 +161,16 @@ def get_pods_for_deletion(
     *,
     options: DrainOptions,
     owner_exists: Callable[[str, str], bool],
-    now: float,
+    now: float | None = None,
 ) -> PodDeleteList:
     """Run kubectl's filter chain on each pod; see the module docstring.
 
     ``owner_exists(namespace, name)`` says whether a DaemonSet exists; it raises
     ``OwnerLookupError`` when that cannot be known (the pod is then a blocking error).
+    ``now`` (seconds since the epoch) dates ``--skip-wait-for-delete-timeout``; tests pass it.
     """
+    if now is None:
+        now = time.time()
 
     def skip_deleted(pod: Pod) -> PodDeleteStatus:
         skip = options.skip_wait_for_delete_timeout
