@@ -372,3 +372,19 @@ def test_progress_line_names_blocking_pdbs() -> None:
     assert text.startswith("1/3 pods done")
     assert "2 blocked by PDB web 2/3 healthy" in text
     assert re.search(r"next retry in [34]\.\ds", text)
+
+
+async def test_concurrency_flag_bounds_evictions_in_flight() -> None:
+    objs = [node("node-1"), replicaset("web"), *[pod(f"w-{i}", app="web") for i in range(8)]]
+    faults = {
+        "faults": [
+            {"match": {"verb": "create", "resource": "pods", "subresource": "eviction"},
+             "delay": 0.2}
+        ]
+    }  # fmt: skip
+    async for evict in _serve(objs, faults):
+        code, _, err = await evict("drain", "node-1", "--concurrency=2")
+        assert code == 0, err
+        arrivals = sorted(r.time for r in evict.sim.requests.filter(subresource="eviction"))
+        assert len(arrivals) == 8
+        assert all(b - a >= 0.18 for a, b in zip(arrivals, arrivals[2:], strict=False))
