@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTROLLER_NAMES",
+    "FROZEN",
     "Controller",
     "ControllerSettings",
     "NamespaceController",
@@ -45,6 +46,24 @@ CONTROLLER_NAMES: Final = (
     "job",
     "garbagecollector",
     "scheduler",
+)
+
+# The controllers that change what a test seeded: the workload controllers, the garbage
+# collector and the scheduler. ``Simulator(disabled_controllers=FROZEN)`` keeps the namespace
+# controller, the kubelet (graceful deletion, readiness) and the disruption controller: a
+# cluster where objects stay as they were written, for tests of the API itself or of a client
+# that stands in for the controllers with fault injection.
+FROZEN: Final = frozenset(
+    {
+        "replicaset",
+        "replicationcontroller",
+        "deployment",
+        "statefulset",
+        "daemonset",
+        "job",
+        "garbagecollector",
+        "scheduler",
+    }
 )
 
 

@@ -12,6 +12,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
+from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 
 STATE = """
@@ -63,23 +64,6 @@ spec:
 status:
   phase: Pending
 """
-
-
-# Every controller that would change the objects a test seeded: the workload controllers, the
-# garbage collector and the scheduler. The namespace controller, the kubelet (graceful deletion)
-# and the disruption controller still run, as in kubesim before it became a living cluster.
-FROZEN = frozenset(
-    {
-        "replicaset",
-        "replicationcontroller",
-        "deployment",
-        "statefulset",
-        "daemonset",
-        "job",
-        "garbagecollector",
-        "scheduler",
-    }
-)
 
 
 @pytest.fixture

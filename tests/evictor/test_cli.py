@@ -1,0 +1,394 @@
+"""``evict`` as users run it, against kubesim: kubectl's lines, exit codes and requests."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import kubesim
+from kubesim.controllers import FROZEN
+from kubesim.sim import Simulator
+
+from .conftest import Evict, daemonset, lines, node, pdb, pin, pod, replicaset
+
+WEB = [pod(f"web-{i}", app="web") for i in range(3)]
+AGENT = pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent"))
+BASE = [node("node-1"), node("node-2"), replicaset("web"), daemonset("agent"), *WEB, AGENT]
+RECREATE = {
+    "pods": [
+        {"ref": f"default/web-{i}", "recreateAfterDelete": {"node": "node-2", "after": 0.05}}
+        for i in range(3)
+    ]
+}
+DRAIN = ("drain", "node-1", "--ignore-daemonsets")
+
+
+async def _serve(objs: list[dict[str, Any]], faults: Any = None) -> AsyncIterator[Evict]:
+    # Fault injection stands in for the controllers here: a frozen cluster.
+    async with kubesim.serve(
+        state=objs, faults=faults, time_scale=0.01, disabled_controllers=FROZEN
+    ) as sim:
+        yield Evict(sim)
+
+
+@pytest.fixture
+async def evict() -> AsyncIterator[Evict]:
+    async for e in _serve([*BASE, pdb("web", min_available=2)], RECREATE):
+        yield e
+
+
+def writes(sim: Simulator) -> list[Any]:
+    return [r for r in sim.requests if r.verb in ("create", "update", "patch", "delete")]
+
+
+def test_help_does_not_import_the_api_client() -> None:
+    code = (
+        "import sys\n"
+        "from evictor import cli\n"
+        "sys.argv = ['evict', 'drain', '--help']\n"
+        "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+        "print('LOADED' if 'kubernetes_asyncio' in sys.modules else 'LIGHT')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert "--ignore-daemonsets" in out and "--chunk-size" in out
+    assert out.strip().endswith("LIGHT")
+
+
+async def test_drain_prints_kubectls_lines_and_retries_when_the_budget_reopens(
+    evict: Evict,
+) -> None:
+    t0 = time.monotonic()
+    code, out, err = await evict(*DRAIN, "--timeout=30s")
+    elapsed = time.monotonic() - t0
+    assert code == 0, err
+    got = lines(out)
+    assert got[0] == "node/node-1 cordoned"
+    assert got[-1] == "node/node-1 drained"
+    assert sorted(set(got[1:-1])) == sorted(
+        [f"evicting pod default/web-{i}" for i in range(3)]
+        + [f"pod/web-{i} evicted" for i in range(3)]
+    )
+    assert "Warning: ignoring DaemonSet-managed Pods: kube-system/agent-x" in err
+    waits = re.findall(
+        r'error when evicting pods/"web-\d" -n "default" \(will retry after ([\d.]+m?s)\)', err
+    )
+    assert waits, err  # the budget (1 disruption) blocked someone
+    assert "will retry after 5s" not in err
+    # two budget reopenings, each a deletion (0.3 s) plus a replacement: far below kubectl's 2 x 5 s
+    assert elapsed < 8
+    sim = evict.sim
+    assert all(
+        sim.get("Pod", "default", f"web-{i}")["spec"]["nodeName"] == "node-2" for i in range(3)
+    )  # type: ignore[index]
+    assert sim.get("Pod", "kube-system", "agent-x") is not None
+    assert sim.get("Node", None, "node-1")["spec"]["unschedulable"] is True  # type: ignore[index]
+    evictions = sim.requests.filter(subresource="eviction")
+    assert all(r.body["deleteOptions"]["preconditions"]["uid"] for r in evictions)
+
+
+async def test_blocking_filters_stop_the_node_before_any_eviction(evict: Evict) -> None:
+    evict.sim.apply(pod("bare", owner=None))
+    code, out, err = await evict("drain", "node-1", "--uncordon-on-failure")
+    assert code == 1
+    assert lines(out) == ["node/node-1 cordoned", "node/node-1 uncordoned"]
+    errors = [
+        "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): "
+        "kube-system/agent-x",
+        "cannot delete Pods that declare no controller (use --force to override): default/bare",
+    ]
+    got = lines(err)
+    # grouped by message in the order the pods were listed (Go's map order is random)
+    listed = got[3:]
+    assert sorted(listed) == sorted(errors)
+    assert got[:3] == [
+        f'error: unable to drain node "node-1" due to error: [{", ".join(listed)}], '
+        "continuing command...",
+        "There are pending nodes to be drained:",
+        " node-1",
+    ]
+    assert evict.sim.requests.filter(subresource="eviction") == []
+    assert not evict.sim.get("Node", None, "node-1")["spec"].get("unschedulable")  # type: ignore[index]
+
+
+async def test_timeout_is_respected_and_the_blocking_pdb_diagnosed(evict: Evict) -> None:
+    evict.sim.apply(pod("web-sick", app="web", node_name="node-2", ready=False))
+    pin(evict.sim, "web", 0, healthy=2, desired=3)
+    t0 = time.monotonic()
+    code, out, err = await evict(*DRAIN, "--timeout=1s", "--pod-selector=app=web")
+    elapsed = time.monotonic() - t0
+    assert code == 1
+    assert elapsed < 1 + 3  # the timeout plus interpreter start-up, not another 5 s retry
+    assert 'error when evicting pods/"web-0" -n "default": global timeout reached: 1s' in err
+    assert 'There are pending pods in node "node-1" when an error occurred' in err
+    assert "pod/web-0" in lines(err)
+    assert "diagnosis: PodDisruptionBudget default/web blocked 3 pod(s)" in err
+    assert "currentHealthy=2, desiredHealthy=3" in err
+    assert "unhealthy pods selected by it: web-sick (not Ready, Running)" in err
+    assert "it needs 3 healthy pods and has 2: 2 more must be Ready" in err
+    assert "remedies:" in err
+    assert lines(err)[-1].startswith("error: [")
+    assert "node/node-1 drained" not in out
+
+
+async def test_json_report(evict: Evict) -> None:
+    pin(evict.sim, "web", 0, healthy=2, desired=3)
+    code, out, err = await evict(*DRAIN, "--timeout=0.5s", "-o", "json")
+    assert code == 1
+    report = json.loads(out)  # stdout holds the report only
+    (n,) = report["nodes"]
+    assert n["name"] == "node-1" and n["drained"] is False
+    pods = {p["name"]: p for p in n["pods"]}
+    assert set(pods) == {"web-0", "web-1", "web-2"}
+    for p in pods.values():
+        assert p["outcome"] == "blocked_by_pdb" and p["attempts"] >= 1
+        (b,) = p["pdbs"]
+        assert b["name"] == "web" and b["currentHealthy"] == 2 and b["desiredHealthy"] == 3
+    assert "node/node-1 cordoned" in err  # the human lines went to stderr
+
+
+async def test_json_report_of_a_successful_drain(evict: Evict) -> None:
+    code, out, _ = await evict(*DRAIN, "-o", "json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["success"] is True
+    outcomes = {p["name"]: (p["outcome"], p["deletion"]) for p in report["nodes"][0]["pods"]}
+    assert outcomes == {f"web-{i}": ("evicted", "deleted") for i in range(3)}
+
+
+async def test_server_dry_run_sends_dry_run_and_does_not_wait(evict: Evict) -> None:
+    code, out, err = await evict(*DRAIN, "--dry-run=server")
+    assert code == 0, err
+    assert lines(out)[0] == "node/node-1 cordoned (server dry run)"
+    assert lines(out)[-1] == "node/node-1 drained (server dry run)"
+    sim = evict.sim
+    (patch,) = sim.requests.filter(verb="patch")
+    assert patch.query.get("dryRun") == ["All"]
+    evictions = sim.requests.filter(subresource="eviction")
+    assert evictions and all(r.body["deleteOptions"]["dryRun"] == ["All"] for r in evictions)
+    assert sim.requests.filter(verb="watch", resource="pods") == []
+    assert all(sim.get("Pod", "default", f"web-{i}") is not None for i in range(3))
+    assert not sim.get("Node", None, "node-1")["spec"].get("unschedulable")  # type: ignore[index]
+
+
+async def test_server_dry_run_with_disable_eviction_does_not_hang(evict: Evict) -> None:
+    # kubernetes/kubectl#1830: kubectl waited for pods a dry-run delete never removes.
+    code, _, err = await evict(*DRAIN, "--dry-run=server", "--disable-eviction", timeout=20)
+    assert code == 0, err
+    sim = evict.sim
+    deletes = sim.requests.filter(verb="delete", resource="pods")
+    assert len(deletes) == 3 and all(r.query.get("dryRun") == ["All"] for r in deletes)
+    assert sim.requests.filter(subresource="eviction") == []
+    assert all(sim.get("Pod", "default", f"web-{i}") is not None for i in range(3))
+
+
+async def test_client_dry_run_sends_nothing(evict: Evict) -> None:
+    code, out, _ = await evict(*DRAIN, "--dry-run=client")
+    assert code == 0
+    assert lines(out) == [
+        "node/node-1 cordoned (dry run)",
+        *[f"evicting pod default/web-{i} (dry run)" for i in range(3)],
+        "node/node-1 drained (dry run)",
+    ]
+    assert writes(evict.sim) == []
+
+
+async def test_disable_eviction_deletes(evict: Evict) -> None:
+    code, out, err = await evict(*DRAIN, "--disable-eviction", "--grace-period=0")
+    assert code == 0, err
+    assert {f"pod/web-{i} deleted" for i in range(3)} <= set(lines(out))
+    deletes = evict.sim.requests.filter(verb="delete", resource="pods")
+    assert {r.name for r in deletes if r.user_agent != "kubesim"} >= {"web-0", "web-1", "web-2"}
+    assert evict.sim.requests.filter(subresource="eviction") == []
+
+
+async def test_chunk_size_pages_the_pod_list() -> None:
+    objs = [node("node-1"), replicaset("web"), *[pod(f"w-{i}", app="web") for i in range(7)]]
+    async for evict in _serve(objs):
+        code, _, err = await evict("drain", "node-1", "--chunk-size=2", "--dry-run=client")
+        assert code == 0, err
+        pages = evict.sim.requests.filter(verb="list", resource="pods")
+        assert [r.query.get("limit") for r in pages] == [["2"]] * 4
+        assert [bool(r.query.get("continue")) for r in pages] == [False, True, True, True]
+        code, out, _ = await evict("drain", "node-1", "--chunk-size=0", "--dry-run=client")
+        assert len(lines(out)) == 2 + 7
+        assert "limit" not in evict.sim.requests.filter(verb="list", resource="pods")[-1].query
+
+
+async def test_priority_order_evicts_lowest_priority_first() -> None:
+    objs = [
+        node("node-1"),
+        replicaset("web"),
+        pod("high", app="web", priority=1000),
+        pod("low-a", app="web", priority=-10),
+        pod("mid", app="web", priority=0),
+        pod("low-b", app="web", priority=-10),
+    ]
+    async for evict in _serve(objs):
+        code, out, err = await evict("drain", "node-1", "--order=priority")
+        assert code == 0, err
+        order = [r.name for r in evict.sim.requests.filter(subresource="eviction")]
+        assert sorted(order[:2]) == ["low-a", "low-b"] and order[2:] == ["mid", "high"]
+        # each priority level is gone before the next one is evicted
+        got = lines(out)
+        mid = got.index("evicting pod default/mid")
+        assert {"pod/low-a evicted", "pod/low-b evicted"} <= set(got[:mid])
+        assert got.index("pod/mid evicted") < got.index("evicting pod default/high")
+
+
+async def test_evict_pod_command(evict: Evict) -> None:
+    code, out, err = await evict("-n", "default", "pod", "web-1", "--timeout=10s")
+    assert code == 0, err
+    assert lines(out) == ["evicting pod default/web-1", "pod/web-1 evicted"]
+    code, _, err = await evict("-n", "default", "pod", "nope")
+    assert code == 1 and lines(err) == ['error: pods "nope" not found']
+    # without -n, the kubeconfig context's namespace applies, as in kubectl
+    evict.sim.apply(
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}},
+            pod("db-0", namespace="prod"),
+        ]
+    )
+    cfg = Path(str(evict.sim.kubeconfig_path))
+    data = yaml.safe_load(cfg.read_text())
+    data["contexts"][0]["context"]["namespace"] = "prod"
+    cfg.write_text(yaml.safe_dump(data))
+    code, out, err = await evict("pod", "db-0", "--dry-run=server")
+    assert code == 0, err
+    assert lines(out) == ["evicting pod prod/db-0 (server dry run)"]
+
+
+async def test_cordon_and_uncordon(evict: Evict) -> None:
+    assert (await evict("cordon", "node-1"))[1] == "node/node-1 cordoned\n"
+    assert (await evict("cordon", "node-1"))[1] == "node/node-1 already cordoned\n"
+    assert (await evict("uncordon", "node-1"))[1] == "node/node-1 uncordoned\n"
+    assert (await evict("uncordon", "node-1", "--dry-run=server"))[1] == (
+        "node/node-1 already uncordoned (server dry run)\n"
+    )
+    patches = evict.sim.requests.filter(verb="patch")
+    assert [r.body for r in patches] == [
+        {"spec": {"unschedulable": True}},
+        {"spec": {"unschedulable": None}},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("drain", "node-1", "-l", "a=b"), 2, "cannot specify both a node name and a --selector"),
+        (("drain",), 2, "USAGE: drain NODE"),
+        (("drain", "node-1", "--pod-selector=a=(b"), 2, "must be a valid label selector"),
+        (("drain", "node-1", "--timeout=soon"), 2, 'time: invalid duration "soon"'),
+        (("drain", "node-1", "--dry-run=maybe"), 2, "Invalid dry-run value"),
+        (("drain", "node-1", "--bogus"), 2, "No such option"),
+        (("--kubeconfig", "/nonexistent/kubeconfig", "drain", "node-1"), 2, "no such file"),
+        (("--context", "elsewhere", "drain", "node-1"), 2, "invalid configuration"),
+        (("drain", "nope"), 1, 'Error from server (NotFound): nodes "nope" not found'),
+        (("cordon", "node-1", "nope"), 1, 'Error from server (NotFound): nodes "nope" not found'),
+    ],
+)  # fmt: skip
+async def test_bad_input_is_one_line_and_changes_nothing(
+    evict: Evict, args: tuple[str, ...], code: int, message: str
+) -> None:
+    got, _, err = await evict(*args)
+    assert got == code, err
+    assert len(lines(err)) == 1 and message in err, err
+    assert "Traceback" not in err
+    assert writes(evict.sim) == []
+
+
+async def test_unreachable_server_is_a_runtime_error(tmp_path: Any) -> None:
+    cfg = tmp_path / "kubeconfig"
+    cfg.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\nusers: [{name: u, user: {}}]\n"
+    )
+    proc = subprocess.run(
+        [str(Evict.binary()), "--kubeconfig", str(cfg), "drain", "node-1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert len(lines(proc.stderr)) == 1 and "unable to connect to the server" in proc.stderr
+
+
+async def test_drain_by_node_selector_cordons_all_then_drains_one_by_one() -> None:
+    objs = [
+        node("node-1", labels={"pool": "old"}),
+        node("node-2", labels={"pool": "old"}),
+        node("node-3", labels={"pool": "new"}),
+        replicaset("web"),
+        pod("a", app="web", node_name="node-1"),
+        pod("b", app="web", node_name="node-2"),
+    ]
+    async for evict in _serve(objs):
+        code, out, err = await evict("drain", "-l", "pool=old", "--chunk-size=1")
+        assert code == 0, err
+        got = lines(out)
+        assert got[:2] == ["node/node-1 cordoned", "node/node-2 cordoned"]
+        assert got[2:] == [
+            "evicting pod default/a",
+            "pod/a evicted",
+            "node/node-1 drained",
+            "evicting pod default/b",
+            "pod/b evicted",
+            "node/node-2 drained",
+        ]
+        assert not evict.sim.get("Node", None, "node-3")["spec"].get("unschedulable")  # type: ignore[index]
+        pages = evict.sim.requests.filter(verb="list", resource="nodes")
+        assert len(pages) >= 2 and all(r.query.get("limit") == ["1"] for r in pages)
+
+
+def test_progress_line_names_blocking_pdbs() -> None:
+    from types import SimpleNamespace
+
+    from evictor.cli import Output, _Progress
+    from evictor.drain import PodReport
+    from evictor.pdbwatch import PdbState
+    from evictor.result import EvictionResult, Outcome
+    from scheduler.objects import Pod
+
+    reps = [PodReport(Pod.from_dict(pod(f"web-{i}", app="web"))) for i in range(3)]
+    reps[0].result = EvictionResult("default", "web-0", Outcome.EVICTED)
+    reps[0].wait = SimpleNamespace(state="deleted")  # type: ignore[assignment]
+    for r in reps[1:]:
+        r.blocked_by = ("web",)
+        r.next_retry = time.time() + 4
+    state = PdbState("web", "default", current_healthy=2, desired_healthy=3)
+    helper = SimpleNamespace(reports=reps)
+    evictor = SimpleNamespace(pdb_state=lambda _ns, _n: state)
+    progress = _Progress.__new__(_Progress)
+    progress.helper, progress.evictor, progress.io = helper, evictor, Output()  # type: ignore[assignment]
+    text = progress.render().plain
+    assert text.startswith("1/3 pods done")
+    assert "2 blocked by PDB web 2/3 healthy" in text
+    assert re.search(r"next retry in [34]\.\ds", text)
+
+
+async def test_concurrency_flag_bounds_evictions_in_flight() -> None:
+    objs = [node("node-1"), replicaset("web"), *[pod(f"w-{i}", app="web") for i in range(8)]]
+    faults = {
+        "faults": [
+            {"match": {"verb": "create", "resource": "pods", "subresource": "eviction"},
+             "delay": 0.2}
+        ]
+    }  # fmt: skip
+    async for evict in _serve(objs, faults):
+        code, _, err = await evict("drain", "node-1", "--concurrency=2")
+        assert code == 0, err
+        arrivals = sorted(r.time for r in evict.sim.requests.filter(subresource="eviction"))
+        assert len(arrivals) == 8
+        assert all(b - a >= 0.18 for a, b in zip(arrivals, arrivals[2:], strict=False))

@@ -1,0 +1,479 @@
+"""``Evictor`` against kubesim: what each API answer leads to, read from the request log."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+import kubesim
+from evictor.client import Evictor, PodRef
+from evictor.result import Outcome
+from kubesim.controllers import FROZEN
+from kubesim.sim import Simulator
+
+from .conftest import node, pdb, pin, pod, replicaset, wait_until
+
+WEB = [pod(f"web-{i}", app="web") for i in range(3)]
+BASE = [node("node-1"), node("node-2"), replicaset("web"), *WEB]
+
+
+def state(*extra: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*BASE, *extra]
+
+
+async def _serve(objs: list[dict[str, Any]], faults: Any = None) -> AsyncIterator[Simulator]:
+    # Fault injection stands in for the controllers here: a frozen cluster.
+    async with kubesim.serve(
+        state=objs, faults=faults, time_scale=0.01, disabled_controllers=FROZEN
+    ) as sim:
+        yield sim
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[Simulator]:
+    async for s in _serve(state(pdb("web", min_available=2))):
+        yield s
+
+
+@pytest.fixture
+async def evictor(sim: Simulator) -> AsyncIterator[Evictor]:
+    api = sim.api_client()
+    ev = Evictor(api, default_retry=5.0)
+    try:
+        yield ev
+    finally:
+        await ev.close()
+        await api.close()
+
+
+def evictions(sim: Simulator, name: str) -> list[Any]:
+    return list(sim.requests.filter(subresource="eviction", name=name))
+
+
+async def test_evicts_with_the_listed_uid_as_precondition(sim: Simulator, evictor: Evictor) -> None:
+    uid = WEB[0]["metadata"]["uid"]
+    result = await evictor.evict("default", "web-0", expected_uid=uid, grace_period_seconds=3)
+    assert result.outcome is Outcome.EVICTED
+    assert result.attempts == 1 and result.status_code == 201
+    (req,) = evictions(sim, "web-0")
+    assert req.body["apiVersion"] == "policy/v1"
+    assert req.body["deleteOptions"]["preconditions"] == {"uid": uid}
+    assert req.body["deleteOptions"]["gracePeriodSeconds"] == 3
+
+
+async def test_pdb_429_is_retried_as_soon_as_the_budget_reopens(
+    sim: Simulator, evictor: Evictor
+) -> None:
+    pin(sim, "web", 0)
+    task = asyncio.create_task(evictor.evict("default", "web-0"))
+    await wait_until(lambda: len(evictions(sim, "web-0")) == 1)
+    await asyncio.sleep(0.4)  # the budget stays closed a while; no retry meanwhile
+    assert len(evictions(sim, "web-0")) == 1
+    reopened = time.time()
+    pin(sim, "web", 1)
+    result = await asyncio.wait_for(task, 4)
+    assert result.outcome is Outcome.EVICTED
+    first, second = evictions(sim, "web-0")
+    assert (first.code, second.code) == (429, 201)
+    # The retry follows the budget's change, not kubectl's fixed 5 s (nor any fixed interval).
+    assert reopened <= second.time < reopened + 0.5
+    assert second.time - first.time < 1.5
+    assert result.attempts == 2 and result.pdbs == ("web",)
+
+
+async def test_reopened_budget_releases_only_as_many_waiters_as_it_allows(
+    sim: Simulator, evictor: Evictor
+) -> None:
+    pin(sim, "web", 0)
+    tasks = [asyncio.create_task(evictor.evict("default", f"web-{i}")) for i in range(3)]
+    await wait_until(lambda: len(sim.requests.filter(subresource="eviction")) == 3)
+    await asyncio.sleep(0.2)
+    pin(sim, "web", 1)
+    await wait_until(
+        lambda: any(r.code == 201 for r in sim.requests.filter(subresource="eviction"))
+    )
+    await asyncio.sleep(0.3)
+    # one slot: one waiter retried, the other two keep waiting (no thundering herd of 429s)
+    assert len(sim.requests.filter(subresource="eviction")) == 4
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_deadline_ends_a_blocked_eviction_as_blocked_by_pdb(
+    sim: Simulator, evictor: Evictor
+) -> None:
+    pin(sim, "web", 0, healthy=2, desired=3)
+    t0 = time.monotonic()
+    result = await evictor.evict("default", "web-0", deadline=time.time() + 0.5)
+    assert time.monotonic() - t0 < 1.5
+    assert result.outcome is Outcome.BLOCKED_BY_PDB
+    assert result.status_code == 429 and result.pdbs == ("web",)
+    assert "disruption budget web needs 3 healthy pods and has 2" in result.causes[0]["message"]
+
+
+async def test_max_attempts_bounds_the_retries(sim: Simulator, evictor: Evictor) -> None:
+    pin(sim, "web", 0)
+    evictor.default_retry = 0.05
+    result = await evictor.evict("default", "web-0", max_attempts=3)
+    assert result.outcome is Outcome.BLOCKED_BY_PDB and result.attempts == 3
+    assert [r.code for r in evictions(sim, "web-0")] == [429, 429, 429]
+
+
+async def test_cancellation_stops_a_waiting_eviction(sim: Simulator, evictor: Evictor) -> None:
+    pin(sim, "web", 0)
+    task = asyncio.create_task(evictor.evict("default", "web-0"))
+    await wait_until(lambda: len(evictions(sim, "web-0")) == 1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    pin(sim, "web", 1)
+    await asyncio.sleep(0.3)
+    assert len(evictions(sim, "web-0")) == 1
+
+
+async def test_missing_pod_is_already_gone(sim: Simulator, evictor: Evictor) -> None:
+    result = await evictor.evict("default", "nope", expected_uid="u-1")
+    assert result.outcome is Outcome.ALREADY_GONE and result.status_code == 404
+    assert result.ok
+
+
+async def test_replacement_with_a_new_uid_is_never_evicted(
+    sim: Simulator, evictor: Evictor
+) -> None:
+    old_uid = WEB[1]["metadata"]["uid"]
+    # the StatefulSet-like replacement: same name, new uid
+    sim.rest.delete(sim.registry.for_kind("v1", "Pod"), "default", "web-1", _force())
+    sim.apply(pod("web-1", app="web", uid="new-uid"))
+    result = await evictor.evict("default", "web-1", expected_uid=old_uid)
+    assert result.outcome is Outcome.POD_REPLACED
+    assert sim.get("Pod", "default", "web-1") is not None
+    assert all(r.code != 201 for r in evictions(sim, "web-1"))
+
+
+async def test_replacement_while_blocked_is_not_chased(sim: Simulator, evictor: Evictor) -> None:
+    pin(sim, "web", 0)
+    old_uid = WEB[2]["metadata"]["uid"]
+    task = asyncio.create_task(evictor.evict("default", "web-2", expected_uid=old_uid))
+    await wait_until(lambda: len(evictions(sim, "web-2")) == 1)
+    sim.rest.delete(sim.registry.for_kind("v1", "Pod"), "default", "web-2", _force())
+    sim.apply(pod("web-2", app="web", uid="replacement"))
+    pin(sim, "web", 1)
+    result = await asyncio.wait_for(task, 4)
+    assert result.outcome is Outcome.POD_REPLACED
+    assert len(evictions(sim, "web-2")) == 1  # kubernetes/kubernetes#138229 is not repeated
+    assert sim.get("Pod", "default", "web-2")["metadata"]["uid"] == "replacement"  # type: ignore[index]
+
+
+async def test_retry_after_is_waited_as_the_server_said() -> None:
+    faults = {
+        "faults": [
+            {
+                "match": {"verb": "create", "resource": "pods", "subresource": "eviction",
+                          "name": "web-0", "calls": "1"},
+                "respond": {"code": 429, "reason": "TooManyRequests",
+                            "message": "Too many requests, please try again later.",
+                            "retryAfterSeconds": 1},
+            }
+        ]
+    }  # fmt: skip
+    async for sim in _serve(state(), faults):
+        async with sim.api_client() as api:
+            ev = Evictor(api, default_retry=5.0)
+            result = await ev.evict("default", "web-0")
+            await ev.close()
+        first, second = evictions(sim, "web-0")
+        assert (first.code, second.code) == (429, 201)
+        assert 0.95 <= second.time - first.time < 2.0
+        assert result.outcome is Outcome.EVICTED and result.attempts == 2
+
+
+async def test_retry_after_is_bounded() -> None:
+    faults = {
+        "faults": [
+            {
+                "match": {"verb": "create", "resource": "pods", "subresource": "eviction",
+                          "name": "web-0", "calls": "1"},
+                "respond": {"code": 503, "reason": "ServiceUnavailable", "message": "busy",
+                            "retryAfterSeconds": 30},
+            }
+        ]
+    }  # fmt: skip
+    async for sim in _serve(state(), faults):
+        async with sim.api_client() as api:
+            ev = Evictor(api, retry_after_bounds=(0.1, 0.3))
+            result = await ev.evict("default", "web-0")
+            await ev.close()
+        first, second = evictions(sim, "web-0")
+        assert 0.1 <= second.time - first.time < 0.8
+        assert result.outcome is Outcome.EVICTED
+
+
+async def test_multiple_pdbs_fail_at_once_and_are_named() -> None:
+    async for sim in _serve(
+        state(pdb("web", min_available=1), pdb("web-too", app="web", min_available=1))
+    ):
+        async with sim.api_client() as api:
+            ev = Evictor(api)
+            result = await ev.evict("default", "web-0")
+            await ev.close()
+        assert result.outcome is Outcome.ERROR and result.status_code == 500
+        assert result.attempts == 1 and len(evictions(sim, "web-0")) == 1
+        assert result.pdbs == ("web", "web-too")
+        assert "more than one PodDisruptionBudget" in result.message
+        assert "web, web-too" in result.message
+
+
+async def test_namespace_terminating_ends_when_the_pod_is_terminating() -> None:
+    objs = state(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}},
+        pod("job-0", namespace="doomed", grace=600),
+    )
+    async for sim in _serve(objs):
+        ns_type = sim.registry.for_kind("v1", "Namespace")
+        from kubesim.apiserver.rest import DeleteOptions
+
+        sim.rest.delete(ns_type, "", "doomed", DeleteOptions())
+        async with sim.api_client() as api:
+            ev = Evictor(api)
+            result = await asyncio.wait_for(ev.evict("default", "web-0"), 5)
+            assert result.outcome is Outcome.EVICTED
+            result = await asyncio.wait_for(ev.evict("doomed", "job-0"), 5)
+            await ev.close()
+        codes = [r.code for r in evictions(sim, "job-0")]
+        assert codes and set(codes) == {403}
+        assert result.outcome in (Outcome.EVICTED, Outcome.ALREADY_GONE), result
+        if result.outcome is Outcome.EVICTED:
+            p = sim.get("Pod", "doomed", "job-0")
+            assert p is None or p["metadata"].get("deletionTimestamp")
+
+
+async def test_transport_errors_retry_with_backoff() -> None:
+    faults = {
+        "faults": [
+            {
+                "match": {"verb": "create", "resource": "pods", "subresource": "eviction",
+                          "name": "web-0", "calls": "1-2"},
+                "drop": True,
+            }
+        ]
+    }  # fmt: skip
+    async for sim in _serve(state(), faults):
+        async with sim.api_client() as api:
+            ev = Evictor(api)
+            result = await ev.evict("default", "web-0")
+            await ev.close()
+        assert result.outcome is Outcome.EVICTED and result.attempts == 3
+
+
+async def test_other_errors_fail_at_once() -> None:
+    faults = {
+        "faults": [
+            {
+                "match": {"verb": "create", "resource": "pods", "subresource": "eviction",
+                          "name": "web-0"},
+                "respond": {"code": 403, "reason": "Forbidden", "message": "nope"},
+            }
+        ]
+    }  # fmt: skip
+    async for sim in _serve(state(), faults):
+        async with sim.api_client() as api:
+            ev = Evictor(api)
+            result = await ev.evict("default", "web-0")
+            await ev.close()
+        assert result.outcome is Outcome.ERROR and result.attempts == 1
+        assert result.status_code == 403 and result.message == "nope"
+
+
+async def test_delete_sends_uid_precondition_and_dry_run(sim: Simulator, evictor: Evictor) -> None:
+    uid = WEB[0]["metadata"]["uid"]
+    result = await evictor.delete("default", "web-0", expected_uid=uid, dry_run=True)
+    assert result.outcome is Outcome.EVICTED and result.method == "delete"
+    (req,) = sim.requests.filter(verb="delete", name="web-0")
+    assert req.query.get("dryRun") == ["All"]
+    assert req.body["preconditions"] == {"uid": uid}
+    assert sim.get("Pod", "default", "web-0") is not None
+
+
+async def test_wait_for_deletion_uses_one_watch(sim: Simulator, evictor: Evictor) -> None:
+    refs = [PodRef("default", f"web-{i}", WEB[i]["metadata"]["uid"], "node-1") for i in range(2)]
+    for r in refs:
+        await evictor.delete(r.namespace, r.name, expected_uid=r.uid)
+    deadline = time.time() + 5
+    done = await evictor.wait_for_deletion(refs, deadline=deadline)
+    assert {k: v.state for k, v in done.items()} == {
+        ("default", "web-0"): "deleted",
+        ("default", "web-1"): "deleted",
+    }
+    assert len(sim.requests.filter(verb="watch", resource="pods")) == 1
+    assert sim.requests.filter(verb="get", resource="pods") == []
+
+
+async def test_wait_for_deletion_falls_back_to_polling() -> None:
+    faults = {"faults": [{"match": {"verb": "watch", "resource": "pods"}, "drop": True}]}
+    async for sim in _serve(state(), faults):
+        async with sim.api_client() as api:
+            ev = Evictor(api, poll_interval=0.05)
+            ref = PodRef("default", "web-0", WEB[0]["metadata"]["uid"], "node-1")
+            await ev.delete("default", "web-0")
+            done = await ev.wait_for_deletion([ref], deadline=time.time() + 5)
+            await ev.close()
+        assert done[("default", "web-0")].state == "deleted"
+        assert sim.requests.filter(verb="get", resource="pods", name="web-0")
+
+
+async def test_wait_for_deletion_counts_a_new_uid_as_gone_and_times_out(
+    sim: Simulator, evictor: Evictor
+) -> None:
+    sim.rest.delete(sim.registry.for_kind("v1", "Pod"), "default", "web-0", _force())
+    sim.apply(pod("web-0", app="web", uid="new"))
+    refs = [
+        PodRef("default", "web-0", WEB[0]["metadata"]["uid"], "node-1"),
+        PodRef("default", "web-1", WEB[1]["metadata"]["uid"], "node-1"),
+    ]
+    done = await evictor.wait_for_deletion(refs, deadline=time.time() + 0.3)
+    assert done[("default", "web-0")].state == "deleted"
+    assert done[("default", "web-1")].state == "timeout"
+
+
+async def test_concurrency_bounds_requests_in_flight() -> None:
+    objs = [node("node-1"), replicaset("web"), *[pod(f"w-{i}", app="web") for i in range(12)]]
+    faults = {
+        "faults": [
+            {"match": {"verb": "create", "resource": "pods", "subresource": "eviction"},
+             "delay": 0.2}
+        ]
+    }  # fmt: skip
+    async for sim in _serve(objs, faults):
+        async with sim.api_client() as api:
+            ev = Evictor(api, concurrency=3)
+            results = await asyncio.gather(
+                *(ev.evict("default", f"w-{i}", expected_uid=objs[2 + i]["metadata"]["uid"])
+                  for i in range(12))
+            )  # fmt: skip
+            await ev.close()
+        assert all(r.outcome is Outcome.EVICTED for r in results)
+        arrivals = sorted(r.time for r in sim.requests.filter(subresource="eviction"))
+        # at most 3 in flight: the 4th request arrives only after the 1st one's 0.2 s answer
+        assert all(b - a >= 0.18 for a, b in zip(arrivals, arrivals[3:], strict=False))
+
+
+async def test_without_eviction_support_pods_are_deleted(
+    sim: Simulator, evictor: Evictor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery without ``pods/eviction`` (kubesim will offer ``eviction_subresource=False``)."""
+    real = evictor.core.get_api_resources
+
+    async def without_eviction(**kw: Any) -> Any:
+        resp = await real(**kw)
+        return _Filtered(resp)
+
+    monkeypatch.setattr(evictor.core, "get_api_resources", without_eviction)
+    assert await evictor.eviction_version() is None
+    result = await evictor.evict("default", "web-0")
+    assert result.outcome is Outcome.EVICTED and result.method == "delete"
+    assert sim.requests.filter(subresource="eviction") == []
+    assert len(sim.requests.filter(verb="delete", name="web-0")) == 1
+
+
+class _Filtered:
+    """An aiohttp response whose APIResourceList lacks ``pods/eviction`` (or names a version)."""
+
+    def __init__(self, resp: Any, *, version: str | None = None) -> None:
+        self._resp = resp
+        self._version = version
+        self.status = resp.status
+        self.headers = resp.headers
+
+    async def read(self) -> bytes:
+        import json
+
+        data = json.loads(await self._resp.read())
+        if self._version is None:
+            data["resources"] = [r for r in data["resources"] if r["name"] != "pods/eviction"]
+        else:
+            for r in data["resources"]:
+                if r["name"] == "pods/eviction":
+                    r["version"] = self._version
+        return json.dumps(data).encode()
+
+    def release(self) -> None:
+        self._resp.release()
+
+
+def _force() -> Any:
+    from kubesim.apiserver.rest import DeleteOptions
+
+    return DeleteOptions(grace_period_seconds=0)
+
+
+async def test_wait_for_deletion_skips_pods_terminating_for_too_long() -> None:
+    faults = {"pods": [{"ref": "default/web-0", "neverDelete": True}]}
+    async for sim in _serve(state(), faults):
+        async with sim.api_client() as api:
+            ev = Evictor(api)
+            ref = PodRef("default", "web-0", WEB[0]["metadata"]["uid"], "node-1")
+            # deletionTimestamp = now + grace, as kube-apiserver sets it
+            await ev.delete("default", "web-0", grace_period_seconds=1)
+            seen: list[str] = []
+
+            def on_done(_pod: Any, outcome: Any, seen: list[str] = seen) -> None:
+                seen.append(outcome.message)
+
+            done = await ev.wait_for_deletion(
+                [ref], deadline=time.time() + 10, skip_wait_for_delete_timeout=1, on_done=on_done
+            )
+            await ev.close()
+        assert done[("default", "web-0")].state == "skipped"
+        assert seen == ['pod "web-0" has DeletionTimestamp older than 1 seconds, skipping']
+        assert sim.get("Pod", "default", "web-0") is not None  # still Terminating
+
+
+def test_package_exports_load_lazily() -> None:
+    import evictor
+
+    assert evictor.Evictor is Evictor
+    assert evictor.Outcome.EVICTED == "evicted"
+    with pytest.raises(AttributeError):
+        _ = evictor.nothing_here
+
+
+async def test_still_processing_429_is_retried_when_the_generation_is_observed(
+    sim: Simulator, evictor: Evictor
+) -> None:
+    current = sim.get("PodDisruptionBudget", "default", "web")
+    assert current is not None
+    generation = current["metadata"].get("generation", 1)
+    stale = {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3}
+    sim.pin_pdb("default", "web", {**stale, "observedGeneration": generation - 1})
+    task = asyncio.create_task(evictor.evict("default", "web-0"))
+    await wait_until(lambda: len(evictions(sim, "web-0")) == 1)
+    (first,) = evictions(sim, "web-0")
+    assert first.code == 429  # "still being processed", Retry-After: 10
+    await asyncio.sleep(0.3)
+    caught_up = time.time()
+    sim.pin_pdb("default", "web", {**stale, "observedGeneration": generation})
+    result = await asyncio.wait_for(task, 5)
+    assert result.outcome is Outcome.EVICTED
+    second = evictions(sim, "web-0")[1]
+    assert caught_up <= second.time < caught_up + 0.5  # not after the advised 10 s
+
+
+async def test_policy_v1beta1_when_discovery_offers_only_that(
+    sim: Simulator, evictor: Evictor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = evictor.core.get_api_resources
+
+    async def beta(**kw: Any) -> Any:
+        return _Filtered(await real(**kw), version="v1beta1")
+
+    monkeypatch.setattr(evictor.core, "get_api_resources", beta)
+    assert await evictor.eviction_version() == "policy/v1beta1"
+    result = await evictor.evict("default", "web-0")
+    assert result.outcome is Outcome.EVICTED
+    (req,) = evictions(sim, "web-0")
+    assert req.body["apiVersion"] == "policy/v1beta1" and req.code == 201
