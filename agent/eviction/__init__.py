@@ -1,0 +1,122 @@
+"""The agent's pure decision core: the kubelet's node-pressure eviction, one to one.
+
+``pkg/kubelet/eviction`` mirrored in snake_case — ``api`` (signals, thresholds), ``summary`` (the
+Summary API schema, our single input currency), ``types`` (config, observations, decisions,
+protocols), ``helpers`` (parsing, thresholds over time, ranking, messages), ``admission``, and
+``manager`` (one ``synchronize`` per kubelet sync). No I/O, no wall clock: a clock is injected.
+The ``eviction-preference`` annotation (``preference``) is our one documented extension; without it
+every result is the kubelet's.
+"""
+
+from agent.eviction.admission import PodAdmitResult, admit_pod
+from agent.eviction.api import (
+    DEFAULT_EVICTION_HARD,
+    SIGNALS,
+    Signal,
+    Threshold,
+    ThresholdOperator,
+    ThresholdValue,
+    get_threshold_quantity,
+)
+from agent.eviction.helpers import (
+    EvictionConfigError,
+    add_allocatable_thresholds,
+    compare_threshold_value,
+    disk,
+    evict_message,
+    exceed_disk_requests,
+    exceed_memory_requests,
+    get_reclaimable_threshold,
+    has_node_condition,
+    make_signal_observations,
+    memcg_usage_threshold,
+    memory,
+    merge_thresholds,
+    node_conditions,
+    node_conditions_last_observed_at,
+    node_conditions_observed_since,
+    ordered_by,
+    parse_percentage,
+    parse_threshold_config,
+    priority,
+    process,
+    rank_disk_pressure_func,
+    rank_memory_pressure,
+    rank_pid_pressure,
+    sort_thresholds_by_eviction_priority,
+    thresholds_first_observed_at,
+    thresholds_met,
+    thresholds_met_grace_period,
+    thresholds_updated_stats,
+    update_container_fs_thresholds,
+)
+from agent.eviction.manager import (
+    EvictionManager,
+    EvictionSyncError,
+    effective_grace_period_seconds,
+)
+from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
+from agent.eviction.summary import PodStats, Summary, SummaryError
+from agent.eviction.types import (
+    Clock,
+    EvictionDecision,
+    ManagerConfig,
+    NodeCondition,
+    NodeReclaim,
+    Observation,
+)
+
+__all__ = [
+    "DEFAULT_EVICTION_HARD",
+    "EVICTION_PREFERENCE_ANNOTATION",
+    "SIGNALS",
+    "Clock",
+    "EvictionConfigError",
+    "EvictionDecision",
+    "EvictionManager",
+    "EvictionSyncError",
+    "ManagerConfig",
+    "NodeCondition",
+    "NodeReclaim",
+    "Observation",
+    "PodAdmitResult",
+    "PodStats",
+    "Signal",
+    "Summary",
+    "SummaryError",
+    "Threshold",
+    "ThresholdOperator",
+    "ThresholdValue",
+    "add_allocatable_thresholds",
+    "admit_pod",
+    "compare_threshold_value",
+    "disk",
+    "effective_grace_period_seconds",
+    "evict_message",
+    "exceed_disk_requests",
+    "exceed_memory_requests",
+    "get_reclaimable_threshold",
+    "get_threshold_quantity",
+    "has_node_condition",
+    "make_signal_observations",
+    "memcg_usage_threshold",
+    "memory",
+    "merge_thresholds",
+    "node_conditions",
+    "node_conditions_last_observed_at",
+    "node_conditions_observed_since",
+    "ordered_by",
+    "parse_percentage",
+    "parse_threshold_config",
+    "priority",
+    "process",
+    "rank_disk_pressure_func",
+    "rank_memory_pressure",
+    "rank_pid_pressure",
+    "sort_thresholds_by_eviction_priority",
+    "thresholds_first_observed_at",
+    "thresholds_met",
+    "thresholds_met_grace_period",
+    "thresholds_updated_stats",
+    "update_container_fs_thresholds",
+]

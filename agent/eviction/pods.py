@@ -1,0 +1,182 @@
+"""What the eviction manager needs to know about a pod that ``scheduler.objects.Pod`` does not say.
+
+- Requests as ``v1resource.GetResourceRequestQuantity`` computes them for ranking: containers
+  plus restartable-init (sidecar) containers, maxed with ordinary init containers, pod-level
+  requests when ``PodLevelResources`` is on and set, overhead only when the total is non-zero.
+- Ephemeral-storage limits as ``resourcehelper.PodLimits`` sums them for the local-storage pass.
+- The QoS class (``v1qos.GetPodQOS``), which only admission uses: ranking ignores QoS (#78561).
+- Volumes with their emptyDir ``medium`` and ``sizeLimit``. ``scheduler.objects.Volume`` records
+  only the source kind, so the shell can pass richer ``VolumeInfo`` built by
+  ``volume_infos_from_manifest``; otherwise an emptyDir is taken as disk-backed with no size limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from scheduler.objects import Container, Pod
+from scheduler.priority import is_critical_pod
+from scheduler.quantity import QuantityError, quantity_value
+
+__all__ = [
+    "EPHEMERAL_STORAGE",
+    "MEMORY",
+    "RESOURCE_INODES",
+    "RESOURCE_PIDS",
+    "VolumeInfo",
+    "VolumesFunc",
+    "get_pod_qos",
+    "get_resource_request",
+    "is_critical_pod",
+    "local_volume_names",
+    "pod_ephemeral_storage_limit",
+    "pod_volume_infos",
+    "volume_infos_from_manifest",
+]
+
+MEMORY: Final = "memory"
+EPHEMERAL_STORAGE: Final = "ephemeral-storage"
+RESOURCE_INODES: Final = "inodes"
+RESOURCE_PIDS: Final = "pids"
+_QOS_RESOURCES: Final = ("cpu", "memory")
+
+
+def _aggregate(
+    containers: Iterable[Container],
+    init_containers: Iterable[Container],
+    resource: str,
+    pick: Callable[[Container], Mapping[str, int]],
+) -> int | None:
+    """Sum of containers and sidecars, maxed with each init container (plus earlier sidecars);
+    None when no container names the resource."""
+    total: int | None = None
+    sidecars = 0
+    init_peak: int | None = None
+    for c in containers:
+        if resource in pick(c):
+            total = (total or 0) + pick(c)[resource]
+    for c in init_containers:
+        value = pick(c).get(resource)
+        if c.is_restartable_init:
+            if value is not None:
+                total = (total or 0) + value
+                sidecars += value
+                init_peak = max(init_peak or 0, sidecars)
+        elif value is not None:
+            init_peak = max(init_peak or 0, value + sidecars)
+    if init_peak is not None and (total is None or init_peak > total):
+        total = init_peak
+    return total
+
+
+def get_resource_request(pod: Pod, resource: str, *, pod_level_resources: bool = True) -> int:
+    """``GetResourceRequestQuantity``: the pod's request for ``resource`` in whole units."""
+    if resource == RESOURCE_INODES:
+        return 0
+    if pod_level_resources and resource in pod.pod_requests:
+        return pod.pod_requests[resource]
+    total = _aggregate(pod.containers, pod.init_containers, resource, lambda c: c.requests) or 0
+    if total != 0:
+        total += pod.overhead.get(resource, 0)
+    return total
+
+
+def pod_ephemeral_storage_limit(pod: Pod) -> int | None:
+    """``PodLimits(pod)[ephemeral-storage]``; None when no container sets the limit."""
+    total = _aggregate(pod.containers, pod.init_containers, EPHEMERAL_STORAGE, lambda c: c.limits)
+    if total is not None:
+        total += pod.overhead.get(EPHEMERAL_STORAGE, 0)
+    return total
+
+
+def get_pod_qos(pod: Pod) -> str:
+    """``ComputePodQOS`` from container requests and limits (cpu and memory only)."""
+    requests: dict[str, int] = {}
+    limits: dict[str, int] = {}
+    guaranteed = True
+    for c in (*pod.containers, *pod.init_containers):
+        for name in _QOS_RESOURCES:
+            if c.requests.get(name, 0) > 0:
+                requests[name] = requests.get(name, 0) + c.requests[name]
+        found = set()
+        for name in _QOS_RESOURCES:
+            if c.limits.get(name, 0) > 0:
+                limits[name] = limits.get(name, 0) + c.limits[name]
+                found.add(name)
+        if found != set(_QOS_RESOURCES):
+            guaranteed = False
+    for name in _QOS_RESOURCES:
+        if pod.pod_requests.get(name, 0) > 0:
+            requests[name] = pod.pod_requests[name]
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed and requests == limits:
+        return "Guaranteed"
+    return "Burstable"
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeInfo:
+    """A pod volume as the eviction manager looks at it."""
+
+    name: str
+    source: str  # "emptyDir", "hostPath", "configMap", …
+    medium: str = ""  # emptyDir.medium: "" (node disk), "Memory", "HugePages…"
+    size_limit: int | None = None  # emptyDir.sizeLimit in bytes
+
+
+VolumesFunc = Callable[[Pod], Sequence[VolumeInfo]]
+
+
+def pod_volume_infos(pod: Pod) -> tuple[VolumeInfo, ...]:
+    """Volumes from the Pod value (medium and size limit used when the Pod carries them)."""
+    out = []
+    for v in pod.volumes:
+        medium = getattr(v, "medium", "")
+        size_limit = getattr(v, "size_limit", None)
+        out.append(
+            VolumeInfo(
+                v.name,
+                v.source,
+                medium if isinstance(medium, str) else "",
+                size_limit if isinstance(size_limit, int) else None,
+            )
+        )
+    return tuple(out)
+
+
+def volume_infos_from_manifest(manifest: Mapping[str, Any]) -> tuple[VolumeInfo, ...]:
+    """Volumes with emptyDir medium and sizeLimit from a pod manifest; bad entries are skipped."""
+    spec = manifest.get("spec")
+    volumes = spec.get("volumes") if isinstance(spec, Mapping) else None
+    out: list[VolumeInfo] = []
+    for v in volumes if isinstance(volumes, list) else ():
+        if not isinstance(v, Mapping) or not isinstance(v.get("name"), str):
+            continue
+        source = next((k for k in v if k != "name"), "")
+        medium = ""
+        size_limit = None
+        empty_dir = v.get("emptyDir")
+        if source == "emptyDir" and isinstance(empty_dir, Mapping):
+            medium = empty_dir.get("medium") or ""
+            raw = empty_dir.get("sizeLimit")
+            if raw is not None:
+                try:
+                    size_limit = quantity_value(raw)
+                except QuantityError:
+                    size_limit = None
+        out.append(VolumeInfo(v["name"], source, str(medium), size_limit))
+    return tuple(out)
+
+
+def local_volume_names(volumes: Iterable[VolumeInfo]) -> list[str]:
+    """``localVolumeNames``: hostPath plus ``IsLocalEphemeralVolume`` (gitRepo, configMap and
+    emptyDir on the default medium)."""
+    return [
+        v.name
+        for v in volumes
+        if v.source in ("hostPath", "gitRepo", "configMap")
+        or (v.source == "emptyDir" and v.medium == "")
+    ]

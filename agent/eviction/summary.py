@@ -1,0 +1,397 @@
+"""The kubelet Summary API (``k8s.io/kubelet/pkg/apis/stats/v1alpha1``) as typed values.
+
+This is the decision core's single currency: a real ``/stats/summary`` response and the agent's own
+cgroup and statvfs readings are both turned into a ``Summary`` and fed to the same code, so what we
+decide from our numbers is what the kubelet would decide from its own. Field names follow the JSON
+schema exactly (``workingSetBytes``, ``runtime.imageFs``, ``rlimit.maxpid``, ``ephemeral-storage``,
+``process_stats``); every value is optional, as it is upstream — a missing figure means "no
+observation", never zero. Malformed input raises ``SummaryError`` naming the JSON path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+__all__ = [
+    "SYSTEM_CONTAINER_PODS",
+    "CPUStats",
+    "ContainerStats",
+    "FsStats",
+    "MemoryStats",
+    "NodeStats",
+    "PodReference",
+    "PodStats",
+    "ProcessStats",
+    "RlimitStats",
+    "RuntimeStats",
+    "Summary",
+    "SummaryError",
+    "VolumeStats",
+    "parse_stats_time",
+]
+
+SYSTEM_CONTAINER_PODS: Final = "pods"  # statsapi.SystemContainerPods: the kubepods cgroup
+_FRACTION: Final = re.compile(r"\.(\d+)")
+
+
+class SummaryError(ValueError):
+    """A stats summary that does not follow the Summary API schema; names the field."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(f"stats summary: {path}: {detail}")
+
+
+def parse_stats_time(value: str) -> float:
+    """RFC 3339 with up to nanosecond fractions (``metav1.Time`` in stats) to epoch seconds."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    # Python keeps microseconds; stats carry nanoseconds.
+    text = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], text, count=1)
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        raise ValueError("no time zone")
+    return parsed.timestamp()
+
+
+class _Reader:
+    def mapping(self, data: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any] | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise SummaryError(f"{path}", f"must be an object, not {type(value).__name__}")
+        return value
+
+    def seq(self, data: Mapping[str, Any], key: str, path: str) -> Sequence[Any]:
+        value = data.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list | tuple):
+            raise SummaryError(path, f"must be a list, not {type(value).__name__}")
+        return value
+
+    def uint(self, data: Mapping[str, Any], key: str, path: str) -> int | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise SummaryError(path, f"must be a non-negative integer, not {value!r}")
+        if value < 0:
+            raise SummaryError(path, f"must be a non-negative integer, not {value!r}")
+        return value
+
+    def string(self, data: Mapping[str, Any], key: str, path: str) -> str:
+        value = data.get(key, "")
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            raise SummaryError(path, f"must be a string, not {value!r}")
+        return value
+
+    def time(self, data: Mapping[str, Any], key: str, path: str) -> float | None:
+        value = data.get(key)
+        if value is None or value == "":
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, str):
+            raise SummaryError(path, f"must be an RFC 3339 time, not {value!r}")
+        try:
+            return parse_stats_time(value)
+        except ValueError as exc:
+            raise SummaryError(path, f"invalid RFC 3339 time {value!r}: {exc}") from None
+
+
+_R: Final = _Reader()
+
+
+def _at(data: object, path: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise SummaryError(path, f"must be an object, not {type(data).__name__}")
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class CPUStats:
+    time: float | None = None
+    usage_nano_cores: int | None = None
+    usage_core_nano_seconds: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str) -> CPUStats:
+        return cls(
+            time=_R.time(data, "time", f"{path}.time"),
+            usage_nano_cores=_R.uint(data, "usageNanoCores", f"{path}.usageNanoCores"),
+            usage_core_nano_seconds=_R.uint(
+                data, "usageCoreNanoSeconds", f"{path}.usageCoreNanoSeconds"
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStats:
+    time: float | None = None
+    available_bytes: int | None = None
+    usage_bytes: int | None = None
+    working_set_bytes: int | None = None
+    rss_bytes: int | None = None
+    page_faults: int | None = None
+    major_page_faults: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str) -> MemoryStats:
+        def u(key: str) -> int | None:
+            return _R.uint(data, key, f"{path}.{key}")
+
+        return cls(
+            time=_R.time(data, "time", f"{path}.time"),
+            available_bytes=u("availableBytes"),
+            usage_bytes=u("usageBytes"),
+            working_set_bytes=u("workingSetBytes"),
+            rss_bytes=u("rssBytes"),
+            page_faults=u("pageFaults"),
+            major_page_faults=u("majorPageFaults"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FsStats:
+    time: float | None = None
+    available_bytes: int | None = None
+    capacity_bytes: int | None = None
+    used_bytes: int | None = None
+    inodes_free: int | None = None
+    inodes: int | None = None
+    inodes_used: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str) -> FsStats:
+        def u(key: str) -> int | None:
+            return _R.uint(data, key, f"{path}.{key}")
+
+        return cls(
+            time=_R.time(data, "time", f"{path}.time"),
+            available_bytes=u("availableBytes"),
+            capacity_bytes=u("capacityBytes"),
+            used_bytes=u("usedBytes"),
+            inodes_free=u("inodesFree"),
+            inodes=u("inodes"),
+            inodes_used=u("inodesUsed"),
+        )
+
+
+def _fs(data: Mapping[str, Any], key: str, path: str) -> FsStats | None:
+    raw = _R.mapping(data, key, path)
+    return None if raw is None else FsStats.from_dict(raw, path)
+
+
+def _memory(data: Mapping[str, Any], key: str, path: str) -> MemoryStats | None:
+    raw = _R.mapping(data, key, path)
+    return None if raw is None else MemoryStats.from_dict(raw, path)
+
+
+def _cpu(data: Mapping[str, Any], key: str, path: str) -> CPUStats | None:
+    raw = _R.mapping(data, key, path)
+    return None if raw is None else CPUStats.from_dict(raw, path)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeStats:
+    image_fs: FsStats | None = None
+    container_fs: FsStats | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RlimitStats:
+    time: float | None = None
+    max_pid: int | None = None
+    num_of_running_processes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerStats:
+    name: str
+    start_time: float | None = None
+    cpu: CPUStats | None = None
+    memory: MemoryStats | None = None
+    rootfs: FsStats | None = None
+    logs: FsStats | None = None
+
+    @classmethod
+    def from_dict(cls, data: object, path: str) -> ContainerStats:
+        d = _at(data, path)
+        return cls(
+            name=_R.string(d, "name", f"{path}.name"),
+            start_time=_R.time(d, "startTime", f"{path}.startTime"),
+            cpu=_cpu(d, "cpu", f"{path}.cpu"),
+            memory=_memory(d, "memory", f"{path}.memory"),
+            rootfs=_fs(d, "rootfs", f"{path}.rootfs"),
+            logs=_fs(d, "logs", f"{path}.logs"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodReference:
+    name: str
+    namespace: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeStats:
+    """``statsapi.VolumeStats``: ``FsStats`` inlined, plus the volume's name."""
+
+    name: str
+    fs: FsStats = field(default_factory=FsStats)
+    pvc_ref: tuple[str, str] | None = None  # (namespace, name)
+
+    @property
+    def used_bytes(self) -> int | None:
+        return self.fs.used_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStats:
+    process_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodStats:
+    pod_ref: PodReference
+    start_time: float | None = None
+    containers: tuple[ContainerStats, ...] = ()
+    cpu: CPUStats | None = None
+    memory: MemoryStats | None = None
+    volume_stats: tuple[VolumeStats, ...] = ()
+    ephemeral_storage: FsStats | None = None
+    process_stats: ProcessStats | None = None
+
+    @classmethod
+    def from_dict(cls, data: object, path: str) -> PodStats:
+        d = _at(data, path)
+        ref = _R.mapping(d, "podRef", f"{path}.podRef")
+        if ref is None:
+            raise SummaryError(f"{path}.podRef", "is required")
+        uid = _R.string(ref, "uid", f"{path}.podRef.uid")
+        if not uid:
+            raise SummaryError(f"{path}.podRef.uid", "is required")
+        volumes = []
+        for i, v in enumerate(_R.seq(d, "volume", f"{path}.volume")):
+            vp = f"{path}.volume[{i}]"
+            vd = _at(v, vp)
+            pvc = _R.mapping(vd, "pvcRef", f"{vp}.pvcRef")
+            volumes.append(
+                VolumeStats(
+                    name=_R.string(vd, "name", f"{vp}.name"),
+                    fs=FsStats.from_dict(vd, vp),
+                    pvc_ref=None
+                    if pvc is None
+                    else (
+                        _R.string(pvc, "namespace", f"{vp}.pvcRef.namespace"),
+                        _R.string(pvc, "name", f"{vp}.pvcRef.name"),
+                    ),
+                )
+            )
+        process = _R.mapping(d, "process_stats", f"{path}.process_stats")
+        return cls(
+            pod_ref=PodReference(
+                name=_R.string(ref, "name", f"{path}.podRef.name"),
+                namespace=_R.string(ref, "namespace", f"{path}.podRef.namespace"),
+                uid=uid,
+            ),
+            start_time=_R.time(d, "startTime", f"{path}.startTime"),
+            containers=tuple(
+                ContainerStats.from_dict(c, f"{path}.containers[{i}]")
+                for i, c in enumerate(_R.seq(d, "containers", f"{path}.containers"))
+            ),
+            cpu=_cpu(d, "cpu", f"{path}.cpu"),
+            memory=_memory(d, "memory", f"{path}.memory"),
+            volume_stats=tuple(volumes),
+            ephemeral_storage=_fs(d, "ephemeral-storage", f"{path}.ephemeral-storage"),
+            process_stats=None
+            if process is None
+            else ProcessStats(
+                _R.uint(process, "process_count", f"{path}.process_stats.process_count")
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStats:
+    node_name: str = ""
+    system_containers: tuple[ContainerStats, ...] = ()
+    start_time: float | None = None
+    cpu: CPUStats | None = None
+    memory: MemoryStats | None = None
+    fs: FsStats | None = None
+    runtime: RuntimeStats | None = None
+    rlimit: RlimitStats | None = None
+
+    def system_container(self, name: str) -> ContainerStats | None:
+        """``getSysContainer``: the named system container (``pods``, ``kubelet``, …)."""
+        for c in self.system_containers:
+            if c.name == name:
+                return c
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    node: NodeStats = field(default_factory=NodeStats)
+    pods: tuple[PodStats, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: object) -> Summary:
+        """Read a ``/stats/summary`` JSON document (already decoded)."""
+        d = _at(data, "summary")
+        node_raw = _R.mapping(d, "node", "node")
+        node = NodeStats() if node_raw is None else _node(node_raw)
+        pods = tuple(
+            PodStats.from_dict(p, f"pods[{i}]") for i, p in enumerate(_R.seq(d, "pods", "pods"))
+        )
+        return cls(node=node, pods=pods)
+
+
+def _node(d: Mapping[str, Any]) -> NodeStats:
+    runtime_raw = _R.mapping(d, "runtime", "node.runtime")
+    runtime = (
+        None
+        if runtime_raw is None
+        else RuntimeStats(
+            image_fs=_fs(runtime_raw, "imageFs", "node.runtime.imageFs"),
+            container_fs=_fs(runtime_raw, "containerFs", "node.runtime.containerFs"),
+        )
+    )
+    rlimit_raw = _R.mapping(d, "rlimit", "node.rlimit")
+    rlimit = (
+        None
+        if rlimit_raw is None
+        else RlimitStats(
+            time=_R.time(rlimit_raw, "time", "node.rlimit.time"),
+            max_pid=_R.uint(rlimit_raw, "maxpid", "node.rlimit.maxpid"),
+            num_of_running_processes=_R.uint(rlimit_raw, "curproc", "node.rlimit.curproc"),
+        )
+    )
+    return NodeStats(
+        node_name=_R.string(d, "nodeName", "node.nodeName"),
+        system_containers=tuple(
+            ContainerStats.from_dict(c, f"node.systemContainers[{i}]")
+            for i, c in enumerate(_R.seq(d, "systemContainers", "node.systemContainers"))
+        ),
+        start_time=_R.time(d, "startTime", "node.startTime"),
+        cpu=_cpu(d, "cpu", "node.cpu"),
+        memory=_memory(d, "memory", "node.memory"),
+        fs=_fs(d, "fs", "node.fs"),
+        runtime=runtime,
+        rlimit=rlimit,
+    )
