@@ -1,0 +1,252 @@
+"""Assemble one kubelet Summary API object (`/stats/summary` JSON) from the agent's own readings.
+
+The decision core's currency is the kubelet's `stats/v1alpha1.Summary` (ARCHITECTURE.md, data
+flow step 1), so a real kubelet response and these readings feed the same code. Field names follow
+`staging/src/k8s.io/kubelet/pkg/apis/stats/v1alpha1/types.go`: `node.{nodeName, startTime,
+memory, fs, runtime.{imageFs, containerFs}, rlimit.{maxpid, curproc}, systemContainers[]}` and
+`pods[].{podRef, startTime, containers, memory, process_stats, ephemeral-storage, volume}`. The
+kubepods cgroup is the system container named "pods", where the kubelet reads
+`allocatableMemory.available`. Blocks whose source is missing are omitted, as the kubelet omits
+them; the core then makes no observation for that signal.
+
+Timestamps are RFC 3339 with microseconds. The kubelet prints whole seconds, but the core drops
+observations whose time did not advance since the last sync (spec §3, step 11), and this agent
+syncs more than once a second, so sub-second times are required; RFC 3339 allows the fraction.
+
+Every section is a plain function over filesystem roots and can be replaced (`readers=`), which is
+how tests and the kubesim demo plug in their own figures. The kubelet's own summary is fetched in
+the background at its own (slow) pace and merged in for disk usage only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+
+from agent.sources.cgroups import CgroupDriver, CgroupError, CgroupLayout, detect_layout
+from agent.sources.kubelet import (
+    KubeletSummaryConfig,
+    KubeletSummaryError,
+    fetch_summary,
+    merge_kubelet_pod_storage,
+)
+from agent.sources.node import read_fs_stats, read_node_memory, read_rlimit, read_runtime_fs
+from agent.sources.pods import PodLookup, read_pods, read_pods_system_container
+from agent.sources.roots import Roots
+
+log = logging.getLogger(__name__)
+
+JSONDict = dict[str, Any]
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    roots: Roots = field(default_factory=Roots)
+    node_name: str = ""
+    # None: detect from which of kubepods.slice / kubepods exists.
+    cgroup_driver: CgroupDriver | None = None
+    # The kubelet's --cgroup-root: where kubepods lives, relative to each hierarchy root.
+    kubepods_parent: str = ""
+    # The cgroup that *is* the node (root by default; a node container's cgroup in kind/kwok).
+    node_cgroup: str = ""
+    # Explicit node memory capacity in bytes (else the node cgroup's limit, else MemTotal).
+    memory_capacity: int | None = None
+    kubelet_summary: KubeletSummaryConfig | None = None
+    kubelet_summary_interval: float = 10.0
+
+
+@dataclass
+class CollectContext:
+    config: SourceConfig
+    layout: CgroupLayout | None
+    time: str
+    lookup: PodLookup
+
+
+Reader = Callable[[CollectContext], Any]
+
+
+def _memory(ctx: CollectContext) -> Any:
+    if ctx.layout is None:
+        return None
+    return read_node_memory(
+        ctx.layout,
+        ctx.config.roots.proc_root,
+        time=ctx.time,
+        node_cgroup=ctx.config.node_cgroup,
+        capacity_override=ctx.config.memory_capacity,
+    )
+
+
+def _fs(ctx: CollectContext) -> Any:
+    return read_fs_stats(ctx.config.roots.kubelet_root, time=ctx.time)
+
+
+def _runtime(ctx: CollectContext) -> Any:
+    roots = ctx.config.roots
+    runtime = read_runtime_fs(
+        roots.runtime_root, container_fs_root=roots.container_fs_root, time=ctx.time
+    )
+    if runtime is None:
+        # No runtime root to stat (kubesim, a misconfigured path): images then live on nodefs,
+        # the kubelet's "single filesystem" layout.
+        nodefs = read_fs_stats(roots.kubelet_root, time=ctx.time)
+        if nodefs is not None:
+            runtime = {"imageFs": nodefs, "containerFs": dict(nodefs)}
+    return runtime
+
+
+def _rlimit(ctx: CollectContext) -> Any:
+    return read_rlimit(ctx.config.roots.proc_root, time=ctx.time)
+
+
+def _pods(ctx: CollectContext) -> Any:
+    if ctx.layout is None:
+        return []
+    return read_pods(ctx.layout, time=ctx.time, lookup=ctx.lookup)
+
+
+def _system_containers(ctx: CollectContext) -> Any:
+    if ctx.layout is None:
+        return []
+    pods = read_pods_system_container(ctx.layout, time=ctx.time)
+    return [pods] if pods is not None else []
+
+
+DEFAULT_READERS: Mapping[str, Reader] = {
+    "memory": _memory,
+    "fs": _fs,
+    "runtime": _runtime,
+    "rlimit": _rlimit,
+    "systemContainers": _system_containers,
+    "pods": _pods,
+}
+
+
+def _no_lookup(_uid: str) -> None:
+    return None
+
+
+class SummaryCollector:
+    """Reads a fresh Summary on demand; merges the kubelet's (cached) disk figures when set."""
+
+    def __init__(
+        self,
+        config: SourceConfig,
+        *,
+        lookup: PodLookup = _no_lookup,
+        readers: Mapping[str, Reader] | None = None,
+        wall_clock: Callable[[], float] = time.time,
+        start_time: float | None = None,
+    ) -> None:
+        unknown = set(readers or {}) - set(DEFAULT_READERS)
+        if unknown:
+            raise ValueError(
+                f"unknown summary readers {sorted(unknown)}: "
+                f"must be among {sorted(DEFAULT_READERS)}"
+            )
+        self.config = config
+        self.lookup = lookup
+        self.readers = {**DEFAULT_READERS, **(readers or {})}
+        self._clock = wall_clock
+        self._start = rfc3339(start_time if start_time is not None else wall_clock())
+        self._layout: CgroupLayout | None = None
+        self.layout_error: str | None = None
+        self.errors: list[str] = []
+        self._kubelet_cache: JSONDict | None = None
+        self._kubelet_fetched_at = float("-inf")
+        self._kubelet_task: asyncio.Task[JSONDict | None] | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def layout(self) -> CgroupLayout | None:
+        # Re-detect until kubepods exists: the kubelet may create it after we start.
+        if self._layout is None or self._layout.kubepods is None:
+            try:
+                self._layout = detect_layout(
+                    self.config.roots.cgroup_root,
+                    driver=self.config.cgroup_driver,
+                    kubepods_parent=self.config.kubepods_parent,
+                )
+                self.layout_error = None
+            except CgroupError as exc:
+                self.layout_error = str(exc)
+        return self._layout
+
+    def collect(self, only: Collection[str] | None = None) -> JSONDict:
+        """One fresh Summary from the local readers only (synchronous, no network).
+
+        `only` restricts the sections read, e.g. `{"memory", "systemContainers"}` for the fast
+        memory check between full syncs.
+        """
+        ctx = CollectContext(
+            config=self.config, layout=self.layout, time=rfc3339(self._clock()), lookup=self.lookup
+        )
+        self.errors = [self.layout_error] if self.layout_error else []
+        node: JSONDict = {"nodeName": self.config.node_name, "startTime": self._start}
+        pods: list[JSONDict] = []
+        for name, reader in self.readers.items():
+            if only is not None and name not in only:
+                continue
+            try:
+                value = reader(ctx)
+            except Exception as exc:  # a broken reader must not take the agent down
+                log.exception("summary reader %s failed", name)
+                self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                continue
+            if name == "pods":
+                pods = list(value or [])
+            elif value is not None and value != []:
+                node[name] = value
+        return {"node": node, "pods": pods}
+
+    async def get_summary(self) -> JSONDict:
+        """Fresh local readings plus the latest kubelet disk figures (refreshed in background)."""
+        summary = self.collect()
+        if self.config.kubelet_summary is not None:
+            self._maybe_refresh_kubelet()
+            if self._kubelet_cache is not None:
+                summary["pods"] = merge_kubelet_pod_storage(summary["pods"], self._kubelet_cache)
+        return summary
+
+    async def refresh_kubelet(self) -> JSONDict | None:
+        """Fetch the kubelet summary now; None (logged) on failure."""
+        cfg = self.config.kubelet_summary
+        if cfg is None:
+            return None
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        self._kubelet_fetched_at = time.monotonic()
+        try:
+            data = await fetch_summary(cfg, session=self._session)
+        except KubeletSummaryError as exc:
+            log.warning("kubelet summary unavailable: %s", exc)
+            return None
+        self._kubelet_cache = data
+        return data
+
+    def _maybe_refresh_kubelet(self) -> None:
+        due = time.monotonic() - self._kubelet_fetched_at >= self.config.kubelet_summary_interval
+        if due and (self._kubelet_task is None or self._kubelet_task.done()):
+            self._kubelet_task = asyncio.create_task(self.refresh_kubelet())
+
+    async def aclose(self) -> None:
+        if self._kubelet_task is not None:
+            self._kubelet_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._kubelet_task
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -1,0 +1,242 @@
+"""The kubelet /stats/summary client against a local aiohttp server serving a fixture summary."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import shutil
+import ssl
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from agent.sources.kubelet import (
+    KubeletSummaryConfig,
+    KubeletSummaryError,
+    fetch_summary,
+    merge_kubelet_pod_storage,
+)
+from agent.sources.roots import Roots
+from agent.sources.summary import SourceConfig, SummaryCollector
+
+TOKEN = "sa-token-abc"
+UID = "dddddddd-4444-4a2b-9c3d-000000000004"
+T = "2026-01-01T00:00:00Z"
+
+FIXTURE: dict[str, Any] = {
+    "node": {
+        "nodeName": "node-1",
+        "startTime": T,
+        "fs": {"time": T, "availableBytes": 10, "capacityBytes": 100},
+        "runtime": {"imageFs": {"time": T, "availableBytes": 5, "capacityBytes": 50}},
+    },
+    "pods": [
+        {
+            "podRef": {"name": "web", "namespace": "shop", "uid": UID},
+            "startTime": T,
+            "containers": [
+                {
+                    "name": "app",
+                    "startTime": T,
+                    "rootfs": {"time": T, "usedBytes": 4096, "inodesUsed": 3},
+                    "logs": {"time": T, "usedBytes": 1024, "inodesUsed": 1},
+                }
+            ],
+            "volume": [{"time": T, "name": "scratch", "usedBytes": 2048}],
+            "ephemeral-storage": {"time": T, "usedBytes": 7168, "inodesUsed": 5},
+        },
+        {"podRef": "garbage"},
+        {"podRef": {"name": "x", "namespace": "y"}},
+    ],
+}
+
+SEEN = web.AppKey("seen", list[dict[str, str]])
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+async def _summary(request: web.Request) -> web.StreamResponse:
+    request.app[SEEN].append(dict(request.headers))
+    if request.headers.get("Authorization") != f"Bearer {TOKEN}":
+        return web.Response(status=401, text="Unauthorized")
+    return web.json_response(FIXTURE)
+
+
+async def _server(handler: Handler, ssl_ctx: ssl.SSLContext | None = None) -> TestServer:
+    app = web.Application()
+    app[SEEN] = []
+    app.router.add_get("/stats/summary", handler)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server(ssl=ssl_ctx)
+    return server
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[TestServer]:
+    srv = await _server(_summary)
+    yield srv
+    await srv.close()
+
+
+@pytest.fixture
+def token(tmp_path: Path) -> Path:
+    p = tmp_path / "token"
+    p.write_text(TOKEN + "\n")
+    return p
+
+
+def _url(srv: TestServer, scheme: str = "http") -> str:
+    return f"{scheme}://127.0.0.1:{srv.port}/stats/summary"
+
+
+async def test_fetch_sends_bearer_token(server: TestServer, token: Path) -> None:
+    data = await fetch_summary(KubeletSummaryConfig(url=_url(server), token_path=token))
+    assert data == FIXTURE
+    assert server.app[SEEN][0]["Authorization"] == f"Bearer {TOKEN}"
+
+
+async def test_token_is_reread_on_every_request(server: TestServer, token: Path) -> None:
+    cfg = KubeletSummaryConfig(url=_url(server), token_path=token)
+    await fetch_summary(cfg)
+    token.write_text("rotated")
+    with pytest.raises(KubeletSummaryError, match="HTTP 401: Unauthorized"):
+        await fetch_summary(cfg)
+    assert server.app[SEEN][1]["Authorization"] == "Bearer rotated"
+
+
+async def test_errors_name_the_url_and_cause(server: TestServer, tmp_path: Path) -> None:
+    with pytest.raises(KubeletSummaryError, match="cannot read service-account token"):
+        await fetch_summary(KubeletSummaryConfig(url=_url(server), token_path=tmp_path / "missing"))
+    refused = KubeletSummaryConfig(
+        url="http://127.0.0.1:1/stats/summary", token_path=None, timeout_seconds=2
+    )
+    with pytest.raises(KubeletSummaryError, match=r"GET http://127\.0\.0\.1:1/stats/summary"):
+        await fetch_summary(refused)
+
+
+async def test_non_summary_body_is_rejected(token: Path) -> None:
+    async def not_summary(_r: web.Request) -> web.StreamResponse:
+        return web.json_response(["nope"])
+
+    async def not_json(_r: web.Request) -> web.StreamResponse:
+        return web.Response(text="<html>")
+
+    for handler, msg in [(not_summary, "not a stats Summary"), (not_json, "JSONDecodeError")]:
+        srv = await _server(handler)
+        try:
+            with pytest.raises(KubeletSummaryError, match=msg):
+                await fetch_summary(KubeletSummaryConfig(url=_url(srv), token_path=token))
+        finally:
+            await srv.close()
+
+
+async def test_slow_kubelet_times_out(token: Path) -> None:
+    async def slow(_r: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(5)
+        return web.json_response(FIXTURE)
+
+    srv = await _server(slow)
+    try:
+        cfg = KubeletSummaryConfig(url=_url(srv), token_path=token, timeout_seconds=0.2)
+        with pytest.raises(KubeletSummaryError, match="Timeout"):
+            await fetch_summary(cfg)
+    finally:
+        await srv.close()
+
+
+def test_for_node_builds_the_10250_url() -> None:
+    assert KubeletSummaryConfig.for_node("10.0.0.5").url == "https://10.0.0.5:10250/stats/summary"
+    assert KubeletSummaryConfig.for_node("fd00::5").url == "https://[fd00::5]:10250/stats/summary"
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl binary absent: cannot mint a serving certificate for the TLS test")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "kubelet.crt", d / "kubelet.key"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+async def test_tls_verifies_against_the_ca_or_is_explicitly_insecure(
+    self_signed: tuple[Path, Path], token: Path, tmp_path: Path
+) -> None:
+    cert, key = self_signed
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    srv = await _server(_summary, ctx)
+    try:
+        url = _url(srv, "https")
+        ok = await fetch_summary(KubeletSummaryConfig(url=url, token_path=token, ca_path=cert))
+        assert ok["node"]["nodeName"] == "node-1"
+        other_ca = tmp_path / "empty-ca.crt"
+        with pytest.raises(KubeletSummaryError, match=r"(?i)certificate"):
+            await fetch_summary(KubeletSummaryConfig(url=url, token_path=token, ca_path=other_ca))
+        insecure = KubeletSummaryConfig(url=url, token_path=token, ca_path=None, insecure=True)
+        assert (await fetch_summary(insecure))["pods"][0]["podRef"]["uid"] == UID
+    finally:
+        await srv.close()
+
+
+def test_merge_takes_disk_figures_and_names_by_uid() -> None:
+    ours = [
+        {
+            "podRef": {"name": "", "namespace": "", "uid": UID},
+            "startTime": T,
+            "containers": [{"name": "app", "startTime": T, "memory": {"workingSetBytes": 9}}],
+            "memory": {"time": T, "workingSetBytes": 9},
+        }
+    ]
+    merged = merge_kubelet_pod_storage(copy.deepcopy(ours), FIXTURE)
+    [pod] = merged
+    assert pod["podRef"] == {"name": "web", "namespace": "shop", "uid": UID}
+    assert pod["ephemeral-storage"]["usedBytes"] == 7168
+    assert pod["volume"][0]["name"] == "scratch"
+    assert pod["memory"]["workingSetBytes"] == 9  # our fresh reading is kept
+    [app] = pod["containers"]
+    assert app["memory"] == {"workingSetBytes": 9}
+    assert app["rootfs"]["usedBytes"] == 4096
+    assert app["logs"]["usedBytes"] == 1024
+
+
+def test_merge_adds_pods_only_the_kubelet_knows() -> None:
+    merged = merge_kubelet_pod_storage([], FIXTURE)
+    assert [p["podRef"]["uid"] for p in merged] == [UID]
+    assert merged[0]["containers"][0]["rootfs"]["usedBytes"] == 4096
+    assert "memory" not in merged[0]
+
+
+async def test_collector_merges_kubelet_storage_in_background(
+    server: TestServer, token: Path, tmp_path: Path
+) -> None:
+    cfg = SourceConfig(
+        roots=Roots(proc_root=tmp_path, cgroup_root=tmp_path / "nocg", kubelet_root=tmp_path),
+        kubelet_summary=KubeletSummaryConfig(url=_url(server), token_path=token),
+        kubelet_summary_interval=60,
+    )
+    col = SummaryCollector(cfg)
+    try:
+        first = await col.get_summary()
+        # The first call starts the fetch and never waits for it: fresh local stats first.
+        assert first["pods"] == []
+        assert col._kubelet_task is not None
+        await col._kubelet_task
+        second = await col.get_summary()
+        assert second["pods"][0]["ephemeral-storage"]["usedBytes"] == 7168
+        # Within the interval no new request is made.
+        assert len(server.app[SEEN]) == 1
+    finally:
+        await col.aclose()

@@ -1,0 +1,222 @@
+"""The assembled Summary: kubelet field names, per-pod stats, the "pods" system container."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.sources.cgroups import detect_layout, pressure_path
+from agent.sources.pods import PodIdentity, read_pods, read_pods_system_container
+from agent.sources.roots import Roots
+from agent.sources.summary import CollectContext, SourceConfig, SummaryCollector, rfc3339
+from tests.agent.sources.treebuilder import (
+    FakeCgroup,
+    FakePod,
+    build_cgroup_tree,
+    build_proc_tree,
+)
+
+UID_G = "aaaaaaaa-1111-4a2b-9c3d-000000000001"
+UID_B = "bbbbbbbb-2222-4a2b-9c3d-000000000002"
+UID_BE = "cccccccc-3333-4a2b-9c3d-000000000003"
+CID = "c0" * 32
+T0 = 1_700_000_000.25
+
+
+def _build(tmp_path: Path, version: str, driver: str, *, kubepods_limit: int | None) -> Roots:
+    cg = build_cgroup_tree(
+        tmp_path,
+        version=version,
+        driver=driver,
+        root=FakeCgroup(usage=6 << 30, inactive_file=1 << 30, anon=4 << 30),
+        kubepods=FakeCgroup(
+            usage=3 << 30, inactive_file=512 << 20, anon=2 << 30, limit=kubepods_limit
+        ),
+        pods=[
+            FakePod(
+                UID_G,
+                "guaranteed",
+                FakeCgroup(usage=300 << 20, inactive_file=100 << 20, limit=512 << 20, procs=[7]),
+            ),
+            FakePod(
+                UID_B,
+                "burstable",
+                FakeCgroup(usage=200 << 20, inactive_file=250 << 20, procs=[10, 11]),
+                containers={
+                    f"cri-containerd-{CID}.scope" if driver == "systemd" else CID: FakeCgroup(
+                        usage=150 << 20, inactive_file=10 << 20, procs=[11, 12]
+                    ),
+                },
+            ),
+            FakePod(UID_BE, "besteffort", FakeCgroup(usage=100 << 20)),
+        ],
+    )
+    proc = build_proc_tree(tmp_path, mem_total=8 << 30)
+    kubelet = tmp_path / "kubelet"
+    kubelet.mkdir()
+    return Roots(proc_root=proc, cgroup_root=cg, kubelet_root=kubelet, runtime_root=tmp_path / "rt")
+
+
+def _lookup(uid: str) -> PodIdentity | None:
+    if uid == UID_B:
+        return PodIdentity(name="web", namespace="shop", containers={CID: "app"})
+    return None
+
+
+@pytest.mark.parametrize("version", ["v1", "v2", "hybrid"])
+@pytest.mark.parametrize("driver", ["systemd", "cgroupfs"])
+def test_summary_schema_on_every_layout(tmp_path: Path, version: str, driver: str) -> None:
+    roots = _build(tmp_path, version, driver, kubepods_limit=7 << 30)
+    col = SummaryCollector(
+        SourceConfig(roots=roots, node_name="node-1"),
+        lookup=_lookup,
+        wall_clock=lambda: T0,
+    )
+    s = col.collect()
+    assert col.errors == []
+    node = s["node"]
+    assert node["nodeName"] == "node-1"
+    assert node["startTime"] == "2023-11-14T22:13:20.250000Z"
+    assert node["memory"]["workingSetBytes"] == 5 << 30
+    assert node["memory"]["availableBytes"] == 3 << 30
+    assert node["memory"]["time"] == rfc3339(T0)
+    assert set(node["fs"]) == {
+        "time",
+        "availableBytes",
+        "capacityBytes",
+        "usedBytes",
+        "inodesFree",
+        "inodes",
+        "inodesUsed",
+    }
+    # No runtime root on this fixture: images share nodefs (single filesystem layout).
+    assert node["runtime"]["imageFs"] == node["fs"]
+    assert node["runtime"]["containerFs"] == node["fs"]
+    assert node["rlimit"] == {"time": rfc3339(T0), "maxpid": 63704, "curproc": 1234}
+    [pods_sc] = node["systemContainers"]
+    assert pods_sc["name"] == "pods"
+    assert pods_sc["memory"]["workingSetBytes"] == (3 << 30) - (512 << 20)
+    assert pods_sc["memory"]["availableBytes"] == (7 << 30) - pods_sc["memory"]["workingSetBytes"]
+
+    by_uid = {p["podRef"]["uid"]: p for p in s["pods"]}
+    assert list(by_uid) == [UID_G, UID_B, UID_BE]
+    g, b, be = by_uid[UID_G], by_uid[UID_B], by_uid[UID_BE]
+    assert g["podRef"] == {"name": "", "namespace": "", "uid": UID_G}
+    assert g["memory"]["workingSetBytes"] == 200 << 20
+    assert g["memory"]["availableBytes"] == (512 << 20) - (200 << 20)
+    assert g["process_stats"] == {"process_count": 1}
+    assert g["containers"] == []
+    assert b["podRef"] == {"name": "web", "namespace": "shop", "uid": UID_B}
+    # inactive_file above usage floors the working set at zero.
+    assert b["memory"]["workingSetBytes"] == 0
+    assert "availableBytes" not in b["memory"]
+    # pids 10, 11 in the pod cgroup and 11, 12 in its container: three processes.
+    assert b["process_stats"] == {"process_count": 3}
+    [app] = b["containers"]
+    assert app["name"] == "app"
+    assert app["memory"]["workingSetBytes"] == 140 << 20
+    assert be["memory"]["workingSetBytes"] == 100 << 20
+    assert be["process_stats"] == {"process_count": 0}
+
+
+def test_pods_system_container_without_limit_has_no_available(tmp_path: Path) -> None:
+    roots = _build(tmp_path, "v2", "systemd", kubepods_limit=None)
+    layout = detect_layout(roots.cgroup_root)
+    sc = read_pods_system_container(layout, time="t")
+    assert sc is not None
+    assert "availableBytes" not in sc["memory"]
+    assert sc["memory"]["workingSetBytes"] == (3 << 30) - (512 << 20)
+
+
+def test_no_kubepods_means_no_pods_and_no_system_container(tmp_path: Path) -> None:
+    (tmp_path / "cgroup").mkdir()
+    (tmp_path / "cgroup" / "cgroup.controllers").write_text("memory\n")
+    (tmp_path / "cgroup" / "memory.stat").write_text("anon 10\nfile 5\ninactive_file 5\n")
+    layout = detect_layout(tmp_path / "cgroup")
+    assert read_pods(layout, time="t") == []
+    assert read_pods_system_container(layout, time="t") is None
+    col = SummaryCollector(
+        SourceConfig(
+            roots=Roots(proc_root=build_proc_tree(tmp_path), cgroup_root=layout.memory_root)
+        )
+    )
+    s = col.collect()
+    assert "systemContainers" not in s["node"]
+    assert s["node"]["memory"]["workingSetBytes"] == 10
+
+
+def test_missing_cgroup_tree_is_reported_and_other_sections_still_filled(tmp_path: Path) -> None:
+    proc = build_proc_tree(tmp_path)
+    col = SummaryCollector(
+        SourceConfig(
+            roots=Roots(proc_root=proc, cgroup_root=tmp_path / "nocg", kubelet_root=tmp_path)
+        )
+    )
+    s = col.collect()
+    assert any("no cgroup filesystem" in e for e in col.errors)
+    assert "memory" not in s["node"]
+    assert s["pods"] == []
+    assert s["node"]["rlimit"]["maxpid"] == 63704
+    assert "fs" in s["node"]
+
+
+def test_readers_are_pluggable_and_a_broken_one_is_contained(tmp_path: Path) -> None:
+    roots = _build(tmp_path, "v1", "cgroupfs", kubepods_limit=None)
+
+    def fixed_rlimit(ctx: CollectContext) -> dict[str, Any]:
+        return {"time": ctx.time, "maxpid": 100, "curproc": 99}
+
+    def broken(_ctx: CollectContext) -> Any:
+        raise RuntimeError("disk on fire")
+
+    col = SummaryCollector(
+        SourceConfig(roots=roots), readers={"rlimit": fixed_rlimit, "fs": broken}
+    )
+    s = col.collect()
+    assert s["node"]["rlimit"]["curproc"] == 99
+    assert "fs" not in s["node"]
+    assert col.errors == ["fs: RuntimeError: disk on fire"]
+    assert len(s["pods"]) == 3
+    with pytest.raises(ValueError, match="unknown summary readers \\['cpu'\\]"):
+        SummaryCollector(SourceConfig(roots=roots), readers={"cpu": fixed_rlimit})
+
+
+def test_kubepods_created_after_start_is_picked_up(tmp_path: Path) -> None:
+    cg = tmp_path / "cgroup"
+    cg.mkdir()
+    (cg / "cgroup.controllers").write_text("memory\n")
+    col = SummaryCollector(SourceConfig(roots=Roots(cgroup_root=cg, proc_root=tmp_path)))
+    assert col.collect()["pods"] == []
+    build_cgroup_tree(
+        tmp_path,
+        version="v2",
+        driver="cgroupfs",
+        root=FakeCgroup(usage=1),
+        kubepods=FakeCgroup(usage=1),
+        pods=[FakePod(UID_B, "burstable", FakeCgroup(usage=5))],
+    )
+    assert [p["podRef"]["uid"] for p in col.collect()["pods"]] == [UID_B]
+
+
+def test_timestamps_are_rfc3339_with_microseconds() -> None:
+    assert rfc3339(0.5) == "1970-01-01T00:00:00.500000Z"
+
+
+def test_collect_only_some_sections(tmp_path: Path) -> None:
+    roots = _build(tmp_path, "v2", "systemd", kubepods_limit=7 << 30)
+    s = SummaryCollector(SourceConfig(roots=roots)).collect(only={"memory", "systemContainers"})
+    assert set(s["node"]) == {"nodeName", "startTime", "memory", "systemContainers"}
+    assert s["pods"] == []
+
+
+@pytest.mark.parametrize(("version", "expect"), [("v2", True), ("hybrid", False), ("v1", False)])
+def test_pressure_path(tmp_path: Path, version: str, expect: bool) -> None:
+    roots = _build(tmp_path, version, "cgroupfs", kubepods_limit=None)
+    layout = detect_layout(roots.cgroup_root)
+    path = pressure_path(layout, f"kubepods/burstable/pod{UID_B}")
+    assert (path is not None) is expect
+    if version == "hybrid":
+        # The unified root itself has PSI even when pods are not mirrored there.
+        assert pressure_path(layout, "") == roots.cgroup_root / "unified" / "memory.pressure"

@@ -1,0 +1,179 @@
+"""The DaemonSet and RBAC manifests keep the properties the agent's safety depends on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler.quantity import parse_quantity
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+FOOTPRINT_TARGET = 60 * 1024 * 1024
+
+
+def _docs(paths: list[Path]) -> list[dict[str, Any]]:
+    return [d for p in paths for d in yaml.safe_load_all(p.read_text()) if d is not None]
+
+
+def _base() -> list[dict[str, Any]]:
+    return _docs(sorted(DEPLOY.glob("*.yaml")))
+
+
+def _optional() -> list[dict[str, Any]]:
+    return _docs(sorted((DEPLOY / "optional").glob("*.yaml")))
+
+
+def _one(kind: str, docs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    [obj] = [d for d in (docs if docs is not None else _base()) if d["kind"] == kind]
+    return obj
+
+
+def _rule_pairs(role: dict[str, Any]) -> Iterator[tuple[tuple[str, str], str]]:
+    for rule in role["rules"]:
+        assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+        for group in rule["apiGroups"]:
+            for res in rule["resources"]:
+                for verb in rule["verbs"]:
+                    yield (group, res), verb
+
+
+def _grants(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = {}
+    for key, verb in _rule_pairs(role):
+        out.setdefault(key, set()).add(verb)
+    return out
+
+
+def test_every_manifest_parses_and_names_its_kind() -> None:
+    docs = _base() + _optional()
+    assert {d["kind"] for d in docs} == {
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "DaemonSet",
+    }
+    for d in docs:
+        assert d["apiVersion"] and d["metadata"]["name"]
+
+
+def test_cluster_role_is_least_privilege() -> None:
+    role = _one("ClusterRole")
+    assert _grants(role) == {
+        ("", "pods"): {"get", "list", "watch", "delete"},
+        ("", "pods/eviction"): {"create"},
+        ("", "pods/status"): {"patch"},
+        ("events.k8s.io", "events"): {"create"},
+        ("", "nodes"): {"get"},
+    }
+
+
+def test_no_manifest_grants_nodes_proxy_or_wildcards() -> None:
+    for role in [d for d in _base() + _optional() if d["kind"] == "ClusterRole"]:
+        for (group, res), verb in _rule_pairs(role):
+            assert res != "nodes/proxy", role["metadata"]["name"]
+            assert "*" not in (group, res, verb), role["metadata"]["name"]
+
+
+def test_optional_roles_are_one_grant_each() -> None:
+    roles = {d["metadata"]["name"]: _grants(d) for d in _optional() if d["kind"] == "ClusterRole"}
+    assert roles == {
+        "eviction-agent-node-conditions": {("", "nodes/status"): {"patch"}},
+        "eviction-agent-kubelet-stats": {("", "nodes/stats"): {"get"}},
+    }
+
+
+def test_bindings_tie_roles_to_the_service_account() -> None:
+    sa = _one("ServiceAccount")
+    ds = _one("DaemonSet")
+    assert ds["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"]
+    roles = {d["metadata"]["name"] for d in _base() + _optional() if d["kind"] == "ClusterRole"}
+    bindings = [d for d in _base() + _optional() if d["kind"] == "ClusterRoleBinding"]
+    assert {b["roleRef"]["name"] for b in bindings} == roles
+    for b in bindings:
+        assert b["roleRef"]["kind"] == "ClusterRole"
+        assert b["subjects"] == [
+            {
+                "kind": "ServiceAccount",
+                "name": sa["metadata"]["name"],
+                "namespace": sa["metadata"]["namespace"],
+            }
+        ]
+
+
+@pytest.fixture
+def pod_spec() -> dict[str, Any]:
+    ds = _one("DaemonSet")
+    labels = ds["spec"]["template"]["metadata"]["labels"]
+    assert ds["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    spec: dict[str, Any] = ds["spec"]["template"]["spec"]
+    return spec
+
+
+def _container(spec: dict[str, Any]) -> dict[str, Any]:
+    [c] = spec["containers"]
+    return c  # type: ignore[no-any-return]
+
+
+def test_daemonset_is_node_critical_and_tolerates_everything(pod_spec: dict[str, Any]) -> None:
+    assert pod_spec["priorityClassName"] == "system-node-critical"
+    assert {"operator": "Exists"} in pod_spec["tolerations"]
+    assert pod_spec.get("hostPID", False) is False
+
+
+def test_node_name_comes_from_the_downward_api(pod_spec: dict[str, Any]) -> None:
+    c = _container(pod_spec)
+    env = {e["name"]: e for e in c["env"]}
+    assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert "--node-name=$(NODE_NAME)" in c["args"]
+
+
+def test_host_proc_and_cgroup_are_mounted_read_only(pod_spec: dict[str, Any]) -> None:
+    c = _container(pod_spec)
+    volumes = {v["name"]: v for v in pod_spec["volumes"]}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    for host, inside, flag in [
+        ("/proc", "/host/proc", "--proc-root"),
+        ("/sys/fs/cgroup", "/host/sys/fs/cgroup", "--cgroup-root"),
+        ("/var/lib/kubelet", "/host/var/lib/kubelet", "--kubelet-root"),
+    ]:
+        m = mounts[inside]
+        assert m["readOnly"] is True
+        assert volumes[m["name"]]["hostPath"]["path"] == host
+        assert f"{flag}={inside}" in c["args"]
+    # Every host mount is read-only.
+    assert all(m.get("readOnly") is True for m in c["volumeMounts"])
+
+
+def test_container_is_locked_down(pod_spec: dict[str, Any]) -> None:
+    sc = _container(pod_spec)["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    assert "add" not in sc["capabilities"]
+    assert sc.get("privileged", False) is False
+    assert pod_spec["securityContext"]["runAsNonRoot"] is True
+
+
+def test_resources_fit_the_footprint_target(pod_spec: dict[str, Any]) -> None:
+    res = _container(pod_spec)["resources"]
+    req = parse_quantity(res["requests"]["memory"])
+    lim = parse_quantity(res["limits"]["memory"])
+    # requests == limits for memory; the limit covers the 60 MiB RSS target with bounded headroom.
+    assert req == lim
+    assert FOOTPRINT_TARGET < lim <= 2 * FOOTPRINT_TARGET
+    assert parse_quantity(res["requests"]["cpu"]) <= parse_quantity("50m")
+    # No CPU limit: CFS throttling would delay the reaction under pressure.
+    assert "cpu" not in res["limits"]
+
+
+def test_metrics_port_and_probes(pod_spec: dict[str, Any]) -> None:
+    c = _container(pod_spec)
+    [port] = c["ports"]
+    assert (port["name"], port["containerPort"]) == ("metrics", 9808)
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert any(a.endswith(":9808") for a in c["args"] if a.startswith("--http-address="))
