@@ -1,14 +1,909 @@
-"""Entry point of `evict`; the command itself lands with its issue."""
+"""``evict``: kubectl's drain, cordon and uncordon, plus a single-pod eviction, on ``evictor``.
+
+Flags, defaults, stdout/stderr lines and the order of operations are kubectl's
+(``k8s.io/kubectl/pkg/cmd/drain``): cordon every node first, then drain one node after another;
+a blocking filter stops that node before any eviction; failures are collected and reported at
+the end as ``There are pending nodes to be drained:``. Where this goes beyond kubectl, the
+defaults keep kubectl's behaviour: ``--concurrency`` (kubectl has no bound; 50 here),
+``--order=priority`` (lowest priority first, ``scheduler``'s ordering), ``-o json`` (a report on
+stdout; the human lines then go to stderr), a live progress display only when stdout is a
+terminal, ``--uncordon-on-failure`` (kubernetes/kubernetes#37592) and, on timeout, a diagnosis
+of every blocking PodDisruptionBudget.
+
+Exit codes: 0 ok, 1 something failed at run time, 2 bad usage or input (nothing is cordoned or
+evicted then). kubectl exits 1 for usage errors too; the project's CLI rule wins here.
+
+Only click is imported at start-up: kubernetes-asyncio (and ``scheduler``, which pulls it in
+through quantities) is imported inside the commands, so ``evict --help`` stays fast.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import re
 import sys
+import time
+import traceback
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from evictor.client import Evictor
+    from evictor.drain import DrainHelper
+
+__all__ = ["main", "parse_go_duration"]
+
+T = TypeVar("T")
+
+_VERSION = "0.1.0"
+_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    print("evict: not yet available in this version", file=sys.stderr)
-    return 1
+class RuntimeFailure(Exception):
+    """A failure the user should read as one line; exit 1."""
+
+
+def parse_go_duration(text: str) -> float:
+    """Go's ``time.ParseDuration`` (``0``, ``90s``, ``1m30s``, ``500ms``) in seconds."""
+    s = text.strip()
+    if s in ("0", "+0", "-0"):
+        return 0.0
+    sign = 1.0
+    if s[:1] in "+-" and s:
+        sign = -1.0 if s[0] == "-" else 1.0
+        s = s[1:]
+    if not s:
+        raise ValueError(f'time: invalid duration "{text}"')
+    pos = 0
+    total = 0.0
+    while pos < len(s):
+        m = _DURATION_PART.match(s, pos)
+        if m is None:
+            if re.match(r"(\d+\.?\d*|\.\d+)$", s[pos:]):
+                raise ValueError(f'time: missing unit in duration "{text}"')
+            raise ValueError(f'time: invalid duration "{text}"')
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    return sign * total
+
+
+class _Duration(click.ParamType):  # type: ignore[type-arg,unused-ignore]
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float | int):
+            return float(value)
+        try:
+            return parse_go_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+DURATION = _Duration()
+
+
+@dataclass(slots=True)
+class Globals:
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    debug: bool = False
+
+
+@dataclass(slots=True)
+class Output:
+    """Where kubectl's lines go: stdout (or stderr with ``-o json``), and stderr."""
+
+    to_stderr: bool = False
+    live: Any = None
+    lines: list[str] = field(default_factory=list)
+
+    def out(self, line: str) -> None:
+        if self.live is not None:
+            self.live.console.print(line, markup=False, highlight=False)
+        else:
+            click.echo(line, err=self.to_stderr)
+
+    def err(self, line: str) -> None:
+        click.echo(line, err=True)
+
+
+def _fail(message: str) -> NoReturn:
+    raise RuntimeFailure(message)
+
+
+def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        return asyncio.run(coro)
+    except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
+        raise
+    except RuntimeFailure as exc:
+        if glob.debug:
+            traceback.print_exc()
+        text = str(exc)
+        click.echo(text if text.startswith("Error from server") else f"error: {text}", err=True)
+        sys.exit(1)
+    except Exception as exc:
+        if glob.debug:
+            traceback.print_exc()
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+async def _client(glob: Globals, concurrency: int = 50) -> Any:
+    """A configured ApiClient; bad kubeconfig or context is a usage error (exit 2)."""
+    from kubernetes_asyncio import client, config
+    from kubernetes_asyncio.config.config_exception import ConfigException
+
+    cfg = client.Configuration()
+    if glob.kubeconfig is not None and not os.path.isfile(glob.kubeconfig):
+        raise click.UsageError(f"stat {glob.kubeconfig}: no such file or directory")
+    try:
+        await config.load_kube_config(
+            config_file=glob.kubeconfig, context=glob.context, client_configuration=cfg
+        )
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
+        if glob.kubeconfig is None and glob.context is None:
+            try:
+                config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            except ConfigException:
+                raise click.UsageError(f"invalid configuration: {_one_line(exc)}") from None
+        else:
+            raise click.UsageError(f"invalid configuration: {_one_line(exc)}") from None
+    cfg.connection_pool_maxsize = max(concurrency + 16, 32)
+    return client.ApiClient(configuration=cfg)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _check_selector(flag: str, text: str) -> None:
+    from scheduler.labels import SelectorError, parse_label_selector
+
+    try:
+        parse_label_selector(text)
+    except SelectorError:
+        raise click.UsageError(
+            f"{flag}=<{flag.strip('-').replace('-', '_')}> must be a valid label selector"
+        ) from None
+
+
+def _dry_run(value: str) -> str:
+    v = value.lower()
+    if v in ("true", "false"):
+        click.echo(
+            f"W: --dry-run={v} is deprecated (boolean value) and can be replaced with "
+            f"--dry-run={'client' if v == 'true' else 'none'}.",
+            err=True,
+        )
+        return "client" if v == "true" else "none"
+    if v not in ("none", "client", "server"):
+        raise click.UsageError(
+            f'Invalid dry-run value ({value}). Must be "none", "server", or "client".'
+        )
+    return v
+
+
+def _suffix(dry_run: str) -> str:
+    return {"client": " (dry run)", "server": " (server dry run)"}.get(dry_run, "")
+
+
+def _aggregate(errors: list[str]) -> str:
+    """Go's ``utilerrors.NewAggregate(errs).Error()``."""
+    if len(errors) == 1:
+        return errors[0]
+    return "[" + ", ".join(errors) + "]"
+
+
+async def _resolve_nodes(
+    api: Any, names: tuple[str, ...], selector: str, chunk_size: int
+) -> list[dict[str, Any]]:
+    from kubernetes_asyncio import client
+
+    from evictor.transport import TransportError, call
+
+    core = client.CoreV1Api(api)
+    nodes: list[dict[str, Any]] = []
+    try:
+        if names:
+            for name in names:
+                resp = await call(core.read_node(name, _preload_content=False))
+                if resp.status == 404:
+                    _fail_server(resp)
+                if not resp.ok:
+                    _fail_server(resp)
+                nodes.append(resp.body)
+            return nodes
+        token = ""
+        while True:
+            kw: dict[str, Any] = {"label_selector": selector}
+            if chunk_size > 0:
+                kw["limit"] = chunk_size
+            if token:
+                kw["_continue"] = token
+            resp = await call(core.list_node(_preload_content=False, **kw))
+            if not resp.ok:
+                _fail_server(resp)
+            nodes.extend(resp.body.get("items") or [])
+            token = str((resp.body.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return nodes
+    except TransportError as exc:
+        _fail(f"unable to connect to the server: {exc}")
+
+
+def _fail_server(resp: Any) -> NoReturn:
+    from evictor.drain import _api_error
+
+    raise RuntimeFailure(_api_error(resp.status, resp.body, resp.message))
+
+
+# --- click -------------------------------------------------------------------------------------
+
+
+class _Group(click.Group):
+    """click's group, with every usage error as one ``error: ...`` line and exit 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except click.UsageError as exc:
+            hint = ""
+            if exc.ctx is not None:
+                hint = f" (see '{exc.ctx.command_path} --help')"
+            click.echo(f"error: {exc.format_message()}{hint}", err=True)
+            sys.exit(2)
+        except click.ClickException as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--kubeconfig",
+    default=None,
+    help="Path to the kubeconfig file (default $KUBECONFIG or ~/.kube/config).",
+)
+@click.option("--context", default=None, help="The name of the kubeconfig context to use.")
+@click.option("-n", "--namespace", default=None, help="Namespace of the pod for `evict pod`.")
+@click.option("--debug", is_flag=True, help="Show tracebacks of failures.")
+@click.version_option(_VERSION, "--version", prog_name="evict", message="%(prog)s %(version)s")
+@click.pass_context
+def main(
+    ctx: click.Context,
+    kubeconfig: str | None,
+    context: str | None,
+    namespace: str | None,
+    debug: bool,
+) -> None:
+    """Drain nodes and evict pods through the Eviction API, like kubectl drain but faster."""
+    ctx.obj = Globals(kubeconfig, context, namespace, debug)
+
+
+_node_selector = click.option(
+    "-l", "--selector", default="", help="Selector (label query) to filter on nodes."
+)
+_dry_run_opt = click.option(
+    "--dry-run",
+    default="none",
+    is_flag=False,
+    flag_value="client",
+    help='Must be "none", "server", or "client". A bare --dry-run means client.',
+)
+
+
+@main.command()
+@click.argument("nodes", nargs=-1)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Also evict pods without a controller (and pods of a missing DaemonSet).",
+)
+@click.option(
+    "--ignore-daemonsets",
+    is_flag=True,
+    help="Leave DaemonSet pods in place instead of refusing the drain.",
+)
+@click.option(
+    "--delete-emptydir-data",
+    is_flag=True,
+    help="Also evict pods with emptyDir volumes; their data is lost.",
+)
+@click.option(
+    "--grace-period",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="Seconds each pod gets to shut down; negative: the pod's own value.",
+)
+@click.option(
+    "--timeout",
+    type=DURATION,
+    default="0s",
+    show_default=True,
+    help="Give up on a node after this long (Go duration); 0s waits forever.",
+)
+@click.option("--pod-selector", default="", help="Only pods matching this label selector.")
+@_node_selector
+@click.option(
+    "--disable-eviction",
+    is_flag=True,
+    help="DELETE pods instead of evicting them; PodDisruptionBudgets are not checked.",
+)
+@click.option(
+    "--skip-wait-for-delete-timeout",
+    type=int,
+    default=0,
+    show_default=True,
+    help="N > 0: do not wait for pods deleted more than N seconds ago.",
+)
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=0),
+    default=500,
+    show_default=True,
+    help="Page size of node and pod lists; 0 lists everything at once.",
+)
+@_dry_run_opt
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="At most this many eviction requests in flight.",
+)
+@click.option(
+    "--order",
+    type=click.Choice(["none", "priority"]),
+    default="none",
+    show_default=True,
+    help="priority: evict lowest-priority pods first, one priority level at a time.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["", "json"]),
+    default="",
+    help="json: print a report of every pod on stdout (human lines go to stderr).",
+)
+@click.option(
+    "--uncordon-on-failure",
+    is_flag=True,
+    help="Uncordon nodes whose drain failed (kubectl leaves them cordoned).",
+)
+@click.pass_obj
+def drain(  # noqa: PLR0917 - click passes options positionally
+    glob: Globals,
+    nodes: tuple[str, ...],
+    force: bool,
+    ignore_daemonsets: bool,
+    delete_emptydir_data: bool,
+    grace_period: int,
+    timeout: float,
+    pod_selector: str,
+    selector: str,
+    disable_eviction: bool,
+    skip_wait_for_delete_timeout: int,
+    chunk_size: int,
+    dry_run: str,
+    concurrency: int,
+    order: str,
+    output: str,
+    uncordon_on_failure: bool,
+) -> None:
+    """Drain NODE(s) in preparation for maintenance: cordon, then evict their pods."""
+    if nodes and selector:
+        raise click.UsageError("cannot specify both a node name and a --selector option")
+    if not nodes and not selector:
+        raise click.UsageError("USAGE: drain NODE [flags]")
+    if pod_selector:
+        _check_selector("--pod-selector", pod_selector)
+    if selector:
+        _check_selector("--selector", selector)
+    mode = _dry_run(dry_run)
+    if timeout < 0:
+        raise click.UsageError("--timeout must not be negative")
+    opts = _DrainArgs(
+        nodes=nodes,
+        selector=selector,
+        force=force,
+        ignore_daemonsets=ignore_daemonsets,
+        delete_emptydir_data=delete_emptydir_data,
+        grace_period=grace_period,
+        timeout=timeout,
+        pod_selector=pod_selector,
+        disable_eviction=disable_eviction,
+        skip_wait=skip_wait_for_delete_timeout,
+        chunk_size=chunk_size,
+        dry_run=mode,
+        concurrency=concurrency,
+        order=order,
+        output=output,
+        uncordon_on_failure=uncordon_on_failure,
+    )
+    code = _run(glob, _drain(glob, opts))
+    sys.exit(code)
+
+
+@dataclass(slots=True)
+class _DrainArgs:
+    nodes: tuple[str, ...]
+    selector: str
+    force: bool
+    ignore_daemonsets: bool
+    delete_emptydir_data: bool
+    grace_period: int
+    timeout: float
+    pod_selector: str
+    disable_eviction: bool
+    skip_wait: int
+    chunk_size: int
+    dry_run: str
+    concurrency: int
+    order: str
+    output: str
+    uncordon_on_failure: bool
+
+
+async def _drain(glob: Globals, a: _DrainArgs) -> int:
+    from evictor.client import Evictor
+    from evictor.drain import DrainHelper, DrainOptions
+    from evictor.transport import TransportError
+
+    started = time.time()
+    io = Output(to_stderr=a.output == "json")
+    api = await _client(glob, a.concurrency)
+    async with api:
+        evictor = Evictor(api, concurrency=a.concurrency)
+        helper = DrainHelper(
+            evictor,
+            options=DrainOptions(
+                force=a.force,
+                ignore_daemonsets=a.ignore_daemonsets,
+                delete_emptydir_data=a.delete_emptydir_data,
+                skip_wait_for_delete_timeout=a.skip_wait,
+            ),
+            grace_period_seconds=a.grace_period,
+            timeout=a.timeout,
+            pod_selector=a.pod_selector,
+            disable_eviction=a.disable_eviction,
+            chunk_size=a.chunk_size,
+            dry_run=a.dry_run,
+            order=a.order,
+            out=io.out,
+            err=io.err,
+        )
+        try:
+            nodes = await _resolve_nodes(api, a.nodes, a.selector, a.chunk_size)
+            if not nodes:
+                io.err("No resources found")
+                return 0
+            names = [str(n["metadata"]["name"]) for n in nodes]
+            suffix = _suffix(a.dry_run)
+            report: dict[str, Any] = {"kind": "DrainReport", "nodes": []}
+            for node in nodes:
+                name = node["metadata"]["name"]
+                try:
+                    word = await helper.cordon(node, True)
+                    io.out(f"node/{name} {word}{suffix}")
+                except TransportError as exc:
+                    io.err(f'error: unable to cordon node "{name}": {exc}')
+            remaining: list[str] = []
+            fatal: list[str] = []
+            progress = _Progress.start(helper, evictor, io) if _use_progress(a) else None
+            try:
+                for name in names:
+                    node_report: dict[str, Any] = {"name": name, "drained": False}
+                    report["nodes"].append(node_report)
+                    first = len(helper.reports)
+                    errs = await _drain_node(helper, name, io, node_report)
+                    node_report["pods"] = [_pod_report(r, evictor) for r in helper.reports[first:]]
+                    if errs:
+                        io.err(
+                            f'error: unable to drain node "{name}" due to error: '
+                            f"{_aggregate(errs)}, continuing command..."
+                        )
+                        fatal.extend(errs)
+                        remaining.append(name)
+                        node_report["errors"] = errs
+                    else:
+                        node_report["drained"] = True
+                        io.out(f"node/{name} drained{suffix}")
+            finally:
+                if progress is not None:
+                    progress.stop()
+            if remaining:
+                io.err("There are pending nodes to be drained:")
+                for name in remaining:
+                    io.err(f" {name}")
+                if any(
+                    r.result is not None and r.result.outcome == "blocked_by_pdb"
+                    for r in helper.reports
+                ):
+                    for line in await _diagnose(helper, evictor):
+                        io.err(line)
+                if a.uncordon_on_failure:
+                    for name in remaining:
+                        try:
+                            word = await helper.cordon(name, False)
+                            io.out(f"node/{name} {word}{suffix}")
+                        except TransportError as exc:
+                            io.err(f'error: unable to uncordon node "{name}": {exc}')
+                if len(fatal) == 1:
+                    io.err(f"error: {fatal[0]}")
+                else:
+                    for e in fatal:
+                        io.err(e)
+            report["success"] = not remaining
+            report["seconds"] = round(time.time() - started, 3)
+            if a.output == "json":
+                click.echo(json.dumps(report, indent=2))
+            return 1 if remaining else 0
+        except TransportError as exc:
+            raise RuntimeFailure(f"unable to connect to the server: {exc}") from None
+        finally:
+            await evictor.close()
+
+
+async def _drain_node(
+    helper: DrainHelper, name: str, io: Output, node_report: dict[str, Any]
+) -> list[str]:
+    plan = await helper.get_pods_for_deletion(name)
+    errors = plan.errors()
+    warnings = plan.warnings()
+    if warnings:
+        node_report["warnings"] = warnings
+    if errors:
+        return errors
+    if warnings:
+        io.err(f"Warning: {warnings}")
+    errs = await helper.delete_or_evict_pods(plan.pods())
+    if errs:
+        pending = await helper.get_pods_for_deletion(name)
+        pods = pending.pods()
+        if pods:
+            io.err(
+                f'There are pending pods in node "{name}" when an error occurred: '
+                f"{_aggregate(errs)}"
+            )
+            for p in pods:
+                io.err(f"pod/{p.name}")
+        return [_aggregate(errs)] if len(errs) > 1 else errs
+    return []
+
+
+def _pod_report(rep: Any, evictor: Evictor) -> dict[str, Any]:
+    out: dict[str, Any] = {"namespace": rep.pod.namespace, "name": rep.pod.name, "uid": rep.pod.uid}
+    if rep.result is not None:
+        r = rep.result.to_dict()
+        out.update(
+            outcome=r["outcome"],
+            method=r["method"],
+            attempts=r["attempts"],
+            statusCode=r["statusCode"],
+            message=r["message"],
+        )
+        blocking = []
+        for pdb in rep.result.pdbs:
+            st = evictor.pdb_state(rep.pod.namespace, pdb)
+            blocking.append(st.to_dict() if st is not None else {"name": pdb})
+        out["pdbs"] = blocking
+    if rep.wait is not None:
+        out["deletion"] = rep.wait.state
+    out["seconds"] = round(max(rep.finished - rep.started, 0.0), 3)
+    return out
+
+
+async def _diagnose(helper: DrainHelper, evictor: Evictor) -> list[str]:
+    """Name each blocking PDB, why it is at zero, and the remedies."""
+    from kubernetes_asyncio import client
+
+    from evictor.transport import call
+
+    blocked: dict[tuple[str, str], list[str]] = {}
+    for rep in helper.reports:
+        res = rep.result
+        if res is None or res.outcome != "blocked_by_pdb":
+            continue
+        for pdb in res.pdbs or ("?",):
+            blocked.setdefault((res.namespace, pdb), []).append(res.name)
+    lines: list[str] = []
+    core = client.CoreV1Api(evictor.api_client)
+    for (ns, pdb), pods in blocked.items():
+        st = evictor.pdb_state(ns, pdb)
+        names = ", ".join(pods)
+        head = f"diagnosis: PodDisruptionBudget {ns}/{pdb} blocked {len(pods)} pod(s) ({names})"
+        if st is None:
+            lines.append(head)
+            continue
+        lines.append(
+            f"{head}: disruptionsAllowed={st.disruptions_allowed}, currentHealthy="
+            f"{st.current_healthy}, desiredHealthy={st.desired_healthy}, "
+            f"expectedPods={st.expected_pods}"
+        )
+        unhealthy: list[str] = []
+        if st.selector is not None:
+            try:
+                resp = await call(
+                    core.list_namespaced_pod(
+                        ns, label_selector=str(st.selector), _preload_content=False
+                    )
+                )
+                items = resp.body.get("items") or [] if resp.ok else []
+            except Exception:
+                items = []
+            for item in items:
+                conds = (item.get("status") or {}).get("conditions") or []
+                ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+                meta = item.get("metadata") or {}
+                if meta.get("deletionTimestamp"):
+                    unhealthy.append(f"{meta.get('name')} (terminating)")
+                elif not ready:
+                    phase = (item.get("status") or {}).get("phase") or "Unknown"
+                    unhealthy.append(f"{meta.get('name')} (not Ready, {phase})")
+        missing = st.desired_healthy - st.current_healthy
+        if unhealthy:
+            lines.append(f"  unhealthy pods selected by it: {', '.join(unhealthy)}")
+        if missing >= 0:
+            lines.append(
+                f"  it needs {st.desired_healthy} healthy pods and has {st.current_healthy}: "
+                f"{missing + 1 if missing >= 0 else 0} more must become Ready before one can go"
+            )
+        lines.append(
+            "  remedies: wait for replacement pods to become Ready (check their workload's "
+            "replicas and scheduling), relax the budget (minAvailable/maxUnavailable), set "
+            "unhealthyPodEvictionPolicy: AlwaysAllow for stuck unready pods, or delete the pod "
+            "(evict drain --disable-eviction) accepting the disruption"
+        )
+    return lines
+
+
+def _use_progress(a: _DrainArgs) -> bool:
+    return a.output != "json" and sys.stdout.isatty() and a.dry_run != "client"
+
+
+class _Progress:
+    """A rich live line under kubectl's output: done/total, blocked pods, next retry."""
+
+    def __init__(self, helper: DrainHelper, evictor: Evictor, io: Output) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self.helper = helper
+        self.evictor = evictor
+        self.io = io
+        self.live = Live(
+            get_renderable=self.render, console=Console(), refresh_per_second=4, transient=True
+        )
+
+    @classmethod
+    def start(cls, helper: DrainHelper, evictor: Evictor, io: Output) -> _Progress:
+        p = cls(helper, evictor, io)
+        p.live.start()
+        io.live = p.live
+        return p
+
+    def stop(self) -> None:
+        self.live.stop()
+        self.io.live = None
+
+    def render(self) -> Any:
+        from rich.text import Text
+
+        reps = self.helper.reports
+        done = sum(
+            1
+            for r in reps
+            if r.wait is not None
+            or (r.result is not None and r.wait is None and r.result.outcome != "evicted")
+        )
+        blocked: dict[str, int] = {}
+        next_retry: float | None = None
+        now = time.time()
+        for r in reps:
+            if r.result is None and r.blocked_by:
+                for pdb in r.blocked_by:
+                    blocked[pdb] = blocked.get(pdb, 0) + 1
+                if r.next_retry is not None:
+                    next_retry = (
+                        r.next_retry if next_retry is None else min(next_retry, r.next_retry)
+                    )
+        text = Text(f"{done}/{len(reps)} pods done")
+        if blocked:
+            parts = []
+            for pdb, n in blocked.items():
+                pod_ns = next((r.pod.namespace for r in reps if pdb in r.blocked_by), "")
+                st = self.evictor.pdb_state(pod_ns, pdb)
+                detail = (
+                    f" {st.current_healthy}/{st.desired_healthy} healthy" if st is not None else ""
+                )
+                parts.append(f"{n} blocked by PDB {pdb}{detail}")
+            text.append(" · " + ", ".join(parts), style="yellow")
+        if next_retry is not None:
+            text.append(f" · next retry in {max(next_retry - now, 0):.1f}s")
+        return text
+
+
+# --- cordon / uncordon -------------------------------------------------------------------------
+
+
+def _cordon_command(desired: bool) -> Callable[..., None]:
+    word = "cordon" if desired else "uncordon"
+
+    @click.argument("nodes", nargs=-1)
+    @_node_selector
+    @_dry_run_opt
+    @click.pass_obj
+    def command(glob: Globals, nodes: tuple[str, ...], selector: str, dry_run: str) -> None:
+        if nodes and selector:
+            raise click.UsageError("cannot specify both a node name and a --selector option")
+        if not nodes and not selector:
+            raise click.UsageError(f"USAGE: {word} NODE [flags]")
+        if selector:
+            _check_selector("--selector", selector)
+        mode = _dry_run(dry_run)
+        sys.exit(_run(glob, _cordon(glob, nodes, selector, desired=desired, dry_run=mode)))
+
+    command.__doc__ = (
+        "Mark NODE(s) as unschedulable." if desired else "Mark NODE(s) as schedulable."
+    )
+    return command
+
+
+async def _cordon(
+    glob: Globals, nodes: tuple[str, ...], selector: str, *, desired: bool, dry_run: str
+) -> int:
+    from evictor.client import Evictor
+    from evictor.drain import DrainHelper
+    from evictor.transport import TransportError
+
+    api = await _client(glob)
+    async with api:
+        helper = DrainHelper(Evictor(api), dry_run=dry_run)
+        found = await _resolve_nodes(api, nodes, selector, 500)
+        failed = False
+        for node in found:
+            name = node["metadata"]["name"]
+            try:
+                what = await helper.cordon(node, desired)
+                click.echo(f"node/{name} {what}{_suffix(dry_run)}")
+            except TransportError as exc:
+                click.echo(f"error: {exc}", err=True)
+                failed = True
+        if not found:
+            click.echo("No resources found", err=True)
+        return 1 if failed else 0
+
+
+main.command("cordon")(_cordon_command(True))
+main.command("uncordon")(_cordon_command(False))
+
+
+# --- evict pod ---------------------------------------------------------------------------------
+
+
+@main.command("pod")
+@click.argument("name")
+@click.option(
+    "--grace-period",
+    type=int,
+    default=-1,
+    show_default=True,
+    help="Seconds given to the pod to terminate gracefully; negative: the pod's own value.",
+)
+@click.option(
+    "--timeout",
+    type=DURATION,
+    default="0s",
+    show_default=True,
+    help="Give up after this long (retries and waiting); zero means infinite.",
+)
+@_dry_run_opt
+@click.option(
+    "--disable-eviction",
+    is_flag=True,
+    help="Delete the pod instead of evicting it (bypasses PodDisruptionBudgets).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["", "json"]),
+    default="",
+    help="json: print the result on stdout.",
+)
+@click.pass_obj
+def pod_cmd(  # noqa: PLR0917
+    glob: Globals,
+    name: str,
+    grace_period: int,
+    timeout: float,
+    dry_run: str,
+    disable_eviction: bool,
+    output: str,
+) -> None:
+    """Evict one pod NAME (in -n NAMESPACE), respecting its PodDisruptionBudget, and wait."""
+    mode = _dry_run(dry_run)
+    if timeout < 0:
+        raise click.UsageError("--timeout must not be negative")
+    ns = glob.namespace or "default"
+    sys.exit(
+        _run(
+            glob, _evict_pod(glob, ns, name, grace_period, timeout, mode, disable_eviction, output)
+        )
+    )
+
+
+async def _evict_pod(  # noqa: PLR0917
+    glob: Globals,
+    namespace: str,
+    name: str,
+    grace_period: int,
+    timeout: float,
+    dry_run: str,
+    disable_eviction: bool,
+    output: str,
+) -> int:
+    from evictor.client import Evictor
+    from evictor.drain import DrainHelper
+    from evictor.transport import TransportError
+
+    io = Output(to_stderr=output == "json")
+    api = await _client(glob)
+    async with api:
+        evictor = Evictor(api)
+        helper = DrainHelper(
+            evictor,
+            grace_period_seconds=grace_period,
+            timeout=timeout,
+            disable_eviction=disable_eviction,
+            dry_run=dry_run,
+            out=io.out,
+            err=io.err,
+        )
+        try:
+            raw = await evictor.read_pod(namespace, name)
+            if raw is None:
+                _fail(f'pods "{name}" not found')
+            from scheduler.objects import InvalidObject, Pod
+
+            try:
+                pod = Pod.from_dict(raw)
+            except InvalidObject as exc:
+                _fail(str(exc))
+            errs = await helper.delete_or_evict_pods([pod])
+        except TransportError as exc:
+            raise RuntimeFailure(f"unable to connect to the server: {exc}") from None
+        finally:
+            await evictor.close()
+        if output == "json":
+            rep = [_pod_report(r, evictor) for r in helper.reports]
+            click.echo(json.dumps(rep[0] if rep else {}, indent=2))
+        for e in errs:
+            io.err(f"error: {e}")
+        return 1 if errs else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,0 +1,595 @@
+"""Drain planning (pure) and the drain helper (I/O), after kubectl's ``pkg/drain``.
+
+``get_pods_for_deletion`` runs kubectl's filter chain on every pod of a node, in kubectl's order
+— skip deleted, DaemonSet, mirror, local storage, unreplicated, then any extra filters — and
+stops at the first filter that says "do not delete"; the status of the *last* filter that ran
+is the pod's status. That reproduces two kubectl quirks on purpose: the "deleting Pods with
+local storage" warning and the orphaned-DaemonSet NotFound warning are overwritten by a later
+filter's "okay", so kubectl never prints them. Completed pods (Succeeded/Failed) always pass the
+DaemonSet, local-storage and unreplicated filters (kubernetes/kubernetes#26080).
+
+Unlike kubectl ≤ 1.34, a controller of kind DaemonSet counts as a DaemonSet only when its
+apiVersion is in the ``apps`` group (newer kubectl checks the group too).
+
+``DrainHelper`` lists a node's pods (paged with ``chunk_size``), resolves DaemonSet owners,
+plans, then evicts (or deletes) and waits, reporting kubectl's lines through callbacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evictor.listener import EvictionListener
+from scheduler.objects import InvalidObject, Pod
+
+if TYPE_CHECKING:
+    from evictor.client import Evictor, WaitOutcome
+    from evictor.result import EvictionResult
+
+__all__ = [
+    "DAEMONSET_FATAL",
+    "DAEMONSET_WARNING",
+    "LOCAL_STORAGE_FATAL",
+    "LOCAL_STORAGE_WARNING",
+    "MIRROR_POD_ANNOTATION",
+    "UNMANAGED_FATAL",
+    "UNMANAGED_WARNING",
+    "DrainHelper",
+    "DrainOptions",
+    "OwnerLookupError",
+    "PodDelete",
+    "PodDeleteList",
+    "PodDeleteStatus",
+    "StatusType",
+    "get_pods_for_deletion",
+    "go_duration",
+    "order_by_priority",
+]
+
+log = logging.getLogger("evictor.drain")
+
+DAEMONSET_FATAL = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
+DAEMONSET_WARNING = "ignoring DaemonSet-managed Pods"
+LOCAL_STORAGE_FATAL = "Pods with local storage (use --delete-emptydir-data to override)"
+LOCAL_STORAGE_WARNING = "deleting Pods with local storage"
+UNMANAGED_FATAL = "Pods that declare no controller (use --force to override)"
+UNMANAGED_WARNING = "deleting Pods that declare no controller"
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+_TERMINAL = ("Succeeded", "Failed")
+
+
+class StatusType(enum.StrEnum):
+    OKAY = "Okay"
+    SKIP = "Skip"
+    WARNING = "Warning"
+    ERROR = "Error"
+
+
+@dataclass(frozen=True, slots=True)
+class PodDeleteStatus:
+    delete: bool
+    reason: StatusType
+    message: str = ""
+
+    @classmethod
+    def okay(cls) -> PodDeleteStatus:
+        return cls(True, StatusType.OKAY)
+
+    @classmethod
+    def skip(cls) -> PodDeleteStatus:
+        return cls(False, StatusType.SKIP)
+
+    @classmethod
+    def warning(cls, delete: bool, message: str) -> PodDeleteStatus:
+        return cls(delete, StatusType.WARNING, message)
+
+    @classmethod
+    def error(cls, message: str) -> PodDeleteStatus:
+        return cls(False, StatusType.ERROR, message)
+
+
+PodFilter = Callable[[Pod], PodDeleteStatus]
+
+
+class OwnerLookupError(Exception):
+    """Looking up a DaemonSet failed for a reason other than NotFound (fatal for the pod)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DrainOptions:
+    force: bool = False
+    ignore_daemonsets: bool = False
+    delete_emptydir_data: bool = False
+    skip_wait_for_delete_timeout: int = 0
+    additional_filters: tuple[PodFilter, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodDelete:
+    pod: Pod
+    status: PodDeleteStatus
+
+
+@dataclass(slots=True)
+class PodDeleteList:
+    items: list[PodDelete] = field(default_factory=list)
+
+    def pods(self) -> list[Pod]:
+        return [i.pod for i in self.items if i.status.delete]
+
+    def _grouped(self, reason: StatusType) -> dict[str, list[str]]:
+        groups: dict[str, list[str]] = {}
+        for i in self.items:
+            if i.status.reason is reason:
+                msg = i.status.message
+                if reason is StatusType.ERROR and not msg:
+                    msg = "unexpected error"
+                groups.setdefault(msg, []).append(i.pod.key)
+        return groups
+
+    def warnings(self) -> str:
+        """``msg: ns/a, ns/b; msg2: ...`` as kubectl prints after ``Warning:``."""
+        return "; ".join(
+            f"{msg}: {', '.join(keys)}" for msg, keys in self._grouped(StatusType.WARNING).items()
+        )
+
+    def errors(self) -> list[str]:
+        """One ``cannot delete <msg>: ns/a, ns/b`` per distinct message, in pod order."""
+        return [
+            f"cannot delete {msg}: {', '.join(keys)}"
+            for msg, keys in self._grouped(StatusType.ERROR).items()
+        ]
+
+
+def _is_daemonset_ref(api_version: str, kind: str) -> bool:
+    return (
+        kind == "DaemonSet"
+        and api_version.split("/", maxsplit=1)[0] == "apps"
+        and "/" in api_version
+    )
+
+
+def get_pods_for_deletion(
+    pods: Iterable[Pod],
+    *,
+    options: DrainOptions,
+    owner_exists: Callable[[str, str], bool],
+    now: float,
+) -> PodDeleteList:
+    """Run kubectl's filter chain on each pod; see the module docstring.
+
+    ``owner_exists(namespace, name)`` says whether a DaemonSet exists; it raises
+    ``OwnerLookupError`` when that cannot be known (the pod is then a blocking error).
+    """
+
+    def skip_deleted(pod: Pod) -> PodDeleteStatus:
+        skip = options.skip_wait_for_delete_timeout
+        if (
+            skip > 0
+            and pod.deletion_timestamp is not None
+            and int(now - pod.deletion_timestamp) > skip
+        ):
+            return PodDeleteStatus.skip()
+        return PodDeleteStatus.okay()
+
+    def daemonset(pod: Pod) -> PodDeleteStatus:
+        ref = pod.controller_ref()
+        if ref is None or not _is_daemonset_ref(ref.api_version, ref.kind):
+            return PodDeleteStatus.okay()
+        if pod.phase in _TERMINAL:
+            return PodDeleteStatus.okay()
+        try:
+            exists = owner_exists(pod.namespace, ref.name)
+        except OwnerLookupError as exc:
+            return PodDeleteStatus.error(str(exc))
+        if not exists:
+            message = f'daemonsets.apps "{ref.name}" not found'
+            if options.force:
+                return PodDeleteStatus.warning(True, message)
+            return PodDeleteStatus.error(message)
+        if not options.ignore_daemonsets:
+            return PodDeleteStatus.error(DAEMONSET_FATAL)
+        return PodDeleteStatus.warning(False, DAEMONSET_WARNING)
+
+    def mirror(pod: Pod) -> PodDeleteStatus:
+        if MIRROR_POD_ANNOTATION in pod.annotations:
+            return PodDeleteStatus.skip()
+        return PodDeleteStatus.okay()
+
+    def local_storage(pod: Pod) -> PodDeleteStatus:
+        if not any(v.source == "emptyDir" for v in pod.volumes):
+            return PodDeleteStatus.okay()
+        if pod.phase in _TERMINAL:
+            return PodDeleteStatus.okay()
+        if not options.delete_emptydir_data:
+            return PodDeleteStatus.error(LOCAL_STORAGE_FATAL)
+        return PodDeleteStatus.warning(True, LOCAL_STORAGE_WARNING)
+
+    def unreplicated(pod: Pod) -> PodDeleteStatus:
+        if pod.phase in _TERMINAL:
+            return PodDeleteStatus.okay()
+        if pod.controller_ref() is not None:
+            return PodDeleteStatus.okay()
+        if options.force:
+            return PodDeleteStatus.warning(True, UNMANAGED_WARNING)
+        return PodDeleteStatus.error(UNMANAGED_FATAL)
+
+    chain: tuple[PodFilter, ...] = (
+        skip_deleted,
+        daemonset,
+        mirror,
+        local_storage,
+        unreplicated,
+        *options.additional_filters,
+    )
+    out = PodDeleteList()
+    for pod in pods:
+        status = PodDeleteStatus.okay()
+        for f in chain:
+            status = f(pod)
+            if not status.delete:
+                break
+        out.items.append(PodDelete(pod, status))
+    return out
+
+
+def order_by_priority(pods: Sequence[Pod], *, now: float | None = None) -> list[list[Pod]]:
+    """Groups of equal priority, lowest first; inside a group the least important first.
+
+    Importance is ``scheduler``'s ``more_important_pod`` (priority, then earlier start).
+    """
+    from functools import cmp_to_key
+
+    from scheduler.preemption.core import more_important_pod
+
+    def cmp(a: Pod, b: Pod) -> int:
+        if more_important_pod(a, b, now=now):
+            return 1
+        if more_important_pod(b, a, now=now):
+            return -1
+        return 0
+
+    ordered = sorted(pods, key=cmp_to_key(cmp))
+    groups: list[list[Pod]] = []
+    for pod in ordered:
+        if groups and groups[-1][0].priority == pod.priority:
+            groups[-1].append(pod)
+        else:
+            groups.append([pod])
+    return groups
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go's ``time.Duration.String`` prints it (``5s``, ``1m0s``, ``250ms``)."""
+    if seconds <= 0:
+        return "0s"
+    if seconds < 1:
+        ms = round(seconds * 1000, 3)
+        return f"{ms:g}ms"
+    total = round(seconds, 3)
+    h, rest = divmod(total, 3600)
+    m, s = divmod(rest, 60)
+    s_text = f"{round(s, 3):g}s"
+    if h:
+        return f"{int(h)}h{int(m)}m{s_text}"
+    if m:
+        return f"{int(m)}m{s_text}"
+    return s_text
+
+
+# --- I/O ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PodReport:
+    pod: Pod
+    result: EvictionResult | None = None
+    wait: WaitOutcome | None = None
+    started: float = 0.0
+    finished: float = 0.0
+    attempts: int = 0
+    blocked_by: tuple[str, ...] = ()
+    next_retry: float | None = None
+    last_message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        if self.result is None:
+            return False
+        if not self.result.ok:
+            return False
+        return self.wait is None or self.wait.state in ("deleted", "skipped")
+
+
+class DrainHelper:
+    """kubectl's ``drain.Helper`` on top of an ``Evictor``.
+
+    ``out`` and ``err`` receive whole lines (stdout and stderr in the CLI). ``dry_run`` is
+    ``none``, ``client`` or ``server``; ``timeout`` 0 means no deadline (kubectl's default).
+    """
+
+    def __init__(
+        self,
+        evictor: Evictor,
+        *,
+        options: DrainOptions | None = None,
+        grace_period_seconds: int = -1,
+        timeout: float = 0.0,
+        pod_selector: str = "",
+        disable_eviction: bool = False,
+        chunk_size: int = 500,
+        dry_run: str = "none",
+        order: str = "none",
+        out: Callable[[str], None] = lambda _line: None,
+        err: Callable[[str], None] = lambda _line: None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.evictor = evictor
+        self.options = options or DrainOptions()
+        self.grace_period_seconds = grace_period_seconds
+        self.timeout = timeout
+        self.pod_selector = pod_selector
+        self.disable_eviction = disable_eviction
+        self.chunk_size = chunk_size
+        self.dry_run = dry_run
+        self.order = order
+        self.out = out
+        self.err = err
+        self.clock = clock
+        self.reports: list[PodReport] = []
+
+    @property
+    def _suffix(self) -> str:
+        return {"client": " (dry run)", "server": " (server dry run)"}.get(self.dry_run, "")
+
+    # --- cordon -------------------------------------------------------------------------------
+
+    async def cordon(self, node: Mapping[str, Any] | str, desired: bool) -> str:
+        """Set ``spec.unschedulable``; returns kubectl's word for what happened."""
+        from kubernetes_asyncio import client
+
+        from evictor.transport import TransportError, call
+
+        core = client.CoreV1Api(self.evictor.api_client)
+        if isinstance(node, str):
+            resp = await call(core.read_node(node, _preload_content=False))
+            if not resp.ok:
+                raise TransportError(_api_error(resp.status, resp.body, resp.message))
+            node = resp.body
+        assert isinstance(node, Mapping)
+        name = str((node.get("metadata") or {}).get("name", ""))
+        current = bool((node.get("spec") or {}).get("unschedulable", False))
+        word = "cordoned" if desired else "uncordoned"
+        if current == desired:
+            return f"already {word}"
+        if self.dry_run != "client":
+            kw: dict[str, Any] = {"dry_run": "All"} if self.dry_run == "server" else {}
+            patch = {"spec": {"unschedulable": True if desired else None}}
+            resp = await call(core.patch_node(name, patch, _preload_content=False, **kw))
+            if not resp.ok:
+                raise TransportError(_api_error(resp.status, resp.body, resp.message))
+        return word
+
+    # --- listing and planning -----------------------------------------------------------------
+
+    async def list_pods(self, node_name: str) -> list[dict[str, Any]]:
+        from kubernetes_asyncio import client
+
+        from evictor.transport import TransportError, call
+
+        core = client.CoreV1Api(self.evictor.api_client)
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            kw: dict[str, Any] = {"field_selector": f"spec.nodeName={node_name}"}
+            if self.pod_selector:
+                kw["label_selector"] = self.pod_selector
+            if self.chunk_size > 0:
+                kw["limit"] = self.chunk_size
+            if token:
+                kw["_continue"] = token
+            resp = await call(core.list_pod_for_all_namespaces(_preload_content=False, **kw))
+            if not resp.ok or not isinstance(resp.body, dict):
+                raise TransportError(_api_error(resp.status, resp.body, resp.message))
+            items.extend(i for i in resp.body.get("items") or [] if isinstance(i, dict))
+            token = str((resp.body.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return items
+
+    async def get_pods_for_deletion(self, node_name: str) -> PodDeleteList:
+        from kubernetes_asyncio import client
+
+        from evictor.transport import call
+
+        pods: list[Pod] = []
+        for raw in await self.list_pods(node_name):
+            try:
+                pods.append(Pod.from_dict(raw))
+            except InvalidObject as exc:  # malformed objects are logged and skipped
+                log.warning("skipping malformed pod: %s", exc)
+        owners = {
+            (p.namespace, ref.name)
+            for p in pods
+            if (ref := p.controller_ref()) is not None
+            and _is_daemonset_ref(ref.api_version, ref.kind)
+            and p.phase not in _TERMINAL
+        }
+        apps = client.AppsV1Api(self.evictor.api_client)
+        found: dict[tuple[str, str], bool | str] = {}
+
+        async def lookup(ns: str, name: str) -> None:
+            try:
+                resp = await call(apps.read_namespaced_daemon_set(name, ns, _preload_content=False))
+            except Exception as exc:
+                found[(ns, name)] = str(exc)
+                return
+            if resp.ok:
+                found[(ns, name)] = True
+            elif resp.status == 404:
+                found[(ns, name)] = False
+            else:
+                found[(ns, name)] = _api_error(resp.status, resp.body, resp.message)
+
+        await asyncio.gather(*(lookup(ns, n) for ns, n in owners))
+
+        def owner_exists(ns: str, name: str) -> bool:
+            v = found.get((ns, name), False)
+            if isinstance(v, str):
+                raise OwnerLookupError(v)
+            return v
+
+        return get_pods_for_deletion(
+            pods, options=self.options, owner_exists=owner_exists, now=self.clock()
+        )
+
+    # --- evicting -----------------------------------------------------------------------------
+
+    async def delete_or_evict_pods(self, pods: Sequence[Pod]) -> list[str]:
+        """Evict (or delete) and wait; kubectl's lines go to ``out``/``err``; returns errors."""
+        if not pods:
+            return []
+        if self.dry_run == "client":
+            for pod in pods:
+                self.out(f"evicting pod {pod.key}{self._suffix}")
+            return []
+        deadline = self.clock() + self.timeout if self.timeout > 0 else None
+        groups = order_by_priority(pods) if self.order == "priority" else [list(pods)]
+        errors: list[str] = []
+        for group in groups:
+            errors.extend(await self._evict_group(group, deadline))
+        return errors
+
+    async def _evict_group(self, pods: Sequence[Pod], deadline: float | None) -> list[str]:
+        from evictor.result import Outcome
+
+        use_delete = self.disable_eviction or await self.evictor.eviction_version() is None
+        verb = "deleted" if use_delete else "evicted"
+        server_dry = self.dry_run == "server"
+        errors: list[str] = []
+        reports = {pod.key: PodReport(pod, started=self.clock()) for pod in pods}
+        self.reports.extend(reports.values())
+        self.evictor.listener = _Lines(self, reports, use_delete=use_delete)
+        timeout_text = go_duration(self.timeout)
+
+        async def one(pod: Pod) -> None:
+            rep = reports[pod.key]
+            if use_delete:
+                res = await self.evictor.delete(
+                    pod.namespace,
+                    pod.name,
+                    grace_period_seconds=self._grace(),
+                    dry_run=server_dry,
+                    expected_uid=pod.uid or None,
+                    deadline=deadline,
+                )
+            else:
+                res = await self.evictor.evict(
+                    pod.namespace,
+                    pod.name,
+                    grace_period_seconds=self._grace(),
+                    dry_run=server_dry,
+                    expected_uid=pod.uid or None,
+                    deadline=deadline,
+                )
+            rep.result = res
+            rep.finished = self.clock()
+            if res.outcome is Outcome.ERROR:
+                if res.message.startswith("global timeout reached"):
+                    msg = f"global timeout reached: {timeout_text}"
+                else:
+                    msg = res.message
+                what = "deleting" if use_delete else "evicting"
+                errors.append(f'error when {what} pods/"{pod.name}" -n "{pod.namespace}": {msg}')
+            elif res.outcome is Outcome.BLOCKED_BY_PDB:
+                errors.append(
+                    f'error when evicting pods/"{pod.name}" -n "{pod.namespace}": '
+                    f"global timeout reached: {timeout_text}"
+                )
+
+        await asyncio.gather(*(one(p) for p in pods))
+        if server_dry:
+            return errors
+        to_wait = [
+            r.pod
+            for r in reports.values()
+            if r.result is not None and r.result.outcome is Outcome.EVICTED
+        ]
+
+        def done(pod: Any, outcome: WaitOutcome) -> None:
+            rep = reports[f"{pod.namespace}/{pod.name}"]
+            rep.wait = outcome
+            rep.finished = self.clock()
+            if outcome.state == "deleted":
+                self.out(f"pod/{pod.name} {verb}")
+            elif outcome.state == "skipped":
+                self.out(outcome.message)
+
+        if to_wait:
+            results = await self.evictor.wait_for_deletion(
+                to_wait,
+                deadline=deadline,
+                skip_wait_for_delete_timeout=self.options.skip_wait_for_delete_timeout,
+                on_done=done,
+            )
+            for (ns, name), outcome in results.items():
+                if outcome.state == "timeout":
+                    errors.append(
+                        f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
+                        f"global timeout reached: {timeout_text}"
+                    )
+                elif outcome.state == "error":
+                    errors.append(
+                        f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
+                        f"{outcome.message}"
+                    )
+        return errors
+
+    def _grace(self) -> int | None:
+        return self.grace_period_seconds if self.grace_period_seconds >= 0 else None
+
+
+class _Lines(EvictionListener):
+    """Evictor hooks printing kubectl's per-attempt lines and keeping progress state."""
+
+    def __init__(
+        self, helper: DrainHelper, reports: Mapping[str, PodReport], *, use_delete: bool
+    ) -> None:
+        super().__init__()
+        self.helper = helper
+        self.reports = reports
+        self.use_delete = use_delete
+
+    def attempt(self, namespace: str, name: str, attempt: int) -> None:
+        rep = self.reports.get(f"{namespace}/{name}")
+        if rep is not None:
+            rep.attempts = attempt
+            rep.next_retry = None
+        if not self.use_delete:
+            self.helper.out(f"evicting pod {namespace}/{name}{self.helper._suffix}")
+
+    def retry(self, result: EvictionResult, wait: float) -> None:
+        rep = self.reports.get(f"{result.namespace}/{result.name}")
+        if rep is not None:
+            rep.blocked_by = result.pdbs
+            rep.next_retry = self.helper.clock() + wait
+            rep.last_message = result.message
+        what = "deleting" if self.use_delete else "evicting"
+        self.helper.err(
+            f'error when {what} pods/"{result.name}" -n "{result.namespace}" '
+            f"(will retry after {go_duration(wait)}): {result.message}"
+        )
+
+
+def _api_error(status: int, body: Any, message: str) -> str:
+    """kubectl's ``Error from server (Reason): message`` for a failed call."""
+    reason = body.get("reason") if isinstance(body, Mapping) else ""
+    if reason:
+        return f"Error from server ({reason}): {message}"
+    return f"Error from server: {message or status}"

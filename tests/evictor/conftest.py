@@ -1,0 +1,197 @@
+"""Builders for kubesim states, and ``evict`` run as a real subprocess against a kubesim.
+
+The tests model what workload controllers will do once kubesim runs them (replacement pods,
+budgets reopening) with kubesim's fault injection (``recreateAfterDelete``) and ``pin_pdb``; with
+the living cluster the same tests can drop those faults and rely on the controllers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubesim.sim import Simulator
+
+EVICT = str(Path(sys.executable).with_name("evict"))
+
+
+def node(
+    name: str, *, unschedulable: bool = False, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"unschedulable": unschedulable} if unschedulable else {},
+        "status": {
+            "capacity": {"cpu": "64", "memory": "256Gi", "pods": "500"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def replicaset(name: str, *, namespace: str = "default", replicas: int = 3) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"{name}-uid"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+def daemonset(name: str, *, namespace: str = "kube-system") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"{name}-uid"},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "agent"}]},
+            },
+        },
+    }
+
+
+def pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    node_name: str = "node-1",
+    app: str | None = None,
+    owner: tuple[str, str, str] | None = ("apps/v1", "ReplicaSet", "web"),
+    phase: str = "Running",
+    ready: bool = True,
+    empty_dir: bool = False,
+    annotations: dict[str, str] | None = None,
+    priority: int | None = None,
+    grace: int | None = None,
+    uid: str | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or str(uuid.uuid4()),
+        "labels": {"app": app or (owner[2] if owner else name)},
+    }
+    if owner is not None:
+        api_version, kind, owner_name = owner
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": owner_name,
+                "uid": f"{owner_name}-uid",
+                "controller": True,
+            }
+        ]
+    if annotations:
+        meta["annotations"] = annotations
+    spec: dict[str, Any] = {"nodeName": node_name, "containers": [{"name": "c", "image": "x"}]}
+    if empty_dir:
+        spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    if priority is not None:
+        spec["priority"] = priority
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": phase, "conditions": conditions},
+    }
+
+
+def pdb(
+    name: str,
+    *,
+    namespace: str = "default",
+    app: str | None = None,
+    min_available: int | None = None,
+    max_unavailable: int | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selector": {"matchLabels": {"app": app or name}}}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def pin(
+    sim: Simulator,
+    name: str,
+    allowed: int,
+    *,
+    namespace: str = "default",
+    healthy: int = 3,
+    desired: int = 3,
+) -> dict[str, Any]:
+    """Freeze a PDB's status at ``allowed`` disruptions (observed generation up to date)."""
+    current = sim.get("PodDisruptionBudget", namespace, name)
+    assert current is not None
+    generation = current["metadata"].get("generation", 1)
+    return sim.pin_pdb(
+        namespace,
+        name,
+        {
+            "observedGeneration": generation,
+            "disruptionsAllowed": allowed,
+            "currentHealthy": healthy,
+            "desiredHealthy": desired,
+            "expectedPods": healthy,
+        },
+    )
+
+
+async def wait_until(predicate: Any, *, timeout: float = 5.0, step: float = 0.01) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(step)
+
+
+@dataclass
+class Evict:
+    """``evict`` as users run it: a subprocess with KUBECONFIG pointing at the kubesim."""
+
+    sim: Simulator
+
+    async def __call__(self, *args: str, timeout: float = 60) -> tuple[int, str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+        env["KUBECONFIG"] = str(self.sim.kubeconfig_path)
+        proc = await asyncio.create_subprocess_exec(
+            EVICT,
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        return proc.returncode or 0, out.decode(), err.decode()
+
+
+def lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
