@@ -171,9 +171,7 @@ def _str_map(field_name: str, value: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in value.items():
         if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, str | int | float):
-            raise ConfigError(
-                f"{_label(field_name)}[{k}]", f"must be a string value, got {v!r}"
-            )
+            raise ConfigError(f"{_label(field_name)}[{k}]", f"must be a string value, got {v!r}")
         out[k] = str(v)
     return out
 
@@ -416,7 +414,9 @@ def load_config(
     enforce_raw = raw.get("enforceNodeAllocatable", ["pods"])
     if isinstance(enforce_raw, str):
         enforce_raw = [v.strip() for v in enforce_raw.split(",") if v.strip()]
-    if not isinstance(enforce_raw, list | tuple) or not all(isinstance(v, str) for v in enforce_raw):
+    if not isinstance(enforce_raw, list | tuple) or not all(
+        isinstance(v, str) for v in enforce_raw
+    ):
         raise ConfigError(
             _label("enforceNodeAllocatable"), f"must be a list of strings, got {enforce_raw!r}"
         )
