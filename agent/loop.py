@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -348,11 +348,8 @@ def _first_observed(manager: EvictionManager, threshold: Threshold | None) -> fl
     return manager.thresholds_first_observed_at.get(threshold)
 
 
-async def psi_wakeups(loop: EvictionLoop, events: AsyncIterator[Any] | Iterable[Any]) -> None:
+async def psi_wakeups(loop: EvictionLoop, events: AsyncIterable[Any]) -> None:
     """Wake the loop for every PSI event (``PressureMonitor`` iterates them)."""
-    if isinstance(events, AsyncIterator):
-        async for _ in events:
-            loop.wake("psi")
-    else:
-        for _ in events:
+    async for event in events:
+        if getattr(event, "reason", "") != "gone":
             loop.wake("psi")
