@@ -82,7 +82,7 @@ class PodInformer:
         self.watch_timeout = watch_timeout
         self.request_timeout = request_timeout
         self.backoff = backoff or tenacity.wait_exponential_jitter(
-            initial=0.2, max=10.0, jitter=0.5
+            multiplier=0.2, max=10.0, jitter=0.5
         )
         self.on_change = on_change
         self.pods: dict[str, PodEntry] = {}

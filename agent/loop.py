@@ -96,7 +96,7 @@ class EvictionLoop:
         fast_check: Callable[[], dict[str, Any]] | None = None,
         fast_check_interval: float = 0.1,
         cleanup_timeout: float = 30.0,
-        hard_action_timeout: float = 15.0,
+        hard_action_timeout: float = 5.0,
         soft_action_timeout: float = 300.0,
         on_sync: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.time,
