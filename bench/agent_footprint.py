@@ -18,19 +18,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kubesim
 
-import kubesim  # noqa: E402
-from agent_reaction import NODE, FakeNodeCgroup, pod_manifest  # noqa: E402
+
+def _reaction_module() -> Any:
+    # the fake node cgroup is shared with agent_reaction.py (bench/ is not a package)
+    path = Path(__file__).resolve().parent / "agent_reaction.py"
+    spec = importlib.util.spec_from_file_location("agent_reaction", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_R = _reaction_module()
+NODE, FakeNodeCgroup, pod_manifest = _R.NODE, _R.FakeNodeCgroup, _R.pod_manifest
 
 MIB = 1 << 20
 

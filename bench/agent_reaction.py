@@ -160,6 +160,12 @@ def sample_crossing(node: FakeNodeCgroup, capacity: int, stop: threading.Event) 
     return None
 
 
+def _sample_into(
+    out: list[float | None], node: FakeNodeCgroup, capacity: int, stop: threading.Event
+) -> None:
+    out.append(sample_crossing(node, capacity, stop))
+
+
 def delete_time(sim: Simulator, name: str) -> float | None:
     for r in sim.requests.filter(verb="delete", resource="pods", name=name):
         return r.time
@@ -210,7 +216,7 @@ async def bench(runs: int, capacity_mib: int) -> list[float]:
                 stop = threading.Event()
                 crossing: list[float | None] = []
                 sampler = threading.Thread(
-                    target=lambda: crossing.append(sample_crossing(node, capacity, stop))
+                    target=_sample_into, args=(crossing, node, capacity, stop)
                 )
                 sampler.start()
                 hog = start_hog(cg, rate_mib=200, max_mib=capacity_mib - 40)
