@@ -58,7 +58,7 @@ class Agent:
         use_psi: bool = True,
         notifier: Notifier | None = None,
         cleanup_timeout: float = 30.0,
-        fast_check_interval: float = 0.1,
+        fast_check_interval: float = 0.2,
         watch_timeout: int = 300,
     ) -> None:
         self.config = config
@@ -69,8 +69,9 @@ class Agent:
         self.use_psi = use_psi
         self.informer = PodInformer(api_client, config.node_name, watch_timeout=watch_timeout)
         self.collector: Any = None
+        node_stats: StatsFunc | None = None
         if stats is None:
-            stats, default_fast = self._default_stats()
+            stats, default_fast, node_stats = self._default_stats()
             fast_check = fast_check or default_fast
         self.manager = EvictionManager(config.manager_config(), WallClock())
         self.actions = Actions(
@@ -83,6 +84,7 @@ class Agent:
             self.manager,
             stats=stats,
             pods=self.informer.active_pods,
+            node_stats=node_stats,
             actions=self.actions,
             cleanup=self.informer,
             metrics=self.metrics,
@@ -98,7 +100,9 @@ class Agent:
         self._ready_sent = False
         self._psi: Any = None
 
-    def _default_stats(self) -> tuple[StatsFunc, Callable[[], dict[str, Any]]]:
+    def _default_stats(
+        self,
+    ) -> tuple[StatsFunc, Callable[[], dict[str, Any]], StatsFunc | None]:
         from agent.sources import KubeletSummaryConfig, Roots, SourceConfig, SummaryCollector
 
         cfg = self.config
@@ -126,7 +130,15 @@ class Agent:
             result: dict[str, Any] = collector.collect(only={"memory", "systemContainers"})
             return result
 
-        return collector.get_summary, fast
+        async def node_only() -> dict[str, Any]:
+            result: dict[str, Any] = collector.collect(
+                only={"memory", "fs", "runtime", "rlimit", "systemContainers"}
+            )
+            return result
+
+        # With the kubelet's summary, pods carry ephemeral-storage stats the core checks on
+        # every sync (local-storage limits): then every sync reads everything.
+        return collector.get_summary, fast, (None if kubelet is not None else node_only)
 
     # --- state ---------------------------------------------------------------------------------
 

@@ -19,6 +19,13 @@ eviction of a pod with a long grace period block hard evictions for hours
   until the informer sees it terminating or gone); a failed attempt is retried by a later sync
   with fresh stats, so an unreachable API server delays an eviction but never duplicates one;
 - nothing a sync can raise stops the loop.
+
+Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
+was active last sync, a sync may read the node-level figures alone (``node_stats``) — the
+decision is the same (no threshold met → nothing to rank or evict), and 110 pod cgroups are not
+read every second. The first sync and any sync with a met threshold read everything. The caller
+passes ``node_stats`` only when pods carry no stats the core checks on every sync (ephemeral
+storage from the kubelet's summary for the local-storage limit pass).
 """
 
 from __future__ import annotations
@@ -89,12 +96,13 @@ class EvictionLoop:
         *,
         stats: Callable[[], Awaitable[dict[str, Any]]],
         pods: Callable[[], list[Pod]],
+        node_stats: Callable[[], Awaitable[dict[str, Any]]] | None = None,
         actions: ActionRunner,
         cleanup: CleanupWaiter | None = None,
         metrics: AgentMetrics | None = None,
         interval: float = 1.0,
         fast_check: Callable[[], dict[str, Any]] | None = None,
-        fast_check_interval: float = 0.1,
+        fast_check_interval: float = 0.2,
         cleanup_timeout: float = 30.0,
         hard_action_timeout: float = 5.0,
         soft_action_timeout: float = 300.0,
@@ -103,6 +111,7 @@ class EvictionLoop:
     ) -> None:
         self.manager = manager
         self.stats_source = stats
+        self.node_stats = node_stats
         self.pods = pods
         self.actions = actions
         self.cleanup = cleanup
@@ -210,11 +219,7 @@ class EvictionLoop:
 
     async def _sync(self, trigger: str) -> list[ActionResult]:
         began = time.perf_counter()
-        raw = await self.stats_source()
-        try:
-            summary = Summary.from_dict(raw)
-        except SummaryError as exc:
-            raise RuntimeError(f"stats summary invalid: {exc}") from exc
+        summary = await self._read_stats()
         active_pods = self._active_pods()
         decisions = self.manager.synchronize(summary, active_pods)
         self.stats.syncs += 1
@@ -255,6 +260,19 @@ class EvictionLoop:
                 *(self.cleanup.wait_gone(uid, self.cleanup_timeout) for uid in hard_uids)
             )
         return results
+
+    async def _read_stats(self) -> Summary:
+        """Fresh stats; node-level only while nothing is met (see ``node_stats``)."""
+        if (
+            self.node_stats is not None
+            and self.manager.last_sync is not None
+            and not self.manager.thresholds_met
+        ):
+            summary = _parse(await self.node_stats())
+            observations, _ = make_signal_observations(summary)
+            if not thresholds_met(self.manager.thresholds, observations, False):
+                return summary
+        return _parse(await self.stats_source())
 
     async def _soft_eviction(self, decision: EvictionDecision, summary: Summary) -> None:
         result = await self._act(decision, summary, hard=False)
@@ -332,6 +350,13 @@ class EvictionLoop:
         first = _first_observed(self.manager, decision.threshold)
         if first is not None:
             m.reaction_latency.labels(decision.signal).observe(max(result.requested_at - first, 0))
+
+
+def _parse(raw: dict[str, Any]) -> Summary:
+    try:
+        return Summary.from_dict(raw)
+    except SummaryError as exc:
+        raise RuntimeError(f"stats summary invalid: {exc}") from exc
 
 
 def _observation_time(manager: EvictionManager, signal: str) -> float | None:

@@ -159,3 +159,39 @@ async def test_hard_threshold_does_not_wait_behind_a_slow_soft_eviction() -> Non
     # the hard eviction replaced the hanging soft one on the same (first-ranked) pod
     assert [(n, h) for n, h, _ in actions.calls][:2] == [("p0", False), ("p0", True)]
     assert "p0" in loop.evicted
+
+
+async def test_node_level_reads_until_a_threshold_is_met() -> None:
+    node = Node({"p0": 100 * MI, "p1": 100 * MI})
+    reads = {"full": 0, "node": 0}
+
+    async def full() -> dict[str, Any]:
+        reads["full"] += 1
+        return await node.stats()
+
+    async def node_only() -> dict[str, Any]:
+        reads["node"] += 1
+        data = await node.stats()
+        data["pods"] = []
+        return data
+
+    actions = Actions(node)
+    loop = EvictionLoop(
+        manager(evictionHard={"memory.available": "500Mi"}),
+        stats=full,
+        node_stats=node_only,
+        pods=node.active,
+        actions=actions,
+        interval=0.02,
+    )
+    task = asyncio.create_task(loop.run())
+    try:
+        await until(lambda: loop.stats.syncs >= 10)
+        assert reads["full"] == 1  # the first sync only
+        node.usage["p1"] = 600 * MI
+        await until(lambda: bool(actions.calls))
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert reads["full"] >= 2
+    assert actions.calls[0][0] == "p0"  # ranked with full pod stats
