@@ -79,7 +79,7 @@ def build_event(
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
         "metadata": {
-            "name": f"{pod.name[:200]}.{time.time_ns():x}",
+            "name": f"{pod.name[:200].rstrip('-.') or 'pod'}.{time.time_ns():x}",
             "namespace": pod.namespace,
             "annotations": dict(decision.annotations),
         },

@@ -290,3 +290,51 @@ async def test_broken_stats_never_crash_or_evict(sim: Simulator) -> None:
     finally:
         await stop(agent, api)
     assert agent.loop.stats.syncs >= 1
+
+
+async def test_eviction_api_soft_eviction_then_event(sim: Simulator) -> None:
+    fake = FakeNode(sim, usage={**USAGE, "default/a": 10 * MI, "default/b": 10 * MI})
+    cfg = config(
+        evictionMode="eviction-api",
+        evictionHard={"memory.available": "100Mi"},
+        evictionSoft={"memory.available": "500Mi"},
+        evictionSoftGracePeriod={"memory.available": "0.1s"},
+        evictionMaxPodGracePeriod=5,
+    )
+    agent, api = await start(sim, fake, cfg)
+    try:
+        await until(lambda: agent.ready()[0])
+        fake.usage["default/c"] = 500 * MI
+        await until(lambda: sim.get("Pod", "default", "c") is None, timeout=15)
+        await asyncio.sleep(0.3)
+    finally:
+        await stop(agent, api)
+    accepted = [
+        r for r in sim.requests.filter(verb="create", subresource="eviction") if r.code == 201
+    ]
+    assert [r.name for r in accepted] == ["c"]
+    assert accepted[0].body["deleteOptions"]["gracePeriodSeconds"] == 5
+    assert pod_deletes(sim) == []  # PDB-respecting path only
+    events = sim.requests.filter(verb="create", resource="events")
+    assert [(e.body["regarding"]["name"], e.code) for e in events] == [("c", 201)]
+    assert events[0].time > accepted[0].time  # written once the eviction was accepted
+
+
+async def test_node_conditions_of_our_own_types(sim: Simulator) -> None:
+    fake = FakeNode(sim, usage={**USAGE, "default/a": 10 * MI, "default/b": 10 * MI})
+    agent, api = await start(sim, fake, config(nodeConditions=True, dryRun=False))
+
+    def condition(kind: str) -> str | None:
+        node = sim.get("Node", "", "node-1") or {}
+        for c in (node.get("status") or {}).get("conditions") or []:
+            if c["type"] == kind:
+                return str(c["status"])
+        return None
+
+    try:
+        await until(lambda: condition("NodePressureAgentMemoryPressure") == "False")
+        fake.usage["default/c"] = 700 * MI
+        await until(lambda: condition("NodePressureAgentMemoryPressure") == "True")
+    finally:
+        await stop(agent, api)
+    assert condition("MemoryPressure") is None  # the kubelet's own type is never touched
