@@ -172,7 +172,12 @@ class Actions:
         if self.dry_run:
             log.info(
                 "dry run: would evict pod",
-                extra={**extra, "grace": grace, "message": decision.message, "mode": self.mode},
+                extra={
+                    **extra,
+                    "grace": grace,
+                    "eviction_message": decision.message,
+                    "mode": self.mode,
+                },
             )
             return ActionResult("dry_run", grace_period_seconds=grace)
         if self.mode == "eviction-api":

@@ -8,6 +8,7 @@ crash, no pod evicted twice, and the eviction carried out once the API is back.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -140,7 +141,10 @@ async def test_evicts_in_kubelet_order_one_pod_per_sync_with_condition_and_event
     assert agent.metrics.evictions.labels("memory.available", "evicted")._value.get() == 2
 
 
-async def test_dry_run_writes_nothing_and_counts(sim: Simulator) -> None:
+async def test_dry_run_writes_nothing_and_counts(
+    sim: Simulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agent")  # the log path runs too
     fake = FakeNode(sim, usage=USAGE)
     agent, api = await start(sim, fake, config(dryRun=True))
     try:
@@ -152,6 +156,7 @@ async def test_dry_run_writes_nothing_and_counts(sim: Simulator) -> None:
     count = agent.metrics.evictions.labels("memory.available", "dry_run")._value.get()
     assert count >= 3
     assert {d.pod.name for d in agent.loop.stats.decisions} == {"a"}
+    assert "dry run: would evict pod" in caplog.text
 
 
 async def test_api_unreachable_then_back_evicts_once(sim: Simulator) -> None:
