@@ -60,6 +60,7 @@ class Agent:
         cleanup_timeout: float = 30.0,
         fast_check_interval: float = 0.2,
         watch_timeout: int = 300,
+        startup_timeout: float = 5.0,
     ) -> None:
         self.config = config
         self.api_client = api_client
@@ -67,6 +68,7 @@ class Agent:
         self.notifier = notifier or Notifier()
         self.serve_http = serve_http
         self.use_psi = use_psi
+        self.startup_timeout = startup_timeout
         self.informer = PodInformer(api_client, config.node_name, watch_timeout=watch_timeout)
         self.collector: Any = None
         node_stats: StatsFunc | None = None
@@ -184,6 +186,9 @@ class Agent:
             host, port = self.config.listen
             self._runner, self.http_port = await start_http(app, host, port)
         self._tasks.append(asyncio.create_task(self.informer.run(), name="pod-informer"))
+        # The first sync should see the node's pods; with the API down, protect the node anyway.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.informer.synced.wait(), self.startup_timeout)
         if self.use_psi:
             await self._start_psi()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="eviction-loop"))

@@ -144,3 +144,67 @@ def test_rank_rejects_unknown_signal(tmp_path: Path) -> None:
 def test_version() -> None:
     code, out, _ = run("--version")
     assert code == 0 and "eviction-agent" in out
+
+
+async def test_run_serves_probes_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    import asyncio
+    import signal
+    import socket
+
+    import aiohttp
+
+    import kubesim
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+    async with kubesim.serve(state=node, time_scale=0.01) as sim:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "agent",
+            "run",
+            "--node-name",
+            "n1",
+            "--kubeconfig",
+            str(sim.kubeconfig_path),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--proc-root",
+            str(tmp_path),
+            "--cgroup-root",
+            str(tmp_path),
+            "--kubelet-root",
+            str(tmp_path),
+            "--runtime-root",
+            str(tmp_path),
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            ready = False
+            async with aiohttp.ClientSession() as session:
+                for _ in range(300):
+                    await asyncio.sleep(0.1)
+                    try:
+                        async with session.get(f"http://127.0.0.1:{port}/readyz") as r:
+                            if r.status == 200:
+                                ready = True
+                                break
+                    except aiohttp.ClientError:
+                        continue
+                assert ready
+                async with session.get(f"http://127.0.0.1:{port}/metrics") as r:
+                    assert "eviction_agent_syncs_total" in await r.text()
+            proc.send_signal(signal.SIGTERM)
+            rc = await asyncio.wait_for(proc.wait(), 15)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        assert rc == 0
+        assert proc.stderr is not None
+        logs = [json.loads(line) for line in (await proc.stderr.read()).decode().splitlines()]
+        assert any(line["msg"] == "agent ready" for line in logs)
+        listed = sim.requests.filter(verb="list", resource="pods")
+        assert listed and listed[0].query["fieldSelector"] == ["spec.nodeName=n1"]
