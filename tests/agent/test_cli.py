@@ -208,3 +208,50 @@ async def test_run_serves_probes_and_stops_cleanly_on_sigterm(tmp_path: Path) ->
         assert any(line["msg"] == "agent ready" for line in logs)
         listed = sim.requests.filter(verb="list", resource="pods")
         assert listed and listed[0].query["fieldSelector"] == ["spec.nodeName=n1"]
+
+
+async def test_rank_with_pods_from_the_api(tmp_path: Path) -> None:
+    import asyncio
+
+    import kubesim
+    from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
+
+    state = "\n---\n".join(
+        [
+            NODES,
+            pod("low", priority=0, request="10Mi"),
+            pod("high", priority=100, request="10Mi"),
+            pod("crit", priority=2000000000),
+        ]
+    )
+    async with kubesim.serve(state=state, time_scale=0.01) as sim:
+        fake = FakeNode(
+            sim, usage={"default/low": 50 * MI, "default/high": 500 * MI, "default/crit": 900 * MI}
+        )
+        stats = tmp_path / "summary.json"
+        stats.write_text(json.dumps(fake.summary()))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "agent",
+            "rank",
+            "--node-name",
+            "node-1",
+            "--kubeconfig",
+            str(sim.kubeconfig_path),
+            "--stats-file",
+            str(stats),
+            "-o",
+            "json",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    report = json.loads(out)
+    assert report["podSource"] == "API, pods bound to node-1"
+    rows = report["pods"]
+    # all exceed their requests: priority decides, lowest first; critical stays in the ranking
+    assert [r["pod"]["name"] for r in rows] == ["low", "high", "crit"]
+    assert rows[0]["reason"] == "before default/high: lower priority"
+    assert rows[2]["skipped"] == "critical pod: never evicted"

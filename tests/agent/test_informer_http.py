@@ -7,6 +7,7 @@ import io
 import json
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -148,3 +149,51 @@ async def test_metrics_healthz_readyz_and_json_logs(sim: Simulator) -> None:
     evicting = next(line for line in lines if line["msg"] == "evicting pod")
     assert evicting["pod"] == {"name": "a", "namespace": "default"}
     assert {"ts", "v", "msg"} <= evicting.keys() and evicting["v"] == 0
+
+
+async def test_sd_notify_ready_after_first_sync_and_watchdog(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    import os
+    import socket
+
+    from agent.systemd import Notifier
+
+    path = f"{tmp_path}/notify.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(path)
+    server.setblocking(False)
+    notifier = Notifier(
+        {"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": str(os.getpid())}
+    )
+    fake = FakeNode(sim, usage={"default/a": 10 * MI})
+    cfg = load_config({"housekeepingInterval": "50ms", "nodeName": "node-1"})
+    api = sim.api_client()
+    agent = Agent(
+        cfg,
+        api_client=api,
+        stats=fake.get_summary,
+        use_psi=False,
+        serve_http=False,
+        notifier=notifier,
+    )
+    messages: list[str] = []
+    try:
+        await agent.start()
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            try:
+                while True:
+                    messages.append(server.recv(4096).decode())
+            except BlockingIOError:
+                pass
+            if any(m.startswith("READY=1") for m in messages) and messages.count("WATCHDOG=1") >= 2:
+                break
+    finally:
+        await agent.stop()
+        await api.close()
+        server.close()
+    ready = [m for m in messages if m.startswith("READY=1")]
+    assert len(ready) == 1 and "STATUS=watching 1 pods" in ready[0]
+    assert messages.count("WATCHDOG=1") >= 2
+    assert agent.loop.stats.syncs >= 1
