@@ -157,6 +157,8 @@ class Actions:
                 evictor = Evictor(api_client)
         self.evictor = evictor
         self._node_conditions: dict[str, bool] = {}
+        # UIDs whose Evicted event was written: a retried eviction does not repeat it.
+        self._evented: dict[str, float] = {}
 
     # --- one decision --------------------------------------------------------------------------
 
@@ -214,6 +216,9 @@ class Actions:
             Outcome.ALREADY_GONE: "already_gone",
             Outcome.POD_REPLACED: "already_gone",
         }.get(result.outcome, "failed")
+        if outcome == "evicted" and event and not event_ok:
+            # the API came back while the delete was retried: record the eviction after all
+            event_ok = await self.write_event(decision)
         return ActionResult(
             outcome, "delete", result.message, grace, event_ok, condition_ok, requested
         )
@@ -268,8 +273,11 @@ class Actions:
         return await call(make(_preload_content=False, _request_timeout=self.request_timeout))
 
     async def write_event(self, decision: EvictionDecision) -> bool:
-        body = build_event(decision, node_name=self.node_name, now=self.clock())
         pod = decision.pod
+        if pod.uid and pod.uid in self._evented:
+            return True
+        now = self.clock()
+        body = build_event(decision, node_name=self.node_name, now=now)
         try:
             resp = await self._raw(
                 lambda **kw: self._events.create_namespaced_event(pod.namespace, body, **kw)
@@ -283,6 +291,11 @@ class Actions:
                 extra={"pod": pod_ref(pod), "err": f"{resp.status} {resp.message}"},
             )
             return False
+        if pod.uid:
+            for uid, at in list(self._evented.items()):
+                if now - at > 3600:
+                    del self._evented[uid]
+            self._evented[pod.uid] = now
         return True
 
     async def write_condition(self, decision: EvictionDecision) -> int | None:

@@ -182,6 +182,10 @@ async def test_api_unreachable_then_back_evicts_once(sim: Simulator) -> None:
     ]
     assert [r.name for r in accepted] == ["b"]
     assert sim.get("Pod", "default", "a") is not None
+    events = [
+        r for r in sim.requests.filter(verb="create", resource="events") if 200 <= r.code < 300
+    ]
+    assert [e.body["regarding"]["name"] for e in events] == ["b"]  # one Event, not per retry
 
 
 async def test_watch_cut_resumes_and_still_evicts(sim: Simulator) -> None:
