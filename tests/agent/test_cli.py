@@ -255,3 +255,31 @@ async def test_rank_with_pods_from_the_api(tmp_path: Path) -> None:
     assert [r["pod"]["name"] for r in rows] == ["low", "high", "crit"]
     assert rows[0]["reason"] == "before default/high: lower priority"
     assert rows[2]["skipped"] == "critical pod: never evicted"
+
+
+def test_runtime_failure_exit_1_and_debug_traceback(tmp_path: Path) -> None:
+    import socket
+
+    from kubesim.kubeconfig import write_kubeconfig
+
+    kubeconfig = write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        args = [
+            "run",
+            "--node-name",
+            "n1",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--proc-root",
+            str(tmp_path),
+        ]
+        code, _, err = run(*args)
+        assert code == 1
+        assert err.startswith("error: ") and "Traceback" not in err
+        code, _, err = run("--debug", *args)
+        assert code == 1 and "Traceback" in err
