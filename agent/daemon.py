@@ -177,10 +177,7 @@ class Agent:
         if self.serve_http:
             app = make_app(
                 self.metrics,
-                healthy=health_from(
-                    lambda: self.loop.stats.last_sync_at,
-                    max(30.0, 10 * self.config.housekeeping_interval),
-                ),
+                healthy=health_from(lambda: self.loop.stats.last_sync_at, self._stall_limit()),
                 ready=self.ready,
             )
             host, port = self.config.listen
@@ -209,10 +206,17 @@ class Agent:
         )
         return self
 
+    def _stall_limit(self) -> float:
+        # a sync may legitimately block for one hard eviction and its bounded cleanup wait
+        return (
+            max(30.0, 10 * self.config.housekeeping_interval)
+            + self.loop.cleanup_timeout
+            + self.loop.hard_action_timeout
+        )
+
     def health(self) -> tuple[bool, str]:
         last = self.loop.stats.last_sync_at
-        limit = max(30.0, 10 * self.config.housekeeping_interval)
-        if last and time.time() - last > limit:
+        if last and time.time() - last > self._stall_limit():
             return False, "loop stalled"
         return True, ""
 

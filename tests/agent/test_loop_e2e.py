@@ -347,3 +347,23 @@ async def test_node_conditions_of_our_own_types(sim: Simulator) -> None:
     finally:
         await stop(agent, api)
     assert condition("MemoryPressure") is None  # the kubelet's own type is never touched
+
+
+async def test_api_server_restart_cuts_the_watch_and_eviction_follows(sim: Simulator) -> None:
+    fake = FakeNode(sim, usage={**USAGE, "default/a": 10 * MI, "default/b": 10 * MI})
+    agent, api = await start(sim, fake, config())
+    try:
+        await until(lambda: agent.ready()[0])
+        await sim.stop()  # connection refused; the established watch is cut
+        fake.usage["default/c"] = 700 * MI
+        await until(lambda: agent.informer.failures >= 1)
+        await asyncio.sleep(1.0)
+        assert agent.loop.stats.errors == 0  # syncs go on; only the API calls fail
+        await sim.start()
+        await until(lambda: sim.get("Pod", "default", "c") is None, timeout=20)
+        await asyncio.sleep(0.5)
+    finally:
+        await stop(agent, api)
+    accepted = [r for r in sim.requests.filter(verb="delete", resource="pods") if r.code == 200]
+    assert [r.name for r in accepted] == ["c"]
+    assert agent.informer.connected
