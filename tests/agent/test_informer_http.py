@@ -197,3 +197,31 @@ async def test_sd_notify_ready_after_first_sync_and_watchdog(
     assert len(ready) == 1 and "STATUS=watching 1 pods" in ready[0]
     assert messages.count("WATCHDOG=1") >= 2
     assert agent.loop.stats.syncs >= 1
+
+
+def test_health_reports_a_stalled_loop() -> None:
+    import time
+
+    from agent.http import health_from
+
+    assert health_from(lambda: 0.0, 10)() == (True, "")  # not started yet
+    assert health_from(lambda: time.time(), 10)() == (True, "")
+    ok, why = health_from(lambda: time.time() - 100, 10)()
+    assert not ok and "last sync" in why
+
+
+def test_json_formatter_errors_and_references() -> None:
+    record = logging.LogRecord("agent.x", logging.ERROR, __file__, 1, "eviction failed", (), None)
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        import sys
+
+        record.exc_info = sys.exc_info()
+    record.pod = {"name": "p", "namespace": "ns"}
+    out = json.loads(JsonFormatter().format(record))
+    assert out["msg"] == "eviction failed" and out["v"] == 0 and out["level"] == "error"
+    assert out["err"] == "boom" and "ValueError" in out["stacktrace"]
+    assert out["pod"] == {"name": "p", "namespace": "ns"}
+    debug = logging.LogRecord("agent.x", logging.DEBUG, __file__, 1, "detail", (), None)
+    assert json.loads(JsonFormatter().format(debug))["v"] == 4
