@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -78,8 +79,11 @@ class LoopStats:
 
     syncs: int = 0
     errors: int = 0
-    decisions: list[EvictionDecision] = field(default_factory=list)
-    results: list[tuple[EvictionDecision, ActionResult]] = field(default_factory=list)
+    # the latest decisions and results only: a daemon in dry run decides every second
+    decisions: deque[EvictionDecision] = field(default_factory=lambda: deque(maxlen=1000))
+    results: deque[tuple[EvictionDecision, ActionResult]] = field(
+        default_factory=lambda: deque(maxlen=1000)
+    )
     last_sync_at: float = 0.0
     last_error: str = ""
 
