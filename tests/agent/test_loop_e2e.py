@@ -115,6 +115,9 @@ async def test_evicts_in_kubelet_order_one_pod_per_sync_with_condition_and_event
     # a (over request, priority 0) before b (over request, priority 1000); c is under its
     # request and, once a and b are gone, memory is back above the threshold.
     assert pod_deletes(sim) == ["a", "b"]
+    delete = sim.requests.filter(verb="delete", resource="pods", name="a")[0]
+    assert delete.body["gracePeriodSeconds"] == 1  # hard threshold: the kubelet's 1 s
+    assert delete.body["preconditions"]["uid"]  # never a same-name replacement
     assert sim.get("Pod", "default", "c") is not None
     assert sim.get("Pod", "kube-system", "crit") is not None
     assert sim.get("Pod", "default", "other") is not None
