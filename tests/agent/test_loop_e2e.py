@@ -256,9 +256,8 @@ async def test_429_storm_in_eviction_api_mode(sim: Simulator) -> None:
         assert sim.get("Pod", "default", "b") is not None
         # Hard threshold: one eviction, 429, then delete — at once, not behind the soft retries.
         fake.usage["default/b"] = 800 * MI
-        t0 = time.monotonic()
+        # the soft attempt keeps retrying for 5 min; the hard one does not wait for it
         await until(lambda: sim.get("Pod", "default", "b") is None, timeout=10)
-        assert time.monotonic() - t0 < 5
         await asyncio.sleep(0.3)
     finally:
         await stop(agent, api)

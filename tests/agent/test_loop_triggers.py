@@ -92,10 +92,8 @@ async def test_fast_memory_check_wakes_a_sync_between_intervals() -> None:
     try:
         await until(lambda: loop.stats.syncs == 1)
         node.usage["p1"] = 600 * MI
-        t0 = time.monotonic()
-        await until(lambda: bool(actions.calls), timeout=5)
+        await until(lambda: bool(actions.calls), timeout=5)  # the interval is 60 s
         assert actions.calls[0][0] == "p0"  # both exceed requests: lower priority first
-        assert actions.calls[0][2] - t0 < 1.0  # not the 60 s interval
         assert loop.metrics is None and loop.stats.syncs == 2
     finally:
         task.cancel()
@@ -149,10 +147,8 @@ async def test_hard_threshold_does_not_wait_behind_a_slow_soft_eviction() -> Non
         await until(lambda: bool(actions.calls))
         await asyncio.sleep(0.2)
         assert [(n, h) for n, h, _ in actions.calls] == [("p0", False)]  # no second soft
-        t0 = time.monotonic()
         node.usage["p2"] = 400 * MI  # available 24Mi: hard threshold
-        await until(lambda: len(actions.calls) >= 2, timeout=2)
-        assert actions.calls[1][2] - t0 < 0.5
+        await until(lambda: len(actions.calls) >= 2, timeout=2)  # the soft one hangs for 1 h
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
