@@ -205,3 +205,50 @@ def test_langle_map_round_trips(entries: dict[str, str]) -> None:
     text = ",".join(f"{k}<{v}" for k, v in entries.items())
     assert parse_langle_map(text) == entries
     assert parse_map(text.replace("<", "=")) == entries
+
+
+_SIGNALS = st.sampled_from(
+    [
+        "memory.available",
+        "nodefs.available",
+        "nodefs.inodesFree",
+        "imagefs.available",
+        "imagefs.inodesFree",
+        "pid.available",
+    ]
+)
+_QUANTITY = st.builds(
+    lambda n, unit: f"{n}{unit}",
+    st.integers(1, 10**6),
+    st.sampled_from(["", "Ki", "Mi", "Gi", "k"]),
+)
+_PERCENT = st.builds(lambda n: f"{n}%", st.integers(1, 99))
+
+
+@given(st.dictionaries(_SIGNALS, st.one_of(_QUANTITY, _PERCENT), min_size=1))
+def test_valid_hard_maps_load_one_threshold_per_entry(entries: dict[str, str]) -> None:
+    cfg = load_config({"evictionHard": entries, "enforceNodeAllocatable": []}, env={})
+    assert sorted(t.signal for t in cfg.thresholds) == sorted(entries)
+    assert all(t.grace_period == 0 for t in cfg.thresholds)
+
+
+@given(
+    st.dictionaries(_SIGNALS, st.one_of(_QUANTITY, _PERCENT), max_size=3),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz.", min_size=1, max_size=20),
+)
+def test_an_unknown_signal_is_always_named(entries: dict[str, str], bad: str) -> None:
+    if bad in {
+        "memory.available",
+        "allocatableMemory.available",
+        "nodefs.available",
+        "nodefs.inodesFree",
+        "imagefs.available",
+        "imagefs.inodesFree",
+        "containerfs.available",
+        "containerfs.inodesFree",
+        "pid.available",
+    }:
+        return
+    with pytest.raises(ConfigError) as info:
+        load_config({"evictionHard": {**entries, bad: "1Gi"}}, env={})
+    assert bad in str(info.value)
