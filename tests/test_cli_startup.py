@@ -23,7 +23,8 @@ COMMANDS = [
     ("kubesim.cli", ["wait", "--help"], "KUBECONFIG"),
     ("evictor.cli", ["--help"], "drain"),
     ("evictor.cli", ["drain", "--help"], "--disable-eviction"),
-    ("agent.cli", ["--help"], "Not available yet"),
+    ("agent.cli", ["--help"], "check-config"),
+    ("agent.cli", ["run", "--help"], "--eviction-hard"),
 ]
 
 HEAVY = ("kubernetes_asyncio", "kubernetes", "aiohttp", "rich")

@@ -1,0 +1,386 @@
+"""Carrying out one eviction decision against the API, as the kubelet's ``evictPod`` does.
+
+The kubelet (spec §6) refuses critical pods, records a Warning Event ``Evicted`` with the
+annotations ``offending_containers``/``offending_containers_usage``/``starved_resource``, then
+kills the pod and writes ``DisruptionTarget`` (reason ``TerminationByKubelet``) with the same
+message. The agent is not the kubelet, so it works through the API:
+
+- ``--eviction-mode=delete`` (default, the kubelet's semantics — PodDisruptionBudgets are not
+  consulted): Event, then the ``DisruptionTarget`` condition through ``pods/status`` (reason
+  ``TerminationByNodePressureAgent``, so dashboards can tell who evicted), then DELETE with a UID
+  precondition (a same-name replacement is never hit) and the decision's grace period.
+- ``--eviction-mode=eviction-api``: soft evictions go through the Eviction API, so PDBs are
+  respected (the API server adds its own DisruptionTarget condition; the Event is written after the
+  eviction is accepted, so a budget that blocks for hours does not leave a false "Evicted"). Under a
+  hard threshold one Eviction is tried and a 429 falls back to the delete path — a node running out
+  of memory does not wait for a budget.
+
+Grace: the kubelet's raw override (1 s hard; soft ``min(evictionMaxPodGracePeriod, pod TGPS)``)
+goes through the pod worker's rules (``effective_grace_period_seconds``): 0 means the pod's own
+grace (30 s if unset) and anything below 1 becomes 1 — so ``--eviction-max-pod-grace-period=0``
+gives soft evictions the pod's full grace and a negative value gives 1 s (#118172).
+
+A failed Event or condition write is logged and never stops the eviction. ``--dry-run`` writes
+nothing. Every write goes through ``evictor`` or one bounded request here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from agent.eviction import EvictionDecision, effective_grace_period_seconds
+from agent.eviction.pods import is_critical_pod
+from agent.eviction.preference import is_eviction_forbidden
+from agent.informer import pod_ref
+from scheduler.objects import Pod
+
+__all__ = [
+    "DISRUPTION_REASON",
+    "NODE_CONDITION_PREFIX",
+    "REPORTING_CONTROLLER",
+    "ActionResult",
+    "Actions",
+    "build_event",
+    "micro_time",
+]
+
+log = logging.getLogger(__name__)
+
+REPORTING_CONTROLLER: Final = "node-pressure-evictor.io/eviction-agent"
+DISRUPTION_REASON: Final = "TerminationByNodePressureAgent"
+NODE_CONDITION_PREFIX: Final = "NodePressureAgent"
+EVENT_ACTION: Final = "Evict"
+_NOTE_LIMIT: Final = 1024
+
+
+def micro_time(ts: float) -> str:
+    """``metav1.MicroTime`` as RFC 3339 with microseconds."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build_event(
+    decision: EvictionDecision, *, node_name: str, now: float, uid: str = ""
+) -> dict[str, Any]:
+    """An ``events.k8s.io/v1`` Event that kube-apiserver's validation accepts."""
+    pod = decision.pod
+    note = decision.message
+    if len(note.encode()) > _NOTE_LIMIT:
+        note = note.encode()[: _NOTE_LIMIT - 3].decode(errors="ignore") + "..."
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{pod.name[:200].rstrip('-.') or 'pod'}.{time.time_ns():x}",
+            "namespace": pod.namespace,
+            "annotations": dict(decision.annotations),
+        },
+        "eventTime": micro_time(now),
+        "reportingController": REPORTING_CONTROLLER,
+        "reportingInstance": f"eviction-agent-{node_name}"[:128],
+        "action": EVENT_ACTION,
+        "reason": decision.reason or "Evicted",
+        "type": "Warning",
+        "note": note,
+        "regarding": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": pod.namespace,
+            "name": pod.name,
+            "uid": uid or pod.uid,
+        },
+        "related": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    """How one decision ended.
+
+    ``outcome``: ``evicted`` (delete or eviction accepted), ``already_gone``, ``dry_run``,
+    ``refused`` (critical / ``never``), ``blocked`` (PDB, eviction-api soft), ``failed``.
+    """
+
+    outcome: str
+    method: str = ""
+    message: str = ""
+    grace_period_seconds: int = 0
+    event_written: bool = False
+    condition_written: bool = False
+    requested_at: float = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.outcome in ("evicted", "already_gone")
+
+
+class Actions:
+    """Writes for one node. ``evictor`` is an ``evictor.client.Evictor`` over the same client."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        node_name: str,
+        mode: str = "delete",
+        dry_run: bool = False,
+        evictor: Any = None,
+        request_timeout: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if mode not in ("delete", "eviction-api"):
+            raise ValueError(f"eviction mode {mode!r}: must be delete or eviction-api")
+        self.node_name = node_name
+        self.mode = mode
+        self.dry_run = dry_run
+        self.request_timeout = request_timeout
+        self.clock = clock
+        self.api_client = api_client
+        self._core: Any = None
+        self._events: Any = None
+        if api_client is not None:
+            from kubernetes_asyncio import client
+
+            self._core = client.CoreV1Api(api_client)
+            self._events = client.EventsV1Api(api_client)
+            if evictor is None:
+                from evictor.client import Evictor
+
+                evictor = Evictor(api_client)
+        self.evictor = evictor
+        self._node_conditions: dict[str, bool] = {}
+        # UIDs whose Evicted event was written: a retried eviction does not repeat it.
+        self._evented: dict[str, float] = {}
+
+    # --- one decision --------------------------------------------------------------------------
+
+    async def execute(
+        self, decision: EvictionDecision, *, hard: bool, deadline: float
+    ) -> ActionResult:
+        pod = decision.pod
+        extra = {"pod": pod_ref(pod), "signal": decision.signal}
+        if is_critical_pod(pod) or is_eviction_forbidden(pod):
+            log.error("refusing to evict a protected pod", extra=extra)
+            return ActionResult("refused", message="critical or eviction-preference: never")
+        grace = effective_grace_period_seconds(decision.grace_period_override, pod)
+        if self.dry_run:
+            log.info(
+                "dry run: would evict pod",
+                extra={
+                    **extra,
+                    "grace": grace,
+                    "eviction_message": decision.message,
+                    "mode": self.mode,
+                },
+            )
+            return ActionResult("dry_run", grace_period_seconds=grace)
+        if self.mode == "eviction-api":
+            return await self._via_eviction_api(decision, grace, hard=hard, deadline=deadline)
+        return await self._via_delete(decision, grace, deadline=deadline)
+
+    async def _via_delete(
+        self, decision: EvictionDecision, grace: int, *, deadline: float, event: bool = True
+    ) -> ActionResult:
+        from evictor.result import Outcome
+
+        pod = decision.pod
+        event_ok = await self.write_event(decision) if event else False
+        condition_ok = False
+        if decision.condition is not None:
+            status = await self.write_condition(decision)
+            if status == 404:
+                return ActionResult("already_gone", "delete", "pod not found", grace, event_ok)
+            condition_ok = status is not None and 200 <= status < 300
+        requested = self.clock()
+        log.info(
+            "evicting pod",
+            extra={"pod": pod_ref(pod), "signal": decision.signal, "grace": grace},
+        )
+        result = await self.evictor.delete(
+            pod.namespace,
+            pod.name,
+            grace_period_seconds=grace,
+            expected_uid=pod.uid or None,
+            deadline=deadline,
+        )
+        outcome = {
+            Outcome.EVICTED: "evicted",
+            Outcome.ALREADY_GONE: "already_gone",
+            Outcome.POD_REPLACED: "already_gone",
+        }.get(result.outcome, "failed")
+        if outcome == "evicted" and event and not event_ok:
+            # the API came back while the delete was retried: record the eviction after all
+            event_ok = await self.write_event(decision)
+        return ActionResult(
+            outcome, "delete", result.message, grace, event_ok, condition_ok, requested
+        )
+
+    async def _via_eviction_api(
+        self, decision: EvictionDecision, grace: int, *, hard: bool, deadline: float
+    ) -> ActionResult:
+        from evictor.result import Outcome
+        from evictor.transport import TransportError
+
+        pod = decision.pod
+        requested = self.clock()
+        log.info(
+            "evicting pod through the Eviction API",
+            extra={"pod": pod_ref(pod), "signal": decision.signal, "grace": grace, "hard": hard},
+        )
+        try:
+            result = await self.evictor.evict(
+                pod.namespace,
+                pod.name,
+                grace_period_seconds=grace,
+                expected_uid=pod.uid or None,
+                deadline=deadline,
+                max_attempts=1 if hard else None,
+            )
+        except (TransportError, TimeoutError) as exc:
+            return ActionResult("failed", "eviction", str(exc), grace, requested_at=requested)
+        if result.outcome is Outcome.EVICTED:
+            event_ok = await self.write_event(decision)
+            return ActionResult(
+                "evicted", "eviction", result.message, grace, event_ok, True, requested
+            )
+        if result.outcome in (Outcome.ALREADY_GONE, Outcome.POD_REPLACED):
+            return ActionResult("already_gone", "eviction", result.message, grace)
+        if hard and (result.status_code == 429 or result.outcome is Outcome.BLOCKED_BY_PDB):
+            log.warning(
+                "eviction refused under a hard threshold, deleting",
+                extra={"pod": pod_ref(pod), "signal": decision.signal, "err": result.message},
+            )
+            return await self._via_delete(decision, grace, deadline=deadline)
+        if result.outcome is Outcome.BLOCKED_BY_PDB:
+            return ActionResult(
+                "blocked", "eviction", result.message, grace, requested_at=requested
+            )
+        return ActionResult("failed", "eviction", result.message, grace, requested_at=requested)
+
+    # --- writes that must never stop an eviction ---------------------------------------------
+
+    async def _raw(self, make: Callable[..., Any]) -> Any:
+        from evictor.transport import call
+
+        return await call(make(_preload_content=False, _request_timeout=self.request_timeout))
+
+    async def write_event(self, decision: EvictionDecision) -> bool:
+        pod = decision.pod
+        if pod.uid and pod.uid in self._evented:
+            return True
+        now = self.clock()
+        body = build_event(decision, node_name=self.node_name, now=now)
+        try:
+            resp = await self._raw(
+                lambda **kw: self._events.create_namespaced_event(pod.namespace, body, **kw)
+            )
+        except Exception as exc:
+            log.warning("eviction event not written", extra={"pod": pod_ref(pod), "err": str(exc)})
+            return False
+        if not resp.ok:
+            log.warning(
+                "eviction event rejected",
+                extra={"pod": pod_ref(pod), "err": f"{resp.status} {resp.message}"},
+            )
+            return False
+        if pod.uid:
+            for uid, at in list(self._evented.items()):
+                if now - at > 3600:
+                    del self._evented[uid]
+            self._evented[pod.uid] = now
+        return True
+
+    async def write_condition(self, decision: EvictionDecision) -> int | None:
+        """Patch the DisruptionTarget condition; the HTTP status, None without an answer."""
+        cond = decision.condition
+        assert cond is not None
+        pod = decision.pod
+        body: dict[str, Any] = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": cond.type,
+                        "status": cond.status,
+                        "reason": DISRUPTION_REASON,
+                        "message": cond.message,
+                        "lastTransitionTime": rfc3339(self.clock()),
+                    }
+                ]
+            }
+        }
+        if pod.uid:
+            body["metadata"] = {"uid": pod.uid}
+        try:
+            resp = await self._raw(
+                lambda **kw: self._core.patch_namespaced_pod_status(
+                    pod.name,
+                    pod.namespace,
+                    body,
+                    _content_type="application/strategic-merge-patch+json",
+                    **kw,
+                )
+            )
+        except Exception as exc:
+            log.warning(
+                "DisruptionTarget condition not written",
+                extra={"pod": pod_ref(pod), "err": str(exc)},
+            )
+            return None
+        if not resp.ok:
+            log.warning(
+                "DisruptionTarget condition rejected",
+                extra={"pod": pod_ref(pod), "err": f"{resp.status} {resp.message}"},
+            )
+        status: int = resp.status
+        return status
+
+    async def report_node_conditions(self, active: Mapping[str, bool]) -> bool:
+        """``--node-conditions``: our own condition types, so we never fight the kubelet's."""
+        if self.dry_run or self._core is None or active == self._node_conditions:
+            return True
+        now = rfc3339(self.clock())
+        conditions = []
+        for name, on in sorted(active.items()):
+            previous = self._node_conditions.get(name)
+            cond = {
+                "type": f"{NODE_CONDITION_PREFIX}{name}",
+                "status": "True" if on else "False",
+                "reason": f"{NODE_CONDITION_PREFIX}{name}" if on else f"NodeHasNo{name}",
+                "message": (
+                    f"eviction-agent reports {name}" if on else f"eviction-agent reports no {name}"
+                ),
+                "lastHeartbeatTime": now,
+            }
+            if previous is None or previous != on:
+                cond["lastTransitionTime"] = now
+            conditions.append(cond)
+        body = {"status": {"conditions": conditions}}
+        try:
+            resp = await self._raw(
+                lambda **kw: self._core.patch_node_status(
+                    self.node_name,
+                    body,
+                    _content_type="application/strategic-merge-patch+json",
+                    **kw,
+                )
+            )
+        except Exception as exc:
+            log.warning("node conditions not written", extra={"err": str(exc)})
+            return False
+        if not resp.ok:
+            log.warning("node conditions rejected", extra={"err": f"{resp.status} {resp.message}"})
+            return False
+        self._node_conditions = dict(active)
+        return True
+
+
+def describe(pod: Pod) -> str:
+    return f"{pod.namespace}/{pod.name}"

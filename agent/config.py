@@ -1,0 +1,496 @@
+"""The agent's configuration: the kubelet's eviction flags and KubeletConfiguration fields, plus
+the agent's own options, validated completely before anything runs.
+
+Why the kubelet's names and rules: operators already have ``--eviction-hard`` strings and
+KubeletConfiguration files; the agent takes them unchanged and makes the same decisions.
+
+- Map flags parse as the kubelet's ``cliflag`` types: ``--eviction-hard`` / ``--eviction-soft``
+  are ``<``-separated pairs (``memory.available<100Mi,nodefs.available<10%``), the grace-period
+  and minimum-reclaim flags ``=``-separated pairs. Repeating a map flag adds pairs; the first use
+  replaces the default, as ``LangleSeparatedMapStringString.Set`` does.
+- Flags take precedence over ``--config`` values (the kubelet's precedence); a map flag replaces
+  the file's whole map.
+- ``evictionHard`` defaults (``memory.available<100Mi``, ``nodefs.available<10%``,
+  ``nodefs.inodesFree<5%``, ``imagefs.available<15%``, ``imagefs.inodesFree<5%``) apply only while
+  it is unset; setting any entry drops the others (kubernetes/kubernetes#112057, #119985) unless
+  ``mergeDefaultEvictionSettings`` is true, which fills in each default signal left unspecified.
+- ``evictionPressureTransitionPeriod`` 0 means 5 min (defaulting); ``evictionMaxPodGracePeriod``
+  0 gives soft evictions the pod's own grace and a negative value means 1 s — the kubelet's real
+  behaviour (#118172), documented in ``agent.eviction.manager``.
+- Every entry is checked with the kubelet's own parser (``parse_threshold_config``), so a bad
+  entry fails here with the kubelet's message, prefixed with the field that carries it.
+
+Unknown fields in the file are refused by name (a typo must not silently drop a threshold).
+Heavy imports (the decision core pulls in the API client) happen inside functions, so ``--help``
+stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import yaml
+
+if TYPE_CHECKING:
+    from agent.eviction import ManagerConfig, Threshold
+
+__all__ = [
+    "AGENT_FIELDS",
+    "DEFAULT_LISTEN",
+    "EVICTION_MODES",
+    "KUBELET_FIELDS",
+    "AgentConfig",
+    "ConfigError",
+    "EvictionSettings",
+    "load_config",
+    "parse_langle_map",
+    "parse_listen",
+    "parse_map",
+]
+
+DEFAULT_LISTEN: Final = "127.0.0.1:9808"
+EVICTION_MODES: Final = ("delete", "eviction-api")
+KUBELET_API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
+AGENT_DOMAIN: Final = "node-pressure-evictor.io"
+
+# KubeletConfiguration fields the agent reads (camelCase, as in the file).
+KUBELET_FIELDS: Final = (
+    "evictionHard",
+    "evictionSoft",
+    "evictionSoftGracePeriod",
+    "evictionMinimumReclaim",
+    "evictionPressureTransitionPeriod",
+    "evictionMaxPodGracePeriod",
+    "mergeDefaultEvictionSettings",
+    "enforceNodeAllocatable",
+    "localStorageCapacityIsolation",
+)
+# The agent's own options, also accepted in the file under the same camelCase names.
+AGENT_FIELDS: Final = (
+    "housekeepingInterval",
+    "nodeName",
+    "kubeconfig",
+    "evictionMode",
+    "dryRun",
+    "nodeConditions",
+    "listen",
+    "procRoot",
+    "cgroupRoot",
+    "kubeletRoot",
+    "runtimeRoot",
+    "memoryCapacity",
+    "kubeletSummaryUrl",
+)
+_ENFORCE_OPTIONS: Final = ("pods", "system-reserved", "kube-reserved", "none")
+_FLAG_OF: Final = {
+    name: "--" + re.sub(r"([A-Z])", lambda m: "-" + m.group(1).lower(), name)
+    for name in KUBELET_FIELDS + AGENT_FIELDS
+}
+_FLAG_OF["listen"] = "--listen"
+
+
+class ConfigError(ValueError):
+    """A configuration entry that cannot be used: ``field`` names it, the message says why."""
+
+    def __init__(self, field_name: str, detail: str) -> None:
+        self.field = field_name
+        self.detail = detail
+        super().__init__(f"{field_name}: {detail}")
+
+
+def flag_of(field_name: str) -> str:
+    """``evictionHard`` → ``--eviction-hard``."""
+    return _FLAG_OF.get(field_name, field_name)
+
+
+def _label(field_name: str) -> str:
+    flag = flag_of(field_name)
+    return f"{field_name} ({flag})" if flag != field_name else field_name
+
+
+# --- flag syntax -------------------------------------------------------------------------------
+
+
+def _parse_pairs(value: str, sep: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in value.split(","):
+        if not item:
+            continue
+        key, found, val = item.partition(sep)
+        if not found:
+            raise ValueError(f"malformed pair {item.strip()!r}, expect string{sep}string")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def parse_langle_map(value: str) -> dict[str, str]:
+    """``cliflag.LangleSeparatedMapStringString``: ``a<1,b<2``."""
+    return _parse_pairs(value, "<")
+
+
+def parse_map(value: str) -> dict[str, str]:
+    """``cliflag.MapStringString``: ``a=1,b=2``."""
+    return _parse_pairs(value, "=")
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port``); port 0 picks a free port."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{value!r} must be host:port with a port between 0 and 65535")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+# --- values ------------------------------------------------------------------------------------
+
+
+def _duration(field_name: str, value: Any) -> float:
+    from agent.eviction.helpers import parse_go_duration
+
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ConfigError(_label(field_name), f"must be a duration such as 1m30s, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return parse_go_duration(value.strip())
+    except ValueError as exc:
+        raise ConfigError(_label(field_name), str(exc)) from None
+
+
+def _str_map(field_name: str, value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(_label(field_name), f"must be a map of signal to value, got {value!r}")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise ConfigError(f"{_label(field_name)}[{k}]", f"must be a string value, got {v!r}")
+        out[k] = str(v)
+    return out
+
+
+def _bool(field_name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(_label(field_name), f"must be true or false, got {value!r}")
+    return value
+
+
+def _int32(field_name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(str(value).strip())
+        except ValueError:
+            raise ConfigError(_label(field_name), f"must be an integer, got {value!r}") from None
+    if not -(2**31) <= value < 2**31:
+        raise ConfigError(_label(field_name), f"must fit in int32, got {value}")
+    return int(value)
+
+
+def _string(field_name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(_label(field_name), f"must be a string, got {value!r}")
+    return value
+
+
+# --- the result --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvictionSettings:
+    """The kubelet's eviction settings after defaulting (strings, as in the kubelet config)."""
+
+    eviction_hard: dict[str, str]
+    eviction_soft: dict[str, str] = field(default_factory=dict)
+    eviction_soft_grace_period: dict[str, str] = field(default_factory=dict)
+    eviction_minimum_reclaim: dict[str, str] = field(default_factory=dict)
+    eviction_pressure_transition_period: float = 300.0
+    eviction_max_pod_grace_period: int = 0
+    merge_default_eviction_settings: bool = False
+    enforce_node_allocatable: tuple[str, ...] = ("pods",)
+    local_storage_capacity_isolation: bool = True
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Everything ``eviction-agent run`` needs, validated."""
+
+    eviction: EvictionSettings
+    thresholds: tuple[Threshold, ...]
+    housekeeping_interval: float = 1.0
+    node_name: str = ""
+    kubeconfig: str | None = None
+    eviction_mode: str = "delete"
+    dry_run: bool = False
+    node_conditions: bool = False
+    listen: tuple[str, int] = ("127.0.0.1", 9808)
+    proc_root: str = "/proc"
+    cgroup_root: str = "/sys/fs/cgroup"
+    kubelet_root: str = "/var/lib/kubelet"
+    runtime_root: str = "/var/lib/containerd"
+    memory_capacity: int | None = None
+    kubelet_summary_url: str | None = None
+    source: str = "defaults"
+
+    def manager_config(self) -> ManagerConfig:
+        from agent.eviction import ManagerConfig
+
+        return ManagerConfig(
+            thresholds=self.thresholds,
+            max_pod_grace_period_seconds=self.eviction.eviction_max_pod_grace_period,
+            pressure_transition_period_seconds=self.eviction.eviction_pressure_transition_period,
+            local_storage_capacity_isolation=self.eviction.local_storage_capacity_isolation,
+        )
+
+    def with_changes(self, **changes: Any) -> AgentConfig:
+        return replace(self, **changes)
+
+    def summary(self) -> dict[str, Any]:
+        """The effective configuration, in the file's field names (for ``check-config``)."""
+        e = self.eviction
+        return {
+            "evictionHard": dict(e.eviction_hard),
+            "evictionSoft": dict(e.eviction_soft),
+            "evictionSoftGracePeriod": dict(e.eviction_soft_grace_period),
+            "evictionMinimumReclaim": dict(e.eviction_minimum_reclaim),
+            "evictionPressureTransitionPeriod": f"{e.eviction_pressure_transition_period:g}s",
+            "evictionMaxPodGracePeriod": e.eviction_max_pod_grace_period,
+            "mergeDefaultEvictionSettings": e.merge_default_eviction_settings,
+            "enforceNodeAllocatable": list(e.enforce_node_allocatable),
+            "localStorageCapacityIsolation": e.local_storage_capacity_isolation,
+            "housekeepingInterval": f"{self.housekeeping_interval:g}s",
+            "nodeName": self.node_name,
+            "kubeconfig": self.kubeconfig,
+            "evictionMode": self.eviction_mode,
+            "dryRun": self.dry_run,
+            "nodeConditions": self.node_conditions,
+            "listen": f"{self.listen[0]}:{self.listen[1]}",
+            "procRoot": self.proc_root,
+            "cgroupRoot": self.cgroup_root,
+            "kubeletRoot": self.kubelet_root,
+            "runtimeRoot": self.runtime_root,
+            "memoryCapacity": self.memory_capacity,
+            "kubeletSummaryUrl": self.kubelet_summary_url,
+        }
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The file's mapping; ConfigError naming the file for unreadable or non-mapping YAML."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError("--config", f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError("--config", f"{path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("--config", f"{path} must hold a mapping of fields, got {data!r}")
+    kind = data.pop("kind", "KubeletConfiguration")
+    api_version = data.pop("apiVersion", KUBELET_API_VERSION)
+    if kind != "KubeletConfiguration":
+        raise ConfigError("kind", f"must be KubeletConfiguration, got {kind!r}")
+    if api_version != KUBELET_API_VERSION:
+        raise ConfigError("apiVersion", f"must be {KUBELET_API_VERSION}, got {api_version!r}")
+    unknown = sorted(str(k) for k in data if k not in KUBELET_FIELDS + AGENT_FIELDS)
+    if unknown:
+        raise ConfigError(
+            ", ".join(unknown),
+            f"unknown field{'s' if len(unknown) > 1 else ''} in {path}; "
+            f"known fields: {', '.join(KUBELET_FIELDS + AGENT_FIELDS)}",
+        )
+    return data
+
+
+def _hard_with_defaults(hard: Mapping[str, str] | None, merge: bool) -> dict[str, str]:
+    from agent.eviction import DEFAULT_EVICTION_HARD
+
+    if hard is None:
+        return dict(DEFAULT_EVICTION_HARD)
+    out = dict(hard)
+    if merge:
+        for signal, value in DEFAULT_EVICTION_HARD.items():
+            out.setdefault(signal, value)
+    return out
+
+
+def _validate_enforce(values: Sequence[str]) -> tuple[str, ...]:
+    label = _label("enforceNodeAllocatable")
+    for v in values:
+        if v not in _ENFORCE_OPTIONS:
+            raise ConfigError(
+                label,
+                f"option {v!r} is not supported; valid options are "
+                + ", ".join(repr(o) for o in _ENFORCE_OPTIONS),
+            )
+    if "none" in values and len(values) > 1:
+        raise ConfigError(label, "may not contain additional enforcements when 'none' is given")
+    return tuple(v for v in values if v != "none")
+
+
+def _check_thresholds(e: EvictionSettings) -> tuple[Threshold, ...]:
+    """Run each field through the kubelet's parser alone, so the error names the field."""
+    from agent.eviction import EvictionConfigError, parse_threshold_config
+
+    checks: list[tuple[str, dict[str, str], Mapping[str, Any]]] = [
+        ("evictionHard", e.eviction_hard, {"eviction_hard": e.eviction_hard}),
+        (
+            "evictionSoftGracePeriod",
+            e.eviction_soft_grace_period,
+            {"eviction_soft_grace_period": e.eviction_soft_grace_period},
+        ),
+        (
+            "evictionMinimumReclaim",
+            e.eviction_minimum_reclaim,
+            {"eviction_minimum_reclaim": e.eviction_minimum_reclaim},
+        ),
+    ]
+    for name, entries, kwargs in checks:
+        for signal, value in entries.items():
+            one = {k: {signal: value} for k in kwargs}
+            try:
+                parse_threshold_config(
+                    [],
+                    one.get("eviction_hard"),
+                    None,
+                    one.get("eviction_soft_grace_period"),
+                    one.get("eviction_minimum_reclaim"),
+                )
+            except EvictionConfigError as exc:
+                raise ConfigError(f"{_label(name)}[{signal}]", f"{value!r}: {exc}") from None
+    for signal, value in e.eviction_soft.items():
+        grace = e.eviction_soft_grace_period
+        try:
+            parse_threshold_config(
+                [], None, {signal: value}, {signal: grace[signal]} if signal in grace else {}, None
+            )
+        except EvictionConfigError as exc:
+            raise ConfigError(f"{_label('evictionSoft')}[{signal}]", f"{value!r}: {exc}") from None
+    try:
+        thresholds = parse_threshold_config(
+            list(e.enforce_node_allocatable),
+            e.eviction_hard,
+            e.eviction_soft,
+            e.eviction_soft_grace_period,
+            e.eviction_minimum_reclaim,
+        )
+    except EvictionConfigError as exc:  # pragma: no cover - the per-entry checks come first
+        raise ConfigError("eviction settings", str(exc)) from None
+    return tuple(thresholds)
+
+
+def load_config(
+    file_data: Mapping[str, Any] | None = None,
+    flags: Mapping[str, Any] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    source: str = "defaults",
+) -> AgentConfig:
+    """Merge defaults ← file ← flags (both keyed by the camelCase field names) and validate.
+
+    Map flags arrive as already-parsed dicts. Raises ``ConfigError`` naming the first bad entry.
+    """
+    environ = os.environ if env is None else env
+    raw: dict[str, Any] = dict(file_data or {})
+    raw.update({k: v for k, v in (flags or {}).items() if v is not None})
+    unknown = sorted(k for k in raw if k not in KUBELET_FIELDS + AGENT_FIELDS)
+    if unknown:
+        raise ConfigError(", ".join(unknown), "unknown field")
+
+    merge = _bool("mergeDefaultEvictionSettings", raw.get("mergeDefaultEvictionSettings", False))
+    hard_raw = raw.get("evictionHard")
+    hard = None if hard_raw is None else _str_map("evictionHard", hard_raw)
+    enforce_raw = raw.get("enforceNodeAllocatable", ["pods"])
+    if isinstance(enforce_raw, str):
+        enforce_raw = [v.strip() for v in enforce_raw.split(",") if v.strip()]
+    if not isinstance(enforce_raw, list | tuple) or not all(
+        isinstance(v, str) for v in enforce_raw
+    ):
+        raise ConfigError(
+            _label("enforceNodeAllocatable"), f"must be a list of strings, got {enforce_raw!r}"
+        )
+    transition = _duration(
+        "evictionPressureTransitionPeriod", raw.get("evictionPressureTransitionPeriod", "5m")
+    )
+    if transition < 0:
+        raise ConfigError(
+            _label("evictionPressureTransitionPeriod"), f"must be >= 0, got {transition:g}s"
+        )
+    settings = EvictionSettings(
+        eviction_hard=_hard_with_defaults(hard, merge),
+        eviction_soft=_str_map("evictionSoft", raw.get("evictionSoft")),
+        eviction_soft_grace_period=_str_map(
+            "evictionSoftGracePeriod", raw.get("evictionSoftGracePeriod")
+        ),
+        eviction_minimum_reclaim=_str_map(
+            "evictionMinimumReclaim", raw.get("evictionMinimumReclaim")
+        ),
+        eviction_pressure_transition_period=transition or 300.0,
+        eviction_max_pod_grace_period=_int32(
+            "evictionMaxPodGracePeriod", raw.get("evictionMaxPodGracePeriod", 0)
+        ),
+        merge_default_eviction_settings=merge,
+        enforce_node_allocatable=_validate_enforce(list(enforce_raw)),
+        local_storage_capacity_isolation=_bool(
+            "localStorageCapacityIsolation", raw.get("localStorageCapacityIsolation", True)
+        ),
+    )
+    thresholds = _check_thresholds(settings)
+
+    interval = _duration("housekeepingInterval", raw.get("housekeepingInterval", "1s"))
+    if interval <= 0:
+        raise ConfigError(_label("housekeepingInterval"), f"must be > 0, got {interval:g}s")
+    mode = _string("evictionMode", raw.get("evictionMode", "delete"))
+    if mode not in EVICTION_MODES:
+        raise ConfigError(
+            _label("evictionMode"), f"must be one of {', '.join(EVICTION_MODES)}, got {mode!r}"
+        )
+    listen_text = _string("listen", raw.get("listen", DEFAULT_LISTEN))
+    try:
+        listen = parse_listen(listen_text)
+    except ValueError as exc:
+        raise ConfigError(_label("listen"), str(exc)) from None
+    capacity: int | None = None
+    if raw.get("memoryCapacity") not in (None, ""):
+        from scheduler.quantity import QuantityError, quantity_value
+
+        try:
+            capacity = quantity_value(str(raw["memoryCapacity"]))
+        except (QuantityError, ValueError) as exc:
+            raise ConfigError(_label("memoryCapacity"), f"not a quantity: {exc}") from None
+        if capacity <= 0:
+            raise ConfigError(_label("memoryCapacity"), f"must be positive, got {capacity}")
+    node_name = _string("nodeName", raw.get("nodeName") or environ.get("NODE_NAME", ""))
+    url = raw.get("kubeletSummaryUrl")
+    if url is not None and not re.match(r"https?://", _string("kubeletSummaryUrl", url)):
+        raise ConfigError(_label("kubeletSummaryUrl"), f"must be an http(s) URL, got {url!r}")
+    kubeconfig = raw.get("kubeconfig")
+    return AgentConfig(
+        eviction=settings,
+        thresholds=thresholds,
+        housekeeping_interval=interval,
+        node_name=node_name,
+        kubeconfig=_string("kubeconfig", kubeconfig) if kubeconfig else None,
+        eviction_mode=mode,
+        dry_run=_bool("dryRun", raw.get("dryRun", False)),
+        node_conditions=_bool("nodeConditions", raw.get("nodeConditions", False)),
+        listen=listen,
+        proc_root=_string("procRoot", raw.get("procRoot", "/proc")),
+        cgroup_root=_string("cgroupRoot", raw.get("cgroupRoot", "/sys/fs/cgroup")),
+        kubelet_root=_string("kubeletRoot", raw.get("kubeletRoot", "/var/lib/kubelet")),
+        runtime_root=_string("runtimeRoot", raw.get("runtimeRoot", "/var/lib/containerd")),
+        memory_capacity=capacity,
+        kubelet_summary_url=url,
+        source=source,
+    )

@@ -1,0 +1,262 @@
+"""``eviction-agent run`` assembled: informer, stats, manager, loop, actions, HTTP, systemd.
+
+Kept apart from the CLI so tests drive exactly what the daemon runs — against kubesim, with a
+fake stats source in place of the cgroup readers. Start order: HTTP first (probes answer while
+starting), the pod watch, the PSI monitor and the loop; ``READY=1`` goes to systemd after the
+first sync over listed pods, then ``WATCHDOG=1`` while syncs keep completing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from agent.actions import Actions
+from agent.config import AgentConfig
+from agent.eviction import EvictionManager
+from agent.http import health_from, make_app, start_http
+from agent.informer import PodInformer
+from agent.loop import EvictionLoop, psi_wakeups
+from agent.metrics import AgentMetrics
+from agent.systemd import Notifier, watchdog_loop
+
+__all__ = ["Agent", "WallClock"]
+
+log = logging.getLogger(__name__)
+
+# PSI: wake when tasks stall on memory for 100 ms within 1 s (the kernel minimum window is 500 ms).
+_PSI_TRIGGER = "some 100000 1000000"
+
+
+class WallClock:
+    def now(self) -> float:
+        return time.time()
+
+
+StatsFunc = Callable[[], Awaitable[dict[str, Any]]]
+
+
+class Agent:
+    """One running agent; use ``async with Agent(cfg, api_client=...)``."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        api_client: Any,
+        stats: StatsFunc | None = None,
+        fast_check: Callable[[], dict[str, Any]] | None = None,
+        metrics: AgentMetrics | None = None,
+        serve_http: bool = True,
+        use_psi: bool = True,
+        notifier: Notifier | None = None,
+        cleanup_timeout: float = 30.0,
+        fast_check_interval: float = 0.2,
+        watch_timeout: int = 300,
+        startup_timeout: float = 5.0,
+    ) -> None:
+        self.config = config
+        self.api_client = api_client
+        self.metrics = metrics or AgentMetrics()
+        self.notifier = notifier or Notifier()
+        self.serve_http = serve_http
+        self.use_psi = use_psi
+        self.startup_timeout = startup_timeout
+        self.informer = PodInformer(api_client, config.node_name, watch_timeout=watch_timeout)
+        self.collector: Any = None
+        node_stats: StatsFunc | None = None
+        if stats is None:
+            stats, default_fast, node_stats = self._default_stats()
+            fast_check = fast_check or default_fast
+        self.manager = EvictionManager(config.manager_config(), WallClock())
+        self.actions = Actions(
+            api_client,
+            node_name=config.node_name,
+            mode=config.eviction_mode,
+            dry_run=config.dry_run,
+        )
+        self.loop = EvictionLoop(
+            self.manager,
+            stats=stats,
+            pods=self.informer.active_pods,
+            node_stats=node_stats,
+            actions=self.actions,
+            cleanup=self.informer,
+            metrics=self.metrics,
+            interval=config.housekeeping_interval,
+            fast_check=fast_check,
+            fast_check_interval=fast_check_interval,
+            cleanup_timeout=cleanup_timeout,
+            on_sync=self._after_sync,
+        )
+        self.http_port: int | None = None
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._ready_sent = False
+        self._psi: Any = None
+
+    def _default_stats(
+        self,
+    ) -> tuple[StatsFunc, Callable[[], dict[str, Any]], StatsFunc | None]:
+        from agent.sources import KubeletSummaryConfig, Roots, SourceConfig, SummaryCollector
+
+        cfg = self.config
+        roots = Roots.from_strings(
+            proc_root=cfg.proc_root,
+            cgroup_root=cfg.cgroup_root,
+            kubelet_root=cfg.kubelet_root,
+            runtime_root=cfg.runtime_root,
+        )
+        kubelet = (
+            KubeletSummaryConfig(url=cfg.kubelet_summary_url) if cfg.kubelet_summary_url else None
+        )
+        self.collector = SummaryCollector(
+            SourceConfig(
+                roots=roots,
+                node_name=cfg.node_name,
+                memory_capacity=cfg.memory_capacity,
+                kubelet_summary=kubelet,
+            ),
+            lookup=self.informer.lookup,
+        )
+        collector = self.collector
+
+        def fast() -> dict[str, Any]:
+            result: dict[str, Any] = collector.collect(only={"memory", "systemContainers"})
+            return result
+
+        async def node_only() -> dict[str, Any]:
+            result: dict[str, Any] = collector.collect(
+                only={"memory", "fs", "runtime", "rlimit", "systemContainers"}
+            )
+            return result
+
+        # With the kubelet's summary, pods carry ephemeral-storage stats the core checks on
+        # every sync (local-storage limits): then every sync reads everything.
+        return collector.get_summary, fast, (None if kubelet is not None else node_only)
+
+    # --- state ---------------------------------------------------------------------------------
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.informer.synced.is_set():
+            return False, "pods not listed yet"
+        if self.loop.stats.syncs == 0:
+            return False, "no sync yet"
+        return True, ""
+
+    def _after_sync(self) -> None:
+        self.metrics.informer_connected.set(1 if self.informer.connected else 0)
+        if self.config.node_conditions:
+            active = {
+                "MemoryPressure": self.manager.is_under_memory_pressure(),
+                "DiskPressure": self.manager.is_under_disk_pressure(),
+                "PIDPressure": self.manager.is_under_pid_pressure(),
+            }
+            task = asyncio.create_task(self.actions.report_node_conditions(active))
+            self._tasks.append(task)
+            task.add_done_callback(self._forget)
+        if not self._ready_sent and self.ready()[0]:
+            self._ready_sent = True
+            self.notifier.ready(f"watching {len(self.informer.pods)} pods")
+            log.info("agent ready", extra={"node": self.config.node_name})
+
+    def _forget(self, task: asyncio.Task[Any]) -> None:
+        with contextlib.suppress(ValueError):
+            self._tasks.remove(task)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> Agent:
+        if self.serve_http:
+            app = make_app(
+                self.metrics,
+                healthy=health_from(lambda: self.loop.stats.last_sync_at, self._stall_limit()),
+                ready=self.ready,
+            )
+            host, port = self.config.listen
+            self._runner, self.http_port = await start_http(app, host, port)
+        self._tasks.append(asyncio.create_task(self.informer.run(), name="pod-informer"))
+        # The first sync should see the node's pods; with the API down, protect the node anyway.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.informer.synced.wait(), self.startup_timeout)
+        if self.use_psi:
+            await self._start_psi()
+        self._tasks.append(asyncio.create_task(self.loop.run(), name="eviction-loop"))
+        self._tasks.append(
+            asyncio.create_task(
+                watchdog_loop(self.notifier, lambda: self.health()[0]), name="watchdog"
+            )
+        )
+        log.info(
+            "agent started",
+            extra={
+                "node": self.config.node_name,
+                "mode": self.config.eviction_mode,
+                "dry_run": self.config.dry_run,
+                "interval": self.config.housekeeping_interval,
+                "listen": f"{self.config.listen[0]}:{self.http_port}",
+            },
+        )
+        return self
+
+    def _stall_limit(self) -> float:
+        # a sync may legitimately block for one hard eviction and its bounded cleanup wait
+        return (
+            max(30.0, 10 * self.config.housekeeping_interval)
+            + self.loop.cleanup_timeout
+            + self.loop.hard_action_timeout
+        )
+
+    def health(self) -> tuple[bool, str]:
+        last = self.loop.stats.last_sync_at
+        if last and time.time() - last > self._stall_limit():
+            return False, "loop stalled"
+        return True, ""
+
+    async def _start_psi(self) -> None:
+        from agent.sources.psi import PressureMonitor, Trigger
+
+        path = Path(self.config.proc_root) / "pressure" / "memory"
+        if not path.exists():
+            log.info("PSI not available, interval syncs only", extra={"path": str(path)})
+            return
+        monitor = PressureMonitor(path, Trigger.parse(_PSI_TRIGGER))
+        try:
+            await monitor.start()
+        except Exception as exc:
+            log.warning("PSI monitor failed to start", extra={"err": str(exc)})
+            return
+        self._psi = monitor
+        self._tasks.append(asyncio.create_task(psi_wakeups(self.loop, monitor), name="psi"))
+
+    async def stop(self) -> None:
+        self.notifier.stopping()
+        for task in self._tasks:
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        if self._psi is not None:
+            await self._psi.aclose()
+        if self.collector is not None:
+            await self.collector.aclose()
+        if self.actions.evictor is not None:
+            with contextlib.suppress(Exception):
+                await self.actions.evictor.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Agent:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

@@ -1,0 +1,289 @@
+"""The pods bound to this node, kept current by list-then-watch.
+
+The kubelet knows its pods from its own pod manager; the agent learns them from the API, the way
+a client-go informer does: LIST with ``fieldSelector=spec.nodeName=<node>``, then WATCH from the
+list's ``resourceVersion`` with bookmarks, resuming from the last version seen after every
+disconnect. A ``410 Gone`` (the version fell out of the watch cache) or an ``ERROR`` event with
+code 410 means the cache must be rebuilt: relist. Failures back off exponentially with jitter and
+the agent keeps running on the last known pods (the eviction loop only reads them).
+
+A malformed pod (one that ``scheduler.objects.Pod.from_dict`` refuses) is logged and skipped: it
+can never be ranked or evicted by mistake. Objects stay raw dicts until converted once here.
+
+Watch lines are read from the raw response (``_preload_content=False``) rather than through
+``kubernetes_asyncio.watch.Watch``, which deserializes every event into a model (a malformed pod
+would break the stream) and opens its own ``ApiClient``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import tenacity
+
+from agent.sources.pods import PodIdentity
+from scheduler.objects import InvalidObject, Pod
+
+__all__ = ["GoneError", "PodEntry", "PodInformer", "is_active"]
+
+log = logging.getLogger(__name__)
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+class GoneError(Exception):
+    """The resourceVersion is too old: relist."""
+
+
+class WatchError(Exception):
+    """The watch failed with an HTTP or ERROR answer other than 410."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodEntry:
+    pod: Pod
+    raw: dict[str, Any]
+
+
+def is_active(pod: Pod) -> bool:
+    """The kubelet's ``filterOutInactivePods``: not terminal, and no termination requested."""
+    return pod.phase not in TERMINAL_PHASES and pod.deletion_timestamp is None
+
+
+def pod_ref(pod: Pod) -> dict[str, str]:
+    """klog's ``KObj``: how logs name a pod."""
+    return {"name": pod.name, "namespace": pod.namespace}
+
+
+class PodInformer:
+    """List+watch of one node's pods; ``pods`` is the current view, keyed by UID."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        node_name: str,
+        *,
+        watch_timeout: int = 300,
+        request_timeout: float = 30.0,
+        backoff: tenacity.wait.wait_base | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        from kubernetes_asyncio import client
+
+        self.core: Any = client.CoreV1Api(api_client)
+        self.node_name = node_name
+        self.watch_timeout = watch_timeout
+        self.request_timeout = request_timeout
+        self.backoff = backoff or tenacity.wait_exponential_jitter(
+            multiplier=0.2, max=10.0, jitter=0.5
+        )
+        self.on_change = on_change
+        self.pods: dict[str, PodEntry] = {}
+        self.resource_version = ""
+        self.synced = asyncio.Event()
+        self.connected = False
+        self.failures = 0
+        self.last_error = ""
+        self.relists = 0
+        self.last_event_at = 0.0
+        self._changed = asyncio.Condition()
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def active_pods(self) -> list[Pod]:
+        return [e.pod for e in self.pods.values() if is_active(e.pod)]
+
+    def get(self, uid: str) -> PodEntry | None:
+        return self.pods.get(uid)
+
+    def lookup(self, uid: str) -> PodIdentity | None:
+        """``agent.sources`` asks who a pod cgroup belongs to."""
+        entry = self.pods.get(uid)
+        if entry is None:
+            return None
+        containers: dict[str, str] = {}
+        status = entry.raw.get("status") or {}
+        for key in ("containerStatuses", "initContainerStatuses"):
+            for cs in status.get(key) or []:
+                if isinstance(cs, dict) and cs.get("containerID") and cs.get("name"):
+                    containers[str(cs["containerID"]).partition("://")[2]] = str(cs["name"])
+        return PodIdentity(entry.pod.name, entry.pod.namespace, containers)
+
+    async def wait_gone(self, uid: str, timeout: float) -> bool:
+        """True once the pod is deleted or terminal; False after ``timeout`` seconds."""
+
+        def gone() -> bool:
+            entry = self.pods.get(uid)
+            return entry is None or entry.pod.phase in TERMINAL_PHASES
+
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(gone), timeout)
+            except TimeoutError:
+                return gone()
+        return True
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List, then watch, forever; cancel to stop."""
+        attempt = 0
+        while True:
+            try:
+                if not self.resource_version:
+                    await self._list()
+                await self._watch()
+                attempt = 0
+            except asyncio.CancelledError:
+                raise
+            except GoneError:
+                log.info("pod watch expired, relisting", extra={"node": self.node_name})
+                self.resource_version = ""
+                self.relists += 1
+                continue
+            except Exception as exc:
+                attempt += 1
+                self.failures += 1
+                self.connected = False
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                delay = self.backoff(_retry_state(attempt))
+                log.warning(
+                    "pod list/watch failed, retrying",
+                    extra={"err": self.last_error, "retry_in": round(delay, 3)},
+                )
+                await asyncio.sleep(delay)
+
+    def _selector(self) -> str:
+        return f"spec.nodeName={self.node_name}"
+
+    async def _list(self) -> None:
+        resp: Any = await self.core.list_pod_for_all_namespaces(
+            field_selector=self._selector(),
+            _preload_content=False,
+            _request_timeout=self.request_timeout,
+        )
+        try:
+            raw = await resp.read()
+        finally:
+            resp.release()
+        if resp.status != 200:
+            text = raw.decode(errors="replace")[:300]
+            raise WatchError(f"list answered {resp.status}: {text}")
+        body = json.loads(raw)
+        if not isinstance(body, dict):
+            raise WatchError("list answered with a non-object body")
+        items = body.get("items") or []
+        pods: dict[str, PodEntry] = {}
+        for item in items:
+            entry = self._convert(item)
+            if entry is not None:
+                pods[entry.pod.uid] = entry
+        self.pods = pods
+        self.resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        self.connected = True
+        self.synced.set()
+        await self._notify()
+
+    async def _watch(self) -> None:
+        resp: Any = await self.core.list_pod_for_all_namespaces(
+            field_selector=self._selector(),
+            watch=True,
+            allow_watch_bookmarks=True,
+            resource_version=self.resource_version,
+            timeout_seconds=self.watch_timeout,
+            _preload_content=False,
+            _request_timeout=self.watch_timeout + self.request_timeout,
+        )
+        try:
+            if resp.status == 410:
+                raise GoneError()
+            if resp.status != 200:
+                text = (await resp.read()).decode(errors="replace")[:300]
+                raise WatchError(f"watch answered {resp.status}: {text}")
+            self.connected = True
+            while True:
+                line = await resp.content.readline()
+                if not line:
+                    return  # server closed (timeout): resume from the last version
+                if line.strip():
+                    await self._handle(line)
+        finally:
+            resp.release()
+
+    async def _handle(self, line: bytes) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            log.warning(
+                "malformed watch line skipped", extra={"line": line[:200].decode(errors="replace")}
+            )
+            return
+        etype = event.get("type") if isinstance(event, dict) else None
+        obj = event.get("object") if isinstance(event, dict) else None
+        if not isinstance(obj, dict):
+            log.warning("watch event without object skipped", extra={"event_type": etype})
+            return
+        self.last_event_at = time.time()
+        if etype == "ERROR":
+            if obj.get("code") == 410:
+                raise GoneError()
+            raise WatchError(f"watch ERROR {obj.get('code')}: {obj.get('message')}")
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if etype == "BOOKMARK":
+            if rv:
+                self.resource_version = str(rv)
+            return
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        if etype == "DELETED":
+            self.pods.pop(uid, None)
+        elif etype in ("ADDED", "MODIFIED"):
+            entry = self._convert(obj)
+            if entry is not None:
+                self.pods[entry.pod.uid] = entry
+            else:
+                self.pods.pop(uid, None)
+        else:
+            log.warning("unknown watch event type skipped", extra={"event_type": etype})
+        if rv:
+            self.resource_version = str(rv)
+        await self._notify()
+
+    def _convert(self, obj: dict[str, Any]) -> PodEntry | None:
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        ref = {
+            "name": str((meta or {}).get("name", "")),
+            "namespace": str((meta or {}).get("namespace", "")),
+        }
+        try:
+            pod = Pod.from_dict(obj)
+        except (InvalidObject, ValueError, TypeError, KeyError, AttributeError) as exc:
+            log.warning("malformed pod skipped", extra={"pod": ref, "err": str(exc)})
+            return None
+        if not pod.uid:
+            log.warning("pod without uid skipped", extra={"pod": ref})
+            return None
+        if pod.node_name and pod.node_name != self.node_name:
+            return None
+        return PodEntry(pod, obj)
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+        if self.on_change is not None:
+            with contextlib.suppress(Exception):
+                self.on_change()
+
+
+def _retry_state(attempt: int) -> tenacity.RetryCallState:
+    state = tenacity.RetryCallState(
+        retry_object=tenacity.AsyncRetrying(), fn=None, args=(), kwargs={}
+    )
+    state.attempt_number = attempt
+    return state

@@ -1,0 +1,384 @@
+"""The eviction loop: fresh stats → ``EvictionManager.synchronize`` → one action, within a second.
+
+The kubelet runs ``synchronize`` every 10 s on stats that may be another 10 s old, waits up to
+30 s for an evicted pod's cleanup, and — because the sync is synchronous — lets one soft
+eviction of a pod with a long grace period block hard evictions for hours
+(kubernetes/kubernetes#123872). Here:
+
+- a sync runs every ``interval`` (``--housekeeping-interval``, 1 s) and at once when woken: by a
+  PSI trigger (``psi_wakeups``) or by the fast memory check, which reads only the memory figures
+  every ``fast_check_interval`` and wakes the loop when a hard memory threshold becomes met;
+  every sync reads the stats afresh;
+- at most one pod per sync (the core's rule; the local-storage pass may return several);
+- a hard eviction is carried out in line and the loop then waits for the pod to be gone (deleted
+  or terminal, as seen by the informer), bounded by ``cleanup_timeout`` (the kubelet's 30 s);
+- a soft eviction runs in the background: while it is in progress further soft decisions are not
+  acted on, but hard ones are — if the hard decision names the same pod, the soft attempt is
+  cancelled and the pod is evicted the hard way;
+- a pod whose eviction was accepted is never evicted again (it is left out of the active pods
+  until the informer sees it terminating or gone); a failed attempt is retried by a later sync
+  with fresh stats, so an unreachable API server delays an eviction but never duplicates one;
+- nothing a sync can raise stops the loop.
+
+Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
+was active last sync, a sync may read the node-level figures alone (``node_stats``) — the
+decision is the same (no threshold met → nothing to rank or evict), and 110 pod cgroups are not
+read every second. The first sync and any sync with a met threshold read everything. The caller
+passes ``node_stats`` only when pods carry no stats the core checks on every sync (ephemeral
+storage from the kubelet's summary for the local-storage limit pass).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterable, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent.actions import ActionResult
+from agent.eviction import (
+    EvictionDecision,
+    EvictionManager,
+    Signal,
+    Summary,
+    SummaryError,
+    Threshold,
+    get_threshold_quantity,
+    make_signal_observations,
+    thresholds_met,
+)
+from agent.informer import pod_ref
+from agent.metrics import AgentMetrics
+from scheduler.objects import Pod
+
+__all__ = ["EvictionLoop", "LoopStats", "psi_wakeups"]
+
+log = logging.getLogger(__name__)
+
+_MEMORY_SIGNALS = (Signal.MEMORY_AVAILABLE, Signal.ALLOCATABLE_MEMORY_AVAILABLE)
+_FORGET_EVICTED_AFTER = 600.0
+
+
+class ActionRunner(Protocol):
+    async def execute(
+        self, decision: EvictionDecision, *, hard: bool, deadline: float
+    ) -> ActionResult: ...
+
+
+class CleanupWaiter(Protocol):
+    async def wait_gone(self, uid: str, timeout: float) -> bool: ...
+
+
+@dataclass
+class LoopStats:
+    """Counters the tests and ``/readyz`` read."""
+
+    syncs: int = 0
+    errors: int = 0
+    # the latest decisions and results only: a daemon in dry run decides every second
+    decisions: deque[EvictionDecision] = field(default_factory=lambda: deque(maxlen=1000))
+    results: deque[tuple[EvictionDecision, ActionResult]] = field(
+        default_factory=lambda: deque(maxlen=1000)
+    )
+    last_sync_at: float = 0.0
+    last_error: str = ""
+
+
+def is_hard(decision: EvictionDecision) -> bool:
+    """Hard thresholds and local-storage limit evictions act at once (grace 0 = hard)."""
+    return decision.threshold is None or decision.threshold.grace_period == 0
+
+
+class EvictionLoop:
+    def __init__(
+        self,
+        manager: EvictionManager,
+        *,
+        stats: Callable[[], Awaitable[dict[str, Any]]],
+        pods: Callable[[], list[Pod]],
+        node_stats: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+        actions: ActionRunner,
+        cleanup: CleanupWaiter | None = None,
+        metrics: AgentMetrics | None = None,
+        interval: float = 1.0,
+        fast_check: Callable[[], dict[str, Any]] | None = None,
+        fast_check_interval: float = 0.2,
+        cleanup_timeout: float = 30.0,
+        hard_action_timeout: float = 5.0,
+        soft_action_timeout: float = 300.0,
+        on_sync: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.manager = manager
+        self.stats_source = stats
+        self.node_stats = node_stats
+        self.pods = pods
+        self.actions = actions
+        self.cleanup = cleanup
+        self.metrics = metrics
+        self.interval = interval
+        self.fast_check = fast_check
+        self.fast_check_interval = fast_check_interval
+        self.cleanup_timeout = cleanup_timeout
+        self.hard_action_timeout = hard_action_timeout
+        self.soft_action_timeout = soft_action_timeout
+        self.on_sync = on_sync
+        self.clock = clock
+        self.stats = LoopStats()
+        self.evicted: dict[str, float] = {}
+        self._soft: tuple[str, asyncio.Task[None]] | None = None
+        self._wake = asyncio.Event()
+        self._wake_reason = "interval"
+        self._memory_met = False
+
+    # --- triggers ------------------------------------------------------------------------------
+
+    def wake(self, reason: str) -> None:
+        """Run a sync now (PSI trigger, memory check); coalesces with one already pending."""
+        if not self._wake.is_set():
+            self._wake_reason = reason
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Sync forever; cancel to stop (an in-flight soft eviction is cancelled with it)."""
+        fast = asyncio.create_task(self._fast_check_loop()) if self.fast_check else None
+        try:
+            while True:
+                started = time.monotonic()
+                trigger = self._wake_reason if self._wake.is_set() else "interval"
+                self._wake.clear()
+                await self.sync_once(trigger)
+                remaining = self.interval - (time.monotonic() - started)
+                if remaining > 0 and not self._wake.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), remaining)
+        finally:
+            if fast is not None:
+                fast.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await fast
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._soft is not None:
+            task = self._soft[1]
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            self._soft = None
+
+    async def _fast_check_loop(self) -> None:
+        assert self.fast_check is not None
+        hard = [
+            t
+            for t in self.manager.thresholds
+            if t.signal in _MEMORY_SIGNALS and t.grace_period == 0 and t.operator
+        ]
+        if not hard:
+            return
+        while True:
+            await asyncio.sleep(self.fast_check_interval)
+            try:
+                summary = Summary.from_dict(self.fast_check())
+                observations, _ = make_signal_observations(summary)
+                met = bool(thresholds_met(hard, observations, False))
+            except Exception as exc:  # a broken reader must not stop the check
+                log.debug("fast memory check failed", extra={"err": str(exc)})
+                continue
+            if met and not self._memory_met:
+                self.wake("memory")
+            self._memory_met = met
+
+    # --- one sync ------------------------------------------------------------------------------
+
+    def _active_pods(self) -> list[Pod]:
+        now = self.clock()
+        for uid, at in list(self.evicted.items()):
+            if now - at > _FORGET_EVICTED_AFTER:
+                del self.evicted[uid]
+        pods = self.pods()
+        present = {p.uid for p in pods}
+        for uid in list(self.evicted):
+            if uid not in present:
+                del self.evicted[uid]
+        return [p for p in pods if p.uid not in self.evicted]
+
+    async def sync_once(self, trigger: str = "interval") -> list[ActionResult]:
+        """One sync; never raises (except cancellation)."""
+        try:
+            return await self._sync(trigger)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.stats.errors += 1
+            self.stats.last_error = f"{type(exc).__name__}: {exc}"
+            if self.metrics is not None:
+                self.metrics.sync_errors.inc()
+            log.exception("sync failed", extra={"err": self.stats.last_error})
+            return []
+
+    async def _sync(self, trigger: str) -> list[ActionResult]:
+        began = time.perf_counter()
+        summary = await self._read_stats()
+        active_pods = self._active_pods()
+        decisions = self.manager.synchronize(summary, active_pods)
+        self.stats.syncs += 1
+        self.stats.last_sync_at = self.clock()
+        self._record_sync(trigger, time.perf_counter() - began)
+        if self.on_sync is not None:
+            self.on_sync()
+        results: list[ActionResult] = []
+        hard_uids: list[str] = []
+        for decision in decisions:
+            self.stats.decisions.append(decision)
+            hard = is_hard(decision)
+            uid = decision.pod.uid
+            if self._soft is not None and self._soft[1].done():
+                self._soft = None
+            if not hard:
+                if self._soft is not None:
+                    log.debug(
+                        "soft eviction in progress, decision deferred",
+                        extra={"pod": pod_ref(decision.pod)},
+                    )
+                    continue
+                task = asyncio.create_task(self._soft_eviction(decision, summary))
+                self._soft = (uid, task)
+                continue
+            if self._soft is not None and self._soft[0] == uid:
+                log.info(
+                    "hard threshold: replacing the soft eviction in progress",
+                    extra={"pod": pod_ref(decision.pod)},
+                )
+                await self.aclose()
+            result = await self._act(decision, summary, hard=True)
+            results.append(result)
+            if result.done and uid:
+                hard_uids.append(uid)
+        if hard_uids and self.cleanup is not None:
+            await asyncio.gather(
+                *(self.cleanup.wait_gone(uid, self.cleanup_timeout) for uid in hard_uids)
+            )
+        return results
+
+    async def _read_stats(self) -> Summary:
+        """Fresh stats; node-level only while nothing is met (see ``node_stats``)."""
+        if (
+            self.node_stats is not None
+            and self.manager.last_sync is not None
+            and not self.manager.thresholds_met
+        ):
+            summary = _parse(await self.node_stats())
+            observations, _ = make_signal_observations(summary)
+            if not thresholds_met(self.manager.thresholds, observations, False):
+                return summary
+        return _parse(await self.stats_source())
+
+    async def _soft_eviction(self, decision: EvictionDecision, summary: Summary) -> None:
+        result = await self._act(decision, summary, hard=False)
+        if result.done and self.cleanup is not None and decision.pod.uid:
+            await self.cleanup.wait_gone(decision.pod.uid, self.cleanup_timeout)
+
+    async def _act(
+        self, decision: EvictionDecision, summary: Summary, *, hard: bool
+    ) -> ActionResult:
+        timeout = self.hard_action_timeout if hard else self.soft_action_timeout
+        try:
+            result = await self.actions.execute(
+                decision, hard=hard, deadline=self.clock() + timeout
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("eviction failed", extra={"pod": pod_ref(decision.pod), "err": str(exc)})
+            result = ActionResult("failed", message=f"{type(exc).__name__}: {exc}")
+        self.stats.results.append((decision, result))
+        if result.done and decision.pod.uid:
+            self.evicted[decision.pod.uid] = self.clock()
+        self._record_action(decision, result, summary)
+        log.info(
+            "eviction result",
+            extra={
+                "pod": pod_ref(decision.pod),
+                "signal": decision.signal,
+                "result": result.outcome,
+                "method": result.method,
+                "err": result.message if not result.done else None,
+            },
+        )
+        return result
+
+    # --- metrics -------------------------------------------------------------------------------
+
+    def _record_sync(self, trigger: str, seconds: float) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        m.syncs.labels(trigger).inc()
+        m.sync_duration.observe(seconds)
+        m.last_sync.set(self.clock())
+        record = self.manager.last_sync
+        if record is None:
+            return
+        for signal, obs in record.observations.items():
+            m.signal_available.labels(signal).set(obs.available)
+            m.signal_capacity.labels(signal).set(obs.capacity)
+        for t in self.manager.thresholds:
+            if not t.operator:
+                continue
+            seen = record.observations.get(t.signal)
+            capacity = seen.capacity if seen is not None else 0
+            kind = "hard" if t.grace_period == 0 else "soft"
+            m.threshold.labels(t.signal, kind).set(get_threshold_quantity(t.value, capacity))
+        for condition in ("MemoryPressure", "DiskPressure", "PIDPressure"):
+            m.node_condition.labels(condition).set(
+                1 if condition in self.manager.node_conditions else 0
+            )
+
+    def _record_action(
+        self, decision: EvictionDecision, result: ActionResult, summary: Summary
+    ) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        m.evictions.labels(decision.signal, result.outcome).inc()
+        if not result.requested_at:
+            return
+        obs_time = _observation_time(self.manager, decision.signal)
+        if obs_time is not None:
+            m.stats_age.labels(decision.signal).observe(max(result.requested_at - obs_time, 0))
+        first = _first_observed(self.manager, decision.threshold)
+        if first is not None:
+            m.reaction_latency.labels(decision.signal).observe(max(result.requested_at - first, 0))
+
+
+def _parse(raw: dict[str, Any]) -> Summary:
+    try:
+        return Summary.from_dict(raw)
+    except SummaryError as exc:
+        raise RuntimeError(f"stats summary invalid: {exc}") from exc
+
+
+def _observation_time(manager: EvictionManager, signal: str) -> float | None:
+    record = manager.last_sync
+    if record is None:
+        return None
+    obs = record.observations.get(signal)
+    return obs.time if obs is not None else None
+
+
+def _first_observed(manager: EvictionManager, threshold: Threshold | None) -> float | None:
+    if threshold is None:
+        return None
+    return manager.thresholds_first_observed_at.get(threshold)
+
+
+async def psi_wakeups(loop: EvictionLoop, events: AsyncIterable[Any]) -> None:
+    """Wake the loop for every PSI event (``PressureMonitor`` iterates them)."""
+    async for event in events:
+        if getattr(event, "reason", "") != "gone":
+            loop.wake("psi")

@@ -1,0 +1,94 @@
+"""The agent's Prometheus metrics, on a registry of its own (one agent = one registry, so tests
+and embedded agents never collide in the global default registry).
+
+Names follow the kubelet's eviction metrics (``kubelet_evictions{eviction_signal}``,
+``kubelet_eviction_stats_age_seconds``; ecosystem.md §4) under the ``eviction_agent_`` prefix, plus
+what operators asked the kubelet for and never got: the configured thresholds and the observed
+signal values (kubernetes/kubernetes#90464), and how fast the agent reacts.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["AgentMetrics"]
+
+_LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class AgentMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.evictions = Counter(
+            "eviction_agent_evictions",
+            "Eviction decisions carried out, by signal and result "
+            "(evicted, already_gone, dry_run, refused, blocked, failed).",
+            ["signal", "result"],
+            registry=r,
+        )
+        self.signal_available = Gauge(
+            "eviction_agent_signal_available",
+            "Last observed available amount per eviction signal (bytes, inodes or PIDs).",
+            ["signal"],
+            registry=r,
+        )
+        self.signal_capacity = Gauge(
+            "eviction_agent_signal_capacity",
+            "Last observed capacity per eviction signal.",
+            ["signal"],
+            registry=r,
+        )
+        self.threshold = Gauge(
+            "eviction_agent_threshold",
+            "Configured threshold resolved against the last capacity, by signal and kind.",
+            ["signal", "kind"],
+            registry=r,
+        )
+        self.stats_age = Histogram(
+            "eviction_agent_eviction_stats_age_seconds",
+            "Time between when stats were collected and when the pod was evicted.",
+            ["signal"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.sync_duration = Histogram(
+            "eviction_agent_sync_duration_seconds",
+            "Duration of one sync: read stats, decide (actions excluded).",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+            registry=r,
+        )
+        self.reaction_latency = Histogram(
+            "eviction_agent_reaction_latency_seconds",
+            "Time from the first observation of a met threshold to the eviction request.",
+            ["signal"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.syncs = Counter(
+            "eviction_agent_syncs",
+            "Syncs run, by what triggered them (interval, psi, memory, cleanup).",
+            ["trigger"],
+            registry=r,
+        )
+        self.sync_errors = Counter(
+            "eviction_agent_sync_errors",
+            "Syncs that failed before deciding (stats unreadable or invalid).",
+            registry=r,
+        )
+        self.node_condition = Gauge(
+            "eviction_agent_node_condition",
+            "1 while the agent reports the pressure condition (MemoryPressure, ...).",
+            ["condition"],
+            registry=r,
+        )
+        self.last_sync = Gauge(
+            "eviction_agent_last_sync_timestamp_seconds",
+            "Unix time of the last completed sync.",
+            registry=r,
+        )
+        self.informer_connected = Gauge(
+            "eviction_agent_pod_watch_connected",
+            "1 while the pod list/watch is connected to the API server.",
+            registry=r,
+        )

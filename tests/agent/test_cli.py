@@ -1,0 +1,285 @@
+"""``eviction-agent``: exit codes, messages without tracebacks, fast ``--help``, rank output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from agent.cli import cli
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_help_does_not_import_the_api_client() -> None:
+    code = (
+        "import sys\n"
+        "from agent.cli import main\n"
+        "rc = main(['run', '--help'])\n"
+        "bad = [m for m in sys.modules if m.startswith(('kubernetes_asyncio', 'agent.eviction'))]\n"
+        "print(rc, bad)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip().splitlines()[-1] == "0 []"
+    assert "--eviction-hard" in out.stdout and "Exit status" in out.stdout
+
+
+def test_help_documents_exit_codes() -> None:
+    code, out, _ = run("--help")
+    assert code == 0
+    assert "0  success" in out and "1  runtime failure" in out and "2  usage error" in out
+
+
+def test_check_config_prints_effective_thresholds() -> None:
+    code, out, err = run(
+        "check-config",
+        "--eviction-hard",
+        "memory.available<1Gi",
+        "--merge-default-eviction-settings",
+        "-o",
+        "json",
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["evictionHard"]["memory.available"] == "1Gi"
+    assert data["evictionHard"]["nodefs.available"] == "10%"
+    assert {
+        "signal": "memory.available",
+        "kind": "hard",
+        "value": str(2**30),
+        "gracePeriodSeconds": 0.0,
+        "minimumReclaim": None,
+    } in data["thresholds"]
+    assert "configuration OK" in err
+
+
+def test_bad_entry_exit_2_names_field_without_traceback() -> None:
+    code, _, err = run("check-config", "--eviction-soft", "memory.available<1Gi")
+    assert code == 2
+    assert err.startswith("error: evictionSoft (--eviction-soft)[memory.available]")
+    assert "grace period must be specified" in err
+    assert "Traceback" not in err
+
+
+def test_malformed_flag_and_unknown_file_field_exit_2(tmp_path: Path) -> None:
+    code, _, err = run("check-config", "--eviction-hard", "memory.available")
+    assert code == 2 and "expect string<string" in err
+    path = tmp_path / "c.yaml"
+    path.write_text("evictionHrad: {}\n")
+    code, _, err = run("check-config", "--config", str(path))
+    assert code == 2 and "evictionHrad" in err
+
+
+def test_run_requires_node_name() -> None:
+    result = CliRunner(env={"NODE_NAME": ""}).invoke(cli, ["run"])
+    assert result.exit_code == 2
+    assert "nodeName (--node-name): required" in result.stderr
+
+
+def test_run_with_missing_kubeconfig_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, err = run(
+        "run",
+        "--node-name",
+        "n1",
+        "--kubeconfig",
+        str(tmp_path / "nope"),
+        "--listen",
+        "127.0.0.1:0",
+        "--proc-root",
+        str(tmp_path),
+        "--cgroup-root",
+        str(tmp_path),
+    )
+    assert code == 2
+    assert "kubeconfig" in err and "Traceback" not in err
+
+
+def test_rank_from_a_stats_file_explains_positions(tmp_path: Path) -> None:
+    mi = 2**20
+    summary = {
+        "node": {
+            "nodeName": "n1",
+            "memory": {
+                "time": "2026-01-01T00:00:00Z",
+                "availableBytes": 50 * mi,
+                "workingSetBytes": 950 * mi,
+            },
+        },
+        "pods": [
+            {
+                "podRef": {"name": n, "namespace": "default", "uid": f"u-{n}"},
+                "memory": {"time": "2026-01-01T00:00:00Z", "workingSetBytes": ws * mi},
+            }
+            for n, ws in (("small", 10), ("big", 500), ("mid", 100))
+        ],
+    }
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(summary))
+    code, out, err = run("rank", "--stats-file", str(path), "-o", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["signal"] == "memory.available"
+    assert [r["pod"]["name"] for r in report["pods"]] == ["big", "mid", "small"]
+    assert report["pods"][0]["reason"] == "before default/mid: more memory above its request"
+    assert any(t["signal"] == "memory.available" and t["met"] for t in report["thresholds"])
+    code, out, _ = run("rank", "--stats-file", str(path))
+    assert code == 0 and "1. default/big" in out
+
+
+def test_rank_rejects_unknown_signal(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"node": {"nodeName": "n"}, "pods": []}))
+    code, _, err = run("rank", "--stats-file", str(path), "--signal", "cpu.available")
+    assert code == 2 and "cpu.available" in err
+
+
+def test_version() -> None:
+    code, out, _ = run("--version")
+    assert code == 0 and "eviction-agent" in out
+
+
+async def test_run_serves_probes_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    import asyncio
+    import signal
+    import socket
+
+    import aiohttp
+
+    import kubesim
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"
+    async with kubesim.serve(state=node, time_scale=0.01) as sim:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "agent",
+            "run",
+            "--node-name",
+            "n1",
+            "--kubeconfig",
+            str(sim.kubeconfig_path),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--proc-root",
+            str(tmp_path),
+            "--cgroup-root",
+            str(tmp_path),
+            "--kubelet-root",
+            str(tmp_path),
+            "--runtime-root",
+            str(tmp_path),
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            ready = False
+            async with aiohttp.ClientSession() as session:
+                for _ in range(300):
+                    await asyncio.sleep(0.1)
+                    try:
+                        async with session.get(f"http://127.0.0.1:{port}/readyz") as r:
+                            if r.status == 200:
+                                ready = True
+                                break
+                    except aiohttp.ClientError:
+                        continue
+                assert ready
+                async with session.get(f"http://127.0.0.1:{port}/metrics") as r:
+                    assert "eviction_agent_syncs_total" in await r.text()
+            proc.send_signal(signal.SIGTERM)
+            rc = await asyncio.wait_for(proc.wait(), 15)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        assert rc == 0
+        assert proc.stderr is not None
+        logs = [json.loads(line) for line in (await proc.stderr.read()).decode().splitlines()]
+        assert any(line["msg"] == "agent ready" for line in logs)
+        listed = sim.requests.filter(verb="list", resource="pods")
+        assert listed and listed[0].query["fieldSelector"] == ["spec.nodeName=n1"]
+
+
+async def test_rank_with_pods_from_the_api(tmp_path: Path) -> None:
+    import asyncio
+
+    import kubesim
+    from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
+
+    state = "\n---\n".join(
+        [
+            NODES,
+            pod("low", priority=0, request="10Mi"),
+            pod("high", priority=100, request="10Mi"),
+            pod("crit", priority=2000000000),
+        ]
+    )
+    async with kubesim.serve(state=state, time_scale=0.01) as sim:
+        fake = FakeNode(
+            sim, usage={"default/low": 50 * MI, "default/high": 500 * MI, "default/crit": 900 * MI}
+        )
+        stats = tmp_path / "summary.json"
+        stats.write_text(json.dumps(fake.summary()))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "agent",
+            "rank",
+            "--node-name",
+            "node-1",
+            "--kubeconfig",
+            str(sim.kubeconfig_path),
+            "--stats-file",
+            str(stats),
+            "-o",
+            "json",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    report = json.loads(out)
+    assert report["podSource"] == "API, pods bound to node-1"
+    rows = report["pods"]
+    # all exceed their requests: priority decides, lowest first; critical stays in the ranking
+    assert [r["pod"]["name"] for r in rows] == ["low", "high", "crit"]
+    assert rows[0]["reason"] == "before default/high: lower priority"
+    assert rows[2]["skipped"] == "critical pod: never evicted"
+
+
+def test_runtime_failure_exit_1_and_debug_traceback(tmp_path: Path) -> None:
+    import socket
+
+    from kubesim.kubeconfig import write_kubeconfig
+
+    kubeconfig = write_kubeconfig(tmp_path / "kc", "http://127.0.0.1:9")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        args = [
+            "run",
+            "--node-name",
+            "n1",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--proc-root",
+            str(tmp_path),
+        ]
+        code, _, err = run(*args)
+        assert code == 1
+        assert err.startswith("error: ") and "Traceback" not in err
+        code, _, err = run("--debug", *args)
+        assert code == 1 and "Traceback" in err

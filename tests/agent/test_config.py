@@ -1,0 +1,254 @@
+"""Configuration: the kubelet's flags, fields, defaults, merge rule and validation messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent.config import (
+    ConfigError,
+    load_config,
+    parse_langle_map,
+    parse_listen,
+    parse_map,
+    read_config_file,
+)
+from agent.eviction import Signal
+
+DEFAULT_HARD = {
+    "memory.available": "100Mi",
+    "nodefs.available": "10%",
+    "nodefs.inodesFree": "5%",
+    "imagefs.available": "15%",
+    "imagefs.inodesFree": "5%",
+}
+
+
+def test_defaults_are_the_kubelets() -> None:
+    cfg = load_config(env={})
+    assert cfg.eviction.eviction_hard == DEFAULT_HARD
+    assert cfg.eviction.eviction_pressure_transition_period == 300
+    assert cfg.eviction.eviction_max_pod_grace_period == 0
+    assert cfg.eviction.enforce_node_allocatable == ("pods",)
+    assert cfg.housekeeping_interval == 1.0
+    assert cfg.eviction_mode == "delete"
+    assert cfg.listen == ("127.0.0.1", 9808)
+    assert not cfg.dry_run
+    signals = [t.signal for t in cfg.thresholds]
+    # enforceNodeAllocatable=pods copies the hard memory threshold for allocatable memory
+    assert Signal.ALLOCATABLE_MEMORY_AVAILABLE in signals
+    assert all(t.grace_period == 0 for t in cfg.thresholds)
+
+
+def test_setting_one_hard_entry_drops_the_other_defaults() -> None:
+    cfg = load_config({"evictionHard": {"memory.available": "1Gi"}}, env={})
+    assert cfg.eviction.eviction_hard == {"memory.available": "1Gi"}
+    assert {t.signal for t in cfg.thresholds} == {
+        Signal.MEMORY_AVAILABLE,
+        Signal.ALLOCATABLE_MEMORY_AVAILABLE,
+    }
+
+
+def test_merge_default_eviction_settings_fills_unspecified_signals() -> None:
+    cfg = load_config(
+        {"evictionHard": {"memory.available": "1Gi"}, "mergeDefaultEvictionSettings": True},
+        env={},
+    )
+    assert cfg.eviction.eviction_hard == {**DEFAULT_HARD, "memory.available": "1Gi"}
+
+
+def test_zero_and_hundred_percent_disable_an_entry() -> None:
+    cfg = load_config(
+        {"evictionHard": {"memory.available": "0%", "nodefs.available": "100%"}}, env={}
+    )
+    assert cfg.thresholds == ()
+
+
+def test_flags_override_file_and_env_gives_node_name() -> None:
+    cfg = load_config(
+        {"evictionHard": {"memory.available": "1Gi"}, "evictionMode": "eviction-api"},
+        {"evictionHard": {"memory.available": "2Gi"}},
+        env={"NODE_NAME": "n1"},
+    )
+    assert cfg.eviction.eviction_hard == {"memory.available": "2Gi"}
+    assert cfg.eviction_mode == "eviction-api"
+    assert cfg.node_name == "n1"
+
+
+def test_transition_period_zero_means_five_minutes() -> None:
+    cfg = load_config({"evictionPressureTransitionPeriod": "0s"}, env={})
+    assert cfg.eviction.eviction_pressure_transition_period == 300
+    assert cfg.manager_config().pressure_transition_period_seconds == 300
+
+
+def test_soft_thresholds_with_grace_and_min_reclaim() -> None:
+    cfg = load_config(
+        {
+            "evictionSoft": {"memory.available": "1Gi"},
+            "evictionSoftGracePeriod": {"memory.available": "1m30s"},
+            "evictionMinimumReclaim": {"memory.available": "500Mi"},
+        },
+        env={},
+    )
+    soft = [t for t in cfg.thresholds if t.grace_period]
+    assert len(soft) == 1 and soft[0].grace_period == 90
+    assert soft[0].min_reclaim is not None and soft[0].min_reclaim.quantity == 500 * 2**20
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "rule"),
+    [
+        ({"evictionHard": {"memory.avail": "1Gi"}}, "evictionHard", "unsupported eviction signal"),
+        ({"evictionHard": {"memory.available": "0"}}, "evictionHard", "must be positive"),
+        ({"evictionHard": {"nodefs.available": "101%"}}, "evictionHard", "must be <= 100%"),
+        ({"evictionHard": {"memory.available": "lots"}}, "evictionHard", "lots"),
+        (
+            {"evictionSoft": {"memory.available": "1Gi"}},
+            "evictionSoft",
+            "grace period must be specified",
+        ),
+        (
+            {"evictionSoftGracePeriod": {"memory.available": "-1s"}},
+            "evictionSoftGracePeriod",
+            "must be a positive value",
+        ),
+        (
+            {"evictionSoftGracePeriod": {"memory.available": "90"}},
+            "evictionSoftGracePeriod",
+            "missing unit",
+        ),
+        (
+            {"evictionMinimumReclaim": {"memory.available": "0%"}},
+            "evictionMinimumReclaim",
+            "must be positive",
+        ),
+        ({"enforceNodeAllocatable": ["pods", "none"]}, "enforceNodeAllocatable", "none"),
+        ({"enforceNodeAllocatable": ["cpus"]}, "enforceNodeAllocatable", "not supported"),
+        ({"evictionMaxPodGracePeriod": "soon"}, "evictionMaxPodGracePeriod", "integer"),
+        ({"evictionPressureTransitionPeriod": "-1m"}, "evictionPressureTransitionPeriod", ">= 0"),
+        ({"housekeepingInterval": "0s"}, "housekeepingInterval", "must be > 0"),
+        ({"evictionMode": "kill"}, "evictionMode", "delete, eviction-api"),
+        ({"listen": "localhost"}, "listen", "host:port"),
+        ({"memoryCapacity": "lots"}, "memoryCapacity", "not a quantity"),
+        ({"memoryCapacity": "0"}, "memoryCapacity", "must be positive"),
+        ({"dryRun": "yes"}, "dryRun", "true or false"),
+        ({"kubeletSummaryUrl": "ftp://x"}, "kubeletSummaryUrl", "http"),
+    ],
+)
+def test_each_bad_entry_names_field_and_rule(
+    fields: dict[str, object], field: str, rule: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(fields, env={})
+    assert info.value.field.startswith(field)
+    assert rule in str(info.value)
+
+
+def test_file_rejects_unknown_fields_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        "evictionHrad: {memory.available: 1Gi}\nevictionSoft: {}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        read_config_file(path)
+    assert "evictionHrad" in str(info.value)
+
+
+def test_file_checks_kind_and_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("kind: Pod\n")
+    with pytest.raises(ConfigError, match="KubeletConfiguration"):
+        read_config_file(path)
+    path.write_text("evictionHard: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        read_config_file(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_config_file(tmp_path / "missing.yaml")
+
+
+def test_file_with_kubelet_fields_loads(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        "evictionHard: {memory.available: 300Mi}\nevictionMaxPodGracePeriod: 30\n"
+        "evictionPressureTransitionPeriod: 30s\nnodeName: n1\n"
+    )
+    cfg = load_config(read_config_file(path), env={})
+    assert cfg.eviction.eviction_max_pod_grace_period == 30
+    assert cfg.eviction.eviction_pressure_transition_period == 30
+    assert cfg.node_name == "n1"
+
+
+def test_flag_syntax_errors() -> None:
+    assert parse_langle_map("memory.available<100Mi, nodefs.available<10%") == {
+        "memory.available": "100Mi",
+        "nodefs.available": "10%",
+    }
+    assert parse_map("memory.available=1m30s") == {"memory.available": "1m30s"}
+    with pytest.raises(ValueError, match="expect string<string"):
+        parse_langle_map("memory.available=100Mi")
+    assert parse_listen("[::1]:9808") == ("::1", 9808)
+    with pytest.raises(ValueError):
+        parse_listen("127.0.0.1:99999")
+
+
+_KEY = st.text(alphabet="abcdefghijklmnopqrstuvwxyz.", min_size=1, max_size=12)
+_VAL = st.text(alphabet="0123456789MiGk%", min_size=1, max_size=6)
+
+
+@given(st.dictionaries(_KEY, _VAL, max_size=6))
+def test_langle_map_round_trips(entries: dict[str, str]) -> None:
+    text = ",".join(f"{k}<{v}" for k, v in entries.items())
+    assert parse_langle_map(text) == entries
+    assert parse_map(text.replace("<", "=")) == entries
+
+
+_SIGNALS = st.sampled_from(
+    [
+        "memory.available",
+        "nodefs.available",
+        "nodefs.inodesFree",
+        "imagefs.available",
+        "imagefs.inodesFree",
+        "pid.available",
+    ]
+)
+_QUANTITY = st.builds(
+    lambda n, unit: f"{n}{unit}",
+    st.integers(1, 10**6),
+    st.sampled_from(["", "Ki", "Mi", "Gi", "k"]),
+)
+_PERCENT = st.builds(lambda n: f"{n}%", st.integers(1, 99))
+
+
+@given(st.dictionaries(_SIGNALS, st.one_of(_QUANTITY, _PERCENT), min_size=1))
+def test_valid_hard_maps_load_one_threshold_per_entry(entries: dict[str, str]) -> None:
+    cfg = load_config({"evictionHard": entries, "enforceNodeAllocatable": []}, env={})
+    assert sorted(t.signal for t in cfg.thresholds) == sorted(entries)
+    assert all(t.grace_period == 0 for t in cfg.thresholds)
+
+
+@given(
+    st.dictionaries(_SIGNALS, st.one_of(_QUANTITY, _PERCENT), max_size=3),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz.", min_size=1, max_size=20),
+)
+def test_an_unknown_signal_is_always_named(entries: dict[str, str], bad: str) -> None:
+    if bad in {
+        "memory.available",
+        "allocatableMemory.available",
+        "nodefs.available",
+        "nodefs.inodesFree",
+        "imagefs.available",
+        "imagefs.inodesFree",
+        "containerfs.available",
+        "containerfs.inodesFree",
+        "pid.available",
+    }:
+        return
+    with pytest.raises(ConfigError) as info:
+        load_config({"evictionHard": {**entries, bad: "1Gi"}}, env={})
+    assert bad in str(info.value)
