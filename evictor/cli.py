@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import sys
 import time
 import traceback
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from scheduler.cliutil import CONTEXT_SETTINGS, EXIT_CODES, EXIT_INTERRUPTED, PACKAGE
+from scheduler.duration import parse_go_duration
 
 if TYPE_CHECKING:
     from evictor.client import Evictor
@@ -42,45 +42,9 @@ __all__ = ["main", "parse_go_duration"]
 
 T = TypeVar("T")
 
-_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
 
 class RuntimeFailure(Exception):
     """A failure the user should read as one line; exit 1."""
-
-
-def parse_go_duration(text: str) -> float:
-    """Go's ``time.ParseDuration`` (``0``, ``90s``, ``1m30s``, ``500ms``) in seconds."""
-    s = text.strip()
-    if s in ("0", "+0", "-0"):
-        return 0.0
-    sign = 1.0
-    if s[:1] in "+-" and s:
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if not s:
-        raise ValueError(f'time: invalid duration "{text}"')
-    pos = 0
-    total = 0.0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if m is None:
-            if re.match(r"(\d+\.?\d*|\.\d+)$", s[pos:]):
-                raise ValueError(f'time: missing unit in duration "{text}"')
-            raise ValueError(f'time: invalid duration "{text}"')
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    return sign * total
 
 
 class _Duration(click.ParamType):  # type: ignore[type-arg,unused-ignore]

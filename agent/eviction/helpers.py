@@ -62,6 +62,8 @@ from agent.eviction.summary import (
     Summary,
 )
 from agent.eviction.types import FsStatsType, NodeCondition, NodeReclaim, Observation, StatsFunc
+from scheduler.duration import DurationError
+from scheduler.duration import parse_go_duration as _go_duration
 from scheduler.objects import Pod
 from scheduler.quantity import QuantityError
 
@@ -211,41 +213,12 @@ def parse_percentage(value: str) -> float:
     return float32(parsed / 100)
 
 
-_DURATION_UNITS: Final = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_DURATION_PART: Final = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-
-
 def parse_go_duration(value: str) -> float:
     """``time.ParseDuration`` in seconds (``1m30s``, ``1.5h``, ``300ms``, ``0``)."""
-    text = value
-    sign = 1.0
-    if text[:1] in "+-" and text:
-        sign = -1.0 if text[0] == "-" else 1.0
-        text = text[1:]
-    if text == "0":
-        return 0.0
-    if not text:
-        raise EvictionConfigError(f'time: invalid duration "{value}"')
-    total = 0.0
-    pos = 0
-    while pos < len(text):
-        m = _DURATION_PART.match(text, pos)
-        if m is None or m.group(1) in ("", "."):
-            if m is None and re.match(r"[0-9.]+$", text[pos:]):
-                raise EvictionConfigError(f'time: missing unit in duration "{value}"')
-            raise EvictionConfigError(f'time: invalid duration "{value}"')
-        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    return sign * total
+    try:
+        return _go_duration(value)
+    except DurationError as exc:
+        raise EvictionConfigError(str(exc)) from None
 
 
 def _parse_threshold_statement(signal: str, value: str) -> Threshold | None:

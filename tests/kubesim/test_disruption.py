@@ -14,6 +14,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
+from kubesim.controllers import FROZEN
 from kubesim.controllers.disruption import (
     DisruptionController,
     SyncError,
@@ -26,18 +27,6 @@ from kubesim.controllers.disruption import (
 from kubesim.controllers.namespace import NamespaceController
 from kubesim.node.kubelet import Kubelet
 from kubesim.sim import Simulator
-
-FROZEN_WORKLOADS = frozenset(
-    {
-        "replicaset",
-        "replicationcontroller",
-        "deployment",
-        "statefulset",
-        "daemonset",
-        "job",
-        "garbagecollector",
-    }
-)
 
 NODE = {
     "apiVersion": "v1",
@@ -111,9 +100,7 @@ def pdb(name: str = "web", **spec: Any) -> dict[str, Any]:
 async def sim() -> AsyncIterator[Simulator]:
     # The workloads here are fixtures for the budget's arithmetic: no controller may change
     # their pods (nor collect pods whose owners the test leaves out on purpose).
-    async with kubesim.serve(
-        state=[NODE], time_scale=10.0, disabled_controllers=FROZEN_WORKLOADS
-    ) as s:
+    async with kubesim.serve(state=[NODE], time_scale=10.0, disabled_controllers=FROZEN) as s:
         yield s
 
 
