@@ -30,14 +30,13 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from agent.eviction import EvictionDecision, effective_grace_period_seconds
 from agent.eviction.pods import is_critical_pod
 from agent.eviction.preference import is_eviction_forbidden
 from agent.informer import pod_ref
-from scheduler.objects import Pod
+from scheduler.objects import Pod, format_micro_time, format_time
 
 __all__ = [
     "DISRUPTION_REASON",
@@ -46,7 +45,6 @@ __all__ = [
     "ActionResult",
     "Actions",
     "build_event",
-    "micro_time",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,15 +54,6 @@ DISRUPTION_REASON: Final = "TerminationByNodePressureAgent"
 NODE_CONDITION_PREFIX: Final = "NodePressureAgent"
 EVENT_ACTION: Final = "Evict"
 _NOTE_LIMIT: Final = 1024
-
-
-def micro_time(ts: float) -> str:
-    """``metav1.MicroTime`` as RFC 3339 with microseconds."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def build_event(
@@ -83,7 +72,7 @@ def build_event(
             "namespace": pod.namespace,
             "annotations": dict(decision.annotations),
         },
-        "eventTime": micro_time(now),
+        "eventTime": format_micro_time(now),
         "reportingController": REPORTING_CONTROLLER,
         "reportingInstance": f"eviction-agent-{node_name}"[:128],
         "action": EVENT_ACTION,
@@ -311,7 +300,7 @@ class Actions:
                         "status": cond.status,
                         "reason": DISRUPTION_REASON,
                         "message": cond.message,
-                        "lastTransitionTime": rfc3339(self.clock()),
+                        "lastTransitionTime": format_time(self.clock()),
                     }
                 ]
             }
@@ -346,7 +335,7 @@ class Actions:
         """``--node-conditions``: our own condition types, so we never fight the kubelet's."""
         if self.dry_run or self._core is None or active == self._node_conditions:
             return True
-        now = rfc3339(self.clock())
+        now = format_time(self.clock())
         conditions = []
         for name, on in sorted(active.items()):
             previous = self._node_conditions.get(name)

@@ -133,6 +133,16 @@ def format_time(seconds: float) -> str:
     return datetime.fromtimestamp(math.floor(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def format_micro_time(seconds: float) -> str:
+    """Seconds since the epoch as a ``metav1.MicroTime`` (six fractional digits, ``Z``)."""
+    whole = math.floor(seconds)
+    micros = round((seconds - whole) * 1_000_000)
+    if micros == 1_000_000:
+        whole, micros = whole + 1, 0
+    stamp = datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{micros:06d}Z"
+
+
 # --- reading manifests -----------------------------------------------------------------------
 
 T = TypeVar("T")

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, Final
 
+from scheduler.objects import format_micro_time
+
 __all__ = [
     "MICRO_TIME",
     "RFC3339",
@@ -193,16 +195,6 @@ def reencode(value: Any, *, micro: bool) -> Any:
             f"json: cannot unmarshal {_json_type(value)} into Go value of type string"
         )
     return _encode(parse_go_time(value, micro=micro), micro=micro)
-
-
-def format_micro_time(seconds: float) -> str:
-    """Seconds since the epoch as a ``metav1.MicroTime`` (six fractional digits, ``Z``)."""
-    whole = int(seconds // 1)
-    micros = round((seconds - whole) * 1_000_000)
-    if micros == 1_000_000:
-        whole, micros = whole + 1, 0
-    stamp = datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{stamp}.{micros:06d}Z"
 
 
 def _json_type(value: Any) -> str:

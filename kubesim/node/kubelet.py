@@ -45,7 +45,6 @@ import ipaddress
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from kubesim.apiserver.rest import DeleteOptions
@@ -58,7 +57,7 @@ from kubesim.controllers.base import (
     controller_ref,
 )
 from kubesim.controllers.events import EventRecorder
-from scheduler.objects import format_time
+from scheduler.objects import format_micro_time, format_time
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -118,11 +117,6 @@ def node_is_up(node: Mapping[str, Any]) -> bool:
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":
             return cond.get("status") == "True"
     return True
-
-
-def format_micro_time(seconds: float) -> str:
-    """``metav1.MicroTime``: RFC 3339 in UTC with six fractional digits."""
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _digest(*parts: str) -> str:
