@@ -32,11 +32,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
+from urllib.parse import quote
 
 from agent.eviction import EvictionDecision, effective_grace_period_seconds
 from agent.eviction.pods import is_critical_pod
 from agent.eviction.preference import is_eviction_forbidden
 from agent.informer import pod_ref
+from agent.kube import STRATEGIC_MERGE_PATCH, request
 from scheduler.objects import Pod
 
 __all__ = [
@@ -56,6 +58,11 @@ DISRUPTION_REASON: Final = "TerminationByNodePressureAgent"
 NODE_CONDITION_PREFIX: Final = "NodePressureAgent"
 EVENT_ACTION: Final = "Evict"
 _NOTE_LIMIT: Final = 1024
+
+
+def _seg(value: str) -> str:
+    """One URL path segment."""
+    return quote(value, safe="")
 
 
 def micro_time(ts: float) -> str:
@@ -144,17 +151,10 @@ class Actions:
         self.request_timeout = request_timeout
         self.clock = clock
         self.api_client = api_client
-        self._core: Any = None
-        self._events: Any = None
-        if api_client is not None:
-            from kubernetes_asyncio import client
+        if api_client is not None and evictor is None:
+            from evictor.client import Evictor
 
-            self._core = client.CoreV1Api(api_client)
-            self._events = client.EventsV1Api(api_client)
-            if evictor is None:
-                from evictor.client import Evictor
-
-                evictor = Evictor(api_client)
+            evictor = Evictor(api_client)
         self.evictor = evictor
         self._node_conditions: dict[str, bool] = {}
         # UIDs whose Evicted event was written: a retried eviction does not repeat it.
@@ -267,10 +267,21 @@ class Actions:
 
     # --- writes that must never stop an eviction ---------------------------------------------
 
-    async def _raw(self, make: Callable[..., Any]) -> Any:
+    async def _raw(
+        self, method: str, path: str, body: Any, *, content_type: str = "application/json"
+    ) -> Any:
         from evictor.transport import call
 
-        return await call(make(_preload_content=False, _request_timeout=self.request_timeout))
+        return await call(
+            request(
+                self.api_client,
+                method,
+                path,
+                body=body,
+                content_type=content_type,
+                timeout=self.request_timeout,
+            )
+        )
 
     async def write_event(self, decision: EvictionDecision) -> bool:
         pod = decision.pod
@@ -280,7 +291,7 @@ class Actions:
         body = build_event(decision, node_name=self.node_name, now=now)
         try:
             resp = await self._raw(
-                lambda **kw: self._events.create_namespaced_event(pod.namespace, body, **kw)
+                "POST", f"/apis/events.k8s.io/v1/namespaces/{_seg(pod.namespace)}/events", body
             )
         except Exception as exc:
             log.warning("eviction event not written", extra={"pod": pod_ref(pod), "err": str(exc)})
@@ -320,13 +331,10 @@ class Actions:
             body["metadata"] = {"uid": pod.uid}
         try:
             resp = await self._raw(
-                lambda **kw: self._core.patch_namespaced_pod_status(
-                    pod.name,
-                    pod.namespace,
-                    body,
-                    _content_type="application/strategic-merge-patch+json",
-                    **kw,
-                )
+                "PATCH",
+                f"/api/v1/namespaces/{_seg(pod.namespace)}/pods/{_seg(pod.name)}/status",
+                body,
+                content_type=STRATEGIC_MERGE_PATCH,
             )
         except Exception as exc:
             log.warning(
@@ -344,7 +352,7 @@ class Actions:
 
     async def report_node_conditions(self, active: Mapping[str, bool]) -> bool:
         """``--node-conditions``: our own condition types, so we never fight the kubelet's."""
-        if self.dry_run or self._core is None or active == self._node_conditions:
+        if self.dry_run or self.api_client is None or active == self._node_conditions:
             return True
         now = rfc3339(self.clock())
         conditions = []
@@ -365,12 +373,10 @@ class Actions:
         body = {"status": {"conditions": conditions}}
         try:
             resp = await self._raw(
-                lambda **kw: self._core.patch_node_status(
-                    self.node_name,
-                    body,
-                    _content_type="application/strategic-merge-patch+json",
-                    **kw,
-                )
+                "PATCH",
+                f"/api/v1/nodes/{_seg(self.node_name)}/status",
+                body,
+                content_type=STRATEGIC_MERGE_PATCH,
             )
         except Exception as exc:
             log.warning("node conditions not written", extra={"err": str(exc)})

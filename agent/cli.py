@@ -252,6 +252,9 @@ def _fail(glob: Globals, exc: BaseException) -> None:
 
 
 async def _api_client(kubeconfig: str | None) -> Any:
+    from agent.kube import defer_client_models
+
+    defer_client_models()  # the agent's footprint: config and ApiClient, not the models
     from kubernetes_asyncio import client, config
     from kubernetes_asyncio.config.config_exception import ConfigException
 
