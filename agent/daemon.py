@@ -61,6 +61,8 @@ class Agent:
         fast_check_interval: float = 0.2,
         watch_timeout: int = 300,
         startup_timeout: float = 5.0,
+        psi_triggers: bool = True,
+        psi_poll_interval: float = 1.0,
     ) -> None:
         self.config = config
         self.api_client = api_client
@@ -68,6 +70,8 @@ class Agent:
         self.notifier = notifier or Notifier()
         self.serve_http = serve_http
         self.use_psi = use_psi
+        self.psi_triggers = psi_triggers
+        self.psi_poll_interval = psi_poll_interval
         self.startup_timeout = startup_timeout
         self.informer = PodInformer(api_client, config.node_name, watch_timeout=watch_timeout)
         self.collector: Any = None
@@ -100,7 +104,7 @@ class Agent:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._ready_sent = False
-        self._psi: Any = None
+        self._psi: list[Any] = []
 
     def _default_stats(
         self,
@@ -220,21 +224,57 @@ class Agent:
             return False, "loop stalled"
         return True, ""
 
+    def psi_paths(self) -> list[Path]:
+        """Memory PSI files to watch: the node's, and the kubepods cgroup's where it has one.
+
+        ``/proc/pressure/memory`` counts every task on the host; the kubepods cgroup's
+        ``memory.pressure`` (cgroup v2, or the ``unified`` tree of a hybrid host) counts the
+        pods only — the stalls eviction can relieve — and is the node's own when the agent runs
+        in a kind/kwok node container, where ``/proc/pressure`` is the host's.
+        """
+        from agent.sources.cgroups import CgroupError, detect_layout, pressure_path
+
+        paths: list[Path] = []
+        node = Path(self.config.proc_root) / "pressure" / "memory"
+        if node.exists():
+            paths.append(node)
+        layout = None
+        if self.collector is not None:
+            layout = self.collector.layout
+        else:
+            with contextlib.suppress(CgroupError, OSError):
+                layout = detect_layout(Path(self.config.cgroup_root))
+        if layout is not None and layout.kubepods is not None:
+            pods = pressure_path(layout, layout.kubepods)
+            if pods is not None:
+                paths.append(pods)
+        return paths
+
     async def _start_psi(self) -> None:
         from agent.sources.psi import PressureMonitor, Trigger
 
-        path = Path(self.config.proc_root) / "pressure" / "memory"
-        if not path.exists():
-            log.info("PSI not available, interval syncs only", extra={"path": str(path)})
+        paths = self.psi_paths()
+        if not paths:
+            log.info("PSI not available, interval syncs only")
             return
-        monitor = PressureMonitor(path, Trigger.parse(_PSI_TRIGGER))
-        try:
-            await monitor.start()
-        except Exception as exc:
-            log.warning("PSI monitor failed to start", extra={"err": str(exc)})
-            return
-        self._psi = monitor
-        self._tasks.append(asyncio.create_task(psi_wakeups(self.loop, monitor), name="psi"))
+        for path in paths:
+            monitor = PressureMonitor(
+                path,
+                Trigger.parse(_PSI_TRIGGER),
+                poll_interval=self.psi_poll_interval,
+                allow_triggers=self.psi_triggers,
+            )
+            try:
+                await monitor.start()
+            except Exception as exc:
+                log.warning(
+                    "PSI monitor failed to start", extra={"path": str(path), "err": str(exc)}
+                )
+                continue
+            self._psi.append(monitor)
+            self._tasks.append(
+                asyncio.create_task(psi_wakeups(self.loop, monitor), name=f"psi {path}")
+            )
 
     async def stop(self) -> None:
         self.notifier.stopping()
@@ -244,8 +284,9 @@ class Agent:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        if self._psi is not None:
-            await self._psi.aclose()
+        for monitor in self._psi:
+            await monitor.aclose()
+        self._psi.clear()
         if self.collector is not None:
             await self.collector.aclose()
         if self.actions.evictor is not None:
