@@ -51,6 +51,7 @@ _FIELD = {
     "eviction_mode": "evictionMode",
     "dry_run": "dryRun",
     "node_conditions": "nodeConditions",
+    "node_taints": "nodeTaints",
     "listen": "listen",
     "proc_root": "procRoot",
     "cgroup_root": "cgroupRoot",
@@ -168,6 +169,13 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             default=False,
             help="Report pressure as node conditions of the agent's own types "
             "(NodePressureAgentMemoryPressure, ...).",
+        ),
+        click.option(
+            "--node-taints/--no-node-taints",
+            default=False,
+            help="Taint the node NoSchedule while under pressure "
+            "(node-pressure-evictor.io/memory-pressure, /disk-pressure, /pid-pressure) "
+            "and remove the taint after; needs patch on nodes.",
         ),
         click.option(
             "--listen",

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 # PSI: wake when tasks stall on memory for 100 ms within 1 s (the kernel minimum window is 500 ms).
 _PSI_TRIGGER = "some 100000 1000000"
+PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure")
 
 
 class WallClock:
@@ -157,19 +158,31 @@ class Agent:
 
     def _after_sync(self) -> None:
         self.metrics.informer_connected.set(1 if self.informer.connected else 0)
-        if self.config.node_conditions:
-            active = {
-                "MemoryPressure": self.manager.is_under_memory_pressure(),
-                "DiskPressure": self.manager.is_under_disk_pressure(),
-                "PIDPressure": self.manager.is_under_pid_pressure(),
-            }
-            task = asyncio.create_task(self.actions.report_node_conditions(active))
-            self._tasks.append(task)
-            task.add_done_callback(self._forget)
+        if self.config.node_conditions or self.config.node_taints:
+            active = dict(
+                zip(
+                    PRESSURE_CONDITIONS,
+                    (
+                        self.manager.is_under_memory_pressure(),
+                        self.manager.is_under_disk_pressure(),
+                        self.manager.is_under_pid_pressure(),
+                    ),
+                    strict=True,
+                )
+            )
+            if self.config.node_conditions:
+                self._spawn(self.actions.report_node_conditions(active))
+            if self.config.node_taints:
+                self._spawn(self.actions.report_node_taints(active))
         if not self._ready_sent and self.ready()[0]:
             self._ready_sent = True
             self.notifier.ready(f"watching {len(self.informer.pods)} pods")
             log.info("agent ready", extra={"node": self.config.node_name})
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.append(task)
+        task.add_done_callback(self._forget)
 
     def _forget(self, task: asyncio.Task[Any]) -> None:
         with contextlib.suppress(ValueError):
@@ -284,6 +297,12 @@ class Agent:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        if self.config.node_taints:
+            # a taint left by an agent that is gone would keep pods off the node for good;
+            # the kubelet's own pressure taints stay in force
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(5.0):
+                    await self.actions.report_node_taints(dict.fromkeys(PRESSURE_CONDITIONS, False))
         for monitor in self._psi:
             await monitor.aclose()
         self._psi.clear()
