@@ -64,6 +64,7 @@ class Agent:
         startup_timeout: float = 5.0,
         psi_triggers: bool = True,
         psi_poll_interval: float = 1.0,
+        psi_rescan_interval: float = 10.0,
     ) -> None:
         self.config = config
         self.api_client = api_client
@@ -73,6 +74,7 @@ class Agent:
         self.use_psi = use_psi
         self.psi_triggers = psi_triggers
         self.psi_poll_interval = psi_poll_interval
+        self.psi_rescan_interval = psi_rescan_interval
         self.startup_timeout = startup_timeout
         self.informer = PodInformer(api_client, config.node_name, watch_timeout=watch_timeout)
         self.collector: Any = None
@@ -264,13 +266,19 @@ class Agent:
         return paths
 
     async def _start_psi(self) -> None:
+        if not await self._arm_psi():
+            log.info("PSI not available yet, interval syncs only")
+        # the kubelet may create kubepods after us, and a removed cgroup ends its monitor
+        self._tasks.append(asyncio.create_task(self._rescan_psi(), name="psi-rescan"))
+
+    async def _arm_psi(self) -> int:
+        """Start a monitor on every PSI file not watched yet; how many are watched."""
         from agent.sources.psi import PressureMonitor, Trigger
 
-        paths = self.psi_paths()
-        if not paths:
-            log.info("PSI not available, interval syncs only")
-            return
-        for path in paths:
+        watched = {m.path for m in self._psi}
+        for path in self.psi_paths():
+            if path in watched:
+                continue
             monitor = PressureMonitor(
                 path,
                 Trigger.parse(_PSI_TRIGGER),
@@ -285,9 +293,21 @@ class Agent:
                 )
                 continue
             self._psi.append(monitor)
-            self._tasks.append(
-                asyncio.create_task(psi_wakeups(self.loop, monitor), name=f"psi {path}")
-            )
+            self._tasks.append(asyncio.create_task(self._psi_wakeups(monitor), name=f"psi {path}"))
+        return len(self._psi)
+
+    async def _psi_wakeups(self, monitor: Any) -> None:
+        try:
+            await psi_wakeups(self.loop, monitor)
+        finally:
+            if monitor in self._psi:  # gone (cgroup removed): the rescan may arm it again
+                self._psi.remove(monitor)
+                await monitor.aclose()
+
+    async def _rescan_psi(self) -> None:
+        while True:
+            await asyncio.sleep(self.psi_rescan_interval)
+            await self._arm_psi()
 
     async def stop(self) -> None:
         self.notifier.stopping()
@@ -303,7 +323,7 @@ class Agent:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(5.0):
                     await self.actions.report_node_taints(dict.fromkeys(PRESSURE_CONDITIONS, False))
-        for monitor in self._psi:
+        for monitor in list(self._psi):
             await monitor.aclose()
         self._psi.clear()
         if self.collector is not None:

@@ -131,3 +131,42 @@ async def test_kubepods_memory_pressure_wakes_a_sync(sim: Simulator, tmp_path: P
         await agent.stop()
         await api.close()
     assert agent._psi == []
+
+
+async def test_kubepods_created_after_start_is_armed_and_a_removed_one_dropped(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    root = tmp_path / "cg"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("memory\n")  # v2, no kubepods yet
+    fake = FakeNode(sim, usage={"default/a": 10 << 20})
+    cfg = load_config(
+        {
+            "nodeName": "node-1",
+            "cgroupRoot": str(root),
+            "procRoot": str(tmp_path),
+            "evictionHard": {"memory.available": "100Mi"},
+        }
+    )
+    api = sim.api_client()
+    agent = Agent(
+        cfg,
+        api_client=api,
+        stats=fake.get_summary,
+        serve_http=False,
+        psi_triggers=False,
+        psi_poll_interval=0.05,
+        psi_rescan_interval=0.05,
+    )
+    await agent.start()
+    try:
+        assert agent._psi == []
+        (root / "kubepods").mkdir()
+        (root / "kubepods" / "memory.pressure").write_text(psi(0))
+        await until(lambda: [m.path for m in agent._psi] == [root / "kubepods" / "memory.pressure"])
+        (root / "kubepods" / "memory.pressure").unlink()  # the cgroup went away
+        (root / "kubepods").rmdir()
+        await until(lambda: agent._psi == [])
+    finally:
+        await agent.stop()
+        await api.close()
