@@ -26,21 +26,25 @@ nothing. Every write goes through ``evictor`` or one bounded request here.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+from urllib.parse import quote
 
 from agent.eviction import EvictionDecision, effective_grace_period_seconds
 from agent.eviction.pods import is_critical_pod
 from agent.eviction.preference import is_eviction_forbidden
 from agent.informer import pod_ref
+from agent.kube import MERGE_PATCH, STRATEGIC_MERGE_PATCH, request
 from scheduler.objects import Pod, format_micro_time, format_time
 
 __all__ = [
     "DISRUPTION_REASON",
     "NODE_CONDITION_PREFIX",
+    "PRESSURE_TAINTS",
     "REPORTING_CONTROLLER",
     "ActionResult",
     "Actions",
@@ -53,7 +57,22 @@ REPORTING_CONTROLLER: Final = "node-pressure-evictor.io/eviction-agent"
 DISRUPTION_REASON: Final = "TerminationByNodePressureAgent"
 NODE_CONDITION_PREFIX: Final = "NodePressureAgent"
 EVENT_ACTION: Final = "Evict"
+# ``--node-taints``: our own keys, as the node lifecycle controller maps the kubelet's conditions
+# to ``node.kubernetes.io/memory-pressure:NoSchedule`` (TaintNodesByCondition) — never its keys.
+TAINT_DOMAIN: Final = "node-pressure-evictor.io"
+PRESSURE_TAINTS: Final = {
+    "MemoryPressure": f"{TAINT_DOMAIN}/memory-pressure",
+    "DiskPressure": f"{TAINT_DOMAIN}/disk-pressure",
+    "PIDPressure": f"{TAINT_DOMAIN}/pid-pressure",
+}
+TAINT_EFFECT: Final = "NoSchedule"
+_TAINT_CONFLICT_RETRIES: Final = 5
 _NOTE_LIMIT: Final = 1024
+
+
+def _seg(value: str) -> str:
+    """One URL path segment."""
+    return quote(value, safe="")
 
 
 def build_event(
@@ -133,19 +152,14 @@ class Actions:
         self.request_timeout = request_timeout
         self.clock = clock
         self.api_client = api_client
-        self._core: Any = None
-        self._events: Any = None
-        if api_client is not None:
-            from kubernetes_asyncio import client
+        if api_client is not None and evictor is None:
+            from evictor.client import Evictor
 
-            self._core = client.CoreV1Api(api_client)
-            self._events = client.EventsV1Api(api_client)
-            if evictor is None:
-                from evictor.client import Evictor
-
-                evictor = Evictor(api_client)
+            evictor = Evictor(api_client)
         self.evictor = evictor
         self._node_conditions: dict[str, bool] = {}
+        self._node_taints: dict[str, bool] | None = None
+        self._taint_lock = asyncio.Lock()
         # UIDs whose Evicted event was written: a retried eviction does not repeat it.
         self._evented: dict[str, float] = {}
 
@@ -256,10 +270,21 @@ class Actions:
 
     # --- writes that must never stop an eviction ---------------------------------------------
 
-    async def _raw(self, make: Callable[..., Any]) -> Any:
+    async def _raw(
+        self, method: str, path: str, body: Any, *, content_type: str = "application/json"
+    ) -> Any:
         from evictor.transport import call
 
-        return await call(make(_preload_content=False, _request_timeout=self.request_timeout))
+        return await call(
+            request(
+                self.api_client,
+                method,
+                path,
+                body=body,
+                content_type=content_type,
+                timeout=self.request_timeout,
+            )
+        )
 
     async def write_event(self, decision: EvictionDecision) -> bool:
         pod = decision.pod
@@ -269,7 +294,7 @@ class Actions:
         body = build_event(decision, node_name=self.node_name, now=now)
         try:
             resp = await self._raw(
-                lambda **kw: self._events.create_namespaced_event(pod.namespace, body, **kw)
+                "POST", f"/apis/events.k8s.io/v1/namespaces/{_seg(pod.namespace)}/events", body
             )
         except Exception as exc:
             log.warning("eviction event not written", extra={"pod": pod_ref(pod), "err": str(exc)})
@@ -309,13 +334,10 @@ class Actions:
             body["metadata"] = {"uid": pod.uid}
         try:
             resp = await self._raw(
-                lambda **kw: self._core.patch_namespaced_pod_status(
-                    pod.name,
-                    pod.namespace,
-                    body,
-                    _content_type="application/strategic-merge-patch+json",
-                    **kw,
-                )
+                "PATCH",
+                f"/api/v1/namespaces/{_seg(pod.namespace)}/pods/{_seg(pod.name)}/status",
+                body,
+                content_type=STRATEGIC_MERGE_PATCH,
             )
         except Exception as exc:
             log.warning(
@@ -333,7 +355,7 @@ class Actions:
 
     async def report_node_conditions(self, active: Mapping[str, bool]) -> bool:
         """``--node-conditions``: our own condition types, so we never fight the kubelet's."""
-        if self.dry_run or self._core is None or active == self._node_conditions:
+        if self.dry_run or self.api_client is None or active == self._node_conditions:
             return True
         now = format_time(self.clock())
         conditions = []
@@ -354,12 +376,10 @@ class Actions:
         body = {"status": {"conditions": conditions}}
         try:
             resp = await self._raw(
-                lambda **kw: self._core.patch_node_status(
-                    self.node_name,
-                    body,
-                    _content_type="application/strategic-merge-patch+json",
-                    **kw,
-                )
+                "PATCH",
+                f"/api/v1/nodes/{_seg(self.node_name)}/status",
+                body,
+                content_type=STRATEGIC_MERGE_PATCH,
             )
         except Exception as exc:
             log.warning("node conditions not written", extra={"err": str(exc)})
@@ -369,6 +389,79 @@ class Actions:
             return False
         self._node_conditions = dict(active)
         return True
+
+    async def report_node_taints(self, active: Mapping[str, bool]) -> bool:
+        """``--node-taints``: our ``NoSchedule`` taint per pressure while it lasts.
+
+        ``spec.taints`` has no strategic-merge key (the list is replaced whole), so the node is
+        read and written back with its ``resourceVersion``: a 409 (the kubelet, the node
+        lifecycle controller or an operator changed the node meanwhile) reads it again.
+        Taints of other owners are kept as they are.
+        """
+        if self.dry_run or self.api_client is None:
+            return True
+        async with self._taint_lock:
+            if dict(active) == self._node_taints:
+                return True
+            for _ in range(_TAINT_CONFLICT_RETRIES):
+                status = await self._sync_taints(active)
+                if status == 409:
+                    continue
+                if status is not None and 200 <= status < 300:
+                    self._node_taints = dict(active)
+                    return True
+                return False
+            log.warning("node taints not written: conflicts", extra={"node": self.node_name})
+            return False
+
+    async def _sync_taints(self, active: Mapping[str, bool]) -> int | None:
+        path = f"/api/v1/nodes/{_seg(self.node_name)}"
+        try:
+            resp = await self._raw("GET", path, None)
+        except Exception as exc:
+            log.warning("node taints: node not read", extra={"err": str(exc)})
+            return None
+        if not resp.ok or not isinstance(resp.body, dict):
+            log.warning(
+                "node taints: node not read", extra={"err": f"{resp.status} {resp.message}"}
+            )
+            return None
+        node = resp.body
+        taints = [t for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, dict)]
+        ours = {
+            PRESSURE_TAINTS[name] for name, on in active.items() if on and name in PRESSURE_TAINTS
+        }
+        managed = set(PRESSURE_TAINTS.values())
+        kept = [
+            t
+            for t in taints
+            if t.get("key") not in managed
+            or (t.get("key") in ours and t.get("effect") == TAINT_EFFECT)
+        ]
+        present = {t.get("key") for t in kept}
+        wanted = kept + [
+            {"key": key, "effect": TAINT_EFFECT} for key in sorted(ours) if key not in present
+        ]
+        if wanted == taints:
+            return 200
+        body = {
+            "metadata": {"resourceVersion": (node.get("metadata") or {}).get("resourceVersion")},
+            "spec": {"taints": wanted},
+        }
+        try:
+            resp = await self._raw("PATCH", path, body, content_type=MERGE_PATCH)
+        except Exception as exc:
+            log.warning("node taints not written", extra={"err": str(exc)})
+            return None
+        if resp.ok:
+            log.info(
+                "node taints updated",
+                extra={"node": self.node_name, "taints": sorted(ours)},
+            )
+        elif resp.status != 409:
+            log.warning("node taints rejected", extra={"err": f"{resp.status} {resp.message}"})
+        status: int = resp.status
+        return status
 
 
 def describe(pod: Pod) -> str:

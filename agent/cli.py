@@ -51,6 +51,7 @@ _FIELD = {
     "eviction_mode": "evictionMode",
     "dry_run": "dryRun",
     "node_conditions": "nodeConditions",
+    "node_taints": "nodeTaints",
     "listen": "listen",
     "proc_root": "procRoot",
     "cgroup_root": "cgroupRoot",
@@ -170,6 +171,13 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "(NodePressureAgentMemoryPressure, ...).",
         ),
         click.option(
+            "--node-taints/--no-node-taints",
+            default=False,
+            help="Taint the node NoSchedule while under pressure "
+            "(node-pressure-evictor.io/memory-pressure, /disk-pressure, /pid-pressure) "
+            "and remove the taint after; needs patch on nodes.",
+        ),
+        click.option(
             "--listen",
             "--http-address",
             "listen",
@@ -252,6 +260,9 @@ def _fail(glob: Globals, exc: BaseException) -> None:
 
 
 async def _api_client(kubeconfig: str | None) -> Any:
+    from agent.kube import defer_client_models
+
+    defer_client_models()  # the agent's footprint: config and ApiClient, not the models
     from kubernetes_asyncio import client, config
     from kubernetes_asyncio.config.config_exception import ConfigException
 

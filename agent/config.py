@@ -78,6 +78,7 @@ AGENT_FIELDS: Final = (
     "evictionMode",
     "dryRun",
     "nodeConditions",
+    "nodeTaints",
     "listen",
     "procRoot",
     "cgroupRoot",
@@ -229,6 +230,7 @@ class AgentConfig:
     eviction_mode: str = "delete"
     dry_run: bool = False
     node_conditions: bool = False
+    node_taints: bool = False
     listen: tuple[str, int] = ("127.0.0.1", 9808)
     proc_root: str = "/proc"
     cgroup_root: str = "/sys/fs/cgroup"
@@ -270,6 +272,7 @@ class AgentConfig:
             "evictionMode": self.eviction_mode,
             "dryRun": self.dry_run,
             "nodeConditions": self.node_conditions,
+            "nodeTaints": self.node_taints,
             "listen": f"{self.listen[0]}:{self.listen[1]}",
             "procRoot": self.proc_root,
             "cgroupRoot": self.cgroup_root,
@@ -485,6 +488,7 @@ def load_config(
         eviction_mode=mode,
         dry_run=_bool("dryRun", raw.get("dryRun", False)),
         node_conditions=_bool("nodeConditions", raw.get("nodeConditions", False)),
+        node_taints=_bool("nodeTaints", raw.get("nodeTaints", False)),
         listen=listen,
         proc_root=_string("procRoot", raw.get("procRoot", "/proc")),
         cgroup_root=_string("cgroupRoot", raw.get("cgroupRoot", "/sys/fs/cgroup")),

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 # PSI: wake when tasks stall on memory for 100 ms within 1 s (the kernel minimum window is 500 ms).
 _PSI_TRIGGER = "some 100000 1000000"
+PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure")
 
 
 class WallClock:
@@ -61,6 +62,9 @@ class Agent:
         fast_check_interval: float = 0.2,
         watch_timeout: int = 300,
         startup_timeout: float = 5.0,
+        psi_triggers: bool = True,
+        psi_poll_interval: float = 1.0,
+        psi_rescan_interval: float = 10.0,
     ) -> None:
         self.config = config
         self.api_client = api_client
@@ -68,6 +72,9 @@ class Agent:
         self.notifier = notifier or Notifier()
         self.serve_http = serve_http
         self.use_psi = use_psi
+        self.psi_triggers = psi_triggers
+        self.psi_poll_interval = psi_poll_interval
+        self.psi_rescan_interval = psi_rescan_interval
         self.startup_timeout = startup_timeout
         self.informer = PodInformer(api_client, config.node_name, watch_timeout=watch_timeout)
         self.collector: Any = None
@@ -100,7 +107,7 @@ class Agent:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._ready_sent = False
-        self._psi: Any = None
+        self._psi: list[Any] = []
 
     def _default_stats(
         self,
@@ -153,19 +160,31 @@ class Agent:
 
     def _after_sync(self) -> None:
         self.metrics.informer_connected.set(1 if self.informer.connected else 0)
-        if self.config.node_conditions:
-            active = {
-                "MemoryPressure": self.manager.is_under_memory_pressure(),
-                "DiskPressure": self.manager.is_under_disk_pressure(),
-                "PIDPressure": self.manager.is_under_pid_pressure(),
-            }
-            task = asyncio.create_task(self.actions.report_node_conditions(active))
-            self._tasks.append(task)
-            task.add_done_callback(self._forget)
+        if self.config.node_conditions or self.config.node_taints:
+            active = dict(
+                zip(
+                    PRESSURE_CONDITIONS,
+                    (
+                        self.manager.is_under_memory_pressure(),
+                        self.manager.is_under_disk_pressure(),
+                        self.manager.is_under_pid_pressure(),
+                    ),
+                    strict=True,
+                )
+            )
+            if self.config.node_conditions:
+                self._spawn(self.actions.report_node_conditions(active))
+            if self.config.node_taints:
+                self._spawn(self.actions.report_node_taints(active))
         if not self._ready_sent and self.ready()[0]:
             self._ready_sent = True
             self.notifier.ready(f"watching {len(self.informer.pods)} pods")
             log.info("agent ready", extra={"node": self.config.node_name})
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.append(task)
+        task.add_done_callback(self._forget)
 
     def _forget(self, task: asyncio.Task[Any]) -> None:
         with contextlib.suppress(ValueError):
@@ -220,21 +239,75 @@ class Agent:
             return False, "loop stalled"
         return True, ""
 
+    def psi_paths(self) -> list[Path]:
+        """Memory PSI files to watch: the node's, and the kubepods cgroup's where it has one.
+
+        ``/proc/pressure/memory`` counts every task on the host; the kubepods cgroup's
+        ``memory.pressure`` (cgroup v2, or the ``unified`` tree of a hybrid host) counts the
+        pods only — the stalls eviction can relieve — and is the node's own when the agent runs
+        in a kind/kwok node container, where ``/proc/pressure`` is the host's.
+        """
+        from agent.sources.cgroups import CgroupError, detect_layout, pressure_path
+
+        paths: list[Path] = []
+        node = Path(self.config.proc_root) / "pressure" / "memory"
+        if node.exists():
+            paths.append(node)
+        layout = None
+        if self.collector is not None:
+            layout = self.collector.layout
+        else:
+            with contextlib.suppress(CgroupError, OSError):
+                layout = detect_layout(Path(self.config.cgroup_root))
+        if layout is not None and layout.kubepods is not None:
+            pods = pressure_path(layout, layout.kubepods)
+            if pods is not None:
+                paths.append(pods)
+        return paths
+
     async def _start_psi(self) -> None:
+        if not await self._arm_psi():
+            log.info("PSI not available yet, interval syncs only")
+        # the kubelet may create kubepods after us, and a removed cgroup ends its monitor
+        self._tasks.append(asyncio.create_task(self._rescan_psi(), name="psi-rescan"))
+
+    async def _arm_psi(self) -> int:
+        """Start a monitor on every PSI file not watched yet; how many are watched."""
         from agent.sources.psi import PressureMonitor, Trigger
 
-        path = Path(self.config.proc_root) / "pressure" / "memory"
-        if not path.exists():
-            log.info("PSI not available, interval syncs only", extra={"path": str(path)})
-            return
-        monitor = PressureMonitor(path, Trigger.parse(_PSI_TRIGGER))
+        watched = {m.path for m in self._psi}
+        for path in self.psi_paths():
+            if path in watched:
+                continue
+            monitor = PressureMonitor(
+                path,
+                Trigger.parse(_PSI_TRIGGER),
+                poll_interval=self.psi_poll_interval,
+                allow_triggers=self.psi_triggers,
+            )
+            try:
+                await monitor.start()
+            except Exception as exc:
+                log.warning(
+                    "PSI monitor failed to start", extra={"path": str(path), "err": str(exc)}
+                )
+                continue
+            self._psi.append(monitor)
+            self._tasks.append(asyncio.create_task(self._psi_wakeups(monitor), name=f"psi {path}"))
+        return len(self._psi)
+
+    async def _psi_wakeups(self, monitor: Any) -> None:
         try:
-            await monitor.start()
-        except Exception as exc:
-            log.warning("PSI monitor failed to start", extra={"err": str(exc)})
-            return
-        self._psi = monitor
-        self._tasks.append(asyncio.create_task(psi_wakeups(self.loop, monitor), name="psi"))
+            await psi_wakeups(self.loop, monitor)
+        finally:
+            if monitor in self._psi:  # gone (cgroup removed): the rescan may arm it again
+                self._psi.remove(monitor)
+                await monitor.aclose()
+
+    async def _rescan_psi(self) -> None:
+        while True:
+            await asyncio.sleep(self.psi_rescan_interval)
+            await self._arm_psi()
 
     async def stop(self) -> None:
         self.notifier.stopping()
@@ -244,8 +317,15 @@ class Agent:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        if self._psi is not None:
-            await self._psi.aclose()
+        if self.config.node_taints:
+            # a taint left by an agent that is gone would keep pods off the node for good;
+            # the kubelet's own pressure taints stay in force
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(5.0):
+                    await self.actions.report_node_taints(dict.fromkeys(PRESSURE_CONDITIONS, False))
+        for monitor in list(self._psi):
+            await monitor.aclose()
+        self._psi.clear()
         if self.collector is not None:
             await self.collector.aclose()
         if self.actions.evictor is not None:

@@ -28,6 +28,7 @@ from typing import Any
 
 import tenacity
 
+from agent.kube import request
 from agent.sources.pods import PodIdentity
 from scheduler.objects import InvalidObject, Pod
 
@@ -75,9 +76,7 @@ class PodInformer:
         backoff: tenacity.wait.wait_base | None = None,
         on_change: Callable[[], None] | None = None,
     ) -> None:
-        from kubernetes_asyncio import client
-
-        self.core: Any = client.CoreV1Api(api_client)
+        self.api_client = api_client
         self.node_name = node_name
         self.watch_timeout = watch_timeout
         self.request_timeout = request_timeout
@@ -164,10 +163,12 @@ class PodInformer:
         return f"spec.nodeName={self.node_name}"
 
     async def _list(self) -> None:
-        resp: Any = await self.core.list_pod_for_all_namespaces(
-            field_selector=self._selector(),
-            _preload_content=False,
-            _request_timeout=self.request_timeout,
+        resp: Any = await request(
+            self.api_client,
+            "GET",
+            "/api/v1/pods",
+            query=[("fieldSelector", self._selector())],
+            timeout=self.request_timeout,
         )
         try:
             raw = await resp.read()
@@ -192,14 +193,18 @@ class PodInformer:
         await self._notify()
 
     async def _watch(self) -> None:
-        resp: Any = await self.core.list_pod_for_all_namespaces(
-            field_selector=self._selector(),
-            watch=True,
-            allow_watch_bookmarks=True,
-            resource_version=self.resource_version,
-            timeout_seconds=self.watch_timeout,
-            _preload_content=False,
-            _request_timeout=self.watch_timeout + self.request_timeout,
+        resp: Any = await request(
+            self.api_client,
+            "GET",
+            "/api/v1/pods",
+            query=[
+                ("fieldSelector", self._selector()),
+                ("watch", True),
+                ("allowWatchBookmarks", True),
+                ("resourceVersion", self.resource_version or None),
+                ("timeoutSeconds", self.watch_timeout),
+            ],
+            timeout=self.watch_timeout + self.request_timeout,
         )
         try:
             if resp.status == 410:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -113,10 +114,7 @@ class Evictor:
         lo, hi = retry_after_bounds
         if not 0 <= lo <= hi:
             raise ValueError(f"retry_after_bounds must be 0 <= low <= high, got {lo}, {hi}")
-        from kubernetes_asyncio import client
-
         self.api_client = api_client
-        self.core = client.CoreV1Api(api_client)
         self.default_retry = default_retry
         self.retry_after_bounds = (lo, hi)
         self.concurrency = concurrency
@@ -128,6 +126,14 @@ class Evictor:
         self._eviction_version: str | None = None
         self._discovered = False
         self._discovery_lock = asyncio.Lock()
+
+    @functools.cached_property
+    def core(self) -> Any:
+        """``CoreV1Api``, imported on first use and from its own module: the node agent keeps
+        kubernetes-asyncio's ~770 models out of memory (``agent.kube``) until it evicts."""
+        from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
+
+        return CoreV1Api(self.api_client)
 
     async def close(self) -> None:
         await self.pdbs.close()

@@ -187,9 +187,10 @@ class PdbTracker:
                 woken += 1
 
     async def _run(self, namespace: str, space: _Namespace) -> None:
-        from kubernetes_asyncio import client, watch
+        from kubernetes_asyncio import watch
+        from kubernetes_asyncio.client.api.policy_v1_api import PolicyV1Api
 
-        policy = client.PolicyV1Api(self._api)
+        policy = PolicyV1Api(self._api)
         backoff = 0.2
         while True:
             try:

@@ -82,6 +82,7 @@ def test_optional_roles_are_one_grant_each() -> None:
     roles = {d["metadata"]["name"]: _grants(d) for d in _optional() if d["kind"] == "ClusterRole"}
     assert roles == {
         "eviction-agent-node-conditions": {("", "nodes/status"): {"patch"}},
+        "eviction-agent-node-taints": {("", "nodes"): {"patch"}},
         "eviction-agent-kubelet-stats": {("", "nodes/stats"): {"get"}},
     }
 
