@@ -495,26 +495,20 @@ class WorkloadController:
         self, manifest: dict[str, Any], *, owner: Mapping[str, Any] | None = None
     ) -> dict[str, Any] | None:
         namespace = str(manifest["metadata"].get("namespace", ""))
-        # A generated name can collide (27^5 names); kube-apiserver 1.32 retries such a create
-        # (RetryGenerateName), so a controller never sees it. Retry here the same way.
-        attempts = 8 if manifest["metadata"].get("generateName") else 1
-        for attempt in range(attempts):
-            try:
-                pod = self.sim.rest.create(self.pod_type(), namespace, manifest)
-            except StatusError as err:
-                if err.code == 409 and err.reason == "AlreadyExists" and attempt + 1 < attempts:
-                    continue
-                log.warning(
-                    "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
-                )
-                if owner is not None:
-                    self.record(owner, "FailedCreate", f"Error creating: {err.message}", warn=True)
-                return None
+        # A taken generated name is retried by the API server (RetryGenerateName), not here.
+        try:
+            pod = self.sim.rest.create(self.pod_type(), namespace, manifest)
+        except StatusError as err:
+            log.warning(
+                "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
+            )
             if owner is not None:
-                name = str(pod["metadata"].get("name", ""))
-                self.record(owner, "SuccessfulCreate", self.created_message(owner, name))
-            return pod
-        return None
+                self.record(owner, "FailedCreate", f"Error creating: {err.message}", warn=True)
+            return None
+        if owner is not None:
+            name = str(pod["metadata"].get("name", ""))
+            self.record(owner, "SuccessfulCreate", self.created_message(owner, name))
+        return pod
 
     def delete_pod(self, pod: Mapping[str, Any], *, owner: Mapping[str, Any] | None = None) -> None:
         meta = meta_of(pod)
