@@ -352,8 +352,15 @@ async def _serve(sim: Simulator, *, pid_file: str | None, ready_fd: int | None) 
     finally:
         await sim.stop()
         if pid_file:
-            with contextlib.suppress(OSError):
-                os.unlink(pid_file)
+            _remove_pid_file(pid_file)
+
+
+def _remove_pid_file(path: str) -> None:
+    """Remove the PID file if it is still ours: a server started on the same path while this
+    one was stopping must keep its file (as the kubeconfig, removed only if it names us)."""
+    with contextlib.suppress(OSError, ValueError):
+        if int(Path(path).read_text(encoding="utf-8").strip()) == os.getpid():
+            os.unlink(path)
 
 
 def _background(args: list[str], *, log_file: str | None, timeout: float) -> int:

@@ -613,3 +613,31 @@ def test_no_eviction_subresource_hides_it_from_a_served_discovery(tmp_path: Path
         assert "pods/eviction" not in names
     finally:
         os.kill(pid, signal.SIGTERM)
+
+
+def test_a_stopping_server_leaves_a_newer_servers_pid_file(tmp_path: Path, state: Path) -> None:
+    # Two scripts in a row on the same --pid-file: the first server, still shutting down, must
+    # not remove the file the next one wrote.
+    pid_file = tmp_path / "kubesim.pid"
+    done = subprocess.run(
+        [sys.executable, "-m", "kubesim", "serve", "--background", "--state", str(state)]
+        + ["--pid-file", str(pid_file), "--no-scheduler"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    pid = int(pid_file.read_text())
+    pid_file.write_text("999999999\n")  # what a newer server would have written
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("kubesim did not stop on SIGTERM")
+    assert pid_file.read_text() == "999999999\n"
