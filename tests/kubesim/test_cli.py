@@ -620,8 +620,18 @@ def test_a_stopping_server_leaves_a_newer_servers_pid_file(tmp_path: Path, state
     # not remove the file the next one wrote.
     pid_file = tmp_path / "kubesim.pid"
     done = subprocess.run(
-        [sys.executable, "-m", "kubesim", "serve", "--background", "--state", str(state)]
-        + ["--pid-file", str(pid_file), "--no-scheduler"],
+        [
+            sys.executable,
+            "-m",
+            "kubesim",
+            "serve",
+            "--background",
+            "--state",
+            str(state),
+            "--pid-file",
+            str(pid_file),
+            "--no-scheduler",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
