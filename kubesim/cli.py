@@ -30,11 +30,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import click
 
+from kubesim.controllers import CONTROLLER_NAMES
 from scheduler.cli import validate_option
 from scheduler.cliutil import (
     CONTEXT_SETTINGS,
@@ -70,6 +72,31 @@ def _directory_of(path: str | None, option: str) -> None:
         raise BadInput(f"{option} {path}: is a directory")
     if not target.parent.is_dir():
         raise BadInput(f"{option} {path}: directory {target.parent} does not exist")
+
+
+@dataclass(frozen=True)
+class Living:
+    """The living-cluster flags of ``serve``; None leaves the state file's setting (or 0)."""
+
+    ready_after: float | None = None
+    reaction_delay: float | None = None
+    job_duration: float | None = None
+    disabled: frozenset[str] = frozenset()
+    eviction_subresource: bool = True
+
+
+def _controller_names(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """``--disable-controller``: each name must be a built-in controller (exit 2 otherwise)."""
+    for name in value:
+        if name not in CONTROLLER_NAMES:
+            raise click.BadParameter(
+                f"unknown controller {name!r}; known: {', '.join(CONTROLLER_NAMES)}",
+                ctx=ctx,
+                param=param,
+            )
+    return value
 
 
 def _load_faults(path: str) -> FaultSet:
@@ -146,6 +173,46 @@ def _load_faults(path: str) -> FaultSet:
     show_default=True,
     help="With --background: seconds to wait for the server before giving up.",
 )
+@click.option(
+    "--ready-after",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="Seconds from a pod's start on its node to Ready, × --time-scale (default 0, or the "
+    "state's ClusterSettings readyAfter); the pod annotation kubesim.io/ready-after wins.",
+)
+@click.option(
+    "--reaction-delay",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="Seconds a controller waits after a change before it acts, × --time-scale "
+    "(default 0, or the state's ClusterSettings reactionDelay).",
+)
+@click.option(
+    "--job-duration",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="Seconds a Job's pod runs before it Succeeds, × --time-scale (default 5, or the "
+    "state's ClusterSettings jobDuration); the annotation kubesim.io/run-for wins.",
+)
+@click.option(
+    "--disable-controller",
+    "disabled",
+    multiple=True,
+    metavar="NAME",
+    callback=_controller_names,
+    help="Do not run this built-in controller (repeatable): " + ", ".join(CONTROLLER_NAMES) + ".",
+)
+@click.option(
+    "--no-scheduler",
+    is_flag=True,
+    help="Run no scheduler (same as --disable-controller scheduler): unbound pods stay Pending.",
+)
+@click.option(
+    "--no-eviction-subresource",
+    is_flag=True,
+    help="Serve no pods/eviction subresource (hidden from discovery; 404), as on a server "
+    "without it, so clients fall back to DELETE.",
+)
 @click.option("--ready-fd", type=int, hidden=True)
 def serve(  # noqa: PLR0917 - click passes options positionally
     state: tuple[str, ...],
@@ -159,6 +226,12 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     log_file: str | None,
     pid_file: str | None,
     ready_timeout: float,
+    ready_after: float | None,
+    reaction_delay: float | None,
+    job_duration: float | None,
+    disabled: tuple[str, ...],
+    no_scheduler: bool,
+    no_eviction_subresource: bool,
     ready_fd: int | None,
 ) -> int:
     """Serve the Kubernetes API until interrupted (SIGINT or SIGTERM: exit 0).
@@ -184,8 +257,28 @@ def serve(  # noqa: PLR0917 - click passes options positionally
             args += ["--kubeconfig-out", kubeconfig_out]
         if pid_file:
             args += ["--pid-file", pid_file]
+        for flag, seconds in (
+            ("--ready-after", ready_after),
+            ("--reaction-delay", reaction_delay),
+            ("--job-duration", job_duration),
+        ):
+            if seconds is not None:
+                args += [flag, repr(seconds)]
+        for name in disabled:
+            args += ["--disable-controller", name]
+        if no_scheduler:
+            args.append("--no-scheduler")
+        if no_eviction_subresource:
+            args.append("--no-eviction-subresource")
         return _background(args, log_file=log_file, timeout=ready_timeout)
-    sim = _simulator(state, faults, host, port, kubeconfig_out, time_scale, validation)
+    living = Living(
+        ready_after=ready_after,
+        reaction_delay=reaction_delay,
+        job_duration=job_duration,
+        disabled=frozenset(disabled) | ({"scheduler"} if no_scheduler else set()),
+        eviction_subresource=not no_eviction_subresource,
+    )
+    sim = _simulator(state, faults, host, port, kubeconfig_out, time_scale, validation, living)
     for warning in sim.state_warnings:
         click.echo(f"Warning: {warning}", err=True)
     asyncio.run(_serve(sim, pid_file=pid_file, ready_fd=ready_fd))
@@ -200,6 +293,7 @@ def _simulator(  # noqa: PLR0917
     kubeconfig_out: str | None,
     time_scale: float,
     validation: Validation,
+    living: Living,
 ) -> Simulator:
     from kubesim.sim import Simulator, StateError
 
@@ -213,6 +307,11 @@ def _simulator(  # noqa: PLR0917
             port=port,
             kubeconfig_path=kubeconfig_out,
             validation=validation,
+            ready_after=living.ready_after,
+            reaction_delay=living.reaction_delay,
+            job_duration=living.job_duration,
+            disabled_controllers=living.disabled,
+            eviction_subresource=living.eviction_subresource,
         )
     except StateError as exc:
         raise BadInput(f"bad state file: {exc}") from None
@@ -253,8 +352,15 @@ async def _serve(sim: Simulator, *, pid_file: str | None, ready_fd: int | None) 
     finally:
         await sim.stop()
         if pid_file:
-            with contextlib.suppress(OSError):
-                os.unlink(pid_file)
+            _remove_pid_file(pid_file)
+
+
+def _remove_pid_file(path: str) -> None:
+    """Remove the PID file if it is still ours: a server started on the same path while this
+    one was stopping must keep its file (as the kubeconfig, removed only if it names us)."""
+    with contextlib.suppress(OSError, ValueError):
+        if int(Path(path).read_text(encoding="utf-8").strip()) == os.getpid():
+            os.unlink(path)
 
 
 def _background(args: list[str], *, log_file: str | None, timeout: float) -> int:

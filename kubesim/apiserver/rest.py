@@ -7,11 +7,14 @@ the built-in controllers and phase-2 subresources (eviction) all share one imple
 Reproduced behaviour (``rest.BeforeCreate``/``BeforeUpdate``/``BeforeDelete``):
 
 * create: namespace from the path (400 when the body names another), ``generateName`` with
-  five random characters, ``uid``/``creationTimestamp``/``resourceVersion`` set by the server,
-  ``generation: 1`` for kinds with a spec, status reset (pods start ``Pending``), defaults,
-  admission (NamespaceLifecycle: 404 for a missing namespace, 403 ``NamespaceTerminating``
-  while it is being deleted; then the plugins of ``kubesim.apiserver.admission``), validation (422),
-  409 ``AlreadyExists``; ``dryRun=All`` answers without storing;
+  five random characters (a taken name is generated again, up to 8 names — RetryGenerateName
+  —, then 409 ``… the server was not able to generate a unique name``),
+  ``uid``/``creationTimestamp``/``resourceVersion`` set by the server, ``generation: 1`` for
+  kinds with a spec, status reset (pods start ``Pending``; a pod with ``schedulingGates`` gets
+  ``PodScheduled=False``, reason ``SchedulingGated``), defaults, admission
+  (NamespaceLifecycle: 404 for a missing namespace, 403 ``NamespaceTerminating`` while it is
+  being deleted; then the plugins of ``kubesim.apiserver.admission``), validation (422), 409
+  ``AlreadyExists``; ``dryRun=All`` answers without storing;
 * update: URL/body name and namespace must agree (400), a stale ``resourceVersion`` is a 409
   ``the object has been modified; ...``, an empty one is an unconditional update; the main
   resource keeps the stored status and the status subresource keeps everything but status;
@@ -44,6 +47,7 @@ from kubesim.apiserver.status import (
     bad_request,
     conflict,
     forbidden,
+    generate_name_conflict,
     not_found,
     success_status,
 )
@@ -66,6 +70,8 @@ __all__ = [
 ]
 
 NAME_CHARS: Final = "bcdfghjklmnpqrstvwxz2456789"  # utilrand's alphanums
+SCHEDULING_GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
+GENERATE_NAME_ATTEMPTS: Final = 8  # maxNameGenerationCreateAttempts
 PROTECTED_NAMESPACES: Final = frozenset({"default", "kube-system", "kube-public"})
 
 _EMPTY_STATUS: Final[dict[str, dict[str, Any]]] = {
@@ -334,6 +340,18 @@ class Rest:
     def _reset_status_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         if rt.kind == "Pod":
             obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+            if (obj.get("spec") or {}).get("schedulingGates"):
+                # applySchedulingGatedCondition: the apiserver, not the scheduler, says so.
+                obj["status"]["conditions"] = [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "lastProbeTime": None,
+                        "lastTransitionTime": None,
+                        "reason": "SchedulingGated",
+                        "message": SCHEDULING_GATED_MESSAGE,
+                    }
+                ]
         elif rt.kind == "Namespace":
             obj["spec"] = {"finalizers": ["kubernetes"]}
             obj["status"] = {"phase": "Active"}
@@ -384,15 +402,24 @@ class Rest:
             rt, meta.get("namespace", ""), meta.get("name") or meta.get("generateName") or ""
         )
         self.run_admission("CREATE", rt, obj, None)
-        if not meta.get("name") and meta.get("generateName"):
-            # rest.BeforeCreate: after admission, as in kube-apiserver.
-            suffix = "".join(self.rng.choice(NAME_CHARS) for _ in range(5))
-            meta["name"] = f"{meta['generateName']}{suffix}"
-        name = meta.get("name") or ""
-        validate(self.storage_type(rt), obj, request_group=rt.group)
-        key = _key(rt, meta.get("namespace", ""), name)
-        if self.store.get(rt.storage_name, key) is not None:
-            raise already_exists(rt.plural, rt.group, name)
+        generated = not meta.get("name") and bool(meta.get("generateName"))
+        # RetryGenerateName (GA in 1.32): a generated name that is taken is replaced by a new
+        # one, up to 8 names in all; a dry run tries one. Only then does the client see a 409.
+        attempts = GENERATE_NAME_ATTEMPTS if generated and not dry_run else 1
+        for attempt in range(attempts):
+            if generated:
+                # rest.BeforeCreate: after (mutating) admission, as in kube-apiserver.
+                suffix = "".join(self.rng.choice(NAME_CHARS) for _ in range(5))
+                meta["name"] = f"{meta['generateName']}{suffix}"
+            name = meta.get("name") or ""
+            validate(self.storage_type(rt), obj, request_group=rt.group)
+            key = _key(rt, meta.get("namespace", ""), name)
+            if self.store.get(rt.storage_name, key) is None:
+                break
+            if not generated:
+                raise already_exists(rt.plural, rt.group, name)
+            if attempt + 1 == attempts:  # rest.CheckGeneratedNameError
+                raise generate_name_conflict(rt.plural, rt.group, name)
         if dry_run:
             return self.to_wire(rt, obj)
         rv = self.store.next_rv()

@@ -30,6 +30,7 @@ __all__ = [
     "conflict",
     "expired",
     "forbidden",
+    "generate_name_conflict",
     "internal_error",
     "invalid",
     "method_not_supported",
@@ -73,6 +74,20 @@ def already_exists(resource: str, group: str, name: str) -> StatusError:
         name=name,
         group=group,
         kind=resource,
+    )
+
+
+def generate_name_conflict(resource: str, group: str, name: str) -> StatusError:
+    """``errors.NewGenerateNameConflict``: every generated name was taken (retry after 1 s)."""
+    return StatusError(
+        409,
+        "AlreadyExists",
+        f'{qualified_resource(resource, group)} "{name}" already exists, the server was not'
+        " able to generate a unique name for the object",
+        name=name,
+        group=group,
+        kind=resource,
+        retry_after_seconds=1,
     )
 
 

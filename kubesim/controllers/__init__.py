@@ -16,12 +16,11 @@ more can be added with ``Simulator.add_controller`` (or the set replaced with
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final, Protocol
-
-from kubesim.controllers.base import ControllerSettings
-from kubesim.controllers.namespace import NamespaceController
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
+    from kubesim.controllers.base import ControllerSettings
+    from kubesim.controllers.namespace import NamespaceController
     from kubesim.sim import Simulator
 
 __all__ = [
@@ -67,6 +66,20 @@ FROZEN: Final = frozenset(
 )
 
 
+def __getattr__(name: str) -> Any:
+    # Loaded on first use (PEP 562): ``kubesim serve --help`` reads CONTROLLER_NAMES without
+    # paying for aiohttp and the API server that the controllers import.
+    if name == "ControllerSettings":
+        from kubesim.controllers.base import ControllerSettings
+
+        return ControllerSettings
+    if name == "NamespaceController":
+        from kubesim.controllers.namespace import NamespaceController
+
+        return NamespaceController
+    raise AttributeError(f"module 'kubesim.controllers' has no attribute {name!r}")
+
+
 class Controller(Protocol):
     name: str
 
@@ -91,6 +104,7 @@ def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
     from kubesim.controllers.disruption import DisruptionController
     from kubesim.controllers.garbagecollector import GarbageCollector
     from kubesim.controllers.job import JobController
+    from kubesim.controllers.namespace import NamespaceController
     from kubesim.controllers.replicaset import (
         ReplicaSetController,
         ReplicationControllerController,

@@ -54,6 +54,11 @@ __all__ = [
 log = logging.getLogger("kubesim")
 
 MIN_ROUND_GAP: Final = 0.005  # seconds of wall time between two rounds of syncs
+# A round that only recomputed statuses is followed by a pause this many times its own
+# duration: a big owner whose pods keep changing then takes at most a quarter of the event
+# loop, which the scheduler and the kubelets share. A round that created or deleted pods
+# (progress towards spec.replicas) is followed by a pause as long as itself.
+ROUND_GAP_FACTOR: Final = 3.0
 RETRY_AFTER: Final = 0.05  # seconds before a sync that met a conflict runs again
 READY_AFTER_ANNOTATION: Final = "kubesim.io/ready-after"
 RUN_FOR_ANNOTATION: Final = "kubesim.io/run-for"
@@ -248,6 +253,7 @@ class WorkloadController:
         self._by_owner: dict[str, set[Key]] = {}
         self._orphans: dict[str, set[Key]] = {}
         self._pod_owner: dict[Key, str] = {}
+        self._pod_writes = 0  # pods created or deleted, for the pause between rounds
 
     @property
     def sim(self) -> Simulator:
@@ -302,6 +308,7 @@ class WorkloadController:
                 # Let a burst of writes land first (one sync per owner per burst).
                 await asyncio.sleep(delay)
                 started = time.monotonic()
+                writes = self._pod_writes
                 self.drain()
                 dirty, self._dirty = self._dirty, set()
                 for key in sorted(dirty):
@@ -313,9 +320,12 @@ class WorkloadController:
                             self.enqueue_after(key, RETRY_AFTER)  # the work queue's requeue
                     except Exception:  # a malformed object must not stop the controller
                         log.exception("kubesim: %s controller failed on %s/%s", self.name, *key)
-                # Coalesce: a round of syncs is followed by a pause at least as long as the
-                # round took (and MIN_ROUND_GAP), so big owners are not re-synced per pod event.
-                await asyncio.sleep(max(MIN_ROUND_GAP, time.monotonic() - started))
+                # Coalesce: a round of syncs is followed by a pause longer than the round took
+                # (and MIN_ROUND_GAP), so big owners are not re-synced per pod event and the
+                # scheduler and kubelets sharing this event loop keep most of it.
+                took = time.monotonic() - started
+                factor = 1.0 if self._pod_writes != writes else ROUND_GAP_FACTOR
+                await asyncio.sleep(max(MIN_ROUND_GAP, factor * took))
         finally:
             for task in pumps:
                 task.cancel()
@@ -495,30 +505,26 @@ class WorkloadController:
         self, manifest: dict[str, Any], *, owner: Mapping[str, Any] | None = None
     ) -> dict[str, Any] | None:
         namespace = str(manifest["metadata"].get("namespace", ""))
-        # A generated name can collide (27^5 names); kube-apiserver 1.32 retries such a create
-        # (RetryGenerateName), so a controller never sees it. Retry here the same way.
-        attempts = 8 if manifest["metadata"].get("generateName") else 1
-        for attempt in range(attempts):
-            try:
-                pod = self.sim.rest.create(self.pod_type(), namespace, manifest)
-            except StatusError as err:
-                if err.code == 409 and err.reason == "AlreadyExists" and attempt + 1 < attempts:
-                    continue
-                log.warning(
-                    "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
-                )
-                if owner is not None:
-                    self.record(owner, "FailedCreate", f"Error creating: {err.message}", warn=True)
-                return None
+        # A taken generated name is retried by the API server (RetryGenerateName), not here.
+        self._pod_writes += 1
+        try:
+            pod = self.sim.rest.create(self.pod_type(), namespace, manifest)
+        except StatusError as err:
+            log.warning(
+                "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
+            )
             if owner is not None:
-                name = str(pod["metadata"].get("name", ""))
-                self.record(owner, "SuccessfulCreate", self.created_message(owner, name))
-            return pod
-        return None
+                self.record(owner, "FailedCreate", f"Error creating: {err.message}", warn=True)
+            return None
+        if owner is not None:
+            name = str(pod["metadata"].get("name", ""))
+            self.record(owner, "SuccessfulCreate", self.created_message(owner, name))
+        return pod
 
     def delete_pod(self, pod: Mapping[str, Any], *, owner: Mapping[str, Any] | None = None) -> None:
         meta = meta_of(pod)
         name = str(meta.get("name", ""))
+        self._pod_writes += 1
         try:
             self.sim.rest.delete(
                 self.pod_type(),

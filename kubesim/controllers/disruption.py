@@ -7,7 +7,8 @@ Reproduces ``pkg/controller/disruption/disruption.go``. For each PDB:
 * ``expectedPods`` and ``desiredHealthy`` (``getExpectedPodCount``): with ``maxUnavailable``
   (int or %) or a percentage ``minAvailable`` the expected count is the sum of the scales of
   the pods' controllers (``getExpectedScale``: a ReplicaSet owned by a Deployment counts as the
-  Deployment, a StatefulSet by its replicas, UIDs must match the owner references). Pods
+  Deployment, a ReplicationController, ReplicaSet or StatefulSet by its replicas, UIDs must
+  match the owner references). Pods
   without a controller are "unmanaged" and add nothing. A pod whose controller cannot be found
   is an error (``found no controllers for pod "NAME"``), and so is one owned by a kind without a
   scale subresource (``daemonsets.apps does not implement the scale subresource``). An
@@ -26,8 +27,8 @@ Reproduces ``pkg/controller/disruption/disruption.go``. For each PDB:
   "still being processed" 429 until the PDB can be computed).
 
 The status is written only when it differs (``updatePdbStatus``). The controller is driven by
-store events (pods, PDBs, ReplicaSets, Deployments, StatefulSets), so a status follows a change
-within the same event-loop turn burst, not after a poll.
+store events (pods, PDBs, ReplicationControllers, ReplicaSets, Deployments, StatefulSets), so
+a status follows a change within the same event-loop turn burst, not after a poll.
 
 A test can pin a PDB's status: the annotation ``kubesim.io/static-status: "true"`` on the PDB,
 or ``Simulator.pin_pdb(namespace, name, status)``, makes this controller leave the status alone
@@ -70,8 +71,17 @@ log = logging.getLogger("kubesim")
 
 DELETION_TIMEOUT: Final = 120.0  # seconds, before time_scale
 STATIC_STATUS_ANNOTATION: Final = "kubesim.io/static-status"
-WATCHED: Final = ("pods", "poddisruptionbudgets", "replicasets", "deployments", "statefulsets")
-SCALABLE_KINDS: Final = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})
+WATCHED: Final = (
+    "pods",
+    "poddisruptionbudgets",
+    "replicationcontrollers",
+    "replicasets",
+    "deployments",
+    "statefulsets",
+)
+SCALABLE_KINDS: Final = frozenset(
+    {"Deployment", "ReplicaSet", "ReplicationController", "StatefulSet"}
+)
 
 
 class SyncError(Exception):
@@ -499,6 +509,10 @@ class DisruptionController:
         kind = str(ref.get("kind", ""))
         name = str(ref.get("name", ""))
         uid = str(ref.get("uid", ""))
+        if kind == "ReplicationController" and group == "":  # getPodReplicationController
+            rc = sim.store.get("replicationcontrollers", (namespace, name))
+            if rc is not None and _uid(rc) == uid:
+                return uid, _replicas(rc)
         if kind == "ReplicaSet" and group in ("apps", "extensions"):
             rs = sim.store.get("replicasets", (namespace, name))
             if rs is not None and _uid(rs) == uid:

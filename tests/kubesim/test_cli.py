@@ -6,6 +6,7 @@ kubeconfig on disk and the detached ``--background`` child are what is being tes
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,11 +16,15 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 
 from kubesim.cli import main
+
+if TYPE_CHECKING:
+    from kubesim.sim import Simulator
 
 NODE = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
 
@@ -422,3 +427,227 @@ def test_simulator_state_validation_levels() -> None:
     assert stored["spec"]["unschedulable"] is True
     assert node["metadata"]["labelz"] == {"a": "b"}  # the caller's manifest is untouched
     assert Simulator(state=node, validation="ignore").state_warnings == []
+
+
+# --- the living cluster's flags ---------------------------------------------------------------
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> list[Simulator]:
+    """The Simulator ``serve`` would run, instead of serving it."""
+    import kubesim.cli
+
+    sims: list[Simulator] = []
+
+    async def fake_serve(sim: Simulator, **_: object) -> None:
+        sims.append(sim)
+
+    monkeypatch.setattr(kubesim.cli, "_serve", fake_serve)
+    return sims
+
+
+def test_living_flags_reach_the_simulator(
+    state: Path, captured: list[Simulator], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _run(
+        capsys,
+        "--state",
+        str(state),
+        "--ready-after",
+        "2.5",
+        "--reaction-delay",
+        "0.2",
+        "--job-duration",
+        "7",
+        "--disable-controller",
+        "replicaset",
+        "--disable-controller",
+        "deployment",
+        "--no-scheduler",
+        "--no-eviction-subresource",
+    )
+    assert (code, err) == (0, "")
+    (sim,) = captured
+    assert (sim.settings.ready_after, sim.settings.reaction_delay) == (2.5, 0.2)
+    assert sim.settings.job_duration == 7
+    running = {c.name for c in sim.controllers}
+    assert running.isdisjoint({"replicaset", "deployment", "scheduler"})
+    assert {"kubelet", "disruption", "statefulset", "replicationcontroller"} <= running
+    assert sim.eviction is None
+    assert "eviction" not in {s.name for s in sim.registry.for_storage("pods").subresources}
+
+
+def test_living_defaults_run_every_controller_with_the_eviction_subresource(
+    state: Path, captured: list[Simulator], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubesim.controllers import CONTROLLER_NAMES, ControllerSettings
+
+    assert _run(capsys, "--state", str(state)) == (0, "")
+    (sim,) = captured
+    assert [c.name for c in sim.controllers] == list(CONTROLLER_NAMES)
+    assert sim.settings == ControllerSettings()
+    assert sim.eviction is not None
+
+
+def test_flags_override_the_state_settings_and_absent_flags_keep_them(
+    tmp_path: Path, captured: list[Simulator], capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state.yaml"
+    state.write_text(
+        NODE + "---\napiVersion: kubesim.io/v1alpha1\nkind: ClusterSettings\n"
+        "readyAfter: 4\njobDuration: 9\ndisabledControllers: [daemonset]\n"
+    )
+    assert _run(capsys, "--state", str(state), "--ready-after", "0") == (0, "")
+    (sim,) = captured
+    assert sim.settings.ready_after == 0  # the flag wins
+    assert sim.settings.job_duration == 9  # the state's value stays
+    assert "daemonset" not in {c.name for c in sim.controllers}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--disable-controller", "replicaset", "--disable-controller", "replicasets"],
+            "Invalid value for '--disable-controller': unknown controller 'replicasets'; known:"
+            " namespace, kubelet, disruption, replicaset,",
+        ),
+        (["--ready-after", "-1"], "Invalid value for '--ready-after': -1.0 is not in the range"),
+        (["--job-duration", "soon"], "Invalid value for '--job-duration': 'soon' is not"),
+        (["--reaction-delay"], "Option '--reaction-delay' requires an argument"),
+    ],
+)
+def test_bad_living_flags_exit_2_naming_the_value(
+    capsys: pytest.CaptureFixture[str], captured: list[Simulator], args: list[str], message: str
+) -> None:
+    code, err = _run(capsys, *args)
+    assert code == 2
+    assert message in _one_line(err)
+    assert captured == []  # nothing ran
+
+
+def test_help_documents_the_living_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--help"]) == 0
+    out = capsys.readouterr().out
+    for option in (
+        "--ready-after SECONDS",
+        "--reaction-delay SECONDS",
+        "--job-duration SECONDS",
+        "--disable-controller NAME",
+        "--no-scheduler",
+        "--no-eviction-subresource",
+        "garbagecollector",  # the known names are listed
+    ):
+        assert option in out
+
+
+def test_background_forwards_the_living_flags(
+    state: Path,
+    captured: list[Simulator],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import kubesim.cli
+
+    forwarded: list[list[str]] = []
+
+    def fake_background(args: list[str], **_: object) -> int:
+        forwarded.append(args)
+        return 0
+
+    monkeypatch.setattr(kubesim.cli, "_background", fake_background)
+    flags = [
+        "--ready-after",
+        "0.5",
+        "--job-duration",
+        "3",
+        "--disable-controller",
+        "job",
+        "--no-scheduler",
+        "--no-eviction-subresource",
+    ]
+    assert _run(capsys, "--background", "--state", str(state), *flags) == (0, "")
+    (args,) = forwarded
+    # The detached child parses the same flags into the same Simulator.
+    assert main(args) == 0
+    (sim,) = captured
+    assert (sim.settings.ready_after, sim.settings.job_duration) == (0.5, 3)
+    assert sim.settings.reaction_delay == 0
+    assert {c.name for c in sim.controllers}.isdisjoint({"job", "scheduler"})
+    assert sim.eviction is None
+
+
+def test_no_eviction_subresource_hides_it_from_a_served_discovery(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc"
+    pid_file = tmp_path / "pid"
+    state = tmp_path / "state.yaml"
+    state.write_text(NODE)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubesim",
+            "serve",
+            "--background",
+            "--state",
+            str(state),
+            "--kubeconfig-out",
+            str(kubeconfig),
+            "--pid-file",
+            str(pid_file),
+            "--no-eviction-subresource",
+            "--no-scheduler",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    pid = int(pid_file.read_text())
+    try:
+        url = done.stdout.splitlines()[0].split()[-1]
+        with urllib.request.urlopen(url + "/api/v1", timeout=5) as resp:
+            names = {r["name"] for r in json.load(resp)["resources"]}
+        assert "pods/binding" in names
+        assert "pods/eviction" not in names
+    finally:
+        os.kill(pid, signal.SIGTERM)
+
+
+def test_a_stopping_server_leaves_a_newer_servers_pid_file(tmp_path: Path, state: Path) -> None:
+    # Two scripts in a row on the same --pid-file: the first server, still shutting down, must
+    # not remove the file the next one wrote.
+    pid_file = tmp_path / "kubesim.pid"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kubesim",
+            "serve",
+            "--background",
+            "--state",
+            str(state),
+            "--pid-file",
+            str(pid_file),
+            "--no-scheduler",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    pid = int(pid_file.read_text())
+    pid_file.write_text("999999999\n")  # what a newer server would have written
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("kubesim did not stop on SIGTERM")
+    assert pid_file.read_text() == "999999999\n"

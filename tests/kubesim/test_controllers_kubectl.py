@@ -7,14 +7,16 @@ Skipped only when no kubectl binary exists; runs for every installed kubectl (se
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import kubesim
 
-from .living import eventually, pods
+from .living import eventually, is_ready, live, pods
 from .test_kubectl import BINARIES, Kubectl
 
 pytestmark = [
@@ -170,6 +172,16 @@ async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         yield Kubectl(request.param, sim, tmp_path)
 
 
+def _ready_count(pods: dict[tuple[str, str], dict[str, Any]], app: str) -> int:
+    return sum(
+        1
+        for p in pods.values()
+        if (p["metadata"].get("labels") or {}).get("app") == app
+        and not p["metadata"].get("deletionTimestamp")
+        and is_ready(p)
+    )
+
+
 async def test_drain_moves_pods_and_budgets_reopen(cluster: Kubectl) -> None:
     sim = cluster.sim
 
@@ -178,39 +190,151 @@ async def test_drain_moves_pods_and_budgets_reopen(cluster: Kubectl) -> None:
         return int((pdb.get("status") or {}).get("disruptionsAllowed") or 0)
 
     def settled() -> bool:
-        running = [
-            p
-            for p in sim.list_objects("Pod", "default")
-            if not p["metadata"].get("deletionTimestamp")
-        ]
+        running = live(sim.list_objects("Pod", "default"))
         return (
             len(running) == 7
-            and all(
-                any(
-                    c["type"] == "Ready" and c["status"] == "True"
-                    for c in p["status"].get("conditions", [])
-                )
-                for p in running
-            )
+            and all(is_ready(p) for p in running)
             and budget("web") == 1
             and budget("api") == 1
         )
 
     await eventually(settled, timeout=15.0, what="cluster Ready with budgets open")
+    # Drain the node with the most web pods, so the web budget has to close and reopen.
+    web_nodes = Counter(p["spec"]["nodeName"] for p in pods(sim, app="web"))
+    node = web_nodes.most_common(1)[0][0]
+    # Both feeds in one resourceVersion order: what the budget said, and what the pods were.
+    feeds = [sim.store.subscribe("pods"), sim.store.subscribe("poddisruptionbudgets")]
+    state = dict(sim.store.objects("pods"))
     _, out, err = await cluster(
-        "drain", "worker-1", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"
+        "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"
     )
-    assert "node/worker-1 drained" in out, err
-    left = [
-        p["metadata"]["name"]
-        for p in sim.list_objects("Pod", "default")
-        if p["spec"].get("nodeName") == "worker-1"
-    ]
+    assert f"node/{node} drained" in out, err
+    left = [p for p in sim.list_objects("Pod", "default") if p["spec"].get("nodeName") == node]
     assert left == []
     # Replacements run elsewhere, become Ready, and the budgets open again.
     await eventually(settled, timeout=15.0, what="replacements Ready, budgets reopened")
+    events = []
+    for feed in feeds:
+        while not feed.queue.empty():
+            events.append(feed.queue.get_nowait())
+        sim.store.unsubscribe(feed)
+    events.sort(key=lambda ev: ev.rv)
+    closed = reopened = False
+    for ev in events:
+        if ev.storage == "pods":
+            if ev.type == "DELETED":
+                state.pop(ev.key, None)
+            else:
+                state[ev.key] = ev.obj
+            continue
+        if ev.key != ("default", "web"):
+            continue
+        allowed = ev.obj["status"].get("disruptionsAllowed")
+        if allowed == 0:
+            closed = True
+        elif closed and allowed == 1 and not reopened:
+            reopened = True
+            # It reopened only once minAvailable (2) + 1 web pods were Ready and not leaving.
+            assert _ready_count(state, "web") >= 3
+    assert closed and reopened, "the web budget never closed and reopened during the drain"
     nodes = {p["spec"]["nodeName"] for p in sim.list_objects("Pod", "default")}
-    assert nodes <= {"worker-2", "worker-3"}
+    assert node not in nodes
     assert sim.get("Pod", "default", "db-0") is not None  # StatefulSet pods keep their names
-    _, events, _ = await cluster("get", "events", "-n", "default")
-    assert "SuccessfulCreate" in events and "Killing" in events
+    _, events_out, _ = await cluster(
+        "get", "events", "-n", "default", "-o", "custom-columns=REASON:.reason,MSG:.message"
+    )
+    rows = events_out.splitlines()
+    assert any(r.startswith("Killing ") for r in rows)  # the kubelet stopped the evicted pods
+    assert any(r.startswith("SuccessfulCreate ") for r in rows)  # replacements were made
+    # ...and the scheduler placed them on the nodes left.
+    assert any(
+        r.startswith("Scheduled ") and "to worker-" in r and not r.endswith(f"to {node}")
+        for r in rows
+    )
+
+
+PREEMPTION = """
+apiVersion: v1
+kind: Node
+metadata: {name: small, labels: {kubernetes.io/hostname: small}}
+status:
+  capacity: {cpu: "1", memory: 4Gi, pods: "110"}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: batch, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: batch}}
+  template:
+    metadata: {labels: {app: batch}}
+    spec:
+      terminationGracePeriodSeconds: 10
+      containers:
+      - name: work
+        image: busybox:1.36
+        resources: {requests: {cpu: 400m}}
+"""
+
+URGENT = """
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent, namespace: default}
+spec:
+  priorityClassName: high
+  containers:
+  - name: app
+    image: nginx:1.27
+    resources: {requests: {cpu: 600m}}
+"""
+
+
+@pytest.fixture(params=BINARIES or ["kubectl"], ids=lambda b: Path(b).name)
+async def small(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Kubectl]:
+    async with kubesim.serve(state=PREEMPTION, time_scale=0.02) as sim:
+        yield Kubectl(request.param, sim, tmp_path)
+
+
+async def test_events_tell_a_preemption(small: Kubectl, tmp_path: Path) -> None:
+    await small("rollout", "status", "deployment/batch", "--timeout=20s")
+    manifest = tmp_path / "urgent.yaml"
+    manifest.write_text(URGENT)
+    _, out, _ = await small("apply", "-f", str(manifest))
+    assert "pod/urgent created" in out
+
+    def running() -> bool:
+        pod = small.sim.get("Pod", "default", "urgent") or {}
+        return pod.get("spec", {}).get("nodeName") == "small" and is_ready(pod)
+
+    await eventually(running, timeout=15.0, what="urgent pod bound after preemption")
+    _, out, _ = await small(
+        "get",
+        "events",
+        "-o",
+        "custom-columns=REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message",
+    )
+    rows = [r.split(None, 2) for r in out.strip().splitlines()[1:]]
+    urgent = [(r[0], r[2]) for r in rows if r[1] == "urgent"]
+    assert (
+        "FailedScheduling",
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available:"
+        " 1 No preemption victims found for incoming pod.",
+    ) not in urgent  # a victim was found
+    failed = [m for reason, m in urgent if reason == "FailedScheduling"]
+    assert failed and failed[0].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+    assert ("Scheduled", "Successfully assigned default/urgent to small") in urgent
+    preempted = [(r[1], r[2]) for r in rows if r[0] == "Preempted"]
+    assert len(preempted) == 1
+    victim, message = preempted[0]
+    assert victim.startswith("batch-")
+    uid = (small.sim.get("Pod", "default", "urgent") or {})["metadata"]["uid"]
+    assert message == f"Preempted by pod {uid} on node small"
+    # The victim's ReplicaSet replaced it; the replacement cannot fit and says so.
+    assert any(
+        r[0] == "FailedScheduling" and r[1].startswith("batch-") and r[1] != victim for r in rows
+    )

@@ -202,6 +202,47 @@ async def test_max_unavailable_percentage_with_a_statefulset(sim: Simulator) -> 
     assert counts(status) == (4, 3, 4, 1)
 
 
+def replication_controller(name: str, replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": name, "namespace": "default", "uid": f"{name}-uid"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"app": "web"},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+async def test_replication_controller_scale_counts_and_follows_a_resize(sim: Simulator) -> None:
+    # getPodReplicationController: a core/v1 ReplicationController owner gives its replicas.
+    rc = ("v1", "ReplicationController", "legacy-uid")
+    sim.apply(
+        [replication_controller("legacy", 4)]
+        + [pod(f"legacy-{i}", owner=rc) for i in range(4)]
+        + [pdb(maxUnavailable=1)]
+    )
+    status = await settled(sim)
+    assert counts(status) == (4, 3, 4, 1)
+    assert status["conditions"][0]["reason"] == "SufficientPods"
+    # The controller watches ReplicationControllers: a scale-up re-syncs the budget.
+    sim.apply([replication_controller("legacy", 6)])
+    await until(lambda: counts(status_of(sim)) == (6, 5, 4, 0))
+
+
+async def test_replication_controller_with_another_uid_is_not_the_owner(sim: Simulator) -> None:
+    orphan = pod("a", owner=("v1", "ReplicationController", "old-uid"))
+    orphan["metadata"]["ownerReferences"][0]["name"] = "legacy"  # same name, an older UID
+    sim.apply([replication_controller("legacy", 2), orphan, pdb(minAvailable="50%")])
+    await until(lambda: bool(status_of(sim).get("conditions")))
+    (cond,) = status_of(sim)["conditions"]
+    assert (cond["reason"], cond["message"]) == ("SyncFailed", 'found no controllers for pod "a"')
+
+
 async def test_unmanaged_pods_expect_nothing(sim: Simulator) -> None:
     sim.apply([pod("a"), pod("b"), pdb(maxUnavailable=1)])
     status = await settled(sim)
