@@ -146,6 +146,28 @@ def _load_faults(path: str) -> FaultSet:
     show_default=True,
     help="With --background: seconds to wait for the server before giving up.",
 )
+@click.option(
+    "--process-node",
+    "process_nodes",
+    multiple=True,
+    metavar="NODE",
+    help="Run the commands of this node's pods as real processes in kubepods memory cgroups "
+    "(repeatable; other nodes stay simulated).",
+)
+@click.option(
+    "--cgroup-root",
+    default="/sys/fs/cgroup",
+    show_default=True,
+    metavar="PATH",
+    help="With --process-node: where the cgroup filesystem is mounted (without a writable "
+    "memory cgroup, processes are measured with psutil).",
+)
+@click.option(
+    "--memory-capacity",
+    metavar="QUANTITY",
+    help="With --process-node: the node's memory capacity (e.g. 1Gi), the limit of its "
+    "kubepods cgroup; default the machine's memory.",
+)
 @click.option("--ready-fd", type=int, hidden=True)
 def serve(  # noqa: PLR0917 - click passes options positionally
     state: tuple[str, ...],
@@ -159,6 +181,9 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     log_file: str | None,
     pid_file: str | None,
     ready_timeout: float,
+    process_nodes: tuple[str, ...],
+    cgroup_root: str,
+    memory_capacity: str | None,
     ready_fd: int | None,
 ) -> int:
     """Serve the Kubernetes API until interrupted (SIGINT or SIGTERM: exit 0).
@@ -173,6 +198,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     _directory_of(kubeconfig_out, "--kubeconfig-out")
     _directory_of(pid_file, "--pid-file")
     _directory_of(log_file, "--log-file")
+    capacity = parse_memory_capacity(memory_capacity)
     if background:
         args = ["serve", "--host", host, "--port", str(port), "--time-scale", str(time_scale)]
         args += ["--validate", validation]
@@ -184,8 +210,24 @@ def serve(  # noqa: PLR0917 - click passes options positionally
             args += ["--kubeconfig-out", kubeconfig_out]
         if pid_file:
             args += ["--pid-file", pid_file]
+        for node in process_nodes:
+            args += ["--process-node", node]
+        args += ["--cgroup-root", cgroup_root]
+        if memory_capacity:
+            args += ["--memory-capacity", memory_capacity]
         return _background(args, log_file=log_file, timeout=ready_timeout)
-    sim = _simulator(state, faults, host, port, kubeconfig_out, time_scale, validation)
+    sim = _simulator(
+        state,
+        faults,
+        host,
+        port,
+        kubeconfig_out,
+        time_scale,
+        validation,
+        process_nodes=process_nodes,
+        cgroup_root=cgroup_root,
+        memory_capacity=capacity,
+    )
     for warning in sim.state_warnings:
         click.echo(f"Warning: {warning}", err=True)
     asyncio.run(_serve(sim, pid_file=pid_file, ready_fd=ready_fd))
@@ -200,6 +242,10 @@ def _simulator(  # noqa: PLR0917
     kubeconfig_out: str | None,
     time_scale: float,
     validation: Validation,
+    *,
+    process_nodes: Sequence[str] = (),
+    cgroup_root: str = "/sys/fs/cgroup",
+    memory_capacity: int | None = None,
 ) -> Simulator:
     from kubesim.sim import Simulator, StateError
 
@@ -213,9 +259,27 @@ def _simulator(  # noqa: PLR0917
             port=port,
             kubeconfig_path=kubeconfig_out,
             validation=validation,
+            process_nodes=process_nodes,
+            cgroup_root=cgroup_root,
+            memory_capacity=memory_capacity,
         )
     except StateError as exc:
         raise BadInput(f"bad state file: {exc}") from None
+
+
+def parse_memory_capacity(text: str | None, option: str = "--memory-capacity") -> int | None:
+    """A positive memory quantity in bytes; BadInput (exit 2) naming the option otherwise."""
+    if text is None:
+        return None
+    from scheduler.quantity import QuantityError, quantity_value
+
+    try:
+        value = quantity_value(text)
+    except (QuantityError, ValueError) as exc:
+        raise BadInput(f"{option} {text}: not a quantity: {exc}") from None
+    if value <= 0:
+        raise BadInput(f"{option} {text}: must be a positive quantity")
+    return value
 
 
 def _listen_error(exc: OSError, host: str, port: int) -> click.ClickException:
