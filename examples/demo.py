@@ -188,7 +188,8 @@ class Demo:
         self.started = time.monotonic()
         self.log: list[str] = []
         self.report: Report | None = None
-        self.pressure_since: float | None = None
+        self.crossings: list[float] = []
+        self.below = False
         self.awaiting_gone: set[str] = set()
         self.seen_evicted: set[str] = set()
         self.seen_pods: dict[str, dict[str, Any]] = {}
@@ -309,7 +310,7 @@ class Demo:
         return report
 
     def _check_cleanup(self, runtime: ProcessRuntime) -> None:
-        import psutil
+        import psutil  # type: ignore[import-untyped, unused-ignore]
 
         report = self.report
         if report is None:
@@ -521,23 +522,31 @@ class Demo:
         agent.wait()
 
     def _sample_pressure(self) -> None:
+        """Record each crossing below the threshold (the sampler's own clock, not the agent's)."""
         if self.available is None:
             return
-        if self.available < self.threshold_bytes:
-            if self.pressure_since is None and not self.awaiting_gone:
-                self.pressure_since = time.time()
-                self.say(
-                    f"{self.node}: memory.available {mib(self.available)} crossed below "
-                    f"{self.threshold.split('<', 1)[1]}"
-                )
-        elif (
-            not self.awaiting_gone
-            and self.pressure_since is not None
-            and time.time() - self.pressure_since > 2.0
-        ):
-            # back above without an eviction: the crossing is kept a moment, as the agent's
-            # decision may still be on its way
-            self.pressure_since = None
+        below = self.available < self.threshold_bytes
+        if below and not self.below:
+            self.crossings.append(time.time())
+            self.say(
+                f"{self.node}: memory.available {mib(self.available)} crossed below "
+                f"{self.threshold.split('<', 1)[1]}"
+            )
+        self.below = below
+
+    def _reaction(self, decided: float) -> float | None:
+        """Seconds from the crossing this eviction answered to the agent's decision.
+
+        Each crossing answers one eviction; one still unanswered after a pod is gone re-arms at
+        that moment (the agent evicts one pod per sync and waits for it to go). A crossing the
+        sampler saw up to 0.3 s after the agent decided counts as 0 (the agent samples as well).
+        """
+        candidates = [c for c in self.crossings if c <= decided + 0.3]
+        if not candidates:
+            return None
+        crossing = candidates[-1]
+        self.crossings = [c for c in self.crossings if c > crossing]
+        return max(0.0, decided - crossing)
 
     def _watch(self, sim: Simulator, report: Report, runtime: ProcessRuntime) -> None:
         for ev in sim.list_objects("Event"):
@@ -551,10 +560,8 @@ class Demo:
             pod = self.seen_pods[uid]
             row = next((r for r in self.ranking if r["pod"]["uid"] == uid), {})
             decided = _parse_time(ev.get("eventTime")) or time.time()
-            reaction = None
-            if self.pressure_since is not None:
-                reaction = max(0.0, decided - self.pressure_since)
-            owner = next(
+            reaction = self._reaction(decided)
+            owner: dict[str, Any] = next(
                 (o for o in pod["metadata"].get("ownerReferences") or [] if o.get("controller")),
                 {},
             )
@@ -573,7 +580,6 @@ class Demo:
                 owner_uid=str(owner.get("uid", "")),
             )
             report.evictions.append(e)
-            self.pressure_since = None
             self.awaiting_gone.add(uid)
             rt = "?" if reaction is None else f"{reaction:.2f}s"
             self.say(
@@ -584,9 +590,11 @@ class Demo:
         for uid in list(self.awaiting_gone):
             if uid not in current:
                 self.awaiting_gone.discard(uid)
+                if self.below:  # still under pressure: the agent may act again from now
+                    self.crossings.append(time.time())
                 self.say(
                     f"{self.seen_pods[uid]['metadata']['name']}: processes killed, "
-                    "cgroup removed, pod deleted"
+                    f"{'cgroups removed, ' if runtime.sub_root else ''}pod deleted"
                 )
         for p in current.values():
             uid = p["metadata"]["uid"]
