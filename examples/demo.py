@@ -332,6 +332,15 @@ class Demo:
         else:
             assert runtime.sub_root is not None
             cgroup_root, node_cgroup = self.cgroup_root, runtime.sub_root.name
+        others = ", ".join(
+            n["metadata"]["name"]
+            for n in sim.list_objects("Node")
+            if n["metadata"]["name"] != self.node
+        )
+        click.echo(
+            f"demo: {self.node} ({mib(self.capacity)}) runs its pods for real, the agent evicts "
+            f"below {self.threshold}; {others or 'no other node'} simulated"
+        )
         self.say(
             f"kubesim: serving {sim.url}; {self.node} runs pods for real ({runtime.mode}: "
             f"{runtime.mode_reason}), memory capacity {mib(runtime.memory_capacity)}"
