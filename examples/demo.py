@@ -344,6 +344,7 @@ class Demo:
         self.say(
             f"kubesim: serving {sim.url}; {self.node} runs pods for real ({runtime.mode}: "
             f"{runtime.mode_reason}), memory capacity {mib(runtime.memory_capacity)}"
+            + (f", node cgroup {runtime.sub_root}" if runtime.sub_root else "")
         )
         collector = SummaryCollector(
             SourceConfig(
@@ -374,11 +375,12 @@ class Demo:
             await asyncio.sleep(0.1)
         for p in running:
             self.seen_pods[p["metadata"]["uid"]] = p
-            report.pids += [s.pid for s in runtime.status(p["metadata"]["uid"]) or [] if s.pid]
+            pids = [s.pid for s in runtime.status(p["metadata"]["uid"]) or [] if s.pid]
+            report.pids += pids
             self.say(
                 f"{p['metadata']['namespace']}/{p['metadata']['name']} running on {self.node} "
-                f"(priority {p['spec'].get('priority', 0)}, "
-                f"{pod_qos_class(p)})"
+                f"(priority {p['spec'].get('priority', 0)}, {pod_qos_class(p)}, "
+                f"pid {', '.join(map(str, pids))})"
             )
         for n in sim.list_objects("Node"):
             name = n["metadata"]["name"]
@@ -516,7 +518,10 @@ class Demo:
             "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
         }
         with open(self.tmp / "agent.log", "wb") as out:
-            self.agent = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+            # its own session: a terminal's Ctrl-C reaches the demo, which stops the agent
+            self.agent = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
 
     async def _stop_agent(self) -> None:
         agent, self.agent = self.agent, None
@@ -740,6 +745,30 @@ def print_summary(report: Report) -> None:
     )
 
 
+async def _until_signalled(demo: Demo) -> Report:
+    """Run the demo; SIGINT or SIGTERM cancels it, so its cleanup runs, then exits 130."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    signalled: list[int] = []
+
+    def stop(signum: int) -> None:
+        signalled.append(signum)
+        task.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await demo.run()
+    except asyncio.CancelledError:
+        if signalled:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
 def _quantity(text: str, option: str) -> int:
     try:
         value = quantity_value(text)
@@ -832,7 +861,7 @@ def main(  # noqa: PLR0917 - click passes options positionally
         rich_ui=rich_ui,
         debug="--debug" in sys.argv,
     )
-    report = asyncio.run(demo.run())
+    report = asyncio.run(_until_signalled(demo))
     if summary_json is not None:
         summary_json.write_text(json.dumps(report.to_json(), indent=2))
     print_summary(report)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +88,30 @@ def test_demo_rejects_bad_flags(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "--eviction-hard nodefs<1: must be memory.available<QUANTITY" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_ctrl_c_stops_everything(tmp_path: Path) -> None:
+    argv = [sys.executable, str(ROOT / "examples" / "demo.py"), "--ui", "plain"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if "eviction-agent started" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, "".join(lines) + rest
+    assert "Interrupted." in rest and "Traceback" not in rest
+    pids = [int(p) for line in lines for p in re.findall(r"pid (\d+)", line)]
+    assert len(pids) == 4, lines
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
+            assert "kubesim.node.allocator" not in " ".join(psutil.Process(pid).cmdline())
+    sub_root = re.search(r"node cgroup (\S+)", "".join(lines))
+    if sub_root is not None:  # cgroup mode: the node's cgroups are gone
+        assert not Path(sub_root.group(1)).exists()
