@@ -645,6 +645,11 @@ class Kubelet:
             return
         new = clone(pod)
         status = new["status"]
+        if any(
+            isinstance(cs, dict) and "running" not in (cs.get("state") or {})
+            for cs in status.get("containerStatuses") or []
+        ):
+            return  # a process node's container that exited or never started: not Ready
         for cs in [
             *(status.get("containerStatuses") or []),
             *(status.get("initContainerStatuses") or []),
@@ -756,10 +761,44 @@ class Kubelet:
         except (PodSpecError, OSError) as exc:
             log.warning("kubelet: cannot run pod %s/%s: %s", key[0], key[1], exc)
             self._process_pods.pop(uid, None)
+            self._starting.pop(uid, None)
+            self._create_container_error(key, uid, pod, str(exc))
             return
         finally:
             self._starting.pop(uid, None)
         self._sync_process_status(key, uid, statuses)
+
+    def _create_container_error(
+        self, key: Key, uid: str, pod: Mapping[str, Any], message: str
+    ) -> None:
+        """The containers that were to run wait in ``CreateContainerError``; the pod is not
+        Ready (the kubelet retries; kubesim does not)."""
+        current = self._current(key, uid)
+        if current is None:
+            return
+        run = {
+            str(c.get("name", ""))
+            for c in (pod.get("spec") or {}).get("containers") or []
+            if isinstance(c, Mapping) and c.get("command")
+        }
+        new = clone(current)
+        status = new["status"]
+        for cs in status.get("containerStatuses") or []:
+            if isinstance(cs, dict) and cs.get("name") in run:
+                cs["state"] = {"waiting": {"reason": "CreateContainerError", "message": message}}
+                cs["ready"] = cs["started"] = False
+        now = format_time(self.sim.rest.clock())
+        for type_ in ("Ready", "ContainersReady"):
+            _set_condition(
+                status.setdefault("conditions", []),
+                type_,
+                "False",
+                now,
+                reason="ContainersNotReady",
+                message=f"containers with unready status: [{' '.join(sorted(run))}]",
+            )
+        with contextlib.suppress(StatusError):
+            self._write_status(key, new)
 
     def _container_exited(self, uid: str, _status: ContainerStatus) -> None:
         entry = self._process_pods.get(uid)

@@ -178,7 +178,10 @@ async def test_exits_set_the_phase_as_the_kubelet_does(
 async def test_a_failed_container_under_always_waits_in_crash_loop_back_off(
     sim: Simulator,
 ) -> None:
-    create(sim, pod("crash", [sys.executable, "-c", "raise SystemExit(7)"]))
+    manifest = pod("crash", [sys.executable, "-c", "raise SystemExit(7)"])
+    # Ready is due 0.5 s after the start: by then the container has exited and must keep it off
+    manifest["metadata"]["annotations"] = {"kubesim.io/ready-after": "5"}
+    create(sim, manifest)
     cs = await eventually(
         lambda: (c := container(sim, "crash")) and "waiting" in c["state"] and c,
         timeout=10,
@@ -186,8 +189,10 @@ async def test_a_failed_container_under_always_waits_in_crash_loop_back_off(
     )
     assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert cs["lastState"]["terminated"]["exitCode"] == 7
+    await asyncio.sleep(0.7)
     p = sim.get("Pod", "default", "crash")
     assert p is not None and p["status"]["phase"] == "Running"
+    assert p["status"]["containerStatuses"][0]["ready"] is False
     assert {c["type"]: c["status"] for c in p["status"]["conditions"]}["Ready"] == "False"
 
 
@@ -223,3 +228,40 @@ def test_serve_rejects_a_bad_memory_capacity() -> None:
     result = CliRunner().invoke(cli, ["serve", "--memory-capacity", "lots"])
     assert result.exit_code == 2
     assert "--memory-capacity lots: not a quantity" in result.output
+
+
+async def test_a_lower_allocatable_in_the_manifest_is_kept() -> None:
+    state = NODES.replace(
+        "metadata: {name: node-1}",
+        "metadata: {name: node-1}\nstatus: {capacity: {memory: 8Gi}, allocatable: {memory: 100Mi}}",
+    )
+    async with kubesim.serve(
+        state=state, process_nodes={"node-1"}, memory_capacity=256 * MIB, use_cgroups=False
+    ) as sim:
+        node = sim.get("Node", None, "node-1")
+        assert node is not None
+        assert node["status"]["capacity"]["memory"] == "262144Ki"
+        assert node["status"]["allocatable"]["memory"] == "100Mi"
+
+
+def test_serve_flags_make_process_nodes() -> None:
+    from kubesim.cli import _simulator, parse_memory_capacity
+
+    sim = _simulator(
+        (),
+        None,
+        "127.0.0.1",
+        0,
+        None,
+        1.0,
+        "strict",
+        process_nodes=("node-1",),
+        cgroup_root="/nonexistent",
+        memory_capacity=parse_memory_capacity("1Gi"),
+    )
+    assert list(sim.runtimes) == ["node-1"]
+    rt = sim.runtimes["node-1"]
+    assert (
+        rt.mode is RuntimeMode.PROCESS and "no memory cgroup under /nonexistent" in rt.mode_reason
+    )
+    assert rt.memory_capacity == 1 << 30
