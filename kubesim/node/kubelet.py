@@ -916,7 +916,9 @@ def _set_memory_capacity(status: dict[str, Any], capacity: int) -> None:
     status["capacity"] = {**(status.get("capacity") or {}), "memory": quantity}
     allocatable = dict(status.get("allocatable") or {})
     try:
-        fits = parse_quantity(allocatable.get("memory", quantity)) <= capacity
+        fits = "memory" in allocatable and parse_quantity(allocatable["memory"]) <= (
+            capacity // 1024 * 1024
+        )
     except QuantityError:
         fits = False
     if not fits:

@@ -14,12 +14,16 @@ from typing import Any
 import psutil
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 import kubesim
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.cli import cli
+from kubesim.node.kubelet import _set_memory_capacity
 from kubesim.node.runtime import ProcessRuntime, RuntimeMode
 from kubesim.sim import Simulator
+from scheduler.quantity import parse_quantity
 from tests.kubesim.living import eventually
 
 MIB = 1 << 20
@@ -265,3 +269,23 @@ def test_serve_flags_make_process_nodes() -> None:
         rt.mode is RuntimeMode.PROCESS and "no memory cgroup under /nonexistent" in rt.mode_reason
     )
     assert rt.memory_capacity == 1 << 30
+
+
+@given(
+    capacity=st.integers(min_value=1 << 20, max_value=1 << 40),
+    allocatable=st.one_of(st.none(), st.integers(min_value=1, max_value=1 << 41)),
+)
+def test_node_memory_allocatable_never_exceeds_capacity(
+    capacity: int, allocatable: int | None
+) -> None:
+    status: dict[str, Any] = {"capacity": {"cpu": "4", "memory": "16Gi"}}
+    if allocatable is not None:
+        status["allocatable"] = {"cpu": "4", "memory": str(allocatable)}
+    _set_memory_capacity(status, capacity)
+    assert status["capacity"] == {"cpu": "4", "memory": f"{capacity // 1024}Ki"}
+    shown = capacity // 1024 * 1024
+    kept = parse_quantity(status["allocatable"]["memory"])
+    assert kept <= shown
+    if allocatable is not None:
+        assert status["allocatable"]["cpu"] == "4"
+        assert kept == (allocatable if allocatable <= shown else shown)
