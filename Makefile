@@ -26,8 +26,9 @@ unit: $(STAMP)
 
 test: lint types unit
 
+# kubesim with node-1 running its pods for real, and the agent evicting as memory climbs (~40 s).
 demo: $(STAMP)
-	$(PY) -m scheduler simulate examples/preemption.yaml
+	$(PY) examples/demo.py
 
 bench: $(STAMP)
 	@set -e; for b in bench/*.py; do echo "# $$b"; $(PY) $$b; done

@@ -59,6 +59,7 @@ _FIELD = {
     "runtime_root": "runtimeRoot",
     "memory_capacity": "memoryCapacity",
     "kubelet_summary_url": "kubeletSummaryUrl",
+    "node_cgroup": "nodeCgroup",
 }
 _LANGLE_MAPS = ("eviction_hard", "eviction_soft")
 _EQ_MAPS = ("eviction_soft_grace_period", "eviction_minimum_reclaim")
@@ -201,6 +202,13 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             metavar="QUANTITY",
             help="Node memory capacity (e.g. 512Mi); default the node cgroup's limit, else "
             "MemTotal.",
+        ),
+        click.option(
+            "--node-cgroup",
+            metavar="PATH",
+            help="The node's cgroup below the cgroup root when the node is itself a cgroup (a "
+            "kind/kwok node container, the kubesim demo node): node memory is read there and "
+            "kubepods beneath it (default: the root).",
         ),
         click.option(
             "--kubelet-summary-url",
@@ -402,6 +410,8 @@ async def _rank(cfg: AgentConfig, signal_name: str | None, stats_file: str | Non
                     runtime_root=cfg.runtime_root,
                 ),
                 node_name=cfg.node_name,
+                kubepods_parent=cfg.node_cgroup,
+                node_cgroup=cfg.node_cgroup,
                 memory_capacity=cfg.memory_capacity,
             )
         )

@@ -86,6 +86,7 @@ AGENT_FIELDS: Final = (
     "runtimeRoot",
     "memoryCapacity",
     "kubeletSummaryUrl",
+    "nodeCgroup",
 )
 _ENFORCE_OPTIONS: Final = ("pods", "system-reserved", "kube-reserved", "none")
 _FLAG_OF: Final = {
@@ -238,6 +239,9 @@ class AgentConfig:
     runtime_root: str = "/var/lib/containerd"
     memory_capacity: int | None = None
     kubelet_summary_url: str | None = None
+    # The node's cgroup below each hierarchy root ("" = the root): a kind/kwok node container,
+    # or the kubesim demo node's sub-root. kubepods is looked for beneath it.
+    node_cgroup: str = ""
     source: str = "defaults"
 
     def manager_config(self) -> ManagerConfig:
@@ -280,6 +284,7 @@ class AgentConfig:
             "runtimeRoot": self.runtime_root,
             "memoryCapacity": self.memory_capacity,
             "kubeletSummaryUrl": self.kubelet_summary_url,
+            "nodeCgroup": self.node_cgroup,
         }
 
 
@@ -479,6 +484,11 @@ def load_config(
     if url is not None and not re.match(r"https?://", _string("kubeletSummaryUrl", url)):
         raise ConfigError(_label("kubeletSummaryUrl"), f"must be an http(s) URL, got {url!r}")
     kubeconfig = raw.get("kubeconfig")
+    node_cgroup = _string("nodeCgroup", raw.get("nodeCgroup") or "").strip("/")
+    if ".." in node_cgroup.split("/"):
+        raise ConfigError(
+            _label("nodeCgroup"), f"must stay below the cgroup root, got {node_cgroup!r}"
+        )
     return AgentConfig(
         eviction=settings,
         thresholds=thresholds,
@@ -496,5 +506,6 @@ def load_config(
         runtime_root=_string("runtimeRoot", raw.get("runtimeRoot", "/var/lib/containerd")),
         memory_capacity=capacity,
         kubelet_summary_url=url,
+        node_cgroup=node_cgroup,
         source=source,
     )

@@ -128,6 +128,8 @@ class Agent:
             SourceConfig(
                 roots=roots,
                 node_name=cfg.node_name,
+                kubepods_parent=cfg.node_cgroup,
+                node_cgroup=cfg.node_cgroup,
                 memory_capacity=cfg.memory_capacity,
                 kubelet_summary=kubelet,
             ),

@@ -213,6 +213,28 @@ def _load_faults(path: str) -> FaultSet:
     help="Serve no pods/eviction subresource (hidden from discovery; 404), as on a server "
     "without it, so clients fall back to DELETE.",
 )
+@click.option(
+    "--process-node",
+    "process_nodes",
+    multiple=True,
+    metavar="NODE",
+    help="Run the commands of this node's pods as real processes in kubepods memory cgroups "
+    "(repeatable; other nodes stay simulated).",
+)
+@click.option(
+    "--cgroup-root",
+    default="/sys/fs/cgroup",
+    show_default=True,
+    metavar="PATH",
+    help="With --process-node: where the cgroup filesystem is mounted (without a writable "
+    "memory cgroup, processes are measured with psutil).",
+)
+@click.option(
+    "--memory-capacity",
+    metavar="QUANTITY",
+    help="With --process-node: the node's memory capacity (e.g. 1Gi), the limit of its "
+    "kubepods cgroup; default the machine's memory.",
+)
 @click.option("--ready-fd", type=int, hidden=True)
 def serve(  # noqa: PLR0917 - click passes options positionally
     state: tuple[str, ...],
@@ -232,6 +254,9 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     disabled: tuple[str, ...],
     no_scheduler: bool,
     no_eviction_subresource: bool,
+    process_nodes: tuple[str, ...],
+    cgroup_root: str,
+    memory_capacity: str | None,
     ready_fd: int | None,
 ) -> int:
     """Serve the Kubernetes API until interrupted (SIGINT or SIGTERM: exit 0).
@@ -246,6 +271,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     _directory_of(kubeconfig_out, "--kubeconfig-out")
     _directory_of(pid_file, "--pid-file")
     _directory_of(log_file, "--log-file")
+    capacity = parse_memory_capacity(memory_capacity)
     if background:
         args = ["serve", "--host", host, "--port", str(port), "--time-scale", str(time_scale)]
         args += ["--validate", validation]
@@ -270,6 +296,11 @@ def serve(  # noqa: PLR0917 - click passes options positionally
             args.append("--no-scheduler")
         if no_eviction_subresource:
             args.append("--no-eviction-subresource")
+        for node in process_nodes:
+            args += ["--process-node", node]
+        args += ["--cgroup-root", cgroup_root]
+        if memory_capacity:
+            args += ["--memory-capacity", memory_capacity]
         return _background(args, log_file=log_file, timeout=ready_timeout)
     living = Living(
         ready_after=ready_after,
@@ -278,7 +309,19 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         disabled=frozenset(disabled) | ({"scheduler"} if no_scheduler else set()),
         eviction_subresource=not no_eviction_subresource,
     )
-    sim = _simulator(state, faults, host, port, kubeconfig_out, time_scale, validation, living)
+    sim = _simulator(
+        state,
+        faults,
+        host,
+        port,
+        kubeconfig_out,
+        time_scale,
+        validation,
+        living,
+        process_nodes=process_nodes,
+        cgroup_root=cgroup_root,
+        memory_capacity=capacity,
+    )
     for warning in sim.state_warnings:
         click.echo(f"Warning: {warning}", err=True)
     asyncio.run(_serve(sim, pid_file=pid_file, ready_fd=ready_fd))
@@ -293,11 +336,16 @@ def _simulator(  # noqa: PLR0917
     kubeconfig_out: str | None,
     time_scale: float,
     validation: Validation,
-    living: Living,
+    living: Living | None = None,
+    *,
+    process_nodes: Sequence[str] = (),
+    cgroup_root: str = "/sys/fs/cgroup",
+    memory_capacity: int | None = None,
 ) -> Simulator:
     from kubesim.sim import Simulator, StateError
 
     fault_set = _load_faults(faults) if faults else None
+    living = living or Living()
     try:
         return Simulator(
             state=[Path(s) for s in state],
@@ -312,9 +360,27 @@ def _simulator(  # noqa: PLR0917
             job_duration=living.job_duration,
             disabled_controllers=living.disabled,
             eviction_subresource=living.eviction_subresource,
+            process_nodes=process_nodes,
+            cgroup_root=cgroup_root,
+            memory_capacity=memory_capacity,
         )
     except StateError as exc:
         raise BadInput(f"bad state file: {exc}") from None
+
+
+def parse_memory_capacity(text: str | None, option: str = "--memory-capacity") -> int | None:
+    """A positive memory quantity in bytes; BadInput (exit 2) naming the option otherwise."""
+    if text is None:
+        return None
+    from scheduler.quantity import QuantityError, quantity_value
+
+    try:
+        value = quantity_value(text)
+    except (QuantityError, ValueError) as exc:
+        raise BadInput(f"{option} {text}: not a quantity: {exc}") from None
+    if value <= 0:
+        raise BadInput(f"{option} {text}: must be a positive quantity")
+    return value
 
 
 def _listen_error(exc: OSError, host: str, port: int) -> click.ClickException:

@@ -19,6 +19,11 @@ of ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``
 ``kubesim.faults.injection`` (faults given here start with the server, ``add_faults`` and
 ``POST /_kubesim/faults`` add more while it runs).
 
+``process_nodes`` names the nodes whose kubelet runs pods for real (``kubesim.node.runtime``):
+each gets a ``ProcessRuntime`` (``runtimes[name]``) under ``cgroup_root``, its kubepods cgroup
+limited to ``memory_capacity``; the other nodes keep the simulated kubelet. The runtimes open
+with the server and are closed — every process killed, every cgroup removed — when it stops.
+
 State manifests are decoded as kube-apiserver decodes a create with ``fieldValidation``
 (``scheduler.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
 would otherwise be stored and ignored, and the test would run against a different cluster
@@ -61,6 +66,7 @@ from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
 from kubesim.node.kubelet import Kubelet
+from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
 from scheduler.strict import (
     Document,
     ManifestError,
@@ -183,6 +189,10 @@ class Simulator:
         reaction_delay: float | None = None,
         ready_after: float | None = None,
         job_duration: float | None = None,
+        process_nodes: Iterable[str] = (),
+        cgroup_root: str | Path = "/sys/fs/cgroup",
+        memory_capacity: int | None = None,
+        use_cgroups: bool = True,
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -226,6 +236,16 @@ class Simulator:
             for c in (list(controllers) if controllers is not None else default_controllers())
             if c.name not in off
         ]
+        self.runtimes: dict[str, ProcessRuntime] = {
+            name: ProcessRuntime(
+                cgroup_root=cgroup_root,
+                memory_capacity=memory_capacity,
+                use_cgroups=use_cgroups,
+                # the kubelet's 2 s floor, on the simulated clock like every other delay
+                minimum_grace_seconds=MINIMUM_GRACE_PERIOD_SECONDS * time_scale,
+            )
+            for name in sorted(set(process_nodes))
+        }
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: str | None = None
         self._wrote_kubeconfig = False
@@ -281,6 +301,8 @@ class Simulator:
             logging.getLogger("kubesim").exception("controller %s failed", controller.name)
 
     async def start(self) -> Simulator:
+        for rt in self.runtimes.values():
+            rt.open()
         runner = web.AppRunner(
             self.server.app, access_log=None, handle_signals=False, shutdown_timeout=0.5
         )
@@ -319,6 +341,9 @@ class Simulator:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        for rt in self.runtimes.values():
+            with contextlib.suppress(Exception):
+                await rt.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

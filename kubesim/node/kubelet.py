@@ -34,6 +34,16 @@ What a real kubelet reports, without running anything:
   ``canBeDeleted``). kubesim's does the same after ``grace × time_scale`` seconds, unless a
   per-pod override says otherwise (``deletion_delay`` hook; ``None`` keeps the pod Terminating
   forever, like a pod on a dead node). A shorter grace period given later reschedules it.
+* **Process nodes** (``Simulator(process_nodes=...)``): on those nodes the containers that have
+  a ``command`` run for real in the node's ``ProcessRuntime``. Their ``containerStatuses`` come
+  from the runtime (container IDs, ``OOMKilled``/``Error``/``Completed`` exits with exit codes),
+  and the pod phase follows them as ``getPhase`` does: with ``restartPolicy`` Never a pod whose
+  containers all exited is Succeeded (all 0) or Failed; OnFailure Succeeds when all exited 0;
+  otherwise the container waits in ``CrashLoopBackOff`` with the exit as ``lastState`` (the
+  runtime does not restart it) and the pod stays Running, not Ready. A graceful deletion stops
+  the containers as ``killContainer`` does (SIGTERM to the process group, SIGKILL after
+  grace × time scale), removes the pod's cgroups and only then deletes the object. The node's
+  memory capacity and allocatable are the runtime's ``memory_capacity``.
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ from kubesim.controllers.base import (
     controller_ref,
 )
 from kubesim.controllers.events import EventRecorder
+from kubesim.node.runtime import ContainerStatus, PodSpecError, ProcessRuntime
 from scheduler.objects import format_micro_time, format_time
 
 if TYPE_CHECKING:
@@ -166,6 +177,10 @@ class Kubelet:
         self._pod_ips: dict[Key, tuple[str, str]] = {}  # pod -> (node, ip)
         self._lease_task: asyncio.Task[None] | None = None
         self._sim: Simulator | None = None
+        # Pods run by a process runtime: uid -> (node, key), and their start / stop tasks.
+        self._process_pods: dict[str, tuple[str, Key]] = {}
+        self._starting: dict[str, asyncio.Task[None]] = {}
+        self._stopping: dict[str, asyncio.Task[None]] = {}
 
     # --- hooks for tests and fault injection ------------------------------------------------
 
@@ -188,6 +203,8 @@ class Kubelet:
         pods = store.subscribe("pods")
         nodes = store.subscribe("nodes")
         getters: dict[str, asyncio.Future[Event]] = {}
+        for rt in sim.runtimes.values():
+            rt.on_exit = self._container_exited
         try:
             for node in list(store.items("nodes")):
                 self._complete_node(node)
@@ -224,6 +241,16 @@ class Kubelet:
                 self._lease_task = None
             store.unsubscribe(pods)
             store.unsubscribe(nodes)
+            for rt in sim.runtimes.values():
+                rt.on_exit = None
+            for task in [*self._starting.values(), *self._stopping.values()]:
+                task.cancel()
+            for task in [*self._starting.values(), *self._stopping.values()]:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            self._starting.clear()
+            self._stopping.clear()
+            self._process_pods.clear()
             for _, _, handle in self._timers.values():
                 handle.cancel()
             for timers in (self._ready_timers, self._finish_timers):
@@ -249,7 +276,11 @@ class Kubelet:
             return
         if ev.type == DELETED:
             self._cancel(ev.key)
-            self._forget_pod(ev.key, str((ev.obj.get("metadata") or {}).get("uid", "")))
+            uid = str((ev.obj.get("metadata") or {}).get("uid", ""))
+            self._forget_pod(ev.key, uid)
+            if uid in self._process_pods and uid not in self._stopping:
+                # deleted without a graceful stop (grace 0, a force delete): kill at once
+                self._stop_process_pod(ev.key, uid, 0.0, finish=False)
             return
         self._consider_start(ev.obj)
         self._consider_deletion(ev.obj)
@@ -306,6 +337,9 @@ class Kubelet:
             status["capacity"] = dict(DEFAULT_CAPACITY)
         if not status.get("allocatable"):
             status["allocatable"] = clone(status["capacity"])
+        runtime = self.sim.runtimes.get(name)
+        if runtime is not None:
+            _set_memory_capacity(status, runtime.memory_capacity)
         addresses = [a for a in status.get("addresses") or [] if isinstance(a, Mapping)]
         types = {a.get("type") for a in addresses}
         if "InternalIP" not in types:
@@ -526,9 +560,17 @@ class Kubelet:
             self._write_status(key, new)
         except StatusError:
             return
-        self._container_events(pod, node_name=str(node["metadata"]["name"]))
+        node_name = str(node["metadata"]["name"])
+        self._container_events(pod, node_name=node_name)
         if not ready:
             self._later(self._ready_timers, key, uid, delay, self._become_ready)
+        runtime = sim.runtimes.get(node_name)
+        if runtime is not None and any(c.get("command") for c in containers):
+            self._process_pods[uid] = (node_name, key)
+            self._starting[uid] = asyncio.create_task(
+                self._start_processes(runtime, key, uid, new), name=f"kubelet-start-{uid}"
+            )
+            return  # its processes decide when it finishes, not kubesim.io/run-for
         run_for = self.run_duration(pod)
         if run_for is not None:
             self._later(self._finish_timers, key, uid, max(run_for, delay), self._succeed)
@@ -597,6 +639,11 @@ class Kubelet:
             return
         new = clone(pod)
         status = new["status"]
+        if any(
+            isinstance(cs, dict) and "running" not in (cs.get("state") or {})
+            for cs in status.get("containerStatuses") or []
+        ):
+            return  # a process node's container that exited or never started: not Ready
         for cs in [
             *(status.get("containerStatuses") or []),
             *(status.get("initContainerStatuses") or []),
@@ -652,7 +699,7 @@ class Kubelet:
         current = self._timers.get(key)
         if current is not None and not force and current[0] == uid and current[1] <= grace:
             return
-        if current is None or current[0] != uid:
+        if (current is None or current[0] != uid) and uid not in self._stopping:
             node_name = str((pod.get("spec") or {}).get("nodeName") or "")
             for c in (pod.get("spec") or {}).get("containers") or []:
                 if isinstance(c, Mapping) and (pod.get("status") or {}).get("phase") == "Running":
@@ -666,6 +713,10 @@ class Kubelet:
                         field_path=f"spec.containers{{{c.get('name', '')}}}",
                     )
         self._cancel(key)
+        if uid in self._process_pods and key not in self.overrides:
+            if uid not in self._stopping:
+                self._stop_process_pod(key, uid, grace * sim.time_scale, finish=True)
+            return
         if key in self.overrides:
             delay = self.overrides[key]
         else:
@@ -693,6 +744,180 @@ class Kubelet:
         except StatusError as err:
             if err.code not in (404, 409):
                 log.warning("kubelet: deleting pod %s/%s failed: %s", key[0], key[1], err)
+
+    # --- process nodes ------------------------------------------------------------------------
+
+    async def _start_processes(
+        self, runtime: ProcessRuntime, key: Key, uid: str, pod: dict[str, Any]
+    ) -> None:
+        try:
+            statuses = await runtime.start(pod)
+        except (PodSpecError, OSError) as exc:
+            log.warning("kubelet: cannot run pod %s/%s: %s", key[0], key[1], exc)
+            self._process_pods.pop(uid, None)
+            self._starting.pop(uid, None)
+            self._create_container_error(key, uid, pod, str(exc))
+            return
+        finally:
+            self._starting.pop(uid, None)
+        self._sync_process_status(key, uid, statuses)
+
+    def _create_container_error(
+        self, key: Key, uid: str, pod: Mapping[str, Any], message: str
+    ) -> None:
+        """The containers that were to run wait in ``CreateContainerError``; the pod is not
+        Ready (the kubelet retries; kubesim does not)."""
+        current = self._current(key, uid)
+        if current is None:
+            return
+        run = {
+            str(c.get("name", ""))
+            for c in (pod.get("spec") or {}).get("containers") or []
+            if isinstance(c, Mapping) and c.get("command")
+        }
+        new = clone(current)
+        status = new["status"]
+        for cs in status.get("containerStatuses") or []:
+            if isinstance(cs, dict) and cs.get("name") in run:
+                cs["state"] = {"waiting": {"reason": "CreateContainerError", "message": message}}
+                cs["ready"] = cs["started"] = False
+        now = format_time(self.sim.rest.clock())
+        for type_ in ("Ready", "ContainersReady"):
+            _set_condition(
+                status.setdefault("conditions", []),
+                type_,
+                "False",
+                now,
+                reason="ContainersNotReady",
+                message=f"containers with unready status: [{' '.join(sorted(run))}]",
+            )
+        with contextlib.suppress(StatusError):
+            self._write_status(key, new)
+
+    def _container_exited(self, uid: str, _status: ContainerStatus) -> None:
+        entry = self._process_pods.get(uid)
+        if entry is None or self._sim is None or uid in self._starting:
+            return
+        runtime = self.sim.runtimes.get(entry[0])
+        statuses = runtime.status(uid) if runtime is not None else None
+        if statuses is not None:
+            self._sync_process_status(entry[1], uid, statuses)
+
+    def _sync_process_status(self, key: Key, uid: str, statuses: list[ContainerStatus]) -> None:
+        """Write the runtime's view of the containers, and the phase it implies."""
+        pod = self._current(key, uid)
+        if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        new = clone(pod)
+        spec = new.get("spec") or {}
+        status = new["status"]
+        policy = spec.get("restartPolicy", "Always")
+        by_name = {s.name: s for s in statuses}
+        images = {
+            str(c.get("name", "")): str(c.get("image", ""))
+            for c in spec.get("containers") or []
+            if isinstance(c, Mapping)
+        }
+        ready_now = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+            if isinstance(c, Mapping)
+        )
+        restarting = False
+        out: list[dict[str, Any]] = []
+        for cs in status.get("containerStatuses") or []:
+            st = by_name.get(str(cs.get("name", "")))
+            if st is None:
+                out.append(cs)
+                continue
+            image = images.get(st.name, "")
+            rendered = st.to_k8s(image=image, image_id=_image_id(image))
+            if st.state == "running":
+                rendered["ready"] = ready_now
+            elif policy == "Always" or (policy == "OnFailure" and st.exit_code != 0):
+                restarting = True
+                rendered["lastState"] = rendered["state"]
+                rendered["state"] = {
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": f"back-off restarting failed container {st.name}",
+                    }
+                }
+            out.append(rendered)
+        status["containerStatuses"] = out
+        exited = [s for s in statuses if s.state == "exited"]
+        others_run = len(out) > len(statuses)  # simulated containers never stop
+        now = format_time(self.sim.rest.clock())
+        conditions = status.setdefault("conditions", [])
+        terminal = None
+        if exited and len(exited) == len(statuses) and not others_run and not restarting:
+            terminal = "Succeeded" if all(s.exit_code == 0 for s in exited) else "Failed"
+        if terminal is not None:
+            status["phase"] = terminal
+            reason = "PodCompleted" if terminal == "Succeeded" else "PodFailed"
+            for type_ in ("PodReadyToStartContainers", "Ready", "ContainersReady"):
+                _set_condition(conditions, type_, "False", now, reason=reason)
+        elif exited:
+            names = " ".join(s.name for s in exited)
+            for type_ in ("Ready", "ContainersReady"):
+                _set_condition(
+                    conditions,
+                    type_,
+                    "False",
+                    now,
+                    reason="ContainersNotReady",
+                    message=f"containers with unready status: [{names}]",
+                )
+        try:
+            self._write_status(key, new)
+        except StatusError as err:
+            log.info("kubesim: kubelet update of %s/%s failed: %s", *key, err.message)
+            return
+        if terminal is not None:
+            # the kubelet tears down a finished pod's sandbox and cgroups
+            self._forget_pod(key, uid)
+            held = self._pod_ips.pop(key, None)
+            if held is not None and held[0] in self._networks:
+                self._networks[held[0]].release(held[1])
+            self._stop_process_pod(key, uid, 0.0, finish=False)
+
+    def _stop_process_pod(self, key: Key, uid: str, grace: float, *, finish: bool) -> None:
+        entry = self._process_pods.get(uid)
+        if entry is None:
+            return
+        runtime = self.sim.runtimes[entry[0]]
+
+        async def stop() -> None:
+            try:
+                starting = self._starting.get(uid)
+                if starting is not None:
+                    await asyncio.wait({starting})
+                await runtime.kill(uid, grace)
+            finally:
+                self._process_pods.pop(uid, None)
+                self._stopping.pop(uid, None)
+            if finish:
+                self._finish(key, uid)
+
+        self._stopping[uid] = asyncio.create_task(stop(), name=f"kubelet-stop-{uid}")
+
+
+def _set_memory_capacity(status: dict[str, Any], capacity: int) -> None:
+    """The node's memory as the kubelet reports it (Ki); allocatable never above capacity."""
+    from scheduler.quantity import QuantityError, parse_quantity
+
+    quantity = f"{capacity // 1024}Ki"
+    status["capacity"] = {**(status.get("capacity") or {}), "memory": quantity}
+    allocatable = dict(status.get("allocatable") or {})
+    try:
+        fits = "memory" in allocatable and parse_quantity(allocatable["memory"]) <= (
+            capacity // 1024 * 1024
+        )
+    except QuantityError:
+        fits = False
+    if not fits:
+        allocatable["memory"] = quantity
+    status["allocatable"] = allocatable
 
 
 def _init_statuses(
