@@ -481,6 +481,30 @@ class DrainHelper:
         self.evictor.listener = _Lines(self, reports, use_delete=use_delete)
         timeout_text = go_duration(self.timeout)
 
+        def done(pod: Any, outcome: WaitOutcome) -> None:
+            rep = reports[f"{pod.namespace}/{pod.name}"]
+            rep.wait = outcome
+            rep.finished = self.clock()
+            if outcome.state == "deleted":
+                self.out(f"pod/{pod.name} {verb}")
+            elif outcome.state == "skipped":
+                self.out(outcome.message)
+
+        # As kubectl, each pod is waited for right after its eviction is granted (kubectl: in
+        # the goroutine that evicted it), so its line appears while others are still blocked.
+        # A server dry-run deletes nothing: no wait (kubernetes/kubectl#1830).
+        nodes = {p.node_name for p in pods}
+        waiter = (
+            None
+            if server_dry
+            else self.evictor.deletion_wait(
+                deadline=deadline,
+                skip_wait_for_delete_timeout=self.options.skip_wait_for_delete_timeout,
+                on_done=done,
+                node=nodes.pop() if len(nodes) == 1 else "",
+            )
+        )
+
         async def one(pod: Pod) -> None:
             rep = reports[pod.key]
             if use_delete:
@@ -503,6 +527,8 @@ class DrainHelper:
                 )
             rep.result = res
             rep.finished = self.clock()
+            if res.outcome is Outcome.EVICTED and waiter is not None:
+                waiter.add(pod)
             if res.outcome is Outcome.ERROR:
                 if res.message.startswith("global timeout reached"):
                     msg = f"global timeout reached: {timeout_text}"
@@ -516,42 +542,29 @@ class DrainHelper:
                     f"global timeout reached: {timeout_text}"
                 )
 
-        await asyncio.gather(*(one(p) for p in pods))
-        if server_dry:
+        if waiter is None:
+            await asyncio.gather(*(one(p) for p in pods))
             return errors
-        to_wait = [
-            r.pod
-            for r in reports.values()
-            if r.result is not None and r.result.outcome is Outcome.EVICTED
-        ]
-
-        def done(pod: Any, outcome: WaitOutcome) -> None:
-            rep = reports[f"{pod.namespace}/{pod.name}"]
-            rep.wait = outcome
-            rep.finished = self.clock()
-            if outcome.state == "deleted":
-                self.out(f"pod/{pod.name} {verb}")
-            elif outcome.state == "skipped":
-                self.out(outcome.message)
-
-        if to_wait:
-            results = await self.evictor.wait_for_deletion(
-                to_wait,
-                deadline=deadline,
-                skip_wait_for_delete_timeout=self.options.skip_wait_for_delete_timeout,
-                on_done=done,
-            )
-            for (ns, name), outcome in results.items():
-                if outcome.state == "timeout":
-                    errors.append(
-                        f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
-                        f"global timeout reached: {timeout_text}"
-                    )
-                elif outcome.state == "error":
-                    errors.append(
-                        f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
-                        f"{outcome.message}"
-                    )
+        waiting = asyncio.create_task(waiter.run())
+        try:
+            await asyncio.gather(*(one(p) for p in pods))
+        except BaseException:
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
+            raise
+        waiter.close()
+        results = await waiting
+        for (ns, name), outcome in results.items():
+            if outcome.state == "timeout":
+                errors.append(
+                    f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
+                    f"global timeout reached: {timeout_text}"
+                )
+            elif outcome.state == "error":
+                errors.append(
+                    f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
+                    f"{outcome.message}"
+                )
         return errors
 
     def _grace(self) -> int | None:
