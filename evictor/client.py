@@ -43,7 +43,7 @@ from evictor.result import (
     Verdict,
     classify,
 )
-from evictor.transport import Response, TransportError, call
+from evictor.transport import Response, TransportError, call, raw_watch
 
 __all__ = [
     "DeletionWait",
@@ -513,6 +513,7 @@ class Evictor:
         skip_wait_for_delete_timeout: float = 0,
         on_done: Callable[[PodLike, WaitOutcome], None] | None = None,
         node: str = "",
+        snapshot: tuple[Sequence[Mapping[str, Any]], str] | None = None,
     ) -> DeletionWait:
         """A ``DeletionWait`` that pods can be added to while it runs (``wait_for_deletion``
         adds them all at once; a drain adds each pod as soon as its eviction is granted)."""
@@ -522,6 +523,7 @@ class Evictor:
             skip_wait_for_delete_timeout=skip_wait_for_delete_timeout,
             on_done=on_done,
             node=node,
+            snapshot=snapshot,
         )
 
 
@@ -547,8 +549,12 @@ class DeletionWait:
         skip_wait_for_delete_timeout: float = 0,
         on_done: Callable[[PodLike, WaitOutcome], None] | None = None,
         node: str = "",
+        snapshot: tuple[Sequence[Mapping[str, Any]], str] | None = None,
     ) -> None:
         self._ev = evictor
+        # the caller's recent list of the node's pods and its resourceVersion: watch from there
+        # instead of listing again (a drain has just listed them to plan)
+        self.snapshot = snapshot
         self.deadline = deadline
         self.skip = skip_wait_for_delete_timeout
         self.on_done = on_done
@@ -680,32 +686,49 @@ class DeletionWait:
                     await self._added.wait()
 
     async def _watch(self) -> None:
-        from kubernetes_asyncio import watch
-
+        """List (or take the caller's snapshot), then watch from there; relist on 410 Gone."""
         ev = self._ev
         kw: dict[str, Any] = {"field_selector": f"spec.nodeName={self.node}"} if self.node else {}
-        resp = await ev._request(
-            lambda **k: ev.core.list_pod_for_all_namespaces(**kw, **k), self.deadline
-        )
-        if not resp.ok or not isinstance(resp.body, dict):
-            raise _WatchFailed(resp.message)
-        seen: dict[Key, Mapping[str, Any]] = {}
-        for item in resp.body.get("items") or []:
-            meta = item.get("metadata") or {}
-            seen[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = item
-        self._seen = seen
-        for key in list(self.pending):
-            self._observe(key, seen.get(key))
-        rv = str((resp.body.get("metadata") or {}).get("resourceVersion", ""))
-        if self._finished.is_set():
-            return
+        snapshot, self.snapshot = self.snapshot, None
+        for _ in range(3):
+            if snapshot is not None and snapshot[1]:
+                items, rv = snapshot
+                snapshot = None
+            else:
+                resp = await ev._request(
+                    lambda **k: ev.core.list_pod_for_all_namespaces(**kw, **k), self.deadline
+                )
+                if not resp.ok or not isinstance(resp.body, dict):
+                    raise _WatchFailed(resp.message)
+                items = [i for i in resp.body.get("items") or [] if isinstance(i, dict)]
+                rv = str((resp.body.get("metadata") or {}).get("resourceVersion", ""))
+            seen: dict[Key, Mapping[str, Any]] = {}
+            for item in items:
+                meta = item.get("metadata") or {}
+                seen[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = item
+            self._seen = seen
+            for key in list(self.pending):
+                self._observe(key, seen.get(key))
+            if self._finished.is_set():
+                return
+            try:
+                await self._follow(seen, rv, kw)
+                return
+            except _Expired:
+                self._seen = None  # too old a version: list again
+        raise _WatchFailed("the watch kept expiring")
+
+    async def _follow(
+        self, seen: dict[Key, Mapping[str, Any]], rv: str, kw: dict[str, Any]
+    ) -> None:
+        ev = self._ev
 
         async def consume() -> None:
             nonlocal rv
             while not self._finished.is_set():
                 remaining = self._remaining()
                 timeout = 60 if remaining is None else max(1, min(60, int(remaining) + 1))
-                async with watch.Watch(return_type="object") as w:
+                async with raw_watch() as w:
                     async for event in w.stream(
                         ev.core.list_pod_for_all_namespaces,
                         resource_version=rv,
@@ -754,13 +777,20 @@ class DeletionWait:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         if consumer.done() and not consumer.cancelled() and consumer.exception() is not None:
-            raise _WatchFailed(str(consumer.exception()))
+            exc = consumer.exception()
+            if getattr(exc, "status", None) == 410:
+                raise _Expired(str(exc))
+            raise _WatchFailed(str(exc))
         if consumer.done() and not consumer.cancelled() and not self._finished.is_set():
             raise _WatchFailed("the watch ended")
 
 
 class _WatchFailed(Exception):
     pass
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is older than the server keeps (410 Gone)."""
 
 
 def refs(pods: Iterable[Any]) -> list[PodRef]:

@@ -347,6 +347,8 @@ class DrainHelper:
         self.err = err
         self.clock = clock
         self.reports: list[PodReport] = []
+        # node -> its last full pod list and resourceVersion, where the deletion watch starts
+        self.listed: dict[str, tuple[list[dict[str, Any]], str]] = {}
 
     @property
     def _suffix(self) -> str:
@@ -389,7 +391,8 @@ class DrainHelper:
 
         core = client.CoreV1Api(self.evictor.api_client)
         items: list[dict[str, Any]] = []
-        token = ""
+        token = rv = ""
+        self.listed.pop(node_name, None)
         while True:
             kw: dict[str, Any] = {"field_selector": f"spec.nodeName={node_name}"}
             if self.pod_selector:
@@ -402,8 +405,12 @@ class DrainHelper:
             if not resp.ok or not isinstance(resp.body, dict):
                 raise TransportError(_api_error(resp.status, resp.body, resp.message))
             items.extend(i for i in resp.body.get("items") or [] if isinstance(i, dict))
+            if not rv:  # the first page's version: every page is read at it
+                rv = str((resp.body.get("metadata") or {}).get("resourceVersion") or "")
             token = str((resp.body.get("metadata") or {}).get("continue") or "")
             if not token:
+                if not self.pod_selector:
+                    self.listed[node_name] = (items, rv)
                 return items
 
     async def get_pods_for_deletion(self, node_name: str) -> PodDeleteList:
@@ -494,6 +501,7 @@ class DrainHelper:
         # the goroutine that evicted it), so its line appears while others are still blocked.
         # A server dry-run deletes nothing: no wait (kubernetes/kubectl#1830).
         nodes = {p.node_name for p in pods}
+        node = nodes.pop() if len(nodes) == 1 else ""
         waiter = (
             None
             if server_dry
@@ -501,7 +509,8 @@ class DrainHelper:
                 deadline=deadline,
                 skip_wait_for_delete_timeout=self.options.skip_wait_for_delete_timeout,
                 on_done=done,
-                node=nodes.pop() if len(nodes) == 1 else "",
+                node=node,
+                snapshot=self.listed.get(node) if node else None,
             )
         )
 

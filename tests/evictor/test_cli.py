@@ -150,9 +150,10 @@ async def test_timeout_diagnoses_replicas_that_cannot_become_ready() -> None:
         found = re.findall(r'error when evicting pods/"(web-\d)" -n "default": global timeout', err)
         blocked = sorted(set(found))
         assert len(blocked) == 2, err
-        # web-0 went at once and was gone long before the timeout: not an error
-        assert "pod/web-0 evicted" in lines(out)
-        assert 'waiting for pod "web-0"' not in err
+        # the one the budget let go was gone long before the timeout: not an error
+        (first,) = {"web-0", "web-1", "web-2"} - set(blocked)
+        assert f"pod/{first} evicted" in lines(out)
+        assert f'waiting for pod "{first}"' not in err
         assert 'There are pending pods in node "node-1" when an error occurred' in err
         assert {f"pod/{name}" for name in blocked} <= set(lines(err))
         assert (
