@@ -21,7 +21,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -552,11 +552,11 @@ class DrainHelper:
                 )
 
         if waiter is None:
-            await asyncio.gather(*(one(p) for p in pods))
+            await self._all(one, pods)
             return errors
         waiting = asyncio.create_task(waiter.run())
         try:
-            await asyncio.gather(*(one(p) for p in pods))
+            await self._all(one, pods)
         except BaseException:
             waiting.cancel()
             await asyncio.gather(waiting, return_exceptions=True)
@@ -575,6 +575,27 @@ class DrainHelper:
                     f"{outcome.message}"
                 )
         return errors
+
+    async def _all(
+        self, one: Callable[[Pod], Coroutine[Any, Any, None]], pods: Sequence[Pod]
+    ) -> None:
+        """``one(pod)`` for every pod at once (kubectl: a goroutine each), started a slot's worth
+        at a time: the first requests are on the wire while the rest are still being set up,
+        instead of after all of them (a 1000-pod node would otherwise wait ~0.2 s for the
+        first)."""
+        step = max(self.evictor.concurrency, 1)
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            for i, pod in enumerate(pods, 1):
+                tasks.append(asyncio.create_task(one(pod)))
+                if i % step == 0:
+                    await asyncio.sleep(0)
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     def _grace(self) -> int | None:
         return self.grace_period_seconds if self.grace_period_seconds >= 0 else None
