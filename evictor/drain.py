@@ -273,6 +273,10 @@ def go_duration(seconds: float) -> str:
     """A duration as Go's ``time.Duration.String`` prints it (``5s``, ``1m0s``, ``250ms``)."""
     if seconds <= 0:
         return "0s"
+    if seconds < 1e-6:
+        return f"{round(seconds * 1e9)}ns"
+    if seconds < 1e-3:
+        return f"{round(seconds * 1e6, 3):g}µs"
     if seconds < 1:
         ms = round(seconds * 1000, 3)
         return f"{ms:g}ms"
