@@ -22,7 +22,11 @@ same kind of cluster as the time from sending one eviction to seeing the pod gon
 ``evict`` spends beyond it is reported per phase from kubesim's request log: ``startup_s``
 (process start to its first request: interpreter, imports, kubeconfig), ``setup_s`` (first
 request to first eviction: discovery, node, cordon, pod list), ``evictions_s`` (first to last
-eviction) and ``tail_s`` (last eviction to exit: the last pods' deletion).
+eviction) and ``tail_s`` (last eviction to exit: the last pods' deletion). On a living kubesim
+the deletions of 1000 pods and the creation, scheduling and start of their 1000 replacements are
+work for the one server process too, so (c) also reports ``server_floor_s``: an in-process
+client with no start-up, the pods already known and all 1000 evictions in flight at once,
+until the last pod is gone — what no client can beat on this machine.
 
 One JSON line per scenario: ``{"bench", "value" (evict's median s), "unit", "anchor" (kubectl's
 median s), "ratio", "target", ...}``; (c) adds ``ideal_s`` and ``ratio_to_ideal``.
@@ -205,6 +209,33 @@ async def ideal_seconds(state: list[dict[str, Any]], faults: dict[str, Any], pod
     return statistics.median(times)
 
 
+async def floor_seconds(state: list[dict[str, Any]], faults: dict[str, Any], pods: int) -> float:
+    """The best any client can do on this cluster: in process (no start-up), the node's pods
+    already known, every eviction sent at once, until the last pod is gone."""
+    from evictor.client import Evictor, refs
+
+    sim = await build(state, faults, pods)
+    try:
+        from kubernetes_asyncio import client
+
+        victims = refs(p for p in sim.list_objects("Pod") if p["spec"].get("nodeName") == "node-1")
+        cfg = client.Configuration(host=sim.url)
+        cfg.connection_pool_maxsize = len(victims)  # one connection per eviction
+        async with client.ApiClient(cfg) as api, Evictor(api, concurrency=len(victims)) as ev:
+            await ev.eviction_version()
+            t0 = time.perf_counter()
+            await asyncio.gather(
+                *(
+                    ev.evict(r.namespace, r.name, expected_uid=r.uid, max_attempts=1)
+                    for r in victims
+                )
+            )
+            await ev.wait_for_deletion(victims, deadline=time.time() + 120)
+            return time.perf_counter() - t0
+    finally:
+        await sim.stop()
+
+
 SCENARIOS: dict[str, dict[str, Any]] = {
     "a": {"pods": 110, "deployments": 5, "pdb": False, "ready_after": None, "latency": 0.0,
           "target": "<= 1.0", "name": "a_110_pods_no_pdb"},
@@ -255,6 +286,9 @@ async def bench(key: str, rounds: int, quick: bool) -> dict[str, Any]:
         ideal = await ideal_seconds(state, faults, pods)
         line["ideal_s"] = round(ideal, 3)
         line["ratio_to_ideal"] = round(ev / ideal, 3)
+        floor = await floor_seconds(state, faults, pods)
+        line["server_floor_s"] = round(floor, 3)
+        line["ratio_to_server_floor"] = round(ev / floor, 3)
     return line
 
 
