@@ -87,9 +87,11 @@ async def test_pdb_429_is_retried_when_the_replacement_becomes_ready(ready_after
         # The budget reopened once web-0's replacement (a new pod of the ReplicaSet) was Ready,
         # and the retry followed that change at once ...
         (opened,) = [t for t in openings if blocked.time < t <= retried.time]
-        assert retried.time - opened < 0.25
-        # ... so the wait tracks the replacement's readiness, not a fixed interval (kubectl: 5 s).
-        assert abs((retried.time - blocked.time) - ready_after * TIME_SCALE) < 0.3
+        assert retried.time - opened < 0.5
+        # ... so the wait tracks the replacement's readiness (it cannot reopen sooner), not a
+        # fixed interval: kubectl would wait 5 s, and so would the fallback (default_retry).
+        (granted,) = evictions(sim, "web-0")
+        assert ready_after * TIME_SCALE <= retried.time - granted.time < 5.0
         await settle(sim)
         new = [p for p in sim.list_objects("Pod") if p["metadata"]["name"] not in WEB_NAMES]
         assert len(new) == 2  # the replacements of web-0 and web-1
