@@ -416,3 +416,61 @@ async def test_policy_v1beta1_when_discovery_offers_only_that(
     assert result.outcome is Outcome.EVICTED
     (req,) = evictions(sim, "web-0")
     assert req.body["apiVersion"] == "policy/v1beta1" and req.code == 201
+
+
+async def test_deletion_wait_takes_pods_added_while_it_runs(
+    sim: Simulator, evictor: Evictor
+) -> None:
+    """A drain adds each pod once its eviction is granted, to one running watch."""
+    refs = [PodRef("default", f"web-{i}", WEB[i]["metadata"]["uid"], "node-1") for i in range(3)]
+    seen: list[str] = []
+    waiter = evictor.deletion_wait(
+        deadline=time.time() + 5, node="node-1", on_done=lambda p, _o: seen.append(p.name)
+    )
+    running = asyncio.create_task(waiter.run())
+    await wait_until(lambda: bool(sim.requests.filter(verb="watch", resource="pods")))
+    # gone before it is added: the watch has seen its deletion
+    await evictor.delete("default", "web-0", grace_period_seconds=0)
+    await wait_until(lambda: sim.get("Pod", "default", "web-0") is None)
+    await asyncio.sleep(0.05)
+    waiter.add(refs[0])
+    assert seen == ["web-0"]
+    # added first, deleted afterwards
+    waiter.add(refs[1])
+    await evictor.delete("default", "web-1", grace_period_seconds=0)
+    await wait_until(lambda: seen == ["web-0", "web-1"])
+    assert not running.done()  # not closed: more pods may come
+    waiter.close()
+    done = await asyncio.wait_for(running, 5)
+    assert {k: v.state for k, v in done.items()} == {
+        ("default", "web-0"): "deleted",
+        ("default", "web-1"): "deleted",
+    }
+    assert len(sim.requests.filter(verb="watch", resource="pods")) == 1
+    assert len(sim.requests.filter(verb="list", resource="pods")) == 1
+    assert refs[2].name not in seen
+
+
+async def test_deletion_watch_from_a_stale_snapshot_lists_again() -> None:
+    objs = state()
+    async with kubesim.serve(
+        state=objs, time_scale=0.01, disabled_controllers=FROZEN, history_size=3
+    ) as sim:
+        async with sim.api_client() as api, Evictor(api) as ev:
+            listed = sim.list_objects("Pod")
+            for i in range(6):  # push the snapshot's version out of the server's history
+                sim.apply(pod(f"filler-{i}", app="filler", owner=None, node_name="node-2"))
+            ref = PodRef("default", "web-0", WEB[0]["metadata"]["uid"], "node-1")
+            await ev.delete("default", "web-0", grace_period_seconds=0)
+            waiter = ev.deletion_wait(
+                deadline=time.time() + 5, node="node-1", snapshot=(listed, "1")
+            )
+            waiter.add(ref)
+            waiter.close()
+            done = await asyncio.wait_for(waiter.run(), 5)
+        assert done[("default", "web-0")].state == "deleted"
+        watches = sim.requests.filter(verb="watch", resource="pods")
+        # the watch from the snapshot's version is refused (410 Gone), then one relist
+        assert watches[0].query.get("resourceVersion") == ["1"]
+        (relist,) = sim.requests.filter(verb="list", resource="pods")
+        assert relist.time > watches[0].time
