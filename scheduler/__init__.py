@@ -11,6 +11,8 @@ Each name is imported from its module on first access and then cached here.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -240,6 +242,24 @@ __all__ = [
     "validate_priority_class",
     "validate_priority_class_update",
 ]
+
+
+class _Package(types.ModuleType):
+    """Keeps an exported function bound under its name when its same-named submodule is first
+    imported (``scheduler.simulate`` the module, ``scheduler.simulate`` the function): the
+    import system binds the submodule on the package, the eager imports used to rebind it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (
+            isinstance(value, types.ModuleType)
+            and name in _EXPORTS
+            and value.__name__ == f"{__name__}.{name}"
+        ):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
