@@ -484,6 +484,9 @@ async def _drain(glob: Globals, a: _DrainArgs) -> int:
             out=io.out,
             err=io.err,
         )
+        if not a.disable_eviction and a.dry_run != "client":
+            # discovery (kubectl's CheckEvictionSupport) overlaps node lookup, cordon and listing
+            _prefetch(evictor.eviction_version())
         try:
             nodes = await _resolve_nodes(api, a.nodes, a.selector, a.chunk_size)
             if not nodes:
@@ -554,6 +557,18 @@ async def _drain(glob: Globals, a: _DrainArgs) -> int:
             raise RuntimeFailure(f"unable to connect to the server: {exc}") from None
         finally:
             await evictor.close()
+
+
+def _prefetch(coro: Coroutine[Any, Any, Any]) -> None:
+    """Start ``coro`` now; whoever needs its result later awaits the cached value. A failure
+    is left for that later call to meet (and report) again."""
+    task = asyncio.ensure_future(coro)
+    task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+    _PREFETCHED.add(task)
+    task.add_done_callback(_PREFETCHED.discard)
+
+
+_PREFETCHED: set[asyncio.Future[Any]] = set()
 
 
 async def _drain_node(

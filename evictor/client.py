@@ -44,9 +44,10 @@ from evictor.result import (
     Verdict,
     classify,
 )
-from evictor.transport import Response, TransportError, call
+from evictor.transport import Response, TransportError, call, raw_watch
 
 __all__ = [
+    "DeletionWait",
     "EvictionListener",
     "Evictor",
     "PodRef",
@@ -499,123 +500,243 @@ class Evictor:
         used the pods are polled every ``poll_interval`` s, as kubectl does. A pod whose
         deletionTimestamp is older than ``skip_wait_for_delete_timeout`` (> 0) is skipped.
         """
-        pending: dict[tuple[str, str], PodLike] = {(p.namespace, p.name): p for p in pods}
-        done: dict[tuple[str, str], WaitOutcome] = {}
-        deleting: dict[tuple[str, str], float] = {}
-
-        def finish(key: tuple[str, str], outcome: WaitOutcome) -> None:
-            pod = pending.pop(key, None)
-            if pod is None:
-                return
-            done[key] = outcome
-            if on_done is not None:
-                on_done(pod, outcome)
-
-        def observe(key: tuple[str, str], obj: Mapping[str, Any] | None) -> None:
-            pod = pending.get(key)
-            if pod is None:
-                return
-            if obj is None:
-                finish(key, WaitOutcome("deleted"))
-                return
-            meta = obj.get("metadata") or {}
-            if pod.uid and meta.get("uid") != pod.uid:
-                finish(key, WaitOutcome("deleted"))
-                return
-            ts = meta.get("deletionTimestamp")
-            if ts and skip_wait_for_delete_timeout > 0:
-                from scheduler.objects import parse_time
-
-                with contextlib.suppress(ValueError):
-                    deleting[key] = parse_time(ts)
-            check_skips()
-
-        def check_skips() -> None:
-            if skip_wait_for_delete_timeout <= 0:
-                return
-            now = self.clock()
-            for key, since in list(deleting.items()):
-                if key in pending and now - since > skip_wait_for_delete_timeout:
-                    finish(
-                        key,
-                        WaitOutcome(
-                            "skipped",
-                            f'pod "{key[1]}" has DeletionTimestamp older than '
-                            f"{int(skip_wait_for_delete_timeout)} seconds, skipping",
-                        ),
-                    )
-
         nodes = {getattr(p, "node_name", "") for p in pods}
-        node = nodes.pop() if len(nodes) == 1 else ""
-        with contextlib.suppress(TransportError, TimeoutError, _WatchFailed):
-            await self._watch_deletions(pending, observe, check_skips, node=node, deadline=deadline)
-        while pending:
-            remaining = self._remaining(deadline)
+        waiter = self.deletion_wait(
+            deadline=deadline,
+            skip_wait_for_delete_timeout=skip_wait_for_delete_timeout,
+            on_done=on_done,
+            node=nodes.pop() if len(nodes) == 1 else "",
+        )
+        for p in pods:
+            waiter.add(p)
+        waiter.close()
+        return await waiter.run()
+
+    def deletion_wait(
+        self,
+        *,
+        deadline: float | None,
+        skip_wait_for_delete_timeout: float = 0,
+        on_done: Callable[[PodLike, WaitOutcome], None] | None = None,
+        node: str = "",
+        snapshot: tuple[Sequence[Mapping[str, Any]], str] | None = None,
+    ) -> DeletionWait:
+        """A ``DeletionWait`` that pods can be added to while it runs (``wait_for_deletion``
+        adds them all at once; a drain adds each pod as soon as its eviction is granted)."""
+        return DeletionWait(
+            self,
+            deadline=deadline,
+            skip_wait_for_delete_timeout=skip_wait_for_delete_timeout,
+            on_done=on_done,
+            node=node,
+            snapshot=snapshot,
+        )
+
+
+Key = tuple[str, str]
+
+
+class DeletionWait:
+    """Waits for pods to be gone while more are being added, over one list+watch.
+
+    kubectl waits for each pod in the goroutine that evicted it, right after its eviction, so
+    ``pod/X evicted`` appears as soon as X is gone even while other pods are still blocked by a
+    budget. One watch per pod would cost a connection each (thousands on a big node); here one
+    watch of the node's pods keeps the latest object per name, and a pod added later is checked
+    against it at once: a pod absent since the list, or present under another UID, is gone.
+    When the watch cannot be used, pending pods are polled every ``poll_interval`` seconds.
+    """
+
+    def __init__(
+        self,
+        evictor: Evictor,
+        *,
+        deadline: float | None,
+        skip_wait_for_delete_timeout: float = 0,
+        on_done: Callable[[PodLike, WaitOutcome], None] | None = None,
+        node: str = "",
+        snapshot: tuple[Sequence[Mapping[str, Any]], str] | None = None,
+    ) -> None:
+        self._ev = evictor
+        # the caller's recent list of the node's pods and its resourceVersion: watch from there
+        # instead of listing again (a drain has just listed them to plan)
+        self.snapshot = snapshot
+        self.deadline = deadline
+        self.skip = skip_wait_for_delete_timeout
+        self.on_done = on_done
+        self.node = node
+        self.pending: dict[Key, PodLike] = {}
+        self.done: dict[Key, WaitOutcome] = {}
+        self._deleting: dict[Key, float] = {}
+        self._seen: dict[Key, Mapping[str, Any]] | None = None  # the watch's view while live
+        self._closed = False
+        self._over = False
+        self._finished = asyncio.Event()
+        self._added = asyncio.Event()
+
+    # --- feeding ------------------------------------------------------------------------------
+
+    def add(self, pod: PodLike) -> None:
+        """Wait for ``pod`` too; checked at once against what the watch has seen."""
+        key = (pod.namespace, pod.name)
+        if key in self.done or key in self.pending:
+            return
+        self.pending[key] = pod
+        if self._over:
+            self._finish(key, WaitOutcome("timeout", "timed out waiting for the condition"))
+        elif self._seen is not None:
+            self._observe(key, self._seen.get(key))
+        self._added.set()
+
+    def close(self) -> None:
+        """No more pods will be added: ``run`` returns once the pending ones are settled."""
+        self._closed = True
+        self._check_finished()
+
+    # --- bookkeeping --------------------------------------------------------------------------
+
+    def _check_finished(self) -> None:
+        if self._closed and not self.pending:
+            self._finished.set()
+
+    def _finish(self, key: Key, outcome: WaitOutcome) -> None:
+        pod = self.pending.pop(key, None)
+        if pod is None:
+            return
+        self.done[key] = outcome
+        self._deleting.pop(key, None)
+        if self.on_done is not None:
+            self.on_done(pod, outcome)
+        self._check_finished()
+
+    def _observe(self, key: Key, obj: Mapping[str, Any] | None) -> None:
+        pod = self.pending.get(key)
+        if pod is None:
+            return
+        if obj is None:
+            self._finish(key, WaitOutcome("deleted"))
+            return
+        meta = obj.get("metadata") or {}
+        if pod.uid and meta.get("uid") != pod.uid:
+            self._finish(key, WaitOutcome("deleted"))
+            return
+        ts = meta.get("deletionTimestamp")
+        if ts and self.skip > 0:
+            from scheduler.objects import parse_time
+
+            with contextlib.suppress(ValueError):
+                self._deleting[key] = parse_time(ts)
+        self._check_skips()
+
+    def _check_skips(self) -> None:
+        if self.skip <= 0:
+            return
+        now = self._ev.clock()
+        for key, since in list(self._deleting.items()):
+            if key in self.pending and now - since > self.skip:
+                self._finish(
+                    key,
+                    WaitOutcome(
+                        "skipped",
+                        f'pod "{key[1]}" has DeletionTimestamp older than '
+                        f"{int(self.skip)} seconds, skipping",
+                    ),
+                )
+
+    def _remaining(self) -> float | None:
+        return self._ev._remaining(self.deadline)
+
+    # --- running ------------------------------------------------------------------------------
+
+    async def run(self) -> dict[Key, WaitOutcome]:
+        """Until every pod added is settled and ``close`` was called, or the deadline."""
+        try:
+            with contextlib.suppress(TransportError, TimeoutError, _WatchFailed):
+                await self._watch()
+            self._seen = None  # no longer current: later pods are polled
+            await self._poll()
+        finally:
+            self._over = True
+            for key in list(self.pending):
+                self._finish(key, WaitOutcome("timeout", "timed out waiting for the condition"))
+        return self.done
+
+    async def _poll(self) -> None:
+        ev = self._ev
+        while not self._finished.is_set():
+            remaining = self._remaining()
             if remaining is not None and remaining <= 0:
-                break
-            keys = list(pending)
+                return
+            keys = list(self.pending)
             results = await asyncio.gather(
-                *(self._probe(ns, name, deadline) for ns, name in keys),
+                *(ev.read_pod(ns, name, deadline=self.deadline) for ns, name in keys),
                 return_exceptions=True,
             )
             for key, res in zip(keys, results, strict=True):
                 if isinstance(res, TimeoutError):
                     continue
                 if isinstance(res, BaseException):
-                    finish(key, WaitOutcome("error", str(res)))
+                    self._finish(key, WaitOutcome("error", str(res)))
                 else:
-                    observe(key, res)
-            if not pending:
-                break
-            wait_for = self.poll_interval
-            remaining = self._remaining(deadline)
+                    self._observe(key, res)
+            if self._finished.is_set():
+                return
+            wait_for = ev.poll_interval
+            remaining = self._remaining()
             if remaining is not None:
                 wait_for = min(wait_for, max(remaining, 0.0))
-            await asyncio.sleep(wait_for)
-        for key in list(pending):
-            finish(key, WaitOutcome("timeout", "timed out waiting for the condition"))
-        return done
+            self._added.clear()
+            # a pod added meanwhile is checked at once (kubectl's first check is immediate)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait_for):
+                    await self._added.wait()
 
-    async def _probe(self, namespace: str, name: str, deadline: float | None) -> Any:
-        return await self.read_pod(namespace, name, deadline=deadline)
+    async def _watch(self) -> None:
+        """List (or take the caller's snapshot), then watch from there; relist on 410 Gone."""
+        ev = self._ev
+        kw: dict[str, Any] = {"field_selector": f"spec.nodeName={self.node}"} if self.node else {}
+        snapshot, self.snapshot = self.snapshot, None
+        for _ in range(3):
+            if snapshot is not None and snapshot[1]:
+                items, rv = snapshot
+                snapshot = None
+            else:
+                resp = await ev._request(
+                    lambda **k: ev.core.list_pod_for_all_namespaces(**kw, **k), self.deadline
+                )
+                if not resp.ok or not isinstance(resp.body, dict):
+                    raise _WatchFailed(resp.message)
+                items = [i for i in resp.body.get("items") or [] if isinstance(i, dict)]
+                rv = str((resp.body.get("metadata") or {}).get("resourceVersion", ""))
+            seen: dict[Key, Mapping[str, Any]] = {}
+            for item in items:
+                meta = item.get("metadata") or {}
+                seen[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = item
+            self._seen = seen
+            for key in list(self.pending):
+                self._observe(key, seen.get(key))
+            if self._finished.is_set():
+                return
+            try:
+                await self._follow(seen, rv, kw)
+                return
+            except _Expired:
+                self._seen = None  # too old a version: list again
+        raise _WatchFailed("the watch kept expiring")
 
-    async def _watch_deletions(
-        self,
-        pending: dict[tuple[str, str], PodLike],
-        observe: Callable[[tuple[str, str], Mapping[str, Any] | None], None],
-        check_skips: Callable[[], None],
-        *,
-        node: str,
-        deadline: float | None,
+    async def _follow(
+        self, seen: dict[Key, Mapping[str, Any]], rv: str, kw: dict[str, Any]
     ) -> None:
-        from kubernetes_asyncio import watch
-
-        field_selector = f"spec.nodeName={node}" if node else None
-        kw: dict[str, Any] = {"field_selector": field_selector} if field_selector else {}
-        resp = await self._request(
-            lambda **k: self.core.list_pod_for_all_namespaces(**kw, **k), deadline
-        )
-        if not resp.ok or not isinstance(resp.body, dict):
-            raise _WatchFailed(resp.message)
-        present: dict[tuple[str, str], Mapping[str, Any]] = {}
-        for item in resp.body.get("items") or []:
-            meta = item.get("metadata") or {}
-            present[(meta.get("namespace", ""), meta.get("name", ""))] = item
-        for key in list(pending):
-            observe(key, present.get(key))
-        rv = str((resp.body.get("metadata") or {}).get("resourceVersion", ""))
-        if not pending:
-            return
-        finished = asyncio.Event()
+        ev = self._ev
 
         async def consume() -> None:
             nonlocal rv
-            while pending:
-                remaining = self._remaining(deadline)
+            while not self._finished.is_set():
+                remaining = self._remaining()
                 timeout = 60 if remaining is None else max(1, min(60, int(remaining) + 1))
-                async with watch.Watch(return_type="object") as w:
+                async with raw_watch() as w:
                     async for event in w.stream(
-                        self.core.list_pod_for_all_namespaces,
+                        ev.core.list_pod_for_all_namespaces,
                         resource_version=rv,
                         allow_watch_bookmarks=True,
                         timeout_seconds=timeout,
@@ -630,42 +751,52 @@ class Evictor:
                         if event.get("type") == "BOOKMARK":
                             continue
                         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-                        if key not in pending:
-                            continue
                         if event.get("type") == "DELETED":
-                            pod = pending[key]
-                            if not pod.uid or meta.get("uid") == pod.uid:
-                                observe(key, None)
+                            current = seen.get(key)
+                            if current is None or (current.get("metadata") or {}).get(
+                                "uid"
+                            ) == meta.get("uid"):
+                                seen.pop(key, None)
+                            pod = self.pending.get(key)
+                            if pod is not None and (not pod.uid or meta.get("uid") == pod.uid):
+                                self._observe(key, None)
                         else:
-                            observe(key, obj)
-                        if not pending:
-                            finished.set()
+                            seen[key] = obj
+                            self._observe(key, obj)
+                        if self._finished.is_set():
                             return
-            finished.set()
 
         async def tick() -> None:
-            while pending:
+            while not self._finished.is_set():
                 await asyncio.sleep(1.0)
-                check_skips()
-            finished.set()
+                self._check_skips()
 
         consumer = asyncio.create_task(consume())
-        tasks = [consumer, asyncio.create_task(tick()), asyncio.create_task(finished.wait())]
-        remaining = self._remaining(deadline)
+        tasks = [consumer, asyncio.create_task(tick()), asyncio.create_task(self._finished.wait())]
+        remaining = self._remaining()
         try:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(None if remaining is None else max(remaining, 0.0)):
                     await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for t in tasks:
-                t.cancel()
+            for task in tasks:
+                task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         if consumer.done() and not consumer.cancelled() and consumer.exception() is not None:
-            raise _WatchFailed(str(consumer.exception()))
+            exc = consumer.exception()
+            if getattr(exc, "status", None) == 410:
+                raise _Expired(str(exc))
+            raise _WatchFailed(str(exc))
+        if consumer.done() and not consumer.cancelled() and not self._finished.is_set():
+            raise _WatchFailed("the watch ended")
 
 
 class _WatchFailed(Exception):
     pass
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is older than the server keeps (410 Gone)."""
 
 
 def refs(pods: Iterable[Any]) -> list[PodRef]:

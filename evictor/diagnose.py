@@ -2,8 +2,9 @@
 
 The Kubernetes docs' "stuck evictions" troubleshooting says evictions can answer 429 until
 someone intervenes — replacement pods never become Ready, long grace periods — and lists the
-remedies. ``explain`` (pure) turns a budget's status, the pods it selects and their workloads'
-replica counts into those sentences; ``diagnose`` gathers the facts from the API.
+remedies. ``explain`` (pure) turns a budget's status, the pods it selects (with the scheduler's
+reason when one is unbound: a drain's replacements often have nowhere to go) and their
+workloads' replica counts into those sentences; ``diagnose`` gathers the facts from the API.
 """
 
 from __future__ import annotations
@@ -42,8 +43,21 @@ def _unhealthy(pods: Sequence[Mapping[str, Any]]) -> list[str]:
         if meta.get("deletionTimestamp"):
             out.append(f"{meta.get('name')} (terminating)")
         elif not ready:
-            out.append(f"{meta.get('name')} (not Ready, {status.get('phase') or 'Unknown'})")
+            why = status.get("phase") or "Unknown"
+            unscheduled = _unschedulable(conds)
+            if unscheduled:
+                why = f"{why}: {unscheduled}"
+            out.append(f"{meta.get('name')} (not Ready, {why})")
     return out
+
+
+def _unschedulable(conditions: Sequence[Mapping[str, Any]]) -> str:
+    """The scheduler's reason a pod is unbound (``PodScheduled=False``), e.g. a replacement
+    with no node left once the drained node is cordoned."""
+    for c in conditions:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return str(c.get("message") or c.get("reason") or "unschedulable")
+    return ""
 
 
 def explain(

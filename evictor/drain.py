@@ -21,7 +21,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -273,6 +273,10 @@ def go_duration(seconds: float) -> str:
     """A duration as Go's ``time.Duration.String`` prints it (``5s``, ``1m0s``, ``250ms``)."""
     if seconds <= 0:
         return "0s"
+    if seconds < 1e-6:
+        return f"{round(seconds * 1e9)}ns"
+    if seconds < 1e-3:
+        return f"{round(seconds * 1e6, 3):g}µs"
     if seconds < 1:
         ms = round(seconds * 1000, 3)
         return f"{ms:g}ms"
@@ -347,6 +351,8 @@ class DrainHelper:
         self.err = err
         self.clock = clock
         self.reports: list[PodReport] = []
+        # node -> its last full pod list and resourceVersion, where the deletion watch starts
+        self.listed: dict[str, tuple[list[dict[str, Any]], str]] = {}
 
     @property
     def _suffix(self) -> str:
@@ -389,7 +395,8 @@ class DrainHelper:
 
         core = client.CoreV1Api(self.evictor.api_client)
         items: list[dict[str, Any]] = []
-        token = ""
+        token = rv = ""
+        self.listed.pop(node_name, None)
         while True:
             kw: dict[str, Any] = {"field_selector": f"spec.nodeName={node_name}"}
             if self.pod_selector:
@@ -402,8 +409,12 @@ class DrainHelper:
             if not resp.ok or not isinstance(resp.body, dict):
                 raise TransportError(_api_error(resp.status, resp.body, resp.message))
             items.extend(i for i in resp.body.get("items") or [] if isinstance(i, dict))
+            if not rv:  # the first page's version: every page is read at it
+                rv = str((resp.body.get("metadata") or {}).get("resourceVersion") or "")
             token = str((resp.body.get("metadata") or {}).get("continue") or "")
             if not token:
+                if not self.pod_selector:
+                    self.listed[node_name] = (items, rv)
                 return items
 
     async def get_pods_for_deletion(self, node_name: str) -> PodDeleteList:
@@ -481,6 +492,32 @@ class DrainHelper:
         self.evictor.listener = _Lines(self, reports, use_delete=use_delete)
         timeout_text = go_duration(self.timeout)
 
+        def done(pod: Any, outcome: WaitOutcome) -> None:
+            rep = reports[f"{pod.namespace}/{pod.name}"]
+            rep.wait = outcome
+            rep.finished = self.clock()
+            if outcome.state == "deleted":
+                self.out(f"pod/{pod.name} {verb}")
+            elif outcome.state == "skipped":
+                self.out(outcome.message)
+
+        # As kubectl, each pod is waited for right after its eviction is granted (kubectl: in
+        # the goroutine that evicted it), so its line appears while others are still blocked.
+        # A server dry-run deletes nothing: no wait (kubernetes/kubectl#1830).
+        nodes = {p.node_name for p in pods}
+        node = nodes.pop() if len(nodes) == 1 else ""
+        waiter = (
+            None
+            if server_dry
+            else self.evictor.deletion_wait(
+                deadline=deadline,
+                skip_wait_for_delete_timeout=self.options.skip_wait_for_delete_timeout,
+                on_done=done,
+                node=node,
+                snapshot=self.listed.get(node) if node else None,
+            )
+        )
+
         async def one(pod: Pod) -> None:
             rep = reports[pod.key]
             if use_delete:
@@ -503,6 +540,8 @@ class DrainHelper:
                 )
             rep.result = res
             rep.finished = self.clock()
+            if res.outcome is Outcome.EVICTED and waiter is not None:
+                waiter.add(pod)
             if res.outcome is Outcome.ERROR:
                 if res.message.startswith("global timeout reached"):
                     msg = f"global timeout reached: {timeout_text}"
@@ -516,43 +555,51 @@ class DrainHelper:
                     f"global timeout reached: {timeout_text}"
                 )
 
-        await asyncio.gather(*(one(p) for p in pods))
-        if server_dry:
+        if waiter is None:
+            await self._all(one, pods)
             return errors
-        to_wait = [
-            r.pod
-            for r in reports.values()
-            if r.result is not None and r.result.outcome is Outcome.EVICTED
-        ]
-
-        def done(pod: Any, outcome: WaitOutcome) -> None:
-            rep = reports[f"{pod.namespace}/{pod.name}"]
-            rep.wait = outcome
-            rep.finished = self.clock()
-            if outcome.state == "deleted":
-                self.out(f"pod/{pod.name} {verb}")
-            elif outcome.state == "skipped":
-                self.out(outcome.message)
-
-        if to_wait:
-            results = await self.evictor.wait_for_deletion(
-                to_wait,
-                deadline=deadline,
-                skip_wait_for_delete_timeout=self.options.skip_wait_for_delete_timeout,
-                on_done=done,
-            )
-            for (ns, name), outcome in results.items():
-                if outcome.state == "timeout":
-                    errors.append(
-                        f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
-                        f"global timeout reached: {timeout_text}"
-                    )
-                elif outcome.state == "error":
-                    errors.append(
-                        f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
-                        f"{outcome.message}"
-                    )
+        waiting = asyncio.create_task(waiter.run())
+        try:
+            await self._all(one, pods)
+        except BaseException:
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
+            raise
+        waiter.close()
+        results = await waiting
+        for (ns, name), outcome in results.items():
+            if outcome.state == "timeout":
+                errors.append(
+                    f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
+                    f"global timeout reached: {timeout_text}"
+                )
+            elif outcome.state == "error":
+                errors.append(
+                    f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: '
+                    f"{outcome.message}"
+                )
         return errors
+
+    async def _all(
+        self, one: Callable[[Pod], Coroutine[Any, Any, None]], pods: Sequence[Pod]
+    ) -> None:
+        """``one(pod)`` for every pod at once (kubectl: a goroutine each), started a slot's worth
+        at a time: the first requests are on the wire while the rest are still being set up,
+        instead of after all of them (a 1000-pod node would otherwise wait ~0.2 s for the
+        first)."""
+        step = max(self.evictor.concurrency, 1)
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            for i, pod in enumerate(pods, 1):
+                tasks.append(asyncio.create_task(one(pod)))
+                if i % step == 0:
+                    await asyncio.sleep(0)
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     def _grace(self) -> int | None:
         return self.grace_period_seconds if self.grace_period_seconds >= 0 else None

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evictor.transport import TransportError, call
+from evictor.transport import TransportError, call, raw_watch
 from scheduler.labels import LabelSelector, SelectorError
 
 __all__ = ["PdbState", "PdbTracker"]
@@ -187,7 +187,6 @@ class PdbTracker:
                 woken += 1
 
     async def _run(self, namespace: str, space: _Namespace) -> None:
-        from kubernetes_asyncio import watch
         from kubernetes_asyncio.client.api.policy_v1_api import PolicyV1Api
 
         policy = PolicyV1Api(self._api)
@@ -210,7 +209,7 @@ class PdbTracker:
                 for st in list(space.pdbs.values()):
                     self._update(space, st)
                 backoff = 0.2
-                async with watch.Watch(return_type="object") as w:
+                async with raw_watch() as w:
                     async for event in w.stream(
                         policy.list_namespaced_pod_disruption_budget,
                         namespace,

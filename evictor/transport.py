@@ -9,12 +9,13 @@ through the generated methods with ``_preload_content=False`` and the JSON is pa
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Response", "TransportError", "call"]
+__all__ = ["Response", "TransportError", "call", "raw_watch"]
 
 
 class TransportError(Exception):
@@ -63,3 +64,24 @@ async def call(request: Awaitable[Any]) -> Response:
     except ValueError:
         body = text
     return Response(status, headers, body)
+
+
+def raw_watch() -> Any:
+    """A kubernetes-asyncio ``Watch`` whose events carry the object only as the server sent it.
+
+    ``Watch(return_type="object")`` re-serialises every event's object to JSON and parses it
+    again to "deserialise" it; a drain's watch of a node sees thousands of events and only
+    reads ``raw_object``. Without a return type the watch skips that step.
+    """
+    return _raw_watch_class()()
+
+
+@functools.cache
+def _raw_watch_class() -> Any:
+    from kubernetes_asyncio import watch
+
+    class RawWatch(watch.Watch):
+        def get_return_type(self, func: Any) -> str:
+            return ""  # falsy: ``unmarshal_event`` leaves ``object`` as parsed
+
+    return RawWatch

@@ -2,75 +2,170 @@
 
 No I/O, no asyncio, no wall-clock reads: a clock is passed in wherever time matters, and any
 randomness comes from a seeded RNG the caller provides.
+
+The names below are exported lazily (PEP 562): ``import scheduler.objects`` — what a command
+like ``evict`` needs — no longer imports the filters, preemption, queue and simulator with it.
+Each name is imported from its module on first access and then cached here.
 """
 
-from scheduler.apierrors import AdmissionError, FieldError, InvalidError, StatusError
-from scheduler.filters import default_filter_plugins, default_framework
-from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status, fit_error_message
-from scheduler.labels import LabelSelector, Requirement, SelectorError, parse_label_selector
-from scheduler.objects import (
-    Affinity,
-    Container,
-    InvalidObject,
-    Namespace,
-    Node,
-    NodeAffinity,
-    NodeSelector,
-    NodeSelectorTerm,
-    Pod,
-    PodAffinity,
-    PodAffinityTerm,
-    PodAntiAffinity,
-    PodDisruptionBudget,
-    PriorityClass,
-    Taint,
-    Toleration,
-    load_manifests,
-    load_objects,
-    object_from_dict,
-)
-from scheduler.preemption import (
-    Candidate,
-    Explanation,
-    PreemptionResult,
-    Victims,
-    pick_one_node_for_preemption,
-    preempt,
-    select_victims_on_node,
-)
-from scheduler.priority import (
-    HIGHEST_USER_DEFINABLE_PRIORITY,
-    SYSTEM_CLUSTER_CRITICAL,
-    SYSTEM_CRITICAL_PRIORITY,
-    SYSTEM_NODE_CRITICAL,
-    PriorityAdmission,
-    is_critical_pod,
-    system_priority_classes,
-    validate_priority_class,
-    validate_priority_class_update,
-)
-from scheduler.quantity import QuantityError, parse_quantity
-from scheduler.queue import (
-    ClusterEvent,
-    NominatingInfo,
-    NominatingMode,
-    QueuedPodInfo,
-    SchedulingQueue,
-    backoff_duration,
-    less,
-    validate_pod_update_while_gated,
-)
-from scheduler.schedule import (
-    ScheduleResult,
-    SchedulingError,
-    find_feasible_nodes,
-    find_nodes_that_fit_pod,
-    num_feasible_nodes_to_find,
-    schedule_one,
-)
-from scheduler.score import default_score_plugins
-from scheduler.simulate import SimulationReport, build_snapshot, simulate
-from scheduler.snapshot import NodeInfo, Snapshot
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scheduler.apierrors import AdmissionError, FieldError, InvalidError, StatusError
+    from scheduler.filters import default_filter_plugins, default_framework
+    from scheduler.framework import (
+        Code,
+        CycleState,
+        Framework,
+        NodeToStatus,
+        Status,
+        fit_error_message,
+    )
+    from scheduler.labels import LabelSelector, Requirement, SelectorError, parse_label_selector
+    from scheduler.objects import (
+        Affinity,
+        Container,
+        InvalidObject,
+        Namespace,
+        Node,
+        NodeAffinity,
+        NodeSelector,
+        NodeSelectorTerm,
+        Pod,
+        PodAffinity,
+        PodAffinityTerm,
+        PodAntiAffinity,
+        PodDisruptionBudget,
+        PriorityClass,
+        Taint,
+        Toleration,
+        load_manifests,
+        load_objects,
+        object_from_dict,
+    )
+    from scheduler.preemption import (
+        Candidate,
+        Explanation,
+        PreemptionResult,
+        Victims,
+        pick_one_node_for_preemption,
+        preempt,
+        select_victims_on_node,
+    )
+    from scheduler.priority import (
+        HIGHEST_USER_DEFINABLE_PRIORITY,
+        SYSTEM_CLUSTER_CRITICAL,
+        SYSTEM_CRITICAL_PRIORITY,
+        SYSTEM_NODE_CRITICAL,
+        PriorityAdmission,
+        is_critical_pod,
+        system_priority_classes,
+        validate_priority_class,
+        validate_priority_class_update,
+    )
+    from scheduler.quantity import QuantityError, parse_quantity
+    from scheduler.queue import (
+        ClusterEvent,
+        NominatingInfo,
+        NominatingMode,
+        QueuedPodInfo,
+        SchedulingQueue,
+        backoff_duration,
+        less,
+        validate_pod_update_while_gated,
+    )
+    from scheduler.schedule import (
+        ScheduleResult,
+        SchedulingError,
+        find_feasible_nodes,
+        find_nodes_that_fit_pod,
+        num_feasible_nodes_to_find,
+        schedule_one,
+    )
+    from scheduler.score import default_score_plugins
+    from scheduler.simulate import SimulationReport, build_snapshot, simulate
+    from scheduler.snapshot import NodeInfo, Snapshot
+
+_EXPORTS: dict[str, str] = {
+    "AdmissionError": "scheduler.apierrors",
+    "FieldError": "scheduler.apierrors",
+    "InvalidError": "scheduler.apierrors",
+    "StatusError": "scheduler.apierrors",
+    "default_filter_plugins": "scheduler.filters",
+    "default_framework": "scheduler.filters",
+    "Code": "scheduler.framework",
+    "CycleState": "scheduler.framework",
+    "Framework": "scheduler.framework",
+    "NodeToStatus": "scheduler.framework",
+    "Status": "scheduler.framework",
+    "fit_error_message": "scheduler.framework",
+    "LabelSelector": "scheduler.labels",
+    "Requirement": "scheduler.labels",
+    "SelectorError": "scheduler.labels",
+    "parse_label_selector": "scheduler.labels",
+    "Affinity": "scheduler.objects",
+    "Container": "scheduler.objects",
+    "InvalidObject": "scheduler.objects",
+    "Namespace": "scheduler.objects",
+    "Node": "scheduler.objects",
+    "NodeAffinity": "scheduler.objects",
+    "NodeSelector": "scheduler.objects",
+    "NodeSelectorTerm": "scheduler.objects",
+    "Pod": "scheduler.objects",
+    "PodAffinity": "scheduler.objects",
+    "PodAffinityTerm": "scheduler.objects",
+    "PodAntiAffinity": "scheduler.objects",
+    "PodDisruptionBudget": "scheduler.objects",
+    "PriorityClass": "scheduler.objects",
+    "Taint": "scheduler.objects",
+    "Toleration": "scheduler.objects",
+    "load_manifests": "scheduler.objects",
+    "load_objects": "scheduler.objects",
+    "object_from_dict": "scheduler.objects",
+    "Candidate": "scheduler.preemption",
+    "Explanation": "scheduler.preemption",
+    "PreemptionResult": "scheduler.preemption",
+    "Victims": "scheduler.preemption",
+    "pick_one_node_for_preemption": "scheduler.preemption",
+    "preempt": "scheduler.preemption",
+    "select_victims_on_node": "scheduler.preemption",
+    "HIGHEST_USER_DEFINABLE_PRIORITY": "scheduler.priority",
+    "SYSTEM_CLUSTER_CRITICAL": "scheduler.priority",
+    "SYSTEM_CRITICAL_PRIORITY": "scheduler.priority",
+    "SYSTEM_NODE_CRITICAL": "scheduler.priority",
+    "PriorityAdmission": "scheduler.priority",
+    "is_critical_pod": "scheduler.priority",
+    "system_priority_classes": "scheduler.priority",
+    "validate_priority_class": "scheduler.priority",
+    "validate_priority_class_update": "scheduler.priority",
+    "QuantityError": "scheduler.quantity",
+    "parse_quantity": "scheduler.quantity",
+    "ClusterEvent": "scheduler.queue",
+    "NominatingInfo": "scheduler.queue",
+    "NominatingMode": "scheduler.queue",
+    "QueuedPodInfo": "scheduler.queue",
+    "SchedulingQueue": "scheduler.queue",
+    "backoff_duration": "scheduler.queue",
+    "less": "scheduler.queue",
+    "validate_pod_update_while_gated": "scheduler.queue",
+    "ScheduleResult": "scheduler.schedule",
+    "SchedulingError": "scheduler.schedule",
+    "find_feasible_nodes": "scheduler.schedule",
+    "find_nodes_that_fit_pod": "scheduler.schedule",
+    "num_feasible_nodes_to_find": "scheduler.schedule",
+    "schedule_one": "scheduler.schedule",
+    "default_score_plugins": "scheduler.score",
+    "SimulationReport": "scheduler.simulate",
+    "build_snapshot": "scheduler.simulate",
+    "simulate": "scheduler.simulate",
+    "NodeInfo": "scheduler.snapshot",
+    "Snapshot": "scheduler.snapshot",
+}
 
 __all__ = [
     "HIGHEST_USER_DEFINABLE_PRIORITY",
@@ -147,3 +242,34 @@ __all__ = [
     "validate_priority_class",
     "validate_priority_class_update",
 ]
+
+
+class _Package(types.ModuleType):
+    """Keeps an exported function bound under its name when its same-named submodule is first
+    imported (``scheduler.simulate`` the module, ``scheduler.simulate`` the function): the
+    import system binds the submodule on the package, the eager imports used to rebind it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (
+            isinstance(value, types.ModuleType)
+            and name in _EXPORTS
+            and value.__name__ == f"{__name__}.{name}"
+        ):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scheduler' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -65,6 +65,7 @@ def test_cluster_role_is_least_privilege() -> None:
     assert _grants(role) == {
         ("", "pods"): {"get", "list", "watch", "delete"},
         ("", "pods/eviction"): {"create"},
+        ("policy", "poddisruptionbudgets"): {"list", "watch"},
         ("", "pods/status"): {"patch"},
         ("events.k8s.io", "events"): {"create"},
         ("", "nodes"): {"get"},

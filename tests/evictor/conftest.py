@@ -1,8 +1,14 @@
 """Builders for kubesim states, and ``evict`` run as a real subprocess against a kubesim.
 
-The tests model what workload controllers will do once kubesim runs them (replacement pods,
-budgets reopening) with kubesim's fault injection (``recreateAfterDelete``) and ``pin_pdb``; with
-the living cluster the same tests can drop those faults and rely on the controllers.
+Two kinds of cluster. A *living* one (``living``) runs kubesim's controllers: an evicted pod's
+ReplicaSet or StatefulSet replaces it, the scheduler loop binds the replacement, the kubelet
+makes it Ready after ``ready_after`` seconds (× time scale) and the disruption controller reopens
+the budget — so what a test sees is what a drain meets in production. A *frozen* one
+(``disabled_controllers=FROZEN``) keeps objects as seeded, for what only fault injection or a
+pinned budget can produce (``Retry-After``, multi-PDB 500s, a budget held shut).
+
+Pods seeded here carry an owner reference with the owner's UID, so the living controllers count
+them as their own (no adoption, no surplus replicas) and their names stay predictable.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kubesim
 from kubesim.sim import Simulator
 
 EVICT = str(Path(sys.executable).with_name("evict"))
@@ -48,6 +55,28 @@ def replicaset(name: str, *, namespace: str = "default", replicas: int = 3) -> d
                 "spec": {"containers": [{"name": "c", "image": "nginx"}]},
             },
         },
+    }
+
+
+def statefulset(
+    name: str, *, namespace: str = "default", replicas: int = 3, parallel: bool = False
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "serviceName": name,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "c", "image": "postgres"}]},
+        },
+    }
+    if parallel:
+        spec["podManagementPolicy"] = "Parallel"
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"{name}-uid"},
+        "spec": spec,
     }
 
 
@@ -171,6 +200,63 @@ async def wait_until(predicate: Any, *, timeout: float = 5.0, step: float = 0.01
         if loop.time() > end:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(step)
+
+
+def living(
+    objs: list[dict[str, Any]], faults: Any = None, *, time_scale: float = 0.01, **kw: Any
+) -> Any:
+    """A kubesim with every controller running (the default cluster of these tests)."""
+    return kubesim.serve(state=objs, faults=faults, time_scale=time_scale, **kw)
+
+
+def _settled(sim: Simulator) -> bool:
+    for kind in ("ReplicaSet", "StatefulSet"):
+        for w in sim.list_objects(kind):
+            want = (w.get("spec") or {}).get("replicas", 1)
+            status = w.get("status") or {}
+            if status.get("replicas") != want or status.get("readyReplicas", 0) != want:
+                return False
+    for ds in sim.list_objects("DaemonSet"):
+        status = ds.get("status") or {}
+        if status.get("numberReady", 0) != status.get("desiredNumberScheduled", -1):
+            return False
+    for p in sim.list_objects("PodDisruptionBudget"):
+        gen = p["metadata"].get("generation", 1)
+        if (p.get("status") or {}).get("observedGeneration") != gen:
+            return False
+    for p in sim.list_objects("Pod"):
+        if p["metadata"].get("deletionTimestamp") or not p["spec"].get("nodeName"):
+            return False
+    return True
+
+
+async def settle(sim: Simulator, *, timeout: float = 20.0) -> None:
+    """Wait until every workload has its replicas Ready, every budget is computed and no pod
+    is unbound or terminating: a cluster at rest, as an operator finds it before a drain."""
+    await wait_until(lambda: _settled(sim), timeout=timeout, step=0.02)
+
+
+def set_unschedulable(sim: Simulator, name: str, value: bool) -> None:
+    rt = sim.registry.for_kind("v1", "Node")
+    assert rt is not None
+    current = sim.get("Node", None, name)
+    assert current is not None
+    current.setdefault("spec", {})["unschedulable"] = value
+    sim.rest.update(rt, "", name, current)
+
+
+def placement(sim: Simulator) -> dict[tuple[str, str, str], int]:
+    """Pods per (namespace, app label, node): the end state, whatever replacements are named."""
+    out: dict[tuple[str, str, str], int] = {}
+    for p in sim.list_objects("Pod"):
+        meta = p["metadata"]
+        key = (
+            meta["namespace"],
+            (meta.get("labels") or {}).get("app", ""),
+            p["spec"].get("nodeName", ""),
+        )
+        out[key] = out.get(key, 0) + 1
+    return out
 
 
 @dataclass

@@ -18,31 +18,44 @@ import kubesim
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 
-from .conftest import Evict, daemonset, lines, node, pdb, pin, pod, replicaset
+from .conftest import (
+    Evict,
+    daemonset,
+    lines,
+    living,
+    node,
+    pdb,
+    pin,
+    placement,
+    pod,
+    replicaset,
+    settle,
+)
 
 WEB = [pod(f"web-{i}", app="web") for i in range(3)]
 AGENT = pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent"))
 BASE = [node("node-1"), node("node-2"), replicaset("web"), daemonset("agent"), *WEB, AGENT]
-RECREATE = {
-    "pods": [
-        {"ref": f"default/web-{i}", "recreateAfterDelete": {"node": "node-2", "after": 0.05}}
-        for i in range(3)
-    ]
-}
 DRAIN = ("drain", "node-1", "--ignore-daemonsets")
 
 
 async def _serve(objs: list[dict[str, Any]], faults: Any = None) -> AsyncIterator[Evict]:
-    # Fault injection stands in for the controllers here: a frozen cluster.
+    # A frozen cluster: for tests whose pods need no controller (or that inject faults).
     async with kubesim.serve(
         state=objs, faults=faults, time_scale=0.01, disabled_controllers=FROZEN
     ) as sim:
         yield Evict(sim)
 
 
+async def _living(objs: list[dict[str, Any]], **kw: Any) -> AsyncIterator[Evict]:
+    # The controllers run: evicted pods are replaced on node-2, budgets reopen by themselves.
+    async with living(objs, **kw) as sim:
+        await settle(sim)
+        yield Evict(sim)
+
+
 @pytest.fixture
 async def evict() -> AsyncIterator[Evict]:
-    async for e in _serve([*BASE, pdb("web", min_available=2)], RECREATE):
+    async for e in _living([*BASE, pdb("web", min_available=2)]):
         yield e
 
 
@@ -85,12 +98,15 @@ async def test_drain_prints_kubectls_lines_and_retries_when_the_budget_reopens(
     )
     assert waits, err  # the budget (1 disruption) blocked someone
     assert "will retry after 5s" not in err
-    # two budget reopenings, each a deletion (0.3 s) plus a replacement: far below kubectl's 2 x 5 s
+    # two budget reopenings, each a replacement made Ready by the living cluster: far below
+    # kubectl's 2 x 5 s
     assert elapsed < 8
     sim = evict.sim
-    assert all(
-        sim.get("Pod", "default", f"web-{i}")["spec"]["nodeName"] == "node-2" for i in range(3)
-    )  # type: ignore[index]
+    await settle(sim)
+    assert all(sim.get("Pod", "default", f"web-{i}") is None for i in range(3))
+    # the ReplicaSet's replacements went to node-2 (node-1 is cordoned); the DaemonSet pod stayed
+    assert placement(sim)[("default", "web", "node-2")] == 3
+    assert ("default", "web", "node-1") not in placement(sim)
     assert sim.get("Pod", "kube-system", "agent-x") is not None
     assert sim.get("Node", None, "node-1")["spec"]["unschedulable"] is True  # type: ignore[index]
     evictions = sim.requests.filter(subresource="eviction")
@@ -121,24 +137,40 @@ async def test_blocking_filters_stop_the_node_before_any_eviction(evict: Evict) 
     assert not evict.sim.get("Node", None, "node-1")["spec"].get("unschedulable")  # type: ignore[index]
 
 
-async def test_timeout_is_respected_and_the_blocking_pdb_diagnosed(evict: Evict) -> None:
-    evict.sim.apply(pod("web-sick", app="web", node_name="node-2", ready=False))
-    pin(evict.sim, "web", 0, healthy=2, desired=3)
-    t0 = time.monotonic()
-    code, out, err = await evict(*DRAIN, "--timeout=1s", "--pod-selector=app=web")
-    elapsed = time.monotonic() - t0
-    assert code == 1
-    assert elapsed < 1 + 3  # the timeout plus interpreter start-up, not another 5 s retry
-    assert 'error when evicting pods/"web-0" -n "default": global timeout reached: 1s' in err
-    assert 'There are pending pods in node "node-1" when an error occurred' in err
-    assert "pod/web-0" in lines(err)
-    assert "diagnosis: PodDisruptionBudget default/web blocked 3 pod(s)" in err
-    assert "currentHealthy=2, desiredHealthy=3" in err
-    assert "unhealthy pods selected by it: web-sick (not Ready, Running)" in err
-    assert "it needs 3 healthy pods and has 2: 2 more must be Ready" in err
-    assert "remedies:" in err
-    assert lines(err)[-1].startswith("error: [")
-    assert "node/node-1 drained" not in out
+async def test_timeout_diagnoses_replicas_that_cannot_become_ready() -> None:
+    # One node: once it is cordoned, the replacement of the first evicted pod has nowhere to go,
+    # so the budget stays at zero and the others wait until the timeout.
+    objs = [node("node-1"), replicaset("web"), pdb("web", max_unavailable=1), *WEB]
+    async for evict in _living(objs):
+        t0 = time.monotonic()
+        code, out, err = await evict("drain", "node-1", "--timeout=2s")
+        elapsed = time.monotonic() - t0
+        assert code == 1
+        assert elapsed < 2 + 3  # the timeout plus interpreter start-up, not another 5 s retry
+        found = re.findall(r'error when evicting pods/"(web-\d)" -n "default": global timeout', err)
+        blocked = sorted(set(found))
+        assert len(blocked) == 2, err
+        # the one the budget let go was gone long before the timeout: not an error
+        (first,) = {"web-0", "web-1", "web-2"} - set(blocked)
+        assert f"pod/{first} evicted" in lines(out)
+        assert f'waiting for pod "{first}"' not in err
+        assert 'There are pending pods in node "node-1" when an error occurred' in err
+        assert {f"pod/{name}" for name in blocked} <= set(lines(err))
+        assert (
+            f"diagnosis: PodDisruptionBudget default/web blocked 2 pod(s) ({', '.join(blocked)}): "
+            "disruptionsAllowed=0, currentHealthy=2, desiredHealthy=2, expectedPods=3" in err
+        ), err
+        # why: the replacement (a new pod of the ReplicaSet) cannot be scheduled
+        assert re.search(
+            r"unhealthy pods selected by it: web-\w{5} \(not Ready, Pending: 0/1 nodes are "
+            r"available: 1 node\(s\) were unschedulable",
+            err,
+        ), err
+        assert "replicas not Ready: ReplicaSet web 2/3" in err
+        assert "it needs 2 healthy pods and has 2: 1 more must be Ready" in err
+        assert "remedies:" in err
+        assert lines(err)[-1].startswith("error: [")
+        assert "node/node-1 drained" not in out
 
 
 async def test_json_report(evict: Evict) -> None:
@@ -256,7 +288,7 @@ async def test_evict_pod_command(evict: Evict) -> None:
     evict.sim.apply(
         [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}},
-            pod("db-0", namespace="prod"),
+            pod("db-0", namespace="prod", owner=None),
         ]
     )
     cfg = Path(str(evict.sim.kubeconfig_path))

@@ -174,7 +174,16 @@ def test_additional_filters_run_last() -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(5, "5s"), (0, "0s"), (60, "1m0s"), (90.5, "1m30.5s"), (0.25, "250ms"), (3723, "1h2m3s")],
+    [
+        (5, "5s"),
+        (0, "0s"),
+        (60, "1m0s"),
+        (90.5, "1m30.5s"),
+        (0.25, "250ms"),
+        (3723, "1h2m3s"),
+        (0.000015, "15µs"),
+        (2e-7, "200ns"),
+    ],
 )
 def test_go_duration(seconds: float, text: str) -> None:
     assert go_duration(seconds) == text

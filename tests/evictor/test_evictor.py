@@ -1,4 +1,10 @@
-"""``Evictor`` against kubesim: what each API answer leads to, read from the request log."""
+"""``Evictor`` against a frozen kubesim: what each API answer leads to, read from the request log.
+
+These are the answers only fault injection or a pinned budget produce on demand (Retry-After,
+multi-PDB 500s, transport errors, a budget held shut or stale). What a living cluster produces
+by itself — budgets reopened by real replacements, StatefulSet pods recreated under the same
+name, a server without the eviction subresource — is in ``test_living_cluster.py``.
+"""
 
 from __future__ import annotations
 
@@ -65,26 +71,6 @@ async def test_evicts_with_the_listed_uid_as_precondition(sim: Simulator, evicto
     assert req.body["deleteOptions"]["gracePeriodSeconds"] == 3
 
 
-async def test_pdb_429_is_retried_as_soon_as_the_budget_reopens(
-    sim: Simulator, evictor: Evictor
-) -> None:
-    pin(sim, "web", 0)
-    task = asyncio.create_task(evictor.evict("default", "web-0"))
-    await wait_until(lambda: len(evictions(sim, "web-0")) == 1)
-    await asyncio.sleep(0.4)  # the budget stays closed a while; no retry meanwhile
-    assert len(evictions(sim, "web-0")) == 1
-    reopened = time.time()
-    pin(sim, "web", 1)
-    result = await asyncio.wait_for(task, 4)
-    assert result.outcome is Outcome.EVICTED
-    first, second = evictions(sim, "web-0")
-    assert (first.code, second.code) == (429, 201)
-    # The retry follows the budget's change, not kubectl's fixed 5 s (nor any fixed interval).
-    assert reopened <= second.time < reopened + 0.5
-    assert second.time - first.time < 1.5
-    assert result.attempts == 2 and result.pdbs == ("web",)
-
-
 async def test_reopened_budget_releases_only_as_many_waiters_as_it_allows(
     sim: Simulator, evictor: Evictor
 ) -> None:
@@ -140,33 +126,6 @@ async def test_missing_pod_is_already_gone(sim: Simulator, evictor: Evictor) -> 
     result = await evictor.evict("default", "nope", expected_uid="u-1")
     assert result.outcome is Outcome.ALREADY_GONE and result.status_code == 404
     assert result.ok
-
-
-async def test_replacement_with_a_new_uid_is_never_evicted(
-    sim: Simulator, evictor: Evictor
-) -> None:
-    old_uid = WEB[1]["metadata"]["uid"]
-    # the StatefulSet-like replacement: same name, new uid
-    sim.rest.delete(sim.registry.for_kind("v1", "Pod"), "default", "web-1", _force())
-    sim.apply(pod("web-1", app="web", uid="new-uid"))
-    result = await evictor.evict("default", "web-1", expected_uid=old_uid)
-    assert result.outcome is Outcome.POD_REPLACED
-    assert sim.get("Pod", "default", "web-1") is not None
-    assert all(r.code != 201 for r in evictions(sim, "web-1"))
-
-
-async def test_replacement_while_blocked_is_not_chased(sim: Simulator, evictor: Evictor) -> None:
-    pin(sim, "web", 0)
-    old_uid = WEB[2]["metadata"]["uid"]
-    task = asyncio.create_task(evictor.evict("default", "web-2", expected_uid=old_uid))
-    await wait_until(lambda: len(evictions(sim, "web-2")) == 1)
-    sim.rest.delete(sim.registry.for_kind("v1", "Pod"), "default", "web-2", _force())
-    sim.apply(pod("web-2", app="web", uid="replacement"))
-    pin(sim, "web", 1)
-    result = await asyncio.wait_for(task, 4)
-    assert result.outcome is Outcome.POD_REPLACED
-    assert len(evictions(sim, "web-2")) == 1  # kubernetes/kubernetes#138229 is not repeated
-    assert sim.get("Pod", "default", "web-2")["metadata"]["uid"] == "replacement"  # type: ignore[index]
 
 
 async def test_retry_after_is_waited_as_the_server_said() -> None:
@@ -362,28 +321,11 @@ async def test_concurrency_bounds_requests_in_flight() -> None:
         assert all(b - a >= 0.18 for a, b in zip(arrivals, arrivals[3:], strict=False))
 
 
-async def test_without_eviction_support_pods_are_deleted(
-    sim: Simulator, evictor: Evictor, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Discovery without ``pods/eviction`` (kubesim will offer ``eviction_subresource=False``)."""
-    real = evictor.core.get_api_resources
-
-    async def without_eviction(**kw: Any) -> Any:
-        resp = await real(**kw)
-        return _Filtered(resp)
-
-    monkeypatch.setattr(evictor.core, "get_api_resources", without_eviction)
-    assert await evictor.eviction_version() is None
-    result = await evictor.evict("default", "web-0")
-    assert result.outcome is Outcome.EVICTED and result.method == "delete"
-    assert sim.requests.filter(subresource="eviction") == []
-    assert len(sim.requests.filter(verb="delete", name="web-0")) == 1
-
-
 class _Filtered:
-    """An aiohttp response whose APIResourceList lacks ``pods/eviction`` (or names a version)."""
+    """An aiohttp response whose APIResourceList names another version for ``pods/eviction``
+    (kubesim serves policy/v1; ``eviction_subresource=False`` covers the absent case)."""
 
-    def __init__(self, resp: Any, *, version: str | None = None) -> None:
+    def __init__(self, resp: Any, *, version: str) -> None:
         self._resp = resp
         self._version = version
         self.status = resp.status
@@ -393,12 +335,9 @@ class _Filtered:
         import json
 
         data = json.loads(await self._resp.read())
-        if self._version is None:
-            data["resources"] = [r for r in data["resources"] if r["name"] != "pods/eviction"]
-        else:
-            for r in data["resources"]:
-                if r["name"] == "pods/eviction":
-                    r["version"] = self._version
+        for r in data["resources"]:
+            if r["name"] == "pods/eviction":
+                r["version"] = self._version
         return json.dumps(data).encode()
 
     def release(self) -> None:
@@ -477,3 +416,61 @@ async def test_policy_v1beta1_when_discovery_offers_only_that(
     assert result.outcome is Outcome.EVICTED
     (req,) = evictions(sim, "web-0")
     assert req.body["apiVersion"] == "policy/v1beta1" and req.code == 201
+
+
+async def test_deletion_wait_takes_pods_added_while_it_runs(
+    sim: Simulator, evictor: Evictor
+) -> None:
+    """A drain adds each pod once its eviction is granted, to one running watch."""
+    refs = [PodRef("default", f"web-{i}", WEB[i]["metadata"]["uid"], "node-1") for i in range(3)]
+    seen: list[str] = []
+    waiter = evictor.deletion_wait(
+        deadline=time.time() + 5, node="node-1", on_done=lambda p, _o: seen.append(p.name)
+    )
+    running = asyncio.create_task(waiter.run())
+    await wait_until(lambda: bool(sim.requests.filter(verb="watch", resource="pods")))
+    # gone before it is added: the watch has seen its deletion
+    await evictor.delete("default", "web-0", grace_period_seconds=0)
+    await wait_until(lambda: sim.get("Pod", "default", "web-0") is None)
+    await asyncio.sleep(0.05)
+    waiter.add(refs[0])
+    assert seen == ["web-0"]
+    # added first, deleted afterwards
+    waiter.add(refs[1])
+    await evictor.delete("default", "web-1", grace_period_seconds=0)
+    await wait_until(lambda: seen == ["web-0", "web-1"])
+    assert not running.done()  # not closed: more pods may come
+    waiter.close()
+    done = await asyncio.wait_for(running, 5)
+    assert {k: v.state for k, v in done.items()} == {
+        ("default", "web-0"): "deleted",
+        ("default", "web-1"): "deleted",
+    }
+    assert len(sim.requests.filter(verb="watch", resource="pods")) == 1
+    assert len(sim.requests.filter(verb="list", resource="pods")) == 1
+    assert refs[2].name not in seen
+
+
+async def test_deletion_watch_from_a_stale_snapshot_lists_again() -> None:
+    objs = state()
+    async with kubesim.serve(
+        state=objs, time_scale=0.01, disabled_controllers=FROZEN, history_size=3
+    ) as sim:
+        async with sim.api_client() as api, Evictor(api) as ev:
+            listed = sim.list_objects("Pod")
+            for i in range(6):  # push the snapshot's version out of the server's history
+                sim.apply(pod(f"filler-{i}", app="filler", owner=None, node_name="node-2"))
+            ref = PodRef("default", "web-0", WEB[0]["metadata"]["uid"], "node-1")
+            await ev.delete("default", "web-0", grace_period_seconds=0)
+            waiter = ev.deletion_wait(
+                deadline=time.time() + 5, node="node-1", snapshot=(listed, "1")
+            )
+            waiter.add(ref)
+            waiter.close()
+            done = await asyncio.wait_for(waiter.run(), 5)
+        assert done[("default", "web-0")].state == "deleted"
+        watches = sim.requests.filter(verb="watch", resource="pods")
+        # the watch from the snapshot's version is refused (410 Gone), then one relist
+        assert watches[0].query.get("resourceVersion") == ["1"]
+        (relist,) = sim.requests.filter(verb="list", resource="pods")
+        assert relist.time > watches[0].time
