@@ -43,6 +43,7 @@ from kubesim.apiserver.status import (
     Cause,
     StatusError,
     bad_request,
+    check_body_namespace,
     conflict,
     invalid,
     not_found,
@@ -133,12 +134,7 @@ class BindingREST:
         meta = binding.get("metadata") or {}
         if not isinstance(meta, Mapping):
             raise bad_request("not a Binding object: metadata must be an object")
-        body_ns = meta.get("namespace") or ""
-        if body_ns and body_ns != namespace:
-            raise bad_request(
-                "the namespace of the provided object does not match the namespace sent on the"
-                " request"
-            )
+        check_body_namespace(meta.get("namespace") or "", namespace)
         if (meta.get("name") or "") != name:
             raise bad_request("name in URL does not match name in Binding object")
         target = binding.get("target") or {}

@@ -58,6 +58,7 @@ from kubesim.apiserver.status import (
     Cause,
     StatusError,
     bad_request,
+    check_body_namespace,
     conflict,
     forbidden,
     too_many_requests,
@@ -226,12 +227,7 @@ class EvictionREST:
         meta = eviction.get("metadata") or {}
         if not isinstance(meta, Mapping):
             raise bad_request("the object provided is unrecognized (must be of type Eviction)")
-        body_ns = meta.get("namespace") or ""
-        if body_ns and body_ns != namespace:
-            raise bad_request(
-                "the namespace of the provided object does not match the namespace sent on the"
-                " request"
-            )
+        check_body_namespace(meta.get("namespace") or "", namespace)
         if (meta.get("name") or "") != name:
             raise bad_request("name in URL does not match name in Eviction object")
         raw_opts = eviction.get("deleteOptions")

@@ -45,6 +45,7 @@ from kubesim.apiserver.status import (
     StatusError,
     already_exists,
     bad_request,
+    check_body_namespace,
     conflict,
     forbidden,
     generate_name_conflict,
@@ -311,11 +312,8 @@ class Rest:
         meta = obj.setdefault("metadata", {})
         if rt.namespaced:
             body_ns = meta.get("namespace") or ""
-            if namespace and body_ns and body_ns != namespace:
-                raise bad_request(
-                    "the namespace of the provided object does not match the namespace sent on"
-                    " the request"
-                )
+            if namespace:
+                check_body_namespace(body_ns, namespace)
             meta["namespace"] = namespace or body_ns or "default"
         else:
             meta.pop("namespace", None)
@@ -454,12 +452,7 @@ class Rest:
                 f"the name of the object ({body_name}) does not match the name on the URL ({name})"
             )
         if rt.namespaced:
-            body_ns = meta.get("namespace") or ""
-            if body_ns and body_ns != namespace:
-                raise bad_request(
-                    "the namespace of the provided object does not match the namespace sent on"
-                    " the request"
-                )
+            check_body_namespace(meta.get("namespace") or "", namespace)
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)

@@ -27,6 +27,7 @@ __all__ = [
     "StatusError",
     "already_exists",
     "bad_request",
+    "check_body_namespace",
     "conflict",
     "expired",
     "forbidden",
@@ -131,6 +132,14 @@ def _field_error_text(cause: Cause) -> str:
 
 def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message, has_details=False)
+
+
+def check_body_namespace(body_namespace: str, namespace: str) -> None:
+    """The generic handlers' rule: a namespace in the body must be the URL's (400)."""
+    if body_namespace and body_namespace != namespace:
+        raise bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
 
 
 def forbidden(
