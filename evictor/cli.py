@@ -117,6 +117,9 @@ def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
 
 async def _client(glob: Globals, concurrency: int = 50) -> Any:
     """A configured ApiClient; bad kubeconfig or context is a usage error (exit 2)."""
+    from evictor.deferred import defer_client_models
+
+    defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
     from kubernetes_asyncio import client, config
     from kubernetes_asyncio.config.config_exception import ConfigException
 
@@ -198,11 +201,11 @@ def _aggregate(errors: list[str]) -> str:
 async def _resolve_nodes(
     api: Any, names: tuple[str, ...], selector: str, chunk_size: int
 ) -> list[dict[str, Any]]:
-    from kubernetes_asyncio import client
+    from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
 
     from evictor.transport import TransportError, call
 
-    core = client.CoreV1Api(api)
+    core = CoreV1Api(api)
     nodes: list[dict[str, Any]] = []
     try:
         if names:
