@@ -15,7 +15,9 @@ request) read and write raw JSON (``_preload_content=False``), so they need none
 * ``client.ApiClient``/``client.Configuration``/``client.ApiException`` resolve to their modules;
 * any other name (``client.CoreV1Api``, ``client.V1Pod``, ``models.V1Pod`` as
   ``ApiClient.deserialize`` looks it up) runs the package's real ``__init__`` on first use, so
-  every library and test that wants the full client still gets it — only later.
+  every library and test that wants the full client still gets it — only later;
+* ``urllib3`` (~20 ms), which ``client.configuration`` imports only to build an HTTP basic auth
+  header, is deferred whole: its ``__init__`` runs on the first use of any of its names.
 
 It is a no-op once ``kubernetes_asyncio`` is imported (tests, kubesim in the same process).
 It lives here, not in the agent, because both the agent and the ``evict`` CLI use it and the
@@ -47,11 +49,14 @@ _DEFERRED: Final = (
     "kubernetes_asyncio.client.api",
     "kubernetes_asyncio.client.models",
 )
+# imported by the modules above but used only off the hot path (HTTP basic auth)
+_LAZY: Final = ("urllib3",)
 # dunder names the full package defines; import machinery probes others (``__wrapped__``…)
 _PACKAGE_DUNDERS: Final = frozenset({"__version__", "__all__"})
 
 
-def _deferred_package(name: str) -> ModuleType | None:
+def _deferred_package(name: str, *, whole: bool = False) -> ModuleType | None:
+    """``name``'s module, its ``__init__`` not run yet; ``whole``: no submodule shortcut."""
     spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return None
@@ -65,7 +70,11 @@ def _deferred_package(name: str) -> ModuleType | None:
             raise AttributeError(f"module {name!r} has no attribute {attr!r}")
         if attr in light:
             return getattr(importlib.import_module(f"{name}.{light[attr]}"), attr)
-        if not attr.startswith("_") and importlib.util.find_spec(f"{name}.{attr}") is not None:
+        if (
+            not whole
+            and not attr.startswith("_")
+            and importlib.util.find_spec(f"{name}.{attr}") is not None
+        ):
             return importlib.import_module(f"{name}.{attr}")
         if not loaded:
             loaded = True
@@ -91,4 +100,7 @@ def defer_client_models() -> bool:
         parent, _, child = name.rpartition(".")
         if parent:
             setattr(sys.modules[parent], child, module)
+    for name in _LAZY:
+        if name not in sys.modules and (module := _deferred_package(name, whole=True)):
+            sys.modules[name] = module
     return True
