@@ -1,23 +1,10 @@
 """The agent's API access: kubernetes-asyncio's config and ``ApiClient``, without its models.
 
 The agent runs on every node, so its footprint is budgeted (≤ 60 MiB RSS, issue 9).
-``import kubernetes_asyncio`` executes ``kubernetes_asyncio/client/__init__.py``, which imports
-every generated API class and all ~770 model classes — about 30 MiB of RSS that the agent never
-uses: it reads and writes raw JSON (``_preload_content=False``), because a model-deserialized
-watch breaks on one malformed pod and models cost more than the requests.
-
-``defer_client_models()`` registers ``kubernetes_asyncio``, ``kubernetes_asyncio.client`` and its
-``api`` and ``models`` packages as module objects whose ``__init__`` has not run yet:
-
-* submodules import normally (``kubernetes_asyncio.config``, ``client.api_client``,
-  ``client.rest``, ``client.configuration``), so kubeconfig loading, exec plugins, in-cluster
-  config, token refresh, TLS and auth are the library's own code, unchanged;
-* ``client.ApiClient``/``client.Configuration``/``client.ApiException`` resolve to their modules;
-* any other name (``client.CoreV1Api``, ``client.V1Pod``, ``models.V1Pod`` as
-  ``ApiClient.deserialize`` looks it up) runs the package's real ``__init__`` on first use, so
-  every library and test that wants the full client still gets it — only later.
-
-It is a no-op once ``kubernetes_asyncio`` is imported (tests, kubesim in the same process).
+The generated models cost about 30 MiB that the agent never uses: it reads and writes raw JSON
+(``_preload_content=False``), because a model-deserialized watch breaks on one malformed pod and
+models cost more than the requests. ``defer_client_models()`` (``evictor.deferred``, shared with
+the ``evict`` command) keeps them unimported until someone asks for one.
 
 ``request()`` is one API call through ``ApiClient.call_api`` (auth settings, headers, query
 encoding, body serialization and TLS are the library's) answering the raw aiohttp response.
@@ -25,78 +12,16 @@ encoding, body serialization and TLS are the library's) answering the raw aiohtt
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
-from collections.abc import Awaitable, Mapping, Sequence
-from types import ModuleType
+from collections.abc import Awaitable, Sequence
 from typing import Any, Final
+
+from evictor.deferred import defer_client_models
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "defer_client_models", "request"]
 
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 JSON_PATCH: Final = "application/json-patch+json"
-
-_LIGHT_NAMES: Final[Mapping[str, Mapping[str, str]]] = {
-    "kubernetes_asyncio.client": {
-        "ApiClient": "api_client",
-        "Configuration": "configuration",
-        "ApiException": "exceptions",
-        "ApiValueError": "exceptions",
-    },
-}
-_DEFERRED: Final = (
-    "kubernetes_asyncio",
-    "kubernetes_asyncio.client",
-    "kubernetes_asyncio.client.api",
-    "kubernetes_asyncio.client.models",
-)
-# dunder names the full package defines; import machinery probes others (``__wrapped__``…)
-_PACKAGE_DUNDERS: Final = frozenset({"__version__", "__all__"})
-
-
-def _deferred_package(name: str) -> ModuleType | None:
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
-        return None
-    module = importlib.util.module_from_spec(spec)
-    light = _LIGHT_NAMES.get(name, {})
-    loaded = False
-
-    def __getattr__(attr: str) -> Any:
-        nonlocal loaded
-        if attr.startswith("__") and attr not in _PACKAGE_DUNDERS:
-            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
-        if attr in light:
-            return getattr(importlib.import_module(f"{name}.{light[attr]}"), attr)
-        if not attr.startswith("_") and importlib.util.find_spec(f"{name}.{attr}") is not None:
-            return importlib.import_module(f"{name}.{attr}")
-        if not loaded:
-            loaded = True
-            assert spec is not None and spec.loader is not None
-            spec.loader.exec_module(module)  # the real __init__: everything, as usual
-            if attr in module.__dict__:
-                return module.__dict__[attr]
-        raise AttributeError(f"module {name!r} has no attribute {attr!r}")
-
-    module.__getattr__ = __getattr__  # type: ignore[method-assign]
-    return module
-
-
-def defer_client_models() -> bool:
-    """Make ``kubernetes_asyncio`` importable without its models; False if already imported."""
-    if "kubernetes_asyncio" in sys.modules:
-        return False
-    for name in _DEFERRED:
-        module = _deferred_package(name)
-        if module is None:
-            return False
-        sys.modules[name] = module
-        parent, _, child = name.rpartition(".")
-        if parent:
-            setattr(sys.modules[parent], child, module)
-    return True
 
 
 def request(

@@ -102,14 +102,15 @@ def explain(
 
 async def diagnose(api_client: Any, state: PdbState, *, blocked: Sequence[str]) -> list[str]:
     """Read the budget's pods and their workloads, then ``explain``."""
-    from kubernetes_asyncio import client
+    from kubernetes_asyncio.client.api.apps_v1_api import AppsV1Api
+    from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
 
     from evictor.transport import TransportError, call
 
     selected: list[dict[str, Any]] = []
     workloads: list[WorkloadStatus] = []
     if state.selector is not None:
-        core = client.CoreV1Api(api_client)
+        core = CoreV1Api(api_client)
         try:
             resp = await call(
                 core.list_namespaced_pod(
@@ -125,7 +126,7 @@ async def diagnose(api_client: Any, state: PdbState, *, blocked: Sequence[str]) 
             for ref in (item.get("metadata") or {}).get("ownerReferences") or []:
                 if ref.get("controller") and ref.get("kind") in _SCALABLE:
                     owners.add((str(ref["kind"]), str(ref.get("name", ""))))
-        apps = client.AppsV1Api(api_client)
+        apps = AppsV1Api(api_client)
         for kind, name in sorted(owners):
             read = getattr(apps, f"read_namespaced_{_SCALABLE[kind]}")
             try:

@@ -362,11 +362,9 @@ class DrainHelper:
 
     async def cordon(self, node: Mapping[str, Any] | str, desired: bool) -> str:
         """Set ``spec.unschedulable``; returns kubectl's word for what happened."""
-        from kubernetes_asyncio import client
-
         from evictor.transport import TransportError, call
 
-        core = client.CoreV1Api(self.evictor.api_client)
+        core = self.evictor.core
         if isinstance(node, str):
             resp = await call(core.read_node(node, _preload_content=False))
             if not resp.ok:
@@ -389,11 +387,9 @@ class DrainHelper:
     # --- listing and planning -----------------------------------------------------------------
 
     async def list_pods(self, node_name: str) -> list[dict[str, Any]]:
-        from kubernetes_asyncio import client
-
         from evictor.transport import TransportError, call
 
-        core = client.CoreV1Api(self.evictor.api_client)
+        core = self.evictor.core
         items: list[dict[str, Any]] = []
         token = rv = ""
         self.listed.pop(node_name, None)
@@ -418,7 +414,7 @@ class DrainHelper:
                 return items
 
     async def get_pods_for_deletion(self, node_name: str) -> PodDeleteList:
-        from kubernetes_asyncio import client
+        from kubernetes_asyncio.client.api.apps_v1_api import AppsV1Api
 
         from evictor.transport import call
 
@@ -435,7 +431,7 @@ class DrainHelper:
             and _is_daemonset_ref(ref.api_version, ref.kind)
             and p.phase not in _TERMINAL
         }
-        apps = client.AppsV1Api(self.evictor.api_client)
+        apps = AppsV1Api(self.evictor.api_client)
         found: dict[tuple[str, str], bool | str] = {}
 
         async def lookup(ns: str, name: str) -> None:
