@@ -2,6 +2,6 @@
 
 import sys
 
-from evictor.cli import main
+from evictor.cli import run
 
-sys.exit(main())
+sys.exit(run())

@@ -100,13 +100,11 @@ def _fail(message: str) -> NoReturn:
 
 # Collect cycles every 100 000 allocations, not 700: a command allocates mostly acyclic JSON
 # (two 500-pod pages are ~10^5 objects), and the default thresholds spent ~40 ms collecting
-# before a 1000-pod drain's first eviction.
+# before a 1000-pod drain's first eviction, and ~0.15 s in a full collection after it was done.
 _GC_THRESHOLD = (100_000, 20, 20)
 
 
 def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
-    threshold = gc.get_threshold()
-    gc.set_threshold(*_GC_THRESHOLD)
     try:
         return asyncio.run(coro)
     except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
@@ -122,8 +120,6 @@ def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
             traceback.print_exc()
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    finally:
-        gc.set_threshold(*threshold)
 
 
 async def _client(glob: Globals, concurrency: int = 50) -> Any:
@@ -155,7 +151,11 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
         else:
             raise click.UsageError(f"invalid configuration: {_one_line(exc)}") from None
     cfg.connection_pool_maxsize = max(concurrency + 16, 32)
-    return client.ApiClient(configuration=cfg)
+    api = client.ApiClient(configuration=cfg)
+    from evictor.transport import resolve_proxy_once
+
+    resolve_proxy_once(api)
+    return api
 
 
 def _context_namespace(loader: Any) -> str | None:
@@ -884,5 +884,21 @@ async def _evict_pod(  # noqa: PLR0917
 for _command in main.commands.values():
     _command.epilog = _command.epilog or EXIT_CODES
 
+
+def run() -> Any:
+    """The ``evict`` process: ``main`` with the collector set for a short-lived command.
+
+    The thresholds stay raised until the process ends, and what the command built is frozen
+    before the interpreter's final collection (it would scan every listed pod to free nothing
+    that exiting does not free anyway). Callers of ``main`` in a process of theirs (tests) keep
+    their own collector settings.
+    """
+    gc.set_threshold(*_GC_THRESHOLD)
+    try:
+        return main()
+    finally:
+        gc.freeze()
+
+
 if __name__ == "__main__":
-    main()
+    run()

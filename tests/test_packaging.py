@@ -36,7 +36,7 @@ def test_schema_data_is_shipped() -> None:
 def test_console_scripts_and_module_aliases_exist() -> None:
     scripts = PYPROJECT["project"]["scripts"]
     assert scripts == {
-        "evict": "evictor.cli:main",
+        "evict": "evictor.cli:run",
         "eviction-agent": "agent.cli:main",
         "kubesim": "kubesim.cli:main",
     }
