@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubesim.sim import Simulator
+from kubesim.sim import Simulator, tune_collector_for_server
 
 EVICT = str(Path(sys.executable).with_name("evict"))
 IDEAL_CLIENT = Path(__file__).resolve().parent / "support" / "ideal_drain_client.py"
@@ -328,6 +328,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tenth of the pods, one round")
     parser.add_argument("--scenario", default="a,b,c", help="comma-separated: a, b, c")
     args = parser.parse_args()
+    tune_collector_for_server()  # this process is the clusters' server, as `kubesim serve` is
     if KUBECTL is None:
         raise SystemExit("no kubectl binary: this benchmark compares against kubectl drain")
     rounds = 1 if args.quick else args.rounds

@@ -400,6 +400,9 @@ async def _serve(sim: Simulator, *, pid_file: str | None, ready_fd: int | None) 
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    from kubesim.sim import tune_collector_for_server
+
+    tune_collector_for_server()
     try:
         await sim.start()
     except OSError as exc:
