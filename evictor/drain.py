@@ -54,6 +54,10 @@ __all__ = [
 
 log = logging.getLogger("evictor.drain")
 
+# Event-loop turns for a request started with ensure_future to reach the socket (aiohttp on a
+# pooled connection needs one); parsing a page meanwhile overlaps the next page's round trip.
+_TURNS_TO_SEND = 1
+
 DAEMONSET_FATAL = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
 DAEMONSET_WARNING = "ignoring DaemonSet-managed Pods"
 LOCAL_STORAGE_FATAL = "Pods with local storage (use --delete-emptydir-data to override)"
@@ -386,14 +390,21 @@ class DrainHelper:
 
     # --- listing and planning -----------------------------------------------------------------
 
-    async def list_pods(self, node_name: str) -> list[dict[str, Any]]:
+    async def list_pods(
+        self,
+        node_name: str,
+        on_page: Callable[[list[dict[str, Any]]], None] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The node's pods, ``--chunk-size`` at a time, every page read at the first one's
+        resourceVersion. ``on_page`` sees each page while the next one is being fetched."""
         from evictor.transport import TransportError, call
 
         core = self.evictor.core
         items: list[dict[str, Any]] = []
-        token = rv = ""
+        rv = ""
         self.listed.pop(node_name, None)
-        while True:
+
+        def fetch(token: str) -> asyncio.Future[Any]:
             kw: dict[str, Any] = {"field_selector": f"spec.nodeName={node_name}"}
             if self.pod_selector:
                 kw["label_selector"] = self.pod_selector
@@ -401,13 +412,32 @@ class DrainHelper:
                 kw["limit"] = self.chunk_size
             if token:
                 kw["_continue"] = token
-            resp = await call(core.list_pod_for_all_namespaces(_preload_content=False, **kw))
+            return asyncio.ensure_future(
+                call(core.list_pod_for_all_namespaces(_preload_content=False, **kw))
+            )
+
+        pending = fetch("")
+        while True:
+            resp = await pending
             if not resp.ok or not isinstance(resp.body, dict):
                 raise TransportError(_api_error(resp.status, resp.body, resp.message))
-            items.extend(i for i in resp.body.get("items") or [] if isinstance(i, dict))
+            page = [i for i in resp.body.get("items") or [] if isinstance(i, dict)]
             if not rv:  # the first page's version: every page is read at it
                 rv = str((resp.body.get("metadata") or {}).get("resourceVersion") or "")
             token = str((resp.body.get("metadata") or {}).get("continue") or "")
+            if token:
+                pending = fetch(token)
+                if on_page is not None:
+                    for _ in range(_TURNS_TO_SEND):  # let the request go out first
+                        await asyncio.sleep(0)
+            try:
+                if on_page is not None:
+                    on_page(page)
+            except BaseException:
+                if token:
+                    pending.cancel()
+                raise
+            items.extend(page)
             if not token:
                 if not self.pod_selector:
                     self.listed[node_name] = (items, rv)
@@ -419,11 +449,15 @@ class DrainHelper:
         from evictor.transport import call
 
         pods: list[Pod] = []
-        for raw in await self.list_pods(node_name):
-            try:
-                pods.append(Pod.from_dict(raw))
-            except InvalidObject as exc:  # malformed objects are logged and skipped
-                log.warning("skipping malformed pod: %s", exc)
+
+        def parse(page: list[dict[str, Any]]) -> None:
+            for raw in page:
+                try:
+                    pods.append(Pod.from_dict(raw))
+                except InvalidObject as exc:  # malformed objects are logged and skipped
+                    log.warning("skipping malformed pod: %s", exc)
+
+        await self.list_pods(node_name, on_page=parse)
         owners = {
             (p.namespace, ref.name)
             for p in pods
