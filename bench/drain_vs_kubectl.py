@@ -274,12 +274,15 @@ async def bench(key: str, rounds: int, quick: bool) -> dict[str, Any]:
     )
     faults = {"latency": sc["latency"]} if sc["latency"] else {}
     runs: dict[str, list[dict[str, float]]] = {"evict": [], "kubectl": []}
+    ideals: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="drain-bench-") as tmpdir:
         tmp = Path(tmpdir)
         for r in range(rounds):
             order = ("evict", "kubectl") if r % 2 == 0 else ("kubectl", "evict")
             for tool in order:
                 runs[tool].append(await run_tool(tool, state, faults, pods, tmp))
+            if key == "c":  # the ideal in every round, under the same conditions as the tools
+                ideals.append(await ideal_seconds(state, faults, pods))
     ev = _median(runs["evict"], "wall")
     kc = _median(runs["kubectl"], "wall")
     line: dict[str, Any] = {
@@ -299,7 +302,6 @@ async def bench(key: str, rounds: int, quick: bool) -> dict[str, Any]:
             k: _median(runs[tool], k) for k in ("startup", "setup", "evictions", "tail")
         }
     if key == "c":
-        ideals = [await ideal_seconds(state, faults, pods) for _ in range(rounds)]
         ideal = _median(ideals, "seconds")
         line["ideal_s"] = ideal
         line["ideal_runs_s"] = [round(t["seconds"], 3) for t in ideals]
