@@ -417,31 +417,30 @@ class DrainHelper:
             )
 
         pending = fetch("")
-        while True:
-            resp = await pending
-            if not resp.ok or not isinstance(resp.body, dict):
-                raise TransportError(_api_error(resp.status, resp.body, resp.message))
-            page = [i for i in resp.body.get("items") or [] if isinstance(i, dict)]
-            if not rv:  # the first page's version: every page is read at it
-                rv = str((resp.body.get("metadata") or {}).get("resourceVersion") or "")
-            token = str((resp.body.get("metadata") or {}).get("continue") or "")
-            if token:
-                pending = fetch(token)
-                if on_page is not None:
-                    for _ in range(_TURNS_TO_SEND):  # let the request go out first
-                        await asyncio.sleep(0)
-            try:
+        try:
+            while True:
+                resp = await pending
+                if not resp.ok or not isinstance(resp.body, dict):
+                    raise TransportError(_api_error(resp.status, resp.body, resp.message))
+                page = [i for i in resp.body.get("items") or [] if isinstance(i, dict)]
+                if not rv:  # the first page's version: every page is read at it
+                    rv = str((resp.body.get("metadata") or {}).get("resourceVersion") or "")
+                token = str((resp.body.get("metadata") or {}).get("continue") or "")
+                if token:
+                    pending = fetch(token)
+                    if on_page is not None:
+                        for _ in range(_TURNS_TO_SEND):  # let the request go out first
+                            await asyncio.sleep(0)
                 if on_page is not None:
                     on_page(page)
-            except BaseException:
-                if token:
-                    pending.cancel()
-                raise
-            items.extend(page)
-            if not token:
-                if not self.pod_selector:
-                    self.listed[node_name] = (items, rv)
-                return items
+                items.extend(page)
+                if not token:
+                    if not self.pod_selector:
+                        self.listed[node_name] = (items, rv)
+                    return items
+        finally:
+            if not pending.done():  # cancelled or failed while the next page was in flight
+                pending.cancel()
 
     async def get_pods_for_deletion(self, node_name: str) -> PodDeleteList:
         from kubernetes_asyncio.client.api.apps_v1_api import AppsV1Api
