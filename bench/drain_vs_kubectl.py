@@ -141,12 +141,7 @@ async def build(state: list[dict[str, Any]], faults: dict[str, Any], pods: int) 
             if time.monotonic() > end:
                 raise SystemExit("the cluster did not settle in 120 s")
             await asyncio.sleep(0.05)
-        node_type = sim.registry.for_kind("v1", "Node")
-        assert node_type is not None
-        node2 = sim.get("Node", None, "node-2")
-        assert node2 is not None
-        node2["spec"]["unschedulable"] = False
-        sim.rest.update(node_type, "", "node-2", node2)
+        sim.update("Node", None, "node-2", lambda node: node["spec"].update(unschedulable=False))
         sim.requests.clear()
     except BaseException:
         await sim.stop()
@@ -221,12 +216,8 @@ async def ideal_seconds(
     eviction sent at once, until the last pod is gone."""
     sim = await build(state, faults, pods)
     try:
-        node_type = sim.registry.for_kind("v1", "Node")
-        assert node_type is not None
-        node1 = sim.get("Node", None, "node-1")
-        assert node1 is not None
-        node1["spec"]["unschedulable"] = True  # cordoned, as the tools do before evicting
-        sim.rest.update(node_type, "", "node-1", node1)
+        # cordoned, as the tools do before evicting
+        sim.update("Node", None, "node-1", lambda node: node["spec"].update(unschedulable=True))
         victims = [
             {"namespace": p["metadata"]["namespace"], "name": p["metadata"]["name"],
              "uid": p["metadata"]["uid"]}

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,13 +263,6 @@ class Demo:
             and (p.get("status") or {}).get("phase") in ("Pending", "Running")
         ]
 
-    def set_node(self, sim: Simulator, name: str, change: Callable[[dict[str, Any]], bool]) -> None:
-        rt = sim.registry.for_kind("v1", "Node")
-        assert rt is not None
-        node = sim.get("Node", None, name)
-        if node is not None and change(node):
-            sim.rest.update(rt, "", name, node)
-
     # --- the run --------------------------------------------------------------------------
 
     async def run(self) -> Report:
@@ -391,9 +384,7 @@ class Demo:
         for n in sim.list_objects("Node"):
             name = n["metadata"]["name"]
             if name != self.node and (n.get("spec") or {}).get("unschedulable"):
-                self.set_node(
-                    sim, name, lambda obj: obj["spec"].update(unschedulable=False) is None
-                )
+                sim.update("Node", None, name, lambda obj: obj["spec"].update(unschedulable=False))
                 self.say(f"{name}: uncordoned, ready for replacements")
 
         # 2. the agent, as the daemon it is
@@ -667,12 +658,14 @@ class Demo:
         taints = node.get("spec", {}).get("taints") or []
         tainted = any(t.get("key") == PRESSURE_TAINT["key"] for t in taints)
         if pressure and not tainted:
-
-            def add(obj: dict[str, Any]) -> bool:
-                obj.setdefault("spec", {}).setdefault("taints", []).append(dict(PRESSURE_TAINT))
-                return True
-
-            self.set_node(sim, self.node, add)
+            sim.update(
+                "Node",
+                None,
+                self.node,
+                lambda obj: (
+                    obj.setdefault("spec", {}).setdefault("taints", []).append(dict(PRESSURE_TAINT))
+                ),
+            )
             self.say(
                 f"{self.node}: agent reports memory pressure → tainted "
                 f"{PRESSURE_TAINT['key']}:NoSchedule"

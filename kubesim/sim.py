@@ -40,7 +40,7 @@ import dataclasses
 import gc
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -386,6 +386,27 @@ class Simulator:
         rt = self._type_for(kind)
         obj = self.rest.find(rt, namespace or "", name)
         return None if obj is None else clone(self.rest.to_wire(rt, obj))
+
+    def update(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        change: Callable[[dict[str, Any]], bool | None],
+        *,
+        subresource: str = "",
+    ) -> dict[str, Any] | None:
+        """Change a stored object as an API update (PUT) would: new resourceVersion, admission,
+        watch events. ``change`` edits a copy in place; when it answers False nothing is
+        written. Answers the object as stored afterwards, None when there is none."""
+        rt = self._type_for(kind)
+        obj = self.get(kind, namespace, name)
+        if obj is None:
+            return None
+        if change(obj) is False:
+            return self.get(kind, namespace, name)
+        stored, _ = self.rest.update(rt, namespace or "", name, obj, subresource=subresource)
+        return stored
 
     def list_objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Copies of the stored objects of a kind, in etcd order."""

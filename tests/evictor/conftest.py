@@ -237,12 +237,10 @@ async def settle(sim: Simulator, *, timeout: float = 20.0) -> None:
 
 
 def set_unschedulable(sim: Simulator, name: str, value: bool) -> None:
-    rt = sim.registry.for_kind("v1", "Node")
-    assert rt is not None
-    current = sim.get("Node", None, name)
-    assert current is not None
-    current.setdefault("spec", {})["unschedulable"] = value
-    sim.rest.update(rt, "", name, current)
+    assert sim.get("Node", None, name) is not None
+    sim.update(
+        "Node", None, name, lambda node: node.setdefault("spec", {}).update(unschedulable=value)
+    )
 
 
 def placement(sim: Simulator) -> dict[tuple[str, str, str], int]:

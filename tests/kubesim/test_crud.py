@@ -385,3 +385,26 @@ async def test_pod_spec_is_immutable_except_images_deadline_tolerations(
             _content_type="application/merge-patch+json",
         )
     assert info.value.status == 422
+
+
+async def test_simulator_update_writes_like_an_api_update() -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}
+    async with Simulator(state=[node]) as sim:
+        before = sim.get("Node", None, "node-1")
+        assert before is not None
+
+        def cordon(obj: dict[str, object]) -> None:
+            obj["spec"] = {"unschedulable": True}
+
+        after = sim.update("Node", None, "node-1", cordon)
+        assert after is not None and after["spec"]["unschedulable"] is True
+        assert int(after["metadata"]["resourceVersion"]) > int(
+            before["metadata"]["resourceVersion"]
+        )
+        stored = sim.get("Node", None, "node-1")
+        assert stored is not None and stored["spec"]["unschedulable"] is True
+        # a change that answers False writes nothing; a missing object is None
+        untouched = sim.update("Node", None, "node-1", lambda obj: obj.clear() or False)
+        assert untouched == stored
+        assert sim.get("Node", None, "node-1") == stored
+        assert sim.update("Node", None, "absent", cordon) is None
