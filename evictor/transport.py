@@ -18,7 +18,20 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Response", "TransportError", "call", "raw_watch", "resolve_proxy_once"]
+__all__ = [
+    "TURNS_TO_CONNECT",
+    "Response",
+    "TransportError",
+    "call",
+    "raw_watch",
+    "resolve_proxy_once",
+]
+
+# Event-loop turns for a request on a new connection to reach the socket: 7 for a local
+# server (connect, connection made, headers written), measured. Work done after yielding
+# them overlaps the round trip; if the request needs more turns (a remote server's
+# handshake), it leaves right after that work, never later than without the overlap.
+TURNS_TO_CONNECT = 8
 
 
 class TransportError(Exception):
@@ -126,7 +139,28 @@ def _raw_watch_class() -> Any:
     from kubernetes_asyncio import watch
 
     class RawWatch(watch.Watch):
+        def __init__(self) -> None:
+            # ``Watch.__init__`` builds a whole ApiClient (an HTTP session and a TLS context
+            # loaded with the system CAs, ~20 ms) only to deserialise events into models,
+            # which a raw watch never does. The rest of its state is set as it sets it.
+            self._raw_return_type = None
+            self._stop = False
+            self._api_client = _NoModels()  # type: ignore[assignment]
+            self.resource_version = None
+            self.resp = None
+
         def get_return_type(self, func: Any) -> str:
             return ""  # falsy: ``unmarshal_event`` leaves ``object`` as parsed
 
     return RawWatch
+
+
+class _NoModels:
+    """The raw watch's stand-in for the ApiClient ``Watch`` keeps: nothing to deserialise
+    with, nothing to close."""
+
+    def deserialize(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a raw watch does not build models")
+
+    async def close(self) -> None:
+        return None
