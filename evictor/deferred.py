@@ -20,20 +20,31 @@ request) read and write raw JSON (``_preload_content=False``), so they need none
   header, is deferred whole: its ``__init__`` runs on the first use of any of its names.
 
 It is a no-op once ``kubernetes_asyncio`` is imported (tests, kubesim in the same process).
-It lives here, not in the agent, because both the agent and the ``evict`` CLI use it and the
+
+``defer_system_cas()`` does the same for TLS trust: aiohttp builds two ``SSLContext`` objects
+when it is imported and kubernetes-asyncio builds one per ``ApiClient``, each loading the
+system's CA bundle (~20 ms each, ~70 ms of ``evict``'s start-up) — also for an ``http://``
+server, where no TLS connection is ever made. Contexts created without a CA of their own get
+the very same CAs just before aiohttp hands them to its first TLS connection (its connector's
+``_get_ssl_context``); a context given a CA file or data is built as usual.
+
+These live here, not in the agent, because both the agent and the ``evict`` CLI use it and the
 agent may import ``evictor`` (ARCHITECTURE.md's import direction), not the other way round.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import ssl
 import sys
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any, Final
 
-__all__ = ["defer_client_models"]
+__all__ = ["defer_client_models", "defer_system_cas"]
 
 _LIGHT_NAMES: Final[Mapping[str, Mapping[str, str]]] = {
     "kubernetes_asyncio.client": {
@@ -103,4 +114,65 @@ def defer_client_models() -> bool:
     for name in _LAZY:
         if name not in sys.modules and (module := _deferred_package(name, whole=True)):
             sys.modules[name] = module
+    return True
+
+
+# contexts made by ``defer_system_cas`` without the system CAs yet: each with its loader
+_PENDING_CAS: weakref.WeakKeyDictionary[ssl.SSLContext, Callable[[], None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@contextlib.contextmanager
+def system_cas_on_first_use() -> Iterator[None]:
+    """While active, the system CAs a new ``SSLContext`` would load (``load_default_certs``,
+    ``set_default_verify_paths``) are noted instead, and loaded by ``load_pending_cas``."""
+    cls = ssl.SSLContext
+    real_default_certs = cls.load_default_certs
+    real_verify_paths = cls.set_default_verify_paths
+
+    def load_default_certs(self: ssl.SSLContext, purpose: Any = ssl.Purpose.SERVER_AUTH) -> None:
+        _PENDING_CAS[self] = lambda: real_default_certs(self, purpose)
+
+    def set_default_verify_paths(self: ssl.SSLContext) -> None:
+        _PENDING_CAS[self] = lambda: real_verify_paths(self)
+
+    cls.load_default_certs = load_default_certs  # type: ignore[method-assign]
+    cls.set_default_verify_paths = set_default_verify_paths  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        cls.load_default_certs = real_default_certs  # type: ignore[method-assign]
+        cls.set_default_verify_paths = real_verify_paths  # type: ignore[method-assign]
+
+
+def load_pending_cas(context: object) -> None:
+    """Load the system CAs ``context`` skipped, if it did; then it is as it would have been."""
+    if isinstance(context, ssl.SSLContext):
+        loader = _PENDING_CAS.pop(context, None)
+        if loader is not None:
+            loader()
+
+
+def defer_system_cas() -> bool:
+    """Import aiohttp with its default TLS contexts' CAs deferred to their first use, and make
+    its connector load any pending CAs before a TLS connection; False if aiohttp is already
+    imported or has no ``TCPConnector._get_ssl_context`` to hook (CAs load as usual)."""
+    if "aiohttp" in sys.modules:
+        return False
+    with system_cas_on_first_use():
+        import aiohttp.connector
+    connector = aiohttp.connector.TCPConnector
+    real = getattr(connector, "_get_ssl_context", None)
+    if real is None:  # pragma: no cover - other aiohttp versions: load them now
+        for context in list(_PENDING_CAS):
+            load_pending_cas(context)
+        return False
+
+    def _get_ssl_context(self: Any, req: Any) -> Any:
+        context = real(self, req)
+        load_pending_cas(context)
+        return context
+
+    connector._get_ssl_context = _get_ssl_context  # type: ignore[method-assign]
     return True
