@@ -124,9 +124,10 @@ def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
 
 async def _client(glob: Globals, concurrency: int = 50) -> Any:
     """A configured ApiClient; bad kubeconfig or context is a usage error (exit 2)."""
-    from evictor.deferred import defer_client_models
+    from evictor.deferred import defer_client_models, defer_system_cas, system_cas_on_first_use
 
     defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
+    defer_system_cas()  # the system CAs load for the first TLS connection, not at import
     from kubernetes_asyncio import client, config
     from kubernetes_asyncio.config.config_exception import ConfigException
 
@@ -151,7 +152,8 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
         else:
             raise click.UsageError(f"invalid configuration: {_one_line(exc)}") from None
     cfg.connection_pool_maxsize = max(concurrency + 16, 32)
-    api = client.ApiClient(configuration=cfg)
+    with system_cas_on_first_use():  # none for an http:// server; a kubeconfig CA loads now
+        api = client.ApiClient(configuration=cfg)
     from evictor.transport import resolve_proxy_once
 
     resolve_proxy_once(api)
