@@ -23,6 +23,10 @@ def _pod(name: str) -> dict[str, Any]:
     }
 
 
+def _relabel(pod: dict[str, Any]) -> None:
+    pod["metadata"]["labels"] = {"x": "y"}
+
+
 async def test_streams_raw_objects_without_building_an_api_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -54,7 +58,7 @@ async def test_streams_raw_objects_without_building_an_api_client(
             await asyncio.sleep(0.1)
             sim.apply(_pod("after"))
             await asyncio.sleep(0.1)
-            sim.update("Pod", "default", "before", lambda p: p["metadata"].update(labels={"x": "y"}))
+            sim.update("Pod", "default", "before", _relabel)
             await core.delete_namespaced_pod("after", "default", grace_period_seconds=0)
             await asyncio.wait_for(reader, 5)
         assert built == []  # neither the watch nor its close built another client
