@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from scheduler.cliutil import CONTEXT_SETTINGS, PACKAGE
+from scheduler.cliutil import CONTEXT_SETTINGS, PACKAGE, user_agent
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
@@ -288,7 +288,9 @@ async def _api_client(kubeconfig: str | None) -> Any:
             raise ConfigUsageError(
                 f"no usable kubeconfig and not running in a cluster: {exc}"
             ) from None
-    return client.ApiClient(configuration=cfg)
+    api = client.ApiClient(configuration=cfg)
+    api.user_agent = user_agent("eviction-agent")
+    return api
 
 
 @click.group(epilog=EXIT_HELP, context_settings=CONTEXT_SETTINGS)

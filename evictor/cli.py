@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from scheduler.cliutil import CONTEXT_SETTINGS, EXIT_CODES, EXIT_INTERRUPTED, PACKAGE
+from scheduler.cliutil import (
+    CONTEXT_SETTINGS,
+    EXIT_CODES,
+    EXIT_INTERRUPTED,
+    PACKAGE,
+    user_agent,
+)
 from scheduler.duration import parse_go_duration
 
 if TYPE_CHECKING:
@@ -154,6 +160,7 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
     cfg.connection_pool_maxsize = max(concurrency + 16, 32)
     with system_cas_on_first_use():  # none for an http:// server; a kubeconfig CA loads now
         api = client.ApiClient(configuration=cfg)
+    api.user_agent = user_agent("evict")
     from evictor.transport import resolve_proxy_once
 
     resolve_proxy_once(api)

@@ -25,10 +25,12 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "VERSION",
     "BadInput",
     "Failure",
     "common_options",
     "run",
+    "user_agent",
 ]
 
 EXIT_OK: Final = 0
@@ -37,6 +39,22 @@ EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
 
 PACKAGE: Final = "node-pressure-evictor"
+# The distribution's version: pyproject.toml reads it from here (``tool.setuptools.dynamic``),
+# so a command can name itself without the ~10 ms package-metadata lookup.
+VERSION: Final = "0.1.0"
+
+# Go's names for the machine, as kubectl's user agent spells them (``linux/amd64``)
+_GOARCH: Final = {"x86_64": "amd64", "aarch64": "arm64", "i686": "386", "armv7l": "arm"}
+
+
+def user_agent(prog: str) -> str:
+    """``prog/vVERSION (os/arch)``, the shape of kubectl's ``kubectl/v1.31.0 (linux/amd64)``,
+    so the API server's audit log names the tool instead of the client library."""
+    import os
+
+    machine = os.uname().machine if hasattr(os, "uname") else ""
+    return f"{prog}/v{VERSION} ({sys.platform}/{_GOARCH.get(machine, machine or 'unknown')})"
+
 
 EXIT_CODES: Final = (
     "\b\nExit status:\n  0  success\n  1  runtime failure (e.g. server unreachable, port in use)"

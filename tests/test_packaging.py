@@ -42,3 +42,17 @@ def test_console_scripts_and_module_aliases_exist() -> None:
     }
     for package in ("scheduler", "kubesim", "evictor", "agent"):
         assert (ROOT / package / "__main__.py").is_file()
+
+
+def test_the_version_has_one_source() -> None:
+    from importlib.metadata import version
+
+    from scheduler.cliutil import PACKAGE, VERSION, user_agent
+
+    assert "version" not in PYPROJECT["project"]
+    assert "version" in PYPROJECT["project"]["dynamic"]
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "scheduler.cliutil.VERSION"
+    }
+    assert version(PACKAGE) == VERSION  # the installed metadata came from it
+    assert user_agent("evict").startswith(f"evict/v{VERSION} (")

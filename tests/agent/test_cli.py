@@ -10,6 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from agent.cli import cli
+from scheduler.cliutil import user_agent
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -208,6 +209,10 @@ async def test_run_serves_probes_and_stops_cleanly_on_sigterm(tmp_path: Path) ->
         assert any(line["msg"] == "agent ready" for line in logs)
         listed = sim.requests.filter(verb="list", resource="pods")
         assert listed and listed[0].query["fieldSelector"] == ["spec.nodeName=n1"]
+        # named as kubectl names itself, for the API server's audit log
+        agents = {r.user_agent for r in sim.requests if r.user_agent != "kubesim"}
+        assert agents == {user_agent("eviction-agent")}
+        assert agents.pop().startswith("eviction-agent/v")
 
 
 async def test_rank_with_pods_from_the_api(tmp_path: Path) -> None:

@@ -224,6 +224,15 @@ async def test_server_dry_run_with_disable_eviction_does_not_hang(evict: Evict) 
     assert all(sim.get("Pod", "default", f"web-{i}") is not None for i in range(3))
 
 
+async def test_every_request_names_evict_as_kubectl_names_itself(evict: Evict) -> None:
+    code, _, err = await evict(*DRAIN)
+    assert code == 0, err
+    agents = {r.user_agent for r in evict.sim.requests if r.user_agent != "kubesim"}
+    # kubectl: "kubectl/v1.31.0 (linux/amd64) ..."; the audit log tells the tools apart
+    assert len(agents) == 1, agents
+    assert re.fullmatch(r"evict/v\d+\.\d+\.\d+\S* \(\w+/\w+\)", agents.pop())
+
+
 async def test_client_dry_run_sends_nothing(evict: Evict) -> None:
     code, out, _ = await evict(*DRAIN, "--dry-run=client")
     assert code == 0
