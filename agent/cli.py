@@ -269,8 +269,10 @@ def _fail(glob: Globals, exc: BaseException) -> None:
 
 async def _api_client(kubeconfig: str | None) -> Any:
     from agent.kube import defer_client_models
+    from evictor.deferred import defer_system_cas, system_cas_on_first_use
 
     defer_client_models()  # the agent's footprint: config and ApiClient, not the models
+    defer_system_cas()  # and the system CAs only if a TLS connection needs them
     from kubernetes_asyncio import client, config
     from kubernetes_asyncio.config.config_exception import ConfigException
 
@@ -288,7 +290,8 @@ async def _api_client(kubeconfig: str | None) -> Any:
             raise ConfigUsageError(
                 f"no usable kubeconfig and not running in a cluster: {exc}"
             ) from None
-    api = client.ApiClient(configuration=cfg)
+    with system_cas_on_first_use():  # an in-cluster or kubeconfig CA still loads at once
+        api = client.ApiClient(configuration=cfg)
     api.user_agent = user_agent("eviction-agent")
     return api
 

@@ -23,12 +23,13 @@ It is a no-op once ``kubernetes_asyncio`` is imported (tests, kubesim in the sam
 
 ``defer_system_cas()`` does the same for TLS trust: aiohttp builds two ``SSLContext`` objects
 when it is imported and kubernetes-asyncio builds one per ``ApiClient``, each loading the
-system's CA bundle (~20 ms each, ~70 ms of ``evict``'s start-up) — also for an ``http://``
+system's CA bundle (~20 ms each, ~70 ms of a command's start-up) — also for an ``http://``
 server, where no TLS connection is ever made. Contexts created without a CA of their own get
 the very same CAs just before aiohttp hands them to its first TLS connection (its connector's
-``_get_ssl_context``); a context given a CA file or data is built as usual.
+``_get_ssl_context``); a context given a CA file or data is built as usual. Build the
+``ApiClient`` inside ``system_cas_on_first_use()`` for its context to be deferred too.
 
-These live here, not in the agent, because both the agent and the ``evict`` CLI use it and the
+These live here, not in the agent, because both the agent and the ``evict`` CLI use them and the
 agent may import ``evictor`` (ARCHITECTURE.md's import direction), not the other way round.
 """
 
@@ -44,7 +45,12 @@ from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any, Final
 
-__all__ = ["defer_client_models", "defer_system_cas"]
+__all__ = [
+    "defer_client_models",
+    "defer_system_cas",
+    "load_pending_cas",
+    "system_cas_on_first_use",
+]
 
 _LIGHT_NAMES: Final[Mapping[str, Mapping[str, str]]] = {
     "kubernetes_asyncio.client": {

@@ -136,18 +136,24 @@ def raw_watch() -> Any:
 
 @functools.cache
 def _raw_watch_class() -> Any:
-    from kubernetes_asyncio import watch
+    from kubernetes_asyncio.watch import watch
 
     class RawWatch(watch.Watch):
         def __init__(self) -> None:
             # ``Watch.__init__`` builds a whole ApiClient (an HTTP session and a TLS context
             # loaded with the system CAs, ~20 ms) only to deserialise events into models,
-            # which a raw watch never does. The rest of its state is set as it sets it.
-            self._raw_return_type = None
-            self._stop = False
-            self._api_client = _NoModels()  # type: ignore[assignment]
-            self.resource_version = None
-            self.resp = None
+            # which a raw watch never does: it gets a stand-in instead, and the rest of its
+            # state is the library's own. (Were the name to move, a real client is built:
+            # slower, still correct.)
+            real = getattr(watch, "ApiClient", None)
+            if real is None:
+                super().__init__()
+                return
+            setattr(watch, "ApiClient", _NoModels)  # noqa: B010 - the module's global, briefly
+            try:
+                super().__init__()
+            finally:
+                setattr(watch, "ApiClient", real)  # noqa: B010
 
         def get_return_type(self, func: Any) -> str:
             return ""  # falsy: ``unmarshal_event`` leaves ``object`` as parsed
