@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from scheduler.cliutil import CONTEXT_SETTINGS, PACKAGE, user_agent
+from scheduler.cliutil import CONTEXT_SETTINGS, PACKAGE
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
@@ -269,7 +269,7 @@ def _fail(glob: Globals, exc: BaseException) -> None:
 
 async def _api_client(kubeconfig: str | None) -> Any:
     from agent.kube import defer_client_models
-    from evictor.deferred import defer_system_cas, system_cas_on_first_use
+    from evictor.deferred import defer_system_cas, new_api_client
 
     defer_client_models()  # the agent's footprint: config and ApiClient, not the models
     defer_system_cas()  # and the system CAs only if a TLS connection needs them
@@ -290,10 +290,7 @@ async def _api_client(kubeconfig: str | None) -> Any:
             raise ConfigUsageError(
                 f"no usable kubeconfig and not running in a cluster: {exc}"
             ) from None
-    with system_cas_on_first_use():  # an in-cluster or kubeconfig CA still loads at once
-        api = client.ApiClient(configuration=cfg)
-    api.user_agent = user_agent("eviction-agent")
-    return api
+    return new_api_client(cfg, prog="eviction-agent")
 
 
 @click.group(epilog=EXIT_HELP, context_settings=CONTEXT_SETTINGS)

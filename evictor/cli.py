@@ -32,13 +32,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from scheduler.cliutil import (
-    CONTEXT_SETTINGS,
-    EXIT_CODES,
-    EXIT_INTERRUPTED,
-    PACKAGE,
-    user_agent,
-)
+from scheduler.cliutil import CONTEXT_SETTINGS, EXIT_CODES, EXIT_INTERRUPTED, PACKAGE
 from scheduler.duration import parse_go_duration
 
 if TYPE_CHECKING:
@@ -130,7 +124,7 @@ def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
 
 async def _client(glob: Globals, concurrency: int = 50) -> Any:
     """A configured ApiClient; bad kubeconfig or context is a usage error (exit 2)."""
-    from evictor.deferred import defer_client_models, defer_system_cas, system_cas_on_first_use
+    from evictor.deferred import defer_client_models, defer_system_cas, new_api_client
 
     defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
     defer_system_cas()  # the system CAs load for the first TLS connection, not at import
@@ -158,9 +152,7 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
         else:
             raise click.UsageError(f"invalid configuration: {_one_line(exc)}") from None
     cfg.connection_pool_maxsize = max(concurrency + 16, 32)
-    with system_cas_on_first_use():  # none for an http:// server; a kubeconfig CA loads now
-        api = client.ApiClient(configuration=cfg)
-    api.user_agent = user_agent("evict")
+    api = new_api_client(cfg, prog="evict")
     from evictor.transport import resolve_proxy_once
 
     resolve_proxy_once(api)

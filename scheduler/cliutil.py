@@ -11,6 +11,7 @@ this module only.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -50,8 +51,6 @@ _GOARCH: Final = {"x86_64": "amd64", "aarch64": "arm64", "i686": "386", "armv7l"
 def user_agent(prog: str) -> str:
     """``prog/vVERSION (os/arch)``, the shape of kubectl's ``kubectl/v1.31.0 (linux/amd64)``,
     so the API server's audit log names the tool instead of the client library."""
-    import os
-
     machine = os.uname().machine if hasattr(os, "uname") else ""
     return f"{prog}/v{VERSION} ({sys.platform}/{_GOARCH.get(machine, machine or 'unknown')})"
 
