@@ -472,7 +472,7 @@ class _DrainArgs:
 
 
 async def _drain(glob: Globals, a: _DrainArgs) -> int:
-    from evictor.transport import TURNS_TO_CONNECT, TransportError
+    from evictor.transport import TURNS_TO_CONNECT, TransportError, let_requests_out
 
     started = time.time()
     io = Output(to_stderr=a.output == "json")
@@ -482,8 +482,7 @@ async def _drain(glob: Globals, a: _DrainArgs) -> int:
         # on the wire, instead of before it.
         lookup = asyncio.ensure_future(_resolve_nodes(api, a.nodes, a.selector, a.chunk_size))
         try:
-            for _ in range(TURNS_TO_CONNECT):  # the request reaches the socket first
-                await asyncio.sleep(0)
+            await let_requests_out(TURNS_TO_CONNECT)
             from evictor.client import Evictor
             from evictor.drain import DrainHelper, DrainOptions
 

@@ -54,10 +54,6 @@ __all__ = [
 
 log = logging.getLogger("evictor.drain")
 
-# Event-loop turns for a request started with ensure_future to reach the socket (aiohttp on a
-# pooled connection needs one); parsing a page meanwhile overlaps the next page's round trip.
-_TURNS_TO_SEND = 1
-
 DAEMONSET_FATAL = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
 DAEMONSET_WARNING = "ignoring DaemonSet-managed Pods"
 LOCAL_STORAGE_FATAL = "Pods with local storage (use --delete-emptydir-data to override)"
@@ -397,7 +393,7 @@ class DrainHelper:
     ) -> list[dict[str, Any]]:
         """The node's pods, ``--chunk-size`` at a time, every page read at the first one's
         resourceVersion. ``on_page`` sees each page while the next one is being fetched."""
-        from evictor.transport import TransportError, call
+        from evictor.transport import TURNS_TO_SEND, TransportError, call, let_requests_out
 
         core = self.evictor.core
         items: list[dict[str, Any]] = []
@@ -429,8 +425,8 @@ class DrainHelper:
                 if token:
                     pending = fetch(token)
                     if on_page is not None:
-                        for _ in range(_TURNS_TO_SEND):  # let the request go out first
-                            await asyncio.sleep(0)
+                        # parsing this page then overlaps the next one's round trip
+                        await let_requests_out(TURNS_TO_SEND)
                 if on_page is not None:
                     on_page(page)
                 items.extend(page)
@@ -616,7 +612,7 @@ class DrainHelper:
         at a time: the first requests are on the wire while the rest are still being set up,
         instead of after all of them (a 1000-pod node would otherwise wait ~0.2 s for the
         first)."""
-        from evictor.transport import TURNS_TO_CONNECT
+        from evictor.transport import TURNS_TO_CONNECT, let_requests_out
 
         step = max(self.evictor.concurrency, 1)
         tasks: list[asyncio.Task[None]] = []
@@ -626,8 +622,7 @@ class DrainHelper:
                 if i % step == 0:
                     # the first slot's worth open their connections and send before the
                     # rest are set up; later ones get a turn between each slot's worth
-                    for _ in range(TURNS_TO_CONNECT if i == step else 1):
-                        await asyncio.sleep(0)
+                    await let_requests_out(TURNS_TO_CONNECT if i == step else 1)
             await asyncio.gather(*tasks)
         except BaseException:
             for task in tasks:

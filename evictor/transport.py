@@ -20,18 +20,29 @@ from typing import Any
 
 __all__ = [
     "TURNS_TO_CONNECT",
+    "TURNS_TO_SEND",
     "Response",
     "TransportError",
     "call",
+    "let_requests_out",
     "raw_watch",
     "resolve_proxy_once",
 ]
 
-# Event-loop turns for a request on a new connection to reach the socket: 7 for a local
-# server (connect, connection made, headers written), measured. Work done after yielding
-# them overlaps the round trip; if the request needs more turns (a remote server's
-# handshake), it leaves right after that work, never later than without the overlap.
+# Event-loop turns for a request started with ``ensure_future`` to reach the socket: one on
+# a pooled connection (headers written), 7 on a new one to a local server (connect, connection
+# made, headers written), measured. Work done after yielding them overlaps the round trip; if
+# a request needs more turns (a remote server's handshake), it leaves right after that work,
+# never later than without the overlap.
+TURNS_TO_SEND = 1
 TURNS_TO_CONNECT = 8
+
+
+async def let_requests_out(turns: int) -> None:
+    """Yield ``turns`` event-loop turns, so requests just started are on the wire before the
+    caller's next stretch of work."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
 
 
 class TransportError(Exception):
