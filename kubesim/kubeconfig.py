@@ -3,6 +3,8 @@
 Plain HTTP on loopback needs no credentials or CA: the cluster entry has only ``server``
 (``http://127.0.0.1:PORT``), the user entry is empty, and the context's namespace is
 ``default`` — which kubectl, client-go and kubernetes-asyncio's ``load_kube_config`` accept.
+A server that authorizes requests gives its admin kubeconfig the credentials of a
+``system:masters`` user instead (``Simulator.admin_user``).
 
 The file is the readiness signal for scripts: it is written only once the port answers, by
 rename so a reader never sees half of it, and removed when the server stops (only if it still
@@ -39,13 +41,18 @@ class KubeconfigError(ValueError):
 
 
 def kubeconfig_dict(
-    url: str, *, name: str = "kubesim", namespace: str = "default"
+    url: str,
+    *,
+    name: str = "kubesim",
+    namespace: str = "default",
+    user: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``user`` is the kubeconfig's user entry (``{"token": ...}``, client certificate data)."""
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": name, "cluster": {"server": url}}],
-        "users": [{"name": name, "user": {}}],
+        "users": [{"name": name, "user": dict(user or {})}],
         "contexts": [
             {"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}
         ],
@@ -54,14 +61,18 @@ def kubeconfig_dict(
     }
 
 
-def write_kubeconfig(path: str | Path, url: str, *, name: str = "kubesim") -> Path:
-    """Write atomically (a private temporary file in the same directory, then rename)."""
+def write_kubeconfig(
+    path: str | Path, url: str, *, name: str = "kubesim", user: dict[str, Any] | None = None
+) -> Path:
+    """Write atomically (a private temporary file in the same directory, then rename).
+
+    The file is created with mode 0600 (``mkstemp``): it may hold the admin's credentials."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            yaml.safe_dump(kubeconfig_dict(url, name=name), f, sort_keys=False)
+            yaml.safe_dump(kubeconfig_dict(url, name=name, user=user), f, sort_keys=False)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -55,6 +55,8 @@ from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.server import ApiServer, json_response
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import Store, clone
+from kubesim.auth import ALWAYS_ALLOW, AUTHORIZATION_MODES, MASTERS, UserInfo
+from kubesim.auth.authn import Chain, StaticTokens, new_token
 from kubesim.controllers import (
     Controller,
     ControllerSettings,
@@ -201,6 +203,7 @@ class Simulator:
         cgroup_root: str | Path = "/sys/fs/cgroup",
         memory_capacity: int | None = None,
         use_cgroups: bool = True,
+        authorization: str = ALWAYS_ALLOW,
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -217,6 +220,8 @@ class Simulator:
         self.rest = Rest(self.store, self.registry)
         self.priority = admission.install(self.rest)
         self.requests = RequestLog()
+        # Fixed tokens (``--token-auth-file``); ``kubesim.auth.authn``.
+        self.tokens = StaticTokens()
         self.server = ApiServer(
             self.rest,
             self.registry,
@@ -224,6 +229,14 @@ class Simulator:
             version_minor=version_minor,
             bookmark_interval=bookmark_interval,
         )
+        self.server.authenticator = Chain([self.tokens])
+        # kubeadm's admin: system:masters, allowed everything before any authorizer is asked.
+        self.admin_user = UserInfo("kubernetes-admin", groups=(MASTERS,))
+        self.admin_token = self.tokens.add(new_token(), self.admin_user)
+        if authorization not in AUTHORIZATION_MODES:
+            known = ", ".join(sorted(AUTHORIZATION_MODES))
+            raise ValueError(f"authorization {authorization!r}: must be one of {known}")
+        self.authorization = authorization
         # Living-cluster timing (``ControllerSettings``); the keywords override ``settings``.
         # Keywords win over a ClusterSettings document in the state, which wins over defaults.
         explicit = {
@@ -272,6 +285,7 @@ class Simulator:
         self.validation: Validation = validation
         self.state_warnings: list[str] = []
         self._bootstrap()
+        self.server.authorizer = AUTHORIZATION_MODES[authorization](self)
         self._explicit_settings = explicit
         self._load(self._state)
 
@@ -330,17 +344,27 @@ class Simulator:
         self.server.server_address = f"{host}:{port}"
         # A kubeconfig on disk promises an answering server: write it only once we answer.
         await wait_answering(self.host, port)
+        user = self.admin_kubeconfig_user()
         if self._kubeconfig_arg is not None:
-            self.kubeconfig_path = write_kubeconfig(self._kubeconfig_arg, self.url)
+            self.kubeconfig_path = write_kubeconfig(self._kubeconfig_arg, self.url, user=user)
             self._wrote_kubeconfig = True
         else:
             self._tmpdir = tempfile.mkdtemp(prefix="kubesim-")
-            self.kubeconfig_path = write_kubeconfig(Path(self._tmpdir) / "kubeconfig", self.url)
+            self.kubeconfig_path = write_kubeconfig(
+                Path(self._tmpdir) / "kubeconfig", self.url, user=user
+            )
         for controller in self.controllers:
             self._tasks.append(asyncio.create_task(self._run_controller(controller)))
         self._tasks.append(asyncio.create_task(self.injector.run()))
         await asyncio.sleep(0)
         return self
+
+    def admin_kubeconfig_user(self) -> dict[str, Any]:
+        """The admin kubeconfig's user entry: no credentials while every request is allowed
+        (what kubesim always wrote), the admin's token once requests are authorized."""
+        if self.authorization == ALWAYS_ALLOW:
+            return {}
+        return {"token": self.admin_token}
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -498,10 +522,15 @@ class Simulator:
             controller.unpin(namespace, name)
 
     def api_client(self) -> Any:
-        """A kubernetes-asyncio ``ApiClient`` for this server; the caller closes it."""
+        """A kubernetes-asyncio ``ApiClient`` for this server, as its admin; the caller closes
+        it."""
         from kubernetes_asyncio import client
 
         cfg = client.Configuration(host=self.url)
+        token = self.admin_kubeconfig_user().get("token")
+        if token:
+            cfg.api_key = {"BearerToken": token}
+            cfg.api_key_prefix = {"BearerToken": "Bearer"}
         return client.ApiClient(configuration=cfg)
 
     async def _control_faults(self, request: web.Request) -> web.StreamResponse:

@@ -58,6 +58,25 @@ KINDS: Final = {
     ("coordination.k8s.io/v1", "Lease"): "V1Lease",
     ("autoscaling/v1", "Scale"): "V1Scale",
     ("events.k8s.io/v1", "Event"): "EventsV1Event",
+    ("authentication.k8s.io/v1", "TokenRequest"): "AuthenticationV1TokenRequest",
+    ("authentication.k8s.io/v1", "TokenReview"): "V1TokenReview",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "V1SelfSubjectReview",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "V1SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "V1SelfSubjectRulesReview",
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): "V1SubjectAccessReview",
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "V1LocalSubjectAccessReview",
+    ("rbac.authorization.k8s.io/v1", "Role"): "V1Role",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "V1RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+    ): "V1ValidatingAdmissionPolicy",
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+    ): "V1ValidatingAdmissionPolicyBinding",
 }
 
 # (model, attribute) whose type is resource.Quantity (or a map of them) in the OpenAPI schema.

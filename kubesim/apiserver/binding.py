@@ -49,6 +49,7 @@ from kubesim.apiserver.status import (
     not_found,
 )
 from kubesim.apiserver.store import clone
+from kubesim.auth import in_process
 from scheduler.objects import format_time
 
 if TYPE_CHECKING:
@@ -120,7 +121,17 @@ class BindingREST:
             [v for v in ctx.query.getall("dryRun", []) if v != ""], kind="CreateOptions"
         )
         body = decode_body(ctx, self.body_type)
-        self.create(ctx.info.namespace, ctx.info.name, body, dry_run=dry_run)
+        self.sim.rest.run_validating_admission(
+            "CREATE",
+            self.sim.rest.registry.for_kind("v1", "Pod") or _rt,
+            body,
+            None,
+            subresource="binding",
+            dry_run=dry_run,
+            kind=("", "v1", "Binding"),
+        )
+        with in_process():
+            self.create(ctx.info.namespace, ctx.info.name, body, dry_run=dry_run)
         return json_response(_success(), 201)
 
     def create(

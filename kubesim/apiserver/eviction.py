@@ -64,6 +64,7 @@ from kubesim.apiserver.status import (
     too_many_requests,
 )
 from kubesim.apiserver.store import clone
+from kubesim.auth import in_process
 from scheduler.labels import LabelSelector, SelectorError
 from scheduler.objects import format_time
 
@@ -246,7 +247,21 @@ class EvictionREST:
             )
         self.sim.rest.admit_namespace(self.pods, namespace, name)
         original = DeleteOptions.from_body_and_query(opts_body, {})
+        # Validating admission sees the Eviction, not the pod (the pod's own update and delete
+        # below are the registry's, not admitted again).
+        self.sim.rest.run_validating_admission(
+            "CREATE",
+            self.pods,
+            eviction,
+            None,
+            subresource="eviction",
+            dry_run=bool(opts_body.get("dryRun")),
+            kind=("policy", "v1", "Eviction"),
+        )
+        with in_process():
+            return self._evict(namespace, name, original)
 
+    def _evict(self, namespace: str, name: str, original: DeleteOptions) -> dict[str, Any]:
         pod = self.sim.rest.get(self.pods, namespace, name)
         if _can_ignore_pdb(pod):
             options = dataclasses.replace(original)

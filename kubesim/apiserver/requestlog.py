@@ -4,7 +4,9 @@ kube-apiserver's audit log records, per request, the verb (``get``, ``list``, ``
 ``create``, ``update``, ``patch``, ``delete``, ``deletecollection``), the resource, namespace,
 name and subresource derived by ``RequestInfoFactory``, and the response code. kubesim keeps
 the same facts in memory plus the method, path, query and the decoded body, readable in process
-(``sim.requests``) and over HTTP at ``/_kubesim/requests``.
+(``sim.requests``) and over HTTP at ``/_kubesim/requests``. Like the audit log, each record
+names the user the request was authenticated as (and who impersonated them) and the
+authorizer's verdict, so a test can assert that a client ran without a single 401 or 403.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ class RequestRecord:
     body: Any = None
     code: int = 0
     user_agent: str = ""
+    # who asked (after impersonation), as authentication saw them, and authorization's verdict:
+    # "allow", "deny" ("forbidden" in the 403), or "" when the request never got that far (401)
+    user: str = ""
+    groups: tuple[str, ...] = ()
+    impersonated_by: str = ""
+    authorization: str = ""
+    authorization_reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

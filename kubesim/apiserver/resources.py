@@ -356,6 +356,148 @@ def _build() -> list[ResourceType]:
             namespaced=False,
             short_names=("pc",),
         ),
+        *_access_control_types(),
+    ]
+
+
+# Kinds that exist only as a request: the answer is computed, nothing is stored.
+_CREATE_ONLY: Final = ("create",)
+
+
+def _access_control_types() -> list[ResourceType]:
+    """Identities, credentials, RBAC, admission policies and the review kinds (``kubesim.auth``)."""
+    return [
+        ResourceType(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            "serviceaccount",
+            namespaced=True,
+            short_names=("sa",),
+            subresources=(
+                Subresource("token", "TokenRequest", _CREATE_ONLY, "authentication.k8s.io", "v1"),
+            ),
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "Secret",
+            "secrets",
+            "secret",
+            namespaced=True,
+            fields={"type": _path("type")},
+        ),
+        ResourceType(
+            "",
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            "configmap",
+            namespaced=True,
+            short_names=("cm",),
+        ),
+        ResourceType(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            "clusterrole",
+            namespaced=False,
+        ),
+        ResourceType(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            "clusterrolebinding",
+            namespaced=False,
+        ),
+        ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", namespaced=True),
+        ResourceType(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            "rolebinding",
+            namespaced=True,
+        ),
+        ResourceType(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicy",
+            namespaced=False,
+            categories=("api-extensions",),
+            subresources=(_status("ValidatingAdmissionPolicy"),),
+            has_status=True,
+            has_generation=True,
+        ),
+        ResourceType(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding",
+            namespaced=False,
+            categories=("api-extensions",),
+            has_generation=True,
+        ),
+        ResourceType(
+            "authentication.k8s.io",
+            "v1",
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+            "selfsubjectreview",
+            namespaced=False,
+            verbs=_CREATE_ONLY,
+        ),
+        ResourceType(
+            "authentication.k8s.io",
+            "v1",
+            "TokenReview",
+            "tokenreviews",
+            "tokenreview",
+            namespaced=False,
+            verbs=_CREATE_ONLY,
+        ),
+        ResourceType(
+            "authorization.k8s.io",
+            "v1",
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            "localsubjectaccessreview",
+            namespaced=True,
+            verbs=_CREATE_ONLY,
+        ),
+        ResourceType(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            "selfsubjectaccessreview",
+            namespaced=False,
+            verbs=_CREATE_ONLY,
+        ),
+        ResourceType(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            "selfsubjectrulesreview",
+            namespaced=False,
+            verbs=_CREATE_ONLY,
+        ),
+        ResourceType(
+            "authorization.k8s.io",
+            "v1",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            "subjectaccessreview",
+            namespaced=False,
+            verbs=_CREATE_ONLY,
+        ),
     ]
 
 
@@ -363,8 +505,12 @@ def _build() -> list[ResourceType]:
 GROUP_ORDER: Final = (
     "apps",
     "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
     "batch",
     "policy",
+    "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
     "scheduling.k8s.io",
     "coordination.k8s.io",
 )
@@ -404,10 +550,14 @@ class Registry:
     def in_group_version(self, group: str, version: str) -> list[ResourceType]:
         return [t for t in self.types if t.group == group and t.version == version]
 
+    def is_virtual(self, rt: ResourceType) -> bool:
+        """A create-only review kind: answered, never stored (SelfSubjectAccessReview, ...)."""
+        return rt.verbs == _CREATE_ONLY
+
     def storages(self) -> list[str]:
         seen: list[str] = []
         for t in self.types:
-            if t.storage_name not in seen:
+            if t.verbs != _CREATE_ONLY and t.storage_name not in seen:
                 seen.append(t.storage_name)
         return seen
 

@@ -61,13 +61,16 @@ from kubesim.apiserver.validation import (
     validate,
     validate_pod_update,
 )
+from kubesim.auth import Attributes, current_attributes
 from scheduler.labels import FieldRequirement, LabelSelector
 from scheduler.objects import format_time
 
 __all__ = [
+    "AdmissionCall",
     "AdmissionPlugin",
     "DeleteOptions",
     "Rest",
+    "ValidatingAdmission",
 ]
 
 NAME_CHARS: Final = "bcdfghjklmnpqrstvwxz2456789"  # utilrand's alphanums
@@ -111,6 +114,34 @@ _SEED_DEFAULTED: Final = frozenset(
 # An admission plugin sees (operation, type, new object, old object) and may change the new
 # object in place or raise a StatusError; operation is CREATE, UPDATE or DELETE.
 AdmissionPlugin = Callable[[str, ResourceType, dict[str, Any], dict[str, Any] | None], None]
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionCall:
+    """``admission.Attributes`` for validating admission, after the object was validated.
+
+    ``obj`` is None for DELETE and ``old`` None for CREATE, as in an AdmissionReview; for a
+    subresource the object is what the request sent (the Pod for ``pods/status``, the Eviction
+    for ``pods/eviction``, the Binding for ``pods/binding``). ``request`` is the API request's
+    ``Attributes`` (user, verb, ...).
+    """
+
+    operation: str
+    rt: ResourceType
+    subresource: str
+    namespace: str
+    name: str
+    obj: Mapping[str, Any] | None
+    old: Mapping[str, Any] | None
+    request: Attributes
+    dry_run: bool = False
+    kind: str = ""  # the object's kind when it is not the resource's (Eviction, Binding)
+    kind_group: str = ""
+    kind_version: str = ""
+
+
+# Validating admission (ValidatingAdmissionPolicies): may only raise a StatusError.
+ValidatingAdmission = Callable[[AdmissionCall], None]
 
 
 @dataclass(slots=True)
@@ -247,6 +278,8 @@ class Rest:
         self.clock = clock
         self.rng = rng or random.Random()
         self.admission: list[AdmissionPlugin] = []
+        # Run after validation, for API requests only (kubesim's own calls are not admitted).
+        self.validating_admission: list[ValidatingAdmission] = []
         # Pods the kubelet should start once bound to an existing node.
         self.pods_to_start: set[Key] = set()
         # Called after an object got its deletionTimestamp (the kubelet listens).
@@ -390,6 +423,40 @@ class Rest:
         for plugin in self.admission:
             plugin(op, rt, obj, old)
 
+    def run_validating_admission(
+        self,
+        operation: str,
+        rt: ResourceType,
+        obj: Mapping[str, Any] | None,
+        old: Mapping[str, Any] | None,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        kind: tuple[str, str, str] | None = None,
+    ) -> None:
+        """Validating admission for the API request being served (none for in-process calls)."""
+        request = current_attributes()
+        if request is None or not self.validating_admission:
+            return
+        meta = _meta(obj if obj is not None else old or {})
+        group, version, kind_name = kind if kind is not None else ("", "", "")
+        call = AdmissionCall(
+            operation=operation,
+            rt=rt,
+            subresource=subresource,
+            namespace=str(meta.get("namespace") or request.namespace or ""),
+            name=str(meta.get("name") or request.name or ""),
+            obj=obj,
+            old=old,
+            request=request,
+            dry_run=dry_run,
+            kind=kind_name,
+            kind_group=group,
+            kind_version=version,
+        )
+        for plugin in self.validating_admission:
+            plugin(call)
+
     def create(
         self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False
     ) -> dict[str, Any]:
@@ -418,6 +485,7 @@ class Rest:
                 raise already_exists(rt.plural, rt.group, name)
             if attempt + 1 == attempts:  # rest.CheckGeneratedNameError
                 raise generate_name_conflict(rt.plural, rt.group, name)
+        self.run_validating_admission("CREATE", rt, self.to_wire(rt, obj), None, dry_run=dry_run)
         if dry_run:
             return self.to_wire(rt, obj)
         rv = self.store.next_rv()
@@ -475,6 +543,14 @@ class Rest:
         validate(self.storage_type(rt), new, request_group=rt.group, old=old)
         if rt.kind == "Pod" and not subresource:
             validate_pod_update(new, old)
+        self.run_validating_admission(
+            "UPDATE",
+            rt,
+            self.to_wire(rt, new),
+            self.to_wire(rt, old),
+            subresource=subresource,
+            dry_run=dry_run,
+        )
         return self._write_update(rt, key, new, old, dry_run=dry_run), False
 
     def _prepare_update(
@@ -610,6 +686,9 @@ class Rest:
         if rt.kind == "Namespace":
             return self._delete_namespace(rt, key, obj, options)
         self.run_admission("DELETE", rt, clone(obj), obj)
+        self.run_validating_admission(
+            "DELETE", rt, None, self.to_wire(rt, obj), dry_run=options.dry_run
+        )
         gc = _gc_finalizer(options)
         if gc and not meta.get("deletionTimestamp") and gc not in (meta.get("finalizers") or []):
             # deletionFinalizersForGarbageCollection: the garbage collector finishes the delete.

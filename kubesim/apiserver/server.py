@@ -8,6 +8,9 @@ Per request, in the order kube-apiserver's filters run:
    verb (get, list, watch, create, update, patch, delete, deletecollection);
 2. the request hooks run (``ApiServer.request_hooks``): phase-2 fault injection and latency plug
    in here and may delay, answer with a Status, or drop the connection (``DropConnection``);
+2a. authentication, impersonation and authorization (``kubesim.auth``): the user goes into the
+   request log with the verdict; bad credentials are a 401, a denial kube's 403; the handler
+   then runs with the request's ``Attributes`` current, for admission;
 3. the endpoint runs: discovery, the generic REST verbs (``kubesim.apiserver.rest``), watch
    (``kubesim.apiserver.watch``), or a registered subresource handler (``ApiServer.subresources``,
    where ``pods/eviction`` is plugged in by phase 2);
@@ -22,7 +25,12 @@ does. Request bodies may be JSON or YAML, and protobuf for the kinds kubectl's t
 sends that way (``kubesim.apiserver.protobuf``). A DELETE reads its options from the body when
 there is one (JSON, YAML or protobuf ``DeleteOptions``) and from the query only otherwise, as
 ``handlers.DeleteResource`` does. ``/scale`` subresources serve an ``autoscaling/v1`` Scale
-(``kubesim.apiserver.scale``).
+(``kubesim.apiserver.scale``). The review kinds (``SelfSubjectAccessReview``, ``TokenReview``,
+...) are create-only and never stored: ``ApiServer.virtual`` answers them.
+
+``/_kubesim/`` control endpoints are kubesim's own; once an authorizer other than AlwaysAllow
+is installed they answer only members of ``system:masters`` (the admin kubeconfig), since
+fault injection and the request log are no business of a ServiceAccount.
 """
 
 from __future__ import annotations
@@ -65,6 +73,18 @@ from kubesim.apiserver.status import (
 from kubesim.apiserver.store import CONTINUE_TOO_OLD, TooOld, dumps
 from kubesim.apiserver.tables import TABLE_MEDIA, table_for_list, table_row_object, wants_table
 from kubesim.apiserver.watch import DEFAULT_TIMEOUT, WatchRequest, watch_stream
+from kubesim.auth import (
+    ANONYMOUS,
+    MASTERS,
+    AlwaysAllow,
+    Attributes,
+    Authenticator,
+    Authorizer,
+    Decision,
+    UserInfo,
+    forbidden_error,
+    with_attributes,
+)
 from scheduler.labels import (
     FieldRequirement,
     LabelSelector,
@@ -109,6 +129,11 @@ class RequestInfo:
     subresource: str = ""
     name: str = ""
     deprecated_watch_path: bool = False
+    method: str = "GET"
+
+    def verb_for_path(self) -> str:
+        """A non-resource request's verb is the lower-cased HTTP method (GET → get)."""
+        return "get" if self.method == "HEAD" else self.method.lower()
 
 
 def parse_request_info(method: str, path: str, query: Any) -> RequestInfo:
@@ -121,7 +146,7 @@ def parse_request_info(method: str, path: str, query: Any) -> RequestInfo:
         "PATCH": "patch",
         "DELETE": "delete",
     }.get(method, method.lower())
-    info = RequestInfo(False, verb_for_method, path)
+    info = RequestInfo(False, verb_for_method, path, method=method)
     if not parts or parts[0] not in ("api", "apis"):
         return info
     info.api_prefix = parts[0]
@@ -191,6 +216,8 @@ class RequestContext:
     record: RequestRecord
     rt: ResourceType | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    user: UserInfo = ANONYMOUS
+    attributes: Attributes | None = None
 
     @property
     def query(self) -> Any:
@@ -199,6 +226,31 @@ class RequestContext:
 
 RequestHook = Callable[[RequestContext], Awaitable[web.StreamResponse | None]]
 SubresourceHandler = Callable[[RequestContext, ResourceType], Awaitable[web.StreamResponse]]
+# Impersonation: (request, authenticated user) -> the user to act as; raises StatusError (403).
+Impersonator = Callable[[RequestContext, UserInfo], UserInfo]
+
+
+class Anonymous:
+    """No authenticator configured: every request is ``system:anonymous``."""
+
+    def authenticate(self, request: web.Request) -> UserInfo | None:
+        return None
+
+
+def attributes_of(info: RequestInfo, user: UserInfo) -> Attributes:
+    """``GetAuthorizerAttributes``: the request as the authorizer sees it."""
+    return Attributes(
+        user=user,
+        verb=info.verb if info.is_resource else info.verb_for_path(),
+        is_resource=info.is_resource,
+        namespace=info.namespace,
+        resource=info.resource,
+        subresource=info.subresource,
+        name=info.name,
+        api_group=info.group,
+        api_version=info.version,
+        path=info.path,
+    )
 
 
 def json_response(body: Any, status: int = 200, *, content_type: str = JSON) -> web.Response:
@@ -325,6 +377,11 @@ class ApiServer:
         self.bookmark_interval = bookmark_interval
         self.server_address = "127.0.0.1:0"
         self.request_hooks: list[RequestHook] = []
+        self.authenticator: Authenticator = Anonymous()
+        self.authorizer: Authorizer = AlwaysAllow()
+        self.impersonator: Impersonator | None = None
+        # create-only kinds answered without storing: (group, plural) -> handler
+        self.virtual: dict[tuple[str, str], SubresourceHandler] = {}
         self.subresources: dict[tuple[str, str, str], SubresourceHandler] = {}
         # /_kubesim/<name> control endpoints: name -> handler(request) -> response
         self.control: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]] = {}
@@ -365,12 +422,14 @@ class ApiServer:
             ctx.rt = self.registry.lookup(info.group, info.version, info.resource)
         resp: web.StreamResponse | None = None
         try:
-            for hook in self.request_hooks:
-                resp = await hook(ctx)
-                if resp is not None:
-                    break
-            if resp is None:
-                resp = await self._dispatch(ctx)
+            attrs = self._authenticate_and_authorize(ctx)
+            with with_attributes(attrs):
+                for hook in self.request_hooks:
+                    resp = await hook(ctx)
+                    if resp is not None:
+                        break
+                if resp is None:
+                    resp = await self._dispatch(ctx)
         except StatusError as err:
             resp = status_response(err)
         except DropConnection:
@@ -389,6 +448,33 @@ class ApiServer:
             self.log.append(record)
         return resp
 
+    def _authenticate_and_authorize(self, ctx: RequestContext) -> Attributes:
+        """Filters 2a: who is asking (401 on bad credentials), as whom, and may they (403)."""
+        record = ctx.record
+        user = self.authenticator.authenticate(ctx.request) or ANONYMOUS
+        if self.impersonator is not None:
+            acting = self.impersonator(ctx, user)
+            if acting is not user:
+                record.impersonated_by = user.name
+                user = acting
+        ctx.user = user
+        record.user = user.name
+        record.groups = user.groups
+        attrs = attributes_of(ctx.info, user)
+        ctx.attributes = attrs
+        decision, reason = self.authorize(attrs)
+        record.authorization = "allow" if decision is Decision.ALLOW else "deny"
+        record.authorization_reason = reason
+        if decision is not Decision.ALLOW:
+            raise forbidden_error(attrs, reason)
+        return attrs
+
+    def authorize(self, attrs: Attributes) -> tuple[Decision, str]:
+        """The authorizer chain: ``system:masters`` first (privileged group), then the mode."""
+        if MASTERS in attrs.user.groups:
+            return Decision.ALLOW, ""
+        return self.authorizer.authorize(attrs)
+
     async def _dispatch(self, ctx: RequestContext) -> web.StreamResponse:
         info = ctx.info
         if not info.is_resource:
@@ -404,6 +490,15 @@ class ApiServer:
         if rt.namespaced is False and info.namespace:
             raise not_found_path()
         verb = info.verb
+        virtual = self.virtual.get((rt.group, rt.plural))
+        if virtual is not None or self.registry.is_virtual(rt):
+            if verb != "create" or virtual is None or info.name:
+                raise StatusError(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
+            return await virtual(ctx, rt)
         if verb == "get":
             return self._get(ctx, rt)
         if verb == "list":
@@ -853,6 +948,16 @@ class ApiServer:
 
     async def _control(self, request: web.Request) -> web.StreamResponse:
         name = request.path[len("/_kubesim/") :].strip("/") if request.path != "/_kubesim" else ""
+        if not isinstance(self.authorizer, AlwaysAllow):
+            try:
+                user = self.authenticator.authenticate(request) or ANONYMOUS
+            except StatusError as err:
+                return status_response(err)
+            if MASTERS not in user.groups:
+                attrs = Attributes(
+                    user, request.method.lower(), is_resource=False, path=request.path
+                )
+                return status_response(forbidden_error(attrs))
         if name in {"requests", "requests/reset"}:
             if request.method == "GET" and name == "requests":
                 return json_response({"requests": self.log.to_list()})

@@ -102,10 +102,10 @@ def test_state_typos_are_rejected(
 
 def test_state_unknown_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "state.yaml"
-    bad.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    bad.write_text("apiVersion: v1\nkind: Endpoints\nmetadata: {name: c}\n")
     code, err = _run(capsys, "--state", str(bad))
     assert code == 2
-    assert f'{bad}: document 1: ConfigMap "c": kind: no matches for kind "ConfigMap"' in err
+    assert f'{bad}: document 1: Endpoints "c": kind: no matches for kind "Endpoints"' in err
 
 
 def test_missing_binary_and_non_utf8_state_files(

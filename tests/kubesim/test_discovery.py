@@ -38,8 +38,12 @@ async def test_group_versions(sim: Simulator) -> None:
     assert names == [
         "apps",
         "events.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
         "batch",
         "policy",
+        "rbac.authorization.k8s.io",
+        "admissionregistration.k8s.io",
         "scheduling.k8s.io",
         "coordination.k8s.io",
     ]
