@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
@@ -143,10 +143,14 @@ class Actions:
         evictor: Any = None,
         request_timeout: float = 5.0,
         clock: Callable[[], float] = time.time,
+        preference_namespaces: Collection[str] = (),
     ) -> None:
         if mode not in ("delete", "eviction-api"):
             raise ValueError(f"eviction mode {mode!r}: must be delete or eviction-api")
         self.node_name = node_name
+        # where ``eviction-preference: never`` is honoured: the manager's setting, checked again
+        # here as the last guard before a write
+        self.preference_namespaces = frozenset(preference_namespaces)
         self.mode = mode
         self.dry_run = dry_run
         self.request_timeout = request_timeout
@@ -170,7 +174,7 @@ class Actions:
     ) -> ActionResult:
         pod = decision.pod
         extra = {"pod": pod_ref(pod), "signal": decision.signal}
-        if is_critical_pod(pod) or is_eviction_forbidden(pod):
+        if is_critical_pod(pod) or is_eviction_forbidden(pod, allowed=self.preference_namespaces):
             log.error("refusing to evict a protected pod", extra=extra)
             return ActionResult("refused", message="critical or eviction-preference: never")
         grace = effective_grace_period_seconds(decision.grace_period_override, pod)

@@ -60,6 +60,7 @@ _FIELD = {
     "memory_capacity": "memoryCapacity",
     "kubelet_summary_url": "kubeletSummaryUrl",
     "node_cgroup": "nodeCgroup",
+    "eviction_preference_namespaces": "evictionPreferenceNamespaces",
 }
 _LANGLE_MAPS = ("eviction_hard", "eviction_soft")
 _EQ_MAPS = ("eviction_soft_grace_period", "eviction_minimum_reclaim")
@@ -209,6 +210,13 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="The node's cgroup below the cgroup root when the node is itself a cgroup (a "
             "kind/kwok node container, the kubesim demo node): node memory is read there and "
             "kubepods beneath it (default: the root).",
+        ),
+        click.option(
+            "--eviction-preference-namespaces",
+            metavar="NS,...",
+            help="Namespaces whose pods may use the node-pressure-evictor.io/eviction-preference "
+            "annotation (never/avoid); '*' for all. Default: none — a pod cannot exempt itself "
+            "and ranking is the kubelet's.",
         ),
         click.option(
             "--kubelet-summary-url",

@@ -87,6 +87,7 @@ AGENT_FIELDS: Final = (
     "memoryCapacity",
     "kubeletSummaryUrl",
     "nodeCgroup",
+    "evictionPreferenceNamespaces",
 )
 _ENFORCE_OPTIONS: Final = ("pods", "system-reserved", "kube-reserved", "none")
 _FLAG_OF: Final = {
@@ -195,6 +196,30 @@ def _int32(field_name: str, value: Any) -> int:
     return int(value)
 
 
+_NAMESPACE_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _namespaces(field_name: str, value: Any) -> tuple[str, ...]:
+    """A list of namespace names (DNS-1123 labels) or ``*``; a comma list from the flag."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list | tuple):
+        raise ConfigError(_label(field_name), f"must be a list of namespaces, got {value!r}")
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not (
+            item == "*" or _NAMESPACE_NAME.fullmatch(item) is not None
+        ):
+            raise ConfigError(
+                _label(field_name), f"{item!r} is not a namespace name (DNS-1123 label) or '*'"
+            )
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
 def _string(field_name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise ConfigError(_label(field_name), f"must be a string, got {value!r}")
@@ -242,6 +267,8 @@ class AgentConfig:
     # The node's cgroup below each hierarchy root ("" = the root): a kind/kwok node container,
     # or the kubesim demo node's sub-root. kubepods is looked for beneath it.
     node_cgroup: str = ""
+    # where pods may state ``eviction-preference`` (``*`` = everywhere); none by default
+    eviction_preference_namespaces: tuple[str, ...] = ()
     source: str = "defaults"
 
     def manager_config(self) -> ManagerConfig:
@@ -252,6 +279,7 @@ class AgentConfig:
             max_pod_grace_period_seconds=self.eviction.eviction_max_pod_grace_period,
             pressure_transition_period_seconds=self.eviction.eviction_pressure_transition_period,
             local_storage_capacity_isolation=self.eviction.local_storage_capacity_isolation,
+            eviction_preference_namespaces=frozenset(self.eviction_preference_namespaces),
         )
 
     def with_changes(self, **changes: Any) -> AgentConfig:
@@ -285,6 +313,7 @@ class AgentConfig:
             "memoryCapacity": self.memory_capacity,
             "kubeletSummaryUrl": self.kubelet_summary_url,
             "nodeCgroup": self.node_cgroup,
+            "evictionPreferenceNamespaces": list(self.eviction_preference_namespaces),
         }
 
 
@@ -507,5 +536,8 @@ def load_config(
         memory_capacity=capacity,
         kubelet_summary_url=url,
         node_cgroup=node_cgroup,
+        eviction_preference_namespaces=_namespaces(
+            "evictionPreferenceNamespaces", raw.get("evictionPreferenceNamespaces")
+        ),
         source=source,
     )

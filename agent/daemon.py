@@ -88,6 +88,7 @@ class Agent:
             node_name=config.node_name,
             mode=config.eviction_mode,
             dry_run=config.dry_run,
+            preference_namespaces=config.eviction_preference_namespaces,
         )
         self.loop = EvictionLoop(
             self.manager,

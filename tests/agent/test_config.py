@@ -252,3 +252,17 @@ def test_an_unknown_signal_is_always_named(entries: dict[str, str], bad: str) ->
     with pytest.raises(ConfigError) as info:
         load_config({"evictionHard": {**entries, bad: "1Gi"}}, env={})
     assert bad in str(info.value)
+
+
+def test_eviction_preference_is_honoured_nowhere_by_default() -> None:
+    cfg = load_config({}, env={})
+    assert cfg.eviction_preference_namespaces == ()
+    assert cfg.manager_config().eviction_preference_namespaces == frozenset()
+    listed = load_config({"evictionPreferenceNamespaces": ["infra", "*", "infra"]}, env={})
+    assert listed.eviction_preference_namespaces == ("infra", "*")
+    flag = load_config({}, {"evictionPreferenceNamespaces": "a, b"}, env={})
+    assert flag.manager_config().eviction_preference_namespaces == {"a", "b"}
+    with pytest.raises(ConfigError) as info:
+        load_config({"evictionPreferenceNamespaces": ["Team_A"]}, env={})
+    assert info.value.field.startswith("evictionPreferenceNamespaces")
+    assert "DNS-1123" in str(info.value)

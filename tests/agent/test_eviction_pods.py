@@ -150,7 +150,12 @@ def test_cmp_bool_puts_true_first() -> None:
 
 def test_preference_values() -> None:
     key = "node-pressure-evictor.io/eviction-preference"
-    assert preference_of(make_pod("a", annotations={key: "avoid"})) == "avoid"
-    assert preference_of(make_pod("n", annotations={key: "never"})) == "never"
-    assert preference_of(make_pod("x", annotations={key: "NEVER"})) is None
-    assert preference_of(make_pod("none")) is None
+    everywhere = {"*"}
+    assert preference_of(make_pod("a", annotations={key: "avoid"}), allowed=everywhere) == "avoid"
+    assert preference_of(make_pod("n", annotations={key: "never"}), allowed=everywhere) == "never"
+    assert preference_of(make_pod("x", annotations={key: "NEVER"}), allowed=everywhere) is None
+    assert preference_of(make_pod("none"), allowed=everywhere) is None
+    # not granted: the default, or another namespace
+    assert preference_of(make_pod("n", annotations={key: "never"}), allowed=()) is None
+    assert preference_of(make_pod("n", annotations={key: "never"}), allowed={"other"}) is None
+    assert preference_of(make_pod("n", annotations={key: "never"}), allowed={"default"}) == "never"
