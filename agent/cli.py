@@ -406,8 +406,14 @@ async def _rank(cfg: AgentConfig, signal_name: str | None, stats_file: str | Non
             with open(stats_file) as fh:
                 raw = json.load(fh)
             summary = Summary.from_dict(raw)
+        except RecursionError:
+            raise ConfigUsageError(
+                f"--stats-file: {stats_file}: JSON nested too deeply to be a stats Summary"
+            ) from None
         except (OSError, ValueError, SummaryError) as exc:
-            raise ConfigUsageError(f"--stats-file: {stats_file}: {exc}") from None
+            # ValueError includes Python's limit on integer digits (a 5000-digit number)
+            detail = " ".join(str(exc).split())
+            raise ConfigUsageError(f"--stats-file: {stats_file}: {detail}") from None
     else:
         from agent.sources import Roots, SourceConfig, SummaryCollector
 

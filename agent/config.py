@@ -27,6 +27,7 @@ stays fast.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,12 @@ __all__ = [
 ]
 
 DEFAULT_LISTEN: Final = "127.0.0.1:9808"
+# A sync reads every pod cgroup: below 10 ms it cannot finish and the loop only burns the CPU;
+# above 1 h the agent is 360 times slower than the kubelet's 10 s loop it is meant to beat.
+MIN_HOUSEKEEPING_INTERVAL: Final = 0.01
+MAX_HOUSEKEEPING_INTERVAL: Final = 3600.0
+_INT64_MAX: Final = 2**63 - 1
+_GO_MAX_DURATION: Final = "2562047h47m16.854775807s"
 EVICTION_MODES: Final = ("delete", "eviction-api")
 KUBELET_API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
 AGENT_DOMAIN: Final = "node-pressure-evictor.io"
@@ -153,17 +160,64 @@ def parse_listen(value: str) -> tuple[str, int]:
 # --- values ------------------------------------------------------------------------------------
 
 
-def _duration(field_name: str, value: Any) -> float:
-    from agent.eviction.helpers import parse_go_duration
+def _duration(
+    field_name: str,
+    value: Any,
+    *,
+    minimum: float = 0.0,
+    maximum: float | None = None,
+    exclusive_minimum: bool = False,
+) -> float:
+    """A Go duration string (or a number of seconds), finite and within [minimum, maximum].
 
+    NaN compares false with everything, so the bounds are written to fail for it; the maximum
+    defaults to the longest ``time.Duration`` (an int64 of nanoseconds, about 292 years).
+    """
+    from scheduler.duration import (
+        MAX_DURATION_SECONDS,
+        DurationError,
+        DurationOverflowError,
+        parse_go_duration,
+    )
+
+    label = _label(field_name)
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ConfigError(_label(field_name), f"must be a duration such as 1m30s, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    try:
-        return parse_go_duration(value.strip())
-    except ValueError as exc:
-        raise ConfigError(_label(field_name), str(exc)) from None
+        raise ConfigError(label, f"must be a duration such as 1m30s, got {value!r}")
+    if isinstance(value, str):
+        try:
+            seconds = parse_go_duration(value.strip())
+        except DurationOverflowError as exc:
+            raise ConfigError(
+                label, f"{exc}: overflows a duration (at most {_GO_MAX_DURATION})"
+            ) from None
+        except DurationError as exc:
+            raise ConfigError(label, str(exc)) from None
+    else:
+        seconds = float(value)
+    if not math.isfinite(seconds):
+        raise ConfigError(label, f"must be a finite duration, got {value!r}")
+    top = MAX_DURATION_SECONDS if maximum is None else maximum
+    low_ok = seconds > minimum if exclusive_minimum else seconds >= minimum
+    if not low_ok:
+        op = ">" if exclusive_minimum else ">="
+        raise ConfigError(label, f"must be {op} {_seconds(minimum)}, got {value!r}")
+    if not seconds <= top:
+        raise ConfigError(label, f"must be <= {_seconds(top)}, got {value!r}")
+    return seconds
+
+
+def _seconds(value: float) -> str:
+    from scheduler.duration import MAX_DURATION_SECONDS
+
+    if value >= MAX_DURATION_SECONDS:
+        return _GO_MAX_DURATION
+    if value >= 3600 and value % 3600 == 0:
+        return f"{value / 3600:g}h"
+    if value >= 60 and value % 60 == 0:
+        return f"{value / 60:g}m"
+    if value < 1 and value != 0:
+        return f"{value * 1000:g}ms"
+    return f"{value:g}s"
 
 
 def _str_map(field_name: str, value: Any) -> dict[str, str]:
@@ -329,7 +383,10 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError("--config", f"{path} is not valid YAML: {exc}") from None
+        detail = " ".join(str(exc).split())
+        raise ConfigError("--config", f"{path} is not valid YAML: {detail}") from None
+    except RecursionError:
+        raise ConfigError("--config", f"{path} is nested too deeply") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -460,10 +517,6 @@ def load_config(
     transition = _duration(
         "evictionPressureTransitionPeriod", raw.get("evictionPressureTransitionPeriod", "5m")
     )
-    if transition < 0:
-        raise ConfigError(
-            _label("evictionPressureTransitionPeriod"), f"must be >= 0, got {transition:g}s"
-        )
     settings = EvictionSettings(
         eviction_hard=_hard_with_defaults(hard, merge),
         eviction_soft=_str_map("evictionSoft", raw.get("evictionSoft")),
@@ -485,9 +538,12 @@ def load_config(
     )
     thresholds = _check_thresholds(settings)
 
-    interval = _duration("housekeepingInterval", raw.get("housekeepingInterval", "1s"))
-    if interval <= 0:
-        raise ConfigError(_label("housekeepingInterval"), f"must be > 0, got {interval:g}s")
+    interval = _duration(
+        "housekeepingInterval",
+        raw.get("housekeepingInterval", "1s"),
+        minimum=MIN_HOUSEKEEPING_INTERVAL,
+        maximum=MAX_HOUSEKEEPING_INTERVAL,
+    )
     mode = _string("evictionMode", raw.get("evictionMode", "delete"))
     if mode not in EVICTION_MODES:
         raise ConfigError(
@@ -500,14 +556,20 @@ def load_config(
         raise ConfigError(_label("listen"), str(exc)) from None
     capacity: int | None = None
     if raw.get("memoryCapacity") not in (None, ""):
-        from scheduler.quantity import QuantityError, quantity_value
+        from scheduler.quantity import QuantityError, parse_quantity, quantity_value
 
+        text = str(raw["memoryCapacity"])
         try:
-            capacity = quantity_value(str(raw["memoryCapacity"]))
+            exact = parse_quantity(text)
+            capacity = quantity_value(text)
         except (QuantityError, ValueError) as exc:
             raise ConfigError(_label("memoryCapacity"), f"not a quantity: {exc}") from None
         if capacity <= 0:
             raise ConfigError(_label("memoryCapacity"), f"must be positive, got {capacity}")
+        if not exact <= _INT64_MAX:  # quantity_value clamps; a node has no 8 EiB of memory
+            raise ConfigError(
+                _label("memoryCapacity"), f"must be at most {_INT64_MAX} bytes, got {text!r}"
+            )
     node_name = _string("nodeName", raw.get("nodeName") or environ.get("NODE_NAME", ""))
     url = raw.get("kubeletSummaryUrl")
     if url is not None and not re.match(r"https?://", _string("kubeletSummaryUrl", url)):

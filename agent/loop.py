@@ -18,7 +18,13 @@ eviction of a pod with a long grace period block hard evictions for hours
 - a pod whose eviction was accepted is never evicted again (it is left out of the active pods
   until the informer sees it terminating or gone); a failed attempt is retried by a later sync
   with fresh stats, so an unreachable API server delays an eviction but never duplicates one;
-- nothing a sync can raise stops the loop.
+- nothing a sync can raise stops the loop;
+- every iteration yields to the event loop at least once, even when a sync overruns its interval
+  (stats that never suspend, a sync slower than ``interval``): HTTP probes, the pod watch and the
+  systemd watchdog must keep running while the node is under pressure;
+- a Summary the core refuses (absurd figures: negative, non-finite, beyond int64, more available
+  than capacity) is a skipped sync with a logged reason and ``eviction_agent_stats_rejected``
+  counted — never a decision.
 
 Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
 was active last sync, a sync may read the node-level figures alone (``node_stats``) — the
@@ -55,7 +61,7 @@ from agent.informer import pod_ref
 from agent.metrics import AgentMetrics
 from scheduler.objects import Pod
 
-__all__ = ["EvictionLoop", "LoopStats", "psi_wakeups"]
+__all__ = ["EvictionLoop", "LoopStats", "StatsRejected", "psi_wakeups"]
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +79,17 @@ class CleanupWaiter(Protocol):
     async def wait_gone(self, uid: str, timeout: float) -> bool: ...
 
 
+class StatsRejected(Exception):
+    """The stats summary was refused by the core (``SummaryError``): skip this sync."""
+
+
 @dataclass
 class LoopStats:
     """Counters the tests and ``/readyz`` read."""
 
     syncs: int = 0
     errors: int = 0
+    rejected: int = 0
     # the latest decisions and results only: a daemon in dry run decides every second
     decisions: deque[EvictionDecision] = field(default_factory=lambda: deque(maxlen=1000))
     results: deque[tuple[EvictionDecision, ActionResult]] = field(
@@ -156,6 +167,8 @@ class EvictionLoop:
                 if remaining > 0 and not self._wake.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), remaining)
+                else:
+                    await asyncio.sleep(0)  # overran (or woken): still let the others run
         finally:
             if fast is not None:
                 fast.cancel()
@@ -213,6 +226,15 @@ class EvictionLoop:
             return await self._sync(trigger)
         except asyncio.CancelledError:
             raise
+        except StatsRejected as exc:
+            self.stats.errors += 1
+            self.stats.rejected += 1
+            self.stats.last_error = str(exc)
+            if self.metrics is not None:
+                self.metrics.sync_errors.inc()
+                self.metrics.stats_rejected.inc()
+            log.warning("stats summary rejected, sync skipped", extra={"reason": str(exc)})
+            return []
         except Exception as exc:
             self.stats.errors += 1
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
@@ -360,7 +382,7 @@ def _parse(raw: dict[str, Any]) -> Summary:
     try:
         return Summary.from_dict(raw)
     except SummaryError as exc:
-        raise RuntimeError(f"stats summary invalid: {exc}") from exc
+        raise StatsRejected(str(exc)) from exc
 
 
 def _observation_time(manager: EvictionManager, signal: str) -> float | None:

@@ -76,6 +76,12 @@ class AgentMetrics:
             "Syncs that failed before deciding (stats unreadable or invalid).",
             registry=r,
         )
+        self.stats_rejected = Counter(
+            "eviction_agent_stats_rejected",
+            "Syncs skipped because the stats summary held absurd figures (negative, non-finite, "
+            "beyond int64, more available than capacity); the reason is logged.",
+            registry=r,
+        )
         self.node_condition = Gauge(
             "eviction_agent_node_condition",
             "1 while the agent reports the pressure condition (MemoryPressure, ...).",

@@ -31,6 +31,7 @@ from typing import Any
 
 import aiohttp
 
+from agent.eviction.summary import PodStats, SummaryError
 from agent.sources.cgroups import CgroupDriver, CgroupError, CgroupLayout, detect_layout
 from agent.sources.kubelet import (
     KubeletSummaryConfig,
@@ -139,6 +140,20 @@ def _no_lookup(_uid: str) -> None:
     return None
 
 
+def _sane_pods(pods: Any) -> list[JSONDict]:
+    """The kubelet's pod entries the core accepts; malformed or absurd ones (negative, beyond
+    int64, more available than capacity) are logged and dropped, never merged."""
+    out: list[JSONDict] = []
+    for i, entry in enumerate(pods if isinstance(pods, list) else []):
+        try:
+            PodStats.from_dict(entry, f"pods[{i}]")
+        except SummaryError as exc:
+            log.warning("kubelet summary: pod entry skipped: %s", exc)
+            continue
+        out.append(entry)
+    return out
+
+
 class SummaryCollector:
     """Reads a fresh Summary on demand; merges the kubelet's (cached) disk figures when set."""
 
@@ -234,6 +249,7 @@ class SummaryCollector:
         except KubeletSummaryError as exc:
             log.warning("kubelet summary unavailable: %s", exc)
             return None
+        data = {**data, "pods": _sane_pods(data.get("pods"))}
         self._kubelet_cache = data
         return data
 

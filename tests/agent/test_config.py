@@ -129,7 +129,7 @@ def test_soft_thresholds_with_grace_and_min_reclaim() -> None:
         ({"enforceNodeAllocatable": ["cpus"]}, "enforceNodeAllocatable", "not supported"),
         ({"evictionMaxPodGracePeriod": "soon"}, "evictionMaxPodGracePeriod", "integer"),
         ({"evictionPressureTransitionPeriod": "-1m"}, "evictionPressureTransitionPeriod", ">= 0"),
-        ({"housekeepingInterval": "0s"}, "housekeepingInterval", "must be > 0"),
+        ({"housekeepingInterval": "0s"}, "housekeepingInterval", "must be >= 10ms"),
         ({"evictionMode": "kill"}, "evictionMode", "delete, eviction-api"),
         ({"listen": "localhost"}, "listen", "host:port"),
         ({"memoryCapacity": "lots"}, "memoryCapacity", "not a quantity"),
@@ -266,3 +266,76 @@ def test_eviction_preference_is_honoured_nowhere_by_default() -> None:
         load_config({"evictionPreferenceNamespaces": ["Team_A"]}, env={})
     assert info.value.field.startswith("evictionPreferenceNamespaces")
     assert "DNS-1123" in str(info.value)
+
+
+NAN, INF = float("nan"), float("inf")
+_OVERFLOW = "9999999999999999h"
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "rule"),
+    [
+        # every duration field: NaN, ±inf (YAML .nan/.inf/-.inf) and an overflowing Go duration
+        *[
+            ({name: value}, name, rule)
+            for name in ("housekeepingInterval", "evictionPressureTransitionPeriod")
+            for value, rule in (
+                (NAN, "must be a finite duration"),
+                (INF, "must be a finite duration"),
+                (-INF, "must be a finite duration"),
+                (_OVERFLOW, "overflows a duration"),
+            )
+        ],
+        ({"housekeepingInterval": "2h"}, "housekeepingInterval", "must be <= 1h"),
+        ({"housekeepingInterval": "1ms"}, "housekeepingInterval", "must be >= 10ms"),
+        *[
+            (
+                {
+                    "evictionSoft": {"memory.available": "1Gi"},
+                    "evictionSoftGracePeriod": {"memory.available": value},
+                },
+                "evictionSoftGracePeriod",
+                "invalid duration",
+            )
+            for value in (_OVERFLOW, "1" * 400 + "h", "nan", "inf")
+        ],
+        # every number: finite, within int32/int64 as the kubelet holds it
+        *[
+            ({"evictionMaxPodGracePeriod": value}, "evictionMaxPodGracePeriod", "integer")
+            for value in (NAN, INF, -INF, 1e300)
+        ],
+        ({"evictionMaxPodGracePeriod": 2**31}, "evictionMaxPodGracePeriod", "int32"),
+        ({"evictionHard": {"memory.available": "1e400"}}, "evictionHard", "int64"),
+        ({"evictionHard": {"memory.available": "nan%"}}, "evictionHard", "invalid syntax"),
+        ({"evictionHard": {"memory.available": "inf%"}}, "evictionHard", "<= 100%"),
+        ({"evictionSoft": {"memory.available": "-inf%"}}, "evictionSoft", ">= 0%"),
+        (
+            {"evictionMinimumReclaim": {"memory.available": "1e400"}},
+            "evictionMinimumReclaim",
+            "int64",
+        ),
+        ({"memoryCapacity": "1e400"}, "memoryCapacity", "at most"),
+        ({"memoryCapacity": NAN}, "memoryCapacity", "not a quantity"),
+        ({"memoryCapacity": INF}, "memoryCapacity", "not a quantity"),
+    ],
+)
+def test_numbers_and_durations_are_range_checked(
+    fields: dict[str, object], field: str, rule: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(fields, env={})
+    assert info.value.field.startswith(field)
+    assert rule in str(info.value)
+
+
+def test_bounds_themselves_are_accepted() -> None:
+    cfg = load_config(
+        {
+            "housekeepingInterval": "10ms",
+            "evictionPressureTransitionPeriod": "2562047h",
+            "evictionMaxPodGracePeriod": 2**31 - 1,
+        },
+        env={},
+    )
+    assert cfg.housekeeping_interval == 0.01
+    assert load_config({"housekeepingInterval": "1h"}, env={}).housekeeping_interval == 3600
