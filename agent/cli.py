@@ -61,6 +61,8 @@ _FIELD = {
     "kubelet_summary_url": "kubeletSummaryUrl",
     "node_cgroup": "nodeCgroup",
     "eviction_preference_namespaces": "evictionPreferenceNamespaces",
+    "kubelet_ca_file": "kubeletCAFile",
+    "kubelet_token_file": "kubeletTokenFile",
 }
 _LANGLE_MAPS = ("eviction_hard", "eviction_soft")
 _EQ_MAPS = ("eviction_soft_grace_period", "eviction_minimum_reclaim")
@@ -221,7 +223,20 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--kubelet-summary-url",
             metavar="URL",
-            help="The kubelet's /stats/summary, for per-pod disk usage (optional).",
+            help="The kubelet's /stats/summary, for per-pod disk usage (optional). Must be "
+            "https; http only with --kubelet-token-file='' (no credential sent).",
+        ),
+        click.option(
+            "--kubelet-ca-file",
+            metavar="FILE",
+            help="CA bundle that verifies the kubelet's serving certificate (default: the "
+            "ServiceAccount CA, else the system CAs).",
+        ),
+        click.option(
+            "--kubelet-token-file",
+            metavar="FILE",
+            help="Bearer token sent to the kubelet (default: the ServiceAccount token; '' "
+            "sends none).",
         ),
     ]
     for opt in reversed(opts):

@@ -95,6 +95,8 @@ AGENT_FIELDS: Final = (
     "kubeletSummaryUrl",
     "nodeCgroup",
     "evictionPreferenceNamespaces",
+    "kubeletCAFile",
+    "kubeletTokenFile",
 )
 _ENFORCE_OPTIONS: Final = ("pods", "system-reserved", "kube-reserved", "none")
 _FLAG_OF: Final = {
@@ -102,6 +104,10 @@ _FLAG_OF: Final = {
     for name in KUBELET_FIELDS + AGENT_FIELDS
 }
 _FLAG_OF["listen"] = "--listen"
+_FLAG_OF["kubeletCAFile"] = "--kubelet-ca-file"
+# the ServiceAccount's files, mounted in every pod (and the kubelet's default credentials)
+SERVICE_ACCOUNT_TOKEN: Final = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+SERVICE_ACCOUNT_CA: Final = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 
 
 class ConfigError(ValueError):
@@ -280,6 +286,26 @@ def _string(field_name: str, value: Any) -> str:
     return value
 
 
+def _check_kubelet_url(url: str, *, token_file: str) -> None:
+    """https (verified), or http only when no credential would be sent.
+
+    "No credential" means ``kubeletTokenFile`` is empty: the fetch then carries no
+    Authorization header (the agent has no other credential for the kubelet — no client
+    certificate), so a read-only port such as 10255 gives away nothing that can delete pods.
+    """
+    label = _label("kubeletSummaryUrl")
+    if url.startswith("https://"):
+        return
+    if not url.startswith("http://"):
+        raise ConfigError(label, f"must be an https URL, got {url!r}")
+    if token_file:
+        raise ConfigError(
+            label,
+            f"must be https: {url!r} would send the ServiceAccount token ({token_file}) in "
+            'clear; http is allowed only with kubeletTokenFile: "" (no credential)',
+        )
+
+
 # --- the result --------------------------------------------------------------------------------
 
 
@@ -323,6 +349,10 @@ class AgentConfig:
     node_cgroup: str = ""
     # where pods may state ``eviction-preference`` (``*`` = everywhere); none by default
     eviction_preference_namespaces: tuple[str, ...] = ()
+    # TLS trust for kubeletSummaryUrl: None = the ServiceAccount CA (system CAs if absent)
+    kubelet_ca_file: str | None = None
+    # the bearer token sent to the kubelet; "" = no credential (the only case http is allowed)
+    kubelet_token_file: str = SERVICE_ACCOUNT_TOKEN
     source: str = "defaults"
 
     def manager_config(self) -> ManagerConfig:
@@ -368,6 +398,8 @@ class AgentConfig:
             "kubeletSummaryUrl": self.kubelet_summary_url,
             "nodeCgroup": self.node_cgroup,
             "evictionPreferenceNamespaces": list(self.eviction_preference_namespaces),
+            "kubeletCAFile": self.kubelet_ca_file,
+            "kubeletTokenFile": self.kubelet_token_file,
         }
 
 
@@ -572,8 +604,14 @@ def load_config(
             )
     node_name = _string("nodeName", raw.get("nodeName") or environ.get("NODE_NAME", ""))
     url = raw.get("kubeletSummaryUrl")
-    if url is not None and not re.match(r"https?://", _string("kubeletSummaryUrl", url)):
-        raise ConfigError(_label("kubeletSummaryUrl"), f"must be an http(s) URL, got {url!r}")
+    token_file = _string("kubeletTokenFile", raw.get("kubeletTokenFile", SERVICE_ACCOUNT_TOKEN))
+    ca_file = raw.get("kubeletCAFile")
+    if ca_file is not None:
+        ca_file = _string("kubeletCAFile", ca_file)
+        if not os.path.isfile(ca_file):
+            raise ConfigError(_label("kubeletCAFile"), f"{ca_file}: no such file")
+    if url is not None:
+        _check_kubelet_url(_string("kubeletSummaryUrl", url), token_file=token_file)
     kubeconfig = raw.get("kubeconfig")
     node_cgroup = _string("nodeCgroup", raw.get("nodeCgroup") or "").strip("/")
     if ".." in node_cgroup.split("/"):
@@ -601,5 +639,7 @@ def load_config(
         eviction_preference_namespaces=_namespaces(
             "evictionPreferenceNamespaces", raw.get("evictionPreferenceNamespaces")
         ),
+        kubelet_ca_file=ca_file,
+        kubelet_token_file=token_file,
         source=source,
     )

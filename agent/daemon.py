@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from agent.actions import Actions
-from agent.config import AgentConfig
+from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
 from agent.eviction import EvictionManager
 from agent.http import health_from, make_app, start_http
 from agent.informer import PodInformer
@@ -123,7 +124,13 @@ class Agent:
             runtime_root=cfg.runtime_root,
         )
         kubelet = (
-            KubeletSummaryConfig(url=cfg.kubelet_summary_url) if cfg.kubelet_summary_url else None
+            KubeletSummaryConfig(
+                url=cfg.kubelet_summary_url,
+                token_path=Path(cfg.kubelet_token_file) if cfg.kubelet_token_file else None,
+                ca_path=Path(cfg.kubelet_ca_file or SERVICE_ACCOUNT_CA),
+            )
+            if cfg.kubelet_summary_url
+            else None
         )
         self.collector = SummaryCollector(
             SourceConfig(
@@ -137,6 +144,13 @@ class Agent:
             lookup=self.informer.lookup,
         )
         collector = self.collector
+        if kubelet is not None:
+
+            def kubelet_age() -> float:
+                age = collector.kubelet_summary_age()
+                return math.nan if age is None else age
+
+            self.metrics.kubelet_summary_age.set_function(kubelet_age)
 
         def fast() -> dict[str, Any]:
             result: dict[str, Any] = collector.collect(only={"memory", "systemContainers"})

@@ -82,6 +82,12 @@ class AgentMetrics:
             "beyond int64, more available than capacity); the reason is logged.",
             registry=r,
         )
+        self.kubelet_summary_age = Gauge(
+            "eviction_agent_kubelet_summary_age_seconds",
+            "Age of the last good kubelet /stats/summary (NaN before the first); its pod disk "
+            "figures are dropped once older than three fetch intervals (30 s).",
+            registry=r,
+        )
         self.node_condition = Gauge(
             "eviction_agent_node_condition",
             "1 while the agent reports the pressure condition (MemoryPressure, ...).",

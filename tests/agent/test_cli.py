@@ -348,3 +348,15 @@ def test_rank_stats_file_with_hostile_numbers_or_nesting_exits_2(
     assert code == 2
     assert err.startswith("error: --stats-file:") and rule in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_http_kubelet_url_with_the_token_exits_2_naming_the_field() -> None:
+    url = "http://10.0.0.1:10255/stats/summary"
+    code, out, err = run("check-config", "--kubelet-summary-url", url)
+    assert code == 2 and out == ""
+    assert err.startswith("error: kubeletSummaryUrl (--kubelet-summary-url): must be https")
+    assert err.count("\n") == 1
+    code, out, _ = run(
+        "check-config", "--kubelet-summary-url", url, "--kubelet-token-file", "", "-o", "json"
+    )
+    assert code == 0 and json.loads(out)["kubeletTokenFile"] == ""

@@ -135,7 +135,21 @@ def test_soft_thresholds_with_grace_and_min_reclaim() -> None:
         ({"memoryCapacity": "lots"}, "memoryCapacity", "not a quantity"),
         ({"memoryCapacity": "0"}, "memoryCapacity", "must be positive"),
         ({"dryRun": "yes"}, "dryRun", "true or false"),
-        ({"kubeletSummaryUrl": "ftp://x"}, "kubeletSummaryUrl", "http"),
+        ({"kubeletSummaryUrl": "ftp://x"}, "kubeletSummaryUrl", "must be an https URL"),
+        (
+            {"kubeletSummaryUrl": "http://10.0.0.1:10255/stats/summary"},
+            "kubeletSummaryUrl",
+            "would send the ServiceAccount token",
+        ),
+        (
+            {
+                "kubeletSummaryUrl": "http://10.0.0.1:10255/stats/summary",
+                "kubeletTokenFile": "/etc/agent/token",
+            },
+            "kubeletSummaryUrl",
+            "must be https",
+        ),
+        ({"kubeletCAFile": "/nonexistent/ca.crt"}, "kubeletCAFile", "no such file"),
     ],
 )
 def test_each_bad_entry_names_field_and_rule(
@@ -339,3 +353,17 @@ def test_bounds_themselves_are_accepted() -> None:
     )
     assert cfg.housekeeping_interval == 0.01
     assert load_config({"housekeepingInterval": "1h"}, env={}).housekeeping_interval == 3600
+
+
+def test_kubelet_url_is_https_or_sends_no_credential(tmp_path: Path) -> None:
+    https = load_config({"kubeletSummaryUrl": "https://10.0.0.1:10250/stats/summary"}, env={})
+    assert https.kubelet_token_file.endswith("serviceaccount/token")
+    assert https.kubelet_ca_file is None  # the ServiceAccount CA, verified
+    bare = load_config(
+        {"kubeletSummaryUrl": "http://10.0.0.1:10255/stats/summary", "kubeletTokenFile": ""},
+        env={},
+    )
+    assert bare.kubelet_token_file == ""
+    ca = tmp_path / "kubelet-ca.crt"
+    ca.write_text("x")
+    assert load_config({"kubeletCAFile": str(ca)}, env={}).kubelet_ca_file == str(ca)

@@ -116,3 +116,31 @@ async def test_a_sync_slower_than_the_interval_does_not_starve_other_tasks() -> 
         bystander.cancel()
     assert loop.stats.syncs == 20
     assert ticks >= 19  # the other task ran between (nearly) every pair of syncs
+
+
+def test_the_daemon_exports_the_kubelet_summary_age(tmp_path: Any) -> None:
+    import math
+
+    from agent.config import load_config
+    from agent.daemon import Agent
+
+    cfg = load_config(
+        {
+            "nodeName": "n1",
+            "kubeletSummaryUrl": "https://127.0.0.1:10250/stats/summary",
+            "procRoot": str(tmp_path),
+            "cgroupRoot": str(tmp_path),
+            "kubeletRoot": str(tmp_path),
+        },
+        env={},
+    )
+    agent = Agent(cfg, api_client=None, serve_http=False, use_psi=False)
+    name = "eviction_agent_kubelet_summary_age_seconds"
+    value = agent.metrics.registry.get_sample_value(name)
+    assert value is not None and math.isnan(value)  # nothing fetched yet
+    agent.collector._kubelet_cached_at = time.monotonic() - 12
+    age = agent.metrics.registry.get_sample_value(name)
+    assert age is not None and 12 <= age < 20
+    kubelet = agent.collector.config.kubelet_summary
+    assert str(kubelet.token_path).endswith("serviceaccount/token")
+    assert str(kubelet.ca_path).endswith("serviceaccount/ca.crt") and not kubelet.insecure
