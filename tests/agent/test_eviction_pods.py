@@ -61,9 +61,23 @@ def test_local_volume_names_follow_is_local_ephemeral_volume() -> None:
 
 
 def test_pod_volume_infos_from_the_pod_value() -> None:
-    pod = make_pod("p", volumes=[{"name": "v", "emptyDir": {"sizeLimit": "1Mi"}}])
-    # scheduler.objects.Volume keeps only the source kind
-    assert pod_volume_infos(pod) == (VolumeInfo("v", "emptyDir"),)
+    volumes = [
+        {"name": "v", "emptyDir": {"sizeLimit": "1Mi"}},
+        {"name": "ram", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+        {"name": "plain", "emptyDir": {}},
+        {"name": "cfg", "configMap": {"name": "c"}},
+    ]
+    pod = make_pod("p", volumes=volumes)
+    # what the daemon's pods carry (scheduler.objects.Volume) is what the manifest says
+    assert pod_volume_infos(pod) == (
+        VolumeInfo("v", "emptyDir", "", 2**20),
+        VolumeInfo("ram", "emptyDir", "Memory", 64 * 2**20),
+        VolumeInfo("plain", "emptyDir"),
+        VolumeInfo("cfg", "configMap"),
+    )
+    assert pod_volume_infos(pod) == volume_infos_from_manifest({"spec": {"volumes": volumes}})
+    # a Memory emptyDir is not the pod's disk (IsLocalEphemeralVolume)
+    assert local_volume_names(pod_volume_infos(pod)) == ["v", "plain", "cfg"]
 
 
 def stats(u: PodUsage) -> PodStats:

@@ -108,3 +108,119 @@ async def test_preference_is_honoured_where_the_operator_allows_it(sim: Simulato
     assert sim.get("Pod", "team", "hog") is not None
     refused = agent.loop.stats.decisions
     assert all(d.pod.name != "hog" for d in refused)
+
+
+# --- emptyDir limits and media reach the decisions -----------------------------------------
+
+GI = 1024 * MI
+
+
+def volume_pod(name: str, volumes: str) -> str:
+    return "\n".join(
+        [
+            "apiVersion: v1",
+            "kind: Pod",
+            f"metadata: {{name: {name}, namespace: default}}",
+            "spec:",
+            "  nodeName: node-1",
+            "  priority: 0",
+            "  containers: [{name: c, image: app}]",
+            f"  volumes: {volumes}",
+        ]
+    )
+
+
+class DiskNode(FakeNode):
+    """FakeNode plus the kubelet's per-volume figures and a node filesystem whose use is the
+    disk-backed emptyDirs of the pods that still exist (tmpfs ones use memory, not disk)."""
+
+    def __init__(self, sim: Simulator, volumes: dict[str, dict[str, int]], **kw: Any) -> None:
+        super().__init__(sim, **kw)
+        self.volumes = volumes  # "ns/name" → {volume: usedBytes}
+        self.on_disk: set[tuple[str, str]] = set()  # (pod key, volume) on the node's disk
+        self.fs_capacity = 10 * GI
+        self.fs_base = 8 * GI
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        used = self.fs_base
+        for entry in out["pods"]:
+            ref = entry["podRef"]
+            key = f"{ref['namespace']}/{ref['name']}"
+            vols = self.volumes.get(key, {})
+            entry["volume"] = [{"name": v, "usedBytes": b} for v, b in vols.items()]
+            used += sum(b for v, b in vols.items() if (key, v) in self.on_disk)
+        t = out["node"]["memory"]["time"]
+        out["node"]["fs"] = {
+            "time": t,
+            "capacityBytes": self.fs_capacity,
+            "availableBytes": max(self.fs_capacity - used, 0),
+        }
+        return out
+
+
+async def test_an_emptydir_over_its_limit_is_evicted_with_the_kubelets_message() -> None:
+    state = "\n---\n".join(
+        [
+            NODES,
+            volume_pod("scratchy", "[{name: scratch, emptyDir: {sizeLimit: 1Mi}}]"),
+            volume_pod("tidy", "[{name: scratch, emptyDir: {sizeLimit: 1Gi}}]"),
+        ]
+    )
+    async with kubesim.serve(state=state, time_scale=0.01, bookmark_interval=0.2) as sim:
+        fake = DiskNode(
+            sim,
+            {"default/scratchy": {"scratch": 2 * MI}, "default/tidy": {"scratch": 2 * MI}},
+        )
+        # no threshold is anywhere near: the local-storage pass acts on its own, as the kubelet's
+        agent, api = await start(sim, fake, config(evictionHard={"memory.available": "1Mi"}))
+        try:
+            await until(lambda: sim.get("Pod", "default", "scratchy") is None)
+            await asyncio.sleep(0.3)
+        finally:
+            await stop(agent, api)
+        assert pod_deletes(sim) == ["scratchy"]
+        delete = sim.requests.filter(verb="delete", resource="pods", name="scratchy")[0]
+        assert delete.body["gracePeriodSeconds"] == 1
+        events = sim.requests.filter(verb="create", resource="events")
+        assert [e.body["regarding"]["name"] for e in events] == ["scratchy"]
+        assert (
+            events[0].body["note"] == 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". '
+        )
+        assert events[0].body["reason"] == "Evicted"
+        # the kubelet writes no DisruptionTarget for a local-storage eviction
+        assert sim.requests.filter(verb="patch", resource="pods", subresource="status") == []
+        evicted = agent.metrics.evictions.labels("emptydirfs.limit", "evicted")._value.get()
+        assert evicted == 1
+
+
+async def test_a_memory_emptydir_is_not_counted_as_disk() -> None:
+    state = "\n---\n".join(
+        [
+            NODES,
+            volume_pod("ram", "[{name: cache, emptyDir: {medium: Memory}}]"),
+            volume_pod("disk", "[{name: cache, emptyDir: {}}]"),
+        ]
+    )
+    async with kubesim.serve(state=state, time_scale=0.01, bookmark_interval=0.2) as sim:
+        fake = DiskNode(
+            sim,
+            # the tmpfs holds more bytes than the disk emptyDir, but in memory: its pages are
+            # in the pod's working set (the memory figure), not on the node's filesystem
+            {"default/ram": {"cache": 900 * MI}, "default/disk": {"cache": 300 * MI}},
+            usage={"default/ram": 900 * MI, "default/disk": 10 * MI},
+        )
+        fake.on_disk = {("default/disk", "cache")}
+        fake.fs_base = 8 * GI - 100 * MI  # available 1.8Gi < 2Gi while "disk" exists, 2.1Gi after
+        cfg = config(evictionHard={"nodefs.available": "2Gi"})
+        agent, api = await start(sim, fake, cfg)
+        try:
+            await until(lambda: sim.get("Pod", "default", "disk") is None)
+            await asyncio.sleep(0.3)
+        finally:
+            await stop(agent, api)
+        # with the medium lost, "ram" (900Mi of "disk" usage) would have gone first
+        assert pod_deletes(sim) == ["disk"]
+        assert sim.get("Pod", "default", "ram") is not None
+        (event,) = sim.requests.filter(verb="create", resource="events")
+        assert event.body["note"].startswith("The node was low on resource: ephemeral-storage. ")
