@@ -63,6 +63,7 @@ _FIELD = {
     "eviction_preference_namespaces": "evictionPreferenceNamespaces",
     "kubelet_ca_file": "kubeletCAFile",
     "kubelet_token_file": "kubeletTokenFile",
+    "max_evictions_per_minute": "maxEvictionsPerMinute",
 }
 _LANGLE_MAPS = ("eviction_hard", "eviction_soft")
 _EQ_MAPS = ("eviction_soft_grace_period", "eviction_minimum_reclaim")
@@ -212,6 +213,13 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="The node's cgroup below the cgroup root when the node is itself a cgroup (a "
             "kind/kwok node container, the kubesim demo node): node memory is read there and "
             "kubepods beneath it (default: the root).",
+        ),
+        click.option(
+            "--max-evictions-per-minute",
+            metavar="N",
+            help="The brake: at most N evictions in any 60 s (default 10; 0 = no limit). "
+            "Soft and local-storage evictions beyond it are held back (Event "
+            "EvictionHeldBack); hard thresholds still proceed, one per sync.",
         ),
         click.option(
             "--eviction-preference-namespaces",

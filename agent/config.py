@@ -97,6 +97,7 @@ AGENT_FIELDS: Final = (
     "evictionPreferenceNamespaces",
     "kubeletCAFile",
     "kubeletTokenFile",
+    "maxEvictionsPerMinute",
 )
 _ENFORCE_OPTIONS: Final = ("pods", "system-reserved", "kube-reserved", "none")
 _FLAG_OF: Final = {
@@ -286,6 +287,17 @@ def _string(field_name: str, value: Any) -> str:
     return value
 
 
+def _max_evictions(value: Any) -> int:
+    from agent.eviction.brake import DEFAULT_MAX_EVICTIONS_PER_MINUTE
+
+    if value is None:
+        return DEFAULT_MAX_EVICTIONS_PER_MINUTE
+    n = _int32("maxEvictionsPerMinute", value)
+    if n < 0:
+        raise ConfigError(_label("maxEvictionsPerMinute"), f"must be >= 0 (0 = no limit), got {n}")
+    return n
+
+
 def _check_kubelet_url(url: str, *, token_file: str) -> None:
     """https (verified), or http only when no credential would be sent.
 
@@ -353,6 +365,8 @@ class AgentConfig:
     kubelet_ca_file: str | None = None
     # the bearer token sent to the kubelet; "" = no credential (the only case http is allowed)
     kubelet_token_file: str = SERVICE_ACCOUNT_TOKEN
+    # the brake: evictions per sliding minute (0 = unlimited); hard thresholds pass it
+    max_evictions_per_minute: int = 10
     source: str = "defaults"
 
     def manager_config(self) -> ManagerConfig:
@@ -400,6 +414,7 @@ class AgentConfig:
             "evictionPreferenceNamespaces": list(self.eviction_preference_namespaces),
             "kubeletCAFile": self.kubelet_ca_file,
             "kubeletTokenFile": self.kubelet_token_file,
+            "maxEvictionsPerMinute": self.max_evictions_per_minute,
         }
 
 
@@ -641,5 +656,6 @@ def load_config(
         ),
         kubelet_ca_file=ca_file,
         kubelet_token_file=token_file,
+        max_evictions_per_minute=_max_evictions(raw.get("maxEvictionsPerMinute")),
         source=source,
     )

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from agent.actions import Actions
 from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
-from agent.eviction import EvictionManager
+from agent.eviction import EvictionBrake, EvictionDecision, EvictionManager
 from agent.http import health_from, make_app, start_http
 from agent.informer import PodInformer
 from agent.loop import EvictionLoop, psi_wakeups
@@ -104,6 +104,8 @@ class Agent:
             fast_check_interval=fast_check_interval,
             cleanup_timeout=cleanup_timeout,
             on_sync=self._after_sync,
+            brake=EvictionBrake(config.max_evictions_per_minute, WallClock()),
+            on_held_back=self._held_back,
         )
         self.http_port: int | None = None
         self._runner: web.AppRunner | None = None
@@ -197,6 +199,9 @@ class Agent:
             self._ready_sent = True
             self.notifier.ready(f"watching {len(self.informer.pods)} pods")
             log.info("agent ready", extra={"node": self.config.node_name})
+
+    def _held_back(self, decision: EvictionDecision, note: str) -> None:
+        self._spawn(self.actions.write_held_back_event(decision, note))
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)

@@ -76,6 +76,18 @@ class AgentMetrics:
             "Syncs that failed before deciding (stats unreadable or invalid).",
             registry=r,
         )
+        self.evictions_held_back = Counter(
+            "eviction_agent_evictions_held_back",
+            "Eviction decisions held back by the brake (--max-evictions-per-minute), by signal; "
+            "one per sync while a decision waits for room.",
+            ["signal"],
+            registry=r,
+        )
+        self.brake_window = Gauge(
+            "eviction_agent_evictions_in_brake_window",
+            "Evictions carried out in the last 60 s, as the brake counts them.",
+            registry=r,
+        )
         self.stats_rejected = Counter(
             "eviction_agent_stats_rejected",
             "Syncs skipped because the stats summary held absurd figures (negative, non-finite, "

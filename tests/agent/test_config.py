@@ -367,3 +367,13 @@ def test_kubelet_url_is_https_or_sends_no_credential(tmp_path: Path) -> None:
     ca = tmp_path / "kubelet-ca.crt"
     ca.write_text("x")
     assert load_config({"kubeletCAFile": str(ca)}, env={}).kubelet_ca_file == str(ca)
+
+
+def test_the_brake_defaults_to_ten_a_minute_and_zero_is_unlimited() -> None:
+    assert load_config({}, env={}).max_evictions_per_minute == 10
+    assert load_config({"maxEvictionsPerMinute": 0}, env={}).max_evictions_per_minute == 0
+    assert load_config({}, {"maxEvictionsPerMinute": "3"}, env={}).max_evictions_per_minute == 3
+    for bad, rule in ((-1, ">= 0"), (float("nan"), "integer"), (2**31, "int32"), ("x", "integer")):
+        with pytest.raises(ConfigError) as info:
+            load_config({"maxEvictionsPerMinute": bad}, env={})
+        assert info.value.field.startswith("maxEvictionsPerMinute") and rule in str(info.value)

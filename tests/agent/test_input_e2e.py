@@ -224,3 +224,42 @@ async def test_a_memory_emptydir_is_not_counted_as_disk() -> None:
         assert sim.get("Pod", "default", "ram") is not None
         (event,) = sim.requests.filter(verb="create", resource="events")
         assert event.body["note"].startswith("The node was low on resource: ephemeral-storage. ")
+
+
+# --- the brake --------------------------------------------------------------------------------
+
+
+async def test_the_brake_holds_evictions_back_with_an_event() -> None:
+    names = ["s0", "s1", "s2"]
+    state = "\n---\n".join(
+        [NODES, *(volume_pod(n, "[{name: scratch, emptyDir: {sizeLimit: 1Mi}}]") for n in names)]
+    )
+    async with kubesim.serve(state=state, time_scale=0.01, bookmark_interval=0.2) as sim:
+        fake = DiskNode(sim, {f"default/{n}": {"scratch": 2 * MI} for n in names})
+        cfg = config(evictionHard={"memory.available": "1Mi"}, maxEvictionsPerMinute=1)
+
+        def held_events() -> list[Any]:
+            return [
+                r
+                for r in sim.requests.filter(verb="create", resource="events")
+                if r.body["reason"] == "EvictionHeldBack"
+            ]
+
+        agent, api = await start(sim, fake, cfg)
+        try:
+            await until(lambda: len(held_events()) >= 2)
+            await asyncio.sleep(0.3)  # more syncs: still one eviction, no repeated Events
+            held = held_events()
+        finally:
+            await stop(agent, api)
+        assert len(pod_deletes(sim)) == 1
+        assert sorted(r.body["regarding"]["name"] for r in held) == sorted(
+            set(names) - set(pod_deletes(sim))
+        )
+        assert all(r.code == 201 for r in held)
+        ev = held[0].body
+        assert ev["type"] == "Warning" and ev["action"] == "Evict"
+        assert ev["reportingController"] == "node-pressure-evictor.io/eviction-agent"
+        assert ev["note"].startswith("Eviction held back: 1 evictions in the last 60s")
+        count = agent.metrics.evictions_held_back.labels("emptydirfs.limit")._value.get()
+        assert count >= 2
