@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
@@ -43,6 +43,7 @@ from scheduler.objects import Pod, format_micro_time, format_time
 
 __all__ = [
     "DISRUPTION_REASON",
+    "HELD_BACK_REASON",
     "NODE_CONDITION_PREFIX",
     "PRESSURE_TAINTS",
     "REPORTING_CONTROLLER",
@@ -57,6 +58,7 @@ REPORTING_CONTROLLER: Final = "node-pressure-evictor.io/eviction-agent"
 DISRUPTION_REASON: Final = "TerminationByNodePressureAgent"
 NODE_CONDITION_PREFIX: Final = "NodePressureAgent"
 EVENT_ACTION: Final = "Evict"
+HELD_BACK_REASON: Final = "EvictionHeldBack"
 # ``--node-taints``: our own keys, as the node lifecycle controller maps the kubelet's conditions
 # to ``node.kubernetes.io/memory-pressure:NoSchedule`` (TaintNodesByCondition) — never its keys.
 TAINT_DOMAIN: Final = "node-pressure-evictor.io"
@@ -76,11 +78,21 @@ def _seg(value: str) -> str:
 
 
 def build_event(
-    decision: EvictionDecision, *, node_name: str, now: float, uid: str = ""
+    decision: EvictionDecision,
+    *,
+    node_name: str,
+    now: float,
+    uid: str = "",
+    reason: str = "",
+    note: str = "",
 ) -> dict[str, Any]:
-    """An ``events.k8s.io/v1`` Event that kube-apiserver's validation accepts."""
+    """An ``events.k8s.io/v1`` Event that kube-apiserver's validation accepts.
+
+    By default the kubelet's ``Evicted`` Event with the decision's message; ``reason`` and
+    ``note`` replace them (``EvictionHeldBack`` when the brake holds the decision back).
+    """
     pod = decision.pod
-    note = decision.message
+    note = note or decision.message
     if len(note.encode()) > _NOTE_LIMIT:
         note = note.encode()[: _NOTE_LIMIT - 3].decode(errors="ignore") + "..."
     return {
@@ -95,7 +107,7 @@ def build_event(
         "reportingController": REPORTING_CONTROLLER,
         "reportingInstance": f"eviction-agent-{node_name}"[:128],
         "action": EVENT_ACTION,
-        "reason": decision.reason or "Evicted",
+        "reason": reason or decision.reason or "Evicted",
         "type": "Warning",
         "note": note,
         "regarding": {
@@ -143,10 +155,14 @@ class Actions:
         evictor: Any = None,
         request_timeout: float = 5.0,
         clock: Callable[[], float] = time.time,
+        preference_namespaces: Collection[str] = (),
     ) -> None:
         if mode not in ("delete", "eviction-api"):
             raise ValueError(f"eviction mode {mode!r}: must be delete or eviction-api")
         self.node_name = node_name
+        # where ``eviction-preference: never`` is honoured: the manager's setting, checked again
+        # here as the last guard before a write
+        self.preference_namespaces = frozenset(preference_namespaces)
         self.mode = mode
         self.dry_run = dry_run
         self.request_timeout = request_timeout
@@ -170,7 +186,7 @@ class Actions:
     ) -> ActionResult:
         pod = decision.pod
         extra = {"pod": pod_ref(pod), "signal": decision.signal}
-        if is_critical_pod(pod) or is_eviction_forbidden(pod):
+        if is_critical_pod(pod) or is_eviction_forbidden(pod, allowed=self.preference_namespaces):
             log.error("refusing to evict a protected pod", extra=extra)
             return ActionResult("refused", message="critical or eviction-preference: never")
         grace = effective_grace_period_seconds(decision.grace_period_override, pod)
@@ -311,6 +327,29 @@ class Actions:
                     del self._evented[uid]
             self._evented[pod.uid] = now
         return True
+
+    async def write_held_back_event(self, decision: EvictionDecision, note: str) -> bool:
+        """A Warning Event ``EvictionHeldBack`` on the pod the brake kept (nothing in dry run)."""
+        pod = decision.pod
+        if self.dry_run or self.api_client is None:
+            return True
+        body = build_event(
+            decision, node_name=self.node_name, now=self.clock(), reason=HELD_BACK_REASON, note=note
+        )
+        body["metadata"]["annotations"] = {}
+        try:
+            resp = await self._raw(
+                "POST", f"/apis/events.k8s.io/v1/namespaces/{_seg(pod.namespace)}/events", body
+            )
+        except Exception as exc:
+            log.warning("held-back event not written", extra={"pod": pod_ref(pod), "err": str(exc)})
+            return False
+        if not resp.ok:
+            log.warning(
+                "held-back event rejected",
+                extra={"pod": pod_ref(pod), "err": f"{resp.status} {resp.message}"},
+            )
+        return bool(resp.ok)
 
     async def write_condition(self, decision: EvictionDecision) -> int | None:
         """Patch the DisruptionTarget condition; the HTTP status, None without an answer."""

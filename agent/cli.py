@@ -60,6 +60,10 @@ _FIELD = {
     "memory_capacity": "memoryCapacity",
     "kubelet_summary_url": "kubeletSummaryUrl",
     "node_cgroup": "nodeCgroup",
+    "eviction_preference_namespaces": "evictionPreferenceNamespaces",
+    "kubelet_ca_file": "kubeletCAFile",
+    "kubelet_token_file": "kubeletTokenFile",
+    "max_evictions_per_minute": "maxEvictionsPerMinute",
 }
 _LANGLE_MAPS = ("eviction_hard", "eviction_soft")
 _EQ_MAPS = ("eviction_soft_grace_period", "eviction_minimum_reclaim")
@@ -211,9 +215,36 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "kubepods beneath it (default: the root).",
         ),
         click.option(
+            "--max-evictions-per-minute",
+            metavar="N",
+            help="The brake: at most N evictions in any 60 s (default 10; 0 = no limit). "
+            "Soft and local-storage evictions beyond it are held back (Event "
+            "EvictionHeldBack); hard thresholds still proceed, one per sync.",
+        ),
+        click.option(
+            "--eviction-preference-namespaces",
+            metavar="NS,...",
+            help="Namespaces whose pods may use the node-pressure-evictor.io/eviction-preference "
+            "annotation (never/avoid); '*' for all. Default: none — a pod cannot exempt itself "
+            "and ranking is the kubelet's.",
+        ),
+        click.option(
             "--kubelet-summary-url",
             metavar="URL",
-            help="The kubelet's /stats/summary, for per-pod disk usage (optional).",
+            help="The kubelet's /stats/summary, for per-pod disk usage (optional). Must be "
+            "https; http only with --kubelet-token-file='' (no credential sent).",
+        ),
+        click.option(
+            "--kubelet-ca-file",
+            metavar="FILE",
+            help="CA bundle that verifies the kubelet's serving certificate (default: the "
+            "ServiceAccount CA, else the system CAs).",
+        ),
+        click.option(
+            "--kubelet-token-file",
+            metavar="FILE",
+            help="Bearer token sent to the kubelet (default: the ServiceAccount token; '' "
+            "sends none).",
         ),
     ]
     for opt in reversed(opts):
@@ -398,8 +429,14 @@ async def _rank(cfg: AgentConfig, signal_name: str | None, stats_file: str | Non
             with open(stats_file) as fh:
                 raw = json.load(fh)
             summary = Summary.from_dict(raw)
+        except RecursionError:
+            raise ConfigUsageError(
+                f"--stats-file: {stats_file}: JSON nested too deeply to be a stats Summary"
+            ) from None
         except (OSError, ValueError, SummaryError) as exc:
-            raise ConfigUsageError(f"--stats-file: {stats_file}: {exc}") from None
+            # ValueError includes Python's limit on integer digits (a 5000-digit number)
+            detail = " ".join(str(exc).split())
+            raise ConfigUsageError(f"--stats-file: {stats_file}: {detail}") from None
     else:
         from agent.sources import Roots, SourceConfig, SummaryCollector
 

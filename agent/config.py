@@ -27,6 +27,7 @@ stays fast.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,12 @@ __all__ = [
 ]
 
 DEFAULT_LISTEN: Final = "127.0.0.1:9808"
+# A sync reads every pod cgroup: below 10 ms it cannot finish and the loop only burns the CPU;
+# above 1 h the agent is 360 times slower than the kubelet's 10 s loop it is meant to beat.
+MIN_HOUSEKEEPING_INTERVAL: Final = 0.01
+MAX_HOUSEKEEPING_INTERVAL: Final = 3600.0
+_INT64_MAX: Final = 2**63 - 1
+_GO_MAX_DURATION: Final = "2562047h47m16.854775807s"
 EVICTION_MODES: Final = ("delete", "eviction-api")
 KUBELET_API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
 AGENT_DOMAIN: Final = "node-pressure-evictor.io"
@@ -87,6 +94,10 @@ AGENT_FIELDS: Final = (
     "memoryCapacity",
     "kubeletSummaryUrl",
     "nodeCgroup",
+    "evictionPreferenceNamespaces",
+    "kubeletCAFile",
+    "kubeletTokenFile",
+    "maxEvictionsPerMinute",
 )
 _ENFORCE_OPTIONS: Final = ("pods", "system-reserved", "kube-reserved", "none")
 _FLAG_OF: Final = {
@@ -94,6 +105,10 @@ _FLAG_OF: Final = {
     for name in KUBELET_FIELDS + AGENT_FIELDS
 }
 _FLAG_OF["listen"] = "--listen"
+_FLAG_OF["kubeletCAFile"] = "--kubelet-ca-file"
+# the ServiceAccount's files, mounted in every pod (and the kubelet's default credentials)
+SERVICE_ACCOUNT_TOKEN: Final = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+SERVICE_ACCOUNT_CA: Final = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 
 
 class ConfigError(ValueError):
@@ -152,17 +167,64 @@ def parse_listen(value: str) -> tuple[str, int]:
 # --- values ------------------------------------------------------------------------------------
 
 
-def _duration(field_name: str, value: Any) -> float:
-    from agent.eviction.helpers import parse_go_duration
+def _duration(
+    field_name: str,
+    value: Any,
+    *,
+    minimum: float = 0.0,
+    maximum: float | None = None,
+    exclusive_minimum: bool = False,
+) -> float:
+    """A Go duration string (or a number of seconds), finite and within [minimum, maximum].
 
+    NaN compares false with everything, so the bounds are written to fail for it; the maximum
+    defaults to the longest ``time.Duration`` (an int64 of nanoseconds, about 292 years).
+    """
+    from scheduler.duration import (
+        MAX_DURATION_SECONDS,
+        DurationError,
+        DurationOverflowError,
+        parse_go_duration,
+    )
+
+    label = _label(field_name)
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ConfigError(_label(field_name), f"must be a duration such as 1m30s, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    try:
-        return parse_go_duration(value.strip())
-    except ValueError as exc:
-        raise ConfigError(_label(field_name), str(exc)) from None
+        raise ConfigError(label, f"must be a duration such as 1m30s, got {value!r}")
+    if isinstance(value, str):
+        try:
+            seconds = parse_go_duration(value.strip())
+        except DurationOverflowError as exc:
+            raise ConfigError(
+                label, f"{exc}: overflows a duration (at most {_GO_MAX_DURATION})"
+            ) from None
+        except DurationError as exc:
+            raise ConfigError(label, str(exc)) from None
+    else:
+        seconds = float(value)
+    if not math.isfinite(seconds):
+        raise ConfigError(label, f"must be a finite duration, got {value!r}")
+    top = MAX_DURATION_SECONDS if maximum is None else maximum
+    low_ok = seconds > minimum if exclusive_minimum else seconds >= minimum
+    if not low_ok:
+        op = ">" if exclusive_minimum else ">="
+        raise ConfigError(label, f"must be {op} {_seconds(minimum)}, got {value!r}")
+    if not seconds <= top:
+        raise ConfigError(label, f"must be <= {_seconds(top)}, got {value!r}")
+    return seconds
+
+
+def _seconds(value: float) -> str:
+    from scheduler.duration import MAX_DURATION_SECONDS
+
+    if value >= MAX_DURATION_SECONDS:
+        return _GO_MAX_DURATION
+    if value >= 3600 and value % 3600 == 0:
+        return f"{value / 3600:g}h"
+    if value >= 60 and value % 60 == 0:
+        return f"{value / 60:g}m"
+    if value < 1 and value != 0:
+        return f"{value * 1000:g}ms"
+    return f"{value:g}s"
 
 
 def _str_map(field_name: str, value: Any) -> dict[str, str]:
@@ -195,10 +257,65 @@ def _int32(field_name: str, value: Any) -> int:
     return int(value)
 
 
+_NAMESPACE_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _namespaces(field_name: str, value: Any) -> tuple[str, ...]:
+    """A list of namespace names (DNS-1123 labels) or ``*``; a comma list from the flag."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list | tuple):
+        raise ConfigError(_label(field_name), f"must be a list of namespaces, got {value!r}")
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not (
+            item == "*" or _NAMESPACE_NAME.fullmatch(item) is not None
+        ):
+            raise ConfigError(
+                _label(field_name), f"{item!r} is not a namespace name (DNS-1123 label) or '*'"
+            )
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
 def _string(field_name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise ConfigError(_label(field_name), f"must be a string, got {value!r}")
     return value
+
+
+def _max_evictions(value: Any) -> int:
+    from agent.eviction.brake import DEFAULT_MAX_EVICTIONS_PER_MINUTE
+
+    if value is None:
+        return DEFAULT_MAX_EVICTIONS_PER_MINUTE
+    n = _int32("maxEvictionsPerMinute", value)
+    if n < 0:
+        raise ConfigError(_label("maxEvictionsPerMinute"), f"must be >= 0 (0 = no limit), got {n}")
+    return n
+
+
+def _check_kubelet_url(url: str, *, token_file: str) -> None:
+    """https (verified), or http only when no credential would be sent.
+
+    "No credential" means ``kubeletTokenFile`` is empty: the fetch then carries no
+    Authorization header (the agent has no other credential for the kubelet — no client
+    certificate), so a read-only port such as 10255 gives away nothing that can delete pods.
+    """
+    label = _label("kubeletSummaryUrl")
+    if url.startswith("https://"):
+        return
+    if not url.startswith("http://"):
+        raise ConfigError(label, f"must be an https URL, got {url!r}")
+    if token_file:
+        raise ConfigError(
+            label,
+            f"must be https: {url!r} would send the ServiceAccount token ({token_file}) in "
+            'clear; http is allowed only with kubeletTokenFile: "" (no credential)',
+        )
 
 
 # --- the result --------------------------------------------------------------------------------
@@ -242,6 +359,14 @@ class AgentConfig:
     # The node's cgroup below each hierarchy root ("" = the root): a kind/kwok node container,
     # or the kubesim demo node's sub-root. kubepods is looked for beneath it.
     node_cgroup: str = ""
+    # where pods may state ``eviction-preference`` (``*`` = everywhere); none by default
+    eviction_preference_namespaces: tuple[str, ...] = ()
+    # TLS trust for kubeletSummaryUrl: None = the ServiceAccount CA (system CAs if absent)
+    kubelet_ca_file: str | None = None
+    # the bearer token sent to the kubelet; "" = no credential (the only case http is allowed)
+    kubelet_token_file: str = SERVICE_ACCOUNT_TOKEN
+    # the brake: evictions per sliding minute (0 = unlimited); hard thresholds pass it
+    max_evictions_per_minute: int = 10
     source: str = "defaults"
 
     def manager_config(self) -> ManagerConfig:
@@ -252,6 +377,7 @@ class AgentConfig:
             max_pod_grace_period_seconds=self.eviction.eviction_max_pod_grace_period,
             pressure_transition_period_seconds=self.eviction.eviction_pressure_transition_period,
             local_storage_capacity_isolation=self.eviction.local_storage_capacity_isolation,
+            eviction_preference_namespaces=frozenset(self.eviction_preference_namespaces),
         )
 
     def with_changes(self, **changes: Any) -> AgentConfig:
@@ -285,6 +411,10 @@ class AgentConfig:
             "memoryCapacity": self.memory_capacity,
             "kubeletSummaryUrl": self.kubelet_summary_url,
             "nodeCgroup": self.node_cgroup,
+            "evictionPreferenceNamespaces": list(self.eviction_preference_namespaces),
+            "kubeletCAFile": self.kubelet_ca_file,
+            "kubeletTokenFile": self.kubelet_token_file,
+            "maxEvictionsPerMinute": self.max_evictions_per_minute,
         }
 
 
@@ -300,7 +430,10 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError("--config", f"{path} is not valid YAML: {exc}") from None
+        detail = " ".join(str(exc).split())
+        raise ConfigError("--config", f"{path} is not valid YAML: {detail}") from None
+    except RecursionError:
+        raise ConfigError("--config", f"{path} is nested too deeply") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -431,10 +564,6 @@ def load_config(
     transition = _duration(
         "evictionPressureTransitionPeriod", raw.get("evictionPressureTransitionPeriod", "5m")
     )
-    if transition < 0:
-        raise ConfigError(
-            _label("evictionPressureTransitionPeriod"), f"must be >= 0, got {transition:g}s"
-        )
     settings = EvictionSettings(
         eviction_hard=_hard_with_defaults(hard, merge),
         eviction_soft=_str_map("evictionSoft", raw.get("evictionSoft")),
@@ -456,9 +585,12 @@ def load_config(
     )
     thresholds = _check_thresholds(settings)
 
-    interval = _duration("housekeepingInterval", raw.get("housekeepingInterval", "1s"))
-    if interval <= 0:
-        raise ConfigError(_label("housekeepingInterval"), f"must be > 0, got {interval:g}s")
+    interval = _duration(
+        "housekeepingInterval",
+        raw.get("housekeepingInterval", "1s"),
+        minimum=MIN_HOUSEKEEPING_INTERVAL,
+        maximum=MAX_HOUSEKEEPING_INTERVAL,
+    )
     mode = _string("evictionMode", raw.get("evictionMode", "delete"))
     if mode not in EVICTION_MODES:
         raise ConfigError(
@@ -471,18 +603,30 @@ def load_config(
         raise ConfigError(_label("listen"), str(exc)) from None
     capacity: int | None = None
     if raw.get("memoryCapacity") not in (None, ""):
-        from scheduler.quantity import QuantityError, quantity_value
+        from scheduler.quantity import QuantityError, parse_quantity, quantity_value
 
+        text = str(raw["memoryCapacity"])
         try:
-            capacity = quantity_value(str(raw["memoryCapacity"]))
+            exact = parse_quantity(text)
+            capacity = quantity_value(text)
         except (QuantityError, ValueError) as exc:
             raise ConfigError(_label("memoryCapacity"), f"not a quantity: {exc}") from None
         if capacity <= 0:
             raise ConfigError(_label("memoryCapacity"), f"must be positive, got {capacity}")
+        if not exact <= _INT64_MAX:  # quantity_value clamps; a node has no 8 EiB of memory
+            raise ConfigError(
+                _label("memoryCapacity"), f"must be at most {_INT64_MAX} bytes, got {text!r}"
+            )
     node_name = _string("nodeName", raw.get("nodeName") or environ.get("NODE_NAME", ""))
     url = raw.get("kubeletSummaryUrl")
-    if url is not None and not re.match(r"https?://", _string("kubeletSummaryUrl", url)):
-        raise ConfigError(_label("kubeletSummaryUrl"), f"must be an http(s) URL, got {url!r}")
+    token_file = _string("kubeletTokenFile", raw.get("kubeletTokenFile", SERVICE_ACCOUNT_TOKEN))
+    ca_file = raw.get("kubeletCAFile")
+    if ca_file is not None:
+        ca_file = _string("kubeletCAFile", ca_file)
+        if not os.path.isfile(ca_file):
+            raise ConfigError(_label("kubeletCAFile"), f"{ca_file}: no such file")
+    if url is not None:
+        _check_kubelet_url(_string("kubeletSummaryUrl", url), token_file=token_file)
     kubeconfig = raw.get("kubeconfig")
     node_cgroup = _string("nodeCgroup", raw.get("nodeCgroup") or "").strip("/")
     if ".." in node_cgroup.split("/"):
@@ -507,5 +651,11 @@ def load_config(
         memory_capacity=capacity,
         kubelet_summary_url=url,
         node_cgroup=node_cgroup,
+        eviction_preference_namespaces=_namespaces(
+            "evictionPreferenceNamespaces", raw.get("evictionPreferenceNamespaces")
+        ),
+        kubelet_ca_file=ca_file,
+        kubelet_token_file=token_file,
+        max_evictions_per_minute=_max_evictions(raw.get("maxEvictionsPerMinute")),
         source=source,
     )

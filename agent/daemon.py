@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -19,8 +20,8 @@ from typing import Any
 from aiohttp import web
 
 from agent.actions import Actions
-from agent.config import AgentConfig
-from agent.eviction import EvictionManager
+from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
+from agent.eviction import EvictionBrake, EvictionDecision, EvictionManager
 from agent.http import health_from, make_app, start_http
 from agent.informer import PodInformer
 from agent.loop import EvictionLoop, psi_wakeups
@@ -88,6 +89,7 @@ class Agent:
             node_name=config.node_name,
             mode=config.eviction_mode,
             dry_run=config.dry_run,
+            preference_namespaces=config.eviction_preference_namespaces,
         )
         self.loop = EvictionLoop(
             self.manager,
@@ -102,6 +104,8 @@ class Agent:
             fast_check_interval=fast_check_interval,
             cleanup_timeout=cleanup_timeout,
             on_sync=self._after_sync,
+            brake=EvictionBrake(config.max_evictions_per_minute, WallClock()),
+            on_held_back=self._held_back,
         )
         self.http_port: int | None = None
         self._runner: web.AppRunner | None = None
@@ -122,7 +126,13 @@ class Agent:
             runtime_root=cfg.runtime_root,
         )
         kubelet = (
-            KubeletSummaryConfig(url=cfg.kubelet_summary_url) if cfg.kubelet_summary_url else None
+            KubeletSummaryConfig(
+                url=cfg.kubelet_summary_url,
+                token_path=Path(cfg.kubelet_token_file) if cfg.kubelet_token_file else None,
+                ca_path=Path(cfg.kubelet_ca_file or SERVICE_ACCOUNT_CA),
+            )
+            if cfg.kubelet_summary_url
+            else None
         )
         self.collector = SummaryCollector(
             SourceConfig(
@@ -136,6 +146,13 @@ class Agent:
             lookup=self.informer.lookup,
         )
         collector = self.collector
+        if kubelet is not None:
+
+            def kubelet_age() -> float:
+                age = collector.kubelet_summary_age()
+                return math.nan if age is None else age
+
+            self.metrics.kubelet_summary_age.set_function(kubelet_age)
 
         def fast() -> dict[str, Any]:
             result: dict[str, Any] = collector.collect(only={"memory", "systemContainers"})
@@ -182,6 +199,9 @@ class Agent:
             self._ready_sent = True
             self.notifier.ready(f"watching {len(self.informer.pods)} pods")
             log.info("agent ready", extra={"node": self.config.node_name})
+
+    def _held_back(self, decision: EvictionDecision, note: str) -> None:
+        self._spawn(self.actions.write_held_back_event(decision, note))
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)

@@ -135,6 +135,7 @@ class PodInformer:
         """List, then watch, forever; cancel to stop."""
         attempt = 0
         while True:
+            await asyncio.sleep(0)  # a relist answered at once (410 after 410) still yields
             try:
                 if not self.resource_version:
                     await self._list()
@@ -219,6 +220,8 @@ class PodInformer:
                     return  # server closed (timeout): resume from the last version
                 if line.strip():
                     await self._handle(line)
+                # buffered lines return without suspending: a burst must not starve the loop
+                await asyncio.sleep(0)
         finally:
             resp.release()
 

@@ -18,7 +18,19 @@ eviction of a pod with a long grace period block hard evictions for hours
 - a pod whose eviction was accepted is never evicted again (it is left out of the active pods
   until the informer sees it terminating or gone); a failed attempt is retried by a later sync
   with fresh stats, so an unreachable API server delays an eviction but never duplicates one;
-- nothing a sync can raise stops the loop.
+- nothing a sync can raise stops the loop;
+- every iteration yields to the event loop at least once, even when a sync overruns its interval
+  (stats that never suspend, a sync slower than ``interval``): HTTP probes, the pod watch and the
+  systemd watchdog must keep running while the node is under pressure;
+- the brake (``agent.eviction.brake``, ``--max-evictions-per-minute``): a soft or local-storage
+  decision that finds the 60 s window full is held back — skipped, counted in
+  ``eviction_agent_evictions_held_back``, logged and reported (``on_held_back``: the daemon writes
+  a Warning Event ``EvictionHeldBack`` on the pod) once per pod per window — and decided again
+  by a later sync on fresh stats; a hard-threshold decision still proceeds (one per sync, the
+  core's rule, each followed by the cleanup wait) and counts in the window;
+- a Summary the core refuses (absurd figures: negative, non-finite, beyond int64, more available
+  than capacity) is a skipped sync with a logged reason and ``eviction_agent_stats_rejected``
+  counted — never a decision.
 
 Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
 was active last sync, a sync may read the node-level figures alone (``node_stats``) — the
@@ -41,6 +53,8 @@ from typing import Any, Protocol
 
 from agent.actions import ActionResult
 from agent.eviction import (
+    BRAKE_WINDOW_SECONDS,
+    EvictionBrake,
     EvictionDecision,
     EvictionManager,
     Signal,
@@ -51,11 +65,12 @@ from agent.eviction import (
     make_signal_observations,
     thresholds_met,
 )
+from agent.eviction.brake import Slot
 from agent.informer import pod_ref
 from agent.metrics import AgentMetrics
 from scheduler.objects import Pod
 
-__all__ = ["EvictionLoop", "LoopStats", "psi_wakeups"]
+__all__ = ["EvictionLoop", "LoopStats", "StatsRejected", "psi_wakeups"]
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +88,17 @@ class CleanupWaiter(Protocol):
     async def wait_gone(self, uid: str, timeout: float) -> bool: ...
 
 
+class StatsRejected(Exception):
+    """The stats summary was refused by the core (``SummaryError``): skip this sync."""
+
+
 @dataclass
 class LoopStats:
     """Counters the tests and ``/readyz`` read."""
 
     syncs: int = 0
     errors: int = 0
+    rejected: int = 0
     # the latest decisions and results only: a daemon in dry run decides every second
     decisions: deque[EvictionDecision] = field(default_factory=lambda: deque(maxlen=1000))
     results: deque[tuple[EvictionDecision, ActionResult]] = field(
@@ -112,6 +132,8 @@ class EvictionLoop:
         soft_action_timeout: float = 300.0,
         on_sync: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.time,
+        brake: EvictionBrake | None = None,
+        on_held_back: Callable[[EvictionDecision, str], None] | None = None,
     ) -> None:
         self.manager = manager
         self.stats_source = stats
@@ -128,6 +150,9 @@ class EvictionLoop:
         self.soft_action_timeout = soft_action_timeout
         self.on_sync = on_sync
         self.clock = clock
+        self.brake = brake
+        self.on_held_back = on_held_back
+        self._held: dict[str, float] = {}  # pod uid → when its hold was last reported
         self.stats = LoopStats()
         self.evicted: dict[str, float] = {}
         self._soft: tuple[str, asyncio.Task[None]] | None = None
@@ -156,6 +181,8 @@ class EvictionLoop:
                 if remaining > 0 and not self._wake.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), remaining)
+                else:
+                    await asyncio.sleep(0)  # overran (or woken): still let the others run
         finally:
             if fast is not None:
                 fast.cancel()
@@ -213,6 +240,15 @@ class EvictionLoop:
             return await self._sync(trigger)
         except asyncio.CancelledError:
             raise
+        except StatsRejected as exc:
+            self.stats.errors += 1
+            self.stats.rejected += 1
+            self.stats.last_error = str(exc)
+            if self.metrics is not None:
+                self.metrics.sync_errors.inc()
+                self.metrics.stats_rejected.inc()
+            log.warning("stats summary rejected, sync skipped", extra={"reason": str(exc)})
+            return []
         except Exception as exc:
             self.stats.errors += 1
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
@@ -246,7 +282,10 @@ class EvictionLoop:
                         extra={"pod": pod_ref(decision.pod)},
                     )
                     continue
-                task = asyncio.create_task(self._soft_eviction(decision, summary))
+                admitted, slot = self._admit(decision, force=False)
+                if not admitted:
+                    continue
+                task = asyncio.create_task(self._soft_eviction(decision, summary, slot))
                 self._soft = (uid, task)
                 continue
             if self._soft is not None and self._soft[0] == uid:
@@ -255,7 +294,11 @@ class EvictionLoop:
                     extra={"pod": pod_ref(decision.pod)},
                 )
                 await self.aclose()
-            result = await self._act(decision, summary, hard=True)
+            # hard thresholds pass the brake (one per sync); local-storage decisions do not
+            admitted, slot = self._admit(decision, force=decision.threshold is not None)
+            if not admitted:
+                continue
+            result = await self._act(decision, summary, hard=True, slot=slot)
             results.append(result)
             if result.done and uid:
                 hard_uids.append(uid)
@@ -278,24 +321,79 @@ class EvictionLoop:
                 return summary
         return _parse(await self.stats_source())
 
-    async def _soft_eviction(self, decision: EvictionDecision, summary: Summary) -> None:
-        result = await self._act(decision, summary, hard=False)
+    async def _soft_eviction(
+        self, decision: EvictionDecision, summary: Summary, slot: Slot | None
+    ) -> None:
+        result = await self._act(decision, summary, hard=False, slot=slot)
         if result.done and self.cleanup is not None and decision.pod.uid:
             await self.cleanup.wait_gone(decision.pod.uid, self.cleanup_timeout)
 
+    def _admit(self, decision: EvictionDecision, *, force: bool) -> tuple[bool, Slot | None]:
+        """(may act, the brake's slot to release if nothing is evicted; None without a brake)."""
+        if self.brake is None or not self.brake.enabled:
+            return True, None
+        slot = self.brake.acquire(force=force)
+        if slot is None:
+            self._hold(decision)
+            return False, None
+        if slot.forced:
+            log.warning(
+                "eviction brake full, hard threshold proceeds",
+                extra={"pod": pod_ref(decision.pod), "signal": decision.signal},
+            )
+        return True, slot
+
+    def _hold(self, decision: EvictionDecision) -> None:
+        assert self.brake is not None
+        if self.metrics is not None:
+            self.metrics.evictions_held_back.labels(decision.signal).inc()
+        now = self.clock()
+        for uid, at in list(self._held.items()):
+            if now - at >= BRAKE_WINDOW_SECONDS:
+                del self._held[uid]
+        uid = decision.pod.uid
+        if uid in self._held:
+            return
+        self._held[uid] = now
+        note = (
+            f"Eviction held back: {self.brake.in_window()} evictions in the last "
+            f"{BRAKE_WINDOW_SECONDS:g}s reach the limit of {self.brake.limit} per minute "
+            f"(--max-evictions-per-minute); next possible in {self.brake.retry_after():.0f}s. "
+            f"{decision.message}"
+        )
+        log.warning(
+            "eviction held back by the brake",
+            extra={
+                "pod": pod_ref(decision.pod),
+                "signal": decision.signal,
+                "limit": self.brake.limit,
+                "retry_in": round(self.brake.retry_after(), 1),
+            },
+        )
+        if self.on_held_back is not None:
+            try:
+                self.on_held_back(decision, note)
+            except Exception as exc:  # reporting must never stop a sync
+                log.warning("held-back report failed", extra={"err": str(exc)})
+
     async def _act(
-        self, decision: EvictionDecision, summary: Summary, *, hard: bool
+        self, decision: EvictionDecision, summary: Summary, *, hard: bool, slot: Slot | None = None
     ) -> ActionResult:
         timeout = self.hard_action_timeout if hard else self.soft_action_timeout
+        evicted = False
         try:
             result = await self.actions.execute(
                 decision, hard=hard, deadline=self.clock() + timeout
             )
+            evicted = result.done
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.exception("eviction failed", extra={"pod": pod_ref(decision.pod), "err": str(exc)})
             result = ActionResult("failed", message=f"{type(exc).__name__}: {exc}")
+        finally:
+            if slot is not None and not evicted and self.brake is not None:
+                self.brake.release(slot)  # the brake counts evictions, not attempts
         self.stats.results.append((decision, result))
         if result.done and decision.pod.uid:
             self.evicted[decision.pod.uid] = self.clock()
@@ -320,6 +418,8 @@ class EvictionLoop:
             return
         m.syncs.labels(trigger).inc()
         m.sync_duration.observe(seconds)
+        if self.brake is not None:
+            m.brake_window.set(self.brake.in_window())
         m.last_sync.set(self.clock())
         record = self.manager.last_sync
         if record is None:
@@ -360,7 +460,7 @@ def _parse(raw: dict[str, Any]) -> Summary:
     try:
         return Summary.from_dict(raw)
     except SummaryError as exc:
-        raise RuntimeError(f"stats summary invalid: {exc}") from exc
+        raise StatsRejected(str(exc)) from exc
 
 
 def _observation_time(manager: EvictionManager, signal: str) -> float | None:

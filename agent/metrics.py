@@ -76,6 +76,30 @@ class AgentMetrics:
             "Syncs that failed before deciding (stats unreadable or invalid).",
             registry=r,
         )
+        self.evictions_held_back = Counter(
+            "eviction_agent_evictions_held_back",
+            "Eviction decisions held back by the brake (--max-evictions-per-minute), by signal; "
+            "one per sync while a decision waits for room.",
+            ["signal"],
+            registry=r,
+        )
+        self.brake_window = Gauge(
+            "eviction_agent_evictions_in_brake_window",
+            "Evictions carried out in the last 60 s, as the brake counts them.",
+            registry=r,
+        )
+        self.stats_rejected = Counter(
+            "eviction_agent_stats_rejected",
+            "Syncs skipped because the stats summary held absurd figures (negative, non-finite, "
+            "beyond int64, more available than capacity); the reason is logged.",
+            registry=r,
+        )
+        self.kubelet_summary_age = Gauge(
+            "eviction_agent_kubelet_summary_age_seconds",
+            "Age of the last good kubelet /stats/summary (NaN before the first); its pod disk "
+            "figures are dropped once older than three fetch intervals (30 s).",
+            registry=r,
+        )
         self.node_condition = Gauge(
             "eviction_agent_node_condition",
             "1 while the agent reports the pressure condition (MemoryPressure, ...).",

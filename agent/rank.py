@@ -39,7 +39,7 @@ from agent.eviction.pods import (
     get_resource_request,
     is_critical_pod,
 )
-from agent.eviction.preference import preference_of
+from agent.eviction.preference import preference_of, requested_preference
 from agent.eviction.quantity import format_request
 from agent.eviction.types import FsStatsType, StatsFunc
 from scheduler.objects import Pod
@@ -179,16 +179,19 @@ def explain(
                         reason = f"before {nxt.namespace}/{nxt.name}: no stats (ranked first)"
                     break
         skip = ""
+        allowed = manager.config.eviction_preference_namespaces
+        honoured = preference_of(pod, allowed=allowed)
         if is_critical_pod(pod):
             skip = "critical pod: never evicted"
-        elif preference_of(pod) == "never":
+        elif honoured == "never":
             skip = "eviction-preference: never"
         rows.append(
             {
                 "rank": i + 1,
                 "pod": {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
                 "priority": pod.priority,
-                "preference": preference_of(pod),
+                "preference": honoured,
+                "preferenceIgnored": (requested_preference(pod) if honoured is None else None),
                 "skipped": skip or None,
                 "reason": reason,
                 **facts(pod),

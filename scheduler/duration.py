@@ -5,6 +5,10 @@ and ``--housekeeping-interval=10s`` are all parsed by ``time.ParseDuration``: an
 then one or more decimal numbers each with a unit (``ns``, ``us``/``µs``, ``ms``, ``s``, ``m``,
 ``h``); a bare ``0`` is the only number allowed without a unit. The error messages are Go's, so
 users see what kubectl or the kubelet would print.
+
+A ``time.Duration`` is an int64 of nanoseconds, so Go refuses anything beyond about 292 years
+(``9999999999999999h`` is ``time: invalid duration``); so do we, rather than hand an infinite
+or astronomically long wait to a caller.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["DurationError", "parse_go_duration"]
+__all__ = ["MAX_DURATION_SECONDS", "DurationError", "DurationOverflowError", "parse_go_duration"]
+
+# math.MaxInt64 nanoseconds: the longest time.Duration
+MAX_DURATION_SECONDS: Final = (2**63 - 1) / 1e9
 
 _UNITS: Final = {
     "ns": 1e-9,
@@ -30,6 +37,10 @@ _NUMBER: Final = re.compile(r"[0-9.]+$")
 
 class DurationError(ValueError):
     """Not a Go duration; the message is ``time.ParseDuration``'s."""
+
+
+class DurationOverflowError(DurationError):
+    """Well formed, but longer than a ``time.Duration`` holds (Go's message is the same)."""
 
 
 def parse_go_duration(value: str) -> float:
@@ -52,5 +63,7 @@ def parse_go_duration(value: str) -> float:
                 raise DurationError(f'time: missing unit in duration "{value}"')
             raise DurationError(f'time: invalid duration "{value}"')
         total += float(m.group(1)) * _UNITS[m.group(2)]
+        if not total <= MAX_DURATION_SECONDS:  # also catches a digit string that is inf
+            raise DurationOverflowError(f'time: invalid duration "{value}"')
         pos = m.end()
     return sign * total

@@ -393,8 +393,34 @@ class Container:
 
 @dataclass(frozen=True, slots=True)
 class Volume:
+    """A pod volume: its name and source kind, and for an emptyDir its medium and size limit.
+
+    The kubelet's eviction manager reads both: an emptyDir over its ``sizeLimit`` gets the pod
+    evicted, and only an emptyDir on the default medium counts as the pod's disk usage
+    (``IsLocalEphemeralVolume``) — a ``Memory`` one is tmpfs, charged to the pod's memory.
+    """
+
     name: str
     source: str  # the volume-source key: "emptyDir", "hostPath", "persistentVolumeClaim", …
+    medium: str = ""  # emptyDir.medium: "" (node disk), "Memory", "HugePages", "HugePages-<size>"
+    size_limit: int | None = None  # emptyDir.sizeLimit in bytes; None when unset
+
+
+def _read_volume(r: _Reader, v: Mapping[str, Any], path: str) -> Volume:
+    name = r.string(v, "name", f"{path}.name")
+    source = next((k for k in v if k != "name"), "")
+    if source != "emptyDir":
+        return Volume(name, source)
+    empty_dir = r.mapping(v, "emptyDir", f"{path}.emptyDir")
+    medium = r.string(empty_dir, "medium", f"{path}.emptyDir.medium")
+    size_limit = None
+    raw = empty_dir.get("sizeLimit")
+    if raw is not None:
+        try:
+            size_limit = resource_value("ephemeral-storage", raw)
+        except QuantityError as exc:
+            raise r.fail(f"{path}.emptyDir.sizeLimit", f"invalid quantity {raw!r}: {exc}") from None
+    return Volume(name, source, medium, size_limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -851,8 +877,7 @@ class Pod:
             gates.append(r.string(g, "name", f"{p}.name"))
         volumes = []
         for p, v in r.items(spec, "volumes", "spec.volumes"):
-            source = next((k for k in v if k != "name"), "")
-            volumes.append(Volume(r.string(v, "name", f"{p}.name"), source))
+            volumes.append(_read_volume(r, v, p))
         conditions = []
         for p, c in r.items(status, "conditions", "status.conditions"):
             conditions.append(

@@ -5,8 +5,9 @@ Summary API schema, our single input currency), ``types`` (config, observations,
 protocols), ``helpers`` (parsing, thresholds over time, ranking, messages), ``admission``, and
 ``manager`` (one ``synchronize`` per kubelet sync), plus ``explain`` (why each pod ranks where it
 does, for ``eviction-agent rank``). No I/O, no wall clock: a clock is injected.
-The ``eviction-preference`` annotation (``preference``) is our one documented extension; without it
-every result is the kubelet's.
+The ``eviction-preference`` annotation (``preference``, honoured only where the operator allows
+it) is our one documented extension to the decisions; without it every result is the kubelet's.
+``brake`` bounds how many evictions the shell may carry out per minute.
 """
 
 from agent.eviction.admission import PodAdmitResult, admit_pod
@@ -19,6 +20,11 @@ from agent.eviction.api import (
     ThresholdValue,
     get_threshold_quantity,
     resolve_eviction_hard,
+)
+from agent.eviction.brake import (
+    BRAKE_WINDOW_SECONDS,
+    DEFAULT_MAX_EVICTIONS_PER_MINUTE,
+    EvictionBrake,
 )
 from agent.eviction.explain import RankEntry, explain_ranking
 from agent.eviction.helpers import (
@@ -70,10 +76,13 @@ from agent.eviction.types import (
 )
 
 __all__ = [
+    "BRAKE_WINDOW_SECONDS",
     "DEFAULT_EVICTION_HARD",
+    "DEFAULT_MAX_EVICTIONS_PER_MINUTE",
     "EVICTION_PREFERENCE_ANNOTATION",
     "SIGNALS",
     "Clock",
+    "EvictionBrake",
     "EvictionConfigError",
     "EvictionDecision",
     "EvictionManager",

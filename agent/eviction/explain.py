@@ -9,7 +9,7 @@ Nothing here changes an order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from agent.eviction.helpers import (
@@ -84,8 +84,12 @@ def explain_ranking(
     image_container_split_fs: bool = False,
     volumes: VolumesFunc = pod_volume_infos,
     pod_level_resources: bool = True,
+    preference_namespaces: Collection[str] = (),
 ) -> list[RankEntry]:
-    """Comparator inputs for each pod of ``ranked`` under ``signal``."""
+    """Comparator inputs for each pod of ``ranked`` under ``signal``.
+
+    ``preference_namespaces``: where ``eviction-preference`` is honoured (the manager's setting).
+    """
     resource = SIGNAL_TO_RESOURCE[signal]
     measured = fs_stats_to_measure(signal, with_image_fs, image_container_split_fs)
     out = []
@@ -109,7 +113,7 @@ def explain_ranking(
         blocked = ""
         if is_critical_pod(pod):
             blocked = "critical pod"
-        elif is_eviction_forbidden(pod):
+        elif is_eviction_forbidden(pod, allowed=preference_namespaces):
             blocked = "eviction-preference: never"
         out.append(
             RankEntry(
@@ -123,7 +127,7 @@ def explain_ranking(
                 exceeds_request=exceeds,
                 evictable=not blocked,
                 blocked_by=blocked,
-                preference=preference_of(pod),
+                preference=preference_of(pod, allowed=preference_namespaces),
             )
         )
     return out

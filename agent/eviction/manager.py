@@ -17,7 +17,8 @@ One call is one kubelet sync (spec §3), in the kubelet's order:
    with min-reclaim enforced on every threshold — resolved means no pod is evicted;
 10. rank the active pods with the signal's ranker and evict the first one that may be evicted: at
     most one pod per sync. Critical pods (static, mirror, priority ≥ 2000000000) stay in the
-    ranking but are skipped, as are pods annotated ``eviction-preference: never``.
+    ranking but are skipped, as are pods annotated ``eviction-preference: never`` in a namespace
+    the operator allows (``ManagerConfig.eviction_preference_namespaces``; none by default).
 
 The manager decides; it does not act. The caller kills the pod, writes the DisruptionTarget
 condition and the Event, and waits for cleanup before the next sync.
@@ -202,7 +203,7 @@ class EvictionManager:
         """The ``evictPod`` refusal check: (False, why) for critical or ``never`` pods."""
         if is_critical_pod(pod):
             return False, "critical pod"
-        if self.config.honor_eviction_preference and is_eviction_forbidden(pod):
+        if is_eviction_forbidden(pod, allowed=self.config.eviction_preference_namespaces):
             return False, "eviction-preference: never"
         return True, ""
 
@@ -310,8 +311,7 @@ class EvictionManager:
             log.error("eviction manager: thresholds met, but no pods are active to evict")
             return []
         ranked = rank(list(active_pods), stats_func)
-        if self.config.honor_eviction_preference:
-            apply_eviction_preference(ranked)
+        apply_eviction_preference(ranked, allowed=self.config.eviction_preference_namespaces)
         record.ranking = list(ranked)
 
         pod_level = self.config.feature_enabled("PodLevelResources")
@@ -366,8 +366,7 @@ class EvictionManager:
             raise KeyError(f"no ranking function for signal {signal}")
         _, stats_func = make_signal_observations(summary)
         ranked = rank(list(pods), stats_func)
-        if self.config.honor_eviction_preference:
-            apply_eviction_preference(ranked)
+        apply_eviction_preference(ranked, allowed=self.config.eviction_preference_namespaces)
         return ranked
 
     # --- pieces of a sync ------------------------------------------------------------------

@@ -5,9 +5,11 @@
   requests when ``PodLevelResources`` is on and set, overhead only when the total is non-zero.
 - Ephemeral-storage limits as ``resourcehelper.PodLimits`` sums them for the local-storage pass.
 - The QoS class (``v1qos.GetPodQOS``), which only admission uses: ranking ignores QoS (#78561).
-- Volumes with their emptyDir ``medium`` and ``sizeLimit``. ``scheduler.objects.Volume`` records
-  only the source kind, so the shell can pass richer ``VolumeInfo`` built by
-  ``volume_infos_from_manifest``; otherwise an emptyDir is taken as disk-backed with no size limit.
+- Volumes with their emptyDir ``medium`` and ``sizeLimit``, as ``scheduler.objects.Volume``
+  carries them from the manifest: an emptyDir over its limit is a local-storage eviction, and only
+  one on the default medium counts as the pod's disk usage (``IsLocalEphemeralVolume``; a
+  ``Memory`` emptyDir is tmpfs, charged to the pod's memory cgroup and so to its working set).
+  ``volume_infos_from_manifest`` reads the same from a raw manifest (for tests and tools).
 """
 
 from __future__ import annotations
@@ -131,20 +133,8 @@ VolumesFunc = Callable[[Pod], Sequence[VolumeInfo]]
 
 
 def pod_volume_infos(pod: Pod) -> tuple[VolumeInfo, ...]:
-    """Volumes from the Pod value (medium and size limit used when the Pod carries them)."""
-    out = []
-    for v in pod.volumes:
-        medium = getattr(v, "medium", "")
-        size_limit = getattr(v, "size_limit", None)
-        out.append(
-            VolumeInfo(
-                v.name,
-                v.source,
-                medium if isinstance(medium, str) else "",
-                size_limit if isinstance(size_limit, int) else None,
-            )
-        )
-    return tuple(out)
+    """Volumes from the Pod value, with the emptyDir medium and size limit it carries."""
+    return tuple(VolumeInfo(v.name, v.source, v.medium, v.size_limit) for v in pod.volumes)
 
 
 def volume_infos_from_manifest(manifest: Mapping[str, Any]) -> tuple[VolumeInfo, ...]:

@@ -8,10 +8,17 @@ schema exactly (``workingSetBytes``, ``runtime.imageFs``, ``rlimit.maxpid``, ``e
 observation", never zero. Times are RFC 3339 strings (nanoseconds kept to the microsecond); our own
 sources may give epoch seconds as numbers instead. Unknown fields (network, swap, accelerators)
 are ignored. Malformed input raises ``SummaryError`` naming the JSON path.
+
+Absurd figures are malformed too, because every one of them can end in an eviction: a negative
+or non-finite number, one beyond the int64 the kubelet computes observations in (a JSON
+``10**400`` parses as a Python int), a non-finite time, a filesystem with more available bytes
+(or free inodes) than capacity, more running processes than ``maxpid``. The whole Summary is
+refused: the caller skips the sync, as the kubelet skips a sync whose stats it cannot read.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +45,8 @@ __all__ = [
 ]
 
 SYSTEM_CONTAINER_PODS: Final = "pods"  # statsapi.SystemContainerPods: the kubepods cgroup
+# observations are int64 in the kubelet (resource.Quantity); nothing real comes close
+MAX_STAT_VALUE: Final = 2**63 - 1
 _FRACTION: Final = re.compile(r"\.(\d+)")
 
 
@@ -92,6 +101,10 @@ class _Reader:
                 raise SummaryError(path, f"must be a non-negative integer, not {value!r}")
         if value < 0:
             raise SummaryError(path, f"must be a non-negative integer, not {value!r}")
+        if value > MAX_STAT_VALUE:
+            raise SummaryError(
+                path, f"must be at most {MAX_STAT_VALUE} (int64), not {_short(value)}"
+            )
         return value
 
     def string(self, data: Mapping[str, Any], key: str, path: str) -> str:
@@ -107,7 +120,13 @@ class _Reader:
         if value is None or value == "":
             return None
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+            try:
+                seconds = float(value)
+            except OverflowError:
+                seconds = math.inf
+            if not math.isfinite(seconds):
+                raise SummaryError(path, f"must be a finite time, not {_short(value)}")
+            return seconds
         if not isinstance(value, str):
             raise SummaryError(path, f"must be an RFC 3339 time, not {value!r}")
         try:
@@ -119,12 +138,18 @@ class _Reader:
 _R: Final = _Reader()
 
 
+def _short(value: object) -> str:
+    """A value for an error message: one line, not 400 digits."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}…({len(text)} characters)"
+
+
 def _uints(data: Mapping[str, Any], keys: tuple[str, ...], path: str) -> list[int | None]:
     """Several optional non-negative integers; the common well-formed case stays cheap."""
     out: list[int | None] = []
     for key in keys:
         value = data.get(key)
-        if value is None or (type(value) is int and value >= 0):
+        if value is None or (type(value) is int and 0 <= value <= MAX_STAT_VALUE):
             out.append(value)
         else:
             out.append(_R.uint(data, key, f"{path}.{key}"))
@@ -199,7 +224,21 @@ class FsStats:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str) -> FsStats:
-        return cls(_R.time(data, "time", f"{path}.time"), *_uints(data, _FS_KEYS, path))
+        fs = cls(_R.time(data, "time", f"{path}.time"), *_uints(data, _FS_KEYS, path))
+        if _above(fs.available_bytes, fs.capacity_bytes):
+            raise SummaryError(
+                f"{path}.availableBytes",
+                f"{fs.available_bytes} is more than capacityBytes {fs.capacity_bytes}",
+            )
+        if _above(fs.inodes_free, fs.inodes):
+            raise SummaryError(
+                f"{path}.inodesFree", f"{fs.inodes_free} is more than inodes {fs.inodes}"
+            )
+        return fs
+
+
+def _above(part: int | None, whole: int | None) -> bool:
+    return part is not None and whole is not None and part > whole
 
 
 def _fs(data: Mapping[str, Any], key: str, path: str) -> FsStats | None:
@@ -394,6 +433,11 @@ def _node(d: Mapping[str, Any]) -> NodeStats:
             num_of_running_processes=_R.uint(rlimit_raw, "curproc", "node.rlimit.curproc"),
         )
     )
+    if rlimit is not None and _above(rlimit.num_of_running_processes, rlimit.max_pid):
+        raise SummaryError(
+            "node.rlimit.curproc",
+            f"{rlimit.num_of_running_processes} is more than maxpid {rlimit.max_pid}",
+        )
     return NodeStats(
         node_name=_R.string(d, "nodeName", "node.nodeName"),
         system_containers=tuple(

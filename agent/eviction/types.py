@@ -97,8 +97,9 @@ class ManagerConfig:
     """``eviction.Config``.
 
     ``pressure_transition_period_seconds`` of 0 becomes 5 min, as KubeletConfiguration defaulting
-    does. ``honor_eviction_preference`` enables the ``eviction-preference`` annotation (see
-    ``agent.eviction.preference``); without the annotation on any pod it changes nothing.
+    does. ``eviction_preference_namespaces`` lists the namespaces whose pods may state an
+    ``eviction-preference`` (``*`` = all; see ``agent.eviction.preference``); empty by default,
+    so no pod can exempt or demote itself and the decisions are exactly the kubelet's.
     """
 
     thresholds: tuple[Threshold, ...] | list[Threshold] = ()
@@ -106,10 +107,13 @@ class ManagerConfig:
     pressure_transition_period_seconds: float = DEFAULT_PRESSURE_TRANSITION_PERIOD_SECONDS
     local_storage_capacity_isolation: bool = True
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
-    honor_eviction_preference: bool = True
+    eviction_preference_namespaces: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "thresholds", tuple(self.thresholds))
+        object.__setattr__(
+            self, "eviction_preference_namespaces", frozenset(self.eviction_preference_namespaces)
+        )
         if self.pressure_transition_period_seconds == 0:
             object.__setattr__(
                 self,

@@ -4,8 +4,13 @@ Per-pod ephemeral-storage usage (writable layers, logs, emptyDir volumes) and pe
 only known to the kubelet and the runtime, so the agent asks the kubelet on port 10250 directly
 (authorised as `nodes/stats get`; the API-server proxy path would need `nodes/proxy`, which grants
 exec on every node — see ecosystem.md §2.1). The request carries the pod's service-account token,
-re-read on every call because bound tokens rotate. TLS verifies against a CA bundle unless the
-operator opts out (`insecure`), since many kubelets serve self-signed certificates.
+re-read on every call because bound tokens rotate. TLS verifies against a CA bundle (the
+ServiceAccount's CA, or the operator's `kubeletCAFile`; the system CAs when neither file exists);
+`insecure` exists for tests only and is not reachable from the configuration.
+
+That token can delete pods, so it never travels in clear: the configuration refuses an http URL
+unless no token is configured (`kubeletTokenFile: ""`), and `fetch_summary` itself refuses to
+attach one to a non-https URL — two locks, so a caller building its own config cannot leak it.
 
 These figures are cAdvisor-housekeeping old (10 s or more), so they are merged into the agent's
 own fresh cgroup readings rather than replacing them: the memory hot path never waits on this.
@@ -59,6 +64,10 @@ def _ssl_context(cfg: KubeletSummaryConfig) -> ssl.SSLContext | bool:
 
 def _headers(cfg: KubeletSummaryConfig) -> dict[str, str]:
     headers = {"Accept": "application/json"}
+    if cfg.token_path is not None and not cfg.url.startswith("https://"):
+        raise KubeletSummaryError(
+            f"GET {cfg.url}: refusing to send the service-account token over plain http"
+        )
     if cfg.token_path is not None:
         try:
             token = cfg.token_path.read_text().strip()

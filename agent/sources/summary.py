@@ -16,6 +16,13 @@ syncs more than once a second, so sub-second times are required; RFC 3339 allows
 Every section is a plain function over filesystem roots and can be replaced (`readers=`), which is
 how tests and the kubesim demo plug in their own figures. The kubelet's own summary is fetched in
 the background at its own (slow) pace and merged in for disk usage only.
+
+The kubelet's figures expire: once the last good fetch is older than three fetch intervals
+(`KUBELET_SUMMARY_MAX_AGE_INTERVALS` × `kubelet_summary_interval`, 30 s with the default 10 s —
+the kubelet's own housekeeping period, so two fetches in a row may fail first) they are no
+longer merged, and the pods carry no disk figures until a fetch succeeds again: an emptyDir
+that was over its limit a minute ago must not get a pod evicted now. Their age is
+`kubelet_summary_age()` (the `eviction_agent_kubelet_summary_age_seconds` metric).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Any
 
 import aiohttp
 
+from agent.eviction.summary import PodStats, SummaryError
 from agent.sources.cgroups import CgroupDriver, CgroupError, CgroupLayout, detect_layout
 from agent.sources.kubelet import (
     KubeletSummaryConfig,
@@ -45,6 +53,7 @@ from agent.sources.roots import Roots
 log = logging.getLogger(__name__)
 
 JSONDict = dict[str, Any]
+KUBELET_SUMMARY_MAX_AGE_INTERVALS = 3
 
 
 def rfc3339(ts: float) -> str:
@@ -139,6 +148,20 @@ def _no_lookup(_uid: str) -> None:
     return None
 
 
+def _sane_pods(pods: Any) -> list[JSONDict]:
+    """The kubelet's pod entries the core accepts; malformed or absurd ones (negative, beyond
+    int64, more available than capacity) are logged and dropped, never merged."""
+    out: list[JSONDict] = []
+    for i, entry in enumerate(pods if isinstance(pods, list) else []):
+        try:
+            PodStats.from_dict(entry, f"pods[{i}]")
+        except SummaryError as exc:
+            log.warning("kubelet summary: pod entry skipped: %s", exc)
+            continue
+        out.append(entry)
+    return out
+
+
 class SummaryCollector:
     """Reads a fresh Summary on demand; merges the kubelet's (cached) disk figures when set."""
 
@@ -150,6 +173,7 @@ class SummaryCollector:
         readers: Mapping[str, Reader] | None = None,
         wall_clock: Callable[[], float] = time.time,
         start_time: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         unknown = set(readers or {}) - set(DEFAULT_READERS)
         if unknown:
@@ -165,7 +189,9 @@ class SummaryCollector:
         self._layout: CgroupLayout | None = None
         self.layout_error: str | None = None
         self.errors: list[str] = []
+        self._monotonic = monotonic
         self._kubelet_cache: JSONDict | None = None
+        self._kubelet_cached_at: float | None = None
         self._kubelet_fetched_at = float("-inf")
         self._kubelet_task: asyncio.Task[JSONDict | None] | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -217,9 +243,34 @@ class SummaryCollector:
         summary = self.collect()
         if self.config.kubelet_summary is not None:
             self._maybe_refresh_kubelet()
+            self._expire_kubelet()
             if self._kubelet_cache is not None:
                 summary["pods"] = merge_kubelet_pod_storage(summary["pods"], self._kubelet_cache)
         return summary
+
+    @property
+    def kubelet_summary_max_age(self) -> float:
+        return KUBELET_SUMMARY_MAX_AGE_INTERVALS * self.config.kubelet_summary_interval
+
+    def kubelet_summary_age(self) -> float | None:
+        """Seconds since the last good kubelet fetch; None before the first."""
+        if self._kubelet_cached_at is None:
+            return None
+        return max(self._monotonic() - self._kubelet_cached_at, 0.0)
+
+    def _expire_kubelet(self) -> None:
+        age = self.kubelet_summary_age()
+        if (
+            self._kubelet_cache is not None
+            and age is not None
+            and age > self.kubelet_summary_max_age
+        ):
+            log.warning(
+                "kubelet summary expired (%.0fs old, bound %.0fs): pod disk figures dropped",
+                age,
+                self.kubelet_summary_max_age,
+            )
+            self._kubelet_cache = None
 
     async def refresh_kubelet(self) -> JSONDict | None:
         """Fetch the kubelet summary now; None (logged) on failure."""
@@ -228,17 +279,19 @@ class SummaryCollector:
             return None
         if self._session is None:
             self._session = aiohttp.ClientSession()
-        self._kubelet_fetched_at = time.monotonic()
+        self._kubelet_fetched_at = self._monotonic()
         try:
             data = await fetch_summary(cfg, session=self._session)
         except KubeletSummaryError as exc:
             log.warning("kubelet summary unavailable: %s", exc)
             return None
+        data = {**data, "pods": _sane_pods(data.get("pods"))}
         self._kubelet_cache = data
+        self._kubelet_cached_at = self._monotonic()
         return data
 
     def _maybe_refresh_kubelet(self) -> None:
-        due = time.monotonic() - self._kubelet_fetched_at >= self.config.kubelet_summary_interval
+        due = self._monotonic() - self._kubelet_fetched_at >= self.config.kubelet_summary_interval
         if due and (self._kubelet_task is None or self._kubelet_task.done()):
             self._kubelet_task = asyncio.create_task(self.refresh_kubelet())
 

@@ -40,6 +40,7 @@ def make_pod(
     tolerations: list[dict[str, Any]] | None = None,
     pod_requests: dict[str, str] | None = None,
     overhead: dict[str, str] | None = None,
+    namespace: str = "default",
 ) -> Pod:
     if containers is None:
         res: dict[str, Any] = {}
@@ -66,7 +67,7 @@ def make_pod(
     manifest = {
         "metadata": {
             "name": name,
-            "namespace": "default",
+            "namespace": namespace,
             "uid": f"uid-{name}",
             "annotations": annotations or {},
         },

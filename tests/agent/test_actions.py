@@ -54,10 +54,18 @@ class Recorder:
 )
 async def test_protected_pods_are_refused_at_the_action(pod: Pod) -> None:
     rec = Recorder()
-    actions = Actions(None, node_name="n", evictor=rec)
+    actions = Actions(None, node_name="n", evictor=rec, preference_namespaces={"default"})
     result = await actions.execute(decision(pod), hard=True, deadline=1e18)
     assert result.outcome == "refused"
     assert rec.calls == []
+
+
+async def test_never_is_not_refused_outside_the_allowed_namespaces() -> None:
+    rec = Recorder()
+    actions = Actions(None, node_name="n", evictor=rec, dry_run=True)
+    pod = Pod(name="never", uid="u", annotations={EVICTION_PREFERENCE_ANNOTATION: "never"})
+    result = await actions.execute(decision(pod), hard=True, deadline=1e18)
+    assert result.outcome == "dry_run"
 
 
 async def test_dry_run_writes_nothing_and_reports_the_grace() -> None:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from agent.cli import cli
@@ -288,3 +289,74 @@ def test_runtime_failure_exit_1_and_debug_traceback(tmp_path: Path) -> None:
         assert err.startswith("error: ") and "Traceback" not in err
         code, _, err = run("--debug", *args)
         assert code == 1 and "Traceback" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("housekeepingInterval: .nan", "housekeepingInterval"),
+        ("housekeepingInterval: .inf", "housekeepingInterval"),
+        ("housekeepingInterval: -.inf", "housekeepingInterval"),
+        ('housekeepingInterval: "9999999999999999h"', "housekeepingInterval"),
+        ("evictionPressureTransitionPeriod: .nan", "evictionPressureTransitionPeriod"),
+        (
+            'evictionPressureTransitionPeriod: "9999999999999999h"',
+            "evictionPressureTransitionPeriod",
+        ),
+        ("evictionMaxPodGracePeriod: .nan", "evictionMaxPodGracePeriod"),
+        (
+            "evictionSoft: {memory.available: 1Gi}\n"
+            'evictionSoftGracePeriod: {memory.available: "9999999999999999h"}',
+            "evictionSoftGracePeriod",
+        ),
+        ("evictionHard: {memory.available: 1e400}", "evictionHard"),
+        ("memoryCapacity: 1e400", "memoryCapacity"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check-config", "run"])
+def test_wedging_values_exit_2_with_one_line_naming_the_field(
+    tmp_path: Path, text: str, field: str, command: str
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(text + "\n")
+    code, out, err = run(command, "--config", str(path), "--node-name", "n1")
+    assert code == 2
+    assert err.startswith(f"error: {field}")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "configuration OK" not in err and out == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "rule"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        (
+            '{"node": {"memory": {"availableBytes": 1, "workingSetBytes": 1' + "0" * 400 + "}}}",
+            "int64",
+        ),
+        ('{"node": {"memory": {"availableBytes": ' + "1" * 5000 + "}}}", "digits"),
+        ('{"node": {"memory": {"availableBytes": 1e400}}}', "non-negative integer"),
+        ('{"node": {"fs": {"availableBytes": 2, "capacityBytes": 1}}}', "more than capacityBytes"),
+    ],
+)
+def test_rank_stats_file_with_hostile_numbers_or_nesting_exits_2(
+    tmp_path: Path, content: str, rule: str
+) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(content)
+    code, _, err = run("rank", "--stats-file", str(path))
+    assert code == 2
+    assert err.startswith("error: --stats-file:") and rule in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_http_kubelet_url_with_the_token_exits_2_naming_the_field() -> None:
+    url = "http://10.0.0.1:10255/stats/summary"
+    code, out, err = run("check-config", "--kubelet-summary-url", url)
+    assert code == 2 and out == ""
+    assert err.startswith("error: kubeletSummaryUrl (--kubelet-summary-url): must be https")
+    assert err.count("\n") == 1
+    code, out, _ = run(
+        "check-config", "--kubelet-summary-url", url, "--kubelet-token-file", "", "-o", "json"
+    )
+    assert code == 0 and json.loads(out)["kubeletTokenFile"] == ""

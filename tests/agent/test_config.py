@@ -129,13 +129,27 @@ def test_soft_thresholds_with_grace_and_min_reclaim() -> None:
         ({"enforceNodeAllocatable": ["cpus"]}, "enforceNodeAllocatable", "not supported"),
         ({"evictionMaxPodGracePeriod": "soon"}, "evictionMaxPodGracePeriod", "integer"),
         ({"evictionPressureTransitionPeriod": "-1m"}, "evictionPressureTransitionPeriod", ">= 0"),
-        ({"housekeepingInterval": "0s"}, "housekeepingInterval", "must be > 0"),
+        ({"housekeepingInterval": "0s"}, "housekeepingInterval", "must be >= 10ms"),
         ({"evictionMode": "kill"}, "evictionMode", "delete, eviction-api"),
         ({"listen": "localhost"}, "listen", "host:port"),
         ({"memoryCapacity": "lots"}, "memoryCapacity", "not a quantity"),
         ({"memoryCapacity": "0"}, "memoryCapacity", "must be positive"),
         ({"dryRun": "yes"}, "dryRun", "true or false"),
-        ({"kubeletSummaryUrl": "ftp://x"}, "kubeletSummaryUrl", "http"),
+        ({"kubeletSummaryUrl": "ftp://x"}, "kubeletSummaryUrl", "must be an https URL"),
+        (
+            {"kubeletSummaryUrl": "http://10.0.0.1:10255/stats/summary"},
+            "kubeletSummaryUrl",
+            "would send the ServiceAccount token",
+        ),
+        (
+            {
+                "kubeletSummaryUrl": "http://10.0.0.1:10255/stats/summary",
+                "kubeletTokenFile": "/etc/agent/token",
+            },
+            "kubeletSummaryUrl",
+            "must be https",
+        ),
+        ({"kubeletCAFile": "/nonexistent/ca.crt"}, "kubeletCAFile", "no such file"),
     ],
 )
 def test_each_bad_entry_names_field_and_rule(
@@ -252,3 +266,114 @@ def test_an_unknown_signal_is_always_named(entries: dict[str, str], bad: str) ->
     with pytest.raises(ConfigError) as info:
         load_config({"evictionHard": {**entries, bad: "1Gi"}}, env={})
     assert bad in str(info.value)
+
+
+def test_eviction_preference_is_honoured_nowhere_by_default() -> None:
+    cfg = load_config({}, env={})
+    assert cfg.eviction_preference_namespaces == ()
+    assert cfg.manager_config().eviction_preference_namespaces == frozenset()
+    listed = load_config({"evictionPreferenceNamespaces": ["infra", "*", "infra"]}, env={})
+    assert listed.eviction_preference_namespaces == ("infra", "*")
+    flag = load_config({}, {"evictionPreferenceNamespaces": "a, b"}, env={})
+    assert flag.manager_config().eviction_preference_namespaces == {"a", "b"}
+    with pytest.raises(ConfigError) as info:
+        load_config({"evictionPreferenceNamespaces": ["Team_A"]}, env={})
+    assert info.value.field.startswith("evictionPreferenceNamespaces")
+    assert "DNS-1123" in str(info.value)
+
+
+NAN, INF = float("nan"), float("inf")
+_OVERFLOW = "9999999999999999h"
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "rule"),
+    [
+        # every duration field: NaN, ±inf (YAML .nan/.inf/-.inf) and an overflowing Go duration
+        *[
+            ({name: value}, name, rule)
+            for name in ("housekeepingInterval", "evictionPressureTransitionPeriod")
+            for value, rule in (
+                (NAN, "must be a finite duration"),
+                (INF, "must be a finite duration"),
+                (-INF, "must be a finite duration"),
+                (_OVERFLOW, "overflows a duration"),
+            )
+        ],
+        ({"housekeepingInterval": "2h"}, "housekeepingInterval", "must be <= 1h"),
+        ({"housekeepingInterval": "1ms"}, "housekeepingInterval", "must be >= 10ms"),
+        *[
+            (
+                {
+                    "evictionSoft": {"memory.available": "1Gi"},
+                    "evictionSoftGracePeriod": {"memory.available": value},
+                },
+                "evictionSoftGracePeriod",
+                "invalid duration",
+            )
+            for value in (_OVERFLOW, "1" * 400 + "h", "nan", "inf")
+        ],
+        # every number: finite, within int32/int64 as the kubelet holds it
+        *[
+            ({"evictionMaxPodGracePeriod": value}, "evictionMaxPodGracePeriod", "integer")
+            for value in (NAN, INF, -INF, 1e300)
+        ],
+        ({"evictionMaxPodGracePeriod": 2**31}, "evictionMaxPodGracePeriod", "int32"),
+        ({"evictionHard": {"memory.available": "1e400"}}, "evictionHard", "int64"),
+        ({"evictionHard": {"memory.available": "nan%"}}, "evictionHard", "invalid syntax"),
+        ({"evictionHard": {"memory.available": "inf%"}}, "evictionHard", "<= 100%"),
+        ({"evictionSoft": {"memory.available": "-inf%"}}, "evictionSoft", ">= 0%"),
+        (
+            {"evictionMinimumReclaim": {"memory.available": "1e400"}},
+            "evictionMinimumReclaim",
+            "int64",
+        ),
+        ({"memoryCapacity": "1e400"}, "memoryCapacity", "at most"),
+        ({"memoryCapacity": NAN}, "memoryCapacity", "not a quantity"),
+        ({"memoryCapacity": INF}, "memoryCapacity", "not a quantity"),
+    ],
+)
+def test_numbers_and_durations_are_range_checked(
+    fields: dict[str, object], field: str, rule: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(fields, env={})
+    assert info.value.field.startswith(field)
+    assert rule in str(info.value)
+
+
+def test_bounds_themselves_are_accepted() -> None:
+    cfg = load_config(
+        {
+            "housekeepingInterval": "10ms",
+            "evictionPressureTransitionPeriod": "2562047h",
+            "evictionMaxPodGracePeriod": 2**31 - 1,
+        },
+        env={},
+    )
+    assert cfg.housekeeping_interval == 0.01
+    assert load_config({"housekeepingInterval": "1h"}, env={}).housekeeping_interval == 3600
+
+
+def test_kubelet_url_is_https_or_sends_no_credential(tmp_path: Path) -> None:
+    https = load_config({"kubeletSummaryUrl": "https://10.0.0.1:10250/stats/summary"}, env={})
+    assert https.kubelet_token_file.endswith("serviceaccount/token")
+    assert https.kubelet_ca_file is None  # the ServiceAccount CA, verified
+    bare = load_config(
+        {"kubeletSummaryUrl": "http://10.0.0.1:10255/stats/summary", "kubeletTokenFile": ""},
+        env={},
+    )
+    assert bare.kubelet_token_file == ""
+    ca = tmp_path / "kubelet-ca.crt"
+    ca.write_text("x")
+    assert load_config({"kubeletCAFile": str(ca)}, env={}).kubelet_ca_file == str(ca)
+
+
+def test_the_brake_defaults_to_ten_a_minute_and_zero_is_unlimited() -> None:
+    assert load_config({}, env={}).max_evictions_per_minute == 10
+    assert load_config({"maxEvictionsPerMinute": 0}, env={}).max_evictions_per_minute == 0
+    assert load_config({}, {"maxEvictionsPerMinute": "3"}, env={}).max_evictions_per_minute == 3
+    for bad, rule in ((-1, ">= 0"), (float("nan"), "integer"), (2**31, "int32"), ("x", "integer")):
+        with pytest.raises(ConfigError) as info:
+            load_config({"maxEvictionsPerMinute": bad}, env={})
+        assert info.value.field.startswith("maxEvictionsPerMinute") and rule in str(info.value)

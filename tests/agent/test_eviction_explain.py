@@ -36,7 +36,7 @@ def test_memory_reasons() -> None:
         )
     )
     ranked = rank_memory_pressure(list(pods), stats)
-    entries = explain_ranking("memory.available", ranked, stats)
+    entries = explain_ranking("memory.available", ranked, stats, preference_namespaces={"*"})
     assert [e.pod.name for e in entries] == ["nostats", "hog", "system", "within"]
     assert [e.position for e in entries] == [0, 1, 2, 3]
     assert entries[0].reason == "no stats (ranked first by the kubelet)"

@@ -386,12 +386,13 @@ def test_rank_disk_pressure_single_fs_measures_everything() -> None:
     assert names(rank(list(pods), stats)) == ["root-heavy", "logs-heavy", "volume-heavy"]
 
 
-def test_without_medium_information_an_emptydir_counts_as_disk() -> None:
+def test_the_pod_value_carries_the_medium_a_memory_emptydir_is_not_disk() -> None:
     pods, usage = disk_pods()
     _, stats = make_signal_observations(summary(pods=usage))
+    # the default volumes function reads scheduler.objects.Volume, which keeps the medium now:
+    # the 5Gi memory-backed emptyDir is not disk usage, exactly as from the manifest
     rank = build_signal_to_rank_func(False, False)[Signal.NODE_FS_AVAILABLE]
-    # scheduler.objects.Volume has no medium: the 5Gi memory-backed emptyDir is counted
-    assert names(rank(list(pods), stats))[0] == "volume-heavy"
+    assert names(rank(list(pods), stats)) == ["root-heavy", "logs-heavy", "volume-heavy"]
 
 
 def test_rank_disk_pressure_dedicated_imagefs() -> None:

@@ -637,7 +637,9 @@ def test_never_is_skipped_like_critical_and_avoid_goes_last_in_its_priority() ->
         "best-effort", priority=0, annotations={EVICTION_PREFERENCE_ANNOTATION: "avoid"}
     )
     pods = [pods[0], hog, best_effort, pods[3]]
-    m, _ = manager(thresholds({"memory.available": "500Mi"}))
+    m, _ = manager(
+        thresholds({"memory.available": "500Mi"}), eviction_preference_namespaces={"default"}
+    )
     (d,) = m.synchronize(mem(MI, usage), pods)
     assert m.last_sync is not None
     # kubelet order: hog, best-effort, important, guaranteed; avoid moves best-effort behind
@@ -652,13 +654,43 @@ def test_never_is_skipped_like_critical_and_avoid_goes_last_in_its_priority() ->
     assert m.last_sync.skipped[0][1] == "eviction-preference: never"
 
 
-def test_preference_can_be_switched_off() -> None:
+def test_by_default_a_pod_cannot_exempt_itself() -> None:
+    """The threat: a hog marks itself ``never``; by default it is ranked and evicted exactly as
+    the kubelet would (the annotation is the pod author's, the exemption the operator's)."""
     pods, usage = pods_and_usage()
     hog = make_pod(
         "hog",
         requests={"memory": "100Mi"},
         annotations={EVICTION_PREFERENCE_ANNOTATION: "never"},
     )
-    m, _ = manager(thresholds({"memory.available": "500Mi"}), honor_eviction_preference=False)
-    (d,) = m.synchronize(mem(MI, usage), [pods[0], hog, pods[2], pods[3]])
+    plain = make_pod("hog", requests={"memory": "100Mi"})
+    others = [pods[0], pods[2], pods[3]]
+    m, _ = manager(thresholds({"memory.available": "500Mi"}))
+    (d,) = m.synchronize(mem(MI, usage), [others[0], hog, *others[1:]])
     assert d.pod.name == "hog"
+    assert m.last_sync is not None and m.last_sync.skipped == []
+    ranked_annotated = [p.name for p in m.last_sync.ranking]
+    kubelet, _ = manager(thresholds({"memory.available": "500Mi"}))
+    (d2,) = kubelet.synchronize(mem(MI, usage), [others[0], plain, *others[1:]])
+    assert kubelet.last_sync is not None
+    assert ranked_annotated == [p.name for p in kubelet.last_sync.ranking]
+    assert d.message == d2.message and d.grace_period_override == d2.grace_period_override
+    assert m.can_evict(hog) == (True, "")
+
+
+def test_preference_is_honoured_only_in_allowed_namespaces() -> None:
+    pods, usage = pods_and_usage()
+    never = {EVICTION_PREFERENCE_ANNOTATION: "never"}
+    hog_team = make_pod("hog", namespace="team", requests={"memory": "100Mi"}, annotations=never)
+    hog_infra = make_pod("hog", namespace="infra", requests={"memory": "100Mi"}, annotations=never)
+    m, _ = manager(
+        thresholds({"memory.available": "500Mi"}), eviction_preference_namespaces={"infra"}
+    )
+    assert m.can_evict(hog_team) == (True, "")
+    assert m.can_evict(hog_infra) == (False, "eviction-preference: never")
+    (d,) = m.synchronize(mem(MI, usage), [pods[0], hog_team, pods[2], pods[3]])
+    assert d.pod.namespace == "team"
+    everywhere, _ = manager(
+        thresholds({"memory.available": "500Mi"}), eviction_preference_namespaces={"*"}
+    )
+    assert everywhere.can_evict(hog_team) == (False, "eviction-preference: never")

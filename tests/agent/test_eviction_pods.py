@@ -61,9 +61,23 @@ def test_local_volume_names_follow_is_local_ephemeral_volume() -> None:
 
 
 def test_pod_volume_infos_from_the_pod_value() -> None:
-    pod = make_pod("p", volumes=[{"name": "v", "emptyDir": {"sizeLimit": "1Mi"}}])
-    # scheduler.objects.Volume keeps only the source kind
-    assert pod_volume_infos(pod) == (VolumeInfo("v", "emptyDir"),)
+    volumes = [
+        {"name": "v", "emptyDir": {"sizeLimit": "1Mi"}},
+        {"name": "ram", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+        {"name": "plain", "emptyDir": {}},
+        {"name": "cfg", "configMap": {"name": "c"}},
+    ]
+    pod = make_pod("p", volumes=volumes)
+    # what the daemon's pods carry (scheduler.objects.Volume) is what the manifest says
+    assert pod_volume_infos(pod) == (
+        VolumeInfo("v", "emptyDir", "", 2**20),
+        VolumeInfo("ram", "emptyDir", "Memory", 64 * 2**20),
+        VolumeInfo("plain", "emptyDir"),
+        VolumeInfo("cfg", "configMap"),
+    )
+    assert pod_volume_infos(pod) == volume_infos_from_manifest({"spec": {"volumes": volumes}})
+    # a Memory emptyDir is not the pod's disk (IsLocalEphemeralVolume)
+    assert local_volume_names(pod_volume_infos(pod)) == ["v", "plain", "cfg"]
 
 
 def stats(u: PodUsage) -> PodStats:
@@ -150,7 +164,12 @@ def test_cmp_bool_puts_true_first() -> None:
 
 def test_preference_values() -> None:
     key = "node-pressure-evictor.io/eviction-preference"
-    assert preference_of(make_pod("a", annotations={key: "avoid"})) == "avoid"
-    assert preference_of(make_pod("n", annotations={key: "never"})) == "never"
-    assert preference_of(make_pod("x", annotations={key: "NEVER"})) is None
-    assert preference_of(make_pod("none")) is None
+    everywhere = {"*"}
+    assert preference_of(make_pod("a", annotations={key: "avoid"}), allowed=everywhere) == "avoid"
+    assert preference_of(make_pod("n", annotations={key: "never"}), allowed=everywhere) == "never"
+    assert preference_of(make_pod("x", annotations={key: "NEVER"}), allowed=everywhere) is None
+    assert preference_of(make_pod("none"), allowed=everywhere) is None
+    # not granted: the default, or another namespace
+    assert preference_of(make_pod("n", annotations={key: "never"}), allowed=()) is None
+    assert preference_of(make_pod("n", annotations={key: "never"}), allowed={"other"}) is None
+    assert preference_of(make_pod("n", annotations={key: "never"}), allowed={"default"}) == "never"

@@ -122,12 +122,13 @@ steps = st.lists(
 )
 
 
-@given(pod_sets(), configs, steps, st.booleans())
+@given(pod_sets(), configs, steps, st.booleans(), st.sampled_from([(), ("*",), ("default",)]))
 def test_sync_invariants(
     pods_usage: tuple[list[Pod], list[PodUsage]],
     cfg: tuple[dict[str, str], ...],
     sequence: list[tuple[int, int, int, float]],
     local_storage: bool,
+    allowed: tuple[str, ...],
 ) -> None:
     pods, usage = pods_usage
     hard, soft, grace, reclaim = cfg
@@ -138,6 +139,7 @@ def test_sync_invariants(
             thresholds=thresholds,
             max_pod_grace_period_seconds=30,
             local_storage_capacity_isolation=local_storage,
+            eviction_preference_namespaces=frozenset(allowed),
         ),
         clock,
     )
@@ -148,7 +150,7 @@ def test_sync_invariants(
         for d in decisions:
             # never a critical pod, never a pod the operator protected
             assert not is_critical_pod(d.pod)
-            assert not is_eviction_forbidden(d.pod)
+            assert not is_eviction_forbidden(d.pod, allowed=allowed)
             assert d.pod in pods
         threshold_decisions = [d for d in decisions if d.signal not in LOCAL_STORAGE_SIGNALS]
         if threshold_decisions:
@@ -202,7 +204,7 @@ def test_preference_reorder_is_a_permutation_keeping_priority_slots(
     pods_usage: tuple[list[Pod], list[PodUsage]],
 ) -> None:
     pods, _ = pods_usage
-    reordered = apply_eviction_preference(list(pods))
+    reordered = apply_eviction_preference(list(pods), allowed={"*"})
     assert sorted(map(id, reordered)) == sorted(map(id, pods))
     assert [p.priority for p in reordered] == [p.priority for p in pods]
     for prio in {p.priority for p in pods}:
@@ -210,4 +212,6 @@ def test_preference_reorder_is_a_permutation_keeping_priority_slots(
         avoid = [p.annotations.get(EVICTION_PREFERENCE_ANNOTATION) == "avoid" for p in group]
         assert avoid == sorted(avoid)  # every avoid pod after every other pod of its priority
     plain = [p for p in pods if EVICTION_PREFERENCE_ANNOTATION not in p.annotations]
-    assert apply_eviction_preference(list(plain)) == plain
+    assert apply_eviction_preference(list(plain), allowed={"*"}) == plain
+    # where the operator allows nothing, nothing moves: the kubelet's order
+    assert apply_eviction_preference(list(pods), allowed=()) == pods

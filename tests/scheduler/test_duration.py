@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.duration import DurationError, parse_go_duration
+from scheduler.duration import (
+    MAX_DURATION_SECONDS,
+    DurationError,
+    DurationOverflowError,
+    parse_go_duration,
+)
 
 
 @pytest.mark.parametrize(
@@ -59,3 +64,16 @@ def test_a_sum_of_parts_is_the_sum_of_their_values(parts: list[tuple[int, str]])
     unit = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
     text = "".join(f"{n}{u}" for n, u in parts)
     assert parse_go_duration(text) == pytest.approx(sum(n * unit[u] for n, u in parts))
+
+
+@pytest.mark.parametrize(
+    "text", ["9999999999999999h", "2562048h", "-2562048h", "1" * 400 + "h", "9223372037s"]
+)
+def test_beyond_an_int64_of_nanoseconds_is_gos_overflow(text: str) -> None:
+    with pytest.raises(DurationOverflowError) as info:
+        parse_go_duration(text)
+    assert str(info.value) == f'time: invalid duration "{text}"'
+
+
+def test_the_longest_duration_parses() -> None:
+    assert parse_go_duration("2562047h47m16.854775807s") == pytest.approx(MAX_DURATION_SECONDS)

@@ -402,3 +402,36 @@ def test_effective_request_bounds(
             assert p.requests.get(res, 0) >= r.get(res, 0)
         if not inits:
             assert p.requests.get(res, 0) == running
+
+
+def test_pod_volumes_keep_the_emptydir_medium_and_size_limit() -> None:
+    pod = Pod.from_dict(
+        {
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [{"name": "c"}],
+                "volumes": [
+                    {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
+                    {"name": "ram", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+                    {"name": "plain", "emptyDir": {}},
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
+                ],
+            },
+        }
+    )
+    assert [(v.name, v.source, v.medium, v.size_limit) for v in pod.volumes] == [
+        ("scratch", "emptyDir", "", 2**30),
+        ("ram", "emptyDir", "Memory", 64 * 2**20),
+        ("plain", "emptyDir", "", None),
+        ("data", "persistentVolumeClaim", "", None),
+    ]
+    with pytest.raises(InvalidObject, match=r"spec\.volumes\[0\]\.emptyDir\.sizeLimit"):
+        Pod.from_dict(
+            {
+                "metadata": {"name": "p"},
+                "spec": {
+                    "containers": [{"name": "c"}],
+                    "volumes": [{"name": "s", "emptyDir": {"sizeLimit": "lots"}}],
+                },
+            }
+        )

@@ -76,84 +76,6 @@ async def _server(handler: Handler, ssl_ctx: ssl.SSLContext | None = None) -> Te
     return server
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[TestServer]:
-    srv = await _server(_summary)
-    yield srv
-    await srv.close()
-
-
-@pytest.fixture
-def token(tmp_path: Path) -> Path:
-    p = tmp_path / "token"
-    p.write_text(TOKEN + "\n")
-    return p
-
-
-def _url(srv: TestServer, scheme: str = "http") -> str:
-    return f"{scheme}://127.0.0.1:{srv.port}/stats/summary"
-
-
-async def test_fetch_sends_bearer_token(server: TestServer, token: Path) -> None:
-    data = await fetch_summary(KubeletSummaryConfig(url=_url(server), token_path=token))
-    assert data == FIXTURE
-    assert server.app[SEEN][0]["Authorization"] == f"Bearer {TOKEN}"
-
-
-async def test_token_is_reread_on_every_request(server: TestServer, token: Path) -> None:
-    cfg = KubeletSummaryConfig(url=_url(server), token_path=token)
-    await fetch_summary(cfg)
-    token.write_text("rotated")
-    with pytest.raises(KubeletSummaryError, match="HTTP 401: Unauthorized"):
-        await fetch_summary(cfg)
-    assert server.app[SEEN][1]["Authorization"] == "Bearer rotated"
-
-
-async def test_errors_name_the_url_and_cause(server: TestServer, tmp_path: Path) -> None:
-    with pytest.raises(KubeletSummaryError, match="cannot read service-account token"):
-        await fetch_summary(KubeletSummaryConfig(url=_url(server), token_path=tmp_path / "missing"))
-    refused = KubeletSummaryConfig(
-        url="http://127.0.0.1:1/stats/summary", token_path=None, timeout_seconds=2
-    )
-    with pytest.raises(KubeletSummaryError, match=r"GET http://127\.0\.0\.1:1/stats/summary"):
-        await fetch_summary(refused)
-
-
-async def test_non_summary_body_is_rejected(token: Path) -> None:
-    async def not_summary(_r: web.Request) -> web.StreamResponse:
-        return web.json_response(["nope"])
-
-    async def not_json(_r: web.Request) -> web.StreamResponse:
-        return web.Response(text="<html>")
-
-    for handler, msg in [(not_summary, "not a stats Summary"), (not_json, "JSONDecodeError")]:
-        srv = await _server(handler)
-        try:
-            with pytest.raises(KubeletSummaryError, match=msg):
-                await fetch_summary(KubeletSummaryConfig(url=_url(srv), token_path=token))
-        finally:
-            await srv.close()
-
-
-async def test_slow_kubelet_times_out(token: Path) -> None:
-    async def slow(_r: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(5)
-        return web.json_response(FIXTURE)
-
-    srv = await _server(slow)
-    try:
-        cfg = KubeletSummaryConfig(url=_url(srv), token_path=token, timeout_seconds=0.2)
-        with pytest.raises(KubeletSummaryError, match="Timeout"):
-            await fetch_summary(cfg)
-    finally:
-        await srv.close()
-
-
-def test_for_node_builds_the_10250_url() -> None:
-    assert KubeletSummaryConfig.for_node("10.0.0.5").url == "https://10.0.0.5:10250/stats/summary"
-    assert KubeletSummaryConfig.for_node("fd00::5").url == "https://[fd00::5]:10250/stats/summary"
-
-
 @pytest.fixture(scope="module")
 def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     openssl = shutil.which("openssl")
@@ -171,13 +93,104 @@ def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return cert, key
 
 
+def _tls(cert_key: tuple[Path, Path]) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(*cert_key)
+    return ctx
+
+
+@pytest.fixture
+async def server(self_signed: tuple[Path, Path]) -> AsyncIterator[TestServer]:
+    srv = await _server(_summary, _tls(self_signed))
+    yield srv
+    await srv.close()
+
+
+@pytest.fixture
+def ca(self_signed: tuple[Path, Path]) -> Path:
+    return self_signed[0]
+
+
+@pytest.fixture
+def token(tmp_path: Path) -> Path:
+    p = tmp_path / "token"
+    p.write_text(TOKEN + "\n")
+    return p
+
+
+def _url(srv: TestServer, scheme: str = "https") -> str:
+    return f"{scheme}://127.0.0.1:{srv.port}/stats/summary"
+
+
+async def test_fetch_sends_bearer_token(server: TestServer, token: Path, ca: Path) -> None:
+    data = await fetch_summary(KubeletSummaryConfig(url=_url(server), token_path=token, ca_path=ca))
+    assert data == FIXTURE
+    assert server.app[SEEN][0]["Authorization"] == f"Bearer {TOKEN}"
+
+
+async def test_token_is_reread_on_every_request(server: TestServer, token: Path, ca: Path) -> None:
+    cfg = KubeletSummaryConfig(url=_url(server), token_path=token, ca_path=ca)
+    await fetch_summary(cfg)
+    token.write_text("rotated")
+    with pytest.raises(KubeletSummaryError, match="HTTP 401: Unauthorized"):
+        await fetch_summary(cfg)
+    assert server.app[SEEN][1]["Authorization"] == "Bearer rotated"
+
+
+async def test_errors_name_the_url_and_cause(server: TestServer, tmp_path: Path) -> None:
+    with pytest.raises(KubeletSummaryError, match="cannot read service-account token"):
+        await fetch_summary(KubeletSummaryConfig(url=_url(server), token_path=tmp_path / "missing"))
+    refused = KubeletSummaryConfig(
+        url="http://127.0.0.1:1/stats/summary", token_path=None, timeout_seconds=2
+    )
+    with pytest.raises(KubeletSummaryError, match=r"GET http://127\.0\.0\.1:1/stats/summary"):
+        await fetch_summary(refused)
+
+
+async def test_non_summary_body_is_rejected(token: Path, self_signed: tuple[Path, Path]) -> None:
+    async def not_summary(_r: web.Request) -> web.StreamResponse:
+        return web.json_response(["nope"])
+
+    async def not_json(_r: web.Request) -> web.StreamResponse:
+        return web.Response(text="<html>")
+
+    for handler, msg in [(not_summary, "not a stats Summary"), (not_json, "JSONDecodeError")]:
+        srv = await _server(handler, _tls(self_signed))
+        try:
+            with pytest.raises(KubeletSummaryError, match=msg):
+                await fetch_summary(
+                    KubeletSummaryConfig(url=_url(srv), token_path=token, ca_path=self_signed[0])
+                )
+        finally:
+            await srv.close()
+
+
+async def test_slow_kubelet_times_out(token: Path, self_signed: tuple[Path, Path]) -> None:
+    async def slow(_r: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(5)
+        return web.json_response(FIXTURE)
+
+    srv = await _server(slow, _tls(self_signed))
+    try:
+        cfg = KubeletSummaryConfig(
+            url=_url(srv), token_path=token, ca_path=self_signed[0], timeout_seconds=0.2
+        )
+        with pytest.raises(KubeletSummaryError, match="Timeout"):
+            await fetch_summary(cfg)
+    finally:
+        await srv.close()
+
+
+def test_for_node_builds_the_10250_url() -> None:
+    assert KubeletSummaryConfig.for_node("10.0.0.5").url == "https://10.0.0.5:10250/stats/summary"
+    assert KubeletSummaryConfig.for_node("fd00::5").url == "https://[fd00::5]:10250/stats/summary"
+
+
 async def test_tls_verifies_against_the_ca_or_is_explicitly_insecure(
     self_signed: tuple[Path, Path], token: Path, tmp_path: Path
 ) -> None:
-    cert, key = self_signed
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(cert, key)
-    srv = await _server(_summary, ctx)
+    cert, _ = self_signed
+    srv = await _server(_summary, _tls(self_signed))
     try:
         url = _url(srv, "https")
         ok = await fetch_summary(KubeletSummaryConfig(url=url, token_path=token, ca_path=cert))
@@ -220,11 +233,11 @@ def test_merge_adds_pods_only_the_kubelet_knows() -> None:
 
 
 async def test_collector_merges_kubelet_storage_in_background(
-    server: TestServer, token: Path, tmp_path: Path
+    server: TestServer, token: Path, ca: Path, tmp_path: Path
 ) -> None:
     cfg = SourceConfig(
         roots=Roots(proc_root=tmp_path, cgroup_root=tmp_path / "nocg", kubelet_root=tmp_path),
-        kubelet_summary=KubeletSummaryConfig(url=_url(server), token_path=token),
+        kubelet_summary=KubeletSummaryConfig(url=_url(server), token_path=token, ca_path=ca),
         kubelet_summary_interval=60,
     )
     col = SummaryCollector(cfg)
@@ -240,3 +253,78 @@ async def test_collector_merges_kubelet_storage_in_background(
         assert len(server.app[SEEN]) == 1
     finally:
         await col.aclose()
+
+
+async def test_the_token_never_travels_over_plain_http(token: Path) -> None:
+    async def record(request: web.Request) -> web.StreamResponse:
+        request.app[SEEN].append(dict(request.headers))
+        return web.json_response(FIXTURE)
+
+    srv = await _server(record)
+    try:
+        url = f"http://127.0.0.1:{srv.port}/stats/summary"
+        with pytest.raises(KubeletSummaryError, match="refusing to send the service-account token"):
+            await fetch_summary(KubeletSummaryConfig(url=url, token_path=token))
+        assert srv.app[SEEN] == []  # not even a connection carrying something else
+        # no credential configured: plain http is then only a read of public figures
+        data = await fetch_summary(KubeletSummaryConfig(url=url, token_path=None))
+        assert data == FIXTURE and "Authorization" not in srv.app[SEEN][0]
+    finally:
+        await srv.close()
+
+
+async def test_cached_kubelet_figures_expire_and_their_age_is_known(
+    server: TestServer, token: Path, ca: Path, tmp_path: Path
+) -> None:
+    now = [1000.0]
+    cfg = SourceConfig(
+        roots=Roots(proc_root=tmp_path, cgroup_root=tmp_path / "nocg", kubelet_root=tmp_path),
+        kubelet_summary=KubeletSummaryConfig(url=_url(server), token_path=token, ca_path=ca),
+        kubelet_summary_interval=10,
+    )
+    col = SummaryCollector(cfg, monotonic=lambda: now[0])
+    try:
+        assert col.kubelet_summary_age() is None
+        await col.get_summary()
+        assert col._kubelet_task is not None
+        await col._kubelet_task
+        now[0] += 30  # three intervals: still in force (the fetches between failed)
+        token.write_text("revoked")  # every later fetch is refused (401)
+        assert (await col.get_summary())["pods"][0]["ephemeral-storage"]["usedBytes"] == 7168
+        await col._kubelet_task
+        assert col.kubelet_summary_age() == 30
+        now[0] += 1
+        assert (await col.get_summary())["pods"] == []  # expired: no stale disk figures
+        assert col.kubelet_summary_age() == 31
+    finally:
+        await col.aclose()
+
+
+async def test_kubelet_pod_entries_with_absurd_figures_are_dropped(
+    token: Path, self_signed: tuple[Path, Path]
+) -> None:
+    bad = copy.deepcopy(FIXTURE)
+    bad["pods"].append(
+        {
+            "podRef": {"name": "liar", "namespace": "shop", "uid": "u-liar"},
+            "ephemeral-storage": {"usedBytes": 10**400},
+        }
+    )
+
+    async def handler(_r: web.Request) -> web.StreamResponse:
+        return web.json_response(bad)
+
+    srv = await _server(handler, _tls(self_signed))
+    cfg = SourceConfig(
+        kubelet_summary=KubeletSummaryConfig(
+            url=_url(srv), token_path=token, ca_path=self_signed[0]
+        )
+    )
+    col = SummaryCollector(cfg)
+    try:
+        data = await col.refresh_kubelet()
+        assert data is not None
+        assert [p["podRef"]["uid"] for p in data["pods"]] == [UID]
+    finally:
+        await col.aclose()
+        await srv.close()
