@@ -706,5 +706,6 @@ def prioritize_nodes(
             weight = plugin.weight
             scores = [s * weight for s in scores]
         columns.append(scores)
-        totals = list(map(operator.add, totals, scores))
+        if any(scores):  # an all-zero column (no images anywhere, say) adds nothing
+            totals = list(map(operator.add, totals, scores))
     return NodeScores(node_infos, [p.name for p in active], columns, totals)

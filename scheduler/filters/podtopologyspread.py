@@ -390,6 +390,15 @@ class PodTopologySpread:
         self.enable_node_inclusion_policy = enable_node_inclusion_policy
         self.enable_match_label_keys = enable_match_label_keys
         self.enable_min_domains = enable_min_domains
+        # Defaults without matchLabelKeys do not depend on the pod: filter them once per action.
+        self._defaults_by_action: dict[str, list[SpreadConstraint]] | None = None
+        if not any(c.match_label_keys for c in self.default_constraints):
+            self._defaults_by_action = {
+                action: self.filter_topology_spread_constraints(
+                    self.default_constraints, {}, action
+                )
+                for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)
+            }
 
     # --- constraints -------------------------------------------------------------------------
 
@@ -434,8 +443,13 @@ class PodTopologySpread:
     ) -> list[SpreadConstraint]:
         """``buildDefaultConstraints``: the defaults for ``action`` with the pod's default
         selector, or none when that selector is empty."""
-        constraints = self.filter_topology_spread_constraints(
-            self.default_constraints, pod.labels, action
+        by_action = self._defaults_by_action
+        constraints = (
+            by_action[action]
+            if by_action is not None
+            else self.filter_topology_spread_constraints(
+                self.default_constraints, pod.labels, action
+            )
         )
         if not constraints:
             return []
