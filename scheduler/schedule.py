@@ -453,6 +453,17 @@ class ScheduleResult:
         return bool(self.suggested_host)
 
 
+_DEFAULT_SCORERS: list[tuple[ScorePlugin, ...]] = []
+
+
+def _default_scorers() -> tuple[ScorePlugin, ...]:
+    """One shared default profile: the scorers keep their per-cycle data in CycleState, so
+    building them (and parsing PodTopologySpread's system defaults) once is enough."""
+    if not _DEFAULT_SCORERS:
+        _DEFAULT_SCORERS.append(tuple(default_score_plugins()))
+    return _DEFAULT_SCORERS[0]
+
+
 def _failed(status: Status, *, start_index: int, warning: str) -> ScheduleResult:
     result = ScheduleResult(
         next_start_index=start_index, status=status, message=status.message, warning=warning
@@ -477,7 +488,7 @@ def schedule_one(
     node. ``start_index`` is the previous result's ``next_start_index``.
     """
     fwk = framework if framework is not None else default_framework()
-    plugins = default_score_plugins() if score_plugins is None else list(score_plugins)
+    plugins = _default_scorers() if score_plugins is None else list(score_plugins)
     num_all = len(snapshot.node_info_list)
     warning = unmodelled_warning(pod)
     if num_all == 0:

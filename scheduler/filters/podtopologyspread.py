@@ -366,6 +366,7 @@ class PodTopologySpread:
     """
 
     name = NAME
+    scores_in_range = True  # 100 * (max + min - s) / max with min <= s <= max
 
     def __init__(
         self,

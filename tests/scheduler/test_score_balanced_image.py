@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.filters import FILTER_REGISTRY, default_filter_plugins
 from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, CycleState
@@ -341,3 +343,22 @@ def test_registries_reach_every_plugin_by_its_kube_name() -> None:
     assert SCORE_REGISTRY["NodeResourcesFit"](
         resources=[{"name": "cpu", "weight": 3}]
     ).resources == {"cpu": 3}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.tuples(st.integers(1, 64_000), st.integers(1, 2**36)),
+    st.tuples(st.integers(0, 70_000), st.integers(0, 2**37)),
+    st.tuples(st.integers(0, 4_000), st.integers(0, 2**33)),
+)
+def test_balanced_allocation_fast_path_matches_the_formula(
+    allocatable: tuple[int, int], used: tuple[int, int], wanted: tuple[int, int]
+) -> None:
+    """The cpu/memory fast path of score_nodes equals the general formula (score_node)."""
+    node = Node(name="n", allocatable={"cpu": allocatable[0], "memory": allocatable[1]})
+    existing = Pod("e", node_name="n", pod_requests={"cpu": used[0], "memory": used[1]})
+    snapshot = Snapshot.from_objects([node, existing])
+    pod = Pod("p", pod_requests={"cpu": wanted[0], "memory": wanted[1]})
+    scorer = BalancedAllocationScorer()
+    ni = snapshot.node_info("n")
+    assert scorer.score_nodes(CycleState(), pod, [ni]) == [scorer.score_node(pod, ni)]
