@@ -1453,6 +1453,26 @@ MULTIPLE_CASES = [
         on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
         codes(U, S, S, U),
     ),
+    FilterCase(
+        "two node inclusion Constraints, zone: honor/honor, node: ignore/ignore",
+        mkpod(
+            "p",
+            labels={"foo": ""},
+            node_selector={"foo": ""},
+            spread=[
+                tsc(1, "zone", taints_policy="Honor"),
+                tsc(1, "node", affinity_policy="Ignore"),
+            ],
+        ),
+        [
+            zn("node-a", "zone1", foo=""),
+            zn("node-b", "zone1"),
+            zn("node-x", "zone2", foo=""),
+            mknode("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, tainted=True),
+        ],
+        on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
+        codes(U, U, S, U),
+    ),
 ]
 
 
@@ -1487,7 +1507,7 @@ def test_filter_without_pre_filter_state_is_an_error() -> None:
         CycleState(), mkpod("p"), Snapshot.from_objects([zn("node-a", "z")]).node_info("node-a")
     )
     assert result is not None and result.code is Code.Error
-    assert "PreFilterPodTopologySpread" in result.message
+    assert result.message == 'reading "PreFilterPodTopologySpread" from cycleState: not found'
 
 
 def test_invalid_plugin_args_are_rejected() -> None:
