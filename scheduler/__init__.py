@@ -17,8 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scheduler.apierrors import AdmissionError, FieldError, InvalidError, StatusError
-    from scheduler.filters import default_filter_plugins, default_framework
+    from scheduler.filters import (
+        FILTER_REGISTRY,
+        PodTopologySpread,
+        default_filter_plugins,
+        default_framework,
+    )
     from scheduler.framework import (
+        DEFAULT_PLUGIN_WEIGHTS,
         Code,
         CycleState,
         Framework,
@@ -42,8 +48,13 @@ if TYPE_CHECKING:
         PodAntiAffinity,
         PodDisruptionBudget,
         PriorityClass,
+        ReplicaSet,
+        ReplicationController,
+        Service,
+        StatefulSet,
         Taint,
         Toleration,
+        TopologySpreadConstraint,
         load_manifests,
         load_objects,
         object_from_dict,
@@ -86,12 +97,23 @@ if TYPE_CHECKING:
         find_nodes_that_fit_pod,
         num_feasible_nodes_to_find,
         schedule_one,
+        unmodelled_warning,
     )
-    from scheduler.score import default_score_plugins
+    from scheduler.score import SCORE_REGISTRY, default_score_plugins
     from scheduler.simulate import SimulationReport, build_snapshot, simulate
     from scheduler.snapshot import NodeInfo, Snapshot
 
 _EXPORTS: dict[str, str] = {
+    "FILTER_REGISTRY": "scheduler.filters",
+    "PodTopologySpread": "scheduler.filters",
+    "DEFAULT_PLUGIN_WEIGHTS": "scheduler.framework",
+    "SCORE_REGISTRY": "scheduler.score",
+    "Service": "scheduler.objects",
+    "ReplicationController": "scheduler.objects",
+    "ReplicaSet": "scheduler.objects",
+    "StatefulSet": "scheduler.objects",
+    "TopologySpreadConstraint": "scheduler.objects",
+    "unmodelled_warning": "scheduler.schedule",
     "AdmissionError": "scheduler.apierrors",
     "FieldError": "scheduler.apierrors",
     "InvalidError": "scheduler.apierrors",
@@ -168,7 +190,10 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "DEFAULT_PLUGIN_WEIGHTS",
+    "FILTER_REGISTRY",
     "HIGHEST_USER_DEFINABLE_PRIORITY",
+    "SCORE_REGISTRY",
     "SYSTEM_CLUSTER_CRITICAL",
     "SYSTEM_CRITICAL_PRIORITY",
     "SYSTEM_NODE_CRITICAL",
@@ -199,22 +224,28 @@ __all__ = [
     "PodAffinityTerm",
     "PodAntiAffinity",
     "PodDisruptionBudget",
+    "PodTopologySpread",
     "PreemptionResult",
     "PriorityAdmission",
     "PriorityClass",
     "QuantityError",
     "QueuedPodInfo",
+    "ReplicaSet",
+    "ReplicationController",
     "Requirement",
     "ScheduleResult",
     "SchedulingError",
     "SchedulingQueue",
     "SelectorError",
+    "Service",
     "SimulationReport",
     "Snapshot",
+    "StatefulSet",
     "Status",
     "StatusError",
     "Taint",
     "Toleration",
+    "TopologySpreadConstraint",
     "Victims",
     "backoff_duration",
     "build_snapshot",
@@ -238,6 +269,7 @@ __all__ = [
     "select_victims_on_node",
     "simulate",
     "system_priority_classes",
+    "unmodelled_warning",
     "validate_pod_update_while_gated",
     "validate_priority_class",
     "validate_priority_class_update",

@@ -189,6 +189,8 @@ def _print_table(report: SimulationReport) -> None:
 def _print_decision(console: Console, d: Decision) -> None:
     console.print()
     console.print(f"[bold]{d.pod}[/bold]: {d.outcome}")
+    if d.warning:
+        console.print(f"  warning: {d.warning}", markup=False)
     if d.outcome == "scheduled":
         console.print(f"  scheduled on {d.node}", markup=False)
         _print_scores(console, d)

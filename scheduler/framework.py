@@ -11,13 +11,18 @@ of equal or higher priority are added to the node first, and if any were added t
 run again without them, so the pod must fit both with and without the room they reserve.
 
 ``fit_error_message`` builds ``FitError.Error()``: ``0/N nodes are available: …``.
+
+``DEFAULT_PLUGIN_WEIGHTS`` is the one table of the default profile's Score weights
+(``pkg/scheduler/apis/config/v1/default_plugins.go`` in 1.32); every scorer's default weight
+comes from it.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
     from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
+    "DEFAULT_PLUGIN_WEIGHTS",
     "Code",
     "CycleState",
     "FilterPlugin",
@@ -35,6 +41,20 @@ __all__ = [
     "fit_error_message",
     "is_success",
 ]
+
+
+DEFAULT_PLUGIN_WEIGHTS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "NodeResourcesFit": 1,
+        "PodTopologySpread": 2,
+        "InterPodAffinity": 2,
+        "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1,
+    }
+)
+"""Score plugin -> weight in kube 1.32's default profile, in the profile's Score order."""
 
 
 class Code(enum.Enum):

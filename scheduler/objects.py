@@ -55,6 +55,7 @@ __all__ = [
     "PREEMPT_NEVER",
     "Affinity",
     "Container",
+    "ContainerImage",
     "ContainerPort",
     "InvalidManifest",
     "InvalidObject",
@@ -72,8 +73,13 @@ __all__ = [
     "PodDisruptionBudget",
     "PreferredSchedulingTerm",
     "PriorityClass",
+    "ReplicaSet",
+    "ReplicationController",
+    "Service",
+    "StatefulSet",
     "Taint",
     "Toleration",
+    "TopologySpreadConstraint",
     "Volume",
     "WeightedPodAffinityTerm",
     "format_time",
@@ -385,6 +391,7 @@ class Container:
     limits: ResourceList = field(default_factory=dict)
     restart_policy: str | None = None
     ports: tuple[ContainerPort, ...] = ()
+    image: str = ""
 
     @property
     def is_restartable_init(self) -> bool:
@@ -421,6 +428,82 @@ def _read_volume(r: _Reader, v: Mapping[str, Any], path: str) -> Volume:
         except QuantityError as exc:
             raise r.fail(f"{path}.emptyDir.sizeLimit", f"invalid quantity {raw!r}: {exc}") from None
     return Volume(name, source, medium, size_limit)
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    """``spec.topologySpreadConstraints[i]`` as written (the scheduler applies defaults).
+
+    ``label_selector`` None is a missing selector, which matches no pod; ``min_domains``,
+    ``node_affinity_policy`` and ``node_taints_policy`` None are unset fields.
+    """
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TopologySpreadConstraint:
+        """From a KubeSchedulerConfiguration-style mapping (camelCase); raises ValueError."""
+        r = _Reader("TopologySpreadConstraint", {})
+        return _read_spread_constraint(r, data, "")
+
+
+DO_NOT_SCHEDULE: Final = "DoNotSchedule"
+SCHEDULE_ANYWAY: Final = "ScheduleAnyway"
+NODE_INCLUSION_POLICIES: Final = ("Honor", "Ignore")
+
+
+def _read_spread_constraint(r: _Reader, c: Mapping[str, Any], p: str) -> TopologySpreadConstraint:
+    at = f"{p}." if p else ""
+    max_skew = r.integer(c, "maxSkew", f"{at}maxSkew")
+    if max_skew is None or max_skew <= 0:
+        raise r.fail(f"{at}maxSkew", f"Invalid value: {max_skew}: must be greater than zero")
+    key = r.string(c, "topologyKey", f"{at}topologyKey")
+    if not key:
+        raise r.fail(f"{at}topologyKey", "Required value: can not be empty")
+    when = r.string(c, "whenUnsatisfiable", f"{at}whenUnsatisfiable")
+    if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+        raise r.fail(
+            f"{at}whenUnsatisfiable",
+            f'Unsupported value: "{when}": supported values: "DoNotSchedule", "ScheduleAnyway"',
+        )
+    min_domains = r.integer(c, "minDomains", f"{at}minDomains")
+    if min_domains is not None and min_domains <= 0:
+        raise r.fail(f"{at}minDomains", f"Invalid value: {min_domains}: must be greater than zero")
+    policies: list[str | None] = []
+    for name in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+        policy = r.optional_string(c, name, f"{at}{name}")
+        if policy is not None and policy not in NODE_INCLUSION_POLICIES:
+            raise r.fail(
+                f"{at}{name}",
+                f'Unsupported value: "{policy}": supported values: "Honor", "Ignore"',
+            )
+        policies.append(policy)
+    keys = [str(k) for k in r.seq(c, "matchLabelKeys", f"{at}matchLabelKeys")]
+    return TopologySpreadConstraint(
+        max_skew=max_skew,
+        topology_key=key,
+        when_unsatisfiable=when,
+        label_selector=r.selector(c, "labelSelector", f"{at}labelSelector"),
+        min_domains=min_domains,
+        node_affinity_policy=policies[0],
+        node_taints_policy=policies[1],
+        match_label_keys=tuple(keys),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerImage:
+    """One ``status.images`` entry of a node: the names it is known by and its size."""
+
+    names: tuple[str, ...]
+    size_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -762,6 +845,8 @@ class Pod:
     scheduler_name: str = "default-scheduler"
     termination_grace_period_seconds: int | None = None
     volumes: tuple[Volume, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    resource_claims: tuple[str, ...] = ()  # spec.resourceClaims[*].name
     # status
     phase: str = ""
     conditions: tuple[PodCondition, ...] = ()
@@ -849,6 +934,7 @@ class Pod:
                         limits=r.resources(res, "limits", f"{p}.resources.limits"),
                         restart_policy=r.optional_string(c, "restartPolicy", f"{p}.restartPolicy"),
                         ports=tuple(ports),
+                        image=r.string(c, "image", f"{p}.image"),
                     )
                 )
             return tuple(out)
@@ -889,6 +975,14 @@ class Pod:
                     last_transition_time=r.time(c, "lastTransitionTime", f"{p}.lastTransitionTime"),
                 )
             )
+        spread = tuple(
+            _read_spread_constraint(r, c, p)
+            for p, c in r.items(spec, "topologySpreadConstraints", "spec.topologySpreadConstraints")
+        )
+        claims = tuple(
+            r.string(c, "name", f"{p}.name")
+            for p, c in r.items(spec, "resourceClaims", "spec.resourceClaims")
+        )
         policy = r.optional_string(spec, "preemptionPolicy", "spec.preemptionPolicy")
         pod_res = r.mapping(spec, "resources", "spec.resources")
         return cls(
@@ -927,6 +1021,8 @@ class Pod:
                 hi=2**63 - 1,
             ),
             volumes=tuple(volumes),
+            topology_spread_constraints=spread,
+            resource_claims=claims,
             phase=r.string(status, "phase", "status.phase"),
             conditions=tuple(conditions),
             start_time=r.time(status, "startTime", "status.startTime"),
@@ -949,6 +1045,7 @@ class Node:
     unschedulable: bool = False
     conditions: tuple[PodCondition, ...] = ()
     resource_version: str = ""
+    images: tuple[ContainerImage, ...] = ()  # status.images
 
     def __repr__(self) -> str:
         return f"<Node {self.name}>"
@@ -990,6 +1087,11 @@ class Node:
                     message=r.string(c, "message", f"{p}.message"),
                 )
             )
+        images = []
+        for p, img in r.items(status, "images", "status.images"):
+            names = tuple(str(n) for n in r.seq(img, "names", f"{p}.names"))
+            size = r.integer(img, "sizeBytes", f"{p}.sizeBytes", lo=0, hi=2**63 - 1) or 0
+            images.append(ContainerImage(names, size))
         return cls(
             name=meta.name,
             uid=meta.uid,
@@ -1001,6 +1103,7 @@ class Node:
             unschedulable=r.boolean(spec, "unschedulable", "spec.unschedulable"),
             conditions=tuple(conditions),
             resource_version=meta.resource_version,
+            images=tuple(images),
         )
 
 
@@ -1177,9 +1280,141 @@ class PodDisruptionBudget:
         )
 
 
+# --- workloads that select pods (system default topology spreading) --------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Service:
+    """A Service; only its ``spec.selector`` (a plain label map) matters to the scheduler.
+
+    ``selector`` None is an absent selector, which selects no pod (``GetPodServices``).
+    """
+
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    selector: Mapping[str, str] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_dict(cls, manifest: Mapping[str, Any]) -> Service:
+        r = _Reader("Service", manifest)
+        meta = _read_meta(r, manifest, namespaced=True)
+        spec = r.mapping(manifest, "spec", "spec")
+        selector = r.string_map(spec, "selector", "spec.selector")
+        return cls(
+            name=meta.name,
+            namespace=meta.namespace,
+            uid=meta.uid,
+            labels=meta.labels,
+            annotations=meta.annotations,
+            selector=selector if spec.get("selector") is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ReplicationController:
+    """A ReplicationController; ``spec.selector`` is a plain label map (None when absent)."""
+
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    selector: Mapping[str, str] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_dict(cls, manifest: Mapping[str, Any]) -> ReplicationController:
+        r = _Reader("ReplicationController", manifest)
+        meta = _read_meta(r, manifest, namespaced=True)
+        spec = r.mapping(manifest, "spec", "spec")
+        selector = r.string_map(spec, "selector", "spec.selector")
+        return cls(
+            name=meta.name,
+            namespace=meta.namespace,
+            uid=meta.uid,
+            labels=meta.labels,
+            annotations=meta.annotations,
+            selector=selector if spec.get("selector") is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ReplicaSet:
+    """A ReplicaSet (apps/v1); ``spec.selector`` is a structured label selector."""
+
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    selector: LabelSelector | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_dict(cls, manifest: Mapping[str, Any]) -> ReplicaSet:
+        return cls(**_read_selecting_workload("ReplicaSet", manifest))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StatefulSet:
+    """A StatefulSet (apps/v1); ``spec.selector`` is a structured label selector."""
+
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    selector: LabelSelector | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_dict(cls, manifest: Mapping[str, Any]) -> StatefulSet:
+        return cls(**_read_selecting_workload("StatefulSet", manifest))
+
+
+def _read_selecting_workload(kind: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    r = _Reader(kind, manifest)
+    meta = _read_meta(r, manifest, namespaced=True)
+    spec = r.mapping(manifest, "spec", "spec")
+    return {
+        "name": meta.name,
+        "namespace": meta.namespace,
+        "uid": meta.uid,
+        "labels": meta.labels,
+        "annotations": meta.annotations,
+        "selector": r.selector(spec, "selector", "spec.selector"),
+    }
+
+
 # --- loading ---------------------------------------------------------------------------------
 
-KubeObject = Pod | Node | Namespace | PriorityClass | PodDisruptionBudget
+KubeObject = (
+    Pod
+    | Node
+    | Namespace
+    | PriorityClass
+    | PodDisruptionBudget
+    | Service
+    | ReplicationController
+    | ReplicaSet
+    | StatefulSet
+)
 
 _KINDS: Final[dict[str, Any]] = {
     "Pod": Pod,
@@ -1187,6 +1422,10 @@ _KINDS: Final[dict[str, Any]] = {
     "Namespace": Namespace,
     "PriorityClass": PriorityClass,
     "PodDisruptionBudget": PodDisruptionBudget,
+    "Service": Service,
+    "ReplicationController": ReplicationController,
+    "ReplicaSet": ReplicaSet,
+    "StatefulSet": StatefulSet,
 }
 
 

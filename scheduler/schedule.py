@@ -30,6 +30,14 @@ Filter plugins that offer ``filter_nodes`` judge the nodes in batches; the verdi
 of calling ``filter`` node by node in profile order, first rejection wins.
 
 ``schedule_one`` never changes the snapshot: bind the result with ``Snapshot.bind_pod``.
+
+What is not modelled is said, never skipped silently: ``unmodelled_features`` names the pod
+features no plugin here evaluates — PersistentVolumeClaim-backed volumes (plain or generic
+ephemeral) and their topology (kube's VolumeBinding, VolumeZone, VolumeRestrictions,
+NodeVolumeLimits), ``resourceClaims`` (DynamicResources), and a ``schedulerName`` other than
+``default-scheduler`` (only the default profile exists here; kube would leave the pod to
+another scheduler or profile). ``schedule_one`` puts them in one line,
+``ScheduleResult.warning`` (also ``Diagnosis.unmodelled``).
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ from scheduler.score import NodeScores, ScorePlugin, default_score_plugins, prio
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
+    "DEFAULT_SCHEDULER_NAME",
     "ERR_NO_NODES_AVAILABLE",
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "MIN_FEASIBLE_NODES_TO_FIND",
@@ -67,6 +76,8 @@ __all__ = [
     "run_filter_plugins_batch",
     "schedule_one",
     "select_host",
+    "unmodelled_features",
+    "unmodelled_warning",
 ]
 
 BatchFilter = Callable[[CycleState, Pod, list[NodeInfo]], FilterBatchResult]
@@ -74,6 +85,37 @@ BatchFilter = Callable[[CycleState, Pod, list[NodeInfo]], FilterBatchResult]
 MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
 ERR_NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+_PVC_SOURCES: Final = ("persistentVolumeClaim", "ephemeral")
+
+
+def unmodelled_features(pod: Pod) -> list[str]:
+    """The features of ``pod`` that the modelled plugins do not evaluate, one phrase each."""
+    out: list[str] = []
+    pvcs = [v.name for v in pod.volumes if v.source in _PVC_SOURCES]
+    if pvcs:
+        names = ", ".join(f'"{n}"' for n in pvcs)
+        out.append(
+            f"PersistentVolumeClaim volumes and volume topology (volume {names}: VolumeBinding,"
+            " VolumeZone, VolumeRestrictions, NodeVolumeLimits)"
+        )
+    if pod.resource_claims:
+        names = ", ".join(f'"{n}"' for n in pod.resource_claims)
+        out.append(f"resourceClaims (claim {names}: DynamicResources)")
+    if pod.scheduler_name != DEFAULT_SCHEDULER_NAME:
+        out.append(
+            f'schedulerName "{pod.scheduler_name}" (only the {DEFAULT_SCHEDULER_NAME} profile'
+            " is modelled; scheduler profiles are not)"
+        )
+    return out
+
+
+def unmodelled_warning(pod: Pod) -> str:
+    """One warning line naming what is not evaluated for ``pod``; "" when nothing is."""
+    features = unmodelled_features(pod)
+    if not features:
+        return ""
+    return f"pod {pod.key}: not evaluated here: {'; '.join(features)}"
 
 
 class SchedulingError(RuntimeError):
@@ -93,6 +135,7 @@ class Diagnosis:
     pending_plugins: set[str] = field(default_factory=set)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
+    unmodelled: str = ""  # pod features no modelled plugin evaluates (``unmodelled_warning``)
 
     def add_plugin_status(self, status: Status) -> None:
         """``AddPluginStatus``."""
@@ -384,7 +427,7 @@ class ScheduleResult:
     ``suggested_host`` is "" when the pod fits nowhere; then ``status`` is Unschedulable and
     ``message`` the FitError text (an Error status means a plugin failed). ``scores`` holds
     the weighted per-plugin scores of the scored nodes (None when the single feasible node was
-    taken without scoring).
+    taken without scoring). ``warning`` names the pod's features that were not evaluated.
     """
 
     suggested_host: str = ""
@@ -396,6 +439,7 @@ class ScheduleResult:
     message: str = ""
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
     scores: NodeScores | None = None
+    warning: str = ""
 
     @property
     def node_scores(self) -> dict[str, dict[str, int]]:
@@ -409,8 +453,23 @@ class ScheduleResult:
         return bool(self.suggested_host)
 
 
-def _failed(status: Status, *, start_index: int) -> ScheduleResult:
-    return ScheduleResult(next_start_index=start_index, status=status, message=status.message)
+_DEFAULT_SCORERS: list[tuple[ScorePlugin, ...]] = []
+
+
+def _default_scorers() -> tuple[ScorePlugin, ...]:
+    """One shared default profile: the scorers keep their per-cycle data in CycleState, so
+    building them (and parsing PodTopologySpread's system defaults) once is enough."""
+    if not _DEFAULT_SCORERS:
+        _DEFAULT_SCORERS.append(tuple(default_score_plugins()))
+    return _DEFAULT_SCORERS[0]
+
+
+def _failed(status: Status, *, start_index: int, warning: str) -> ScheduleResult:
+    result = ScheduleResult(
+        next_start_index=start_index, status=status, message=status.message, warning=warning
+    )
+    result.diagnosis.unmodelled = warning
+    return result
 
 
 def schedule_one(
@@ -429,10 +488,13 @@ def schedule_one(
     node. ``start_index`` is the previous result's ``next_start_index``.
     """
     fwk = framework if framework is not None else default_framework()
-    plugins = default_score_plugins() if score_plugins is None else list(score_plugins)
+    plugins = _default_scorers() if score_plugins is None else list(score_plugins)
     num_all = len(snapshot.node_info_list)
+    warning = unmodelled_warning(pod)
     if num_all == 0:
-        return _failed(Status(Code.Error, ERR_NO_NODES_AVAILABLE), start_index=start_index)
+        return _failed(
+            Status(Code.Error, ERR_NO_NODES_AVAILABLE), start_index=start_index, warning=warning
+        )
     state = CycleState()
     try:
         feasible, diagnosis, next_start = find_nodes_that_fit_pod(
@@ -445,7 +507,8 @@ def schedule_one(
             has_scoring=bool(plugins),
         )
     except SchedulingError as exc:
-        return _failed(exc.status, start_index=start_index)
+        return _failed(exc.status, start_index=start_index, warning=warning)
+    diagnosis.unmodelled = warning
     statuses = diagnosis.node_to_status
     result = ScheduleResult(
         evaluated_nodes=len(feasible) + len(statuses),
@@ -453,6 +516,7 @@ def schedule_one(
         next_start_index=next_start,
         node_statuses=statuses,
         diagnosis=diagnosis,
+        warning=warning,
     )
     if not feasible:
         result.message = fit_error_message(

@@ -3,9 +3,11 @@
 ``prioritizeNodes`` / ``RunScorePlugins`` of kube-scheduler: each plugin's PreScore may answer
 Skip (the plugin then scores nothing), Score gives a raw number per node, NormalizeScore maps
 them to 0..100 (``MaxNodeScore``), then each score is multiplied by the plugin's weight and
-the weighted scores are summed per node. Weights are the default profile's
-(``default_plugins.go``): TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1,
-InterPodAffinity 2, applied in that order.
+the weighted scores are summed per node. Weights are the 1.32 default profile's
+(``scheduler.framework.DEFAULT_PLUGIN_WEIGHTS``): TaintToleration 3, NodeAffinity 2,
+NodeResourcesFit 1, PodTopologySpread 2, InterPodAffinity 2, NodeResourcesBalancedAllocation 1,
+ImageLocality 1, applied in that order. ``SCORE_REGISTRY`` maps each kube plugin name to its
+class; constructor keyword arguments mirror the plugin's kube args.
 
 * TaintToleration: the number of PreferNoSchedule taints not tolerated by the pod's
   tolerations with effect PreferNoSchedule or empty; normalized in reverse (fewest is best;
@@ -27,25 +29,40 @@ InterPodAffinity 2, applied in that order.
   normalization is min-max to 0..100 in floating point, truncated. PreScore answers Skip when
   no term matched anything.
 
-Not modelled (so totals differ from a real scheduler by their share): PodTopologySpread,
-NodeResourcesBalancedAllocation and ImageLocality scoring.
+* PodTopologySpread: see ``scheduler.filters.podtopologyspread``.
+* NodeResourcesBalancedAllocation (``balanced_allocation.go``, ``resource_allocation.go``):
+  for each configured resource (cpu and memory by default) with non-zero allocatable, the
+  fraction ``(node requested + pod request) / allocatable`` capped at 1, using the real
+  requests (no 100m / 200Mi defaults); an extended resource the pod does not request is left
+  out. The score is ``int((1 - std) * 100)``, where ``std`` is ``|f1 - f2| / 2`` for two
+  fractions and the population standard deviation for more (0 for fewer). No normalization.
+* ImageLocality (``image_locality.go``): for every init and app container whose image
+  (``:latest`` appended when no tag is given) is among the node's ``status.images`` names,
+  add ``size * (nodes holding the image / all nodes)``; the sum is clamped to
+  ``[23 MiB, 1000 MiB * number of containers]`` and scaled linearly to 0..100.
 
 Plugins score a whole list of nodes in one call (``score_nodes``) for speed; results are
-deterministic. ``NodeScores`` keeps the weighted score of every plugin for every node so a
+deterministic. A plugin whose normalized scores are within 0..100 by construction says so
+with ``scores_in_range = True`` (the built-in ones, each covered by tests); the range check
+that RunScorePlugins applies is then skipped, which saves two scans of every column.
+``NodeScores`` keeps the weighted score of every plugin for every node so a
 caller can explain a choice.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final, Protocol
 
 from scheduler.filters.base import SKIP, remember
 from scheduler.filters.interpodaffinity import required_affinity_terms
 from scheduler.filters.noderesources import is_scalar_resource_name
-from scheduler.framework import Code, CycleState, Status
+from scheduler.filters.podtopologyspread import PodTopologySpread
+from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, Code, CycleState, Status
 from scheduler.objects import Node, Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm
 from scheduler.snapshot import NodeInfo, Snapshot
 
@@ -53,6 +70,9 @@ __all__ = [
     "DEFAULT_HARD_POD_AFFINITY_WEIGHT",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
+    "SCORE_REGISTRY",
+    "BalancedAllocationScorer",
+    "ImageLocalityScorer",
     "InterPodAffinityScorer",
     "LeastAllocatedScorer",
     "NodeAffinityScorer",
@@ -130,8 +150,9 @@ _PRE_SCORE_TAINTS_KEY: Final = "PreScoreTaintToleration"
 
 class TaintTolerationScorer:
     name = "TaintToleration"
+    scores_in_range = True
 
-    def __init__(self, weight: int = 3) -> None:
+    def __init__(self, weight: int = DEFAULT_PLUGIN_WEIGHTS["TaintToleration"]) -> None:
         self.weight = weight
 
     def pre_score(
@@ -161,8 +182,9 @@ class TaintTolerationScorer:
 
 class NodeAffinityScorer:
     name = "NodeAffinity"
+    scores_in_range = True
 
-    def __init__(self, weight: int = 2) -> None:
+    def __init__(self, weight: int = DEFAULT_PLUGIN_WEIGHTS["NodeAffinity"]) -> None:
         self.weight = weight
 
     def pre_score(
@@ -195,6 +217,33 @@ class NodeAffinityScorer:
 # --- NodeResourcesFit (LeastAllocated) -------------------------------------------------------
 
 
+def resource_weights(
+    resources: Mapping[str, int] | Sequence[Mapping[str, object]] | None,
+) -> dict[str, int]:
+    """Resource name -> weight from ``{"cpu": 1}`` or the YAML list form
+    ``[{"name": "cpu", "weight": 1}, ...]``; cpu and memory at weight 1 when None."""
+    if resources is None:
+        return {"cpu": 1, "memory": 1}
+    if isinstance(resources, Mapping):
+        out = {str(k): int(v) for k, v in resources.items()}
+    else:
+        out = {}
+        for i, item in enumerate(resources):
+            name, weight = item.get("name"), item.get("weight", 1)
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"resources[{i}].name: Required value")
+            if isinstance(weight, bool) or not isinstance(weight, int):
+                raise ValueError(f"resources[{i}].weight: must be an integer, not {weight!r}")
+            out[name] = weight
+    for name, weight in out.items():
+        if not 1 <= weight <= 100:
+            raise ValueError(
+                f"resources[{name}].weight: Invalid value: {weight}: resource weight of {name}"
+                " not in valid range [1, 100]"
+            )
+    return out
+
+
 def least_requested_score(requested: int, capacity: int) -> int:
     """``leastRequestedScore``."""
     if capacity == 0 or requested > capacity:
@@ -206,10 +255,16 @@ class LeastAllocatedScorer:
     """NodeResourcesFit's Score with the default ``LeastAllocated`` strategy (cpu, memory)."""
 
     name = "NodeResourcesFit"
+    scores_in_range = True
 
-    def __init__(self, weight: int = 1, *, resources: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        weight: int = DEFAULT_PLUGIN_WEIGHTS["NodeResourcesFit"],
+        *,
+        resources: Mapping[str, int] | Sequence[Mapping[str, object]] | None = None,
+    ) -> None:
         self.weight = weight
-        self.resources: dict[str, int] = dict(resources or {"cpu": 1, "memory": 1})
+        self.resources: dict[str, int] = resource_weights(resources)
         self._key = (self.name, *self.resources.items())
 
     def pre_score(
@@ -297,10 +352,11 @@ def _preferred(pod: Pod) -> tuple[tuple[WeightedPodAffinityTerm, ...], ...]:
 
 class InterPodAffinityScorer:
     name = "InterPodAffinity"
+    scores_in_range = True
 
     def __init__(
         self,
-        weight: int = 2,
+        weight: int = DEFAULT_PLUGIN_WEIGHTS["InterPodAffinity"],
         *,
         hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
         ignore_preferred_terms_of_existing_pods: bool = False,
@@ -389,14 +445,188 @@ class InterPodAffinityScorer:
             scores[:] = [0] * len(scores)
 
 
-def default_score_plugins() -> list[ScorePlugin]:
-    """The default profile's Score plugins modelled here, in its order, with its weights."""
-    return [
-        TaintTolerationScorer(),
-        NodeAffinityScorer(),
-        LeastAllocatedScorer(),
-        InterPodAffinityScorer(),
+# --- NodeResourcesBalancedAllocation --------------------------------------------------------
+
+
+def balanced_resource_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``balancedResourceScorer``: 100 * (1 - standard deviation of the usage fractions)."""
+    fractions = [
+        min(req / alloc, 1.0) for req, alloc in zip(requested, allocatable, strict=True) if alloc
     ]
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+class BalancedAllocationScorer:
+    """NodeResourcesBalancedAllocation: favours nodes whose resources are used evenly."""
+
+    name = "NodeResourcesBalancedAllocation"
+    scores_in_range = True
+
+    def __init__(
+        self,
+        weight: int = DEFAULT_PLUGIN_WEIGHTS["NodeResourcesBalancedAllocation"],
+        *,
+        resources: Mapping[str, int] | Sequence[Mapping[str, object]] | None = None,
+    ) -> None:
+        self.weight = weight
+        self.resources: dict[str, int] = resource_weights(resources)
+
+    def pre_score(
+        self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status | None:
+        return None
+
+    def pod_requests(self, pod: Pod) -> tuple[int, ...]:
+        """``calculatePodResourceRequestList`` with ``useRequested``: the real requests."""
+        return tuple(pod.requests.get(name, 0) for name in self.resources)
+
+    def score_node(self, pod: Pod, node_info: NodeInfo) -> int:
+        return self._score(node_info, self.pod_requests(pod))
+
+    def _score(self, node_info: NodeInfo, pod_requests: tuple[int, ...]) -> int:
+        requested: list[int] = []
+        allocatable: list[int] = []
+        for name, want in zip(self.resources, pod_requests, strict=True):
+            if want == 0 and is_scalar_resource_name(name):
+                continue  # an extended resource the pod does not ask for
+            alloc = node_info.allocatable.get(name, 0)
+            if alloc == 0:
+                continue
+            requested.append(node_info.requested.get(name, 0) + want)
+            allocatable.append(alloc)
+        return balanced_resource_score(requested, allocatable)
+
+    def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
+        pod_requests = self.pod_requests(pod)
+        key = repr((self.name, tuple(self.resources), pod_requests))
+        score = self._scorer(pod_requests)
+        # A node's score is remembered until the node changes (NodeInfo.memo).
+        return [
+            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, score(ni))
+            for ni in node_infos
+        ]
+
+    def _scorer(self, pod_requests: tuple[int, ...]) -> Callable[[NodeInfo], int]:
+        if tuple(self.resources) != ("cpu", "memory"):
+            return lambda ni: self._score(ni, pod_requests)
+        want_cpu, want_mem = pod_requests
+        generic = self._score
+
+        def default(ni: NodeInfo) -> int:  # cpu and memory, spelled out
+            alloc = ni.allocatable
+            a_cpu = alloc.get("cpu", 0)
+            a_mem = alloc.get("memory", 0)
+            if not (a_cpu and a_mem):
+                return generic(ni, pod_requests)
+            req = ni.requested
+            r_cpu = req.get("cpu", 0) + want_cpu
+            r_mem = req.get("memory", 0) + want_mem
+            f_cpu = r_cpu / a_cpu if r_cpu < a_cpu else 1.0
+            f_mem = r_mem / a_mem if r_mem < a_mem else 1.0
+            diff = f_cpu - f_mem if f_cpu >= f_mem else f_mem - f_cpu
+            return int((1 - diff / 2) * 100.0)  # halving is exact: same as |f1 - f2| / 2
+
+        return default
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
+        return None
+
+
+# --- ImageLocality ---------------------------------------------------------------------------
+
+MB: Final = 1024 * 1024
+MIN_THRESHOLD: Final = 23 * MB
+MAX_CONTAINER_THRESHOLD: Final = 1000 * MB
+_PRE_SCORE_IMAGES_KEY: Final = "PreScoreImageLocality"
+
+
+def normalized_image_name(name: str) -> str:
+    """``normalizedImageName``: append ``:latest`` when the name has no tag."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def calculate_image_priority(sum_scores: int, num_containers: int) -> int:
+    """``calculatePriority``: clamp to the thresholds and scale to 0..100."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    if sum_scores < MIN_THRESHOLD:
+        sum_scores = MIN_THRESHOLD
+    elif sum_scores > max_threshold:
+        sum_scores = max_threshold
+    span = max_threshold - MIN_THRESHOLD
+    if span == 0:
+        return 0
+    return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // span
+
+
+class ImageLocalityScorer:
+    """ImageLocality: favours nodes that already hold the pod's container images."""
+
+    name = "ImageLocality"
+    scores_in_range = True
+
+    def __init__(self, weight: int = DEFAULT_PLUGIN_WEIGHTS["ImageLocality"]) -> None:
+        self.weight = weight
+
+    def pre_score(
+        self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status | None:
+        # Per container image (in pod order): its spread-scaled score, when some node has it.
+        total = len(snapshot.node_info_list)
+        scaled: list[tuple[str, int]] = []
+        if snapshot.has_images() and total:
+            for c in (*pod.init_containers, *pod.containers):
+                name = normalized_image_name(c.image)
+                found = snapshot.image_state(name)
+                if found is not None:
+                    size, num_nodes = found
+                    scaled.append((name, int(size * (num_nodes / total))))
+        num_containers = len(pod.init_containers) + len(pod.containers)
+        state.write(_PRE_SCORE_IMAGES_KEY, (tuple(scaled), num_containers))
+        return None
+
+    def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
+        scaled, num_containers = state.read(_PRE_SCORE_IMAGES_KEY) or ((), 0)
+        if not scaled:
+            return [calculate_image_priority(0, num_containers)] * len(node_infos)
+        out: list[int] = []
+        for ni in node_infos:
+            node = ni.node
+            total = 0
+            if node is not None and node.images:
+                names = {n for image in node.images for n in image.names}
+                total = sum(score for name, score in scaled if name in names)
+            out.append(calculate_image_priority(total, num_containers))
+        return out
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
+        return None
+
+
+SCORE_REGISTRY: Final[Mapping[str, type]] = MappingProxyType(
+    {
+        "TaintToleration": TaintTolerationScorer,
+        "NodeAffinity": NodeAffinityScorer,
+        "NodeResourcesFit": LeastAllocatedScorer,
+        "PodTopologySpread": PodTopologySpread,
+        "InterPodAffinity": InterPodAffinityScorer,
+        "NodeResourcesBalancedAllocation": BalancedAllocationScorer,
+        "ImageLocality": ImageLocalityScorer,
+    }
+)
+"""kube Score plugin name -> class, in the 1.32 default profile's order."""
+
+
+def default_score_plugins() -> list[ScorePlugin]:
+    """The 1.32 default profile's Score plugins, in its order, with its weights."""
+    return [SCORE_REGISTRY[name](weight=weight) for name, weight in DEFAULT_PLUGIN_WEIGHTS.items()]
 
 
 # --- running them ----------------------------------------------------------------------------
@@ -494,7 +724,11 @@ def prioritize_nodes(
     for plugin in active:
         scores = plugin.score_nodes(state, pod, node_infos)
         plugin.normalize_score(state, pod, scores)
-        if scores and (min(scores) < MIN_NODE_SCORE or max(scores) > MAX_NODE_SCORE):
+        if (
+            scores
+            and not getattr(plugin, "scores_in_range", False)
+            and (min(scores) < MIN_NODE_SCORE or max(scores) > MAX_NODE_SCORE)
+        ):
             bad = next(s for s in scores if not MIN_NODE_SCORE <= s <= MAX_NODE_SCORE)
             return Status(
                 Code.Error,
@@ -506,5 +740,6 @@ def prioritize_nodes(
             weight = plugin.weight
             scores = [s * weight for s in scores]
         columns.append(scores)
-        totals = list(map(operator.add, totals, scores))
+        if any(scores):  # an all-zero column (no images anywhere, say) adds nothing
+            totals = list(map(operator.add, totals, scores))
     return NodeScores(node_infos, [p.name for p in active], columns, totals)

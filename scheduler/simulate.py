@@ -14,6 +14,11 @@ This is the scheduling cycle of kube-scheduler, run over manifests instead of an
    victims have terminated (the real scheduler waits for their graceful termination and
    may place the pod elsewhere if the cluster changed meanwhile).
 
+The default profile of kube 1.32 decides, topology spreading and its system defaults included
+(Services, ReplicationControllers, ReplicaSets and StatefulSets in the input provide the
+selectors). A pod feature no modelled plugin evaluates (PVC-backed volumes, resourceClaims,
+another schedulerName) is named in ``Decision.warning``, one line per pod.
+
 Pure: the caller loads the objects and prints the ``SimulationReport``.
 """
 
@@ -33,7 +38,7 @@ from scheduler.priority import (
     validate_priority_class,
 )
 from scheduler.queue.gates import scheduling_gates_pre_enqueue
-from scheduler.schedule import ScheduleResult, schedule_one
+from scheduler.schedule import ScheduleResult, schedule_one, unmodelled_warning
 from scheduler.snapshot import Snapshot
 
 __all__ = [
@@ -84,6 +89,7 @@ class Decision:
     preemption_message: str = ""
     explanation: list[str] = field(default_factory=list)
     scores: dict[str, dict[str, int]] = field(default_factory=dict)
+    warning: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +108,7 @@ class Decision:
             "preemptionMessage": self.preemption_message,
             "explanation": self.explanation,
             "scores": self.scores,
+            "warning": self.warning,
         }
 
 
@@ -208,6 +215,7 @@ def _decide(
         priority=pod.priority,
         priority_class=pod.priority_class_name,
         outcome="unschedulable",
+        warning=unmodelled_warning(pod),
     )
     gated = scheduling_gates_pre_enqueue(pod)
     if gated is not None:

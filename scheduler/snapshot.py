@@ -8,8 +8,12 @@ and know when they are stale.
 
 ``Snapshot`` indexes nodes by name (and keeps their order: sampled preemption and the
 round-robin node walk depend on it), bound pods by ``namespace/name``, nominated pods by node
-(in insertion order, like the nominator), PDBs, PriorityClasses and Namespaces. It is changed in
-place with ``add_pod`` / ``remove_pod`` / ``bind_pod`` so repeated decisions do not rebuild it.
+(in insertion order, like the nominator), PDBs, PriorityClasses and Namespaces, and the
+Services, ReplicationControllers, ReplicaSets and StatefulSets whose selectors PodTopologySpread
+needs for its system default constraints (``helper.DefaultSelector``). It also counts, per
+image name of the nodes' ``status.images``, how many nodes hold it and its size (the
+scheduler cache's ``imageStates``, read by ImageLocality). It is changed in place with
+``add_pod`` / ``remove_pod`` / ``bind_pod`` so repeated decisions do not rebuild it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ from scheduler.objects import (
     Pod,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
 )
 
 __all__ = ["NodeInfo", "Snapshot"]
@@ -200,6 +208,8 @@ class Snapshot:
     __slots__ = (
         "__weakref__",  # lets callers keep derived indexes per snapshot (preemption's cache)
         "_by_name",
+        "_image_nodes",
+        "_image_sizes",
         "_node_traits",
         "_nominated",
         "_orphans",
@@ -212,6 +222,10 @@ class Snapshot:
         "node_info_list",
         "pdbs",
         "priority_classes",
+        "replica_sets",
+        "replication_controllers",
+        "services",
+        "stateful_sets",
     )
 
     def __init__(self) -> None:
@@ -228,6 +242,12 @@ class Snapshot:
         self._with_affinity: dict[str, NodeInfo] = {}
         self._with_required_anti_affinity: dict[str, NodeInfo] = {}
         self._node_traits: dict[str, int] = {}
+        self._image_nodes: dict[str, int] = {}  # image name -> nodes that have it
+        self._image_sizes: dict[str, int] = {}  # image name -> size of the first one seen
+        self.services: list[Service] = []
+        self.replication_controllers: list[ReplicationController] = []
+        self.replica_sets: list[ReplicaSet] = []
+        self.stateful_sets: list[StatefulSet] = []
 
     @classmethod
     def from_objects(cls, objects: Iterable[KubeObject]) -> Snapshot:
@@ -246,6 +266,14 @@ class Snapshot:
                 snap.priority_classes[o.name] = o
             elif isinstance(o, Namespace):
                 snap.namespaces[o.name] = o
+            elif isinstance(o, Service):
+                snap.services.append(o)
+            elif isinstance(o, ReplicationController):
+                snap.replication_controllers.append(o)
+            elif isinstance(o, ReplicaSet):
+                snap.replica_sets.append(o)
+            elif isinstance(o, StatefulSet):
+                snap.stateful_sets.append(o)
         return snap
 
     # --- nodes -------------------------------------------------------------------------------
@@ -314,6 +342,35 @@ class Snapshot:
                 traits[trait] = left
             else:
                 del traits[trait]
+        if node.images:
+            self._count_images(node, delta)
+
+    def _count_images(self, node: Node, delta: int) -> None:
+        counts, sizes = self._image_nodes, self._image_sizes
+        # A name listed twice on one node still counts that node once.
+        seen: dict[str, int] = {}
+        for image in node.images:
+            for name in image.names:
+                seen.setdefault(name, image.size_bytes)
+        for name, size in seen.items():
+            left = counts.get(name, 0) + delta
+            if left > 0:
+                counts[name] = left
+                sizes.setdefault(name, size)
+            else:
+                counts.pop(name, None)
+                sizes.pop(name, None)
+
+    def image_state(self, name: str) -> tuple[int, int] | None:
+        """``ImageStateSummary`` of an image name: (size in bytes, number of nodes with it)."""
+        num_nodes = self._image_nodes.get(name)
+        if num_nodes is None:
+            return None
+        return self._image_sizes[name], num_nodes
+
+    def has_images(self) -> bool:
+        """Whether any node reports ``status.images``."""
+        return bool(self._image_nodes)
 
     def has_unschedulable_nodes(self) -> bool:
         """Whether any node is cordoned (``spec.unschedulable``)."""

@@ -4,11 +4,16 @@ One plugin per module, one job per plugin, as in kube-scheduler. ``default_frame
 the Filter chain used by ``find_feasible_nodes``, ``schedule_one`` and preemption; the order is
 the default profile's (``pkg/scheduler/apis/config/v1/default_plugins.go``), which decides
 which reason a node reports first: NodeUnschedulable, NodeName, TaintToleration,
-NodeAffinity, NodePorts, NodeResourcesFit, then (volume and topology-spread plugins, not
-modelled here) InterPodAffinity.
+NodeAffinity, NodePorts, NodeResourcesFit, (the volume plugins, not modelled here),
+PodTopologySpread, InterPodAffinity. ``FILTER_REGISTRY`` maps each kube plugin name to its
+class; constructor keyword arguments mirror the plugin's kube args.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
 
 from scheduler.filters.base import BatchFilterPlugin, PreFilterResultPlugin
 from scheduler.filters.interpodaffinity import InterPodAffinity
@@ -17,10 +22,12 @@ from scheduler.filters.nodename import NodeName
 from scheduler.filters.nodeports import NodePorts
 from scheduler.filters.noderesources import NodeResourcesFit, fits_request
 from scheduler.filters.nodeunschedulable import NodeUnschedulable
+from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.filters.tainttoleration import TaintToleration
 from scheduler.framework import FilterPlugin, Framework
 
 __all__ = [
+    "FILTER_REGISTRY",
     "BatchFilterPlugin",
     "InterPodAffinity",
     "NodeAffinity",
@@ -28,6 +35,7 @@ __all__ = [
     "NodePorts",
     "NodeResourcesFit",
     "NodeUnschedulable",
+    "PodTopologySpread",
     "PreFilterResultPlugin",
     "TaintToleration",
     "default_filter_plugins",
@@ -36,17 +44,24 @@ __all__ = [
 ]
 
 
+FILTER_REGISTRY: Final[Mapping[str, type]] = MappingProxyType(
+    {
+        "NodeUnschedulable": NodeUnschedulable,
+        "NodeName": NodeName,
+        "TaintToleration": TaintToleration,
+        "NodeAffinity": NodeAffinity,
+        "NodePorts": NodePorts,
+        "NodeResourcesFit": NodeResourcesFit,
+        "PodTopologySpread": PodTopologySpread,
+        "InterPodAffinity": InterPodAffinity,
+    }
+)
+"""kube Filter plugin name -> class, in the 1.32 default profile's order."""
+
+
 def default_filter_plugins() -> list[FilterPlugin]:
-    """New instances of the default profile's Filter plugins, in its order."""
-    return [
-        NodeUnschedulable(),
-        NodeName(),
-        TaintToleration(),
-        NodeAffinity(),
-        NodePorts(),
-        NodeResourcesFit(),
-        InterPodAffinity(),
-    ]
+    """New instances of the 1.32 default profile's Filter plugins, in its order."""
+    return [cls() for cls in FILTER_REGISTRY.values()]
 
 
 def default_framework() -> Framework:

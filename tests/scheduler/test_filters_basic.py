@@ -26,7 +26,7 @@ U = Code.Unschedulable
 
 
 def test_default_profile_order() -> None:
-    # default_plugins.go, filter plugins only (volume and spread plugins not modelled).
+    # default_plugins.go (1.32), filter plugins only (volume plugins not modelled).
     assert [p.name for p in default_filter_plugins()] == [
         "NodeUnschedulable",
         "NodeName",
@@ -34,6 +34,7 @@ def test_default_profile_order() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
     ]
     assert default_framework().filter_plugins[0].name == "NodeUnschedulable"

@@ -62,7 +62,10 @@ def test_default_weights_and_order() -> None:
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
 
 
@@ -247,17 +250,32 @@ def test_totals_are_weighted_sums_and_explained() -> None:
     # n1: one untolerated PreferNoSchedule taint -> 0 after reverse normalization; fit: cpu
     # (4000-100)*100/4000 = 97, memory (32768-200)*100/32768 = 99 -> 98.
     # n2: no taint -> 100 * 3; fit: cpu (4000-2100)*100/4000 = 47, memory 98 -> 72.
+    # BalancedAllocation (real requests, no memory asked): n1 fractions 0.025 and 0, std
+    # 0.0125 -> 98; n2 0.525 and 0, std 0.2625 -> 73. No images anywhere: ImageLocality 0.
+    # No Service or controller selects the pod: PodTopologySpread skips it.
     assert result.node_scores == {
-        "n1": {"TaintToleration": 0, "NodeResourcesFit": 98},
-        "n2": {"TaintToleration": 300, "NodeResourcesFit": 72},
+        "n1": {
+            "TaintToleration": 0,
+            "NodeResourcesFit": 98,
+            "NodeResourcesBalancedAllocation": 98,
+            "ImageLocality": 0,
+        },
+        "n2": {
+            "TaintToleration": 300,
+            "NodeResourcesFit": 72,
+            "NodeResourcesBalancedAllocation": 73,
+            "ImageLocality": 0,
+        },
     }
     assert result.scores is not None
-    assert result.scores.total_scores == [98, 372]
+    assert result.scores.total_scores == [196, 445]
     listing = result.scores.as_list()
-    assert [(s.name, s.total_score) for s in listing] == [("n1", 98), ("n2", 372)]
+    assert [(s.name, s.total_score) for s in listing] == [("n1", 196), ("n2", 445)]
     assert [(ps.name, ps.score) for ps in listing[1].scores] == [
         ("TaintToleration", 300),
         ("NodeResourcesFit", 72),
+        ("NodeResourcesBalancedAllocation", 73),
+        ("ImageLocality", 0),
     ]
 
 
