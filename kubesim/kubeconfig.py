@@ -4,7 +4,11 @@ Plain HTTP on loopback needs no credentials or CA: the cluster entry has only ``
 (``http://127.0.0.1:PORT``), the user entry is empty, and the context's namespace is
 ``default`` — which kubectl, client-go and kubernetes-asyncio's ``load_kube_config`` accept.
 A server that authorizes requests gives its admin kubeconfig the credentials of a
-``system:masters`` user instead (``Simulator.admin_user``).
+``system:masters`` user instead (``Simulator.admin_user``). An ``https`` server
+(``kubesim serve --tls``) writes what a kubeadm cluster's ``admin.conf`` holds: the cluster CA
+as ``certificate-authority-data`` and the admin's client certificate and key as
+``client-certificate-data``/``client-key-data``; ``kubesim wait`` then checks the server's
+certificate against that CA.
 
 The file is the readiness signal for scripts: it is written only once the port answers, by
 rename so a reader never sees half of it, and removed when the server stops (only if it still
@@ -15,6 +19,7 @@ wait`` polls a kubeconfig until the server it names answers ``/readyz``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import tempfile
@@ -46,12 +51,18 @@ def kubeconfig_dict(
     name: str = "kubesim",
     namespace: str = "default",
     user: dict[str, Any] | None = None,
+    certificate_authority: bytes | None = None,
 ) -> dict[str, Any]:
-    """``user`` is the kubeconfig's user entry (``{"token": ...}``, client certificate data)."""
+    """``user`` is the kubeconfig's user entry (``{"token": ...}``, client certificate data);
+    ``certificate_authority`` the PEM CA an ``https`` server's certificate is checked against
+    (``certificate-authority-data``)."""
+    cluster: dict[str, Any] = {"server": url}
+    if certificate_authority:
+        cluster["certificate-authority-data"] = base64.b64encode(certificate_authority).decode()
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": url}}],
+        "clusters": [{"name": name, "cluster": cluster}],
         "users": [{"name": name, "user": dict(user or {})}],
         "contexts": [
             {"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}
@@ -62,7 +73,12 @@ def kubeconfig_dict(
 
 
 def write_kubeconfig(
-    path: str | Path, url: str, *, name: str = "kubesim", user: dict[str, Any] | None = None
+    path: str | Path,
+    url: str,
+    *,
+    name: str = "kubesim",
+    user: dict[str, Any] | None = None,
+    certificate_authority: bytes | None = None,
 ) -> Path:
     """Write atomically (a private temporary file in the same directory, then rename).
 
@@ -72,7 +88,10 @@ def write_kubeconfig(
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            yaml.safe_dump(kubeconfig_dict(url, name=name, user=user), f, sort_keys=False)
+            config = kubeconfig_dict(
+                url, name=name, user=user, certificate_authority=certificate_authority
+            )
+            yaml.safe_dump(config, f, sort_keys=False)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -4,7 +4,8 @@ kube-apiserver alone never changes objects; controllers do (kube-controller-mana
 kubesim runs the ones its clients depend on as asyncio tasks started with the server and
 cancelled when it stops. A controller is any object with a ``name`` and an
 ``async run(sim)``; ``default_controllers`` gives the built-in set, in ``CONTROLLER_NAMES``
-order: the namespace controller, the node kubelet of ``kubesim.node``, the disruption
+order: the namespace controller, the ServiceAccount controller (a ``default`` ServiceAccount in
+every namespace), the node kubelet of ``kubesim.node``, the disruption
 controller, the workload controllers (ReplicaSet, ReplicationController, Deployment,
 StatefulSet, DaemonSet, Job), the garbage collector and the default scheduler
 (``kubesim.scheduler_loop``). Each can be switched off by name
@@ -35,6 +36,7 @@ __all__ = [
 
 CONTROLLER_NAMES: Final = (
     "namespace",
+    "serviceaccount",
     "kubelet",
     "disruption",
     "replicaset",
@@ -109,6 +111,7 @@ def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
         ReplicaSetController,
         ReplicationControllerController,
     )
+    from kubesim.controllers.serviceaccount import ServiceAccountController
     from kubesim.controllers.statefulset import StatefulSetController
     from kubesim.node.kubelet import Kubelet
     from kubesim.scheduler_loop import SchedulerLoop
@@ -116,6 +119,7 @@ def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
     off = check_controller_names(disabled)
     every: list[Controller] = [
         NamespaceController(),
+        ServiceAccountController(),
         Kubelet(),
         DisruptionController(),
         ReplicaSetController(),
