@@ -90,8 +90,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOOTSTRAP_NAMESPACES",
+    "InsecureServing",
     "Simulator",
     "StateError",
+    "check_clear_text",
+    "is_loopback",
     "load_state",
     "serve",
     "tune_collector_for_server",
@@ -181,6 +184,36 @@ def load_state(
     return out
 
 
+class InsecureServing(ValueError):
+    """Serving credentials in clear text beyond loopback: refused (``Simulator.__init__``)."""
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_clear_text(host: str, *, tls: bool, authorization: str) -> None:
+    """Secrets never travel in clear: once requests are authorized, bearer tokens and the
+    admin's credentials are worth stealing, so a server reachable beyond loopback must serve
+    TLS. Loopback HTTP stays allowed (nothing leaves the machine), and so does any address
+    under ``always-allow``, where a token grants nothing an anonymous request does not."""
+    if tls or authorization == ALWAYS_ALLOW or is_loopback(host):
+        return
+    raise InsecureServing(
+        f"--host {host} without --tls: with --authorization {authorization} tokens and client"
+        " credentials would cross the network in clear text; add --tls or listen on"
+        " 127.0.0.1"
+    )
+
+
 class Simulator:
     """One running kubesim: ``url``, ``kubeconfig_path``, ``requests`` and helpers."""
 
@@ -266,6 +299,7 @@ class Simulator:
         if authorization not in AUTHORIZATION_MODES:
             known = ", ".join(sorted(AUTHORIZATION_MODES))
             raise ValueError(f"authorization {authorization!r}: must be one of {known}")
+        check_clear_text(host, tls=tls, authorization=authorization)
         self.authorization = authorization
         # Living-cluster timing (``ControllerSettings``); the keywords override ``settings``.
         # Keywords win over a ClusterSettings document in the state, which wins over defaults.
@@ -472,12 +506,14 @@ class Simulator:
             return json_response({"error": f"not JSON: {exc}"}, 400)
         if not isinstance(data, dict):
             return json_response({"error": "expected an object with user and groups"}, 400)
-        name, groups = data.get("user"), data.get("groups", [])
+        name, groups, days = data.get("user"), data.get("groups", []), data.get("days", 365)
         if not isinstance(name, str) or not name.strip():
             return json_response({"error": "user: required, a non-empty string"}, 400)
         if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
             return json_response({"error": "groups: must be a list of non-empty strings"}, 400)
-        creds = ca.issue_client(name, groups)
+        if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+            return json_response({"error": "days: must be a positive integer"}, 400)
+        creds = ca.issue_client(name, groups, days=days)
         return json_response(
             {
                 "server": self.url,

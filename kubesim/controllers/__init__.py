@@ -4,10 +4,10 @@ kube-apiserver alone never changes objects; controllers do (kube-controller-mana
 kubesim runs the ones its clients depend on as asyncio tasks started with the server and
 cancelled when it stops. A controller is any object with a ``name`` and an
 ``async run(sim)``; ``default_controllers`` gives the built-in set, in ``CONTROLLER_NAMES``
-order: the namespace controller, the ServiceAccount controller (a ``default`` ServiceAccount in
-every namespace), the node kubelet of ``kubesim.node``, the disruption
+order: the namespace controller, the node kubelet of ``kubesim.node``, the disruption
 controller, the workload controllers (ReplicaSet, ReplicationController, Deployment,
-StatefulSet, DaemonSet, Job), the garbage collector and the default scheduler
+StatefulSet, DaemonSet, Job), the garbage collector, the ServiceAccount controller (a
+``default`` ServiceAccount in every namespace) and the default scheduler
 (``kubesim.scheduler_loop``). Each can be switched off by name
 (``Simulator(disabled_controllers={"replicaset"})``) for tests that want a frozen cluster;
 more can be added with ``Simulator.add_controller`` (or the set replaced with
@@ -36,7 +36,6 @@ __all__ = [
 
 CONTROLLER_NAMES: Final = (
     "namespace",
-    "serviceaccount",
     "kubelet",
     "disruption",
     "replicaset",
@@ -46,6 +45,7 @@ CONTROLLER_NAMES: Final = (
     "daemonset",
     "job",
     "garbagecollector",
+    "serviceaccount",
     "scheduler",
 )
 
@@ -119,7 +119,6 @@ def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
     off = check_controller_names(disabled)
     every: list[Controller] = [
         NamespaceController(),
-        ServiceAccountController(),
         Kubelet(),
         DisruptionController(),
         ReplicaSetController(),
@@ -129,6 +128,7 @@ def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
         DaemonSetController(),
         JobController(),
         GarbageCollector(),
+        ServiceAccountController(),
         SchedulerLoop(),
     ]
     return [c for c in every if c.name not in off]
