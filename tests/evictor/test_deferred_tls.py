@@ -228,7 +228,7 @@ async def test_evict_refuses_a_server_its_ca_did_not_sign(
     code, out, err = await _evict(wrong, "cordon", "node-1")
     assert (code, out) == (1, "")
     assert "certificate verify failed" in err
-    assert err.startswith("Error: unable to connect to the server: ")
+    assert err.startswith("error: unable to connect to the server: ")
     assert len(err.strip().splitlines()) == 1
     assert not tls_sim.requests.filter(path="/api/v1/nodes/node-1")
     assert not (tls_sim.get("Node", "", "node-1") or {})["spec"].get("unschedulable")
