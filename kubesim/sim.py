@@ -24,6 +24,22 @@ each gets a ``ProcessRuntime`` (``runtimes[name]``) under ``cgroup_root``, its k
 limited to ``memory_capacity``; the other nodes keep the simulated kubelet. The runtimes open
 with the server and are closed — every process killed, every cgroup removed — when it stops.
 
+Authentication is kube-apiserver's (``kubesim.auth``): static tokens (``tokens``, the admin's
+``admin_token``), ServiceAccount tokens from the TokenRequest API
+(``service_account_tokens``, ``kubesim.auth.serviceaccounts``; its ``clock`` is the one token
+time, replaceable in tests), ``TokenReview``/``SelfSubjectReview`` (``kubesim.auth.reviews``)
+and, with ``tls=True``, HTTPS and client certificates from a CA generated at start
+(``certificate_authority``, ``kubesim.auth.pki``). ``admin_kubeconfig_user`` is the one place
+that decides the admin's credentials: kubeadm's client certificate (CN=kubernetes-admin,
+O=system:masters) over TLS, none over HTTP while every request is allowed, the admin token
+otherwise; ``api_client`` and the written kubeconfig both use it, with the CA.
+
+Credentials never travel in clear beyond the machine (``check_clear_text``): once requests are
+authorized, a server listening on a non-loopback address must serve TLS, or it is refused
+(``InsecureServing``; ``kubesim serve`` exits 2). Loopback HTTP stays allowed — nothing leaves
+the host — and so does any address under ``always-allow``, where a token grants nothing an
+anonymous request is not already granted, so kubesim's old ``--host 0.0.0.0`` use keeps working.
+
 State manifests are decoded as kube-apiserver decodes a create with ``fieldValidation``
 (``scheduler.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
 would otherwise be stored and ignored, and the test would run against a different cluster
