@@ -406,7 +406,6 @@ class ServiceAccountTokens:
         )
         spec["audiences"] = audiences
         spec["expirationSeconds"] = seconds
-        spec.setdefault("boundObjectRef", None)
         return {
             "kind": "TokenRequest",
             "apiVersion": "authentication.k8s.io/v1",
