@@ -10,6 +10,14 @@ A script therefore never reads a kubeconfig whose server is not answering:
   kubeconfig and the log file of the detached server;
 * ``kubesim wait KUBECONFIG`` blocks until the server a kubeconfig names answers ``/readyz``.
 
+``kubesim serve --tls`` serves HTTPS with a CA generated at start (``kubesim.auth.pki``); the
+kubeconfig then holds that CA and kubeadm's admin client certificate, and ``kubesim
+certificate USER --group G … --kubeconfig ADMIN -o FILE`` asks the running server (over TLS,
+as its admin, ``POST /_kubesim/certificates``) for a client certificate and writes a kubeconfig
+like a real cluster's. Credentials never travel in clear: ``serve`` refuses a non-loopback
+``--host`` without ``--tls`` once requests are authorized (exit 2,
+``kubesim.sim.check_clear_text``).
+
 Bad files or flags exit 2 before anything is served, with one line naming the file, document,
 object and field; a port in use exits 1 (``scheduler.cliutil`` holds the shared conventions).
 The heavy modules (aiohttp, the server) are imported only when a command runs, so ``--help``
@@ -235,6 +243,13 @@ def _load_faults(path: str) -> FaultSet:
     help="With --process-node: the node's memory capacity (e.g. 1Gi), the limit of its "
     "kubepods cgroup; default the machine's memory.",
 )
+@click.option(
+    "--tls",
+    is_flag=True,
+    help="Serve HTTPS with a certificate authority generated at start: the kubeconfig gets "
+    "its CA and a client certificate for kubernetes-admin (system:masters); client "
+    "certificates it signs authenticate (see kubesim certificate).",
+)
 @click.option("--ready-fd", type=int, hidden=True)
 def serve(  # noqa: PLR0917 - click passes options positionally
     state: tuple[str, ...],
@@ -257,6 +272,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     process_nodes: tuple[str, ...],
     cgroup_root: str,
     memory_capacity: str | None,
+    tls: bool,
     ready_fd: int | None,
 ) -> int:
     """Serve the Kubernetes API until interrupted (SIGINT or SIGTERM: exit 0).
@@ -301,6 +317,8 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         args += ["--cgroup-root", cgroup_root]
         if memory_capacity:
             args += ["--memory-capacity", memory_capacity]
+        if tls:
+            args.append("--tls")
         return _background(args, log_file=log_file, timeout=ready_timeout)
     living = Living(
         ready_after=ready_after,
@@ -321,6 +339,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         process_nodes=process_nodes,
         cgroup_root=cgroup_root,
         memory_capacity=capacity,
+        tls=tls,
     )
     for warning in sim.state_warnings:
         click.echo(f"Warning: {warning}", err=True)
@@ -341,8 +360,9 @@ def _simulator(  # noqa: PLR0917
     process_nodes: Sequence[str] = (),
     cgroup_root: str = "/sys/fs/cgroup",
     memory_capacity: int | None = None,
+    tls: bool = False,
 ) -> Simulator:
-    from kubesim.sim import Simulator, StateError
+    from kubesim.sim import InsecureServing, Simulator, StateError
 
     fault_set = _load_faults(faults) if faults else None
     living = living or Living()
@@ -363,7 +383,10 @@ def _simulator(  # noqa: PLR0917
             process_nodes=process_nodes,
             cgroup_root=cgroup_root,
             memory_capacity=memory_capacity,
+            tls=tls,
         )
+    except InsecureServing as exc:
+        raise BadInput(str(exc)) from None
     except StateError as exc:
         raise BadInput(f"bad state file: {exc}") from None
 
@@ -515,7 +538,7 @@ def wait(kubeconfig: str, timeout: float) -> int:
 
     The kubeconfig may not exist yet: kubesim serve writes it once the port answers.
     """
-    from kubesim.kubeconfig import KubeconfigError, probe_ready, server_of
+    from kubesim.kubeconfig import KubeconfigError, probe_ready, server_of, tls_context_of
 
     deadline = time.monotonic() + timeout
     reason = "the file does not exist"
@@ -528,7 +551,11 @@ def wait(kubeconfig: str, timeout: float) -> int:
             except OSError as exc:
                 reason = exc.strerror or str(exc)
             else:
-                problem = probe_ready(url)
+                try:
+                    context = tls_context_of(kubeconfig)
+                except KubeconfigError as exc:
+                    raise BadInput(str(exc)) from None
+                problem = probe_ready(url, context=context)
                 if problem is None:
                     click.echo(f"kubesim: {url} is ready")
                     return 0
@@ -538,6 +565,82 @@ def wait(kubeconfig: str, timeout: float) -> int:
         if time.monotonic() >= deadline:
             raise Failure(f"{kubeconfig}: not ready after {timeout:g}s: {reason}")
         time.sleep(0.05)
+
+
+@cli.command(epilog=EXIT_CODES)
+@click.argument("user", metavar="USER")
+@click.option(
+    "--group",
+    "groups",
+    multiple=True,
+    metavar="GROUP",
+    help="A group of the user (the certificate's O; repeatable).",
+)
+@click.option(
+    "--kubeconfig",
+    "admin_kubeconfig",
+    required=True,
+    metavar="ADMIN_KUBECONFIG",
+    help="The admin kubeconfig kubesim serve --tls wrote (a system:masters client "
+    "certificate): it names the server whose CA signs.",
+)
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    help="Write the new kubeconfig here (mode 0600) instead of standard output.",
+)
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    default=365,
+    show_default=True,
+    help="Days the certificate is valid.",
+)
+def certificate(
+    user: str, groups: tuple[str, ...], admin_kubeconfig: str, output: str | None, days: int
+) -> int:
+    """Issue a client certificate for USER from a running kubesim serve --tls and write a
+    kubeconfig like a real cluster's (server, CA, client certificate and key).
+
+    The server signs with its CA and answers over TLS to system:masters only, so the key
+    never crosses the network in clear.
+    """
+    from kubesim.kubeconfig import KubeconfigError, request_certificate, write_kubeconfig
+
+    if output is not None:
+        output = os.path.abspath(output)
+        _directory_of(output, "-o")
+    if not user.strip():
+        raise BadInput("USER: must not be empty")
+    for group in groups:
+        if not group.strip():
+            raise BadInput("--group: must not be empty")
+    try:
+        issued = request_certificate(admin_kubeconfig, user, list(groups), days=days)
+    except KubeconfigError as exc:
+        raise BadInput(str(exc)) from None
+    except OSError as exc:
+        raise Failure(str(exc)) from None
+    creds = {
+        "client-certificate-data": issued.certificate_data,
+        "client-key-data": issued.key_data,
+    }
+    if output is None:
+        import yaml
+
+        from kubesim.kubeconfig import kubeconfig_dict
+
+        config = kubeconfig_dict(
+            issued.server, user=creds, certificate_authority=issued.certificate_authority
+        )
+        click.echo(yaml.safe_dump(config, sort_keys=False), nl=False)
+        return 0
+    write_kubeconfig(
+        output, issued.server, user=creds, certificate_authority=issued.certificate_authority
+    )
+    click.echo(f"kubesim: kubeconfig for {user} written to {output}", err=True)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

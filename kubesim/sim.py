@@ -24,6 +24,22 @@ each gets a ``ProcessRuntime`` (``runtimes[name]``) under ``cgroup_root``, its k
 limited to ``memory_capacity``; the other nodes keep the simulated kubelet. The runtimes open
 with the server and are closed — every process killed, every cgroup removed — when it stops.
 
+Authentication is kube-apiserver's (``kubesim.auth``): static tokens (``tokens``, the admin's
+``admin_token``), ServiceAccount tokens from the TokenRequest API
+(``service_account_tokens``, ``kubesim.auth.serviceaccounts``; its ``clock`` is the one token
+time, replaceable in tests), ``TokenReview``/``SelfSubjectReview`` (``kubesim.auth.reviews``)
+and, with ``tls=True``, HTTPS and client certificates from a CA generated at start
+(``certificate_authority``, ``kubesim.auth.pki``). ``admin_kubeconfig_user`` is the one place
+that decides the admin's credentials: kubeadm's client certificate (CN=kubernetes-admin,
+O=system:masters) over TLS, none over HTTP while every request is allowed, the admin token
+otherwise; ``api_client`` and the written kubeconfig both use it, with the CA.
+
+Credentials never travel in clear beyond the machine (``check_clear_text``): once requests are
+authorized, a server listening on a non-loopback address must serve TLS, or it is refused
+(``InsecureServing``; ``kubesim serve`` exits 2). Loopback HTTP stays allowed — nothing leaves
+the host — and so does any address under ``always-allow``, where a token grants nothing an
+anonymous request is not already granted, so kubesim's old ``--host 0.0.0.0`` use keeps working.
+
 State manifests are decoded as kube-apiserver decodes a create with ``fieldValidation``
 (``scheduler.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
 would otherwise be stored and ignored, and the test would run against a different cluster
@@ -35,15 +51,18 @@ by ``stop`` (if it still names this server), so it is a readiness signal for scr
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
 import gc
+import json
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from aiohttp import web
@@ -52,11 +71,11 @@ from kubesim.apiserver import admission, binding, eviction
 from kubesim.apiserver.requestlog import RequestLog
 from kubesim.apiserver.resources import Registry, ResourceType, default_registry
 from kubesim.apiserver.rest import Rest
-from kubesim.apiserver.server import ApiServer, json_response
+from kubesim.apiserver.server import ApiServer, json_response, status_response
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import Store, clone
 from kubesim.auth import ALWAYS_ALLOW, AUTHORIZATION_MODES, MASTERS, UserInfo
-from kubesim.auth.authn import Chain, StaticTokens, new_token
+from kubesim.auth.authn import Chain, StaticTokens, TokenAuthenticator, new_token
 from kubesim.controllers import (
     Controller,
     ControllerSettings,
@@ -82,10 +101,16 @@ from scheduler.strict import (
     validate_document,
 )
 
+if TYPE_CHECKING:
+    from kubesim.auth.pki import CertificateAuthority, Credentials
+
 __all__ = [
     "BOOTSTRAP_NAMESPACES",
+    "InsecureServing",
     "Simulator",
     "StateError",
+    "check_clear_text",
+    "is_loopback",
     "load_state",
     "serve",
     "tune_collector_for_server",
@@ -175,6 +200,36 @@ def load_state(
     return out
 
 
+class InsecureServing(ValueError):
+    """Serving credentials in clear text beyond loopback: refused (``Simulator.__init__``)."""
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_clear_text(host: str, *, tls: bool, authorization: str) -> None:
+    """Secrets never travel in clear: once requests are authorized, bearer tokens and the
+    admin's credentials are worth stealing, so a server reachable beyond loopback must serve
+    TLS. Loopback HTTP stays allowed (nothing leaves the machine), and so does any address
+    under ``always-allow``, where a token grants nothing an anonymous request does not."""
+    if tls or authorization == ALWAYS_ALLOW or is_loopback(host):
+        return
+    raise InsecureServing(
+        f"--host {host} without --tls: with --authorization {authorization} tokens and client"
+        " credentials would cross the network in clear text; add --tls or listen on"
+        " 127.0.0.1"
+    )
+
+
 class Simulator:
     """One running kubesim: ``url``, ``kubeconfig_path``, ``requests`` and helpers."""
 
@@ -204,6 +259,7 @@ class Simulator:
         memory_capacity: int | None = None,
         use_cgroups: bool = True,
         authorization: str = ALWAYS_ALLOW,
+        tls: bool = False,
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -229,13 +285,37 @@ class Simulator:
             version_minor=version_minor,
             bookmark_interval=bookmark_interval,
         )
-        self.server.authenticator = Chain([self.tokens])
+        # ServiceAccount tokens (TokenRequest), tried after the static tokens.
+        from kubesim.auth import reviews
+        from kubesim.auth.serviceaccounts import ServiceAccountTokens
+
+        self.service_account_tokens = ServiceAccountTokens(self.rest)
+        self.server.subresources[("", "serviceaccounts", "token")] = (
+            self.service_account_tokens.handle
+        )
+        reviews.install(self)
+        # TLS: a CA generated now; client certificates it signed authenticate their CN.
+        self.tls = tls
+        self.certificate_authority: CertificateAuthority | None = None
+        certificates = None
+        if tls:
+            from kubesim.auth.pki import CertificateAuthority, ClientCertificates
+
+            self.certificate_authority = CertificateAuthority()
+            certificates = ClientCertificates()
+        self.server.authenticator = Chain(
+            [self.tokens, self.service_account_tokens], certificates=certificates
+        )
         # kubeadm's admin: system:masters, allowed everything before any authorizer is asked.
         self.admin_user = UserInfo("kubernetes-admin", groups=(MASTERS,))
         self.admin_token = self.tokens.add(new_token(), self.admin_user)
+        self._admin_credentials: Credentials | None = None
+        self._key_dir: str | None = None
+        self.server.control["certificates"] = self._control_certificates
         if authorization not in AUTHORIZATION_MODES:
             known = ", ".join(sorted(AUTHORIZATION_MODES))
             raise ValueError(f"authorization {authorization!r}: must be one of {known}")
+        check_clear_text(host, tls=tls, authorization=authorization)
         self.authorization = authorization
         # Living-cluster timing (``ControllerSettings``); the keywords override ``settings``.
         # Keywords win over a ClusterSettings document in the state, which wins over defaults.
@@ -329,7 +409,7 @@ class Simulator:
             self.server.app, access_log=None, handle_signals=False, shutdown_timeout=0.5
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
+        site = web.TCPSite(runner, self.host, self.port, ssl_context=self._server_tls())
         try:
             await site.start()
         except BaseException:
@@ -340,18 +420,21 @@ class Simulator:
         port = int(addresses[0][1]) if addresses else self.port
         host = self.host if ":" not in self.host else f"[{self.host}]"
         self.port = port
-        self.url = f"http://{host}:{port}"
+        self.url = f"{'https' if self.tls else 'http'}://{host}:{port}"
         self.server.server_address = f"{host}:{port}"
         # A kubeconfig on disk promises an answering server: write it only once we answer.
         await wait_answering(self.host, port)
         user = self.admin_kubeconfig_user()
+        ca = self.certificate_authority_pem()
         if self._kubeconfig_arg is not None:
-            self.kubeconfig_path = write_kubeconfig(self._kubeconfig_arg, self.url, user=user)
+            self.kubeconfig_path = write_kubeconfig(
+                self._kubeconfig_arg, self.url, user=user, certificate_authority=ca
+            )
             self._wrote_kubeconfig = True
         else:
             self._tmpdir = tempfile.mkdtemp(prefix="kubesim-")
             self.kubeconfig_path = write_kubeconfig(
-                Path(self._tmpdir) / "kubeconfig", self.url, user=user
+                Path(self._tmpdir) / "kubeconfig", self.url, user=user, certificate_authority=ca
             )
         for controller in self.controllers:
             self._tasks.append(asyncio.create_task(self._run_controller(controller)))
@@ -359,12 +442,102 @@ class Simulator:
         await asyncio.sleep(0)
         return self
 
+    def _server_tls(self) -> Any:
+        """The server's ``SSLContext`` (None over HTTP): a serving certificate for loopback,
+        ``localhost``, the in-cluster names and ``host``, issued by this server's CA."""
+        ca = self.certificate_authority
+        if ca is None:
+            return None
+        from kubesim.auth.pki import server_names
+
+        serving = ca.issue_server(server_names(self.host))
+        key_dir = self._private_dir()
+        return ca.server_context(serving, key_dir)
+
+    def _private_dir(self) -> str:
+        """A 0700 directory for key material ``ssl`` must read from files; removed by stop."""
+        if self._key_dir is None:
+            self._key_dir = tempfile.mkdtemp(prefix="kubesim-pki-")
+        return self._key_dir
+
+    def certificate_authority_pem(self) -> bytes | None:
+        """The CA certificate clients must trust (None over HTTP)."""
+        ca = self.certificate_authority
+        return None if ca is None else ca.certificate_pem
+
+    def admin_credentials(self) -> Credentials:
+        """kubeadm's ``admin.conf`` client certificate: CN=kubernetes-admin,
+        O=system:masters (TLS servers only)."""
+        ca = self.certificate_authority
+        if ca is None:
+            raise RuntimeError("client certificates need a TLS server (Simulator(tls=True))")
+        if self._admin_credentials is None:
+            self._admin_credentials = ca.issue_client(self.admin_user.name, self.admin_user.groups)
+        return self._admin_credentials
+
     def admin_kubeconfig_user(self) -> dict[str, Any]:
-        """The admin kubeconfig's user entry: no credentials while every request is allowed
-        (what kubesim always wrote), the admin's token once requests are authorized."""
+        """The admin kubeconfig's user entry — the one place that decides the admin's
+        credentials: over TLS kubeadm's client certificate (CN=kubernetes-admin,
+        O=system:masters); over HTTP no credentials while every request is allowed (what
+        kubesim always wrote), the admin's token once requests are authorized."""
+        if self.tls:
+            creds = self.admin_credentials()
+            return {
+                "client-certificate-data": base64.b64encode(creds.certificate).decode(),
+                "client-key-data": base64.b64encode(creds.key).decode(),
+            }
         if self.authorization == ALWAYS_ALLOW:
             return {}
         return {"token": self.admin_token}
+
+    def token_authenticators(self) -> list[TokenAuthenticator]:
+        """The bearer-token authenticators in the order they are asked (TokenReview)."""
+        authenticator = self.server.authenticator
+        return list(authenticator.tokens) if isinstance(authenticator, Chain) else []
+
+    async def _control_certificates(self, request: web.Request) -> web.StreamResponse:
+        """``POST /_kubesim/certificates`` ``{"user": U, "groups": [G...]}``: a client
+        certificate from this server's CA (``kubesim certificate``). It mints credentials, so
+        only ``system:masters`` may call it — whatever the authorization mode — and only over
+        TLS, where the private key travels encrypted."""
+        from kubesim.auth import ANONYMOUS, Attributes, forbidden_error
+
+        try:
+            user = self.server.authenticator.authenticate(request) or ANONYMOUS
+        except StatusError as err:
+            return status_response(err)
+        if MASTERS not in user.groups:
+            attrs = Attributes(user, "create", is_resource=False, path=request.path)
+            return status_response(forbidden_error(attrs))
+        if request.method != "POST":
+            return json_response({"error": "use POST"}, 405)
+        ca = self.certificate_authority
+        if ca is None:
+            return json_response(
+                {"error": "this server does not serve TLS (kubesim serve --tls)"}, 400
+            )
+        try:
+            data = json.loads(await request.text())
+        except ValueError as exc:
+            return json_response({"error": f"not JSON: {exc}"}, 400)
+        if not isinstance(data, dict):
+            return json_response({"error": "expected an object with user and groups"}, 400)
+        name, groups, days = data.get("user"), data.get("groups", []), data.get("days", 365)
+        if not isinstance(name, str) or not name.strip():
+            return json_response({"error": "user: required, a non-empty string"}, 400)
+        if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
+            return json_response({"error": "groups: must be a list of non-empty strings"}, 400)
+        if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+            return json_response({"error": "days: must be a positive integer"}, 400)
+        creds = ca.issue_client(name, groups, days=days)
+        return json_response(
+            {
+                "server": self.url,
+                "certificateAuthority": ca.certificate_pem.decode(),
+                "certificate": creds.certificate.decode(),
+                "key": creds.key.decode(),
+            }
+        )
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -382,6 +555,9 @@ class Simulator:
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
+        if self._key_dir is not None:
+            shutil.rmtree(self._key_dir, ignore_errors=True)
+            self._key_dir = None
         if self._wrote_kubeconfig and self.kubeconfig_path is not None:
             # Left behind, it would send the next kubectl to a closed port.
             remove_kubeconfig(self.kubeconfig_path, self.url)
@@ -527,11 +703,27 @@ class Simulator:
         from kubernetes_asyncio import client
 
         cfg = client.Configuration(host=self.url)
-        token = self.admin_kubeconfig_user().get("token")
+        user = self.admin_kubeconfig_user()
+        token = user.get("token")
+        ca_pem = self.certificate_authority_pem()
+        if ca_pem is not None:
+            # kubernetes-asyncio reads certificates from files only (as its kubeconfig loader)
+            cfg.ssl_ca_cert = self._write_private("ca.crt", ca_pem)
+        if "client-certificate-data" in user:
+            creds = self.admin_credentials()
+            cfg.cert_file = self._write_private("admin.crt", creds.certificate)
+            cfg.key_file = self._write_private("admin.key", creds.key)
         if token:
             cfg.api_key = {"BearerToken": token}
             cfg.api_key_prefix = {"BearerToken": "Bearer"}
         return client.ApiClient(configuration=cfg)
+
+    def _write_private(self, name: str, data: bytes) -> str:
+        path = os.path.join(self._private_dir(), name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return path
 
     async def _control_faults(self, request: web.Request) -> web.StreamResponse:
         if request.method == "GET":

@@ -236,6 +236,51 @@ _SCHEMAS: Final[dict[str, Schema]] = {
         14: ("podReplacementPolicy", "string?", False),
         15: ("managedBy", "string?", False),
     },
+    # authentication.k8s.io/v1: what kubectl create token / auth whoami send
+    "TokenRequest": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("spec", "msg:TokenRequestSpec", False),
+        3: ("status", "msg:TokenRequestStatus", False),
+    },
+    "TokenRequestSpec": {
+        1: ("audiences", "string", True),
+        3: ("boundObjectRef", "msg:BoundObjectReference", False),
+        4: ("expirationSeconds", "int?", False),
+    },
+    "BoundObjectReference": {
+        1: ("kind", "string", False),
+        2: ("apiVersion", "string", False),
+        3: ("name", "string", False),
+        4: ("uid", "string", False),
+    },
+    "TokenRequestStatus": {
+        1: ("token", "string", False),
+        2: ("expirationTimestamp", "msg:Time", False),
+    },
+    "TokenReview": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("spec", "msg:TokenReviewSpec", False),
+        3: ("status", "msg:TokenReviewStatus", False),
+    },
+    "TokenReviewSpec": {1: ("token", "string", False), 2: ("audiences", "string", True)},
+    "TokenReviewStatus": {
+        1: ("authenticated", "bool", False),
+        2: ("user", "msg:UserInfo", False),
+        3: ("error", "string", False),
+        4: ("audiences", "string", True),
+    },
+    "SelfSubjectReview": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("status", "msg:SelfSubjectReviewStatus", False),
+    },
+    "SelfSubjectReviewStatus": {1: ("userInfo", "msg:UserInfo", False)},
+    "UserInfo": {
+        1: ("username", "string", False),
+        2: ("uid", "string", False),
+        3: ("groups", "string", True),
+        4: ("extra", "map:ExtraValue", False),
+    },
+    "ExtraValue": {1: ("items", "string", True)},
 }
 
 KINDS: Final = frozenset(
@@ -247,6 +292,9 @@ KINDS: Final = frozenset(
         "DeleteOptions",
         "Deployment",
         "Job",
+        "TokenRequest",
+        "TokenReview",
+        "SelfSubjectReview",
     }
 )
 
@@ -366,6 +414,8 @@ def _convert(name: str, msg: dict[str, Any]) -> Any:
         return msg.get("strVal", "") if msg.get("type") == 1 else msg.get("intVal", 0)
     if name == "Quantity":
         return msg.get("string", "")
+    if name == "ExtraValue":
+        return msg.get("items", [])
     return msg
 
 

@@ -6,20 +6,34 @@ presents no credentials is anonymous; one whose ``Authorization: Bearer`` token 
 authenticator accepts is a 401, never anonymous — a client with a stale token must learn it.
 
 ``StaticTokens`` is ``--token-auth-file``: fixed tokens for fixed users. kubesim gives its admin
-kubeconfig such a token when a server authorizes requests, so the admin stays all-powerful
-(``system:masters``) while every other identity is checked.
+kubeconfig such a token when a server authorizes requests over HTTP, so the admin stays
+all-powerful (``system:masters``) while every other identity is checked.
+
+``Chain`` is kube-apiserver's union in its order: the TLS client certificate first (when the
+server serves TLS: ``kubesim.auth.pki.ClientCertificates``), then the bearer-token
+authenticators (static tokens, then ServiceAccount tokens: ``kubesim.auth.serviceaccounts``).
+A certificate that authenticates wins over any token, as in kube-apiserver.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from typing import Protocol
 
 from aiohttp import web
 
 from kubesim.auth import ALL_AUTHENTICATED, UserInfo, unauthorized
 
-__all__ = ["Chain", "StaticTokens", "bearer_token", "new_token", "with_authenticated_group"]
+__all__ = [
+    "Chain",
+    "PeerAuthenticator",
+    "StaticTokens",
+    "TokenAuthenticator",
+    "bearer_token",
+    "new_token",
+    "with_authenticated_group",
+]
 
 
 def bearer_token(request: web.Request) -> str | None:
@@ -62,13 +76,37 @@ class StaticTokens:
         return self._users.get(token)
 
 
-class Chain:
-    """Bearer-token authenticators tried in order; unknown tokens are a 401."""
+class TokenAuthenticator(Protocol):
+    """``authenticator.Token``: the token's user, None when this source does not accept it."""
 
-    def __init__(self, tokens: Sequence[StaticTokens]) -> None:
+    def lookup(self, token: str) -> UserInfo | None: ...
+
+
+class PeerAuthenticator(Protocol):
+    """The TLS client certificate's user; None without one; ``unauthorized()`` when it is not
+    acceptable."""
+
+    def authenticate_peer(self, request: web.Request) -> UserInfo | None: ...
+
+
+class Chain:
+    """The client certificate (if any), then bearer-token authenticators in order; unknown
+    tokens are a 401."""
+
+    def __init__(
+        self,
+        tokens: Sequence[TokenAuthenticator],
+        *,
+        certificates: PeerAuthenticator | None = None,
+    ) -> None:
         self.tokens = list(tokens)
+        self.certificates = certificates
 
     def authenticate(self, request: web.Request) -> UserInfo | None:
+        if self.certificates is not None:
+            user = self.certificates.authenticate_peer(request)
+            if user is not None:
+                return user
         token = bearer_token(request)
         if token is None:
             return None

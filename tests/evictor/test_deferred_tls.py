@@ -2,17 +2,34 @@
 
 aiohttp is already imported in the test process, so each check runs in a fresh interpreter.
 What is compared is the trust a TLS connection gets (``cert_store_stats``), against a context
-made the usual way in the same process.
+made the usual way in the same process — and then real handshakes with ``kubesim`` serving
+TLS: the ``evict`` command and the agent's API client verify its certificate (kubeconfig CA,
+or deferred system CAs), present the kubeconfig's client certificate, and refuse a server
+signed by another CA.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
+import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
+
+import kubesim
+from kubesim.auth.pki import CertificateAuthority
+from kubesim.controllers import FROZEN
+from kubesim.sim import Simulator
+
+from .conftest import EVICT, node
 
 
 def _run(code: str) -> dict[str, Any]:
@@ -119,3 +136,163 @@ def _first_pem(bundle: str) -> str:
     begin = bundle.index("-----BEGIN CERTIFICATE-----")
     end = bundle.index("-----END CERTIFICATE-----", begin) + len("-----END CERTIFICATE-----")
     return bundle[begin:end] + "\n"
+
+
+# --- real TLS handshakes against kubesim serve --tls ---------------------------------------
+#
+# The checks above compare trust stores; these make the connections: the ``evict`` command and
+# the agent's API client reach a kubesim serving HTTPS with a CA of its own, verify its
+# certificate through the kubeconfig's ``certificate-authority-data`` (or, with none, through
+# the system CAs loaded only for the first TLS connection), present the client certificate
+# kubesim's admin kubeconfig carries, and refuse a server their CA did not sign.
+
+WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+
+
+@pytest.fixture
+async def tls_sim() -> AsyncIterator[Simulator]:
+    async with kubesim.serve(
+        state=[node("node-1"), node("node-2")],
+        time_scale=0.01,
+        disabled_controllers=FROZEN,
+        tls=True,
+    ) as sim:
+        yield sim
+
+
+def _kubeconfig(sim: Simulator, path: Path, **cluster: Any) -> Path:
+    """The admin kubeconfig with its cluster entry changed (a value of None removes a key)."""
+    assert sim.kubeconfig_path is not None
+    config = yaml.safe_load(sim.kubeconfig_path.read_text())
+    entry = config["clusters"][0]["cluster"]
+    for key, value in cluster.items():
+        if value is None:
+            entry.pop(key, None)
+        else:
+            entry[key] = value
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _other_ca() -> str:
+    return base64.b64encode(CertificateAuthority().certificate_pem).decode()
+
+
+async def _python(code: str, *, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``code`` in a fresh interpreter (nothing imported yet), without blocking the server."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        textwrap.dedent(code),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return json.loads(out.decode().strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+async def _evict(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    env["KUBECONFIG"] = str(kubeconfig)
+    proc = await asyncio.create_subprocess_exec(
+        EVICT,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_evict_verifies_kubesims_certificate_and_presents_its_client_certificate(
+    tls_sim: Simulator, tmp_path: Path
+) -> None:
+    assert tls_sim.kubeconfig_path is not None
+    code, out, err = await _evict(tls_sim.kubeconfig_path, "cordon", "node-1")
+    assert code == 0, err
+    assert out.strip() == "node/node-1 cordoned"
+    assert (tls_sim.get("Node", "", "node-1") or {})["spec"]["unschedulable"] is True
+    patches = [r for r in tls_sim.requests.filter(path="/api/v1/nodes/node-1") if r.verb == "patch"]
+    assert [(r.user, r.groups, r.code) for r in patches] == [
+        ("kubernetes-admin", ("system:masters", "system:authenticated"), 200)
+    ]
+
+
+async def test_evict_refuses_a_server_its_ca_did_not_sign(
+    tls_sim: Simulator, tmp_path: Path
+) -> None:
+    wrong = _kubeconfig(tls_sim, tmp_path / "wrong", **{"certificate-authority-data": _other_ca()})
+    code, out, err = await _evict(wrong, "cordon", "node-1")
+    assert (code, out) == (1, "")
+    assert "certificate verify failed" in err
+    assert err.startswith("error: unable to connect to the server: ")
+    assert len(err.strip().splitlines()) == 1
+    assert not tls_sim.requests.filter(path="/api/v1/nodes/node-1")
+    assert not (tls_sim.get("Node", "", "node-1") or {})["spec"].get("unschedulable")
+
+
+AGENT_WHOAMI = """
+    import asyncio, json, ssl
+    from agent.cli import _api_client
+
+    async def main():
+        api = await _api_client({kubeconfig!r})
+        session = api.rest_client.pool_manager
+        context = session.connector._ssl
+        before = context.cert_store_stats()
+        try:
+            async with session.post(api.configuration.host + {whoami!r}, json={{}}) as resp:
+                user = (await resp.json())["status"]["userInfo"]
+                out = {{"code": resp.status, "user": user}}
+        except Exception as exc:
+            out = {{"error": type(exc).__name__, "text": str(exc)}}
+        out["before"] = before
+        out["after"] = context.cert_store_stats()
+        await api.close()
+        return out
+
+    print(json.dumps(asyncio.run(main())))
+"""
+
+
+async def test_the_agents_client_speaks_tls_with_the_kubeconfigs_ca_and_certificate(
+    tls_sim: Simulator, tmp_path: Path
+) -> None:
+    out = await _python(AGENT_WHOAMI.format(kubeconfig=str(tls_sim.kubeconfig_path), whoami=WHOAMI))
+    assert out["code"] == 201, out
+    assert out["user"]["username"] == "kubernetes-admin"
+    assert out["user"]["groups"] == ["system:masters", "system:authenticated"]
+    assert out["before"]["x509_ca"] == 1  # the kubeconfig's CA, and no system CA
+    assert out["after"]["x509_ca"] == 1
+
+
+async def test_the_agents_client_refuses_a_server_its_ca_did_not_sign(
+    tls_sim: Simulator, tmp_path: Path
+) -> None:
+    wrong = _kubeconfig(tls_sim, tmp_path / "wrong", **{"certificate-authority-data": _other_ca()})
+    out = await _python(AGENT_WHOAMI.format(kubeconfig=str(wrong), whoami=WHOAMI))
+    assert out["error"] == "ClientConnectorCertificateError", out
+    assert "certificate verify failed" in out["text"]
+    assert not tls_sim.requests.filter(path=WHOAMI)
+
+
+async def test_deferred_system_cas_load_for_the_first_real_handshake(
+    tls_sim: Simulator, tmp_path: Path
+) -> None:
+    # No CA in the kubeconfig: the system's trust decides. Made to hold kubesim's CA (through
+    # OpenSSL's SSL_CERT_FILE), it is loaded only when the first TLS connection needs it.
+    system = tmp_path / "system-cas.pem"
+    system.write_bytes(tls_sim.certificate_authority_pem() or b"")
+    bare = _kubeconfig(tls_sim, tmp_path / "bare", **{"certificate-authority-data": None})
+    env = {"SSL_CERT_FILE": str(system), "SSL_CERT_DIR": str(tmp_path / "none")}
+    out = await _python(AGENT_WHOAMI.format(kubeconfig=str(bare), whoami=WHOAMI), env=env)
+    assert out["before"]["x509_ca"] == 0  # deferred: nothing loaded before the handshake
+    assert out["code"] == 201, out
+    assert out["user"]["username"] == "kubernetes-admin"
+    assert out["after"]["x509_ca"] == 1  # the "system" CAs, loaded for that handshake
+    # and the real system CAs do not trust kubesim's own CA
+    out = await _python(AGENT_WHOAMI.format(kubeconfig=str(bare), whoami=WHOAMI))
+    assert out["error"] == "ClientConnectorCertificateError", out
