@@ -632,6 +632,7 @@ def _pod_report(rep: Any, evictor: Evictor) -> dict[str, Any]:
             method=r["method"],
             attempts=r["attempts"],
             statusCode=r["statusCode"],
+            reason=r["reason"],
             message=r["message"],
         )
         blocking = []

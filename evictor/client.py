@@ -102,6 +102,7 @@ class _Run:
             Outcome.BLOCKED_BY_PDB if blocked else Outcome.ERROR,
             verdict.message,
             status_code=verdict.status_code,
+            reason=verdict.reason,
         )
 
     def timed_out(self) -> None:
@@ -354,7 +355,12 @@ class Evictor:
         except TransportError:
             return False
         if run.pod is None:
-            run.end(Outcome.ALREADY_GONE, f'pods "{result.name}" not found', status_code=404)
+            run.end(
+                Outcome.ALREADY_GONE,
+                f'pods "{result.name}" not found',
+                status_code=404,
+                reason="NotFound",
+            )
             return True
         current = str((run.pod.get("metadata") or {}).get("uid", ""))
         if run.uid and current != run.uid:
@@ -385,6 +391,7 @@ class Evictor:
             return Verdict(Decision.TRANSIENT, None, str(exc))
         verdict = classify(resp.status, resp.headers, resp.body)
         result.status_code = resp.status
+        result.reason = verdict.reason
         result.message = verdict.message
         result.causes = [dict(c) for c in verdict.causes]
         result.retry_after = verdict.retry_after

@@ -65,6 +65,7 @@ async def test_evicts_with_the_listed_uid_as_precondition(sim: Simulator, evicto
     result = await evictor.evict("default", "web-0", expected_uid=uid, grace_period_seconds=3)
     assert result.outcome is Outcome.EVICTED
     assert result.attempts == 1 and result.status_code == 201
+    assert result.reason == ""  # a Success Status has none
     (req,) = evictions(sim, "web-0")
     assert req.body["apiVersion"] == "policy/v1"
     assert req.body["deleteOptions"]["preconditions"] == {"uid": uid}
@@ -99,7 +100,9 @@ async def test_deadline_ends_a_blocked_eviction_as_blocked_by_pdb(
     assert time.monotonic() - t0 < 1.5
     assert result.outcome is Outcome.BLOCKED_BY_PDB
     assert result.status_code == 429 and result.pdbs == ("web",)
+    assert result.reason == "TooManyRequests"
     assert "disruption budget web needs 3 healthy pods and has 2" in result.causes[0]["message"]
+    assert result.to_dict()["reason"] == "TooManyRequests"
 
 
 async def test_max_attempts_bounds_the_retries(sim: Simulator, evictor: Evictor) -> None:
@@ -125,7 +128,15 @@ async def test_cancellation_stops_a_waiting_eviction(sim: Simulator, evictor: Ev
 async def test_missing_pod_is_already_gone(sim: Simulator, evictor: Evictor) -> None:
     result = await evictor.evict("default", "nope", expected_uid="u-1")
     assert result.outcome is Outcome.ALREADY_GONE and result.status_code == 404
+    assert result.reason == "NotFound"
     assert result.ok
+    # the pod read before the first request (no UID known) finds it gone: the same answer
+    result = await evictor.evict("default", "nope")
+    assert (result.outcome, result.status_code, result.reason) == (
+        Outcome.ALREADY_GONE,
+        404,
+        "NotFound",
+    )
 
 
 async def test_retry_after_is_waited_as_the_server_said() -> None:
@@ -183,6 +194,7 @@ async def test_multiple_pdbs_fail_at_once_and_are_named() -> None:
         assert result.outcome is Outcome.ERROR and result.status_code == 500
         assert result.attempts == 1 and len(evictions(sim, "web-0")) == 1
         assert result.pdbs == ("web", "web-too")
+        assert result.reason == ""  # the apiserver's multi-PDB Status names no reason
         assert "more than one PodDisruptionBudget" in result.message
         assert "web, web-too" in result.message
 
@@ -246,6 +258,7 @@ async def test_other_errors_fail_at_once() -> None:
             await ev.close()
         assert result.outcome is Outcome.ERROR and result.attempts == 1
         assert result.status_code == 403 and result.message == "nope"
+        assert result.reason == "Forbidden"
 
 
 async def test_delete_sends_uid_precondition_and_dry_run(sim: Simulator, evictor: Evictor) -> None:
