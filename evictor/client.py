@@ -6,8 +6,13 @@ What kubectl's drain does (``k8s.io/kubectl/pkg/drain``) and where this differs:
   exhausted). Here the PDBs named in the 429's causes are watched and the pod is retried as soon
   as ``status.disruptionsAllowed > 0`` (``evictor.pdbwatch``), falling back to ``default_retry``
   (5 s) when the watch is unavailable.
-* A 429 or 5xx with ``Retry-After`` waits what the server said, bounded by
-  ``retry_after_bounds`` (client-go waits it out by itself, up to 10 times).
+* ``Retry-After`` is a floor for every retry it comes with, as in client-go (whose REST layer
+  waits ``max(backoff, Retry-After)`` before it retries a 429 or 5xx by itself): the next
+  attempt never goes out sooner, whatever the PDB watch shows meanwhile. That matters for the
+  apiserver's own "The disruption budget NAME is still being processed by the server" 429
+  (``Retry-After: 10``): the budget's status can look open in the watch before the server
+  accepts it again. The watch only shortens waits the server did not bound. Nor is the server's
+  value capped: only the deadline ends such a wait, and then without another attempt.
 * The listed pod's UID is sent as ``deleteOptions.preconditions.uid``, and the pod is re-read
   before every retry: a same-name replacement (StatefulSet, kubernetes/kubernetes#138229) is
   reported as ``pod_replaced`` and never evicted.
@@ -136,7 +141,7 @@ class Evictor:
         api_client: Any,
         *,
         default_retry: float = 5.0,
-        retry_after_bounds: tuple[float, float] = (1.0, 60.0),
+        min_retry_after: float = 1.0,
         concurrency: int = 50,
         listener: EvictionListener | None = None,
         clock: Callable[[], float] = time.time,
@@ -145,12 +150,11 @@ class Evictor:
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        lo, hi = retry_after_bounds
-        if not 0 <= lo <= hi:
-            raise ValueError(f"retry_after_bounds must be 0 <= low <= high, got {lo}, {hi}")
+        if min_retry_after < 0:
+            raise ValueError(f"min_retry_after must not be negative, got {min_retry_after}")
         self.api_client = api_client
         self.default_retry = default_retry
-        self.retry_after_bounds = (lo, hi)
+        self.min_retry_after = min_retry_after
         self.concurrency = concurrency
         self.listener = listener or EvictionListener()
         self.clock = clock
@@ -447,11 +451,10 @@ class Evictor:
         return remaining is not None and remaining <= 0
 
     def _wait_for(self, verdict: Verdict, attempts: int) -> float:
-        """How long to wait before the next attempt: a ``Retry-After`` within
-        ``retry_after_bounds``, ``default_retry`` for a budget, else jittered backoff."""
-        lo, hi = self.retry_after_bounds
+        """How long to wait before the next attempt. A ``Retry-After`` is a floor, as in
+        client-go: it is waited in full (``_pause`` lets nothing shorten it)."""
         if verdict.retry_after is not None:
-            return min(max(verdict.retry_after, lo), hi)
+            return max(verdict.retry_after, self.min_retry_after)
         if verdict.decision is Decision.PDB_BLOCKED:
             return self.default_retry
         if verdict.decision is Decision.NAMESPACE_TERMINATING:
@@ -459,16 +462,17 @@ class Evictor:
         return backoff(attempts)
 
     async def _pause(self, run: _Run, verdict: Verdict, deadline: float | None) -> None:
-        """Wait before the next attempt, never past the deadline. A budget 429 ends as soon as
-        the watched budget reopens, and its retry line tells the real wait afterwards; every
-        other wait is reported up front."""
+        """Wait before the next attempt, never past the deadline. Only a budget 429 that the
+        server did not bound (no ``Retry-After``) ends as soon as the watched budget reopens;
+        its retry line tells the real wait afterwards. Every other wait, a budget's with
+        ``Retry-After`` included, is slept in full and reported up front."""
         result = run.result
         seconds = self._wait_for(verdict, result.attempts)
         remaining = self._remaining(deadline)
         if remaining is not None:
             seconds = max(min(seconds, remaining), 0.0)
         blocked = verdict.decision is Decision.PDB_BLOCKED and bool(verdict.pdbs)
-        if blocked:
+        if blocked and verdict.retry_after is None:
             began = self.clock()
             self.listener.blocked(result, seconds)
             await self.pdbs.wait_reopen(
@@ -476,6 +480,8 @@ class Evictor:
             )
             self.listener.retry(result, self.clock() - began)
             return
+        if blocked:
+            self.listener.blocked(result, seconds)
         self.listener.retry(result, seconds)
         await self.sleep(seconds)
 

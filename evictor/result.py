@@ -87,7 +87,7 @@ class EvictionResult:
 class Decision(enum.Enum):
     SUCCESS = "success"
     GONE = "gone"
-    PDB_BLOCKED = "pdb_blocked"  # wait for the budget (bounded by retry_after when given)
+    PDB_BLOCKED = "pdb_blocked"  # wait for the budget (at least retry_after when given)
     RETRY_AFTER = "retry_after"  # wait what the server said
     TRANSIENT = "transient"  # jittered backoff
     NAMESPACE_TERMINATING = "namespace_terminating"
