@@ -10,6 +10,11 @@ stdout; the human lines then go to stderr), a live progress display only when st
 terminal, ``--uncordon-on-failure`` (kubernetes/kubernetes#37592) and, on timeout, a diagnosis
 of every blocking PodDisruptionBudget.
 
+Flags are read as kubectl's pflag reads them (``evictor.cliflags``): the global flags
+(``--kubeconfig``, ``--context``, ``-n``, ``--request-timeout``, ``-v``, and ``--debug``) before
+or after the subcommand, every boolean as ``--flag``, ``--flag=true`` or ``--flag=false``, so
+scripts written for ``kubectl drain`` run unchanged.
+
 Exit codes: 0 ok, 1 something failed at run time, 2 bad usage or input (nothing is cordoned or
 evicted then). kubectl exits 1 for usage errors too; the project's CLI rule wins here.
 
