@@ -7,7 +7,9 @@ status of every PDB there. A blocked eviction registers as a waiter on the budge
 429's causes; each status update with ``disruptionsAllowed = k > 0`` wakes the first k waiters in
 arrival order (waking everyone would make all of them race for k slots and all but k get another
 429). Waiters also give up after a fallback interval (the caller's ``default_retry``, kubectl's
-5 s), which is also what happens when the watch is unavailable.
+5 s), which is also what happens when the watch is unavailable. Only a 429 without
+``Retry-After`` waits here: a server that says when to come back is obeyed to the second
+(``evictor.client``), whatever the budget looks like in the watch meanwhile.
 
 A waiter that registers while the cached budget already shows room is released at once, but only
 once per observed resourceVersion, so a cache that lags the server cannot cause a hot loop.
