@@ -202,8 +202,8 @@ def _verbosity(level: int) -> None:
     root = logging.getLogger("evictor")
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if level >= 4 else logging.INFO)
-    if level < 6:
-        logging.getLogger("evictor.requests").setLevel(logging.INFO)
+    if level >= 6:
+        logging.getLogger("evictor.requests").setLevel(logging.DEBUG)
 
 
 def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:

@@ -8,7 +8,9 @@ through the generated methods with ``_preload_content=False`` and the JSON is pa
 Because every request passes here, so do kubectl's two per-request settings: ``--request-timeout``
 (``request_timeout``: a bound on each request, none by default, as kubectl's ``0``) and the
 request lines of ``-v=6`` (``GET URL 200 OK in N milliseconds`` on the ``evictor.requests``
-logger at DEBUG). Watches are long-lived streams and are not bounded by the request timeout.
+logger, silent unless its own level is set to DEBUG: a process that logs at DEBUG, such as the
+agent, does not get a line per request by inheritance). Watches are long-lived streams and are
+not bounded by the request timeout.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ __all__ = [
 ]
 
 _requests_log = logging.getLogger("evictor.requests")
+_requests_log.setLevel(logging.INFO)  # DEBUG only when asked for (evict -v=6)
 _REQUEST_TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "evictor_request_timeout", default=None
 )
@@ -123,10 +126,10 @@ async def call(request: Awaitable[Any]) -> Response:
     if _requests_log.isEnabledFor(logging.DEBUG):
         _requests_log.debug(
             "%s %s %d %s in %d milliseconds",
-            resp.method,
-            resp.url,
+            getattr(resp, "method", "?"),
+            getattr(resp, "url", "?"),
             status,
-            resp.reason or "",
+            getattr(resp, "reason", "") or "",
             (time.monotonic() - started) * 1000,
         )
     text = raw.decode("utf-8", errors="replace")

@@ -242,3 +242,15 @@ async def test_v6_logs_every_request(sim: Simulator, tmp_path: Path) -> None:
     assert re.search(r"PATCH \S+/api/v1/nodes/node-3 200 OK", err), err
     code, _, err = await evict(sim, "uncordon", "node-3", *cfg, "-v", "2", home=tmp_path)
     assert code == 0 and "GET " not in err
+
+
+def test_request_lines_are_off_in_a_process_that_merely_logs_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The agent logs at DEBUG when asked; it must not get a line per API request with it."""
+    import logging
+
+    import evictor.transport  # noqa: F401 - sets the logger's own level
+
+    caplog.set_level(logging.DEBUG)
+    assert not logging.getLogger("evictor.requests").isEnabledFor(logging.DEBUG)
