@@ -10,6 +10,11 @@ stdout; the human lines then go to stderr), a live progress display only when st
 terminal, ``--uncordon-on-failure`` (kubernetes/kubernetes#37592) and, on timeout, a diagnosis
 of every blocking PodDisruptionBudget.
 
+Flags are read as kubectl's pflag reads them (``evictor.cliflags``): the global flags
+(``--kubeconfig``, ``--context``, ``-n``, ``--request-timeout``, ``-v``, and ``--debug``) before
+or after the subcommand, every boolean as ``--flag``, ``--flag=true`` or ``--flag=false``, so
+scripts written for ``kubectl drain`` run unchanged.
+
 Exit codes: 0 ok, 1 something failed at run time, 2 bad usage or input (nothing is cordoned or
 evicted then). kubectl exits 1 for usage errors too; the project's CLI rule wins here.
 
@@ -32,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from evictor.cliflags import BOOL, GoGroup, GoOption, bool_flag, persistent
 from scheduler.cliutil import CONTEXT_SETTINGS, EXIT_CODES, EXIT_INTERRUPTED, PACKAGE
 from scheduler.duration import parse_go_duration
 
@@ -42,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["main", "parse_go_duration"]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class RuntimeFailure(Exception):
@@ -63,13 +70,93 @@ class _Duration(click.ParamType):  # type: ignore[type-arg,unused-ignore]
 DURATION = _Duration()
 
 
+class _RequestTimeout(click.ParamType):  # type: ignore[type-arg,unused-ignore]
+    """kubectl's ``--request-timeout``: whole seconds, or a Go duration; 0 is no timeout."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float | int):
+            return float(value)
+        text = str(value)
+        if text.isdigit():
+            return float(text)
+        try:
+            seconds = parse_go_duration(text)
+        except ValueError:
+            seconds = -1.0
+        if seconds < 0:
+            raise click.UsageError(
+                "Invalid timeout value. Timeout must be a single integer in seconds, or an "
+                "integer followed by a corresponding time unit (e.g. 1s | 2m | 3h)",
+                ctx,
+            )
+        return seconds
+
+
 @dataclass(slots=True)
 class Globals:
+    """kubectl's global flags (given before or after the subcommand) and what they led to."""
+
     kubeconfig: str | None = None
     context: str | None = None
     namespace: str | None = None
+    request_timeout: float = 0.0
+    v: int = 0
     debug: bool = False
     context_namespace: str | None = None
+
+
+def _store_global(ctx: click.Context, name: str, value: Any) -> None:
+    setattr(ctx.ensure_object(Globals), name, value)
+
+
+def _global_options(f: F) -> F:
+    """kubectl's global flags, on the group and on every command: ``evict drain NODE
+    --kubeconfig FILE`` is ``evict --kubeconfig FILE drain NODE`` (``evictor.cliflags``)."""
+    for option in reversed(
+        [
+            persistent(
+                "--kubeconfig",
+                store=_store_global,
+                help="Path to the kubeconfig file (default $KUBECONFIG or ~/.kube/config).",
+            ),
+            persistent(
+                "--context", store=_store_global, help="The name of the kubeconfig context to use."
+            ),
+            persistent(
+                "-n",
+                "--namespace",
+                store=_store_global,
+                help="Namespace of the pod for `evict pod` (default: the context's).",
+            ),
+            persistent(
+                "--request-timeout",
+                store=_store_global,
+                type=_RequestTimeout(),
+                help="How long to wait for each single server request (whole seconds or a "
+                "duration: 1s, 2m, 3h); 0, the default, waits as long as it takes.",
+            ),
+            persistent(
+                "-v",
+                "--v",
+                "v",
+                store=_store_global,
+                type=click.IntRange(min=0),
+                metavar="LEVEL",
+                help="Log verbosity: 4 shows debug logs, 6 every API request and its answer.",
+            ),
+            persistent(
+                "--debug",
+                store=_store_global,
+                type=BOOL,
+                no_opt_default="true",
+                help="Show tracebacks of failures.",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
 
 
 @dataclass(slots=True)
@@ -104,9 +191,28 @@ def _fail(message: str) -> NoReturn:
 _GC_THRESHOLD = (100_000, 20, 20)
 
 
+def _verbosity(level: int) -> None:
+    """``-v``: klog's levels mapped onto the loggers this package writes to (stderr)."""
+    if level <= 0:
+        return
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname).1s %(name)s] %(message)s"))
+    root = logging.getLogger("evictor")
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if level >= 4 else logging.INFO)
+    if level >= 6:
+        logging.getLogger("evictor.requests").setLevel(logging.DEBUG)
+
+
 def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
+    from evictor.transport import request_timeout
+
+    _verbosity(glob.v)
     try:
-        return asyncio.run(coro)
+        with request_timeout(glob.request_timeout):
+            return asyncio.run(coro)
     except (click.ClickException, click.exceptions.Exit, KeyboardInterrupt):
         raise
     except RuntimeFailure as exc:
@@ -256,8 +362,9 @@ def _fail_server(resp: Any) -> NoReturn:
 # --- click -------------------------------------------------------------------------------------
 
 
-class _Group(click.Group):
-    """click's group, with every usage error as one ``error: ...`` line and exit 2."""
+class _Group(GoGroup):
+    """click's group, flags parsed as kubectl's (``evictor.cliflags``), every usage error as one
+    ``error: ...`` line and exit 2."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -280,14 +387,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, context_settings=CONTEXT_SETTINGS, epilog=EXIT_CODES)
-@click.option(
-    "--kubeconfig",
-    default=None,
-    help="Path to the kubeconfig file (default $KUBECONFIG or ~/.kube/config).",
-)
-@click.option("--context", default=None, help="The name of the kubeconfig context to use.")
-@click.option("-n", "--namespace", default=None, help="Namespace of the pod for `evict pod`.")
-@click.option("--debug", is_flag=True, help="Show tracebacks of failures.")
+@_global_options
 @click.version_option(
     package_name=PACKAGE,
     prog_name="evict",
@@ -295,15 +395,12 @@ class _Group(click.Group):
     help="Show the version and exit.",
 )
 @click.pass_context
-def main(
-    ctx: click.Context,
-    kubeconfig: str | None,
-    context: str | None,
-    namespace: str | None,
-    debug: bool,
-) -> None:
-    """Drain nodes and evict pods through the Eviction API, like kubectl drain but faster."""
-    ctx.obj = Globals(kubeconfig, context, namespace, debug)
+def main(ctx: click.Context) -> None:
+    """Drain nodes and evict pods through the Eviction API, like kubectl drain but faster.
+
+    The global options may also follow the command, as kubectl's do, and every boolean flag
+    takes =true or =false (evict drain NODE --force --delete-emptydir-data=true)."""
+    ctx.ensure_object(Globals)
 
 
 _node_selector = click.option(
@@ -311,28 +408,25 @@ _node_selector = click.option(
 )
 _dry_run_opt = click.option(
     "--dry-run",
+    cls=GoOption,
     default="none",
-    is_flag=False,
-    flag_value="client",
+    no_opt_default="client",
     help='Must be "none", "server", or "client". A bare --dry-run means client.',
 )
 
 
 @main.command()
 @click.argument("nodes", nargs=-1)
-@click.option(
+@bool_flag(
     "--force",
-    is_flag=True,
     help="Also evict pods without a controller (and pods of a missing DaemonSet).",
 )
-@click.option(
+@bool_flag(
     "--ignore-daemonsets",
-    is_flag=True,
     help="Leave DaemonSet pods in place instead of refusing the drain.",
 )
-@click.option(
+@bool_flag(
     "--delete-emptydir-data",
-    is_flag=True,
     help="Also evict pods with emptyDir volumes; their data is lost.",
 )
 @click.option(
@@ -351,9 +445,8 @@ _dry_run_opt = click.option(
 )
 @click.option("--pod-selector", default="", help="Only pods matching this label selector.")
 @_node_selector
-@click.option(
+@bool_flag(
     "--disable-eviction",
-    is_flag=True,
     help="DELETE pods instead of evicting them; PodDisruptionBudgets are not checked.",
 )
 @click.option(
@@ -392,11 +485,11 @@ _dry_run_opt = click.option(
     default="",
     help="json: print a report of every pod on stdout (human lines go to stderr).",
 )
-@click.option(
+@bool_flag(
     "--uncordon-on-failure",
-    is_flag=True,
     help="Uncordon nodes whose drain failed (kubectl leaves them cordoned).",
 )
+@_global_options
 @click.pass_obj
 def drain(  # noqa: PLR0917 - click passes options positionally
     glob: Globals,
@@ -632,6 +725,7 @@ def _pod_report(rep: Any, evictor: Evictor) -> dict[str, Any]:
             method=r["method"],
             attempts=r["attempts"],
             statusCode=r["statusCode"],
+            reason=r["reason"],
             message=r["message"],
         )
         blocking = []
@@ -744,6 +838,7 @@ def _cordon_command(desired: bool) -> Callable[..., None]:
     @click.argument("nodes", nargs=-1)
     @_node_selector
     @_dry_run_opt
+    @_global_options
     @click.pass_obj
     def command(glob: Globals, nodes: tuple[str, ...], selector: str, dry_run: str) -> None:
         if nodes and selector:
@@ -810,9 +905,8 @@ main.command("uncordon")(_cordon_command(False))
     help="Give up after this long (retries and waiting); zero means infinite.",
 )
 @_dry_run_opt
-@click.option(
+@bool_flag(
     "--disable-eviction",
-    is_flag=True,
     help="Delete the pod instead of evicting it (bypasses PodDisruptionBudgets).",
 )
 @click.option(
@@ -822,6 +916,7 @@ main.command("uncordon")(_cordon_command(False))
     default="",
     help="json: print the result on stdout.",
 )
+@_global_options
 @click.pass_obj
 def pod_cmd(  # noqa: PLR0917
     glob: Globals,

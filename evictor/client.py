@@ -6,8 +6,13 @@ What kubectl's drain does (``k8s.io/kubectl/pkg/drain``) and where this differs:
   exhausted). Here the PDBs named in the 429's causes are watched and the pod is retried as soon
   as ``status.disruptionsAllowed > 0`` (``evictor.pdbwatch``), falling back to ``default_retry``
   (5 s) when the watch is unavailable.
-* A 429 or 5xx with ``Retry-After`` waits what the server said, bounded by
-  ``retry_after_bounds`` (client-go waits it out by itself, up to 10 times).
+* ``Retry-After`` is a floor for every retry it comes with, as in client-go (whose REST layer
+  waits ``max(backoff, Retry-After)`` before it retries a 429 or 5xx by itself): the next
+  attempt never goes out sooner, whatever the PDB watch shows meanwhile. That matters for the
+  apiserver's own "The disruption budget NAME is still being processed by the server" 429
+  (``Retry-After: 10``): the budget's status can look open in the watch before the server
+  accepts it again. The watch only shortens waits the server did not bound. Nor is the server's
+  value capped: only the deadline ends such a wait, and then without another attempt.
 * The listed pod's UID is sent as ``deleteOptions.preconditions.uid``, and the pod is re-read
   before every retry: a same-name replacement (StatefulSet, kubernetes/kubernetes#138229) is
   reported as ``pod_replaced`` and never evicted.
@@ -27,14 +32,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
+import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-import tenacity
-
+from evictor.deleteoptions import PodDeleteOptions
 from evictor.listener import EvictionListener
 from evictor.pdbwatch import PdbState, PdbTracker
 from evictor.result import (
@@ -56,7 +62,6 @@ __all__ = [
 
 _TRANSIENT_ATTEMPTS = 6
 _NAMESPACE_TERMINATING_RETRY = 1.0
-_BACKOFF = tenacity.wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2)
 
 
 class PodLike(Protocol):
@@ -76,16 +81,48 @@ class PodRef:
     node_name: str = ""
 
 
-class _Retry(Exception):
-    def __init__(self, verdict: Verdict) -> None:
-        super().__init__(verdict.message)
-        self.verdict = verdict
+@dataclass(slots=True)
+class _Run:
+    """One pod's eviction (or delete) while it is retried: the result so far, the UID every
+    request is conditioned on, the latest copy of the pod, and what the pauses need."""
+
+    result: EvictionResult
+    uid: str  # "" until known (read before the first request)
+    pod: dict[str, Any] | None = None
+    transient: int = 0  # transport errors and 5xx answers so far
+    seen: dict[str, str] = field(default_factory=dict)  # PDB → resourceVersion released on
+
+    def end(self, outcome: Outcome, message: str, **changes: Any) -> None:
+        """The pod is settled: ``outcome``, and the answer fields that ``changes`` corrects."""
+        self.result.outcome = outcome
+        self.result.message = message
+        for key, value in changes.items():
+            setattr(self.result, key, value)
+
+    def give_up(self, verdict: Verdict) -> None:
+        """Out of attempts or time while still retrying: the last answer is the result."""
+        self.result.pdbs = verdict.pdbs or self.result.pdbs
+        blocked = verdict.decision is Decision.PDB_BLOCKED
+        self.end(
+            Outcome.BLOCKED_BY_PDB if blocked else Outcome.ERROR,
+            verdict.message,
+            status_code=verdict.status_code,
+            reason=verdict.reason,
+        )
+
+    def timed_out(self) -> None:
+        """The deadline passed before the next request could go out."""
+        r = self.result
+        if r.status_code == 429 and r.pdbs:
+            r.outcome = Outcome.BLOCKED_BY_PDB
+        else:
+            r.outcome = Outcome.ERROR
+            r.message = "global timeout reached" + (f": {r.message}" if r.message else "")
 
 
-class _Final(Exception):
-    def __init__(self, result: EvictionResult) -> None:
-        super().__init__(result.message)
-        self.result = result
+def backoff(attempts: int) -> float:
+    """Jittered exponential backoff after ``attempts`` requests: 0.2 s doubling, at most 5 s."""
+    return min(0.2 * 2.0 ** (min(attempts, 32) - 1) + random.uniform(0, 0.2), 5.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,23 +141,24 @@ class Evictor:
         api_client: Any,
         *,
         default_retry: float = 5.0,
-        retry_after_bounds: tuple[float, float] = (1.0, 60.0),
+        min_retry_after: float = 1.0,
         concurrency: int = 50,
         listener: EvictionListener | None = None,
         clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         poll_interval: float = 1.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        lo, hi = retry_after_bounds
-        if not 0 <= lo <= hi:
-            raise ValueError(f"retry_after_bounds must be 0 <= low <= high, got {lo}, {hi}")
+        if min_retry_after < 0:
+            raise ValueError(f"min_retry_after must not be negative, got {min_retry_after}")
         self.api_client = api_client
         self.default_retry = default_retry
-        self.retry_after_bounds = (lo, hi)
+        self.min_retry_after = min_retry_after
         self.concurrency = concurrency
         self.listener = listener or EvictionListener()
         self.clock = clock
+        self.sleep = sleep  # every pause between attempts: a test passes a fake clock's
         self.poll_interval = poll_interval
         self.pdbs = PdbTracker(api_client)
         self._slots = asyncio.Semaphore(concurrency)
@@ -221,22 +259,13 @@ class Evictor:
                 deadline=deadline,
             )
 
-        def body(uid: str) -> dict[str, Any]:
-            opts: dict[str, Any] = {"preconditions": {"uid": uid}} if uid else {}
-            if grace_period_seconds is not None and grace_period_seconds >= 0:
-                opts["gracePeriodSeconds"] = grace_period_seconds
-            if dry_run:
-                opts["dryRun"] = ["All"]
-            return {
-                "apiVersion": version,
-                "kind": "Eviction",
-                "metadata": {"name": name, "namespace": namespace},
-                "deleteOptions": opts,
-            }
-
         def send(uid: str) -> Callable[..., Any]:
+            opts = PodDeleteOptions(
+                uid=uid, grace_period_seconds=grace_period_seconds, dry_run=dry_run
+            )
+            body = opts.eviction(version, namespace, name)
             return lambda **kw: self.core.create_namespaced_pod_eviction(
-                name, namespace, cast(Any, body(uid)), **kw
+                name, namespace, cast(Any, body), **kw
             )
 
         return await self._with_retries(
@@ -263,16 +292,12 @@ class Evictor:
         """DELETE one pod (``--disable-eviction``, kubelet-like agents); PDBs are not consulted."""
 
         def send(uid: str) -> Callable[..., Any]:
-            opts: dict[str, Any] = {"preconditions": {"uid": uid}} if uid else {}
-            kwargs: dict[str, Any] = {}
-            if grace_period_seconds is not None and grace_period_seconds >= 0:
-                opts["gracePeriodSeconds"] = grace_period_seconds
-                kwargs["grace_period_seconds"] = grace_period_seconds
-            if dry_run:
-                opts["dryRun"] = ["All"]
-                kwargs["dry_run"] = "All"
+            opts = PodDeleteOptions(
+                uid=uid, grace_period_seconds=grace_period_seconds, dry_run=dry_run
+            )
+            body, query = opts.body(), opts.query()
             return lambda **kw: self.core.delete_namespaced_pod(
-                name, namespace, body=cast(Any, opts), **kwargs, **kw
+                name, namespace, body=cast(Any, body), **query, **kw
             )
 
         return await self._with_retries(
@@ -285,6 +310,8 @@ class Evictor:
             max_attempts=max_attempts,
         )
 
+    # --- the retry loop -----------------------------------------------------------------------
+
     async def _with_retries(
         self,
         namespace: str,
@@ -296,180 +323,167 @@ class Evictor:
         deadline: float | None,
         max_attempts: int | None,
     ) -> EvictionResult:
+        """Send until an answer settles the pod, the attempts run out or the deadline passes.
+
+        Each round, top to bottom: re-read the pod (before every retry, and before the first
+        request when its UID is not known) — gone or replaced ends it; send; an answer that
+        settles the pod ends it; out of attempts or time ends it with the last answer;
+        otherwise pause as that answer says, and go round again.
+        """
         started = self.clock()
-        result = EvictionResult(namespace, name, Outcome.ERROR, method=method)
-        uid = expected_uid or ""
-        seen: dict[str, str] = {}
-        transient = 0
-        pod: dict[str, Any] | None = None
-
-        def final(outcome: Outcome, message: str, **kw: Any) -> _Final:
-            result.outcome = outcome
-            result.message = message
-            for k, v in kw.items():
-                setattr(result, k, v)
-            return _Final(result)
-
-        async def refresh() -> None:
-            """Re-read the pod: gone or replaced ends the loop (kubectl chases replacements)."""
-            nonlocal pod
-            try:
-                pod = await self.read_pod(namespace, name, deadline=deadline)
-            except TransportError:
-                return  # kubectl ignores a failed re-read
-            if pod is None:
-                raise final(Outcome.ALREADY_GONE, f'pods "{name}" not found', status_code=404)
-            current = str((pod.get("metadata") or {}).get("uid", ""))
-            if uid and current != uid:
-                raise final(
-                    Outcome.POD_REPLACED,
-                    f"pod {namespace}/{name} was replaced (uid {uid} is now {current})",
-                )
-
-        async def attempt() -> None:
-            nonlocal uid, transient, pod
-            if not uid or result.attempts > 0:
-                await refresh()
-                if not uid and pod is not None:
-                    uid = str((pod.get("metadata") or {}).get("uid", ""))
-            result.uid = uid
-            remaining = self._remaining(deadline)
-            if remaining is not None and remaining <= 0:
-                raise TimeoutError
-            result.attempts += 1
-            self.listener.attempt(namespace, name, result.attempts)
-            try:
-                resp = await self._request(send(uid), deadline)
-            except TransportError as exc:
-                transient += 1
-                raise _Retry(Verdict(Decision.TRANSIENT, None, str(exc))) from None
-            verdict = classify(resp.status, resp.headers, resp.body)
-            result.status_code = resp.status
-            result.message = verdict.message
-            result.causes = [dict(c) for c in verdict.causes]
-            result.retry_after = verdict.retry_after
-            d = verdict.decision
-            if d is Decision.SUCCESS:
-                raise final(Outcome.EVICTED, verdict.message)
-            if d is Decision.GONE:
-                raise final(Outcome.ALREADY_GONE, verdict.message)
-            if d is Decision.PDB_BLOCKED:
-                names = verdict.pdbs or await self._pdbs_selecting(namespace, pod)
-                if names:
-                    await self.pdbs.ensure(namespace)
-                result.pdbs = names
-                raise _Retry(
-                    Verdict(
-                        d, resp.status, verdict.message, verdict.causes, verdict.retry_after, names
-                    )
-                )
-            if d in (Decision.RETRY_AFTER, Decision.TRANSIENT):
-                if d is Decision.TRANSIENT:
-                    transient += 1
-                raise _Retry(verdict)
-            if d is Decision.NAMESPACE_TERMINATING:
-                await refresh()
-                if pod is not None and (pod.get("metadata") or {}).get("deletionTimestamp"):
-                    raise final(Outcome.EVICTED, verdict.message)
-                raise _Retry(verdict)
-            if d is Decision.CONFLICT:
-                await refresh()  # gone / replaced end here
-                raise final(Outcome.ERROR, verdict.message)
-            if d is Decision.MULTIPLE_PDBS:
-                if pod is None:
-                    with contextlib.suppress(TransportError, TimeoutError):
-                        pod = await self.read_pod(namespace, name, deadline=deadline)
-                names = await self._pdbs_selecting(namespace, pod)
-                msg = verdict.message
-                if names:
-                    msg = f"{msg} (PodDisruptionBudgets: {', '.join(names)})"
-                raise final(Outcome.ERROR, msg, pdbs=names)
-            raise final(Outcome.ERROR, verdict.message)
-
-        def wait(state: tenacity.RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            assert isinstance(exc, _Retry)
-            v = exc.verdict
-            lo, hi = self.retry_after_bounds
-            if v.decision is Decision.PDB_BLOCKED:
-                seconds = min(max(v.retry_after, lo), hi) if v.retry_after else self.default_retry
-            elif v.decision is Decision.RETRY_AFTER and v.retry_after:
-                seconds = min(max(v.retry_after, lo), hi)
-            elif v.decision is Decision.NAMESPACE_TERMINATING:
-                seconds = _NAMESPACE_TERMINATING_RETRY
-            elif v.retry_after:
-                seconds = min(max(v.retry_after, lo), hi)
-            else:
-                seconds = _BACKOFF(state)
-            remaining = self._remaining(deadline)
-            if remaining is not None:
-                seconds = max(min(seconds, remaining), 0.0)
-            result.pdbs = v.pdbs or result.pdbs
-            return seconds
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            v = last[-1] if last else None
-            if v is not None and v.decision is Decision.PDB_BLOCKED and v.pdbs:
-                return
-            action = state.next_action
-            self.listener.retry(result, action.sleep if action is not None else 0.0)
-
-        last: list[Verdict] = []
-
-        async def sleep(seconds: float) -> None:
-            v = last[-1] if last else None
-            if v is not None and v.decision is Decision.PDB_BLOCKED and v.pdbs:
-                # the real wait is known only afterwards: report it then
-                began = self.clock()
-                self.listener.blocked(result, seconds)
-                await self.pdbs.wait_reopen(namespace, v.pdbs, timeout=seconds, seen=seen)
-                self.listener.retry(result, self.clock() - began)
-            else:
-                await asyncio.sleep(seconds)
-
-        def stop(state: tenacity.RetryCallState) -> bool:
-            exc = state.outcome.exception() if state.outcome else None
-            if isinstance(exc, _Retry):
-                last.append(exc.verdict)
-                del last[:-1]
-            if max_attempts is not None and result.attempts >= max_attempts:
-                return True
-            if transient >= _TRANSIENT_ATTEMPTS:
-                return True
-            remaining = self._remaining(deadline)
-            return remaining is not None and remaining <= 0
-
-        retrying = tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception_type(_Retry),
-            wait=wait,
-            stop=stop,
-            sleep=sleep,
-            before_sleep=before_sleep,
-            reraise=True,
+        run = _Run(
+            EvictionResult(namespace, name, Outcome.ERROR, method=method), expected_uid or ""
         )
         try:
-            await retrying(attempt)
-        except _Final as done:
-            result = done.result
-        except _Retry as exc:  # attempts, transient budget or deadline exhausted
-            v = exc.verdict
-            result.pdbs = v.pdbs or result.pdbs
-            if v.decision is Decision.PDB_BLOCKED:
-                result.outcome = Outcome.BLOCKED_BY_PDB
-            else:
-                result.outcome = Outcome.ERROR
-            result.message = v.message
-            result.status_code = v.status_code
-        except TimeoutError:
-            if result.status_code == 429 and result.pdbs:
-                result.outcome = Outcome.BLOCKED_BY_PDB
-            else:
-                result.outcome = Outcome.ERROR
-                result.message = "global timeout reached" + (
-                    f": {result.message}" if result.message else ""
-                )
-        result.seconds = self.clock() - started
-        return result
+            while True:
+                if (not run.uid or run.result.attempts) and await self._reread(run, deadline):
+                    break
+                retry = await self._settle(run, await self._send(run, send, deadline), deadline)
+                if retry is None:
+                    break
+                if self._exhausted(run, max_attempts, deadline):
+                    run.give_up(retry)
+                    break
+                await self._pause(run, retry, deadline)
+        except TimeoutError:  # the deadline passed before a request could go out
+            run.timed_out()
+        run.result.seconds = self.clock() - started
+        return run.result
+
+    async def _reread(self, run: _Run, deadline: float | None) -> bool:
+        """Re-read the pod; True when that settles it: gone, or replaced under its name (kubectl
+        would chase the replacement). A failed read is ignored, as kubectl does."""
+        result = run.result
+        try:
+            run.pod = await self.read_pod(result.namespace, result.name, deadline=deadline)
+        except TransportError:
+            return False
+        if run.pod is None:
+            run.end(
+                Outcome.ALREADY_GONE,
+                f'pods "{result.name}" not found',
+                status_code=404,
+                reason="NotFound",
+            )
+            return True
+        current = str((run.pod.get("metadata") or {}).get("uid", ""))
+        if run.uid and current != run.uid:
+            run.end(
+                Outcome.POD_REPLACED,
+                f"pod {result.namespace}/{result.name} was replaced "
+                f"(uid {run.uid} is now {current})",
+            )
+            return True
+        run.uid = run.uid or current
+        return False
+
+    async def _send(
+        self, run: _Run, send: Callable[[str], Callable[..., Any]], deadline: float | None
+    ) -> Verdict:
+        """One request, conditioned on the pod's UID; its answer is recorded in the result."""
+        result = run.result
+        result.uid = run.uid
+        remaining = self._remaining(deadline)
+        if remaining is not None and remaining <= 0:
+            raise TimeoutError
+        result.attempts += 1
+        self.listener.attempt(result.namespace, result.name, result.attempts)
+        try:
+            resp = await self._request(send(run.uid), deadline)
+        except TransportError as exc:
+            run.transient += 1
+            return Verdict(Decision.TRANSIENT, None, str(exc))
+        verdict = classify(resp.status, resp.headers, resp.body)
+        result.status_code = resp.status
+        result.reason = verdict.reason
+        result.message = verdict.message
+        result.causes = [dict(c) for c in verdict.causes]
+        result.retry_after = verdict.retry_after
+        if verdict.decision is Decision.TRANSIENT:
+            run.transient += 1
+        return verdict
+
+    async def _settle(self, run: _Run, verdict: Verdict, deadline: float | None) -> Verdict | None:
+        """None when ``verdict`` settles the pod (the result says how); otherwise the verdict to
+        retry on, with the PodDisruptionBudgets to watch when a budget blocked."""
+        result = run.result
+        d = verdict.decision
+        if d is Decision.SUCCESS:
+            run.end(Outcome.EVICTED, verdict.message)
+        elif d is Decision.GONE:
+            run.end(Outcome.ALREADY_GONE, verdict.message)
+        elif d is Decision.PDB_BLOCKED:
+            names = verdict.pdbs or await self._pdbs_selecting(result.namespace, run.pod)
+            if names:
+                await self.pdbs.ensure(result.namespace)
+            result.pdbs = names
+            return dataclasses.replace(verdict, pdbs=names)
+        elif d in (Decision.RETRY_AFTER, Decision.TRANSIENT):
+            return verdict
+        elif d is Decision.NAMESPACE_TERMINATING:
+            # the namespace controller deletes the pod: once it is terminating, that is done
+            if not await self._reread(run, deadline):
+                if run.pod is None or not (run.pod.get("metadata") or {}).get("deletionTimestamp"):
+                    return verdict
+                run.end(Outcome.EVICTED, verdict.message)
+        elif d is Decision.CONFLICT:
+            if not await self._reread(run, deadline):  # gone / replaced settle it there
+                run.end(Outcome.ERROR, verdict.message)
+        elif d is Decision.MULTIPLE_PDBS:
+            if run.pod is None:
+                with contextlib.suppress(TransportError, TimeoutError):
+                    run.pod = await self.read_pod(result.namespace, result.name, deadline=deadline)
+            names = await self._pdbs_selecting(result.namespace, run.pod)
+            message = verdict.message
+            if names:
+                message = f"{message} (PodDisruptionBudgets: {', '.join(names)})"
+            run.end(Outcome.ERROR, message, pdbs=names)
+        else:
+            run.end(Outcome.ERROR, verdict.message)
+        return None
+
+    def _exhausted(self, run: _Run, max_attempts: int | None, deadline: float | None) -> bool:
+        if max_attempts is not None and run.result.attempts >= max_attempts:
+            return True
+        if run.transient >= _TRANSIENT_ATTEMPTS:
+            return True
+        remaining = self._remaining(deadline)
+        return remaining is not None and remaining <= 0
+
+    def _wait_for(self, verdict: Verdict, attempts: int) -> float:
+        """How long to wait before the next attempt. A ``Retry-After`` is a floor, as in
+        client-go: it is waited in full (``_pause`` lets nothing shorten it)."""
+        if verdict.retry_after is not None:
+            return max(verdict.retry_after, self.min_retry_after)
+        if verdict.decision is Decision.PDB_BLOCKED:
+            return self.default_retry
+        if verdict.decision is Decision.NAMESPACE_TERMINATING:
+            return _NAMESPACE_TERMINATING_RETRY
+        return backoff(attempts)
+
+    async def _pause(self, run: _Run, verdict: Verdict, deadline: float | None) -> None:
+        """Wait before the next attempt, never past the deadline. Only a budget 429 that the
+        server did not bound (no ``Retry-After``) ends as soon as the watched budget reopens;
+        its retry line tells the real wait afterwards. Every other wait, a budget's with
+        ``Retry-After`` included, is slept in full and reported up front."""
+        result = run.result
+        seconds = self._wait_for(verdict, result.attempts)
+        remaining = self._remaining(deadline)
+        if remaining is not None:
+            seconds = max(min(seconds, remaining), 0.0)
+        blocked = verdict.decision is Decision.PDB_BLOCKED and bool(verdict.pdbs)
+        if blocked and verdict.retry_after is None:
+            began = self.clock()
+            self.listener.blocked(result, seconds)
+            await self.pdbs.wait_reopen(
+                result.namespace, verdict.pdbs, timeout=seconds, seen=run.seen, sleep=self.sleep
+            )
+            self.listener.retry(result, self.clock() - began)
+            return
+        if blocked:
+            self.listener.blocked(result, seconds)
+        self.listener.retry(result, seconds)
+        await self.sleep(seconds)
 
     async def _pdbs_selecting(
         self, namespace: str, pod: Mapping[str, Any] | None

@@ -7,7 +7,9 @@ status of every PDB there. A blocked eviction registers as a waiter on the budge
 429's causes; each status update with ``disruptionsAllowed = k > 0`` wakes the first k waiters in
 arrival order (waking everyone would make all of them race for k slots and all but k get another
 429). Waiters also give up after a fallback interval (the caller's ``default_retry``, kubectl's
-5 s), which is also what happens when the watch is unavailable.
+5 s), which is also what happens when the watch is unavailable. Only a 429 without
+``Retry-After`` waits here: a server that says when to come back is obeyed to the second
+(``evictor.client``), whatever the budget looks like in the watch meanwhile.
 
 A waiter that registers while the cached budget already shows room is released at once, but only
 once per observed resourceVersion, so a cache that lags the server cannot cause a hot loop.
@@ -19,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,15 +141,17 @@ class PdbTracker:
         *,
         timeout: float,
         seen: dict[str, str],
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> bool:
         """Wait until one of ``names`` has room (True) or ``timeout`` passes (False).
 
         ``seen`` maps a PDB name to the resourceVersion this caller was already released on;
-        it is updated, so pass the same dict on every retry of one pod.
+        it is updated, so pass the same dict on every retry of one pod. ``sleep`` measures the
+        timeout (the caller's clock: a test's fake one).
         """
         space = self._spaces.get(namespace)
         if space is None or not space.healthy or not names:
-            await asyncio.sleep(max(timeout, 0.0))
+            await sleep(max(timeout, 0.0))
             return False
         for name in names:
             state = space.pdbs.get(name)
@@ -157,17 +161,19 @@ class PdbTracker:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         for name in names:
             space.waiters.setdefault(name, deque()).append(fut)
+        timer = asyncio.ensure_future(sleep(max(timeout, 0.0)))
         try:
-            async with asyncio.timeout(max(timeout, 0.0)):
-                await fut
-        except TimeoutError:
-            return False
+            await asyncio.wait((fut, timer), return_when=asyncio.FIRST_COMPLETED)
         finally:
+            timer.cancel()
             for name in names:
                 q = space.waiters.get(name)
                 if q is not None:
                     with contextlib.suppress(ValueError):
                         q.remove(fut)
+        if not fut.done():
+            fut.cancel()  # a later update skips it
+            return False
         for name in names:
             state = space.pdbs.get(name)
             if state is not None:

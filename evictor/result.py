@@ -6,7 +6,9 @@ budget is exhausted) or the budget is "still being processed" / the server is ra
 (``Retry-After`` present); 500 with "more than one PodDisruptionBudget" (never retried);
 409 a UID/resourceVersion precondition failed; 403 with the ``NamespaceTerminating`` cause.
 ``classify`` turns a status code, headers and Status body into one of a few decisions so the
-retry loop stays a small table. Pure: no I/O, no clock.
+retry loop stays a small table; the Status ``reason`` (``TooManyRequests``, ``NotFound``,
+``Forbidden``, ...) is kept with the code and message, because callers switch on it, as on
+client-go's ``errors.ReasonForError``. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ class EvictionResult:
     outcome: Outcome
     attempts: int = 0
     status_code: int | None = None
+    # The Status ``reason`` of that answer (``TooManyRequests``, ``NotFound``, ``Forbidden``,
+    # ``Conflict``, ...): what callers switch on; "" without an answer or a Status body.
+    reason: str = ""
     message: str = ""
     causes: list[dict[str, Any]] = field(default_factory=list)
     retry_after: float | None = None
@@ -70,6 +75,7 @@ class EvictionResult:
             "method": self.method,
             "attempts": self.attempts,
             "statusCode": self.status_code,
+            "reason": self.reason,
             "message": self.message,
             "causes": list(self.causes),
             "retryAfter": self.retry_after,
@@ -81,7 +87,7 @@ class EvictionResult:
 class Decision(enum.Enum):
     SUCCESS = "success"
     GONE = "gone"
-    PDB_BLOCKED = "pdb_blocked"  # wait for the budget (bounded by retry_after when given)
+    PDB_BLOCKED = "pdb_blocked"  # wait for the budget (at least retry_after when given)
     RETRY_AFTER = "retry_after"  # wait what the server said
     TRANSIENT = "transient"  # jittered backoff
     NAMESPACE_TERMINATING = "namespace_terminating"
@@ -98,6 +104,7 @@ class Verdict:
     causes: tuple[Mapping[str, Any], ...] = ()
     retry_after: float | None = None
     pdbs: tuple[str, ...] = ()
+    reason: str = ""  # the Status reason: TooManyRequests, NotFound, Forbidden, ...
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
@@ -138,28 +145,31 @@ def _causes(body: Any) -> tuple[Mapping[str, Any], ...]:
 
 def classify(status: int, headers: Mapping[str, str] | None, body: Any) -> Verdict:
     """One API answer to an eviction (or delete) → what the retry loop does next."""
-    message = ""
+    message = reason = ""
     if isinstance(body, Mapping):
         message = str(body.get("message") or "")
+        reason = str(body.get("reason") or "")
     elif isinstance(body, str):
         message = body.strip()
     causes = _causes(body)
     retry_after = retry_after_seconds(headers)
     if 200 <= status < 300:
-        return Verdict(Decision.SUCCESS, status, message)
+        return Verdict(Decision.SUCCESS, status, message, reason=reason)
     if status == 404:
-        return Verdict(Decision.GONE, status, message, causes)
+        return Verdict(Decision.GONE, status, message, causes, reason=reason)
     if status == 429:
         pdbs = pdb_names_from_causes(causes)
         if pdbs or retry_after is None:
-            return Verdict(Decision.PDB_BLOCKED, status, message, causes, retry_after, pdbs)
-        return Verdict(Decision.RETRY_AFTER, status, message, causes, retry_after)
+            return Verdict(
+                Decision.PDB_BLOCKED, status, message, causes, retry_after, pdbs, reason=reason
+            )
+        return Verdict(Decision.RETRY_AFTER, status, message, causes, retry_after, reason=reason)
     if status == 403 and any(c.get("reason") == "NamespaceTerminating" for c in causes):
-        return Verdict(Decision.NAMESPACE_TERMINATING, status, message, causes)
+        return Verdict(Decision.NAMESPACE_TERMINATING, status, message, causes, reason=reason)
     if status == 409:
-        return Verdict(Decision.CONFLICT, status, message, causes)
+        return Verdict(Decision.CONFLICT, status, message, causes, reason=reason)
     if status == 500 and MULTIPLE_PDBS_MESSAGE in message:
-        return Verdict(Decision.MULTIPLE_PDBS, status, message, causes)
+        return Verdict(Decision.MULTIPLE_PDBS, status, message, causes, reason=reason)
     if status >= 500:
-        return Verdict(Decision.TRANSIENT, status, message, causes, retry_after)
-    return Verdict(Decision.FATAL, status, message, causes)
+        return Verdict(Decision.TRANSIENT, status, message, causes, retry_after, reason=reason)
+    return Verdict(Decision.FATAL, status, message, causes, reason=reason)

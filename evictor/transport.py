@@ -4,17 +4,28 @@ The generated methods deserialize answers into models and raise on non-2xx; the 
 needs the status code, the ``Retry-After`` header and the Status body of *every* answer, and
 a drain lists thousands of pods, where building models costs more than the request. So calls go
 through the generated methods with ``_preload_content=False`` and the JSON is parsed once here.
+
+Because every request passes here, so do kubectl's two per-request settings: ``--request-timeout``
+(``request_timeout``: a bound on each request, none by default, as kubectl's ``0``) and the
+request lines of ``-v=6`` (``GET URL 200 OK in N milliseconds`` on the ``evictor.requests``
+logger, silent unless its own level is set to DEBUG: a process that logs at DEBUG, such as the
+agent, does not get a line per request by inheritance). Watches are long-lived streams and are
+not bounded by the request timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import ipaddress
 import json
+import logging
+import time
 import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +37,27 @@ __all__ = [
     "call",
     "let_requests_out",
     "raw_watch",
+    "request_timeout",
     "resolve_proxy_once",
 ]
+
+_requests_log = logging.getLogger("evictor.requests")
+_requests_log.setLevel(logging.INFO)  # DEBUG only when asked for (evict -v=6)
+_REQUEST_TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "evictor_request_timeout", default=None
+)
+
+
+@contextlib.contextmanager
+def request_timeout(seconds: float | None) -> Iterator[None]:
+    """Bound every request ``call`` makes within the block (and the tasks it starts) to
+    ``seconds``; None or 0: no bound (kubectl's ``--request-timeout=0``)."""
+    token = _REQUEST_TIMEOUT.set(seconds or None)
+    try:
+        yield
+    finally:
+        _REQUEST_TIMEOUT.reset(token)
+
 
 # Event-loop turns for a request started with ``ensure_future`` to reach the socket: one on
 # a pooled connection (headers written), 7 on a new one to a local server (connect, connection
@@ -71,20 +101,37 @@ async def call(request: Awaitable[Any]) -> Response:
     import aiohttp
     from multidict import CIMultiDict
 
+    limit = _REQUEST_TIMEOUT.get()
+    started = time.monotonic()
+    timer = asyncio.timeout(limit)
     try:
-        resp = await request
-        try:
-            raw = await resp.read()
-            status = int(resp.status)
-            headers = CIMultiDict(resp.headers)
-        finally:
-            resp.release()
+        async with timer:
+            resp = await request
+            try:
+                raw = await resp.read()
+                status = int(resp.status)
+                headers = CIMultiDict(resp.headers)
+            finally:
+                resp.release()
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             # aiohttp can turn a cancellation into a connection error; keep it a cancellation
             raise asyncio.CancelledError from exc
+        if timer.expired():
+            raise TransportError(
+                f"the server did not answer within the request timeout ({limit:g}s)"
+            ) from exc
         raise TransportError(str(exc) or type(exc).__name__) from exc
+    if _requests_log.isEnabledFor(logging.DEBUG):
+        _requests_log.debug(
+            "%s %s %d %s in %d milliseconds",
+            getattr(resp, "method", "?"),
+            getattr(resp, "url", "?"),
+            status,
+            getattr(resp, "reason", "") or "",
+            (time.monotonic() - started) * 1000,
+        )
     text = raw.decode("utf-8", errors="replace")
     try:
         body: Any = json.loads(text) if text else None

@@ -283,3 +283,44 @@ class Evict:
 
 def lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
+
+
+class FakeClock:
+    """Time that moves only when the test says so: ``Evictor(clock=c.now, sleep=c.sleep)``.
+
+    ``sleep`` records what was asked (``requested``) and returns once ``advance`` has moved the
+    clock past its end, so a test can hold a retry on a 10 s ``Retry-After`` for as long as it
+    likes, check that nothing went out meanwhile, then let it go — without waiting 10 s.
+    """
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.time = start
+        self.requested: list[float] = []
+        self._sleepers: list[tuple[float, asyncio.Future[None]]] = []
+
+    def now(self) -> float:
+        return self.time
+
+    async def sleep(self, seconds: float) -> None:
+        self.requested.append(seconds)
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (self.time + seconds, fut)
+        self._sleepers.append(entry)
+        try:
+            await (fut if seconds > 0 else asyncio.sleep(0))
+        finally:
+            self._sleepers.remove(entry)
+
+    @property
+    def sleeping(self) -> int:
+        return len(self._sleepers)
+
+    async def asleep(self, count: int = 1) -> None:
+        """Until ``count`` sleeps are pending (the code under test is waiting on this clock)."""
+        await wait_until(lambda: len(self._sleepers) == count)
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+        for due, fut in self._sleepers:
+            if due <= self.time and not fut.done():
+                fut.set_result(None)

@@ -184,6 +184,7 @@ async def test_json_report(evict: Evict) -> None:
     assert set(pods) == {"web-0", "web-1", "web-2"}
     for p in pods.values():
         assert p["outcome"] == "blocked_by_pdb" and p["attempts"] >= 1
+        assert (p["statusCode"], p["reason"]) == (429, "TooManyRequests")
         (b,) = p["pdbs"]
         assert b["name"] == "web" and b["currentHealthy"] == 2 and b["desiredHealthy"] == 3
     assert "node/node-1 cordoned" in err  # the human lines went to stderr
@@ -196,6 +197,7 @@ async def test_json_report_of_a_successful_drain(evict: Evict) -> None:
     assert report["success"] is True
     outcomes = {p["name"]: (p["outcome"], p["deletion"]) for p in report["nodes"][0]["pods"]}
     assert outcomes == {f"web-{i}": ("evicted", "deleted") for i in range(3)}
+    assert {(p["statusCode"], p["reason"]) for p in report["nodes"][0]["pods"]} == {(201, "")}
 
 
 async def test_server_dry_run_sends_dry_run_and_does_not_wait(evict: Evict) -> None:

@@ -17,11 +17,12 @@ import pytest
 
 import kubesim
 from evictor.client import Evictor, PodRef
-from evictor.result import Outcome
+from evictor.listener import EvictionListener
+from evictor.result import EvictionResult, Outcome
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 
-from .conftest import node, pdb, pin, pod, replicaset, wait_until
+from .conftest import FakeClock, node, pdb, pin, pod, replicaset, wait_until
 
 WEB = [pod(f"web-{i}", app="web") for i in range(3)]
 BASE = [node("node-1"), node("node-2"), replicaset("web"), *WEB]
@@ -65,6 +66,7 @@ async def test_evicts_with_the_listed_uid_as_precondition(sim: Simulator, evicto
     result = await evictor.evict("default", "web-0", expected_uid=uid, grace_period_seconds=3)
     assert result.outcome is Outcome.EVICTED
     assert result.attempts == 1 and result.status_code == 201
+    assert result.reason == ""  # a Success Status has none
     (req,) = evictions(sim, "web-0")
     assert req.body["apiVersion"] == "policy/v1"
     assert req.body["deleteOptions"]["preconditions"] == {"uid": uid}
@@ -99,7 +101,9 @@ async def test_deadline_ends_a_blocked_eviction_as_blocked_by_pdb(
     assert time.monotonic() - t0 < 1.5
     assert result.outcome is Outcome.BLOCKED_BY_PDB
     assert result.status_code == 429 and result.pdbs == ("web",)
+    assert result.reason == "TooManyRequests"
     assert "disruption budget web needs 3 healthy pods and has 2" in result.causes[0]["message"]
+    assert result.to_dict()["reason"] == "TooManyRequests"
 
 
 async def test_max_attempts_bounds_the_retries(sim: Simulator, evictor: Evictor) -> None:
@@ -125,51 +129,145 @@ async def test_cancellation_stops_a_waiting_eviction(sim: Simulator, evictor: Ev
 async def test_missing_pod_is_already_gone(sim: Simulator, evictor: Evictor) -> None:
     result = await evictor.evict("default", "nope", expected_uid="u-1")
     assert result.outcome is Outcome.ALREADY_GONE and result.status_code == 404
+    assert result.reason == "NotFound"
     assert result.ok
+    # the pod read before the first request (no UID known) finds it gone: the same answer
+    result = await evictor.evict("default", "nope")
+    assert (result.outcome, result.status_code, result.reason) == (
+        Outcome.ALREADY_GONE,
+        404,
+        "NotFound",
+    )
+
+
+def _answer(
+    code: int, reason: str, message: str, retry_after: int, name: str = "web-0", **extra: Any
+) -> Any:
+    """A fault: the first eviction of ``name`` gets this canned Status (``Retry-After`` header
+    when ``retry_after`` > 0)."""
+    match = {"verb": "create", "resource": "pods", "subresource": "eviction", "name": name,
+             "calls": "1"}  # fmt: skip
+    respond = {"code": code, "reason": reason, "message": message,
+               "retryAfterSeconds": retry_after, **extra}  # fmt: skip
+    return {"faults": [{"match": match, "respond": respond}]}
+
+
+BUDGET_429 = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+class _Attempts(EvictionListener):
+    """When (on the fake clock) each attempt went out."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.at: list[float] = []
+        self.answers: list[tuple[int | None, float | None, str]] = []
+
+    def attempt(self, namespace: str, name: str, attempt: int) -> None:
+        self.at.append(self.clock.now())
+
+    def retry(self, result: EvictionResult, wait: float) -> None:
+        cause = result.causes[0]["message"] if result.causes else ""
+        self.answers.append((result.status_code, result.retry_after, cause))
 
 
 async def test_retry_after_is_waited_as_the_server_said() -> None:
-    faults = {
-        "faults": [
-            {
-                "match": {"verb": "create", "resource": "pods", "subresource": "eviction",
-                          "name": "web-0", "calls": "1"},
-                "respond": {"code": 429, "reason": "TooManyRequests",
-                            "message": "Too many requests, please try again later.",
-                            "retryAfterSeconds": 1},
-            }
-        ]
-    }  # fmt: skip
+    faults = _answer(429, "TooManyRequests", "Too many requests, please try again later.", 1)
     async for sim in _serve(state(), faults):
+        clock = FakeClock()
+        attempts = _Attempts(clock)
         async with sim.api_client() as api:
-            ev = Evictor(api, default_retry=5.0)
-            result = await ev.evict("default", "web-0")
+            ev = Evictor(api, clock=clock.now, sleep=clock.sleep, listener=attempts)
+            task = asyncio.create_task(ev.evict("default", "web-0"))
+            await clock.asleep()
+            assert clock.requested == [1.0]
+            clock.advance(1.0)
+            result = await asyncio.wait_for(task, 5)
             await ev.close()
         first, second = evictions(sim, "web-0")
         assert (first.code, second.code) == (429, 201)
-        assert 0.95 <= second.time - first.time < 2.0
+        assert attempts.at[1] - attempts.at[0] == 1.0
         assert result.outcome is Outcome.EVICTED and result.attempts == 2
 
 
-async def test_retry_after_is_bounded() -> None:
-    faults = {
-        "faults": [
-            {
-                "match": {"verb": "create", "resource": "pods", "subresource": "eviction",
-                          "name": "web-0", "calls": "1"},
-                "respond": {"code": 503, "reason": "ServiceUnavailable", "message": "busy",
-                            "retryAfterSeconds": 30},
-            }
-        ]
-    }  # fmt: skip
-    async for sim in _serve(state(), faults):
+async def test_retry_after_is_a_floor_even_when_the_watched_budget_shows_room() -> None:
+    """A budget 429 with ``Retry-After: 1`` while the PDB watch shows room: before, the watch
+    released the retry after 10 µs; the server's 1 s is a floor (client-go)."""
+    cause = {
+        "reason": "DisruptionBudget",
+        "message": "The disruption budget web needs 2 healthy pods and has 2 currently",
+    }
+    faults = _answer(429, "TooManyRequests", BUDGET_429, 1, causes=[cause])
+    async for sim in _serve(state(pdb("web", min_available=2)), faults):
+        pin(sim, "web", 1)  # room: the watch would release a waiter at once
+        clock = FakeClock()
+        attempts = _Attempts(clock)
         async with sim.api_client() as api:
-            ev = Evictor(api, retry_after_bounds=(0.1, 0.3))
-            result = await ev.evict("default", "web-0")
+            ev = Evictor(api, clock=clock.now, sleep=clock.sleep, listener=attempts)
+            task = asyncio.create_task(ev.evict("default", "web-0"))
+            await clock.asleep()
+            state_ = ev.pdb_state("default", "web")
+            assert state_ is not None and state_.open  # the watch is up and shows room
+            await asyncio.sleep(0.2)
+            assert len(evictions(sim, "web-0")) == 1  # held by the floor, not the watch
+            clock.advance(0.9)
+            await asyncio.sleep(0.05)
+            assert len(evictions(sim, "web-0")) == 1
+            clock.advance(0.1)
+            result = await asyncio.wait_for(task, 5)
             await ev.close()
-        first, second = evictions(sim, "web-0")
-        assert 0.1 <= second.time - first.time < 0.8
+        assert clock.requested == [1.0]
+        assert attempts.at[1] - attempts.at[0] >= 1.0
+        assert result.outcome is Outcome.EVICTED and result.attempts == 2
+
+
+async def test_budget_429_without_retry_after_is_released_by_the_watch() -> None:
+    """The server did not bound the wait: the PDB watch may end it early (here without the
+    fake clock moving at all)."""
+    async for sim in _serve(state(pdb("web", min_available=2))):
+        pin(sim, "web", 0)
+        clock = FakeClock()
+        attempts = _Attempts(clock)
+        async with sim.api_client() as api:
+            ev = Evictor(api, clock=clock.now, sleep=clock.sleep, listener=attempts)
+            task = asyncio.create_task(ev.evict("default", "web-0"))
+            await clock.asleep()
+            assert clock.requested == [5.0]  # default_retry, the fallback
+            pin(sim, "web", 1)
+            result = await asyncio.wait_for(task, 5)
+            await ev.close()
+        assert [r.code for r in evictions(sim, "web-0")] == [429, 201]
+        assert attempts.at[1] == attempts.at[0]  # released by the watch, not the clock
         assert result.outcome is Outcome.EVICTED
+
+
+async def test_a_long_retry_after_is_not_cut_short() -> None:
+    """No upper bound shortens the server's advice; a deadline ends the wait, not early."""
+    faults = _answer(503, "ServiceUnavailable", "busy", 30)
+    async for sim in _serve(state(), faults):
+        clock = FakeClock()
+        async with sim.api_client() as api:
+            ev = Evictor(api, clock=clock.now, sleep=clock.sleep)
+            task = asyncio.create_task(ev.evict("default", "web-0"))
+            await clock.asleep()
+            assert clock.requested == [30.0]
+            clock.advance(29.0)
+            await asyncio.sleep(0.1)
+            assert len(evictions(sim, "web-0")) == 1
+            clock.advance(1.0)
+            result = await asyncio.wait_for(task, 5)
+            assert result.outcome is Outcome.EVICTED
+            # with a deadline before the advised time: no second attempt at all
+            sim.add_faults(_answer(503, "ServiceUnavailable", "busy", 30, name="web-1"))
+            task = asyncio.create_task(ev.evict("default", "web-1", deadline=clock.now() + 3))
+            await clock.asleep()
+            assert clock.requested[-1] == 3.0
+            clock.advance(3.0)
+            result = await asyncio.wait_for(task, 5)
+            await ev.close()
+        assert len(evictions(sim, "web-1")) == 1
+        assert result.outcome is Outcome.ERROR and result.status_code == 503
+        assert result.message == "global timeout reached: busy"
 
 
 async def test_multiple_pdbs_fail_at_once_and_are_named() -> None:
@@ -183,6 +281,7 @@ async def test_multiple_pdbs_fail_at_once_and_are_named() -> None:
         assert result.outcome is Outcome.ERROR and result.status_code == 500
         assert result.attempts == 1 and len(evictions(sim, "web-0")) == 1
         assert result.pdbs == ("web", "web-too")
+        assert result.reason == ""  # the apiserver's multi-PDB Status names no reason
         assert "more than one PodDisruptionBudget" in result.message
         assert "web, web-too" in result.message
 
@@ -246,6 +345,7 @@ async def test_other_errors_fail_at_once() -> None:
             await ev.close()
         assert result.outcome is Outcome.ERROR and result.attempts == 1
         assert result.status_code == 403 and result.message == "nope"
+        assert result.reason == "Forbidden"
 
 
 async def test_delete_sends_uid_precondition_and_dry_run(sim: Simulator, evictor: Evictor) -> None:
@@ -381,25 +481,36 @@ def test_package_exports_load_lazily() -> None:
         _ = evictor.nothing_here
 
 
-async def test_still_processing_429_is_retried_when_the_generation_is_observed(
-    sim: Simulator, evictor: Evictor
+async def test_still_processing_429_waits_its_retry_after_whatever_the_watch_shows(
+    sim: Simulator,
 ) -> None:
+    """The apiserver's "still being processed" 429 carries ``Retry-After: 10``. Before, the PDB
+    watch seeing the generation observed released the retry after 2 s; now 10 s is a floor."""
     current = sim.get("PodDisruptionBudget", "default", "web")
     assert current is not None
     generation = current["metadata"].get("generation", 1)
     stale = {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3}
     sim.pin_pdb("default", "web", {**stale, "observedGeneration": generation - 1})
-    task = asyncio.create_task(evictor.evict("default", "web-0"))
-    await wait_until(lambda: len(evictions(sim, "web-0")) == 1)
-    (first,) = evictions(sim, "web-0")
-    assert first.code == 429  # "still being processed", Retry-After: 10
-    await asyncio.sleep(0.3)
-    caught_up = time.time()
-    sim.pin_pdb("default", "web", {**stale, "observedGeneration": generation})
-    result = await asyncio.wait_for(task, 5)
+    clock = FakeClock()
+    attempts = _Attempts(clock)
+    async with sim.api_client() as api:
+        ev = Evictor(api, clock=clock.now, sleep=clock.sleep, listener=attempts)
+        task = asyncio.create_task(ev.evict("default", "web-0"))
+        await clock.asleep()
+        (first,) = evictions(sim, "web-0")
+        ((code, retry_after, cause),) = attempts.answers
+        assert (first.code, code, retry_after) == (429, 429, 10.0)
+        assert cause == "The disruption budget web is still being processed by the server."
+        sim.pin_pdb("default", "web", {**stale, "observedGeneration": generation})
+        await wait_until(lambda: bool((s := ev.pdb_state("default", "web")) and s.open))
+        await asyncio.sleep(0.2)
+        assert len(evictions(sim, "web-0")) == 1  # the watch fired; the floor holds
+        clock.advance(10.0)
+        result = await asyncio.wait_for(task, 5)
+        await ev.close()
+    assert clock.requested == [10.0]
+    assert attempts.at[1] - attempts.at[0] >= 10.0
     assert result.outcome is Outcome.EVICTED
-    second = evictions(sim, "web-0")[1]
-    assert caught_up <= second.time < caught_up + 0.5  # not after the advised 10 s
 
 
 async def test_policy_v1beta1_when_discovery_offers_only_that(
