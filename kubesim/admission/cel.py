@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
+    "Activation",
     "CelError",
     "Program",
     "compile_expression",
@@ -112,16 +113,35 @@ def _runtime_message(exc: BaseException) -> str:
     return text
 
 
-def evaluate(program: Program, activation: Mapping[str, Any]) -> Any:
-    """Run ``program``; ``CelError`` with the runtime error's text when it fails.
+class Activation:
+    """The variables of one evaluation, converted to CEL values once and shared by every
+    expression that reads them (the conversion, not the evaluation, is what costs: ~30 µs
+    for a request, under 1 µs to run an expression on converted values)."""
 
-    Only the variables the expression reads are handed over (each conversion to CEL values
-    costs time in proportion to the object's size).
-    """
-    context = {k: activation[k] for k in program.variables if k in activation}
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = dict(values)
+        self._context: Any = None
+        self._converted: set[str] = set()
+
+    def set(self, name: str, value: Any) -> None:
+        """Bind ``name`` anew (converted when an expression next reads it)."""
+        self._values[name] = value
+        self._converted.discard(name)
+
+    def context(self, names: frozenset[str]) -> Any:
+        if self._context is None:
+            self._context = _cel().Context()
+        for name in names - self._converted:
+            if name in self._values:
+                self._context.add_variable(name, self._values[name])
+                self._converted.add(name)
+        return self._context
+
+
+def evaluate(program: Program, activation: Activation) -> Any:
+    """Run ``program``; ``CelError`` with the runtime error's text when it fails."""
     try:
+        context = activation.context(program.variables)
         return program.program.execute(context)
-    except CelError:
-        raise
     except Exception as exc:  # the bindings raise Key/Type/Value/Runtime/ZeroDivision errors
         raise CelError(_runtime_message(exc)) from None

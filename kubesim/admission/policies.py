@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.admission.cel import CelError, Program, compile_expression, evaluate
+from kubesim.admission.cel import Activation, CelError, Program, compile_expression, evaluate
 from kubesim.admission.matching import Request, matches_resources
 from kubesim.admission.validation import (
     BINDING_KIND,
@@ -175,22 +175,22 @@ def _param_kind_text(pk: Mapping[str, Any]) -> str:
 class _Evaluation:
     """One policy evaluated for one binding and one parameter: variables memoised."""
 
-    def __init__(self, compiled: CompiledPolicy, activation: dict[str, Any]) -> None:
+    def __init__(self, compiled: CompiledPolicy, activation: Activation) -> None:
         self.compiled = compiled
         self.activation = activation
         self.values: dict[str, Any] = {}
         self.errors: dict[str, str] = {}
         self.programs = dict(compiled.variables)
-        activation["variables"] = self.values
+        activation.set("variables", {})
 
     def _ensure(self, expression: str, seen: frozenset[str] = frozenset()) -> None:
         for found in _VAR_REF.finditer(expression):
             name = found.group(1) or found.group(2)
+            if name in self.errors:
+                raise _EvalError(
+                    f'composited variable "{name}" fails to evaluate: {self.errors[name]}'
+                )
             if name in self.values or name in seen or name not in self.programs:
-                if name in self.errors:
-                    raise _EvalError(
-                        f'composited variable "{name}" fails to evaluate: {self.errors[name]}'
-                    )
                 continue
             program = self.programs[name]
             try:
@@ -199,6 +199,7 @@ class _Evaluation:
             except (CelError, _EvalError) as exc:
                 self.errors[name] = str(exc)
                 raise _EvalError(f'composited variable "{name}" fails to evaluate: {exc}') from None
+            self.activation.set("variables", dict(self.values))
 
     def run(self, program: Program) -> Any:
         """The value of ``program``; ``_EvalError`` with upstream's message when it fails."""
@@ -541,17 +542,21 @@ class _RequestState:
     def __init__(self, plugin: ValidatingAdmissionPolicies, call: AdmissionCall) -> None:
         self.plugin = plugin
         self.call = call
-        self._base: dict[str, Any] | None = None
+        self._activation: Activation | None = None
 
-    def activation(self, param: Any) -> dict[str, Any]:
-        if self._base is None:
-            self._base = {
-                "object": self.call.obj,
-                "oldObject": self.call.old,
-                "request": admission_request(self.call),
-                "namespaceObject": self._namespace_object(),
-            }
-        return {**self._base, "params": param}
+    def activation(self, param: Any) -> Activation:
+        """The request's variables (converted to CEL once per request) with ``params``."""
+        if self._activation is None:
+            self._activation = Activation(
+                {
+                    "object": self.call.obj,
+                    "oldObject": self.call.old,
+                    "request": admission_request(self.call),
+                    "namespaceObject": self._namespace_object(),
+                }
+            )
+        self._activation.set("params", param)
+        return self._activation
 
     def _namespace_object(self) -> dict[str, Any] | None:
         call = self.call
