@@ -39,10 +39,14 @@ __all__ = [
     "Program",
     "compile_expression",
     "evaluate",
+    "variable_references",
 ]
 
 _PARSE_PREFIX: Final = re.compile(r"^Failed to parse expression '.*?': ", re.DOTALL)
 _IDENT: Final = r"(?<![\w.]){name}(?!\w)"
+_VAR_REF: Final = re.compile(
+    r"(?<![\w.])variables\s*(?:(\.)\s*([_A-Za-z]\w*)|(\[)\s*['\"]([^'\"]+)['\"]\s*\])"
+)
 
 
 class CelError(Exception):
@@ -64,22 +68,42 @@ def _cel() -> Any:
     return cel
 
 
-def _undeclared(expression: str, name: str) -> str:
-    """cel-go's checker error for an unknown identifier, with its position and caret."""
-    found = re.search(_IDENT.format(name=re.escape(name)), expression)
-    offset = found.start() if found else 0
+def variable_references(expression: str) -> list[tuple[str, int]]:
+    """The ``variables.NAME`` (or ``variables['NAME']``) an expression reads, with the offset
+    of the selecting ``.``/``[`` (where cel-go reports an undefined field)."""
+    out: list[tuple[str, int]] = []
+    for found in _VAR_REF.finditer(expression):
+        if found.group(1):
+            out.append((found.group(2), found.start(1)))
+        else:
+            out.append((found.group(4), found.start(3)))
+    return out
+
+
+def _issue(expression: str, offset: int, text: str) -> str:
+    """One cel-go issue: ``ERROR: <input>:LINE:COL: text`` and the source line with a caret."""
     line_no = expression.count("\n", 0, offset) + 1
     line_start = expression.rfind("\n", 0, offset) + 1
     column = offset - line_start
     line = expression.split("\n")[line_no - 1]
-    return (
-        f"ERROR: <input>:{line_no}:{column + 1}: undeclared reference to '{name}' (in container"
-        f" '')\n | {line}\n | {'.' * column}^"
-    )
+    return f"ERROR: <input>:{line_no}:{column + 1}: {text}\n | {line}\n | {'.' * column}^"
 
 
-def compile_expression(expression: str, *, declared: Iterable[str]) -> Program:
-    """Compile ``expression``; ``CelError`` with cel-go's issue text when it does not."""
+def _undeclared(expression: str, name: str) -> str:
+    """cel-go's checker error for an unknown identifier, with its position and caret."""
+    found = re.search(_IDENT.format(name=re.escape(name)), expression)
+    offset = found.start() if found else 0
+    return _issue(expression, offset, f"undeclared reference to '{name}' (in container '')")
+
+
+def compile_expression(
+    expression: str, *, declared: Iterable[str], variables: Iterable[str] | None = None
+) -> Program:
+    """Compile ``expression``; ``CelError`` with cel-go's issue text when it does not.
+
+    ``variables``, when given, are the names ``variables.NAME`` may read (a policy's
+    ``spec.variables`` declared so far); another name is cel-go's ``undefined field``.
+    """
     cel = _cel()
     try:
         program = cel.compile(expression)
@@ -93,6 +117,15 @@ def compile_expression(expression: str, *, declared: Iterable[str]) -> Program:
     unknown = sorted(n for n in names if n not in allowed)
     if unknown:
         raise CelError("\n".join(_undeclared(expression, n) for n in unknown))
+    if variables is not None and "variables" in names:
+        known = frozenset(variables)
+        issues = [
+            _issue(expression, offset, f"undefined field '{name}'")
+            for name, offset in variable_references(expression)
+            if name not in known
+        ]
+        if issues:
+            raise CelError("\n".join(issues))
     return Program(expression, program, names)
 
 

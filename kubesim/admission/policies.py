@@ -38,13 +38,19 @@ policy and binding objects are defaulted and validated when written
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.admission.cel import Activation, CelError, Program, compile_expression, evaluate
+from kubesim.admission.cel import (
+    Activation,
+    CelError,
+    Program,
+    compile_expression,
+    evaluate,
+    variable_references,
+)
 from kubesim.admission.matching import Request, matches_resources
 from kubesim.admission.validation import (
     BINDING_KIND,
@@ -78,7 +84,6 @@ VALIDATION_FAILURE_KEY: Final = "validation.policy.admission.k8s.io/validation_f
 MAX_MESSAGE_BYTES: Final = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
 MAX_AUDIT_VALUE: Final = 10 * 1024
 _CODES: Final = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413}
-_VAR_REF: Final = re.compile(r"\bvariables\s*(?:\.\s*([_A-Za-z]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
 _OPTIONS_KIND: Final = {
     "create": "CreateOptions",
     "update": "UpdateOptions",
@@ -184,8 +189,7 @@ class _Evaluation:
         activation.set("variables", {})
 
     def _ensure(self, expression: str, seen: frozenset[str] = frozenset()) -> None:
-        for found in _VAR_REF.finditer(expression):
-            name = found.group(1) or found.group(2)
+        for name, _ in variable_references(expression):
             if name in self.errors:
                 raise _EvalError(
                     f'composited variable "{name}" fails to evaluate: {self.errors[name]}'

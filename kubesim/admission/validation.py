@@ -138,14 +138,20 @@ def _go_value(value: Any) -> str:
 
 
 def _compile(
-    errors: _Errors, field: str, expression: Any, declared: Iterable[str], *, required: bool
+    errors: _Errors,
+    field: str,
+    expression: Any,
+    declared: Iterable[str],
+    *,
+    required: bool,
+    variables: Iterable[str] = (),
 ) -> None:
     if not isinstance(expression, str) or not expression.strip():
         if required:
             errors.required(field, "expression is not specified")
         return
     try:
-        compile_expression(expression, declared=declared)
+        compile_expression(expression, declared=declared, variables=variables)
     except CelError as exc:
         errors.invalid(field, expression, f"compilation failed: {exc}")
 
@@ -246,6 +252,11 @@ def validate_policy(obj: Mapping[str, Any]) -> None:
         errors.required(
             "spec.validations", "validations or auditAnnotations must contain at least one item"
         )
+    all_variables = [
+        str(v.get("name"))
+        for v in _items(_Errors(), spec.get("variables"), "")
+        if isinstance(v, Mapping) and v.get("name")
+    ]
     seen: set[str] = set()
     for i, cond in enumerate(_items(errors, spec.get("matchConditions"), "spec.matchConditions")):
         at = f"spec.matchConditions[{i}]"
@@ -259,7 +270,14 @@ def validate_policy(obj: Mapping[str, Any]) -> None:
             errors.duplicate(f"{at}.name", cname)
         else:
             seen.add(str(cname))
-        _compile(errors, f"{at}.expression", cond.get("expression"), declared, required=True)
+        _compile(
+            errors,
+            f"{at}.expression",
+            cond.get("expression"),
+            declared,
+            required=True,
+            variables=all_variables,
+        )
     vnames: set[str] = set()
     for i, var in enumerate(_items(errors, spec.get("variables"), "spec.variables")):
         at = f"spec.variables[{i}]"
@@ -275,13 +293,27 @@ def validate_policy(obj: Mapping[str, Any]) -> None:
             errors.duplicate(f"{at}.name", vname)
         else:
             vnames.add(vname)
-        _compile(errors, f"{at}.expression", var.get("expression"), declared, required=True)
+        _compile(
+            errors,
+            f"{at}.expression",
+            var.get("expression"),
+            declared,
+            required=True,
+            variables=all_variables[:i],
+        )
     for i, val in enumerate(validations):
         at = f"spec.validations[{i}]"
         if not isinstance(val, Mapping):
             errors.invalid(at, val, "must be an object")
             continue
-        _compile(errors, f"{at}.expression", val.get("expression"), declared, required=True)
+        _compile(
+            errors,
+            f"{at}.expression",
+            val.get("expression"),
+            declared,
+            required=True,
+            variables=all_variables,
+        )
         msg = val.get("message")
         if isinstance(msg, str) and "\n" in msg:
             errors.invalid(f"{at}.message", msg, "message must not contain line breaks")
@@ -294,6 +326,7 @@ def validate_policy(obj: Mapping[str, Any]) -> None:
                 val.get("messageExpression"),
                 declared,
                 required=True,
+                variables=all_variables,
             )
         reason = val.get("reason")
         if reason is not None and reason not in REASONS:
@@ -306,7 +339,12 @@ def validate_policy(obj: Mapping[str, Any]) -> None:
         if not ann.get("key"):
             errors.required(f"{at}.key")
         _compile(
-            errors, f"{at}.valueExpression", ann.get("valueExpression"), declared, required=True
+            errors,
+            f"{at}.valueExpression",
+            ann.get("valueExpression"),
+            declared,
+            required=True,
+            variables=all_variables,
         )
     errors.raise_for(POLICY_KIND, name)
 

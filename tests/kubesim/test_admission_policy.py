@@ -871,3 +871,28 @@ def test_cel_library_is_imported_only_when_a_policy_is_compiled() -> None:
         "assert 'cel' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+async def test_undefined_variable_is_422(sim: Simulator) -> None:
+    bad = policy(
+        "vars",
+        [{"expression": "variables.isProd"}],
+        variables=[
+            {"name": "isprod", "expression": "true"},
+            {"name": "later", "expression": "variables.after"},
+            {"name": "after", "expression": "variables.isprod"},
+        ],
+    )
+    code, body, _ = await call(sim, "POST", POLICY_API, body=bad)
+    assert code == 422
+    causes = {c["field"]: c["message"] for c in body["details"]["causes"]}
+    assert causes == {
+        "spec.variables[1].expression": (
+            'Invalid value: "variables.after": compilation failed: ERROR: <input>:1:10:'
+            " undefined field 'after'\n | variables.after\n | .........^"
+        ),
+        "spec.validations[0].expression": (
+            'Invalid value: "variables.isProd": compilation failed: ERROR: <input>:1:10:'
+            " undefined field 'isProd'\n | variables.isProd\n | .........^"
+        ),
+    }
