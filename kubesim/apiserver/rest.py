@@ -714,12 +714,13 @@ class Rest:
                 f" {options.resource_version}, ResourceVersion in object meta:"
                 f" {meta.get('resourceVersion', '')}",
             )
-        if rt.kind == "Namespace":
-            return self._delete_namespace(rt, key, obj, options)
-        self.run_admission("DELETE", rt, clone(obj), obj)
+        if rt.kind != "Namespace":
+            self.run_admission("DELETE", rt, clone(obj), obj)
         self.run_validating_admission(
             "DELETE", rt, None, self.to_wire(rt, obj), dry_run=options.dry_run
         )
+        if rt.kind == "Namespace":
+            return self._delete_namespace(rt, key, obj, options)
         gc = _gc_finalizer(options)
         if gc and not meta.get("deletionTimestamp") and gc not in (meta.get("finalizers") or []):
             # deletionFinalizersForGarbageCollection: the garbage collector finishes the delete.

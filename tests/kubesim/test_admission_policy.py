@@ -896,3 +896,35 @@ async def test_undefined_variable_is_422(sim: Simulator) -> None:
             " undefined field 'isProd'\n | variables.isProd\n | .........^"
         ),
     }
+
+
+async def test_namespace_delete_is_admitted(sim: Simulator) -> None:
+    rules = [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["DELETE"],
+            "resources": ["namespaces"],
+        }
+    ]
+    await install(
+        sim,
+        policy(
+            "keep-prod",
+            [{"expression": "oldObject.metadata.name != 'prod'", "reason": "Forbidden"}],
+            rules=rules,
+        ),
+        binding("keep-prod-b", "keep-prod"),
+    )
+    code, body, _ = await call(sim, "DELETE", "/api/v1/namespaces/prod")
+    assert code == 403
+    assert body["message"] == (
+        "namespaces \"prod\" is forbidden: ValidatingAdmissionPolicy 'keep-prod' with binding"
+        " 'keep-prod-b' denied request: failed expression: oldObject.metadata.name != 'prod'"
+    )
+    code, _, _ = await call(
+        sim, "POST", "/api/v1/namespaces", body={"metadata": {"name": "scratch"}}
+    )
+    assert code == 201
+    code, _, _ = await call(sim, "DELETE", "/api/v1/namespaces/scratch")
+    assert code == 200
