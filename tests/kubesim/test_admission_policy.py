@@ -928,3 +928,44 @@ async def test_namespace_delete_is_admitted(sim: Simulator) -> None:
     assert code == 201
     code, _, _ = await call(sim, "DELETE", "/api/v1/namespaces/scratch")
     assert code == 200
+
+
+async def test_removing_the_binding_or_policy_stops_enforcement(sim: Simulator) -> None:
+    await install(
+        sim, policy("deny-all", [{"expression": "false"}]), binding("deny-all-b", "deny-all")
+    )
+    code, _, _ = await call(sim, "POST", PODS, body=pod("a"))
+    assert code == 422
+    code, _, _ = await call(sim, "DELETE", f"{BINDING_API}/deny-all-b")
+    assert code == 200
+    code, _, _ = await call(sim, "POST", PODS, body=pod("a"))
+    assert code == 201
+    await call(sim, "POST", BINDING_API, body=binding("deny-all-b", "deny-all"))
+    code, _, _ = await call(sim, "DELETE", f"{POLICY_API}/deny-all")
+    assert code == 200
+    code, _, _ = await call(sim, "POST", PODS, body=pod("b"))
+    assert code == 201
+
+
+@pytest.mark.parametrize(("failure_policy", "code"), [("Fail", 422), ("Ignore", 201)])
+async def test_unknown_param_kind_is_a_binding_configuration_error(
+    sim: Simulator, failure_policy: str, code: int
+) -> None:
+    await install(
+        sim,
+        policy(
+            "widgets",
+            [{"expression": "params != null"}],
+            rules=PARAM_POLICY_RULES,
+            paramKind={"apiVersion": "example.com/v1", "kind": "Widget"},
+            failurePolicy=failure_policy,
+        ),
+        binding("widgets-b", "widgets", paramRef={"name": "w", "parameterNotFoundAction": "Deny"}),
+    )
+    got, body, _ = await call(sim, "POST", PODS, body=pod("p"))
+    assert got == code
+    if code == 422:
+        assert body["message"].endswith(
+            "denied request: failed to configure binding: paramKind kind"
+            " `&ParamKind{APIVersion:example.com/v1,Kind:Widget,}` not known"
+        )
