@@ -103,3 +103,39 @@ async def test_warn_action_reaches_kubectl(kubectl: Kubectl, tmp_path: Path) -> 
         "Warning: Validation failed for ValidatingAdmissionPolicy 'keep-node-1' with binding"
         " 'keep-node-1': pods on node-1 stay: web-0"
     ) in err
+
+
+async def test_kubectl_get_shows_kube_columns(kubectl: Kubectl, tmp_path: Path) -> None:
+    manifest = tmp_path / "policy.yaml"
+    manifest.write_text(
+        POLICY
+        + """
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: with-selector
+spec:
+  policyName: keep-node-1
+  validationActions: [Audit]
+  paramRef:
+    selector: {matchLabels: {role: limits}}
+    parameterNotFoundAction: Allow
+"""
+    )
+    await kubectl("apply", "-f", str(manifest))
+    _, out, _ = await kubectl("get", "validatingadmissionpolicies")
+    assert [line.split()[:3] for line in out.strip().splitlines()] == [
+        ["NAME", "VALIDATIONS", "PARAMKIND"],
+        ["keep-node-1", "1", "<unset>"],
+    ]
+    _, out, _ = await kubectl("get", "validatingadmissionpolicybindings")
+    assert [line.split()[:3] for line in out.strip().splitlines()] == [
+        ["NAME", "POLICYNAME", "PARAMREF"],
+        ["keep-node-1", "keep-node-1", "<unset>"],
+        [
+            "with-selector",
+            "keep-node-1",
+            "&LabelSelector{MatchLabels:map[string]string{role:",
+        ],
+    ]
