@@ -164,6 +164,16 @@ class _Decision:
     reason: str = "Invalid"
 
 
+@dataclass(slots=True)
+class _Result:
+    """``ValidateResult``: failed validations (with their index), audit-annotation errors
+    (which deny whatever the binding's actions), and the annotations to publish."""
+
+    failed: list[tuple[int, _Decision]] = field(default_factory=list)
+    annotation_errors: list[_Decision] = field(default_factory=list)
+    annotations: list[tuple[str, str]] = field(default_factory=list)
+
+
 def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str] | None:
     if obj is None:
         return None
@@ -301,9 +311,9 @@ class ValidatingAdmissionPolicies:
                         denied.append(_Decision(name, bname, f"failed to configure binding: {exc}"))
                     continue
                 for param in params:
-                    decisions = self._validate(compiled, state, param)
+                    result = self._validate(compiled, state, param)
                     self._act(
-                        decisions, policy=name, binding=bname, bspec=bspec, call=call, denied=denied
+                        result, policy=name, binding=bname, bspec=bspec, call=call, denied=denied
                     )
         if denied:
             raise self._denial(call, denied[0])
@@ -384,17 +394,13 @@ class ValidatingAdmissionPolicies:
             )
         return params
 
-    def _validate(
-        self, compiled: CompiledPolicy, state: _RequestState, param: Any
-    ) -> list[tuple[int, _Decision | None, str]]:
-        """``validator.Validate``: (index, denial or None, audit-annotation problem) triples.
-
-        A denial's ``reason`` is empty for evaluation errors (then Invalid). The third element
-        carries published audit annotations as ``key=value`` (decision None).
-        """
+    def _validate(self, compiled: CompiledPolicy, state: _RequestState, param: Any) -> _Result:
+        """``validator.Validate`` for one parameter: matchConditions, then validations, then
+        audit annotations; evaluation errors become failures only under ``failurePolicy:
+        Fail``."""
         fail = compiled.failure_policy != "Ignore"
         ev = _Evaluation(compiled, state.activation(param))
-        out: list[tuple[int, _Decision | None, str]] = []
+        out = _Result()
         errors: list[str] = []
         for _, program in compiled.match_conditions:
             try:
@@ -403,18 +409,18 @@ class ValidatingAdmissionPolicies:
                 errors.append(str(exc))
                 continue
             if value is False:
-                return []
+                return out
         if errors:
             if fail:
                 text = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-                out.append((0, _Decision(compiled.name, "", text), ""))
+                out.failed.append((0, _Decision(compiled.name, "", text)))
             return out
         for i, val in enumerate(compiled.validations):
             try:
                 value = ev.run(val.program)
             except _EvalError as exc:
                 if fail:
-                    out.append((i, _Decision(compiled.name, "", str(exc)), ""))
+                    out.failed.append((i, _Decision(compiled.name, "", str(exc))))
                 continue
             if value is True:
                 continue
@@ -432,13 +438,13 @@ class ValidatingAdmissionPolicies:
                 message = val.message.strip()
             if not message:
                 message = f"failed expression: {val.expression.strip()}"
-            out.append((i, _Decision(compiled.name, "", message, val.reason), ""))
+            out.failed.append((i, _Decision(compiled.name, "", message, val.reason)))
         for key, program in compiled.audit_annotations:
             try:
                 value = ev.run(program)
             except _EvalError as exc:
                 if fail:
-                    out.append((-1, _Decision(compiled.name, "", str(exc)), ""))
+                    out.annotation_errors.append(_Decision(compiled.name, "", str(exc)))
                 continue
             if value is None:
                 continue
@@ -448,15 +454,15 @@ class ValidatingAdmissionPolicies:
                         f"valueExpression '{program.expression}' resulted in unsupported return"
                         f" type: {_cel_type(value)}. Return type must be either string or null."
                     )
-                    out.append((-1, _Decision(compiled.name, "", message), ""))
+                    out.annotation_errors.append(_Decision(compiled.name, "", message))
                 continue
             if value.strip():
-                out.append((-1, None, f"{compiled.name}/{key}={value.strip()[:MAX_AUDIT_VALUE]}"))
+                out.annotations.append((f"{compiled.name}/{key}", value.strip()[:MAX_AUDIT_VALUE]))
         return out
 
     def _act(
         self,
-        decisions: list[tuple[int, _Decision | None, str]],
+        result: _Result,
         *,
         policy: str,
         binding: str,
@@ -464,19 +470,20 @@ class ValidatingAdmissionPolicies:
         call: AdmissionCall,
         denied: list[_Decision],
     ) -> None:
+        """The binding's ``validationActions`` applied to one evaluation's failures."""
         actions = [a for a in bspec.get("validationActions") or [] if isinstance(a, str)]
-        for index, decision, annotation in decisions:
-            if decision is None:
-                key, _, value = annotation.partition("=")
-                old = call.notes.audit_annotations.get(key)
-                if old and value not in old.split(", "):
-                    value = f"{old}, {value}"
-                call.notes.audit_annotations[key] = value
-                continue
+        notes = call.notes.audit_annotations
+        for key, value in result.annotations:
+            known = notes.get(key)
+            if not known:
+                notes[key] = value
+            elif value not in known.split(", "):
+                notes[key] = f"{known}, {value}"  # distinct values from several bindings
+        for decision in result.annotation_errors:
             decision.binding = binding
-            if index < 0:  # an audit annotation's error denies whatever the actions say
-                denied.append(decision)
-                continue
+            denied.append(decision)
+        for index, decision in result.failed:
+            decision.binding = binding
             for action in actions:
                 if action == "Deny":
                     denied.append(decision)

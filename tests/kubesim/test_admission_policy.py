@@ -969,3 +969,29 @@ async def test_unknown_param_kind_is_a_binding_configuration_error(
             "denied request: failed to configure binding: paramKind kind"
             " `&ParamKind{APIVersion:example.com/v1,Kind:Widget,}` not known"
         )
+
+
+async def test_audit_annotations_are_published_and_their_errors_deny(sim: Simulator) -> None:
+    await install(
+        sim,
+        policy(
+            "annotated",
+            [],
+            rules=PARAM_POLICY_RULES,
+            auditAnnotations=[
+                {"key": "node", "valueExpression": "'placed on ' + object.spec.nodeName"},
+                {"key": "empty", "valueExpression": "null"},
+            ],
+        ),
+        binding("annotated-b", "annotated", actions=("Audit",)),
+    )
+    code, _, _ = await call(sim, "POST", PODS, body=pod("p", node="node-1"))
+    assert code == 201
+    [record] = sim.requests.filter(method="POST", path=PODS)
+    assert record.audit_annotations == {"annotated/node": "placed on node-1"}
+    code, body, _ = await call(sim, "POST", PODS, body=pod("unbound"))
+    assert code == 422  # no nodeName: the valueExpression errs, and failurePolicy is Fail
+    assert body["message"].endswith(
+        "denied request: expression ''placed on ' + object.spec.nodeName' resulted in error:"
+        " no such key: nodeName"
+    )
