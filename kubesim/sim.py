@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
+from kubesim.admission import policies
 from kubesim.apiserver import admission, binding, eviction
 from kubesim.apiserver.requestlog import RequestLog
 from kubesim.apiserver.resources import Registry, ResourceType, default_registry
@@ -360,6 +361,7 @@ class Simulator:
         # Without the subresource the eviction endpoint is a 404, as on a server lacking it.
         self.eviction = eviction.install(self) if eviction_subresource else None
         self.binding = binding.install(self)
+        self.policies = policies.install(self)  # ValidatingAdmissionPolicies, in every mode
         if faults is not None:
             self.add_faults(faults)
         self.validation: Validation = validation

@@ -31,7 +31,7 @@ from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.status import Cause, StatusError, bad_request
 from scheduler.strict import ManifestError, check_object, model_for, strict_message
 
-__all__ = ["DIRECTIVES", "add_warning_headers", "check_body", "directive"]
+__all__ = ["DIRECTIVES", "add_warning_headers", "add_warnings", "check_body", "directive"]
 
 DIRECTIVES: Final = ("Ignore", "Strict", "Warn")
 _REQUEST_KEY: Any = (
@@ -88,6 +88,12 @@ def check_body(
     found.drop_unknown()
     if mode == "Warn" and problems:
         request[_REQUEST_KEY] = problems
+
+
+def add_warnings(request: web.Request, texts: list[str]) -> None:
+    """More ``Warning`` headers for the response (validating admission's ``Warn`` action)."""
+    if texts:
+        request[_REQUEST_KEY] = [*request.get(_REQUEST_KEY, ()), *texts]
 
 
 async def add_warning_headers(request: web.Request, response: web.StreamResponse) -> None:

@@ -41,6 +41,8 @@ class RequestRecord:
     impersonated_by: str = ""
     authorization: str = ""
     authorization_reason: str = ""
+    # validating admission's audit annotations (a policy's Audit action, auditAnnotations)
+    audit_annotations: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

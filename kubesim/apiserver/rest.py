@@ -30,11 +30,13 @@ Reproduced behaviour (``rest.BeforeCreate``/``BeforeUpdate``/``BeforeDelete``):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubesim.apiserver import events as event_conv
@@ -67,6 +69,7 @@ from scheduler.objects import format_time
 
 __all__ = [
     "AdmissionCall",
+    "AdmissionNotes",
     "AdmissionPlugin",
     "DeleteOptions",
     "Rest",
@@ -116,6 +119,31 @@ _SEED_DEFAULTED: Final = frozenset(
 AdmissionPlugin = Callable[[str, ResourceType, dict[str, Any], dict[str, Any] | None], None]
 
 
+@dataclass(slots=True)
+class AdmissionNotes:
+    """What validating admission adds to the response besides a verdict: ``Warning`` headers
+    (``warning.AddWarning``) and audit annotations (``attributes.AddAnnotation``), which the
+    server writes into the response and the request log entry."""
+
+    warnings: list[str] = field(default_factory=list)
+    audit_annotations: dict[str, str] = field(default_factory=dict)
+
+
+_NOTES: contextvars.ContextVar[AdmissionNotes | None] = contextvars.ContextVar(
+    "kubesim_admission_notes", default=None
+)
+
+
+@contextlib.contextmanager
+def collecting_admission_notes(notes: AdmissionNotes) -> Iterator[AdmissionNotes]:
+    """Admission calls made in the body write their warnings and annotations into ``notes``."""
+    token = _NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _NOTES.reset(token)
+
+
 @dataclass(frozen=True, slots=True)
 class AdmissionCall:
     """``admission.Attributes`` for validating admission, after the object was validated.
@@ -138,6 +166,8 @@ class AdmissionCall:
     kind: str = ""  # the object's kind when it is not the resource's (Eviction, Binding)
     kind_group: str = ""
     kind_version: str = ""
+    # warnings and audit annotations for the response (discarded outside an API request)
+    notes: AdmissionNotes = field(default_factory=AdmissionNotes)
 
 
 # Validating admission (ValidatingAdmissionPolicies): may only raise a StatusError.
@@ -453,6 +483,7 @@ class Rest:
             kind=kind_name,
             kind_group=group,
             kind_version=version,
+            notes=_NOTES.get() or AdmissionNotes(),
         )
         for plugin in self.validating_admission:
             plugin(call)
@@ -683,12 +714,13 @@ class Rest:
                 f" {options.resource_version}, ResourceVersion in object meta:"
                 f" {meta.get('resourceVersion', '')}",
             )
-        if rt.kind == "Namespace":
-            return self._delete_namespace(rt, key, obj, options)
-        self.run_admission("DELETE", rt, clone(obj), obj)
+        if rt.kind != "Namespace":
+            self.run_admission("DELETE", rt, clone(obj), obj)
         self.run_validating_admission(
             "DELETE", rt, None, self.to_wire(rt, obj), dry_run=options.dry_run
         )
+        if rt.kind == "Namespace":
+            return self._delete_namespace(rt, key, obj, options)
         gc = _gc_finalizer(options)
         if gc and not meta.get("deletionTimestamp") and gc not in (meta.get("finalizers") or []):
             # deletionFinalizersForGarbageCollection: the garbage collector finishes the delete.

@@ -60,7 +60,13 @@ from kubesim.apiserver.patch import (
 )
 from kubesim.apiserver.requestlog import RequestLog, RequestRecord
 from kubesim.apiserver.resources import Registry, ResourceType
-from kubesim.apiserver.rest import DeleteOptions, Rest, check_dry_run
+from kubesim.apiserver.rest import (
+    AdmissionNotes,
+    DeleteOptions,
+    Rest,
+    check_dry_run,
+    collecting_admission_notes,
+)
 from kubesim.apiserver.status import (
     StatusError,
     bad_request,
@@ -421,9 +427,10 @@ class ApiServer:
         if info.is_resource:
             ctx.rt = self.registry.lookup(info.group, info.version, info.resource)
         resp: web.StreamResponse | None = None
+        notes = AdmissionNotes()
         try:
             attrs = self._authenticate_and_authorize(ctx)
-            with with_attributes(attrs):
+            with with_attributes(attrs), collecting_admission_notes(notes):
                 for hook in self.request_hooks:
                     resp = await hook(ctx)
                     if resp is not None:
@@ -443,6 +450,8 @@ class ApiServer:
         except Exception as exc:  # never a traceback to the client
             log.exception("kubesim: %s %s failed", request.method, path)
             resp = status_response(internal_error(f"{type(exc).__name__}: {exc}"))
+        fieldvalidation.add_warnings(request, notes.warnings)
+        record.audit_annotations.update(notes.audit_annotations)
         if not record.code:
             record.code = resp.status
             self.log.append(record)

@@ -350,6 +350,87 @@ _PC_COLS: Final = [
 ]
 
 
+# --- admission policies (printValidatingAdmissionPolicy, ...Binding) --------------------------
+
+
+def _vap_row(policy: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(policy)
+    spec = policy.get("spec") or {}
+    kind = spec.get("paramKind")
+    param_kind = f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}" if kind else "<unset>"
+    validations = spec.get("validations") or []
+    return [
+        meta.get("name", ""),
+        len(validations),
+        param_kind,
+        _age(meta.get("creationTimestamp"), now),
+    ]
+
+
+_VAP_COLS: Final = [
+    _NAME,
+    _col(
+        "Validations",
+        "integer",
+        description="Validations indicates the number of validation rules defined in this"
+        " configuration",
+    ),
+    _col(
+        "ParamKind",
+        description="ParamKind specifies the kind of resources used to parameterize this policy",
+    ),
+    _AGE,
+]
+
+
+def _go_label_selector(selector: Mapping[str, Any]) -> str:
+    """``metav1.LabelSelector.String()`` (the generated Go printer)."""
+    labels = selector.get("matchLabels") or {}
+    label_text = "".join(f"{k}: {labels[k]}," for k in sorted(labels))
+    reqs = "".join(
+        f"LabelSelectorRequirement{{Key:{r.get('key', '')},Operator:{r.get('operator', '')},"
+        f"Values:[{' '.join(str(v) for v in r.get('values') or [])}],}},"
+        for r in selector.get("matchExpressions") or []
+        if isinstance(r, Mapping)
+    )
+    return (
+        f"&LabelSelector{{MatchLabels:map[string]string{{{label_text}}},"
+        f"MatchExpressions:[]LabelSelectorRequirement{{{reqs}}},}}"
+    )
+
+
+def _vapb_row(binding: Mapping[str, Any], now: float) -> list[Any]:
+    meta = _meta(binding)
+    spec = binding.get("spec") or {}
+    ref = spec.get("paramRef")
+    param = "<unset>"
+    if isinstance(ref, Mapping):
+        if ref.get("name"):
+            param = f"{ref.get('namespace') or '*'}/{ref['name']}"
+        elif isinstance(ref.get("selector"), Mapping):
+            param = _go_label_selector(ref["selector"])
+    return [
+        meta.get("name", ""),
+        spec.get("policyName", ""),
+        param,
+        _age(meta.get("creationTimestamp"), now),
+    ]
+
+
+_VAPB_COLS: Final = [
+    _NAME,
+    _col(
+        "PolicyName",
+        description="PolicyName indicates the policy definition which the policy binding binded to",
+    ),
+    _col(
+        "ParamRef",
+        description="ParamRef indicates the param resource which sets the configration param",
+    ),
+    _AGE,
+]
+
+
 # --- workloads (printReplicationController, printReplicaSet, printDeployment, ...) -----------
 
 
@@ -575,6 +656,8 @@ _PRINTERS: Final[dict[str, tuple[list[dict[str, Any]], Callable[..., list[Any]]]
     "DaemonSet": (_DAEMONSET_COLS, _daemonset_row),
     "Job": (_JOB_COLS, _job_row),
     "Lease": (_LEASE_COLS, _lease_row),
+    "ValidatingAdmissionPolicy": (_VAP_COLS, _vap_row),
+    "ValidatingAdmissionPolicyBinding": (_VAPB_COLS, _vapb_row),
 }
 
 

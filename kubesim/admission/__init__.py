@@ -1,0 +1,10 @@
+"""Admission policies: kube-apiserver's ValidatingAdmissionPolicy plugin for kubesim.
+
+* ``kubesim.admission.cel``: compiling and evaluating CEL (the ``common-expression-language``
+  package, imported only once a policy is compiled);
+* ``kubesim.admission.validation``: defaults and the 422s of policy and binding writes;
+* ``kubesim.admission.matching``: which requests a policy or binding covers;
+* ``kubesim.admission.policies``: the dispatcher — params, matchConditions, validations,
+  validation actions and kube's denial — installed on every simulator
+  (``policies.install(sim)``), in every authorization mode, as in kube.
+"""
