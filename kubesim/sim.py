@@ -55,8 +55,16 @@ from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.server import ApiServer, json_response
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import Store, clone
-from kubesim.auth import ALWAYS_ALLOW, AUTHORIZATION_MODES, MASTERS, UserInfo
+from kubesim.auth import (
+    ALWAYS_ALLOW,
+    AUTHORIZATION_MODES,
+    MASTERS,
+    UserInfo,
+    install_access_control,
+)
+from kubesim.auth import bootstrap as rbac_bootstrap
 from kubesim.auth.authn import Chain, StaticTokens, new_token
+from kubesim.auth.rbac import RuleResolver
 from kubesim.controllers import (
     Controller,
     ControllerSettings,
@@ -285,6 +293,8 @@ class Simulator:
         self.validation: Validation = validation
         self.state_warnings: list[str] = []
         self._bootstrap()
+        self.rbac_resolver: RuleResolver
+        install_access_control(self)
         self.server.authorizer = AUTHORIZATION_MODES[authorization](self)
         self._explicit_settings = explicit
         self._load(self._state)
@@ -299,6 +309,7 @@ class Simulator:
                 ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             )
         admission.bootstrap_priority_classes(self.rest)
+        rbac_bootstrap.seed(self.rest)
 
     @property
     def kubelet(self) -> Kubelet | None:

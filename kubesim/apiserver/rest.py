@@ -108,6 +108,10 @@ _SEED_DEFAULTED: Final = frozenset(
         "StatefulSet",
         "DaemonSet",
         "Job",
+        "Role",
+        "ClusterRole",
+        "RoleBinding",
+        "ClusterRoleBinding",
     }
 )
 

@@ -6,7 +6,8 @@ cancelled when it stops. A controller is any object with a ``name`` and an
 ``async run(sim)``; ``default_controllers`` gives the built-in set, in ``CONTROLLER_NAMES``
 order: the namespace controller, the node kubelet of ``kubesim.node``, the disruption
 controller, the workload controllers (ReplicaSet, ReplicationController, Deployment,
-StatefulSet, DaemonSet, Job), the garbage collector and the default scheduler
+StatefulSet, DaemonSet, Job), the garbage collector, the ClusterRole aggregation controller
+and the default scheduler
 (``kubesim.scheduler_loop``). Each can be switched off by name
 (``Simulator(disabled_controllers={"replicaset"})``) for tests that want a frozen cluster;
 more can be added with ``Simulator.add_controller`` (or the set replaced with
@@ -44,6 +45,7 @@ CONTROLLER_NAMES: Final = (
     "daemonset",
     "job",
     "garbagecollector",
+    "clusterrole-aggregation",
     "scheduler",
 )
 
@@ -99,6 +101,7 @@ def check_controller_names(names: Iterable[str]) -> frozenset[str]:
 
 
 def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
+    from kubesim.controllers.clusterroleaggregation import ClusterRoleAggregationController
     from kubesim.controllers.daemonset import DaemonSetController
     from kubesim.controllers.deployment import DeploymentController
     from kubesim.controllers.disruption import DisruptionController
@@ -125,6 +128,7 @@ def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
         DaemonSetController(),
         JobController(),
         GarbageCollector(),
+        ClusterRoleAggregationController(),
         SchedulerLoop(),
     ]
     return [c for c in every if c.name not in off]
