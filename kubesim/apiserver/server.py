@@ -471,6 +471,8 @@ class ApiServer:
         """Filters 2a: who is asking (401 on bad credentials), as whom, and may they (403)."""
         record = ctx.record
         user = self.authenticator.authenticate(ctx.request) or ANONYMOUS
+        record.user = user.name  # who asked, also when impersonating them is refused
+        record.groups = user.groups
         if self.impersonator is not None:
             acting = self.impersonator(ctx, user)
             if acting is not user:

@@ -31,7 +31,7 @@ from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.status import StatusError, not_found
 from kubesim.auth import MASTERS, Attributes, Decision, current_attributes
-from kubesim.auth.rbac import RBAC_GROUP, PolicyRule, RuleResolver, rules_of
+from kubesim.auth.rbac import RBAC_GROUP, PolicyRule, RuleResolver, aggregate_errors, rules_of
 
 __all__ = ["FULL_AUTHORITY", "compact_rules", "covers", "install", "missing_rules"]
 
@@ -179,7 +179,7 @@ def confirm_no_escalation(
         " permissions not currently held:\n" + "\n".join(lines)
     )
     if errors:
-        message += f"; resolution errors: [{' '.join(errors)}]"
+        message += f"; resolution errors: [{aggregate_errors(errors)}]"
     return message
 
 

@@ -366,6 +366,19 @@ async def test_creating_a_role_with_permissions_not_held_is_forbidden(sim: Simul
     )
 
 
+async def test_escalation_message_lists_resolution_errors(sim: Simulator) -> None:
+    await grant(sim, "role-writer", ROLE_WRITER, ALICE)
+    dangling = binding("dangling", "ClusterRole", "gone", [ALICE])
+    assert (await admin(sim, "POST", f"{RBAC}/clusterrolebindings", dangling))[0] == 201
+    wider = role("wider", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}])
+    code, body = await call(sim, "POST", f"{RBAC}/clusterroles", token="alice", body=wider)
+    assert code == 403
+    assert body["message"].endswith(
+        '{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}; resolution errors:'
+        ' [clusterrole.rbac.authorization.k8s.io "gone" not found]'
+    )
+
+
 async def test_escalate_verb_lifts_the_check(sim: Simulator) -> None:
     await grant(
         sim,
@@ -619,6 +632,8 @@ async def test_impersonation_needs_the_impersonate_verb(sim: Simulator) -> None:
         'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API'
         ' group "" at the cluster scope'
     )
+    record = sim.requests[-1]
+    assert (record.user, record.authorization, record.impersonated_by) == ("alice", "", "")
     code, body = await call(
         sim, "GET", "/api/v1/pods", token="alice", headers={"Impersonate-User": SA}
     )

@@ -218,6 +218,25 @@ async def test_can_i_as_a_service_account(kubectl: Kubectl) -> None:
     )
 
 
+async def test_can_i_in_a_namespace(kubectl: Kubectl) -> None:
+    await kubectl("create", "role", "pod-reader", "-n", "prod", "--verb=get", "--resource=pods")
+    await kubectl(
+        "create",
+        "rolebinding",
+        "pod-reader",
+        "-n",
+        "prod",
+        "--role=pod-reader",
+        "--serviceaccount=kube-system:eviction-agent",
+    )
+    code, out, _ = await kubectl("auth", "can-i", "get", "pods", "-n", "prod", who="sa")
+    assert (code, out.strip()) == (0, "yes")
+    code, out, _ = await kubectl("auth", "can-i", "get", "pods", who="sa", check=False)
+    assert (code, out.strip()) == (1, "no")
+    _, out, _ = await kubectl("get", "pod", "db-0", "-n", "prod", "-o", "name", who="sa")
+    assert out.strip() == "pod/db-0"
+
+
 async def test_can_i_list(kubectl: Kubectl) -> None:
     _, out, _ = await kubectl("auth", "can-i", "--list", who="sa")
     rows = [line.split() for line in out.strip().splitlines()]
