@@ -48,12 +48,26 @@ __all__ = [
     "validate_pod_update",
 ]
 
+
+def _rbac_shape(kind: str) -> Callable[[Mapping[str, Any]], object]:
+    def check(obj: Mapping[str, Any]) -> None:
+        from kubesim.auth.rbacvalidation import check_shape  # it imports this module
+
+        check_shape(kind, obj)
+
+    return check
+
+
 _TYPED: Final[dict[str, Callable[[Mapping[str, Any]], object]]] = {
     "Pod": Pod.from_dict,
     "Node": Node.from_dict,
     "PodDisruptionBudget": PodDisruptionBudget.from_dict,
     "PriorityClass": PriorityClass.from_dict,
     "Namespace": Namespace.from_dict,
+    **{
+        kind: _rbac_shape(kind)
+        for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+    },
 }
 
 

@@ -23,11 +23,68 @@ from typing import Any, Final
 from kubesim.apiserver.status import Cause
 from kubesim.apiserver.validation import path_segment_name_errors
 from scheduler.labels import dns1123_subdomain_errors
+from scheduler.objects import InvalidObject
 
-__all__ = ["RBAC_KINDS", "apply_rbac_defaults", "rbac_causes"]
+__all__ = ["RBAC_KINDS", "apply_rbac_defaults", "check_shape", "rbac_causes"]
 
 RBAC_GROUP: Final = "rbac.authorization.k8s.io"
 RBAC_KINDS: Final = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
+
+
+_RULE_LISTS: Final = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
+
+
+def check_shape(kind: str, obj: Mapping[str, Any]) -> None:
+    """The decoding step: a field of the wrong JSON type raises InvalidObject (a 400, as the
+    Go decoder's ``cannot unmarshal``), so malformed rules never reach the authorizer."""
+    meta = obj.get("metadata")
+    name = str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
+
+    def fail(path: str, detail: str) -> InvalidObject:
+        return InvalidObject(kind, name, path, detail)
+
+    def need_list(value: Any, path: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise fail(path, f"must be a list, not {type(value).__name__}")
+        return value
+
+    def need_object(value: Any, path: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise fail(path, f"must be an object, not {type(value).__name__}")
+        return value
+
+    def need_string(value: Any, path: str) -> None:
+        if value is not None and not isinstance(value, str):
+            raise fail(path, f"must be a string, not {value!r}")
+
+    if kind in ("Role", "ClusterRole"):
+        for i, raw in enumerate(need_list(obj.get("rules"), "rules")):
+            rule = need_object(raw, f"rules[{i}]")
+            for key in _RULE_LISTS:
+                for j, item in enumerate(need_list(rule.get(key), f"rules[{i}].{key}")):
+                    need_string(item, f"rules[{i}].{key}[{j}]")
+        if kind == "ClusterRole":
+            agg = need_object(obj.get("aggregationRule"), "aggregationRule")
+            path = "aggregationRule.clusterRoleSelectors"
+            for i, selector in enumerate(need_list(agg.get("clusterRoleSelectors"), path)):
+                labels = need_object(
+                    need_object(selector, f"{path}[{i}]").get("matchLabels"),
+                    f"{path}[{i}].matchLabels",
+                )
+                for key, value in labels.items():
+                    need_string(value, f"{path}[{i}].matchLabels.{key}")
+    elif kind in ("RoleBinding", "ClusterRoleBinding"):
+        ref = need_object(obj.get("roleRef"), "roleRef")
+        for key in ("apiGroup", "kind", "name"):
+            need_string(ref.get(key), f"roleRef.{key}")
+        for i, raw in enumerate(need_list(obj.get("subjects"), "subjects")):
+            subject = need_object(raw, f"subjects[{i}]")
+            for key in ("kind", "apiGroup", "name", "namespace"):
+                need_string(subject.get(key), f"subjects[{i}].{key}")
 
 
 def _go_strings(values: Any) -> str:

@@ -292,6 +292,36 @@ async def test_invalid_rbac_objects_are_422_naming_the_field(
     assert [c["field"] for c in body["details"]["causes"]] == [field]
 
 
+MALFORMED = [
+    (
+        f"{RBAC}/clusterroles",
+        {**role("a", []), "rules": [{"verbs": "get", "apiGroups": [""], "resources": ["pods"]}]},
+        'ClusterRole in version "v1" cannot be handled as a ClusterRole: rules[0].verbs: must be'
+        " a list, not str",
+    ),
+    (
+        f"{RBAC}/clusterroles",
+        {**role("a", []), "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": 5}]}},
+        'ClusterRole in version "v1" cannot be handled as a ClusterRole:'
+        " aggregationRule.clusterRoleSelectors[0].matchLabels: must be an object, not int",
+    ),
+    (
+        f"{RBAC}/clusterrolebindings",
+        binding("b", "ClusterRole", "view", [{"kind": "User", "name": 5}]),
+        'ClusterRoleBinding in version "v1" cannot be handled as a ClusterRoleBinding:'
+        " subjects[0].name: must be a string, not 5",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "obj", "message"), MALFORMED, ids=lambda v: "")
+async def test_malformed_rbac_objects_are_400(
+    sim: Simulator, path: str, obj: dict[str, Any], message: str
+) -> None:
+    code, body = await admin(sim, "POST", path, obj)
+    assert (code, body["message"]) == (400, message)
+
+
 async def test_role_ref_is_immutable_and_defaults_fill_api_groups(sim: Simulator) -> None:
     obj = binding("b", "ClusterRole", "view", [{"kind": "User", "name": "alice"}])
     del obj["roleRef"]["apiGroup"]
