@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from kubesim.apiserver.status import Cause
 from kubesim.apiserver.validation import path_segment_name_errors
-from scheduler.labels import dns1123_subdomain_errors
+from scheduler.labels import LabelSelector, SelectorError, dns1123_subdomain_errors
 from scheduler.objects import InvalidObject
 
 __all__ = ["RBAC_KINDS", "apply_rbac_defaults", "check_shape", "rbac_causes"]
@@ -289,18 +289,43 @@ def _binding_causes(
     return causes
 
 
+def _aggregation_causes(rule: Any) -> list[Cause]:
+    """``ValidateClusterRole``'s aggregationRule: at least one selector, each valid."""
+    if not isinstance(rule, Mapping):
+        return []
+    path = "aggregationRule.clusterRoleSelectors"
+    selectors = rule.get("clusterRoleSelectors") or []
+    if not selectors:
+        return [
+            Cause(
+                "FieldValueRequired",
+                "Required value: at least one clusterRoleSelector required if aggregationRule"
+                " is non-nil",
+                path,
+            )
+        ]
+    causes: list[Cause] = []
+    for i, selector in enumerate(selectors):
+        try:
+            LabelSelector.from_dict(selector)
+        except SelectorError as exc:
+            causes.append(Cause("FieldValueInvalid", f"Invalid value: {exc}", f"{path}[{i}]"))
+    return causes
+
+
 def rbac_causes(
     kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
 ) -> list[Cause]:
     """The field errors of an RBAC object (metadata is checked by the caller)."""
     if kind in ("Role", "ClusterRole"):
-        rules = obj.get("rules")
-        if not isinstance(rules, list):
-            return []
+        raw_rules = obj.get("rules")
+        rules = raw_rules if isinstance(raw_rules, list) else []
         namespaced = kind == "Role"
         causes: list[Cause] = []
         for i, rule in enumerate(rules):
             causes.extend(_rule_causes(rule, namespaced=namespaced, path=f"rules[{i}]"))
+        if kind == "ClusterRole":
+            causes.extend(_aggregation_causes(obj.get("aggregationRule")))
         return causes
     if kind in ("RoleBinding", "ClusterRoleBinding"):
         return _binding_causes(obj, old, namespaced=kind == "RoleBinding")

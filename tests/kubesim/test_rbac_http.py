@@ -273,6 +273,14 @@ INVALID = [
         "subjects[0].namespace",
     ),
     (
+        f"{RBAC}/clusterroles",
+        {**role("agg", []), "aggregationRule": {"clusterRoleSelectors": []}},
+        'ClusterRole.rbac.authorization.k8s.io "agg" is invalid:'
+        " aggregationRule.clusterRoleSelectors: Required value: at least one clusterRoleSelector"
+        " required if aggregationRule is non-nil",
+        "aggregationRule.clusterRoleSelectors",
+    ),
+    (
         f"{RBAC}/clusterrolebindings",
         binding("role-ref", "Role", "view", [ALICE]),
         'ClusterRoleBinding.rbac.authorization.k8s.io "role-ref" is invalid: roleRef.kind:'
