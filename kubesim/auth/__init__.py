@@ -140,8 +140,8 @@ def _rbac_mode(sim: Any) -> Authorizer:
 
 
 # ``kubesim serve --authorization MODE``: mode -> factory(simulator) -> Authorizer. The factory
-# also installs what the mode needs besides; what every mode serves (the bootstrap policy, the
-# reviews, impersonation, escalation checks) is ``install_access_control``'s.
+# also installs what the mode needs besides; what every mode has (the reviews, impersonation,
+# escalation checks) is ``install_access_control``'s, the bootstrap policy ``Simulator``'s.
 AUTHORIZATION_MODES: dict[str, Callable[[Any], Authorizer]] = {
     ALWAYS_ALLOW: lambda sim: AlwaysAllow(),
     RBAC: _rbac_mode,
