@@ -82,6 +82,10 @@ def _directory_of(path: str | None, option: str) -> None:
         raise BadInput(f"{option} {path}: directory {target.parent} does not exist")
 
 
+# ``kubesim.auth.AUTHORIZATION_MODES``'s names, spelled out: importing it would load aiohttp.
+AUTHORIZATION_CHOICES: Final = ("always-allow", "rbac")
+
+
 @dataclass(frozen=True)
 class Living:
     """The living-cluster flags of ``serve``; None leaves the state file's setting (or 0)."""
@@ -91,6 +95,7 @@ class Living:
     job_duration: float | None = None
     disabled: frozenset[str] = frozenset()
     eviction_subresource: bool = True
+    authorization: str = AUTHORIZATION_CHOICES[0]
 
 
 def _controller_names(
@@ -222,6 +227,16 @@ def _load_faults(path: str) -> FaultSet:
     "without it, so clients fall back to DELETE.",
 )
 @click.option(
+    "--authorization",
+    type=click.Choice(AUTHORIZATION_CHOICES),
+    default=AUTHORIZATION_CHOICES[0],
+    show_default=True,
+    help="always-allow: every request is allowed (the kubeconfig carries no credentials); "
+    "rbac: requests are authorized with Roles, ClusterRoles and their bindings as "
+    "kube-apiserver's RBAC mode does (403 otherwise); the kubeconfig carries the admin's "
+    "system:masters token.",
+)
+@click.option(
     "--process-node",
     "process_nodes",
     multiple=True,
@@ -269,6 +284,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     disabled: tuple[str, ...],
     no_scheduler: bool,
     no_eviction_subresource: bool,
+    authorization: str,
     process_nodes: tuple[str, ...],
     cgroup_root: str,
     memory_capacity: str | None,
@@ -312,6 +328,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
             args.append("--no-scheduler")
         if no_eviction_subresource:
             args.append("--no-eviction-subresource")
+        args += ["--authorization", authorization]
         for node in process_nodes:
             args += ["--process-node", node]
         args += ["--cgroup-root", cgroup_root]
@@ -326,6 +343,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         job_duration=job_duration,
         disabled=frozenset(disabled) | ({"scheduler"} if no_scheduler else set()),
         eviction_subresource=not no_eviction_subresource,
+        authorization=authorization,
     )
     sim = _simulator(
         state,
@@ -380,6 +398,7 @@ def _simulator(  # noqa: PLR0917
             job_duration=living.job_duration,
             disabled_controllers=living.disabled,
             eviction_subresource=living.eviction_subresource,
+            authorization=living.authorization,
             process_nodes=process_nodes,
             cgroup_root=cgroup_root,
             memory_capacity=memory_capacity,

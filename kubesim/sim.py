@@ -27,8 +27,8 @@ with the server and are closed â€” every process killed, every cgroup removed â€
 Authentication is kube-apiserver's (``kubesim.auth``): static tokens (``tokens``, the admin's
 ``admin_token``), ServiceAccount tokens from the TokenRequest API
 (``service_account_tokens``, ``kubesim.auth.serviceaccounts``; its ``clock`` is the one token
-time, replaceable in tests), ``TokenReview``/``SelfSubjectReview`` (``kubesim.auth.reviews``)
-and, with ``tls=True``, HTTPS and client certificates from a CA generated at start
+time, replaceable in tests), ``TokenReview``/``SelfSubjectReview``
+(``kubesim.auth.identityreviews``) and, with ``tls=True``, HTTPS and client certificates from a CA generated at start
 (``certificate_authority``, ``kubesim.auth.pki``). ``admin_kubeconfig_user`` is the one place
 that decides the admin's credentials: kubeadm's client certificate (CN=kubernetes-admin,
 O=system:masters) over TLS, none over HTTP while every request is allowed, the admin token
@@ -75,8 +75,16 @@ from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.server import ApiServer, json_response, status_response
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import Store, clone
-from kubesim.auth import ALWAYS_ALLOW, AUTHORIZATION_MODES, MASTERS, UserInfo
+from kubesim.auth import (
+    ALWAYS_ALLOW,
+    AUTHORIZATION_MODES,
+    MASTERS,
+    UserInfo,
+    install_access_control,
+)
+from kubesim.auth import bootstrap as rbac_bootstrap
 from kubesim.auth.authn import Chain, StaticTokens, TokenAuthenticator, new_token
+from kubesim.auth.rbac import RuleResolver
 from kubesim.controllers import (
     Controller,
     ControllerSettings,
@@ -287,14 +295,14 @@ class Simulator:
             bookmark_interval=bookmark_interval,
         )
         # ServiceAccount tokens (TokenRequest), tried after the static tokens.
-        from kubesim.auth import reviews
+        from kubesim.auth import identityreviews
         from kubesim.auth.serviceaccounts import ServiceAccountTokens
 
         self.service_account_tokens = ServiceAccountTokens(self.rest)
         self.server.subresources[("", "serviceaccounts", "token")] = (
             self.service_account_tokens.handle
         )
-        reviews.install(self)
+        identityreviews.install(self)
         # TLS: a CA generated now; client certificates it signed authenticate their CN.
         self.tls = tls
         self.certificate_authority: CertificateAuthority | None = None
@@ -367,6 +375,8 @@ class Simulator:
         self.validation: Validation = validation
         self.state_warnings: list[str] = []
         self._bootstrap()
+        self.rbac_resolver: RuleResolver
+        install_access_control(self)
         self.server.authorizer = AUTHORIZATION_MODES[authorization](self)
         self._explicit_settings = explicit
         self._load(self._state)
@@ -381,6 +391,7 @@ class Simulator:
                 ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             )
         admission.bootstrap_priority_classes(self.rest)
+        rbac_bootstrap.seed(self.rest)
 
     @property
     def kubelet(self) -> Kubelet | None:

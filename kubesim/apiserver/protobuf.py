@@ -3,7 +3,9 @@
 kubectl 1.32+ sends typed-client bodies as protobuf (``kubectl create namespace``,
 ``kubectl create priorityclass``, ``kubectl create poddisruptionbudget``, ``kubectl create
 deployment``, ``kubectl create job``, the ``DeleteOptions`` of ``kubectl drain
---disable-eviction``), and client-go does not fall back to JSON on a 415. kube-apiserver's
+--disable-eviction``, the access reviews of ``kubectl auth can-i``, ``kubectl create
+role``/``clusterrole``/``rolebinding``/``clusterrolebinding``), and client-go does not fall
+back to JSON on a 415. kube-apiserver's
 protobuf serializer frames a ``runtime.Unknown`` after the magic ``k8s\\x00``: ``typeMeta``
 (apiVersion, kind), ``raw`` (the object's own message), ``contentEncoding``, ``contentType``.
 This module decodes the wire format and the messages of the kinds clients send that way into
@@ -214,6 +216,87 @@ _SCHEMAS: Final[dict[str, Schema]] = {
         1: ("maxUnavailable", "msg:IntOrString", False),
         2: ("maxSurge", "msg:IntOrString", False),
     },
+    # authorization/v1: the reviews kubectl auth can-i sends
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("spec", "msg:SelfSubjectAccessReviewSpec", False),
+        3: ("status", "msg:Empty", False),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "msg:ResourceAttributes", False),
+        2: ("nonResourceAttributes", "msg:NonResourceAttributes", False),
+    },
+    "SubjectAccessReview": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("spec", "msg:SubjectAccessReviewSpec", False),
+        3: ("status", "msg:Empty", False),
+    },
+    "LocalSubjectAccessReview": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("spec", "msg:SubjectAccessReviewSpec", False),
+        3: ("status", "msg:Empty", False),
+    },
+    "SubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "msg:ResourceAttributes", False),
+        2: ("nonResourceAttributes", "msg:NonResourceAttributes", False),
+        3: ("user", "string", False),
+        4: ("groups", "string", True),
+        5: ("extra", "map:ExtraValue", False),
+        6: ("uid", "string", False),
+    },
+    "ExtraValue": {1: ("items", "string", True)},
+    "ResourceAttributes": {
+        1: ("namespace", "string", False),
+        2: ("verb", "string", False),
+        3: ("group", "string", False),
+        4: ("version", "string", False),
+        5: ("resource", "string", False),
+        6: ("subresource", "string", False),
+        7: ("name", "string", False),
+    },
+    "NonResourceAttributes": {1: ("path", "string", False), 2: ("verb", "string", False)},
+    "SelfSubjectRulesReview": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("spec", "msg:SelfSubjectRulesReviewSpec", False),
+        3: ("status", "msg:Empty", False),
+    },
+    "SelfSubjectRulesReviewSpec": {1: ("namespace", "string", False)},
+    # rbac.authorization.k8s.io/v1: kubectl create role/clusterrole/(cluster)rolebinding
+    "ClusterRole": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("rules", "msg:PolicyRule", True),
+        3: ("aggregationRule", "msg:AggregationRule", False),
+    },
+    "Role": {1: ("metadata", "msg:ObjectMeta", False), 2: ("rules", "msg:PolicyRule", True)},
+    "AggregationRule": {1: ("clusterRoleSelectors", "msg:LabelSelector", True)},
+    "PolicyRule": {
+        1: ("verbs", "string", True),
+        2: ("apiGroups", "string", True),
+        3: ("resources", "string", True),
+        4: ("resourceNames", "string", True),
+        5: ("nonResourceURLs", "string", True),
+    },
+    "ClusterRoleBinding": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("subjects", "msg:Subject", True),
+        3: ("roleRef", "msg:RoleRef", False),
+    },
+    "RoleBinding": {
+        1: ("metadata", "msg:ObjectMeta", False),
+        2: ("subjects", "msg:Subject", True),
+        3: ("roleRef", "msg:RoleRef", False),
+    },
+    "Subject": {
+        1: ("kind", "string", False),
+        2: ("apiGroup", "string", False),
+        3: ("name", "string", False),
+        4: ("namespace", "string", False),
+    },
+    "RoleRef": {
+        1: ("apiGroup", "string", False),
+        2: ("kind", "string", False),
+        3: ("name", "string", False),
+    },
     # batch/v1
     "Job": {
         1: ("metadata", "msg:ObjectMeta", False),
@@ -280,7 +363,6 @@ _SCHEMAS: Final[dict[str, Schema]] = {
         3: ("groups", "string", True),
         4: ("extra", "map:ExtraValue", False),
     },
-    "ExtraValue": {1: ("items", "string", True)},
 }
 
 KINDS: Final = frozenset(
@@ -295,6 +377,14 @@ KINDS: Final = frozenset(
         "TokenRequest",
         "TokenReview",
         "SelfSubjectReview",
+        "SelfSubjectAccessReview",
+        "SubjectAccessReview",
+        "LocalSubjectAccessReview",
+        "SelfSubjectRulesReview",
+        "ClusterRole",
+        "Role",
+        "ClusterRoleBinding",
+        "RoleBinding",
     }
 )
 

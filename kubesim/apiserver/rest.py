@@ -111,6 +111,10 @@ _SEED_DEFAULTED: Final = frozenset(
         "StatefulSet",
         "DaemonSet",
         "Job",
+        "Role",
+        "ClusterRole",
+        "RoleBinding",
+        "ClusterRoleBinding",
     }
 )
 

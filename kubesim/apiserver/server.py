@@ -78,6 +78,7 @@ from kubesim.apiserver.status import (
 )
 from kubesim.apiserver.store import CONTINUE_TOO_OLD, TooOld, dumps
 from kubesim.apiserver.tables import TABLE_MEDIA, table_for_list, table_row_object, wants_table
+from kubesim.apiserver.validation import path_segment_name_errors
 from kubesim.apiserver.watch import DEFAULT_TIMEOUT, WatchRequest, watch_stream
 from kubesim.auth import (
     ANONYMOUS,
@@ -243,8 +244,26 @@ class Anonymous:
         return None
 
 
-def attributes_of(info: RequestInfo, user: UserInfo) -> Attributes:
+def _field_selector_name(query: Any) -> str:
+    """``RequestInfoFactory``: a list or watch of ``fieldSelector=metadata.name=x`` names x, so
+    a rule with ``resourceNames: [x]`` allows it."""
+    raw = query.get("fieldSelector") if query is not None else None
+    if not raw:
+        return ""
+    for term in str(raw).split(","):
+        for op in ("==", "="):
+            key, sep, value = term.partition(op)
+            if sep and not key.endswith("!") and key.strip() == "metadata.name":
+                value = value.strip()
+                return value if value and not path_segment_name_errors(value) else ""
+    return ""
+
+
+def attributes_of(info: RequestInfo, user: UserInfo, query: Any = None) -> Attributes:
     """``GetAuthorizerAttributes``: the request as the authorizer sees it."""
+    name = info.name
+    if not name and info.is_resource and info.verb in ("list", "watch"):
+        name = _field_selector_name(query)
     return Attributes(
         user=user,
         verb=info.verb if info.is_resource else info.verb_for_path(),
@@ -252,7 +271,7 @@ def attributes_of(info: RequestInfo, user: UserInfo) -> Attributes:
         namespace=info.namespace,
         resource=info.resource,
         subresource=info.subresource,
-        name=info.name,
+        name=name,
         api_group=info.group,
         api_version=info.version,
         path=info.path,
@@ -461,6 +480,8 @@ class ApiServer:
         """Filters 2a: who is asking (401 on bad credentials), as whom, and may they (403)."""
         record = ctx.record
         user = self.authenticator.authenticate(ctx.request) or ANONYMOUS
+        record.user = user.name  # who asked, also when impersonating them is refused
+        record.groups = user.groups
         if self.impersonator is not None:
             acting = self.impersonator(ctx, user)
             if acting is not user:
@@ -469,7 +490,7 @@ class ApiServer:
         ctx.user = user
         record.user = user.name
         record.groups = user.groups
-        attrs = attributes_of(ctx.info, user)
+        attrs = attributes_of(ctx.info, user, ctx.request.query)
         ctx.attributes = attrs
         decision, reason = self.authorize(attrs)
         record.authorization = "allow" if decision is Decision.ALLOW else "deny"

@@ -107,6 +107,7 @@ class _Resource:
     compacted_rv: int = 0  # rv of the newest event dropped from the ring
     sorted_keys: list[Key] | None = None
     subscribers: list[Subscription] = field(default_factory=list)
+    last_rv: int = 0  # revision of the newest write (what caches of one storage key on)
 
 
 class Store:
@@ -132,6 +133,11 @@ class Store:
 
     def storages(self) -> list[str]:
         return list(self._resources)
+
+    def revision(self, storage: str) -> int:
+        """The revision of the newest write to one storage; 0 before any (a cache's key)."""
+        res = self._resources.get(storage)
+        return res.last_rv if res is not None else 0
 
     def get(self, storage: str, key: Key) -> dict[str, Any] | None:
         return self._res(storage).objects.get(key)
@@ -231,6 +237,7 @@ class Store:
         return ev
 
     def _record(self, res: _Resource, ev: Event) -> None:
+        res.last_rv = ev.rv
         if self.history_size > 0:
             if len(res.history) >= self.history_size:
                 dropped = res.history.popleft()

@@ -48,12 +48,26 @@ __all__ = [
     "validate_pod_update",
 ]
 
+
+def _rbac_shape(kind: str) -> Callable[[Mapping[str, Any]], object]:
+    def check(obj: Mapping[str, Any]) -> None:
+        from kubesim.auth.rbacvalidation import check_shape  # it imports this module
+
+        check_shape(kind, obj)
+
+    return check
+
+
 _TYPED: Final[dict[str, Callable[[Mapping[str, Any]], object]]] = {
     "Pod": Pod.from_dict,
     "Node": Node.from_dict,
     "PodDisruptionBudget": PodDisruptionBudget.from_dict,
     "PriorityClass": PriorityClass.from_dict,
     "Namespace": Namespace.from_dict,
+    **{
+        kind: _rbac_shape(kind)
+        for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+    },
 }
 
 
@@ -62,6 +76,10 @@ _TYPED: Final[dict[str, Callable[[Mapping[str, Any]], object]]] = {
 _TYPE_FOR_PREFIX: Final[dict[str, str]] = {}
 for _type in ErrorType:
     _TYPE_FOR_PREFIX.setdefault(_type.display, _type.value)
+
+
+# RBAC objects only need names that fit in a URL (``minimalNameRequirements``).
+_PATH_SEGMENT_NAMED: Final = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
 
 
 def field_error_cause(field: str, detail: str) -> Cause:
@@ -86,9 +104,9 @@ def _meta_causes(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
         )
         return causes
     errors = dns1123_label_errors(name) if rt.kind == "Namespace" else []
-    if rt.kind not in {"Namespace", "Event"}:
+    if rt.kind not in {"Namespace", "Event", *_PATH_SEGMENT_NAMED}:
         errors = dns1123_subdomain_errors(name)
-    if rt.kind == "Event":
+    if rt.kind == "Event" or rt.kind in _PATH_SEGMENT_NAMED:
         errors = path_segment_name_errors(name)
     causes.extend(
         Cause("FieldValueInvalid", f'Invalid value: "{name}": {e}', "metadata.name") for e in errors
@@ -265,6 +283,10 @@ def validate(
         causes.extend(_pod_causes(obj))
     if rt.kind == "ReplicationController":
         causes.extend(_replication_controller_causes(obj))
+    if rt.kind in _PATH_SEGMENT_NAMED:
+        from kubesim.auth.rbacvalidation import rbac_causes  # it imports this module
+
+        causes.extend(rbac_causes(rt.kind, obj, old))
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
 
@@ -516,6 +538,10 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
     elif rt.kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
         obj.setdefault("value", 0)
+    elif rt.kind in _PATH_SEGMENT_NAMED:
+        from kubesim.auth.rbacvalidation import apply_rbac_defaults
+
+        apply_rbac_defaults(rt.kind, obj)
     elif rt.kind == "Namespace":
         meta = obj.setdefault("metadata", {})
         labels = meta.get("labels")

@@ -41,6 +41,7 @@ __all__ = [
     "AUTHORIZATION_MODES",
     "LOOPBACK",
     "MASTERS",
+    "RBAC",
     "UNAUTHENTICATED",
     "AlwaysAllow",
     "Attributes",
@@ -51,6 +52,7 @@ __all__ = [
     "current_attributes",
     "forbidden_error",
     "in_process",
+    "install_access_control",
     "unauthorized",
     "with_attributes",
 ]
@@ -128,11 +130,36 @@ class AlwaysAllow:
 
 
 ALWAYS_ALLOW: Final = "always-allow"
+RBAC: Final = "rbac"
+
+
+def _rbac_mode(sim: Any) -> Authorizer:
+    from kubesim.auth.rbac import RBACAuthorizer
+
+    return RBACAuthorizer(sim.rbac_resolver)
+
+
 # ``kubesim serve --authorization MODE``: mode -> factory(simulator) -> Authorizer. The factory
-# also installs what the mode serves besides (RBAC's review endpoints, impersonation).
+# also installs what the mode needs besides; what every mode has (the reviews, impersonation,
+# escalation checks) is ``install_access_control``'s, the bootstrap policy ``Simulator``'s.
 AUTHORIZATION_MODES: dict[str, Callable[[Any], Authorizer]] = {
     ALWAYS_ALLOW: lambda sim: AlwaysAllow(),
+    RBAC: _rbac_mode,
 }
+
+
+def install_access_control(sim: Any) -> None:
+    """What kube-apiserver has whatever its authorization mode: RBAC objects validated and
+    guarded against escalation, the access reviews, impersonation; ``sim.rbac_resolver`` is
+    the rule resolver over the simulator's store (the ``rbac`` mode authorizes with it)."""
+    from kubesim.auth import escalation, reviews
+    from kubesim.auth.impersonation import Impersonation
+    from kubesim.auth.rbac import RuleResolver
+
+    sim.rbac_resolver = RuleResolver(sim.store)
+    escalation.install(sim.rest, sim.rbac_resolver, sim.server.authorize)
+    reviews.install(sim)
+    sim.server.impersonator = Impersonation(sim.server.authorize)
 
 
 def unauthorized() -> StatusError:

@@ -1,91 +1,281 @@
-"""``TokenReview`` and ``SelfSubjectReview`` (``authentication.k8s.io/v1``): create-only kinds.
+"""The ``authorization.k8s.io/v1`` reviews: "may this user do that?" asked of the apiserver.
 
-* ``SelfSubjectReview`` (``kubectl auth whoami``) answers the requester's own ``UserInfo`` —
-  whoever the authentication filter made of the request (certificate, token or anonymous), as
-  ``pkg/registry/authentication/selfsubjectreview`` does.
-* ``TokenReview`` (what webhook token authenticators and the kubelet call) runs a bearer token
-  through the server's token authenticators — not the client certificate — for the audiences
-  in ``spec.audiences`` (default: the server's). An empty ``spec.token`` is kube's 400; a token
-  that does not authenticate is a 201 with ``status.authenticated`` unset and ``status.error``
-  (``pkg/registry/authentication/tokenreview``).
+Reproduced from ``pkg/registry/authorization/{subjectaccessreview,selfsubjectaccessreview,
+localsubjectaccessreview,selfsubjectrulesreview}`` and ``pkg/apis/authorization/validation``:
 
-Both are registered in ``ApiServer.virtual`` by ``install``.
+* ``SubjectAccessReview`` asks for any user (``spec.user``/``groups``/``uid``/``extra``),
+  ``SelfSubjectAccessReview`` for the requester (``kubectl auth can-i``, with ``--as`` for an
+  impersonated one), ``LocalSubjectAccessReview`` for any user within the URL's namespace;
+  each is answered by the server's whole authorizer chain (``system:masters`` first) on
+  ``spec.resourceAttributes`` or ``spec.nonResourceAttributes``, and comes back as sent with
+  ``status: {allowed, denied?, reason?, evaluationError?}`` — 201, never stored;
+* ``SelfSubjectRulesReview`` lists the requester's rules in ``spec.namespace`` (``kubectl auth
+  can-i --list``) as ``resourceRules`` and ``nonResourceRules``; ``incomplete`` with the
+  ``evaluationError`` when a binding's role is missing. Under AlwaysAllow it is ``*`` on
+  everything, as upstream's AlwaysAllow rule resolver answers;
+* a review that asks for neither or both kinds of attributes, names no user, or carries
+  metadata, is a 422 naming the field (``SubjectAccessReview.authorization.k8s.io "" is
+  invalid: ...``).
+
+They are served in every authorization mode: kubectl's ``auth can-i`` must get an answer from
+an AlwaysAllow kubesim too (everything is allowed there).
 """
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.status import bad_request
-from kubesim.auth.serviceaccounts import ServiceAccountTokens, TokenInvalid, decode_request
-from scheduler.objects import format_time
+from aiohttp import web
+
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.server import RequestContext, decode_body, json_response
+from kubesim.apiserver.status import Cause, bad_request, invalid
+from kubesim.auth import Attributes, Decision, UserInfo
+from kubesim.auth.rbac import PolicyRule, RuleResolver, aggregate_errors
 
 if TYPE_CHECKING:
-    from aiohttp import web
-
-    from kubesim.apiserver.resources import ResourceType
-    from kubesim.apiserver.server import RequestContext
     from kubesim.sim import Simulator
 
-__all__ = ["install"]
+__all__ = ["GROUP", "install", "rules_review_status"]
 
-GROUP_VERSION = "authentication.k8s.io/v1"
+GROUP: Final = "authorization.k8s.io"
+
+Authorize = Callable[[Attributes], tuple[Decision, str]]
 
 
-def install(sim: Simulator) -> None:
-    """Serve ``selfsubjectreviews`` and ``tokenreviews`` on this simulator."""
+def _dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
 
-    async def self_subject_review(ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
-        from kubesim.apiserver.server import json_response
 
-        decode_request(ctx.body, ctx.request.headers.get("Content-Type", ""))  # 400 on garbage
-        body = {
-            "kind": "SelfSubjectReview",
-            "apiVersion": GROUP_VERSION,
-            "metadata": {"creationTimestamp": format_time(sim.rest.clock())},
-            "status": {"userInfo": ctx.user.to_dict()},
-        }
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _spec_causes(spec: Mapping[str, Any], *, needs_user: bool) -> list[Cause]:
+    res = _dict(spec.get("resourceAttributes"))
+    non = _dict(spec.get("nonResourceAttributes"))
+    causes: list[Cause] = []
+    if res is not None and non is not None:
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                'Invalid value: "object": cannot be specified in combination with'
+                " resourceAttributes",
+                "spec.nonResourceAttributes",
+            )
+        )
+    if res is None and non is None:
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                'Invalid value: "null": exactly one of nonResourceAttributes or'
+                " resourceAttributes must be specified",
+                "spec.resourceAttributes",
+            )
+        )
+    if needs_user and not spec.get("user") and not _strings(spec.get("groups")):
+        causes.append(
+            Cause(
+                "FieldValueInvalid",
+                'Invalid value: "": at least one of user or group must be specified',
+                "spec.user",
+            )
+        )
+    return causes
+
+
+def _meta_not_empty(body: Mapping[str, Any], *, allow_namespace: bool) -> bool:
+    meta = _dict(body.get("metadata")) or {}
+    ignored = {"managedFields", "creationTimestamp"} | ({"namespace"} if allow_namespace else set())
+    return any(v not in (None, "", {}, []) for k, v in meta.items() if k not in ignored)
+
+
+def attributes_from_spec(spec: Mapping[str, Any], user: UserInfo) -> Attributes:
+    """``authorizationutil.AuthorizationAttributesFrom``."""
+    res = _dict(spec.get("resourceAttributes"))
+    if res is not None:
+        return Attributes(
+            user=user,
+            verb=str(res.get("verb") or ""),
+            namespace=str(res.get("namespace") or ""),
+            resource=str(res.get("resource") or ""),
+            subresource=str(res.get("subresource") or ""),
+            name=str(res.get("name") or ""),
+            api_group=str(res.get("group") or ""),
+            api_version=str(res.get("version") or ""),
+        )
+    non = _dict(spec.get("nonResourceAttributes")) or {}
+    return Attributes(
+        user=user,
+        verb=str(non.get("verb") or ""),
+        is_resource=False,
+        path=str(non.get("path") or ""),
+    )
+
+
+def _spec_user(spec: Mapping[str, Any]) -> UserInfo:
+    extra_raw = _dict(spec.get("extra")) or {}
+    return UserInfo(
+        str(spec.get("user") or ""),
+        uid=str(spec.get("uid") or ""),
+        groups=_strings(spec.get("groups")),
+        extra={str(k): _strings(v) for k, v in extra_raw.items()},
+    )
+
+
+def _answer(body: dict[str, Any], decision: Decision, reason: str) -> web.Response:
+    status: dict[str, Any] = {"allowed": decision is Decision.ALLOW}
+    if decision is Decision.DENY:
+        status["denied"] = True
+    if reason:
+        status["reason"] = reason
+    body["status"] = status
+    body.setdefault("metadata", {})
+    return json_response(body, 201)
+
+
+class Reviews:
+    """The four review endpoints over one authorizer chain."""
+
+    def __init__(self, authorize: Authorize, resolver: Callable[[], RuleResolver | None]) -> None:
+        self.authorize = authorize
+        self.resolver = resolver
+
+    def _body(self, ctx: RequestContext, rt: ResourceType) -> tuple[dict[str, Any], dict[str, Any]]:
+        body = decode_body(ctx, rt)
+        spec = _dict(body.get("spec"))
+        if spec is None:
+            spec = {}
+            body["spec"] = spec
+        return body, spec
+
+    async def subject_access_review(
+        self, ctx: RequestContext, rt: ResourceType
+    ) -> web.StreamResponse:
+        body, spec = self._body(ctx, rt)
+        causes = _spec_causes(spec, needs_user=True)
+        if _meta_not_empty(body, allow_namespace=False):
+            causes.append(Cause("FieldValueInvalid", "Invalid value: must be empty", "metadata"))
+        if causes:
+            raise invalid(rt.kind, GROUP, "", causes)
+        decision, reason = self.authorize(attributes_from_spec(spec, _spec_user(spec)))
+        return _answer(body, decision, reason)
+
+    async def local_subject_access_review(
+        self, ctx: RequestContext, rt: ResourceType
+    ) -> web.StreamResponse:
+        body, spec = self._body(ctx, rt)
+        namespace = ctx.info.namespace
+        meta = _dict(body.get("metadata")) or {}
+        body_ns = str(meta.get("namespace") or "")
+        if body_ns and body_ns != namespace:
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent on the"
+                " request"
+            )
+        causes = _spec_causes(spec, needs_user=True)
+        if _meta_not_empty(body, allow_namespace=True):
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    "Invalid value: must be empty except for namespace",
+                    "metadata",
+                )
+            )
+        res = _dict(spec.get("resourceAttributes"))
+        if res is not None and str(res.get("namespace") or "") != namespace:
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f'Invalid value: "{res.get("namespace") or ""}": must match metadata.namespace',
+                    "spec.resourceAttributes.namespace",
+                )
+            )
+        if _dict(spec.get("nonResourceAttributes")) is not None:
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    'Invalid value: "object": disallowed on this kind of request',
+                    "spec.nonResourceAttributes",
+                )
+            )
+        if causes:
+            raise invalid(rt.kind, GROUP, "", causes)
+        meta["namespace"] = namespace
+        body["metadata"] = meta
+        decision, reason = self.authorize(attributes_from_spec(spec, _spec_user(spec)))
+        return _answer(body, decision, reason)
+
+    async def self_subject_access_review(
+        self, ctx: RequestContext, rt: ResourceType
+    ) -> web.StreamResponse:
+        body, spec = self._body(ctx, rt)
+        causes = _spec_causes(spec, needs_user=False)
+        if causes:
+            raise invalid(rt.kind, GROUP, "", causes)
+        decision, reason = self.authorize(attributes_from_spec(spec, ctx.user))
+        return _answer(body, decision, reason)
+
+    async def self_subject_rules_review(
+        self, ctx: RequestContext, rt: ResourceType
+    ) -> web.StreamResponse:
+        body, spec = self._body(ctx, rt)
+        namespace = str(spec.get("namespace") or "")
+        if not namespace:
+            raise bad_request("no namespace on request")
+        body["status"] = rules_review_status(self.resolver(), ctx.user, namespace)
+        body.setdefault("metadata", {})
         return json_response(body, 201)
 
-    async def token_review(ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
-        from kubesim.apiserver.server import json_response
 
-        req = decode_request(ctx.body, ctx.request.headers.get("Content-Type", ""))
-        spec = req.get("spec") if isinstance(req.get("spec"), dict) else {}
-        assert isinstance(spec, dict)
-        token = spec.get("token")
-        if not isinstance(token, str) or not token:
-            raise bad_request("token is required for TokenReview in authentication")
-        wanted = spec.get("audiences") or []
-        if not isinstance(wanted, list):
-            wanted = []
-        audiences = [str(a) for a in wanted]
-        status: dict[str, Any] = {"user": {}}
-        for source in sim.token_authenticators():
-            try:
-                if isinstance(source, ServiceAccountTokens):
-                    user = source.review(token, audiences)
-                    accepted = [a for a in audiences if a in source.audiences] or list(
-                        audiences or source.audiences
-                    )
-                else:
-                    user = source.lookup(token)
-                    accepted = audiences or list(sim.service_account_tokens.audiences)
-            except TokenInvalid as exc:
-                status["error"] = f"[invalid bearer token, {exc}]"
-                break
-            if user is not None:
-                status = {"authenticated": True, "user": user.to_dict(), "audiences": accepted}
-                break
-        out = {
-            "kind": "TokenReview",
-            "apiVersion": GROUP_VERSION,
-            "metadata": {"creationTimestamp": None},
-            "spec": json.loads(json.dumps(spec)),
-            "status": status,
-        }
-        return json_response(out, 201)
+def rules_review_status(
+    resolver: RuleResolver | None, user: UserInfo, namespace: str
+) -> dict[str, Any]:
+    """``SubjectRulesReviewStatus``; None resolver: AlwaysAllow's ``*`` everywhere."""
+    if resolver is None:
+        rules: list[PolicyRule] = [
+            PolicyRule(verbs=("*",), api_groups=("*",), resources=("*",)),
+            PolicyRule(verbs=("*",), non_resource_urls=("*",)),
+        ]
+        errors: list[str] = []
+    else:
+        rules, errors = resolver.rules_for(user, namespace)
+    resource_rules: list[dict[str, Any]] = []
+    non_resource_rules: list[dict[str, Any]] = []
+    for rule in rules:
+        if rule.resources:
+            entry: dict[str, Any] = {"verbs": list(rule.verbs)}
+            if rule.api_groups:
+                entry["apiGroups"] = list(rule.api_groups)
+            entry["resources"] = list(rule.resources)
+            if rule.resource_names:
+                entry["resourceNames"] = list(rule.resource_names)
+            resource_rules.append(entry)
+        if rule.non_resource_urls:
+            non_resource_rules.append(
+                {"verbs": list(rule.verbs), "nonResourceURLs": list(rule.non_resource_urls)}
+            )
+    status: dict[str, Any] = {
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": bool(errors),
+    }
+    if errors:
+        status["evaluationError"] = aggregate_errors(errors)
+    return status
 
-    sim.server.virtual[("authentication.k8s.io", "selfsubjectreviews")] = self_subject_review
-    sim.server.virtual[("authentication.k8s.io", "tokenreviews")] = token_review
+
+def install(sim: Simulator) -> Reviews:
+    """Serve the reviews through ``sim.server.virtual``; the resolver is the RBAC mode's."""
+
+    def resolver() -> RuleResolver | None:
+        return getattr(sim, "rbac_resolver", None) if sim.authorization == "rbac" else None
+
+    reviews = Reviews(sim.server.authorize, resolver)
+    virtual = sim.server.virtual
+    virtual[(GROUP, "subjectaccessreviews")] = reviews.subject_access_review
+    virtual[(GROUP, "localsubjectaccessreviews")] = reviews.local_subject_access_review
+    virtual[(GROUP, "selfsubjectaccessreviews")] = reviews.self_subject_access_review
+    virtual[(GROUP, "selfsubjectrulesreviews")] = reviews.self_subject_rules_review
+    return reviews

@@ -7,7 +7,8 @@ cancelled when it stops. A controller is any object with a ``name`` and an
 order: the namespace controller, the node kubelet of ``kubesim.node``, the disruption
 controller, the workload controllers (ReplicaSet, ReplicationController, Deployment,
 StatefulSet, DaemonSet, Job), the garbage collector, the ServiceAccount controller (a
-``default`` ServiceAccount in every namespace) and the default scheduler
+``default`` ServiceAccount in every namespace), the ClusterRole aggregation controller
+and the default scheduler
 (``kubesim.scheduler_loop``). Each can be switched off by name
 (``Simulator(disabled_controllers={"replicaset"})``) for tests that want a frozen cluster;
 more can be added with ``Simulator.add_controller`` (or the set replaced with
@@ -46,6 +47,7 @@ CONTROLLER_NAMES: Final = (
     "job",
     "garbagecollector",
     "serviceaccount",
+    "clusterrole-aggregation",
     "scheduler",
 )
 
@@ -101,6 +103,7 @@ def check_controller_names(names: Iterable[str]) -> frozenset[str]:
 
 
 def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
+    from kubesim.controllers.clusterroleaggregation import ClusterRoleAggregationController
     from kubesim.controllers.daemonset import DaemonSetController
     from kubesim.controllers.deployment import DeploymentController
     from kubesim.controllers.disruption import DisruptionController
@@ -129,6 +132,7 @@ def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
         JobController(),
         GarbageCollector(),
         ServiceAccountController(),
+        ClusterRoleAggregationController(),
         SchedulerLoop(),
     ]
     return [c for c in every if c.name not in off]
