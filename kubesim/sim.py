@@ -28,11 +28,12 @@ Authentication is kube-apiserver's (``kubesim.auth``): static tokens (``tokens``
 ``admin_token``), ServiceAccount tokens from the TokenRequest API
 (``service_account_tokens``, ``kubesim.auth.serviceaccounts``; its ``clock`` is the one token
 time, replaceable in tests), ``TokenReview``/``SelfSubjectReview``
-(``kubesim.auth.identityreviews``) and, with ``tls=True``, HTTPS and client certificates from a CA generated at start
-(``certificate_authority``, ``kubesim.auth.pki``). ``admin_kubeconfig_user`` is the one place
-that decides the admin's credentials: kubeadm's client certificate (CN=kubernetes-admin,
-O=system:masters) over TLS, none over HTTP while every request is allowed, the admin token
-otherwise; ``api_client`` and the written kubeconfig both use it, with the CA.
+(``kubesim.auth.identityreviews``) and, with ``tls=True``, HTTPS and client certificates
+from a CA generated at start (``certificate_authority``, ``kubesim.auth.pki``).
+``admin_kubeconfig_user`` is the one place that decides the admin's credentials: kubeadm's
+client certificate (CN=kubernetes-admin, O=system:masters) over TLS, none over HTTP while
+every request is allowed, the admin token otherwise; ``api_client`` and the written
+kubeconfig both use it, with the CA.
 
 Credentials never travel in clear beyond the machine (``check_clear_text``): once requests are
 authorized, a server listening on a non-loopback address must serve TLS, or it is refused
