@@ -30,6 +30,8 @@ import tenacity
 
 from agent.kube import request
 from agent.sources.pods import PodIdentity
+from evictor.backoff import WATCH_BACKOFF
+from evictor.backoff import delay as backoff_delay
 from scheduler.objects import InvalidObject, Pod
 
 __all__ = ["GoneError", "PodEntry", "PodInformer", "is_active"]
@@ -80,9 +82,7 @@ class PodInformer:
         self.node_name = node_name
         self.watch_timeout = watch_timeout
         self.request_timeout = request_timeout
-        self.backoff = backoff or tenacity.wait_exponential_jitter(
-            multiplier=0.2, max=10.0, jitter=0.5
-        )
+        self.backoff = backoff or WATCH_BACKOFF
         self.on_change = on_change
         self.pods: dict[str, PodEntry] = {}
         self.resource_version = ""
@@ -153,7 +153,7 @@ class PodInformer:
                 self.failures += 1
                 self.connected = False
                 self.last_error = f"{type(exc).__name__}: {exc}"
-                delay = self.backoff(_retry_state(attempt))
+                delay = backoff_delay(self.backoff, attempt)
                 log.warning(
                     "pod list/watch failed, retrying",
                     extra={"err": self.last_error, "retry_in": round(delay, 3)},
@@ -287,11 +287,3 @@ class PodInformer:
         if self.on_change is not None:
             with contextlib.suppress(Exception):
                 self.on_change()
-
-
-def _retry_state(attempt: int) -> tenacity.RetryCallState:
-    state = tenacity.RetryCallState(
-        retry_object=tenacity.AsyncRetrying(), fn=None, args=(), kwargs={}
-    )
-    state.attempt_number = attempt
-    return state

@@ -34,12 +34,12 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from evictor.backoff import RETRY_BACKOFF, delay
 from evictor.deleteoptions import PodDeleteOptions
 from evictor.listener import EvictionListener
 from evictor.pdbwatch import PdbState, PdbTracker
@@ -118,11 +118,6 @@ class _Run:
         else:
             r.outcome = Outcome.ERROR
             r.message = "global timeout reached" + (f": {r.message}" if r.message else "")
-
-
-def backoff(attempts: int) -> float:
-    """Jittered exponential backoff after ``attempts`` requests: 0.2 s doubling, at most 5 s."""
-    return min(0.2 * 2.0 ** (min(attempts, 32) - 1) + random.uniform(0, 0.2), 5.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,7 +454,7 @@ class Evictor:
             return self.default_retry
         if verdict.decision is Decision.NAMESPACE_TERMINATING:
             return _NAMESPACE_TERMINATING_RETRY
-        return backoff(attempts)
+        return delay(RETRY_BACKOFF, attempts)
 
     async def _pause(self, run: _Run, verdict: Verdict, deadline: float | None) -> None:
         """Wait before the next attempt, never past the deadline. Only a budget 429 that the
