@@ -1,0 +1,492 @@
+"""The shipped manifests, proven: the agent runs with exactly the permissions ``deploy/`` grants.
+
+A kubesim that authorizes with RBAC and admits with ValidatingAdmissionPolicies gets exactly
+``deploy/*.yaml`` (plus each ``deploy/optional/`` file with the flag it serves), applied by the
+admin with strict field validation as ``kubectl apply`` sends them. The DaemonSet controller
+starts the agent's pods; the agent then runs in process with a ServiceAccount token bound to
+its own pod on node-1 (``kubectl create token … --bound-object-kind Pod``, what the pod's
+projected token is), through a memory-pressure episode in each ``--eviction-mode`` and with
+``--node-conditions`` / ``--node-taints``. Every decision must be carried out with no 401 or
+403 in the request log. With the same token, the policy refuses a pod on node-2 and node-2
+itself, and RBAC refuses Secrets. Finally every grant of the roles is shown to be needed: the
+requests the agent made, authorized again without that one grant, include one it would deny.
+
+The ClusterRole documented for ``evict`` (``deploy/evict/drain-clusterrole.yaml``) is proven
+the same way, with drains of a living cluster by a user bound to it through a group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+
+import kubesim
+from agent.config import load_config
+from agent.daemon import Agent
+from kubesim.auth import Attributes, Decision, UserInfo
+from kubesim.sim import Simulator
+from tests.agent.agent_fakes import MI, FakeNode
+from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, replicaset, settle
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+AGENT = "system:serviceaccount:kube-system:eviction-agent"
+
+NODES = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {kubernetes.io/hostname: node-1, kubernetes.io/os: linux}
+status:
+  capacity: {cpu: "4", memory: 1Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-2
+  labels: {kubernetes.io/hostname: node-2, kubernetes.io/os: linux}
+status:
+  capacity: {cpu: "4", memory: 8Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: elsewhere, namespace: default}
+spec:
+  nodeName: node-2
+  containers: [{name: c, image: app}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: db-password, namespace: default}
+stringData: {password: hunter2}
+"""
+
+
+def docs(*paths: Path) -> list[dict[str, Any]]:
+    out = []
+    for p in paths:
+        out += [d for d in yaml.safe_load_all(p.read_text()) if d]
+    return out
+
+
+def base_manifests() -> list[Path]:
+    return sorted(DEPLOY.glob("*.yaml"))
+
+
+def optional(name: str) -> Path:
+    return DEPLOY / "optional" / name
+
+
+class Admin:
+    """The admin's requests, over HTTP as kubectl sends them."""
+
+    def __init__(self, sim: Simulator, session: aiohttp.ClientSession) -> None:
+        self.sim = sim
+        self.session = session
+        self.headers = {"Authorization": f"Bearer {sim.admin_token}"}
+
+    async def request(
+        self, method: str, path: str, body: Any = None, *, token: str | None = None, **kw: Any
+    ) -> tuple[int, Any]:
+        headers = {"Authorization": f"Bearer {token}"} if token else self.headers
+        if "content_type" in kw:
+            headers = {**headers, "Content-Type": kw.pop("content_type")}
+        async with self.session.request(
+            method, self.sim.url + path, json=body, headers=headers, **kw
+        ) as resp:
+            return resp.status, await resp.json(content_type=None)
+
+    async def apply(self, manifests: Iterable[dict[str, Any]]) -> None:
+        for doc in manifests:
+            rt = self.sim.registry.for_kind(doc["apiVersion"], doc["kind"])
+            assert rt is not None, doc["kind"]
+            prefix = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
+            ns = doc["metadata"].get("namespace", "default") if rt.namespaced else ""
+            path = f"{prefix}/namespaces/{ns}/{rt.plural}" if ns else f"{prefix}/{rt.plural}"
+            code, body = await self.request(
+                "POST", path, doc, params={"fieldValidation": "Strict", "fieldManager": "kubectl"}
+            )
+            assert code == 201, body
+
+    async def create_pod(self, name: str, *, labels: dict[str, str] | None = None) -> None:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+            "spec": {
+                "nodeName": "node-1",
+                "containers": [
+                    {"name": "c", "image": "app", "resources": {"requests": {"memory": "50Mi"}}}
+                ],
+            },
+        }
+        code, body = await self.request("POST", "/api/v1/namespaces/default/pods", pod)
+        assert code == 201, body
+
+    async def token_for_agent_pod(self, node: str) -> str:
+        """``kubectl create token eviction-agent -n kube-system --bound-object-kind Pod …``"""
+        await until(lambda: self.agent_pod(node) is not None)
+        pod = self.agent_pod(node)
+        assert pod is not None
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "audiences": None,
+                "expirationSeconds": 3600,
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": pod["metadata"]["name"],
+                },
+            },
+        }
+        code, body = await self.request(
+            "POST", "/api/v1/namespaces/kube-system/serviceaccounts/eviction-agent/token", request
+        )
+        assert code == 201, body
+        token: str = body["status"]["token"]
+        return token
+
+    def agent_pod(self, node: str) -> dict[str, Any] | None:
+        for p in self.sim.list_objects("Pod", "kube-system"):
+            if p["metadata"]["name"].startswith("eviction-agent-") and (
+                p["spec"].get("nodeName") == node
+            ):
+                return p
+        return None
+
+
+async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[Simulator]:
+    async with kubesim.serve(
+        state=NODES, time_scale=0.01, bookmark_interval=0.2, authorization="rbac"
+    ) as s:
+        yield s
+
+
+@pytest.fixture
+async def admin(sim: Simulator) -> AsyncIterator[Admin]:
+    async with aiohttp.ClientSession() as session:
+        yield Admin(sim, session)
+
+
+def write_kubeconfig(tmp_path: Path, sim: Simulator, token: str) -> Path:
+    path = tmp_path / "agent.kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": sim.url}}],
+                "users": [{"name": "agent", "user": {"token": token}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "agent"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return path
+
+
+async def episode(
+    sim: Simulator,
+    kubeconfig: Path,
+    victim: str,
+    *,
+    during: Callable[[], Any] | None = None,
+    **fields: Any,
+) -> Agent:
+    """Run the agent (node-1) until ``victim`` is gone; pressure comes from its working set."""
+    from agent.cli import _api_client
+
+    cfg = load_config(
+        {
+            "evictionHard": {"memory.available": "500Mi"},
+            "housekeepingInterval": "50ms",
+            "evictionPressureTransitionPeriod": "0s",
+            "nodeName": "node-1",
+            **fields,
+        }
+    )
+    fake = FakeNode(sim, usage={f"default/{victim}": 700 * MI})
+    api = await _api_client(str(kubeconfig))
+    agent = Agent(
+        cfg,
+        api_client=api,
+        stats=fake.get_summary,
+        serve_http=False,
+        use_psi=False,
+        cleanup_timeout=5.0,
+    )
+    await agent.start()
+    try:
+        if during is not None:
+            await during()
+        await until(lambda: sim.get("Pod", "default", victim) is None, timeout=20)
+        fake.usage.clear()  # the pressure is over: conditions and taints are cleared
+        await until(lambda: not agent.loop.stats.decisions or agent.ready()[0])
+        await asyncio.sleep(0.3)
+    finally:
+        await agent.stop()
+        await api.close()
+    return agent
+
+
+def agent_requests(sim: Simulator) -> list[Any]:
+    return [r for r in sim.requests if r.user == AGENT]
+
+
+def assert_no_401_or_403(sim: Simulator) -> None:
+    refused = [
+        (r.code, r.method, r.path, r.authorization_reason)
+        for r in agent_requests(sim)
+        if r.code in (401, 403)
+    ]
+    assert refused == []
+
+
+async def test_the_agent_runs_with_exactly_the_shipped_permissions(
+    sim: Simulator, admin: Admin, tmp_path: Path
+) -> None:
+    await admin.apply(docs(*base_manifests()))
+    token = await admin.token_for_agent_pod("node-1")
+    kubeconfig = write_kubeconfig(tmp_path, sim, token)
+
+    # --eviction-mode=delete (the default): a hard threshold, DELETE with the kubelet's grace
+    await admin.create_pod("hog-delete")
+    await episode(sim, kubeconfig, "hog-delete")
+    deletes = [r for r in agent_requests(sim) if r.verb == "delete" and r.resource == "pods"]
+    assert [(r.name, r.code) for r in deletes] == [("hog-delete", 200)]
+
+    # --eviction-mode=eviction-api under a soft threshold: a budget at 0 answers 429, the PDB
+    # watch sees it reopen, the retry is admitted
+    await admin.create_pod("hog-evict", labels={"app": "hog"})
+    await admin.apply(
+        [
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "hog", "namespace": "default"},
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "hog"}}},
+            }
+        ]
+    )
+    closed = {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 1,
+        "desiredHealthy": 1,
+        "expectedPods": 1,
+        "observedGeneration": 1,
+    }
+    sim.pin_pdb("default", "hog", closed)
+
+    async def reopen_after_a_refusal() -> None:
+        await until(
+            lambda: any(r.subresource == "eviction" and r.code == 429 for r in agent_requests(sim))
+        )
+        sim.pin_pdb("default", "hog", {**closed, "disruptionsAllowed": 1})
+
+    await episode(
+        sim,
+        kubeconfig,
+        "hog-evict",
+        during=reopen_after_a_refusal,
+        evictionMode="eviction-api",
+        evictionHard={"memory.available": "1Mi"},
+        evictionSoft={"memory.available": "500Mi"},
+        evictionSoftGracePeriod={"memory.available": "100ms"},
+    )
+    evictions = [r for r in agent_requests(sim) if r.subresource == "eviction"]
+    assert [r.code for r in evictions][-1] == 201
+    assert any(
+        r.resource == "poddisruptionbudgets" and r.verb == "watch" for r in agent_requests(sim)
+    )
+
+    # Least privilege: each grant of the base role is used by the runs in the two modes.
+    base_roles = [d for d in docs(*base_manifests()) if d["kind"] == "ClusterRole"]
+    await assert_every_grant_is_needed(sim, admin, base_roles, agent_requests(sim))
+    base_runs = len(sim.requests)
+
+    # --node-conditions and --node-taints, with the files they need: written under pressure,
+    # cleared after
+    flag_files = [optional("node-conditions-rbac.yaml"), optional("node-taints-rbac.yaml")]
+    await admin.apply(docs(*flag_files))
+    await admin.create_pod("hog-node")
+    await episode(sim, kubeconfig, "hog-node", nodeConditions=True, nodeTaints=True)
+    flag_run = [r for r in list(sim.requests)[base_runs:] if r.user == AGENT]
+    node = sim.get("Node", None, "node-1")
+    assert node is not None
+    writes = {(r.resource, r.subresource) for r in agent_requests(sim) if r.verb == "patch"}
+    assert {("nodes", "status"), ("nodes", "")} <= writes
+
+    assert_no_401_or_403(sim)
+
+    # The same token, turned against another node: the policy refuses, as does RBAC for Secrets.
+    code, body = await admin.request(
+        "DELETE", "/api/v1/namespaces/default/pods/elsewhere", token=token
+    )
+    assert code == 403, body
+    assert "may not change pod default/elsewhere on node node-2" in body["message"]
+    code, body = await admin.request(
+        "PATCH",
+        "/api/v1/nodes/node-2",
+        {"spec": {"unschedulable": True}},
+        token=token,
+        content_type="application/strategic-merge-patch+json",
+    )
+    assert code == 403, body
+    assert "may not change node node-2" in body["message"]
+    code, body = await admin.request(
+        "GET", "/api/v1/namespaces/default/secrets/db-password", token=token
+    )
+    assert code == 403
+    assert body["message"] == (
+        f'secrets "db-password" is forbidden: User "{AGENT}" cannot get resource "secrets"'
+        ' in API group "" in the namespace "default"'
+    )
+    assert sim.get("Pod", "default", "elsewhere") is not None
+
+    # ... and each grant of the flags' roles by the run with the flags.
+    flag_roles = [d for d in docs(*flag_files) if d["kind"] == "ClusterRole"]
+    await assert_every_grant_is_needed(sim, admin, flag_roles, flag_run)
+
+
+def attributes_of_record(record: Any) -> Attributes:
+    return Attributes(
+        user=UserInfo(record.user, groups=tuple(record.groups)),
+        verb=record.verb,
+        is_resource=record.path.startswith(("/api/", "/apis/")) and bool(record.resource),
+        namespace=record.namespace,
+        resource=record.resource,
+        subresource=record.subresource,
+        name=record.name,
+        api_group=record.group,
+        api_version=record.version,
+        path=record.path,
+    )
+
+
+def grants(role: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    ]
+
+
+def without(role: dict[str, Any], grant: tuple[str, str, str]) -> dict[str, Any]:
+    group, resource, verb = grant
+    rules = []
+    for rule in role["rules"]:
+        for g in rule["apiGroups"]:
+            for r in rule["resources"]:
+                verbs = [v for v in rule["verbs"] if (g, r, v) != (group, resource, verb)]
+                if verbs:
+                    rules.append({"apiGroups": [g], "resources": [r], "verbs": verbs})
+    return {**role, "rules": rules}
+
+
+async def assert_every_grant_is_needed(
+    sim: Simulator, admin: Admin, roles: list[dict[str, Any]], requests: list[Any]
+) -> None:
+    """Each grant, dropped alone, denies at least one request the client really made."""
+    allowed = [r for r in requests if r.authorization == "allow"]
+    attrs = [attributes_of_record(r) for r in allowed]
+    assert all(sim.server.authorize(a)[0] is Decision.ALLOW for a in attrs)
+    unneeded = []
+    for role in roles:
+        name = role["metadata"]["name"]
+        path = f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}"
+        for grant in grants(role):
+            code, stored = await admin.request("GET", path)
+            assert code == 200, stored
+            code, body = await admin.request("PUT", path, without(stored, grant))
+            assert code == 200, body
+            if all(sim.server.authorize(a)[0] is Decision.ALLOW for a in attrs):
+                unneeded.append((name, grant))
+            code, body = await admin.request("PUT", path, {**body, "rules": role["rules"]})
+            assert code == 200, body
+    assert unneeded == []
+
+
+async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: Path) -> None:
+    """``deploy/evict/drain-clusterrole.yaml``, bound to a group, is all a drain needs."""
+    objs = [
+        node("node-1", labels={"pool": "blue"}),
+        node("node-2", labels={"pool": "green"}),
+        replicaset("web"),
+        daemonset("agent"),
+        *[pod(f"web-{i}", app="web") for i in range(3)],
+        pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent")),
+        pdb("web", min_available=2),
+    ]
+    async with living(objs, authorization="rbac") as sim, aiohttp.ClientSession() as session:
+        await settle(sim)
+        admin = Admin(sim, session)
+        [role] = docs(DEPLOY / "evict" / "drain-clusterrole.yaml")
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "drain-operators"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role["metadata"]["name"],
+            },
+            "subjects": [
+                {"kind": "Group", "name": "node-operators", "apiGroup": "rbac.authorization.k8s.io"}
+            ],
+        }
+        await admin.apply([role, binding])
+        token = sim.tokens.add("drainer-token", UserInfo("ops", groups=("node-operators",)))
+        kubeconfig = write_kubeconfig(tmp_path, sim, token)
+
+        async def evict(*args: str) -> str:
+            proc = await asyncio.create_subprocess_exec(
+                EVICT,
+                "--kubeconfig",
+                str(kubeconfig),
+                *args,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await asyncio.wait_for(proc.communicate(), 60)
+            assert proc.returncode == 0, err.decode()
+            return out.decode()
+
+        # the default drain: Eviction API, a budget that refuses until replacements are Ready,
+        # a DaemonSet pod left in place
+        out = await evict("drain", "node-1", "--ignore-daemonsets", "--timeout=30s")
+        assert "node/node-1 drained" in out
+        await settle(sim)
+        # by node selector, as operators drain pools; then the delete path
+        await evict("uncordon", "-l", "pool=blue")
+        out = await evict(
+            "drain", "node-2", "--ignore-daemonsets", "--disable-eviction", "--timeout=30s"
+        )
+        assert "node/node-2 drained" in out
+        ops = [r for r in sim.requests if r.user == "ops"]
+        assert [(r.code, r.path) for r in ops if r.code in (401, 403)] == []
+        assert {r.subresource for r in ops if r.verb == "create"} == {"eviction"}
+        assert any(r.verb == "delete" and r.resource == "pods" for r in ops)
+        await assert_every_grant_is_needed(sim, admin, [role], ops)
