@@ -11,8 +11,12 @@ projected token is), through a memory-pressure episode in each ``--eviction-mode
 itself, and RBAC refuses Secrets. Finally every grant of the roles is shown to be needed: the
 requests the agent made, authorized again without that one grant, include one it would deny.
 
-The ClusterRole documented for ``evict`` (``deploy/evict/drain-clusterrole.yaml``) is proven
-the same way, with drains of a living cluster by a user bound to it through a group.
+``deploy/optional/kubelet-stats-rbac.yaml`` (``--kubelet-summary-url``) is proven against a
+kubelet that authorizes ``/stats/summary`` through the API server (TokenReview and
+SubjectAccessReview, as ``--authorization-mode=Webhook`` does): refused without it, served
+with it. The ClusterRole documented for ``evict`` (``deploy/evict/drain-clusterrole.yaml``) is
+proven the same way as the agent's, with drains of a living cluster by a user bound to it
+through a group.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
+from aiohttp import web
 
 import kubesim
 from agent.config import load_config
@@ -490,3 +495,97 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
         assert {r.subresource for r in ops if r.verb == "create"} == {"eviction"}
         assert any(r.verb == "delete" and r.resource == "pods" for r in ops)
         await assert_every_grant_is_needed(sim, admin, [role], ops)
+
+
+class WebhookKubelet:
+    """A kubelet's ``/stats/summary`` behind ``--authentication-token-webhook`` and
+    ``--authorization-mode=Webhook``: the bearer token goes to the API server as a TokenReview,
+    the user it names as a SubjectAccessReview for ``get`` on ``nodes/stats`` of this node (the
+    kubelet's mapping of ``/stats/*``), then 401, 403 or the summary — as the kubelet does."""
+
+    def __init__(self, admin: Admin, node_name: str, summary: dict[str, Any]) -> None:
+        self.admin = admin
+        self.node_name = node_name
+        self.summary = summary
+
+    async def handle(self, request: web.Request) -> web.Response:
+        header = request.headers.get("Authorization", "")
+        token = header.removeprefix("Bearer ")
+        review = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token},
+        }
+        code, body = await self.admin.request(
+            "POST", "/apis/authentication.k8s.io/v1/tokenreviews", review
+        )
+        assert code == 201, body
+        if not body["status"].get("authenticated"):
+            return web.Response(status=401, text="Unauthorized")
+        user = body["status"]["user"]
+        access = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": user["username"],
+                "groups": user.get("groups", []),
+                "uid": user.get("uid", ""),
+                "extra": user.get("extra", {}),
+                "resourceAttributes": {
+                    "verb": "get",
+                    "resource": "nodes",
+                    "subresource": "stats",
+                    "name": self.node_name,
+                },
+            },
+        }
+        code, body = await self.admin.request(
+            "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", access
+        )
+        assert code == 201, body
+        if not body["status"].get("allowed"):
+            return web.Response(
+                status=403,
+                text=f"Forbidden (user={user['username']}, verb=get, resource=nodes,"
+                " subresource=stats)",
+            )
+        return web.json_response(self.summary)
+
+
+async def test_kubelet_stats_needs_exactly_its_optional_role(
+    sim: Simulator, admin: Admin, tmp_path: Path
+) -> None:
+    """``--kubelet-summary-url`` with ``deploy/optional/kubelet-stats-rbac.yaml``: the agent's
+    own fetch, with a token bound to its pod, is refused by a webhook-authorizing kubelet
+    without the file and served with it."""
+    from agent.sources.kubelet import KubeletSummaryConfig, KubeletSummaryError, fetch_summary
+    from kubesim.auth.pki import CertificateAuthority
+
+    await admin.apply(docs(*base_manifests()))
+    token = await admin.token_for_agent_pod("node-1")
+    token_file = tmp_path / "token"
+    token_file.write_text(token)
+    ca = CertificateAuthority(common_name="node-1-kubelet-ca")
+    serving = ca.issue_server(["127.0.0.1"])
+    context = ca.server_context(serving, str(tmp_path))
+    ca_file = tmp_path / "kubelet-ca.crt"
+    ca_file.write_bytes(ca.certificate_pem)
+    kubelet = WebhookKubelet(admin, "node-1", FakeNode(sim).summary())
+    app = web.Application()
+    app.router.add_get("/stats/summary", kubelet.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        cfg = KubeletSummaryConfig(
+            url=f"https://127.0.0.1:{port}/stats/summary", token_path=token_file, ca_path=ca_file
+        )
+        with pytest.raises(KubeletSummaryError, match="HTTP 403"):
+            await fetch_summary(cfg)
+        await admin.apply(docs(optional("kubelet-stats-rbac.yaml")))
+        summary = await fetch_summary(cfg)
+        assert summary["node"]["nodeName"] == "node-1"
+    finally:
+        await runner.cleanup()
