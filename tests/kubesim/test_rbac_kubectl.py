@@ -3,10 +3,9 @@ message, ``kubectl auth can-i`` (with ``--subresource``, ``--list``, ``--as``) a
 cluster, and the admin's credentials stay all-powerful.
 
 client-go sends bearer tokens only over TLS (kubernetes/kubectl#744: clientcmd reads a
-kubeconfig's credentials for https servers only), so these tests give the running server a
-second, TLS listener with a throw-away certificate made by the openssl command, and kubeconfigs
-that carry its ``certificate-authority-data`` and a token. Impersonation headers (``--as``) are
-sent either way.
+kubeconfig's credentials for https servers only), so the server runs with ``tls=True`` and the
+kubeconfigs carry its ``certificate-authority-data`` and a token. Impersonation headers
+(``--as``) are sent either way.
 """
 
 from __future__ import annotations
@@ -15,15 +14,12 @@ import asyncio
 import base64
 import os
 import shutil
-import ssl
-import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
-from aiohttp import web
 
 import kubesim
 from kubesim.auth import UserInfo
@@ -33,37 +29,9 @@ from .test_kubectl import STATE
 pytestmark = [
     pytest.mark.kubectl,
     pytest.mark.skipif(not shutil.which("kubectl"), reason="no kubectl binary installed"),
-    pytest.mark.skipif(not shutil.which("openssl"), reason="no openssl command installed"),
 ]
 
 SA = "system:serviceaccount:kube-system:eviction-agent"
-
-
-def _certificate(directory: Path) -> tuple[Path, Path]:
-    cert, key = directory / "tls.crt", directory / "tls.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=kubesim",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
 
 
 @dataclass
@@ -98,20 +66,12 @@ class Kubectl:
 
 @pytest.fixture
 async def kubectl(tmp_path: Path) -> AsyncIterator[Kubectl]:
-    cert, key = _certificate(tmp_path)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    async with kubesim.serve(state=STATE, time_scale=0.01, authorization="rbac") as sim:
+    async with kubesim.serve(state=STATE, time_scale=0.01, authorization="rbac", tls=True) as sim:
         sim.tokens.add(
             "sa-token",
             UserInfo(SA, groups=("system:serviceaccounts", "system:serviceaccounts:kube-system")),
         )
-        runner = web.AppRunner(sim.server.app, access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
-        await site.start()
-        port = runner.addresses[0][1]
-        ca = base64.b64encode(cert.read_bytes()).decode()
+        ca = base64.b64encode(sim.certificate_authority_pem()).decode()
         configs = {}
         for who, token in (("admin", sim.admin_token), ("sa", "sa-token")):
             path = tmp_path / f"{who}.kubeconfig"
@@ -123,10 +83,7 @@ async def kubectl(tmp_path: Path) -> AsyncIterator[Kubectl]:
                         "clusters": [
                             {
                                 "name": "kubesim",
-                                "cluster": {
-                                    "server": f"https://127.0.0.1:{port}",
-                                    "certificate-authority-data": ca,
-                                },
+                                "cluster": {"server": sim.url, "certificate-authority-data": ca},
                             }
                         ],
                         "users": [{"name": who, "user": {"token": token}}],
@@ -145,10 +102,7 @@ async def kubectl(tmp_path: Path) -> AsyncIterator[Kubectl]:
                 )
             )
             configs[who] = path
-        try:
-            yield Kubectl(configs, tmp_path)
-        finally:
-            await runner.cleanup()
+        yield Kubectl(configs, tmp_path)
 
 
 async def test_forbidden_get_prints_kubes_message(kubectl: Kubectl) -> None:
