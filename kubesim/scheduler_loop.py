@@ -78,6 +78,7 @@ from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import ADDED, DELETED, Event, Subscription, clone
 from kubesim.apiserver.timefields import format_micro_time
+from kubesim.scheduler_metrics import SchedulerMetrics
 from scheduler.apierrors import AdmissionError
 from scheduler.filters import default_framework
 from scheduler.framework import Code, Framework, fit_error_message
@@ -305,6 +306,8 @@ class SchedulerLoop:
         self._events_rt: ResourceType | None = None
         self._last_stamp = 0
         self._subs: list[Subscription] = []
+        # kube-scheduler's metrics; served on the API server's /metrics while the loop runs.
+        self.metrics = SchedulerMetrics(lambda: self.queue)
 
     # --- time ---------------------------------------------------------------------------------
 
@@ -338,6 +341,9 @@ class SchedulerLoop:
         subs = self._subs = [store.subscribe(s) for s in WATCHED]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         ticker = asyncio.create_task(self._ticker())
+        registry = getattr(sim.server, "metrics", None)
+        if registry is not None:
+            registry.register(self.metrics)
         try:
             await self._initial_list()
             while True:
@@ -354,6 +360,8 @@ class SchedulerLoop:
                 # Let the rest of a burst of writes land: one drain applies them all.
                 await asyncio.sleep(0)
         finally:
+            if registry is not None:
+                registry.unregister(self.metrics)
             ticker.cancel()
             for task in pumps:
                 task.cancel()
@@ -441,6 +449,7 @@ class SchedulerLoop:
             self._on_node(ev)
         elif storage == "poddisruptionbudgets":
             self._on_pdb(ev)
+
         elif storage == "priorityclasses":
             self._on_priority_class(ev)
         elif storage == "namespaces":
@@ -658,6 +667,7 @@ class SchedulerLoop:
                 old_obj=assumed,
             )
             message = f'running Bind plugin "DefaultBinder": {err.message}'
+            self.metrics.schedule_attempt("error", self.scheduler_name)
             self._record(Decision(pod.key, pod.uid, cycle, start, message=message))
             pinfo.unschedulable_plugins = set()
             pinfo.pending_plugins = set()
@@ -670,6 +680,7 @@ class SchedulerLoop:
             )
             return
         self.bound += 1
+        self.metrics.schedule_attempt("scheduled", self.scheduler_name)
         self._record(Decision(pod.key, pod.uid, cycle, start, node=host))
         self._event(
             stored,
@@ -686,6 +697,7 @@ class SchedulerLoop:
         status = result.status
         if status.code is not Code.Unschedulable:
             message = status.message or "scheduling failed"
+            self.metrics.schedule_attempt("error", self.scheduler_name)
             self._record(Decision(pod.key, pod.uid, cycle, start, message=message))
             pinfo.unschedulable_plugins = set()
             pinfo.pending_plugins = set()
@@ -694,6 +706,8 @@ class SchedulerLoop:
         diagnosis = result.diagnosis
         pinfo.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
         pinfo.pending_plugins = set(diagnosis.pending_plugins)
+        self.metrics.schedule_attempt("unschedulable", self.scheduler_name)
+        self.metrics.preemption_attempt()
         outcome = preempt(
             pod,
             self.snapshot,
@@ -708,6 +722,7 @@ class SchedulerLoop:
             nominating = NominatingInfo(NominatingMode.Override, outcome.nominated_node_name)
         if outcome.nominated_node_name:
             victims = self._prepare_candidate(pod, outcome)
+            self.metrics.preemption_victims(len(outcome.victims))
         post_filter_msg = "" if outcome.status.code is Code.Success else outcome.status.message
         message = fit_error_message(
             len(self.snapshot.node_info_list),
