@@ -69,7 +69,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -90,6 +90,10 @@ from scheduler.objects import (
     PodCondition,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
     format_time,
     parse_time,
 )
@@ -124,7 +128,22 @@ log = logging.getLogger("kubesim")
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 REPORTING_INSTANCE: Final = "default-scheduler-kubesim"
-WATCHED: Final = ("namespaces", "priorityclasses", "poddisruptionbudgets", "nodes", "pods")
+# Services and the workload controllers carry the selectors of PodTopologySpread's system
+# default spreading (``helper.DefaultSelector``).
+WORKLOADS: Final[dict[str, tuple[str, Callable[[Mapping[str, Any]], Any]]]] = {
+    "services": ("services", Service.from_dict),
+    "replicationcontrollers": ("replication_controllers", ReplicationController.from_dict),
+    "replicasets": ("replica_sets", ReplicaSet.from_dict),
+    "statefulsets": ("stateful_sets", StatefulSet.from_dict),
+}
+WATCHED: Final = (
+    "namespaces",
+    "priorityclasses",
+    "poddisruptionbudgets",
+    *WORKLOADS,
+    "nodes",
+    "pods",
+)
 MAX_MESSAGE: Final = 1024  # the events recorder truncates notes to 1 kB
 BACKOFF_FLUSH_PERIOD: Final = 1.0  # seconds of scheduler time, as upstream's flusher
 LEFTOVER_FLUSH_PERIOD: Final = 30.0
@@ -294,6 +313,8 @@ class SchedulerLoop:
         self._sim: Simulator | None = None
         self._pods: dict[str, Pod] = {}  # key -> latest typed pod (all pods we track)
         self._nodes: dict[str, dict[str, Any]] = {}  # name -> latest stored node
+        # storage -> key -> typed Service / ReplicationController / ReplicaSet / StatefulSet
+        self._workloads: dict[str, dict[str, Any]] = {storage: {} for storage in WORKLOADS}
         self._pending_events: list[Event] = []
         self._wake: asyncio.Event | None = None
         self._admission = PriorityAdmission()
@@ -449,7 +470,8 @@ class SchedulerLoop:
             self._on_node(ev)
         elif storage == "poddisruptionbudgets":
             self._on_pdb(ev)
-
+        elif storage in WORKLOADS:
+            self._on_workload(ev)
         elif storage == "priorityclasses":
             self._on_priority_class(ev)
         elif storage == "namespaces":
@@ -471,6 +493,27 @@ class SchedulerLoop:
             log.warning("kubesim: scheduler skips PriorityClass %s: %s", ev.key[1], exc)
             return
         self.snapshot.priority_classes[pc.name] = pc
+
+    def _on_workload(self, ev: Event) -> None:
+        """Keep the snapshot's Services and workload lists; rebuilt only when a selector or
+        the membership changes (status writes of a ReplicaSet are most of its events)."""
+        attr, convert = WORKLOADS[ev.storage]
+        known = self._workloads[ev.storage]
+        key = f"{ev.key[0]}/{ev.key[1]}"
+        if ev.type == DELETED:
+            if known.pop(key, None) is None:
+                return
+        else:
+            try:
+                obj = convert(ev.obj)
+            except InvalidObject as exc:
+                log.warning("kubesim: scheduler skips %s %s: %s", ev.storage, key, exc)
+                return
+            old = known.get(key)
+            known[key] = obj
+            if old is not None and old.uid == obj.uid and old.selector == obj.selector:
+                return
+        setattr(self.snapshot, attr, list(known.values()))
 
     def _on_pdb(self, ev: Event) -> None:
         key = f"{ev.key[0]}/{ev.key[1]}"
