@@ -296,6 +296,7 @@ class SchedulerLoop:
         preemption_mode: Literal["exhaustive", "sampled"] = "exhaustive",
         framework: Framework | None = None,
         history: int = 10000,
+        cross_node_preemption: bool = False,
     ) -> None:
         self.scheduler_name = scheduler_name
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
@@ -303,6 +304,8 @@ class SchedulerLoop:
         self.pod_max_backoff = pod_max_backoff
         self.pod_max_in_unschedulable_pods = pod_max_in_unschedulable_pods
         self.preemption_mode: Literal["exhaustive", "sampled"] = preemption_mode
+        # Beyond kube (``scheduler.preemption.crossnode``); off: kube's DefaultPreemption.
+        self.cross_node_preemption = cross_node_preemption
         self.framework = framework if framework is not None else default_framework()
         self.history = history
         self.snapshot = Snapshot()
@@ -758,6 +761,7 @@ class SchedulerLoop:
             mode=self.preemption_mode,
             framework=self.framework,
             now=self._sim.rest.clock() if self._sim is not None else None,
+            cross_node=self.cross_node_preemption,
         )
         nominating: NominatingInfo | None = None
         victims: tuple[str, ...] = ()
