@@ -196,6 +196,7 @@ class Kubelet:
         self._stopping: dict[str, asyncio.Task[None]] = {}
         # Admitted, not terminal pods per node: what admission checks a new pod against.
         self._admitted: dict[str, dict[Key, Pod]] = {}
+        self._admitted_on: dict[Key, str] = {}  # pod -> its node in ``_admitted``
 
     # --- hooks for tests and fault injection ------------------------------------------------
 
@@ -220,6 +221,8 @@ class Kubelet:
         getters: dict[str, asyncio.Future[Event]] = {}
         for rt in sim.runtimes.values():
             rt.on_exit = self._container_exited
+        self._admitted.clear()
+        self._admitted_on.clear()
         try:
             for node in list(store.items("nodes")):
                 self._complete_node(node)
@@ -526,19 +529,24 @@ class Kubelet:
             return
         if key in self.sim.rest.pods_to_start:
             return
-        held = self._admitted.setdefault(str(node_name), {})
+        held = self._admitted.get(str(node_name), {})
         known = held.get(key)
         if known is not None and known.uid == meta.get("uid"):
             return
         try:
-            held[key] = Pod.from_dict(pod)
+            self._admit_record(str(node_name), key, Pod.from_dict(pod))
         except InvalidObject:
-            held.pop(key, None)
+            self._untrack(key)
+
+    def _admit_record(self, node_name: str, key: Key, pod: Pod) -> None:
+        self._untrack(key)
+        self._admitted.setdefault(node_name, {})[key] = pod
+        self._admitted_on[key] = node_name
 
     def _untrack(self, key: Key) -> None:
-        for held in self._admitted.values():
-            if held.pop(key, None) is not None:
-                return
+        node_name = self._admitted_on.pop(key, None)
+        if node_name is not None:
+            self._admitted.get(node_name, {}).pop(key, None)
 
     def _admission(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[str, str] | None:
         """``canAdmitPod``: why the pod may not run on this node, or None."""
@@ -662,7 +670,7 @@ class Kubelet:
         except StatusError:
             return
         with contextlib.suppress(InvalidObject):
-            self._admitted.setdefault(node_name, {})[key] = Pod.from_dict(new)
+            self._admit_record(node_name, key, Pod.from_dict(new))
         self._container_events(pod, node_name=node_name)
         if not ready:
             self._later(self._ready_timers, key, uid, delay, self._become_ready)
