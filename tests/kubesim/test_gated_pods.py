@@ -196,3 +196,15 @@ async def test_kubectl_shows_scheduling_gated_and_patches_a_node_selector(
     stored = sim.get("Pod", "default", "gated")
     assert stored is not None
     assert stored["spec"]["nodeSelector"] == {"disk": "ssd", "zone": "a"}
+
+
+async def test_a_gated_pod_may_gain_tolerations_but_not_lose_them(sim: Simulator) -> None:
+    create(sim, gated(tolerations=[{"key": "a", "operator": "Exists"}]))
+    obj = update(
+        sim, "gated", lambda s: s["tolerations"].append({"key": "b", "operator": "Exists"})
+    )
+    keys = [t["key"] for t in obj["spec"]["tolerations"]]
+    assert keys[0] == "a" and keys[-1] == "b"  # the default not-ready/unreachable in between
+    with pytest.raises(StatusError) as exc:
+        update(sim, "gated", lambda s: s.update(tolerations=[]))
+    assert "spec: Forbidden: pod updates may not change fields other than" in exc.value.message
