@@ -11,7 +11,9 @@ cluster only through the store and its watch, as the real one sees only the API.
 What is reproduced (``pkg/scheduler/eventhandlers.go``, ``schedule_one.go``,
 ``framework/preemption``):
 
-* informers: pods, nodes, PDBs, PriorityClasses and Namespaces are listed, then watched; the
+* informers: pods, nodes, PDBs, PriorityClasses, Namespaces, and the Services,
+  ReplicationControllers, ReplicaSets and StatefulSets whose selectors PodTopologySpread's
+  system default spreading reads, are listed, then watched; the
   events of one burst are applied together in resourceVersion order before the next cycles,
   and change the ``Snapshot`` in place (``add_pod``/``remove_pod``/``add_node``…) — it is never
   rebuilt. Terminal pods (Succeeded/Failed) hold no resources, as in the scheduler cache;
@@ -46,6 +48,8 @@ What is reproduced (``pkg/scheduler/eventhandlers.go``, ``schedule_one.go``,
   deleted or bound meanwhile;
 * events are ``events.k8s.io/v1`` with ``reportingController: default-scheduler``, created
   through the REST layer (so they are validated and watched like any client's).
+* metrics (``kubesim.scheduler_metrics``): kube-scheduler's pending pods per queue, schedule
+  attempts by result, preemption attempts and victims, on the API server's ``/metrics``.
 
 The loop's own work per pod does not grow with the number of pods: watch events are drained
 in bursts and applied in one pass; the snapshot is changed in place; a pod update that

@@ -12,6 +12,12 @@ What a real kubelet reports, without running anything:
   conditions that are missing. What the manifest says is kept: a node seeded NotReady stays
   NotReady — a dead kubelet, which starts no pod and renews no lease until the node is Ready
   again. So typed clients (kubernetes-asyncio ``list_node``) accept every node.
+* **Node labels** (``initialNode``): ``kubernetes.io/hostname`` (the node name),
+  ``kubernetes.io/os`` and ``kubernetes.io/arch`` (from ``nodeInfo``; amd64, or the machine's
+  for process nodes) are added where a node lacks them; a manifest's values are kept.
+* **Admission** (``kubesim.node.admission``): before starting a bound pod the kubelet checks it
+  against the pods it already admitted on the node; a pod without room (or not matching the
+  node) ends ``Failed`` with ``OutOfcpu``/``OutOfmemory``/``OutOfpods``/… and a Warning event.
 * **Node lease** (``pkg/kubelet/nodelease``): a ``coordination.k8s.io/v1`` Lease named after
   the node in ``kube-node-lease``, owned by the Node, ``holderIdentity`` the node name,
   ``leaseDurationSeconds: 40``, ``renewTime`` renewed every 10 s (× time scale, but not more
