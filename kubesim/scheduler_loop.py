@@ -11,7 +11,9 @@ cluster only through the store and its watch, as the real one sees only the API.
 What is reproduced (``pkg/scheduler/eventhandlers.go``, ``schedule_one.go``,
 ``framework/preemption``):
 
-* informers: pods, nodes, PDBs, PriorityClasses and Namespaces are listed, then watched; the
+* informers: pods, nodes, PDBs, PriorityClasses, Namespaces, and the Services,
+  ReplicationControllers, ReplicaSets and StatefulSets whose selectors PodTopologySpread's
+  system default spreading reads, are listed, then watched; the
   events of one burst are applied together in resourceVersion order before the next cycles,
   and change the ``Snapshot`` in place (``add_pod``/``remove_pod``/``add_node``…) — it is never
   rebuilt. Terminal pods (Succeeded/Failed) hold no resources, as in the scheduler cache;
@@ -46,6 +48,8 @@ What is reproduced (``pkg/scheduler/eventhandlers.go``, ``schedule_one.go``,
   deleted or bound meanwhile;
 * events are ``events.k8s.io/v1`` with ``reportingController: default-scheduler``, created
   through the REST layer (so they are validated and watched like any client's).
+* metrics (``kubesim.scheduler_metrics``): kube-scheduler's pending pods per queue, schedule
+  attempts by result, preemption attempts and victims, on the API server's ``/metrics``.
 
 The loop's own work per pod does not grow with the number of pods: watch events are drained
 in bursts and applied in one pass; the snapshot is changed in place; a pod update that
@@ -69,7 +73,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -78,6 +82,7 @@ from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import ADDED, DELETED, Event, Subscription, clone
 from kubesim.apiserver.timefields import format_micro_time
+from kubesim.scheduler_metrics import SchedulerMetrics
 from scheduler.apierrors import AdmissionError
 from scheduler.filters import default_framework
 from scheduler.framework import Code, Framework, fit_error_message
@@ -89,6 +94,10 @@ from scheduler.objects import (
     PodCondition,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
     format_time,
     parse_time,
 )
@@ -123,7 +132,22 @@ log = logging.getLogger("kubesim")
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 REPORTING_INSTANCE: Final = "default-scheduler-kubesim"
-WATCHED: Final = ("namespaces", "priorityclasses", "poddisruptionbudgets", "nodes", "pods")
+# Services and the workload controllers carry the selectors of PodTopologySpread's system
+# default spreading (``helper.DefaultSelector``).
+WORKLOADS: Final[dict[str, tuple[str, Callable[[Mapping[str, Any]], Any]]]] = {
+    "services": ("services", Service.from_dict),
+    "replicationcontrollers": ("replication_controllers", ReplicationController.from_dict),
+    "replicasets": ("replica_sets", ReplicaSet.from_dict),
+    "statefulsets": ("stateful_sets", StatefulSet.from_dict),
+}
+WATCHED: Final = (
+    "namespaces",
+    "priorityclasses",
+    "poddisruptionbudgets",
+    *WORKLOADS,
+    "nodes",
+    "pods",
+)
 MAX_MESSAGE: Final = 1024  # the events recorder truncates notes to 1 kB
 BACKOFF_FLUSH_PERIOD: Final = 1.0  # seconds of scheduler time, as upstream's flusher
 LEFTOVER_FLUSH_PERIOD: Final = 30.0
@@ -276,6 +300,7 @@ class SchedulerLoop:
         preemption_mode: Literal["exhaustive", "sampled"] = "exhaustive",
         framework: Framework | None = None,
         history: int = 10000,
+        cross_node_preemption: bool = False,
     ) -> None:
         self.scheduler_name = scheduler_name
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
@@ -283,6 +308,8 @@ class SchedulerLoop:
         self.pod_max_backoff = pod_max_backoff
         self.pod_max_in_unschedulable_pods = pod_max_in_unschedulable_pods
         self.preemption_mode: Literal["exhaustive", "sampled"] = preemption_mode
+        # Beyond kube (``scheduler.preemption.crossnode``); off: kube's DefaultPreemption.
+        self.cross_node_preemption = cross_node_preemption
         self.framework = framework if framework is not None else default_framework()
         self.history = history
         self.snapshot = Snapshot()
@@ -293,6 +320,8 @@ class SchedulerLoop:
         self._sim: Simulator | None = None
         self._pods: dict[str, Pod] = {}  # key -> latest typed pod (all pods we track)
         self._nodes: dict[str, dict[str, Any]] = {}  # name -> latest stored node
+        # storage -> key -> typed Service / ReplicationController / ReplicaSet / StatefulSet
+        self._workloads: dict[str, dict[str, Any]] = {storage: {} for storage in WORKLOADS}
         self._pending_events: list[Event] = []
         self._wake: asyncio.Event | None = None
         self._admission = PriorityAdmission()
@@ -305,6 +334,8 @@ class SchedulerLoop:
         self._events_rt: ResourceType | None = None
         self._last_stamp = 0
         self._subs: list[Subscription] = []
+        # kube-scheduler's metrics; served on the API server's /metrics while the loop runs.
+        self.metrics = SchedulerMetrics(lambda: self.queue)
 
     # --- time ---------------------------------------------------------------------------------
 
@@ -338,6 +369,9 @@ class SchedulerLoop:
         subs = self._subs = [store.subscribe(s) for s in WATCHED]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         ticker = asyncio.create_task(self._ticker())
+        registry = getattr(sim.server, "metrics", None)
+        if registry is not None:
+            registry.register(self.metrics)
         try:
             await self._initial_list()
             while True:
@@ -354,6 +388,8 @@ class SchedulerLoop:
                 # Let the rest of a burst of writes land: one drain applies them all.
                 await asyncio.sleep(0)
         finally:
+            if registry is not None:
+                registry.unregister(self.metrics)
             ticker.cancel()
             for task in pumps:
                 task.cancel()
@@ -441,6 +477,8 @@ class SchedulerLoop:
             self._on_node(ev)
         elif storage == "poddisruptionbudgets":
             self._on_pdb(ev)
+        elif storage in WORKLOADS:
+            self._on_workload(ev)
         elif storage == "priorityclasses":
             self._on_priority_class(ev)
         elif storage == "namespaces":
@@ -462,6 +500,27 @@ class SchedulerLoop:
             log.warning("kubesim: scheduler skips PriorityClass %s: %s", ev.key[1], exc)
             return
         self.snapshot.priority_classes[pc.name] = pc
+
+    def _on_workload(self, ev: Event) -> None:
+        """Keep the snapshot's Services and workload lists; rebuilt only when a selector or
+        the membership changes (status writes of a ReplicaSet are most of its events)."""
+        attr, convert = WORKLOADS[ev.storage]
+        known = self._workloads[ev.storage]
+        key = f"{ev.key[0]}/{ev.key[1]}"
+        if ev.type == DELETED:
+            if known.pop(key, None) is None:
+                return
+        else:
+            try:
+                obj = convert(ev.obj)
+            except InvalidObject as exc:
+                log.warning("kubesim: scheduler skips %s %s: %s", ev.storage, key, exc)
+                return
+            old = known.get(key)
+            known[key] = obj
+            if old is not None and old.uid == obj.uid and old.selector == obj.selector:
+                return
+        setattr(self.snapshot, attr, list(known.values()))
 
     def _on_pdb(self, ev: Event) -> None:
         key = f"{ev.key[0]}/{ev.key[1]}"
@@ -658,6 +717,7 @@ class SchedulerLoop:
                 old_obj=assumed,
             )
             message = f'running Bind plugin "DefaultBinder": {err.message}'
+            self.metrics.schedule_attempt("error", self.scheduler_name)
             self._record(Decision(pod.key, pod.uid, cycle, start, message=message))
             pinfo.unschedulable_plugins = set()
             pinfo.pending_plugins = set()
@@ -670,6 +730,7 @@ class SchedulerLoop:
             )
             return
         self.bound += 1
+        self.metrics.schedule_attempt("scheduled", self.scheduler_name)
         self._record(Decision(pod.key, pod.uid, cycle, start, node=host))
         self._event(
             stored,
@@ -686,6 +747,7 @@ class SchedulerLoop:
         status = result.status
         if status.code is not Code.Unschedulable:
             message = status.message or "scheduling failed"
+            self.metrics.schedule_attempt("error", self.scheduler_name)
             self._record(Decision(pod.key, pod.uid, cycle, start, message=message))
             pinfo.unschedulable_plugins = set()
             pinfo.pending_plugins = set()
@@ -694,6 +756,8 @@ class SchedulerLoop:
         diagnosis = result.diagnosis
         pinfo.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
         pinfo.pending_plugins = set(diagnosis.pending_plugins)
+        self.metrics.schedule_attempt("unschedulable", self.scheduler_name)
+        self.metrics.preemption_attempt()
         outcome = preempt(
             pod,
             self.snapshot,
@@ -701,6 +765,7 @@ class SchedulerLoop:
             mode=self.preemption_mode,
             framework=self.framework,
             now=self._sim.rest.clock() if self._sim is not None else None,
+            cross_node=self.cross_node_preemption,
         )
         nominating: NominatingInfo | None = None
         victims: tuple[str, ...] = ()
@@ -708,6 +773,7 @@ class SchedulerLoop:
             nominating = NominatingInfo(NominatingMode.Override, outcome.nominated_node_name)
         if outcome.nominated_node_name:
             victims = self._prepare_candidate(pod, outcome)
+            self.metrics.preemption_victims(len(outcome.victims))
         post_filter_msg = "" if outcome.status.code is Code.Success else outcome.status.message
         message = fit_error_message(
             len(self.snapshot.node_info_list),

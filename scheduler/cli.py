@@ -111,6 +111,14 @@ def cli() -> None:
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --mode sampled.")
 @click.option(
+    "--cross-node-preemption",
+    "cross_node",
+    is_flag=True,
+    default=False,
+    help="Beyond kube: also preempt lower-priority pods on other nodes of a topology domain"
+    " that block the pod by anti-affinity (off: kube's behaviour).",
+)
+@click.option(
     "--now",
     default=None,
     help="RFC 3339 time that unset pod start times count as (default: later than any).",
@@ -122,6 +130,7 @@ def simulate(  # noqa: PLR0917 - click passes options positionally
     output: Literal["table", "json"],
     mode: Literal["exhaustive", "sampled"],
     seed: int,
+    cross_node: bool,
     now: str | None,
     validation: Validation,
 ) -> None:
@@ -146,7 +155,9 @@ def simulate(  # noqa: PLR0917 - click passes options positionally
             pending.append(obj)
             origin[obj.key] = path
     try:
-        report = run_simulation(objects, pending=pending, mode=mode, seed=seed, now=at)
+        report = run_simulation(
+            objects, pending=pending, mode=mode, seed=seed, now=at, cross_node=cross_node
+        )
     except SimulationError as exc:
         raise BadInput(f"{origin.get(exc.pod, cluster)}: {exc}") from None
     if output == "json":

@@ -188,17 +188,22 @@ def simulate(
     mode: Literal["exhaustive", "sampled"] = "exhaustive",
     seed: int = 0,
     now: float | None = None,
+    cross_node: bool = False,
 ) -> SimulationReport:
     """Schedule (or preempt for) every pending pod of ``objects`` and ``pending`` in turn.
 
     ``now`` is the time unset pod start times count as (see ``preempt``); ``seed`` feeds the
-    sampled preemption mode's random offset.
+    sampled preemption mode's random offset; ``cross_node`` allows victims on other nodes of
+    a blocking topology domain (beyond kube, see ``scheduler.preemption.crossnode``).
     """
     snapshot, queue = build_snapshot(objects, pending=pending)
     # activeQ order: priority first, then arrival (a stable sort keeps input order).
     order = sorted(range(len(queue)), key=lambda i: -queue[i].priority)
     rng = random.Random(seed)
-    decisions = [_decide(queue[i], snapshot, mode=mode, rng=rng, now=now) for i in order]
+    decisions = [
+        _decide(queue[i], snapshot, mode=mode, rng=rng, now=now, cross_node=cross_node)
+        for i in order
+    ]
     return SimulationReport(nodes=len(snapshot.node_info_list), decisions=decisions)
 
 
@@ -209,6 +214,7 @@ def _decide(
     mode: Literal["exhaustive", "sampled"],
     rng: random.Random,
     now: float | None,
+    cross_node: bool = False,
 ) -> Decision:
     decision = Decision(
         pod=pod.key,
@@ -230,7 +236,13 @@ def _decide(
 
     decision.message = result.message
     outcome: PreemptionResult = preempt(
-        pod, snapshot, node_statuses=result.node_statuses, mode=mode, rng=rng, now=now
+        pod,
+        snapshot,
+        node_statuses=result.node_statuses,
+        mode=mode,
+        rng=rng,
+        now=now,
+        cross_node=cross_node,
     )
     decision.explanation = outcome.explanation.lines()
     if not outcome.nominated_node_name:
@@ -240,7 +252,7 @@ def _decide(
     node = outcome.nominated_node_name
     decision.outcome = "preempting"
     decision.nominated_node = node
-    decision.victims = [VictimInfo(v.key, node, v.priority) for v in outcome.victims]
+    decision.victims = [VictimInfo(v.key, v.node_name or node, v.priority) for v in outcome.victims]
     verdict = outcome.explanation.verdict(node)
     decision.pdb_violations = verdict.num_pdb_violations if verdict is not None else 0
     for victim in outcome.victims:

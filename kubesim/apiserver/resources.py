@@ -356,6 +356,20 @@ def _build() -> list[ResourceType]:
             namespaced=False,
             short_names=("pc",),
         ),
+        # Served so that workloads' Services reach the scheduler's default spreading; no
+        # cluster IPs or endpoints are allocated.
+        ResourceType(
+            "",
+            "v1",
+            "Service",
+            "services",
+            "service",
+            namespaced=True,
+            short_names=("svc",),
+            categories=_WORKLOAD_CATEGORIES,
+            subresources=(_status("Service"),),
+            has_status=True,
+        ),
         *_access_control_types(),
     ]
 

@@ -49,6 +49,7 @@ from typing import Any, Final
 
 import yaml
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from kubesim.apiserver import discovery, fieldvalidation, openapi, protobuf, scale
 from kubesim.apiserver.patch import (
@@ -410,6 +411,8 @@ class ApiServer:
         self.subresources: dict[tuple[str, str, str], SubresourceHandler] = {}
         # /_kubesim/<name> control endpoints: name -> handler(request) -> response
         self.control: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]] = {}
+        # /metrics: the simulator's own registry (the scheduler loop's metrics), not the global.
+        self.metrics = CollectorRegistry(auto_describe=False)
         for rt in registry.types:
             if rt.subresource("status") is not None:
                 self.subresources[(rt.group, rt.plural, "status")] = self._status_subresource
@@ -578,6 +581,10 @@ class ApiServer:
             return json_response(discovery.version_info(self.version_minor))
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok", content_type="text/plain")
+        if path == "/metrics":
+            return web.Response(
+                body=generate_latest(self.metrics), headers={"Content-Type": CONTENT_TYPE_LATEST}
+            )
         if path == "/api":
             agg = discovery.wants_aggregated(accept)
             if agg:
@@ -630,6 +637,7 @@ class ApiServer:
                 )
         if path == "/":
             paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
+            paths.append("/metrics")
             for g, vs in self.registry.groups():
                 paths.append(f"/apis/{g}")
                 paths.extend(f"/apis/{g}/{v}" for v in vs)

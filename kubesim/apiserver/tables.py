@@ -114,6 +114,10 @@ def _pod_row(pod: Mapping[str, Any], now: float) -> list[Any]:
     ready = sum(1 for c in statuses if c.get("ready"))
     restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
     reason = status.get("reason") or status.get("phase") or "Unknown"
+    for cond in status.get("conditions") or []:
+        # printPod: PodScheduled=False with reason SchedulingGated names the pod's state.
+        if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
     for c in statuses:
         state = c.get("state") or {}
         if "waiting" in state and state["waiting"].get("reason"):

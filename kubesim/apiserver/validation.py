@@ -38,6 +38,7 @@ from scheduler.objects import (
     PodDisruptionBudget,
     PriorityClass,
 )
+from scheduler.queue.validation import validate_pod_update_while_gated
 
 __all__ = [
     "POD_UPDATE_FORBIDDEN",
@@ -326,11 +327,48 @@ def _masked_spec(spec: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str,
     return out
 
 
+def _gated_directive_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause] | None:
+    """The scheduling-directive rules (``scheduler.queue.validation``) as causes; None when
+    either pod does not convert (the spec comparison then decides alone)."""
+    try:
+        old_pod, new_pod = Pod.from_dict(old), Pod.from_dict(new)
+    except InvalidObject:
+        return None
+    return [
+        Cause(err.type.value, err.error_body(), err.field)
+        for err in validate_pod_update_while_gated(old_pod, new_pod)
+        if err.field != "spec"  # the catch-all comes from the full spec comparison below
+    ]
+
+
+def _mask_gated_directives(masked: dict[str, Any], old_spec: Mapping[str, Any]) -> None:
+    """A gated pod's nodeSelector and node affinity were checked on their own: take the old."""
+    if "nodeSelector" in old_spec:
+        masked["nodeSelector"] = old_spec["nodeSelector"]
+    else:
+        masked.pop("nodeSelector", None)
+    old_affinity = old_spec.get("affinity")
+    old_na = old_affinity.get("nodeAffinity") if isinstance(old_affinity, Mapping) else None
+    affinity = masked.get("affinity")
+    affinity = dict(affinity) if isinstance(affinity, Mapping) else {}
+    if old_na is not None:
+        affinity["nodeAffinity"] = old_na
+    else:
+        affinity.pop("nodeAffinity", None)
+    if affinity or isinstance(old_affinity, Mapping):
+        masked["affinity"] = affinity
+    else:
+        masked.pop("affinity", None)
+
+
 def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
     """The spec part of ``ValidatePodUpdate``: 422 ``spec: Forbidden: pod updates may not ...``.
 
-    kube appends a ``cmp.Diff`` of the Go structs to the message; kubesim appends the changed
-    top-level spec fields as ``- field: old`` / ``+ field: new`` lines instead.
+    Scheduling gates may only be removed; while the old pod is gated its nodeSelector may gain
+    keys and its required node affinity may be tightened (``scheduler.queue.validation``,
+    with kube's messages). kube appends a ``cmp.Diff`` of the Go structs to the catch-all
+    message; kubesim appends the changed top-level spec fields as ``- field: old`` /
+    ``+ field: new`` lines instead.
     """
     new_spec = new.get("spec") or {}
     old_spec = old.get("spec") or {}
@@ -338,11 +376,20 @@ def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
     old_tols = old_spec.get("tolerations") or []
     new_tols = new_spec.get("tolerations") or []
     tolerations_ok = all(t in new_tols for t in old_tols)
-    gates_ok = all(
-        g in (old_spec.get("schedulingGates") or []) for g in new_spec.get("schedulingGates") or []
-    )
+    causes = _gated_directive_errors(new, old)
     masked = _masked_spec(new_spec, old_spec)
-    if masked == old_spec and tolerations_ok and gates_ok:
+    if causes is None:
+        causes = []
+        if not all(
+            g in (old_spec.get("schedulingGates") or [])
+            for g in new_spec.get("schedulingGates") or []
+        ):
+            masked["schedulingGates"] = new_spec.get("schedulingGates")
+    elif old_spec.get("schedulingGates"):
+        _mask_gated_directives(masked, old_spec)
+    if masked == old_spec and tolerations_ok:
+        if causes:
+            raise invalid("Pod", "", name, causes)
         return
     lines = []
     for key in sorted(set(masked) | set(old_spec)):
@@ -352,7 +399,8 @@ def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
     if not tolerations_ok:
         lines.append("   tolerations: existing tolerations may not be removed")
     detail = f"Forbidden: {POD_UPDATE_FORBIDDEN}\n" + "\n".join(lines)
-    raise invalid("Pod", "", name, [Cause("FieldValueForbidden", detail, "spec")])
+    causes.append(Cause("FieldValueForbidden", detail, "spec"))
+    raise invalid("Pod", "", name, causes)
 
 
 # --- defaulting ------------------------------------------------------------------------------

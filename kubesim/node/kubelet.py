@@ -12,6 +12,12 @@ What a real kubelet reports, without running anything:
   conditions that are missing. What the manifest says is kept: a node seeded NotReady stays
   NotReady — a dead kubelet, which starts no pod and renews no lease until the node is Ready
   again. So typed clients (kubernetes-asyncio ``list_node``) accept every node.
+* **Node labels** (``initialNode``): ``kubernetes.io/hostname`` (the node name),
+  ``kubernetes.io/os`` and ``kubernetes.io/arch`` (from ``nodeInfo``; amd64, or the machine's
+  for process nodes) are added where a node lacks them; a manifest's values are kept.
+* **Admission** (``kubesim.node.admission``): before starting a bound pod the kubelet checks it
+  against the pods it already admitted on the node; a pod without room (or not matching the
+  node) ends ``Failed`` with ``OutOfcpu``/``OutOfmemory``/``OutOfpods``/… and a Warning event.
 * **Node lease** (``pkg/kubelet/nodelease``): a ``coordination.k8s.io/v1`` Lease named after
   the node in ``kube-node-lease``, owned by the Node, ``holderIdentity`` the node name,
   ``leaseDurationSeconds: 40``, ``renewTime`` renewed every 10 s (× time scale, but not more
@@ -53,6 +59,7 @@ import contextlib
 import hashlib
 import ipaddress
 import logging
+import platform
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -67,8 +74,9 @@ from kubesim.controllers.base import (
     controller_ref,
 )
 from kubesim.controllers.events import EventRecorder
+from kubesim.node.admission import admit, rejected_status
 from kubesim.node.runtime import ContainerStatus, PodSpecError, ProcessRuntime
-from scheduler.objects import format_micro_time, format_time
+from scheduler.objects import InvalidObject, Node, Pod, format_micro_time, format_time
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -111,6 +119,17 @@ NODE_CONDITIONS: Final = (
     ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
     ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
 )
+TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+OS_LABEL: Final = "kubernetes.io/os"
+ARCH_LABEL: Final = "kubernetes.io/arch"
+_GO_ARCH: Final = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}
+
+
+def machine_arch() -> str:
+    """This machine's architecture in Go's words (``runtime.GOARCH``)."""
+    machine = platform.machine().lower()
+    return _GO_ARCH.get(machine, machine or "amd64")
 
 
 def default_deletion_delay(pod: dict[str, Any], grace: float, time_scale: float) -> float:
@@ -181,6 +200,9 @@ class Kubelet:
         self._process_pods: dict[str, tuple[str, Key]] = {}
         self._starting: dict[str, asyncio.Task[None]] = {}
         self._stopping: dict[str, asyncio.Task[None]] = {}
+        # Admitted, not terminal pods per node: what admission checks a new pod against.
+        self._admitted: dict[str, dict[Key, Pod]] = {}
+        self._admitted_on: dict[Key, str] = {}  # pod -> its node in ``_admitted``
 
     # --- hooks for tests and fault injection ------------------------------------------------
 
@@ -205,11 +227,14 @@ class Kubelet:
         getters: dict[str, asyncio.Future[Event]] = {}
         for rt in sim.runtimes.values():
             rt.on_exit = self._container_exited
+        self._admitted.clear()
+        self._admitted_on.clear()
         try:
             for node in list(store.items("nodes")):
                 self._complete_node(node)
             for pod in list(store.items("pods")):
                 self._remember_ip(pod)
+                self._track(pod)
             for pod in list(store.items("pods")):
                 self._consider_start(pod)
                 self._consider_deletion(pod)
@@ -277,11 +302,13 @@ class Kubelet:
         if ev.type == DELETED:
             self._cancel(ev.key)
             uid = str((ev.obj.get("metadata") or {}).get("uid", ""))
+            self._untrack(ev.key)
             self._forget_pod(ev.key, uid)
             if uid in self._process_pods and uid not in self._stopping:
                 # deleted without a graceful stop (grace 0, a force delete): kill at once
                 self._stop_process_pod(ev.key, uid, 0.0, finish=False)
             return
+        self._track(ev.obj)
         self._consider_start(ev.obj)
         self._consider_deletion(ev.obj)
 
@@ -371,16 +398,47 @@ class Kubelet:
             return None
         return status
 
+    def node_label_defaults(self, node: Mapping[str, Any]) -> dict[str, str] | None:
+        """The node's labels with the kubelet's registration labels added where missing
+        (hostname, os, arch — ``initialNode``), or None when none is missing. Values a
+        manifest gave are kept."""
+        meta = node.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        name = str(meta.get("name", ""))
+        info = (node.get("status") or {}).get("nodeInfo") or {}
+        arch = info.get("architecture") or (
+            machine_arch() if name in self.sim.runtimes else "amd64"
+        )
+        wanted = {
+            HOSTNAME_LABEL: name,
+            OS_LABEL: str(info.get("operatingSystem") or "linux"),
+            ARCH_LABEL: str(arch),
+        }
+        missing = {k: v for k, v in wanted.items() if k not in labels}
+        if not missing:
+            return None
+        return {**labels, **missing}
+
     def _complete_node(self, node: Mapping[str, Any]) -> None:
         self._node_network(node)
+        rt = self.sim.registry.for_kind("v1", "Node")
+        assert rt is not None
+        name = str((node.get("metadata") or {}).get("name", ""))
+        labels = self.node_label_defaults(node)
+        if labels is not None:
+            new = clone(dict(node))
+            new.setdefault("metadata", {})["labels"] = labels
+            try:
+                node, _ = self.sim.rest.update(rt, "", name, new)
+            except StatusError as err:
+                if err.code != 409:
+                    log.warning("kubesim: kubelet could not label node %s: %s", name, err)
+                return  # the next event of this node completes it
         status = self.node_status_defaults(node)
         if status is None:
             return
-        rt = self.sim.registry.for_kind("v1", "Node")
-        assert rt is not None
         new = clone(dict(node))
         new["status"] = status
-        name = str((node.get("metadata") or {}).get("name", ""))
         try:
             self.sim.rest.update(rt, "", name, new, subresource="status")
         except StatusError as err:
@@ -465,6 +523,58 @@ class Kubelet:
         if held is not None and held[0] in self._networks:
             self._networks[held[0]].release(held[1])
 
+    def _track(self, pod: Mapping[str, Any]) -> None:
+        """Keep ``_admitted`` current: bound, not terminal pods the kubelet is not about to
+        admit (pods seeded running, or started earlier)."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        phase = (pod.get("status") or {}).get("phase")
+        if not node_name or phase in TERMINAL_PHASES:
+            self._untrack(key)
+            return
+        if key in self.sim.rest.pods_to_start:
+            return
+        held = self._admitted.get(str(node_name), {})
+        known = held.get(key)
+        if known is not None and known.uid == meta.get("uid"):
+            return
+        try:
+            self._admit_record(str(node_name), key, Pod.from_dict(pod))
+        except InvalidObject:
+            self._untrack(key)
+
+    def _admit_record(self, node_name: str, key: Key, pod: Pod) -> None:
+        self._untrack(key)
+        self._admitted.setdefault(node_name, {})[key] = pod
+        self._admitted_on[key] = node_name
+
+    def _untrack(self, key: Key) -> None:
+        node_name = self._admitted_on.pop(key, None)
+        if node_name is not None:
+            self._admitted.get(node_name, {}).pop(key, None)
+
+    def _admission(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[str, str] | None:
+        """``canAdmitPod``: why the pod may not run on this node, or None."""
+        try:
+            typed, typed_node = Pod.from_dict(pod), Node.from_dict(node)
+        except InvalidObject:
+            return None  # the API server validated it; nothing the kubelet can judge
+        name = typed_node.name
+        others = [p for k, p in self._admitted.get(name, {}).items() if k != _key(pod)]
+        return admit(typed, typed_node, others)
+
+    def _reject(self, pod: dict[str, Any], node_name: str, reason: str, message: str) -> None:
+        """``rejectPod``: a Warning event with the message, then the pod Failed."""
+        self.recorder.event(
+            self.sim, pod, type_="Warning", reason=reason, message=message, host=node_name
+        )
+        new = clone(pod)
+        now = format_time(self.sim.rest.clock())
+        new["status"] = rejected_status(new.get("status") or {}, reason, message, now)
+        with contextlib.suppress(StatusError):
+            self._write_status(_key(pod), new)
+
     def _consider_start(self, pod: dict[str, Any]) -> None:
         sim = self.sim
         meta = pod.get("metadata") or {}
@@ -505,6 +615,11 @@ class Kubelet:
         meta = pod.get("metadata") or {}
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         uid = str(meta.get("uid", ""))
+        node_name = str(node["metadata"]["name"])
+        rejection = self._admission(pod, node)
+        if rejection is not None:
+            self._reject(pod, node_name, *rejection)
+            return
         now = format_time(sim.rest.clock())
         new = clone(pod)
         spec = new.get("spec") or {}
@@ -560,7 +675,8 @@ class Kubelet:
             self._write_status(key, new)
         except StatusError:
             return
-        node_name = str(node["metadata"]["name"])
+        with contextlib.suppress(InvalidObject):
+            self._admit_record(node_name, key, Pod.from_dict(new))
         self._container_events(pod, node_name=node_name)
         if not ready:
             self._later(self._ready_timers, key, uid, delay, self._become_ready)
@@ -1032,3 +1148,8 @@ def _set_pod_conditions(
         key=lambda c: _CONDITION_ORDER.get(str(c.get("type", "")), len(_CONDITION_ORDER))
     )
     status["conditions"] = conditions
+
+
+def _key(pod: Mapping[str, Any]) -> Key:
+    meta = pod.get("metadata") or {}
+    return (str(meta.get("namespace", "")), str(meta.get("name", "")))

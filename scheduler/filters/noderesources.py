@@ -17,6 +17,7 @@ ignores them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final
 
 from scheduler.filters.base import FilterBatchResult, NoPreFilterExtensions, remember
@@ -24,7 +25,14 @@ from scheduler.framework import Code, CycleState, Status
 from scheduler.objects import Pod
 from scheduler.snapshot import NodeInfo, Snapshot
 
-__all__ = ["NAME", "NodeResourcesFit", "fits_request", "is_scalar_resource_name"]
+__all__ = [
+    "NAME",
+    "InsufficientResource",
+    "NodeResourcesFit",
+    "fits_request",
+    "insufficient_resources",
+    "is_scalar_resource_name",
+]
 
 NAME: Final = "NodeResourcesFit"
 _BASIC: Final = ("cpu", "memory", "ephemeral-storage")
@@ -65,6 +73,38 @@ def fits_request(pod: Pod, node_info: NodeInfo) -> Status | None:
     reasons.sort(key=lambda r: order.get(r, 4))
     code = Code.UnschedulableAndUnresolvable if unresolvable else Code.Unschedulable
     return Status(code, reasons)
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientResource:
+    """``noderesources.InsufficientResource``: one resource the node lacks (cpu in millicores)."""
+
+    resource_name: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+
+
+def insufficient_resources(pod: Pod, node_info: NodeInfo) -> list[InsufficientResource]:
+    """``noderesources.Fits``: every resource the node lacks for ``pod``, in upstream's order
+    (pods, cpu, memory, ephemeral-storage, then scalar resources by name) — what the kubelet's
+    admission turns into ``OutOf<resource>``."""
+    allocatable = node_info.allocatable
+    requested = node_info.requested
+    out: list[InsufficientResource] = []
+    allowed = allocatable.get("pods", 0)
+    if len(node_info.pods) + 1 > allowed:
+        out.append(InsufficientResource("pods", "Too many pods", 1, len(node_info.pods), allowed))
+    wanted = _wanted(pod)
+    rank = {name: i for i, name in enumerate(_BASIC)}
+    wanted.sort(key=lambda item: (rank.get(item[0], len(_BASIC)), item[0]))
+    for name, want in wanted:
+        have = allocatable.get(name, 0)
+        used = requested.get(name, 0)
+        if want > have - used:
+            out.append(InsufficientResource(name, f"Insufficient {name}", want, used, have))
+    return out
 
 
 def _wanted(pod: Pod) -> list[tuple[str, int]]:

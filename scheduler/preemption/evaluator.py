@@ -70,6 +70,7 @@ from scheduler.preemption.core import (
     run_pre_filter,
     validate_default_preemption_args,
 )
+from scheduler.preemption.crossnode import NO_REMOTE_BLOCKER, find_cross_node_candidates
 from scheduler.preemption.explain import Explanation
 from scheduler.snapshot import NodeInfo, Snapshot
 
@@ -455,6 +456,7 @@ def preempt(
     min_candidate_nodes_absolute: int = 100,
     is_eligible_pod: IsEligiblePod | None = None,
     naive: bool = False,
+    cross_node: bool = False,
 ) -> PreemptionResult:
     """Decide whether and where ``pod`` preempts, given the Filter statuses of this cycle.
 
@@ -467,6 +469,10 @@ def preempt(
     Cached outcomes assume that Filter plugins and ``is_eligible_pod`` are pure functions of
     their arguments; pass the same framework and predicate objects from call to call (a new
     lambda per call is a new cache key, so nothing is reused).
+
+    ``cross_node=True`` goes beyond kube: when kube's search finds no candidate, victims may
+    also be taken from other nodes of the topology domain where lower-priority pods block the
+    pod by anti-affinity (``scheduler.preemption.crossnode``). Off by default.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -512,9 +518,66 @@ def preempt(
         min_candidate_nodes_absolute,
         is_eligible_pod,
     )
-    if naive:
-        return _preempt_naive(args)
-    return _preempt_fast(args)
+    result = _preempt_naive(args) if naive else _preempt_fast(args)
+    if (
+        cross_node
+        and result.nominated_node_name == ""
+        and result.status.code is Code.Unschedulable
+        and args.pre_filter_rejection is None
+    ):
+        return _preempt_cross_node(args, result)
+    return result
+
+
+def _preempt_cross_node(a: _Args, kube: PreemptionResult) -> PreemptionResult:
+    """kube found no candidate: try the widened victim sets; kube's answer stands otherwise."""
+    search = find_cross_node_candidates(
+        a.pod,
+        a.snapshot,
+        node_statuses=a.node_statuses,
+        framework=a.framework,
+        state=a.state,
+        pdbs=a.pdbs,
+        now=a.now,
+        is_eligible_pod=a.is_eligible_pod,
+    )
+    names = [ni.name for ni in a.snapshot.node_info_list]
+    statuses, _ = _filter_statuses(a.node_statuses, names)
+    outcomes = list(search.outcomes)
+    for i, rec in enumerate(outcomes):
+        # Where no other node matters, kube's own reason for the node is the one to show.
+        if rec is not None and rec.status is not None and rec.status.message == NO_REMOTE_BLOCKER:
+            verdict = kube.explanation.verdict(names[i])
+            if verdict is not None and verdict.verdict == "not_candidate":
+                why = Status(rec.status.code, f"{verdict.reason} ({NO_REMOTE_BLOCKER})")
+                outcomes[i] = NodeOutcome(None, why, None)
+    explanation = Explanation(
+        "",
+        mode=a.mode,
+        names=names,
+        statuses=statuses,
+        outcomes=outcomes,
+        chosen=search.chosen,
+    )
+    if search.chosen < 0:
+        explanation.summary = f"{kube.explanation.summary}; cross-node preemption: no candidate"
+        return PreemptionResult(
+            kube.nominated_node_name,
+            kube.victims,
+            kube.nominated_pods_to_clear,
+            kube.status,
+            explanation,
+        )
+    out = search.outcomes[search.chosen]
+    assert out is not None and out.candidate is not None
+    num_candidates = sum(1 for r in search.outcomes if r is not None and r.key is not None)
+    num_potential = sum(1 for r in search.outcomes if r is not None)
+    result = _success(a.pod, a.snapshot, out, explanation, lambda: (num_candidates, num_potential))
+    where = search.victim_nodes
+    placed = ", ".join(f"{v.key} on {where.get(v.key, '?')}" for v in result.victims)
+    base = result.explanation.summary
+    result.explanation.summary = f"{base}; cross-node preemption (beyond kube): {placed}"
+    return result
 
 
 @dataclass(slots=True)
