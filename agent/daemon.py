@@ -17,12 +17,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from agent.actions import Actions
 from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
 from agent.eviction import EvictionBrake, EvictionDecision, EvictionManager
-from agent.http import health_from, make_app, start_http
+from agent.http import HttpLimits, HttpServer, health_from, make_app, start_http
 from agent.informer import PodInformer
 from agent.loop import EvictionLoop, psi_wakeups
 from agent.metrics import AgentMetrics
@@ -66,12 +64,15 @@ class Agent:
         psi_triggers: bool = True,
         psi_poll_interval: float = 1.0,
         psi_rescan_interval: float = 10.0,
+        http_limits: HttpLimits | None = None,
+        condition_heartbeat: float = 10.0,
     ) -> None:
         self.config = config
         self.api_client = api_client
         self.metrics = metrics or AgentMetrics()
         self.notifier = notifier or Notifier()
         self.serve_http = serve_http
+        self.http_limits = http_limits or HttpLimits()
         self.use_psi = use_psi
         self.psi_triggers = psi_triggers
         self.psi_poll_interval = psi_poll_interval
@@ -108,7 +109,7 @@ class Agent:
             on_held_back=self._held_back,
         )
         self.http_port: int | None = None
-        self._runner: web.AppRunner | None = None
+        self._runner: HttpServer | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._ready_sent = False
         self._psi: list[Any] = []
@@ -222,7 +223,9 @@ class Agent:
                 ready=self.ready,
             )
             host, port = self.config.listen
-            self._runner, self.http_port = await start_http(app, host, port)
+            self._runner, self.http_port = await start_http(
+                app, host, port, limits=self.http_limits
+            )
         self._tasks.append(asyncio.create_task(self.informer.run(), name="pod-informer"))
         # The first sync should see the node's pods; with the API down, protect the node anyway.
         with contextlib.suppress(TimeoutError):
