@@ -73,6 +73,7 @@ class Agent:
         self.notifier = notifier or Notifier()
         self.serve_http = serve_http
         self.http_limits = http_limits or HttpLimits()
+        self.condition_heartbeat = condition_heartbeat
         self.use_psi = use_psi
         self.psi_triggers = psi_triggers
         self.psi_poll_interval = psi_poll_interval
@@ -193,7 +194,9 @@ class Agent:
                 )
             )
             if self.config.node_conditions:
-                self._spawn(self.actions.report_node_conditions(active))
+                self._spawn(
+                    self.actions.report_node_conditions(active, heartbeat=self.condition_heartbeat)
+                )
             if self.config.node_taints:
                 self._spawn(self.actions.report_node_taints(active))
         if not self._ready_sent and self.ready()[0]:
@@ -342,12 +345,19 @@ class Agent:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        # A taint or a True condition left by an agent that is gone would keep pods off the
+        # node (or mislead whoever reads it) for good; the kubelet's own stay in force.
+        # Both writes share one bound: the DaemonSet's grace period is 10 s.
+        clear_all = dict.fromkeys(PRESSURE_CONDITIONS, False)
+        farewell: list[Coroutine[Any, Any, bool]] = []
+        if self.config.node_conditions:
+            farewell.append(self.actions.report_node_conditions(clear_all, stopped=True))
         if self.config.node_taints:
-            # a taint left by an agent that is gone would keep pods off the node for good;
-            # the kubelet's own pressure taints stay in force
+            farewell.append(self.actions.report_node_taints(clear_all))
+        if farewell:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(5.0):
-                    await self.actions.report_node_taints(dict.fromkeys(PRESSURE_CONDITIONS, False))
+                    await asyncio.gather(*farewell, return_exceptions=True)
         for monitor in list(self._psi):
             await monitor.aclose()
         self._psi.clear()
