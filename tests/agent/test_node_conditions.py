@@ -1,4 +1,4 @@
-"""``--node-conditions``: the agent's conditions heartbeat while it runs and are cleared when it stops.
+"""``--node-conditions``: the conditions heartbeat while the agent runs, cleared when it stops.
 
 A condition nobody refreshes cannot be told from one whose writer died, so the agent refreshes
 ``lastHeartbeatTime`` on a period even when nothing changed (as the kubelet does for its own), and
