@@ -202,7 +202,10 @@ class Agent:
         if not self._ready_sent and self.ready()[0]:
             self._ready_sent = True
             self.notifier.ready(f"watching {len(self.informer.pods)} pods")
-            log.info("agent ready", extra={"node": self.config.node_name})
+            log.info(
+                "agent ready",
+                extra={"node": self.config.node_name, "pods": len(self.informer.pods)},
+            )
 
     def _held_back(self, decision: EvictionDecision, note: str) -> None:
         self._spawn(self.actions.write_held_back_event(decision, note))
