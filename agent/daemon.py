@@ -19,7 +19,13 @@ from typing import Any
 
 from agent.actions import Actions
 from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
-from agent.eviction import EvictionBrake, EvictionDecision, EvictionManager
+from agent.eviction import (
+    EvictionBrake,
+    EvictionDecision,
+    EvictionManager,
+    Signal,
+    get_threshold_quantity,
+)
 from agent.http import HttpLimits, HttpServer, health_from, make_app, start_http
 from agent.informer import PodInformer
 from agent.loop import EvictionLoop, psi_wakeups
@@ -66,6 +72,7 @@ class Agent:
         psi_rescan_interval: float = 10.0,
         http_limits: HttpLimits | None = None,
         condition_heartbeat: float = 10.0,
+        memcg_notification: bool | None = None,
     ) -> None:
         self.config = config
         self.api_client = api_client
@@ -74,6 +81,10 @@ class Agent:
         self.serve_http = serve_http
         self.http_limits = http_limits or HttpLimits()
         self.condition_heartbeat = condition_heartbeat
+        self.memcg_notification = (
+            config.kernel_memcg_notification if memcg_notification is None else memcg_notification
+        )
+        self._memcg: dict[str, Any] = {}  # "<signal><<bytes>" -> sources.memcg.MemoryThreshold
         self.use_psi = use_psi
         self.psi_triggers = psi_triggers
         self.psi_poll_interval = psi_poll_interval
@@ -181,6 +192,8 @@ class Agent:
 
     def _after_sync(self) -> None:
         self.metrics.informer_connected.set(1 if self.informer.connected else 0)
+        if self.memcg_notification:
+            self._arm_memcg()
         if self.config.node_conditions or self.config.node_taints:
             active = dict(
                 zip(
@@ -206,6 +219,45 @@ class Agent:
                 "agent ready",
                 extra={"node": self.config.node_name, "pods": len(self.informer.pods)},
             )
+
+    def _arm_memcg(self) -> None:
+        """(Re-)arm a kernel memory threshold per memory signal threshold (cgroup v1).
+
+        The kernel signals the moment usage crosses the value at which the threshold is met
+        (``agent.sources.memcg``), and the loop syncs at once instead of at its next poll:
+        ``memory.available`` on the node cgroup, ``allocatableMemory.available`` on kubepods.
+        """
+        from agent.sources.memcg import MemoryThreshold, read_inactive_file, usage_threshold
+
+        layout = getattr(self.collector, "layout", None)
+        if layout is None or not layout.is_v1_memory:
+            return
+        for threshold in self.manager.thresholds:
+            if threshold.signal == Signal.MEMORY_AVAILABLE:
+                rel: str | None = self.config.node_cgroup
+            elif threshold.signal == Signal.ALLOCATABLE_MEMORY_AVAILABLE:
+                rel = layout.kubepods
+            else:
+                continue
+            observed = self.manager.last_observations.get(threshold.signal)
+            if observed is None or rel is None:
+                continue
+            cgroup = layout.memory_root / rel if rel else layout.memory_root
+            available = get_threshold_quantity(threshold.value, observed.capacity)
+            key = f"{threshold.signal}<{available}"
+            notifier = self._memcg.get(key)
+            if notifier is None:
+                notifier = MemoryThreshold(cgroup, lambda: self.loop.wake("memcg"), name=key)
+                self._memcg[key] = notifier
+            if notifier.refused is not None:
+                continue
+            inactive = read_inactive_file(cgroup)
+            if inactive is not None:
+                notifier.update(
+                    usage_threshold(
+                        capacity=observed.capacity, available=available, inactive_file=inactive
+                    )
+                )
 
     def _held_back(self, decision: EvictionDecision, note: str) -> None:
         self._spawn(self.actions.write_held_back_event(decision, note))
@@ -364,6 +416,9 @@ class Agent:
         for monitor in list(self._psi):
             await monitor.aclose()
         self._psi.clear()
+        for notifier in self._memcg.values():
+            notifier.close()
+        self._memcg.clear()
         if self.collector is not None:
             await self.collector.aclose()
         if self.actions.evictor is not None:
