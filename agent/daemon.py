@@ -84,7 +84,8 @@ class Agent:
         self.memcg_notification = (
             config.kernel_memcg_notification if memcg_notification is None else memcg_notification
         )
-        self._memcg: dict[str, Any] = {}  # "<signal><<bytes>" -> sources.memcg.MemoryThreshold
+        # sources.memcg: "<signal><<bytes>" -> MemoryThreshold (v1), path -> MemoryEventsWatch (v2)
+        self._memcg: dict[str, Any] = {}
         self.use_psi = use_psi
         self.psi_triggers = psi_triggers
         self.psi_poll_interval = psi_poll_interval
@@ -226,11 +227,27 @@ class Agent:
         The kernel signals the moment usage crosses the value at which the threshold is met
         (``agent.sources.memcg``), and the loop syncs at once instead of at its next poll:
         ``memory.available`` on the node cgroup, ``allocatableMemory.available`` on kubepods.
+        On cgroup v2, ``memory.events`` of the same cgroups is watched instead.
         """
-        from agent.sources.memcg import MemoryThreshold, read_inactive_file, usage_threshold
+        from agent.sources.memcg import (
+            MemoryEventsWatch,
+            MemoryThreshold,
+            read_inactive_file,
+            usage_threshold,
+        )
 
         layout = getattr(self.collector, "layout", None)
-        if layout is None or not layout.is_v1_memory:
+        if layout is None:
+            return
+        if not layout.is_v1_memory:
+            # v2: no usage thresholds; the node cgroup's and kubepods' memory.events say when
+            # they reach memory.high or their limit (the root has no memory.events)
+            for watched in {self.config.node_cgroup, layout.kubepods} - {None, ""}:
+                path = layout.memory_root / str(watched) / "memory.events"
+                if str(path) not in self._memcg and path.exists():
+                    watch = MemoryEventsWatch(path, lambda: self.loop.wake("memcg"))
+                    watch.start()
+                    self._memcg[str(path)] = watch
             return
         for threshold in self.manager.thresholds:
             if threshold.signal == Signal.MEMORY_AVAILABLE:

@@ -1,4 +1,4 @@
-"""The kernel's own announcement of a memory crossing: cgroup v1 memory thresholds.
+"""The kernel's own announcement of memory trouble: cgroup v1 thresholds, cgroup v2 events.
 
 Why: between two syncs a pod can allocate faster than any poll. On ``make demo``'s node (640Mi,
 ``memory.available<200Mi``) the 200 MiB of headroom last 62 ms at 3,200 MiB/s, less than the
@@ -20,23 +20,32 @@ is ``usage − inactive_file``, so a threshold of ``T`` available is crossed whe
 ``capacity − T + inactive_file``. ``inactive_file`` moves, so the daemon re-arms after every sync
 (``update``: only when the value moved by a MiB or more, as re-arming costs a few syscalls).
 
-cgroup v2 has no usage thresholds; there the agent relies on PSI triggers (``psi.py``: the
-node's ``/proc/pressure/memory`` and kubepods' ``memory.pressure``) and its fast check. Refusals
-(no ``cgroup.event_control``: v2 or a kernel without memcg events; EACCES or EROFS: not root, a
-read-only mount) are logged once and leave the agent on polling — never an error.
+cgroup v2 has no usage thresholds (the kubelet's notifier is a no-op there,
+kubernetes/kubernetes#106331). What it has: PSI triggers (``psi.py``: the node's
+``/proc/pressure/memory`` and kubepods' ``memory.pressure``, a stall-based wake) and
+``memory.events``, whose ``high``/``max``/``oom``/``oom_kill`` counters move when the cgroup
+reaches ``memory.high`` or its limit; the kernel raises a "file modified" event on the file
+(cgroup-v2.rst), which ``MemoryEventsWatch`` receives through inotify — an ordinary readable
+descriptor again, and read access is all it needs (the DaemonSet's read-only mounts will do).
+It is the last moment before the OOM killer, not the crossing of the agent's line, so on v2 the
+agent still relies first on PSI and its fast check.
+
+Refusals (no ``cgroup.event_control``: a kernel without memcg events; EACCES or EROFS: not root,
+a read-only mount; no inotify) are logged once and leave the agent on polling — never an error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-__all__ = ["MemoryThreshold", "usage_threshold"]
+__all__ = ["MemoryEventsWatch", "MemoryThreshold", "read_memory_events", "usage_threshold"]
 
 log = logging.getLogger(__name__)
 
@@ -146,3 +155,106 @@ class MemoryThreshold:
             self._loop.remove_reader(efd)
         with contextlib.suppress(OSError):
             os.close(efd)
+
+
+# inotify(7): IN_MODIFY, and inotify_init1's flags (the O_ values)
+_IN_MODIFY: Final = 0x00000002
+_IN_NONBLOCK: Final = os.O_NONBLOCK
+_IN_CLOEXEC: Final = os.O_CLOEXEC
+# counters that mean the cgroup ran into memory.high or its limit
+WATCHED_EVENTS: Final = ("high", "max", "oom", "oom_kill")
+
+
+def read_memory_events(path: Path) -> dict[str, int]:
+    """A v2 ``memory.events`` file as counters; empty when unreadable."""
+    out: dict[str, int] = {}
+    try:
+        text = path.read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        with contextlib.suppress(ValueError):
+            out[key] = int(value)
+    return out
+
+
+class MemoryEventsWatch:
+    """cgroup v2: ``on_event`` runs in the event loop when ``memory.events`` counts a
+    ``high``, ``max``, ``oom`` or ``oom_kill`` event (the kernel's file-modified notification,
+    received through inotify)."""
+
+    def __init__(self, events_file: Path, on_event: Callable[[], None]) -> None:
+        self.path = events_file
+        self.on_event = on_event
+        self.counts: dict[str, int] = {}
+        self.events = 0
+        self.refused: str | None = None
+        self._fd: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def watching(self) -> bool:
+        return self._fd is not None
+
+    def start(self) -> bool:
+        if self._fd is not None:
+            return True
+        if self.refused is not None:
+            return False
+        try:
+            fd = _inotify_watch(self.path)
+        except OSError as exc:
+            self.refused = f"{type(exc).__name__}: {exc}"
+            log.info(
+                "memory.events notification not available",
+                extra={"path": str(self.path), "err": self.refused},
+            )
+            return False
+        self._fd = fd
+        self.counts = read_memory_events(self.path)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(fd, self._readable)
+        return True
+
+    def _readable(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            while os.read(self._fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.close()
+            return
+        counts = read_memory_events(self.path)
+        moved = any(counts.get(k, 0) > self.counts.get(k, 0) for k in WATCHED_EVENTS)
+        self.counts = counts or self.counts
+        if moved:
+            self.events += 1
+            self.on_event()
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _inotify_watch(path: Path) -> int:
+    """An inotify descriptor watching ``path`` for modification (plain libc calls)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = int(libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    wd = int(libc.inotify_add_watch(fd, os.fsencode(path), _IN_MODIFY))
+    if wd < 0:
+        err = ctypes.get_errno()
+        os.close(fd)
+        raise OSError(err, f"{os.strerror(err)}: {path}")
+    return fd

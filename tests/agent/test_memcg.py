@@ -1,4 +1,4 @@
-"""The kernel announces a memory crossing (cgroup v1 thresholds) and the agent syncs at once.
+"""The kernel announces memory trouble (v1 thresholds, v2 memory.events): the agent syncs at once.
 
 Against the real kernel: a memory cgroup made for the test under ``/sys/fs/cgroup/memory``, a
 child process that joins it and allocates. Skipped, saying why, only where no writable cgroup v1
@@ -23,8 +23,15 @@ import pytest
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
-from agent.sources.memcg import MemoryThreshold, read_inactive_file, usage_threshold
+from agent.sources.memcg import (
+    MemoryEventsWatch,
+    MemoryThreshold,
+    read_inactive_file,
+    read_memory_events,
+    usage_threshold,
+)
 from tests.agent.agent_fakes import pod
+from tests.agent.sources.treebuilder import FakeCgroup, build_cgroup_tree, build_proc_tree
 
 MIB = 1 << 20
 V1_MEMORY = Path("/sys/fs/cgroup/memory")
@@ -199,3 +206,80 @@ async def test_agent_evicts_on_the_kernels_signal_alone(node_cgroup: Path) -> No
             await agent.stop()
             await api.close()
         assert not agent._memcg  # closed with the agent
+
+
+EVENTS = "low 0\nhigh 0\nmax {max}\noom 0\noom_kill 0\noom_group_kill 0\n"
+
+
+async def test_memory_events_watch_fires_when_the_limit_is_reached(tmp_path: Path) -> None:
+    """cgroup v2: the kernel's file-modified event on memory.events, through inotify (a regular
+    file raises the same IN_MODIFY when written, so the watch is tested on one here)."""
+    events = tmp_path / "memory.events"
+    events.write_text(EVENTS.format(max=0))
+    fired: list[int] = []
+    watch = MemoryEventsWatch(events, lambda: fired.append(1))
+    try:
+        assert watch.start()
+        events.write_text(EVENTS.format(max=0).replace("low 0", "low 7"))
+        await asyncio.sleep(0.05)
+        assert fired == []  # memory.low protection is not trouble
+        events.write_text(EVENTS.format(max=3))
+        await until(lambda: fired == [1])
+        assert watch.counts["max"] == 3
+    finally:
+        watch.close()
+    assert not watch.watching
+
+
+async def test_memory_events_watch_refused_without_the_file(tmp_path: Path) -> None:
+    watch = MemoryEventsWatch(tmp_path / "absent" / "memory.events", lambda: None)
+    assert watch.start() is False
+    assert watch.refused is not None
+    assert read_memory_events(tmp_path / "absent") == {}
+
+
+async def test_agent_on_cgroup_v2_syncs_when_kubepods_reaches_its_limit(tmp_path: Path) -> None:
+    cg = build_cgroup_tree(
+        tmp_path,
+        version="v2",
+        driver="cgroupfs",
+        root=FakeCgroup(usage=100 * MIB),
+        kubepods=FakeCgroup(usage=50 * MIB, limit=900 * MIB),
+        pods=[],
+    )
+    kubepods_events = cg / "kubepods" / "memory.events"
+    kubepods_events.write_text(EVENTS.format(max=0))
+    state = (
+        "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\n"
+        'status: {capacity: {cpu: "4", memory: 1Gi, pods: "110"}}\n'
+    )
+    async with kubesim.serve(state=state, time_scale=0.01) as sim:
+        cfg = load_config(
+            {
+                "nodeName": "node-1",
+                "cgroupRoot": str(cg),
+                "procRoot": str(build_proc_tree(tmp_path)),
+                "kubeletRoot": str(tmp_path),
+                "runtimeRoot": str(tmp_path),
+                "memoryCapacity": "1Gi",
+                "evictionHard": {"memory.available": "100Mi"},
+                "housekeepingInterval": "1h",
+            }
+        )
+        api = sim.api_client()
+        agent = Agent(
+            cfg, api_client=api, use_psi=False, serve_http=False, fast_check_interval=3600
+        )
+        try:
+            await agent.start()
+            await until(lambda: str(kubepods_events) in agent._memcg)
+            syncs = agent.loop.stats.syncs
+            kubepods_events.write_text(EVENTS.format(max=1))
+            await until(lambda: agent.loop.stats.syncs > syncs)
+            woken = agent.metrics.registry.get_sample_value(
+                "eviction_agent_syncs_total", {"trigger": "memcg"}
+            )
+            assert woken == 1
+        finally:
+            await agent.stop()
+            await api.close()
