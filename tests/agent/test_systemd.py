@@ -218,8 +218,8 @@ def test_systemd_analyze_security_exposure_at_most_2_5(tmp_path: Path) -> None:
 
 
 def test_agent_runs_without_writable_executable_memory() -> None:
-    """MemoryDenyWriteExecute= holds for the agent: its imports, config check and HTTP server
-    run under the kernel's PR_SET_MDWE, which refuses the same mappings (Linux 6.3+)."""
+    """MemoryDenyWriteExecute= holds for the agent: its imports, config check, HTTP server and
+    inotify watch run under the kernel's PR_SET_MDWE, which refuses the same mappings (6.3+)."""
     script = textwrap.dedent(
         """
         import asyncio, ctypes, sys
@@ -241,6 +241,11 @@ def test_agent_runs_without_writable_executable_memory() -> None:
                 assert r.status == 200
             await srv.cleanup()
         asyncio.run(serve())
+        import os, tempfile
+        from pathlib import Path
+        from agent.sources.memcg import _inotify_watch
+        with tempfile.NamedTemporaryFile() as f:  # the v2 memory.events watch: plain libc calls
+            os.close(_inotify_watch(Path(f.name)))
         print("MDWE-OK")
         """
     )
