@@ -160,3 +160,23 @@ def test_locks_pin_exact_versions(lock: str) -> None:
     for line in (ROOT / "requirements" / lock).read_text().splitlines():
         if line and not line.startswith((" ", "#")):
             assert "==" in line, line
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_runtime_lock_covers_every_runtime_dependency() -> None:
+    """A dependency added to pyproject.toml without `make lock` would be missing from the
+    image (the Containerfile installs the lock with --no-deps)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {
+        _normalized(re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0]) for d in project["dependencies"]
+    }
+    lock = (ROOT / "requirements" / "runtime.lock").read_text()
+    pinned = {_normalized(m) for m in re.findall(r"^([A-Za-z0-9_.-]+)==", lock, flags=re.M)}
+    assert wanted <= pinned, (
+        f"not in requirements/runtime.lock (run `make lock`): {wanted - pinned}"
+    )
