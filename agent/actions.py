@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -174,6 +175,8 @@ class Actions:
             evictor = Evictor(api_client)
         self.evictor = evictor
         self._node_conditions: dict[str, bool] = {}
+        self._conditions_written_at = -math.inf
+        self._condition_lock = asyncio.Lock()
         self._node_taints: dict[str, bool] | None = None
         self._taint_lock = asyncio.Lock()
         # UIDs whose Evicted event was written: a retried eviction does not repeat it.
@@ -392,42 +395,71 @@ class Actions:
         status: int = resp.status
         return status
 
-    async def report_node_conditions(self, active: Mapping[str, bool]) -> bool:
-        """``--node-conditions``: our own condition types, so we never fight the kubelet's."""
-        if self.dry_run or self.api_client is None or active == self._node_conditions:
+    async def report_node_conditions(
+        self,
+        active: Mapping[str, bool],
+        *,
+        heartbeat: float | None = None,
+        stopped: bool = False,
+    ) -> bool:
+        """``--node-conditions``: our own condition types, so we never fight the kubelet's.
+
+        Written when a condition changes and, unchanged, once ``heartbeat`` seconds (on
+        ``clock``) have passed since the last write, refreshing ``lastHeartbeatTime`` as the
+        kubelet does for its own conditions — a reader can tell a live report from a stale one.
+        ``stopped`` writes every condition ``False`` with reason ``NodePressureAgentStopped``:
+        a condition left ``True`` by an agent that is gone would be believed for good.
+        """
+        if self.dry_run or self.api_client is None:
             return True
-        now = format_time(self.clock())
-        conditions = []
-        for name, on in sorted(active.items()):
-            previous = self._node_conditions.get(name)
-            cond = {
-                "type": f"{NODE_CONDITION_PREFIX}{name}",
-                "status": "True" if on else "False",
-                "reason": f"{NODE_CONDITION_PREFIX}{name}" if on else f"NodeHasNo{name}",
-                "message": (
-                    f"eviction-agent reports {name}" if on else f"eviction-agent reports no {name}"
-                ),
-                "lastHeartbeatTime": now,
-            }
-            if previous is None or previous != on:
-                cond["lastTransitionTime"] = now
-            conditions.append(cond)
-        body = {"status": {"conditions": conditions}}
-        try:
-            resp = await self._raw(
-                "PATCH",
-                f"/api/v1/nodes/{_seg(self.node_name)}/status",
-                body,
-                content_type=STRATEGIC_MERGE_PATCH,
-            )
-        except Exception as exc:
-            log.warning("node conditions not written", extra={"err": str(exc)})
-            return False
-        if not resp.ok:
-            log.warning("node conditions rejected", extra={"err": f"{resp.status} {resp.message}"})
-            return False
-        self._node_conditions = dict(active)
-        return True
+        async with self._condition_lock:
+            now_s = self.clock()
+            due = heartbeat is not None and now_s - self._conditions_written_at >= heartbeat
+            if not stopped and not due and dict(active) == self._node_conditions:
+                return True
+            now = format_time(now_s)
+            state = {name: bool(on) and not stopped for name, on in active.items()}
+            conditions = []
+            for name, on in sorted(state.items()):
+                previous = self._node_conditions.get(name)
+                if stopped:
+                    reason = f"{NODE_CONDITION_PREFIX}Stopped"
+                    message = f"eviction-agent stopped: {name} is no longer reported by it"
+                elif on:
+                    reason = f"{NODE_CONDITION_PREFIX}{name}"
+                    message = f"eviction-agent reports {name}"
+                else:
+                    reason = f"NodeHasNo{name}"
+                    message = f"eviction-agent reports no {name}"
+                cond = {
+                    "type": f"{NODE_CONDITION_PREFIX}{name}",
+                    "status": "True" if on else "False",
+                    "reason": reason,
+                    "message": message,
+                    "lastHeartbeatTime": now,
+                }
+                if previous is None or previous != on:
+                    cond["lastTransitionTime"] = now
+                conditions.append(cond)
+            body = {"status": {"conditions": conditions}}
+            try:
+                resp = await self._raw(
+                    "PATCH",
+                    f"/api/v1/nodes/{_seg(self.node_name)}/status",
+                    body,
+                    content_type=STRATEGIC_MERGE_PATCH,
+                )
+            except Exception as exc:
+                log.warning("node conditions not written", extra={"err": str(exc)})
+                return False
+            if not resp.ok:
+                log.warning(
+                    "node conditions rejected", extra={"err": f"{resp.status} {resp.message}"}
+                )
+                return False
+            self._node_conditions = state
+            self._conditions_written_at = now_s
+            return True
 
     async def report_node_taints(self, active: Mapping[str, bool]) -> bool:
         """``--node-taints``: our ``NoSchedule`` taint per pressure while it lasts.

@@ -52,6 +52,7 @@ _FIELD = {
     "dry_run": "dryRun",
     "node_conditions": "nodeConditions",
     "node_taints": "nodeTaints",
+    "kernel_memcg_notification": "kernelMemcgNotification",
     "listen": "listen",
     "proc_root": "procRoot",
     "cgroup_root": "cgroupRoot",
@@ -174,6 +175,13 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             default=False,
             help="Report pressure as node conditions of the agent's own types "
             "(NodePressureAgentMemoryPressure, ...).",
+        ),
+        click.option(
+            "--kernel-memcg-notification/--no-kernel-memcg-notification",
+            default=True,
+            help="Have the kernel signal the moment memory crosses a memory threshold "
+            "(cgroup v1 memory thresholds, as the kubelet's flag), and sync at once "
+            "(default on; off: poll only).",
         ),
         click.option(
             "--node-taints/--no-node-taints",

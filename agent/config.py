@@ -98,6 +98,7 @@ AGENT_FIELDS: Final = (
     "kubeletCAFile",
     "kubeletTokenFile",
     "maxEvictionsPerMinute",
+    "kernelMemcgNotification",
 )
 _ENFORCE_OPTIONS: Final = ("pods", "system-reserved", "kube-reserved", "none")
 _FLAG_OF: Final = {
@@ -349,6 +350,8 @@ class AgentConfig:
     dry_run: bool = False
     node_conditions: bool = False
     node_taints: bool = False
+    # the kubelet's field; on by default here (the kubelet's default is off): see memcg.py
+    kernel_memcg_notification: bool = True
     listen: tuple[str, int] = ("127.0.0.1", 9808)
     proc_root: str = "/proc"
     cgroup_root: str = "/sys/fs/cgroup"
@@ -403,6 +406,7 @@ class AgentConfig:
             "dryRun": self.dry_run,
             "nodeConditions": self.node_conditions,
             "nodeTaints": self.node_taints,
+            "kernelMemcgNotification": self.kernel_memcg_notification,
             "listen": f"{self.listen[0]}:{self.listen[1]}",
             "procRoot": self.proc_root,
             "cgroupRoot": self.cgroup_root,
@@ -643,6 +647,9 @@ def load_config(
         dry_run=_bool("dryRun", raw.get("dryRun", False)),
         node_conditions=_bool("nodeConditions", raw.get("nodeConditions", False)),
         node_taints=_bool("nodeTaints", raw.get("nodeTaints", False)),
+        kernel_memcg_notification=_bool(
+            "kernelMemcgNotification", raw.get("kernelMemcgNotification", True)
+        ),
         listen=listen,
         proc_root=_string("procRoot", raw.get("procRoot", "/proc")),
         cgroup_root=_string("cgroupRoot", raw.get("cgroupRoot", "/sys/fs/cgroup")),

@@ -17,12 +17,16 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from agent.actions import Actions
 from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
-from agent.eviction import EvictionBrake, EvictionDecision, EvictionManager
-from agent.http import health_from, make_app, start_http
+from agent.eviction import (
+    EvictionBrake,
+    EvictionDecision,
+    EvictionManager,
+    Signal,
+    get_threshold_quantity,
+)
+from agent.http import HttpLimits, HttpServer, health_from, make_app, start_http
 from agent.informer import PodInformer
 from agent.loop import EvictionLoop, psi_wakeups
 from agent.metrics import AgentMetrics
@@ -66,12 +70,22 @@ class Agent:
         psi_triggers: bool = True,
         psi_poll_interval: float = 1.0,
         psi_rescan_interval: float = 10.0,
+        http_limits: HttpLimits | None = None,
+        condition_heartbeat: float = 10.0,
+        memcg_notification: bool | None = None,
     ) -> None:
         self.config = config
         self.api_client = api_client
         self.metrics = metrics or AgentMetrics()
         self.notifier = notifier or Notifier()
         self.serve_http = serve_http
+        self.http_limits = http_limits or HttpLimits()
+        self.condition_heartbeat = condition_heartbeat
+        self.memcg_notification = (
+            config.kernel_memcg_notification if memcg_notification is None else memcg_notification
+        )
+        # sources.memcg: "<signal><<bytes>" -> MemoryThreshold (v1), path -> MemoryEventsWatch (v2)
+        self._memcg: dict[str, Any] = {}
         self.use_psi = use_psi
         self.psi_triggers = psi_triggers
         self.psi_poll_interval = psi_poll_interval
@@ -108,7 +122,7 @@ class Agent:
             on_held_back=self._held_back,
         )
         self.http_port: int | None = None
-        self._runner: web.AppRunner | None = None
+        self._runner: HttpServer | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._ready_sent = False
         self._psi: list[Any] = []
@@ -179,6 +193,8 @@ class Agent:
 
     def _after_sync(self) -> None:
         self.metrics.informer_connected.set(1 if self.informer.connected else 0)
+        if self.memcg_notification:
+            self._arm_memcg()
         if self.config.node_conditions or self.config.node_taints:
             active = dict(
                 zip(
@@ -192,13 +208,73 @@ class Agent:
                 )
             )
             if self.config.node_conditions:
-                self._spawn(self.actions.report_node_conditions(active))
+                self._spawn(
+                    self.actions.report_node_conditions(active, heartbeat=self.condition_heartbeat)
+                )
             if self.config.node_taints:
                 self._spawn(self.actions.report_node_taints(active))
         if not self._ready_sent and self.ready()[0]:
             self._ready_sent = True
             self.notifier.ready(f"watching {len(self.informer.pods)} pods")
-            log.info("agent ready", extra={"node": self.config.node_name})
+            log.info(
+                "agent ready",
+                extra={"node": self.config.node_name, "pods": len(self.informer.pods)},
+            )
+
+    def _arm_memcg(self) -> None:
+        """(Re-)arm a kernel memory threshold per memory signal threshold (cgroup v1).
+
+        The kernel signals the moment usage crosses the value at which the threshold is met
+        (``agent.sources.memcg``), and the loop syncs at once instead of at its next poll:
+        ``memory.available`` on the node cgroup, ``allocatableMemory.available`` on kubepods.
+        On cgroup v2, ``memory.events`` of the same cgroups is watched instead.
+        """
+        from agent.sources.memcg import (
+            MemoryEventsWatch,
+            MemoryThreshold,
+            read_inactive_file,
+            usage_threshold,
+        )
+
+        layout = getattr(self.collector, "layout", None)
+        if layout is None:
+            return
+        if not layout.is_v1_memory:
+            # v2: no usage thresholds; the node cgroup's and kubepods' memory.events say when
+            # they reach memory.high or their limit (the root has no memory.events)
+            for watched in {self.config.node_cgroup, layout.kubepods} - {None, ""}:
+                path = layout.memory_root / str(watched) / "memory.events"
+                if str(path) not in self._memcg and path.exists():
+                    watch = MemoryEventsWatch(path, lambda: self.loop.wake("memcg"))
+                    watch.start()
+                    self._memcg[str(path)] = watch
+            return
+        for threshold in self.manager.thresholds:
+            if threshold.signal == Signal.MEMORY_AVAILABLE:
+                rel: str | None = self.config.node_cgroup
+            elif threshold.signal == Signal.ALLOCATABLE_MEMORY_AVAILABLE:
+                rel = layout.kubepods
+            else:
+                continue
+            observed = self.manager.last_observations.get(threshold.signal)
+            if observed is None or rel is None:
+                continue
+            cgroup = layout.memory_root / rel if rel else layout.memory_root
+            available = get_threshold_quantity(threshold.value, observed.capacity)
+            key = f"{threshold.signal}<{available}"
+            notifier = self._memcg.get(key)
+            if notifier is None:
+                notifier = MemoryThreshold(cgroup, lambda: self.loop.wake("memcg"), name=key)
+                self._memcg[key] = notifier
+            if notifier.refused is not None:
+                continue
+            inactive = read_inactive_file(cgroup)
+            if inactive is not None:
+                notifier.update(
+                    usage_threshold(
+                        capacity=observed.capacity, available=available, inactive_file=inactive
+                    )
+                )
 
     def _held_back(self, decision: EvictionDecision, note: str) -> None:
         self._spawn(self.actions.write_held_back_event(decision, note))
@@ -222,7 +298,9 @@ class Agent:
                 ready=self.ready,
             )
             host, port = self.config.listen
-            self._runner, self.http_port = await start_http(app, host, port)
+            self._runner, self.http_port = await start_http(
+                app, host, port, limits=self.http_limits
+            )
         self._tasks.append(asyncio.create_task(self.informer.run(), name="pod-informer"))
         # The first sync should see the node's pods; with the API down, protect the node anyway.
         with contextlib.suppress(TimeoutError):
@@ -339,15 +417,25 @@ class Agent:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        # A taint or a True condition left by an agent that is gone would keep pods off the
+        # node (or mislead whoever reads it) for good; the kubelet's own stay in force.
+        # Both writes share one bound: the DaemonSet's grace period is 10 s.
+        clear_all = dict.fromkeys(PRESSURE_CONDITIONS, False)
+        farewell: list[Coroutine[Any, Any, bool]] = []
+        if self.config.node_conditions:
+            farewell.append(self.actions.report_node_conditions(clear_all, stopped=True))
         if self.config.node_taints:
-            # a taint left by an agent that is gone would keep pods off the node for good;
-            # the kubelet's own pressure taints stay in force
+            farewell.append(self.actions.report_node_taints(clear_all))
+        if farewell:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(5.0):
-                    await self.actions.report_node_taints(dict.fromkeys(PRESSURE_CONDITIONS, False))
+                    await asyncio.gather(*farewell, return_exceptions=True)
         for monitor in list(self._psi):
             await monitor.aclose()
         self._psi.clear()
+        for notifier in self._memcg.values():
+            notifier.close()
+        self._memcg.clear()
         if self.collector is not None:
             await self.collector.aclose()
         if self.actions.evictor is not None:

@@ -13,6 +13,18 @@ can never be ranked or evicted by mistake. Objects stay raw dicts until converte
 Watch lines are read from the raw response (``_preload_content=False``) rather than through
 ``kubernetes_asyncio.watch.Watch``, which deserializes every event into a model (a malformed pod
 would break the stream) and opens its own ``ApiClient``.
+
+Footprint: a pod as the API serves it is ~30 KB of JSON on a real node (``managedFields``, the
+``last-applied-configuration`` annotation, environment, probes, affinity), ~120 KB as Python
+objects, and 110 of them were most of the agent's memory. ``slim_pod`` keeps only what the
+agent reads — the decision core (``agent.eviction``: requests, limits, priority, QoS, emptyDir
+volumes, grace period, the critical-pod and eviction-preference annotations, tolerations for
+admission), the actions (name, namespace, uid) and the stats sources (container IDs → names) —
+before the pod is converted; nothing else is kept, not even the raw object. A list is read in
+pages of ``list_page_size`` (``limit``/``continue``, as client-go's pager does) and each page is
+slimmed before the next is fetched, so a relist holds the slim old view, the slim new one and
+one page — never two full copies of the node's pods. A continue token that expired (410) starts
+the list again.
 """
 
 from __future__ import annotations
@@ -22,19 +34,21 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import tenacity
 
+from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
 from agent.kube import request
 from agent.sources.pods import PodIdentity
 from evictor.backoff import WATCH_BACKOFF
 from evictor.backoff import delay as backoff_delay
 from scheduler.objects import InvalidObject, Pod
+from scheduler.priority import CONFIG_MIRROR_ANNOTATION_KEY, CONFIG_SOURCE_ANNOTATION_KEY
 
-__all__ = ["GoneError", "PodEntry", "PodInformer", "is_active"]
+__all__ = ["GoneError", "PodEntry", "PodInformer", "is_active", "slim_pod"]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +66,104 @@ class WatchError(Exception):
 @dataclass(frozen=True, slots=True)
 class PodEntry:
     pod: Pod
-    raw: dict[str, Any]
+    # container ID (without the ``runtime://`` prefix) -> container name, from the status
+    containers: Mapping[str, str]
+
+
+# What the agent reads of a pod; everything else is dropped before conversion.
+KEPT_METADATA: Final = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+KEPT_ANNOTATIONS: Final = frozenset(
+    {EVICTION_PREFERENCE_ANNOTATION, CONFIG_SOURCE_ANNOTATION_KEY, CONFIG_MIRROR_ANNOTATION_KEY}
+)
+KEPT_SPEC: Final = (
+    "nodeName",
+    "priority",
+    "priorityClassName",
+    "terminationGracePeriodSeconds",
+    "overhead",
+    "resources",
+    "tolerations",
+)
+KEPT_CONTAINER: Final = ("name", "resources", "restartPolicy")
+LIST_PAGE_SIZE: Final = 50
+
+
+def _containers(value: Any) -> Any:
+    if not isinstance(value, list):
+        return value  # malformed: Pod.from_dict names it
+    return [
+        {k: c[k] for k in KEPT_CONTAINER if k in c} if isinstance(c, dict) else c for c in value
+    ]
+
+
+def _volumes(value: Any) -> Any:
+    if not isinstance(value, list):
+        return value
+    out = []
+    for v in value:
+        if not isinstance(v, dict):
+            out.append(v)
+            continue
+        # the source's kind (the first key besides the name) decides whether it is local
+        # ephemeral storage; only an emptyDir's own fields (medium, sizeLimit) are read
+        source = next((k for k in v if k != "name"), "")
+        slim: dict[str, Any] = {"name": v.get("name")} if "name" in v else {}
+        if source:
+            slim[source] = v[source] if source == "emptyDir" else {}
+        out.append(slim)
+    return out
+
+
+def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a pod manifest the agent reads (module docstring); malformed parts are kept
+    as they are, so that ``Pod.from_dict`` still refuses them with the field's name."""
+    out: dict[str, Any] = {}
+    for key in ("apiVersion", "kind"):
+        if key in obj:
+            out[key] = obj[key]
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        slim_meta = {k: meta[k] for k in KEPT_METADATA if k in meta}
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            kept = {k: v for k, v in annotations.items() if k in KEPT_ANNOTATIONS}
+            if kept:
+                slim_meta["annotations"] = kept
+        elif annotations is not None:
+            slim_meta["annotations"] = annotations
+        out["metadata"] = slim_meta
+    elif meta is not None:
+        out["metadata"] = meta
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        slim_spec = {k: spec[k] for k in KEPT_SPEC if k in spec}
+        for key in ("containers", "initContainers"):
+            if key in spec:
+                slim_spec[key] = _containers(spec[key])
+        if "volumes" in spec:
+            slim_spec["volumes"] = _volumes(spec["volumes"])
+        out["spec"] = slim_spec
+    elif spec is not None:
+        out["spec"] = spec
+    status = obj.get("status")
+    if isinstance(status, dict):
+        out["status"] = {"phase": status["phase"]} if "phase" in status else {}
+    elif status is not None:
+        out["status"] = status
+    return out
+
+
+def container_names(obj: Mapping[str, Any]) -> dict[str, str]:
+    """Container ID -> name from a pod's status, for ``agent.sources`` (cgroup → container)."""
+    containers: dict[str, str] = {}
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return containers
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or []:
+            if isinstance(cs, dict) and cs.get("containerID") and cs.get("name"):
+                containers[str(cs["containerID"]).partition("://")[2]] = str(cs["name"])
+    return containers
 
 
 def is_active(pod: Pod) -> bool:
@@ -77,8 +188,10 @@ class PodInformer:
         request_timeout: float = 30.0,
         backoff: tenacity.wait.wait_base | None = None,
         on_change: Callable[[], None] | None = None,
+        list_page_size: int = LIST_PAGE_SIZE,
     ) -> None:
         self.api_client = api_client
+        self.list_page_size = list_page_size
         self.node_name = node_name
         self.watch_timeout = watch_timeout
         self.request_timeout = request_timeout
@@ -107,13 +220,7 @@ class PodInformer:
         entry = self.pods.get(uid)
         if entry is None:
             return None
-        containers: dict[str, str] = {}
-        status = entry.raw.get("status") or {}
-        for key in ("containerStatuses", "initContainerStatuses"):
-            for cs in status.get(key) or []:
-                if isinstance(cs, dict) and cs.get("containerID") and cs.get("name"):
-                    containers[str(cs["containerID"]).partition("://")[2]] = str(cs["name"])
-        return PodIdentity(entry.pod.name, entry.pod.namespace, containers)
+        return PodIdentity(entry.pod.name, entry.pod.namespace, dict(entry.containers))
 
     async def wait_gone(self, uid: str, timeout: float) -> bool:
         """True once the pod is deleted or terminal; False after ``timeout`` seconds."""
@@ -164,34 +271,58 @@ class PodInformer:
         return f"spec.nodeName={self.node_name}"
 
     async def _list(self) -> None:
+        """List the node's pods page by page, slimming each page before fetching the next."""
+        pods: dict[str, PodEntry] = {}
+        resource_version = ""
+        token = ""
+        while True:
+            page = await self._list_page(token)
+            items = page.get("items") or []
+            if not isinstance(items, list):
+                raise WatchError("list answered with non-list items")
+            for item in items:
+                entry = self._convert(item)
+                if entry is not None:
+                    pods[entry.pod.uid] = entry
+            meta = page.get("metadata") or {}
+            del page, items  # this page's full objects go before the next page comes
+            resource_version = resource_version or str(meta.get("resourceVersion") or "")
+            token = str(meta.get("continue") or "")
+            if not token:
+                resource_version = str(meta.get("resourceVersion") or "") or resource_version
+                break
+            await asyncio.sleep(0)  # a large node lists in many pages: let the loop run
+        self.pods = pods
+        self.resource_version = resource_version
+        self.connected = True
+        self.synced.set()
+        await self._notify()
+
+    async def _list_page(self, token: str) -> dict[str, Any]:
         resp: Any = await request(
             self.api_client,
             "GET",
             "/api/v1/pods",
-            query=[("fieldSelector", self._selector())],
+            query=[
+                ("fieldSelector", self._selector()),
+                ("limit", self.list_page_size),
+                ("continue", token or None),
+            ],
             timeout=self.request_timeout,
         )
         try:
             raw = await resp.read()
         finally:
             resp.release()
+        if resp.status == 410 and token:
+            raise GoneError()  # the continue token expired: list again from the start
         if resp.status != 200:
             text = raw.decode(errors="replace")[:300]
             raise WatchError(f"list answered {resp.status}: {text}")
         body = json.loads(raw)
         if not isinstance(body, dict):
             raise WatchError("list answered with a non-object body")
-        items = body.get("items") or []
-        pods: dict[str, PodEntry] = {}
-        for item in items:
-            entry = self._convert(item)
-            if entry is not None:
-                pods[entry.pod.uid] = entry
-        self.pods = pods
-        self.resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
-        self.connected = True
-        self.synced.set()
-        await self._notify()
+        return body
 
     async def _watch(self) -> None:
         resp: Any = await request(
@@ -270,7 +401,7 @@ class PodInformer:
             "namespace": str((meta or {}).get("namespace", "")),
         }
         try:
-            pod = Pod.from_dict(obj)
+            pod = Pod.from_dict(slim_pod(obj))
         except (InvalidObject, ValueError, TypeError, KeyError, AttributeError) as exc:
             log.warning("malformed pod skipped", extra={"pod": ref, "err": str(exc)})
             return None
@@ -279,7 +410,7 @@ class PodInformer:
             return None
         if pod.node_name and pod.node_name != self.node_name:
             return None
-        return PodEntry(pod, obj)
+        return PodEntry(pod, container_names(obj))
 
     async def _notify(self) -> None:
         async with self._changed:

@@ -67,7 +67,7 @@ class AgentMetrics:
         )
         self.syncs = Counter(
             "eviction_agent_syncs",
-            "Syncs run, by what triggered them (interval, psi, memory, cleanup).",
+            "Syncs run, by what triggered them (interval, psi, memory, memcg, cleanup).",
             ["trigger"],
             registry=r,
         )

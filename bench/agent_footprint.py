@@ -1,11 +1,20 @@
-"""Benchmark: the agent's own footprint on a full node.
+"""Benchmark: the agent's own footprint on a full node of realistic pods.
 
-``eviction-agent run`` at its default 1 s interval (plus the 100 ms fast memory check and the PSI
-monitor) on a node with 110 pods (the kubelet's default ``maxPods``): 110 pods bound to the node in
-an in-process kubesim, each with its pod cgroup under a fake node's ``kubepods`` tree (see
-``agent_reaction.py``), so every sync reads 110 pod cgroups as on a real node. After a warm-up,
-CPU time is measured over ``--seconds`` (60) and reported as a share of one core; peak RSS is the
-process's high-water mark (``VmHWM``, imports included).
+``eviction-agent run`` at its default 1 s interval (plus the fast memory check and the PSI
+monitor) on a node with 110 pods (the kubelet's default ``maxPods``), each about 30 KB of JSON as
+a real API server serves it: ``managedFields`` of three managers, a
+``last-applied-configuration`` annotation, two containers with environment, probes and mounts,
+projected/configMap/secret/emptyDir volumes, status with conditions and container statuses
+(``realistic_pod``). The pods are bound to the node in an in-process kubesim, each with its pod
+cgroup under a fake node's ``kubepods`` tree (see ``agent_reaction.py``), so every sync reads 110
+pod cgroups as on a real node.
+
+Two phases: after a warm-up, CPU time is measured over ``--seconds`` (60) of steady state and
+reported as a share of one core; then a relist under load — the agent's connections to the API
+are cut (a TCP proxy between them) while 20 pods a second are modified, and the next watches
+answer ``410 Gone`` three times in a row, so the informer lists all 110 pods three times while
+events stream. Peak RSS is the process's high-water mark (``VmHWM``, imports included) at the
+end, so it covers both phases.
 
 Targets: ≤ 1 % of a core and ≤ 60 MiB. Anchors: the targets themselves (the kubelet's eviction
 manager cannot be measured apart from the kubelet).
@@ -20,9 +29,11 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +41,7 @@ from typing import Any
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
 import kubesim
+from kubesim.kubeconfig import write_kubeconfig
 
 
 def _reaction_module() -> Any:
@@ -43,7 +55,7 @@ def _reaction_module() -> Any:
 
 
 _R = _reaction_module()
-NODE, FakeNodeCgroup, pod_manifest = _R.NODE, _R.FakeNodeCgroup, _R.pod_manifest
+NODE, FakeNodeCgroup = _R.NODE, _R.FakeNodeCgroup
 
 MIB = 1 << 20
 
@@ -55,15 +67,341 @@ def peak_rss(pid: int) -> int:
     return int(psutil.Process(pid).memory_info().rss)
 
 
-async def bench(seconds: float, pods: int) -> tuple[float, int]:
+STAMP = "2026-01-01T00:00:00Z"
+
+
+def _fields_v1(obj: Any) -> Any:
+    """The ``fieldsV1`` trie of an object, in the API server's shape (``f:``/``k:`` keys)."""
+    if isinstance(obj, dict):
+        return {f"f:{k}": _fields_v1(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        out: dict[str, Any] = {}
+        for item in obj:
+            if isinstance(item, dict) and "name" in item:
+                key = "k:" + json.dumps({"name": item["name"]}, separators=(",", ":"))
+                out[key] = {".": {}, **_fields_v1(item)}
+            elif isinstance(item, dict) and "type" in item:
+                key = "k:" + json.dumps({"type": item["type"]}, separators=(",", ":"))
+                out[key] = {".": {}, **_fields_v1(item)}
+            else:
+                out["v:" + json.dumps(item, separators=(",", ":"))] = {}
+        return out
+    return {}
+
+
+def realistic_pod(name: str, i: int, *, churn: int = 0) -> dict[str, Any]:
+    """A pod as a real API server serves it, about 30 KB of JSON (``managedFields`` included)."""
+    app = f"svc-{i % 12}"
+    labels = {
+        "app.kubernetes.io/name": app,
+        "app.kubernetes.io/instance": f"{app}-prod",
+        "app.kubernetes.io/version": f"1.{i % 7}.3",
+        "app.kubernetes.io/component": "backend",
+        "app.kubernetes.io/part-of": "shop",
+        "app.kubernetes.io/managed-by": "helm",
+        "pod-template-hash": f"{i * 7919 % 99999:05d}abcd",
+        "team": "payments",
+        "tier": "web",
+    }
+
+    def container(cname: str) -> dict[str, Any]:
+        return {
+            "name": cname,
+            "image": f"registry.example.com/shop/{app}-{cname}:1.{i % 7}.3@sha256:{'ab' * 32}",
+            "imagePullPolicy": "IfNotPresent",
+            "args": ["--config=/etc/app/config.yaml", "--log-format=json", f"--shard={i}"],
+            "env": [
+                {"name": f"APP_SETTING_{k}", "value": f"value-{k}-" + "x" * 24} for k in range(24)
+            ]
+            + [
+                {
+                    "name": "POD_NAME",
+                    "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}},
+                },
+                {
+                    "name": "DB_PASSWORD",
+                    "valueFrom": {"secretKeyRef": {"name": f"{app}-db", "key": "password"}},
+                },
+            ],
+            "ports": [
+                {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+                {"name": "metrics", "containerPort": 9090, "protocol": "TCP"},
+            ],
+            "resources": {
+                "requests": {"cpu": "100m", "memory": "128Mi"},
+                "limits": {"memory": "256Mi"},
+            },
+            "livenessProbe": {
+                "httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"},
+                "initialDelaySeconds": 10,
+                "timeoutSeconds": 1,
+                "periodSeconds": 10,
+                "successThreshold": 1,
+                "failureThreshold": 3,
+            },
+            "readinessProbe": {
+                "httpGet": {"path": "/readyz", "port": "http", "scheme": "HTTP"},
+                "timeoutSeconds": 1,
+                "periodSeconds": 5,
+                "successThreshold": 1,
+                "failureThreshold": 3,
+            },
+            "volumeMounts": [
+                {"name": "config", "mountPath": "/etc/app", "readOnly": True},
+                {"name": "tls", "mountPath": "/etc/tls", "readOnly": True},
+                {"name": "scratch", "mountPath": "/tmp"},
+                {
+                    "name": "kube-api-access",
+                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                    "readOnly": True,
+                },
+            ],
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "runAsNonRoot": True,
+                "capabilities": {"drop": ["ALL"]},
+            },
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+        }
+
+    spec: dict[str, Any] = {
+        "containers": [container("app"), container("proxy")],
+        "volumes": [
+            {"name": "config", "configMap": {"name": f"{app}-config", "defaultMode": 420}},
+            {"name": "tls", "secret": {"secretName": f"{app}-tls", "defaultMode": 420}},
+            {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
+            {
+                "name": "kube-api-access",
+                "projected": {
+                    "defaultMode": 420,
+                    "sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                        {
+                            "configMap": {
+                                "name": "kube-root-ca.crt",
+                                "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                            }
+                        },
+                        {
+                            "downwardAPI": {
+                                "items": [
+                                    {
+                                        "path": "namespace",
+                                        "fieldRef": {
+                                            "apiVersion": "v1",
+                                            "fieldPath": "metadata.namespace",
+                                        },
+                                    }
+                                ]
+                            }
+                        },
+                    ],
+                },
+            },
+        ],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": app,
+        "securityContext": {"fsGroup": 2000, "seccompProfile": {"type": "RuntimeDefault"}},
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        },
+                    }
+                ]
+            }
+        },
+        "tolerations": [
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+            {
+                "key": "node.kubernetes.io/unreachable",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+        ],
+        "priority": 0,
+        "enableServiceLinks": True,
+        "preemptionPolicy": "PreemptLowerPriority",
+    }
+    applied = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": spec,
+    }
+    status: dict[str, Any] = {
+        "phase": "Running",
+        "conditions": [
+            {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": STAMP}
+            for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+        ]
+        + [{"type": "PodScheduled", "status": "True", "lastTransitionTime": STAMP}],
+        "hostIP": "10.0.0.10",
+        "hostIPs": [{"ip": "10.0.0.10"}],
+        "podIP": f"10.244.{i // 250}.{i % 250 + 2}",
+        "podIPs": [{"ip": f"10.244.{i // 250}.{i % 250 + 2}"}],
+        "startTime": STAMP,
+        "qosClass": "Burstable",
+        "containerStatuses": [
+            {
+                "name": c,
+                "state": {"running": {"startedAt": STAMP}},
+                "lastState": {},
+                "ready": True,
+                "restartCount": 0,
+                "image": f"registry.example.com/shop/{app}-{c}:1.{i % 7}.3",
+                "imageID": f"registry.example.com/shop/{app}-{c}@sha256:{'cd' * 32}",
+                "containerID": f"containerd://{(f'{i:04d}{c}' * 16)[:64]}",
+                "started": True,
+            }
+            for c in ("app", "proxy")
+        ],
+    }
+    spec_and_node = {**spec, "nodeName": "bench-node"}
+    return {
+        **applied,
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": labels,
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": json.dumps(applied),
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": "9090",
+                "bench/churn": str(churn),
+            },
+            # no ownerReferences: kubesim's garbage collector would delete pods whose
+            # ReplicaSet does not exist (and a real ReplicaSet would manage the pods)
+            "managedFields": [
+                {
+                    "manager": "kube-controller-manager",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": STAMP,
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": _fields_v1({"metadata": applied["metadata"], "spec": spec}),
+                },
+                {
+                    "manager": "kubectl-client-side-apply",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": STAMP,
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": _fields_v1({"metadata": {"annotations": {"a": 1}}}),
+                },
+                {
+                    "manager": "kubelet",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": STAMP,
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": _fields_v1({"status": status}),
+                    "subresource": "status",
+                },
+            ],
+        },
+        "spec": spec_and_node,
+        "status": status,
+    }
+
+
+class CuttableProxy:
+    """A TCP proxy in front of the API whose connections can be cut at once (a network blip)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.pairs: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_r, up_w = await asyncio.open_connection("127.0.0.1", self.port)
+        pair = (writer, up_w)
+        self.pairs.add(pair)
+
+        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            try:
+                while data := await r.read(65536):
+                    w.write(data)
+                    await w.drain()
+            except ConnectionError:
+                pass
+            finally:
+                w.close()
+
+        try:
+            await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
+        finally:
+            self.pairs.discard(pair)
+
+    def cut(self) -> None:
+        for a, b in list(self.pairs):
+            a.transport.abort()
+            b.transport.abort()
+
+    async def close(self) -> None:
+        self.cut()
+        if self.server is not None:
+            self.server.close()
+
+
+RELISTS = 3
+
+
+async def bench(seconds: float, pods: int, agent_log: str | None = None) -> dict[str, Any]:
     node = FakeNodeCgroup(1024 * MIB)
     agent: subprocess.Popen[bytes] | None = None
+    tmp = Path(tempfile.mkdtemp(prefix="agent-footprint-"))
+    proxy: CuttableProxy | None = None
     try:
         async with kubesim.serve(state=[NODE], time_scale=0.01) as sim:
-            assert sim.kubeconfig_path is not None
-            for i in range(pods):
-                created = sim.apply(pod_manifest(f"p-{i}"))[0]
+            manifests = [realistic_pod(f"p-{i}", i) for i in range(pods)]
+            for manifest in manifests:
+                created = sim.apply(manifest)[0]
                 node.pod_cgroup(created["metadata"]["uid"])
+            served = sim.get("Pod", "default", "p-0") or {}
+            pod_bytes = len(json.dumps(served))
+            assert served["metadata"].get("managedFields"), "kubesim dropped managedFields"
+            proxy = CuttableProxy(int(sim.url.rsplit(":", 1)[1]))
+            kubeconfig = write_kubeconfig(
+                tmp / "kubeconfig", f"http://127.0.0.1:{await proxy.start()}"
+            )
+            # after the cut, the next watches answer 410 Gone: the informer relists each time
+            sim.add_faults(
+                {
+                    "faults": [
+                        {
+                            "match": {
+                                "verb": "watch",
+                                "resource": "pods",
+                                "calls": f"2-{1 + RELISTS}",
+                            },
+                            "respond": {
+                                "code": 410,
+                                "reason": "Expired",
+                                "message": "too old resource version",
+                            },
+                        }
+                    ]
+                }
+            )
             agent = subprocess.Popen(
                 [
                     sys.executable,
@@ -71,7 +409,7 @@ async def bench(seconds: float, pods: int) -> tuple[float, int]:
                     "agent",
                     "run",
                     "--node-name=bench-node",
-                    f"--kubeconfig={sim.kubeconfig_path}",
+                    f"--kubeconfig={kubeconfig}",
                     "--memory-capacity=1Gi",
                     f"--cgroup-root={node.agent_root}",
                     f"--kubelet-root={node.tmp}",
@@ -79,20 +417,56 @@ async def bench(seconds: float, pods: int) -> tuple[float, int]:
                     "--listen=127.0.0.1:0",
                 ],
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=open(agent_log, "wb") if agent_log else subprocess.DEVNULL,  # noqa: SIM115
             )
             proc = psutil.Process(agent.pid)
             await asyncio.sleep(5.0)  # imports, list, first syncs
             if agent.poll() is not None:
                 raise RuntimeError(f"agent exited with {agent.returncode}")
+            steady_rss = int(proc.memory_info().rss)
             t0 = time.monotonic()
             c0 = proc.cpu_times()
             await asyncio.sleep(seconds)
             c1 = proc.cpu_times()
             elapsed = time.monotonic() - t0
             cpu = (c1.user - c0.user) + (c1.system - c0.system)
-            return cpu / elapsed, peak_rss(agent.pid)
+
+            # relist under load: 20 pod changes a second while the informer lists three times
+            def started_lists() -> int:  # the first page of each list (later pages continue)
+                return sum(
+                    1
+                    for r in sim.requests.filter(verb="list", resource="pods")
+                    if "continue" not in r.query
+                )
+
+            lists_before = started_lists()
+            rng = random.Random(1)
+            proxy.cut()
+            deadline = time.monotonic() + 30
+            churned = 0
+            while time.monotonic() < deadline:
+                i = rng.randrange(pods)
+                churned += 1
+                sim.apply(realistic_pod(f"p-{i}", i, churn=churned))
+                await asyncio.sleep(0.05)
+                lists = started_lists() - lists_before
+                if lists >= RELISTS and churned >= 60:
+                    break
+            relists = started_lists() - lists_before
+            await asyncio.sleep(1.0)
+            if agent.poll() is not None:
+                raise RuntimeError(f"agent exited with {agent.returncode}")
+            return {
+                "cpu_share": cpu / elapsed,
+                "peak_rss": peak_rss(agent.pid),
+                "steady_rss": steady_rss,
+                "pod_bytes": pod_bytes,
+                "relists": relists,
+                "changes": churned,
+            }
     finally:
+        if proxy is not None:
+            await proxy.close()
         if agent is not None and agent.poll() is None:
             agent.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -106,13 +480,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--pods", type=int, default=110)
+    parser.add_argument("--agent-log", help="write the agent's log (stderr) to this file")
     args = parser.parse_args()
     try:
-        share, rss = asyncio.run(bench(args.seconds, args.pods))
+        r = asyncio.run(bench(args.seconds, args.pods, args.agent_log))
     except OSError as exc:
         print(json.dumps({"bench": "agent_footprint", "skipped": f"no writable cgroup: {exc}"}))
         return 0
-    common = {"pods": args.pods, "seconds": args.seconds, "interval": "1s"}
+    common = {
+        "pods": args.pods,
+        "pod_kib": round(r["pod_bytes"] / 1024, 1),
+        "seconds": args.seconds,
+        "interval": "1s",
+    }
+    share = r["cpu_share"]
     print(
         json.dumps(
             {
@@ -126,6 +507,7 @@ def main() -> int:
         ),
         flush=True,
     )
+    rss = r["peak_rss"]
     print(
         json.dumps(
             {
@@ -134,6 +516,9 @@ def main() -> int:
                 "unit": "MiB",
                 "anchor": {"name": "target", "value": 60, "unit": "MiB"},
                 "ratio": round(rss / MIB / 60, 3),
+                "steady_rss_mib": round(r["steady_rss"] / MIB, 1),
+                "relists": r["relists"],
+                "changes_during_relist": r["changes"],
                 **common,
             }
         ),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import socket
 import subprocess
+import sys
+import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,34 +143,123 @@ def test_unit_declares_notify_watchdog_and_hardening() -> None:
     assert u["WatchdogSec"] == ["30s"]
     assert u["NotifyAccess"] == ["main"]
     for key, value in {
+        "DynamicUser": "yes",
         "NoNewPrivileges": "yes",
         "ProtectSystem": "strict",
         "ProtectHome": "yes",
         "PrivateTmp": "yes",
+        "PrivateDevices": "yes",
+        "ProtectClock": "yes",
+        "ProtectKernelLogs": "yes",
         "ProtectKernelModules": "yes",
         "ProtectKernelTunables": "yes",
-        "ReadWritePaths": "/sys/fs/cgroup",
+        "ProtectControlGroups": "yes",
+        "RestrictNamespaces": "yes",
+        "RestrictSUIDSGID": "yes",
+        "LockPersonality": "yes",
+        "MemoryDenyWriteExecute": "yes",
+        "UMask": "0077",
         "SystemCallArchitectures": "native",
+        "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
         "MemoryMax": "256M",
         "TasksMax": "64",
     }.items():
         assert u[key] == [value], key
-    assert set(u["CapabilityBoundingSet"][0].split()) == {
-        "CAP_KILL",
-        "CAP_SYS_RESOURCE",
-        "CAP_DAC_READ_SEARCH",
-    }
-    # Would make the cgroup tree read-only and break per-cgroup PSI triggers.
-    assert "ProtectControlGroups" not in u
+    assert "@system-service" in u["SystemCallFilter"]
+    assert "User" not in u  # never root: the transient DynamicUser
+    # no CAP_KILL: the agent sends no signals; nothing beyond triggers and root-only trigger files
+    caps = set(u["CapabilityBoundingSet"][0].split())
+    assert caps == {"CAP_SYS_RESOURCE", "CAP_DAC_OVERRIDE"}
+    assert set(u["AmbientCapabilities"][0].split()) == caps
+    # writable: exactly the files where the kernel announces memory pressure, never a tree
+    writable = [p.removeprefix("-") for p in u["ReadWritePaths"]]
+    assert writable
+    for path in writable:
+        assert path.startswith("/sys/fs/cgroup/")
+        assert path.rsplit("/", 1)[1] in ("cgroup.event_control", "memory.pressure"), path
+    # the credential is not read from a world-readable path by the service itself
+    assert u["LoadCredential"] == ["kubeconfig:/etc/eviction-agent/kubeconfig"]
+    assert "--kubeconfig %d/kubeconfig" in u["ExecStart"][0]
     for lines in u.values():
         for value in lines:
             assert "#" not in value, "systemd has no trailing comments"
 
 
-def test_systemd_analyze_verify(tmp_path: Path) -> None:
+def _systemd_analyze() -> str:
     exe = shutil.which("systemd-analyze")
     if exe is None:
         pytest.skip("systemd-analyze is not installed on this machine")
+    return exe
+
+
+def test_systemd_analyze_security_exposure_at_most_2_5(tmp_path: Path) -> None:
+    exe = _systemd_analyze()
+    # --offline= (systemd 250+) scores the file without a running systemd; the unit must be
+    # named *.service and is analysed from its own directory.
+    local = tmp_path / UNIT.name
+    local.write_text(UNIT.read_text())
+    res = subprocess.run(
+        [exe, "security", "--offline=yes", "--no-pager", local.name],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    out = res.stdout + res.stderr
+    if "unrecognized option" in out or "Unknown option" in out:
+        pytest.skip(f"this systemd-analyze has no --offline: {out.strip()[:200]}")
+    match = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", out)
+    assert match, out
+    assert float(match.group(1)) <= 2.5, out
+    for option in ("CAP_KILL", "PrivateDevices=", "ProtectClock=", "SystemCallFilter=~@"):
+        bad = [ln for ln in out.splitlines() if ln.startswith("✗") and option in ln]
+        assert bad == [], bad
+
+
+def test_agent_runs_without_writable_executable_memory() -> None:
+    """MemoryDenyWriteExecute= holds for the agent: its imports, config check, HTTP server and
+    inotify watch run under the kernel's PR_SET_MDWE, which refuses the same mappings (6.3+)."""
+    script = textwrap.dedent(
+        """
+        import asyncio, ctypes, sys
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(65, 1, 0, 0, 0) != 0:  # PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN
+            print("no PR_SET_MDWE", ctypes.get_errno()); sys.exit(3)
+        import aiohttp
+        import agent.daemon, agent.sources, psutil, yaml, prometheus_client
+        from agent.cli import main
+        from agent.http import make_app, start_http
+        from agent.metrics import AgentMetrics
+        assert psutil.virtual_memory().total > 0
+        code = main(["check-config", "--node-name=n1", "--eviction-hard=memory.available<1Gi"])
+        assert code == 0, code
+        async def serve():
+            app = make_app(AgentMetrics(), healthy=lambda: (True, ""), ready=lambda: (True, ""))
+            srv, port = await start_http(app, "127.0.0.1", 0)
+            async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}/metrics") as r:
+                assert r.status == 200
+            await srv.cleanup()
+        asyncio.run(serve())
+        import os, tempfile
+        from pathlib import Path
+        from agent.sources.memcg import _inotify_watch
+        with tempfile.NamedTemporaryFile() as f:  # the v2 memory.events watch: plain libc calls
+            os.close(_inotify_watch(Path(f.name)))
+        print("MDWE-OK")
+        """
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60
+    )
+    if res.returncode == 3:
+        pytest.skip(f"the kernel has no PR_SET_MDWE: {res.stdout.strip()}")
+    assert res.returncode == 0, res.stderr
+    assert "MDWE-OK" in res.stdout
+
+
+def test_systemd_analyze_verify(tmp_path: Path) -> None:
+    exe = _systemd_analyze()
     # verify also checks that ExecStart's binary exists; point it at one that does here.
     [exec_start] = _unit_settings()["ExecStart"]
     binary = exec_start.split()[0]
