@@ -4,13 +4,16 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint types unit demo bench lock clean
+.PHONY: test test-latest lint types unit demo bench lock clean
 
-$(STAMP): pyproject.toml
+# The exact versions of requirements/dev.lock, every file checked against its sha256, then the
+# project itself: a run is the same on every machine until `make lock` moves the versions.
+$(STAMP): pyproject.toml requirements/dev.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (found %s)" % sys.version.split()[0])'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --require-hashes -r requirements/dev.lock
+	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
 lint: $(STAMP)
@@ -21,10 +24,24 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(VENV)/bin/mypy --strict scheduler kubesim evictor agent bench/startup.py examples/demo.py
 
+# Four workers although the machine has two cores: the tests mostly wait (kubesim's time scale,
+# subprocesses), so more workers than cores shortens the run without starving any of them.
+PYTEST_WORKERS ?= 4
+
 unit: $(STAMP)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS)
 
 test: lint types unit
+
+# The same checks with the newest versions pyproject.toml allows, in a venv of their own: what
+# the next `make lock` would bring in, tried before it is taken.
+LATEST := .venv-latest
+test-latest:
+	$(PYTHON) -m venv --clear $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev]'
+	@touch $(LATEST)/.installed
+	$(MAKE) lint types unit VENV=$(LATEST)
 
 # kubesim with node-1 running its pods for real, and the agent evicting as memory climbs (~40 s).
 demo: $(STAMP)
@@ -33,12 +50,13 @@ demo: $(STAMP)
 bench: $(STAMP)
 	@set -e; for b in bench/*.py; do echo "# $$b"; $(PY) $$b; done
 
-# The image's dependency locks (Containerfile): runtime deps of pyproject.toml and the build
-# backend, every file with its sha256.
+# The dependency locks, every file with its sha256 (pip-tools): dev.lock for make test and CI
+# (runtime and dev extras), runtime.lock and build.lock for the image (Containerfile).
 LOCK_FLAGS := --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 lock: $(STAMP)
+	$(VENV)/bin/pip-compile $(LOCK_FLAGS) --extra dev -o requirements/dev.lock pyproject.toml
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) -o requirements/runtime.lock pyproject.toml
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) -o requirements/build.lock requirements/build.in
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks
+	rm -rf $(VENV) $(LATEST) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks

@@ -56,3 +56,45 @@ def test_the_version_has_one_source() -> None:
     }
     assert version(PACKAGE) == VERSION  # the installed metadata came from it
     assert user_agent("evict").startswith(f"evict/v{VERSION} (")
+
+
+def _name(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]).lower()
+
+
+def _pinned(lock: str) -> dict[str, str]:
+    text = (ROOT / "requirements" / lock).read_text(encoding="utf-8")
+    return {
+        re.sub(r"[-_.]+", "-", m[1]).lower(): m[2]
+        for m in re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+)", text, flags=re.M)
+    }
+
+
+def test_runtime_dependencies_stop_below_the_next_major_version() -> None:
+    """Each runtime dependency is bounded below the major version after the locked one (below
+    1 for 0.x): a new major release is taken only after `make test-latest` and `make lock`."""
+    locked = _pinned("dev.lock")
+    for requirement in PYPROJECT["project"]["dependencies"]:
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=[\d.]+,<(\d+)", requirement)
+        assert match is not None, f"{requirement}: needs a lower bound and a major upper bound"
+        major = int(locked[_name(match[1])].split(".")[0])
+        assert int(match[2]) == max(major, 0) + 1, requirement
+
+
+def test_dev_lock_pins_every_dependency_make_test_installs() -> None:
+    """make test and CI install requirements/dev.lock with --require-hashes, then the project
+    with --no-deps: a dependency missing from the lock would be missing from the run."""
+    wanted = {
+        _name(r)
+        for r in [
+            *PYPROJECT["project"]["dependencies"],
+            *PYPROJECT["project"]["optional-dependencies"]["dev"],
+        ]
+    }
+    pinned = _pinned("dev.lock")
+    assert wanted <= pinned.keys(), (
+        f"not in requirements/dev.lock (run `make lock`): {wanted - pinned.keys()}"
+    )
+    # the image runs what the tests ran
+    for name, version in _pinned("runtime.lock").items():
+        assert pinned.get(name, version) == version, name
