@@ -85,7 +85,12 @@ def docs(*paths: Path) -> list[dict[str, Any]]:
 
 
 def base_manifests() -> list[Path]:
-    return sorted(DEPLOY.glob("*.yaml"))
+    """The whole install: the files ``deploy/kustomization.yaml`` lists (``kubectl apply -k``)."""
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    files = [DEPLOY / name for name in kustomization["resources"]]
+    listed = {p.name for p in files}
+    assert listed == {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"}
+    return files
 
 
 def optional(name: str) -> Path:
