@@ -188,10 +188,13 @@ async def test_agent_evicts_on_the_kernels_signal_alone(node_cgroup: Path) -> No
             [notifier] = agent._memcg.values()
             await until(lambda: notifier.armed)
             child = _allocate_in(pod_cgroup, 12)  # 96 MiB: well past 56 MiB of working set
+            # the allocation, the kernel's event and the eviction take ~0.1 s on an idle machine;
+            # a generous bound for a loaded one (the suite runs in parallel workers)
             await until(
                 lambda: any(
                     r.name == "hog" for r in sim.requests.filter(verb="delete", resource="pods")
-                )
+                ),
+                timeout=30,
             )
             assert notifier.crossings >= 1
             assert agent.loop.stats.syncs >= 2  # the first sync, then the one the kernel woke
