@@ -1303,18 +1303,7 @@ class Service:
 
     @classmethod
     def from_dict(cls, manifest: Mapping[str, Any]) -> Service:
-        r = _Reader("Service", manifest)
-        meta = _read_meta(r, manifest, namespaced=True)
-        spec = r.mapping(manifest, "spec", "spec")
-        selector = r.string_map(spec, "selector", "spec.selector")
-        return cls(
-            name=meta.name,
-            namespace=meta.namespace,
-            uid=meta.uid,
-            labels=meta.labels,
-            annotations=meta.annotations,
-            selector=selector if spec.get("selector") is not None else None,
-        )
+        return cls(**_read_selecting_workload("Service", manifest, plain_selector=True))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -1334,17 +1323,8 @@ class ReplicationController:
 
     @classmethod
     def from_dict(cls, manifest: Mapping[str, Any]) -> ReplicationController:
-        r = _Reader("ReplicationController", manifest)
-        meta = _read_meta(r, manifest, namespaced=True)
-        spec = r.mapping(manifest, "spec", "spec")
-        selector = r.string_map(spec, "selector", "spec.selector")
         return cls(
-            name=meta.name,
-            namespace=meta.namespace,
-            uid=meta.uid,
-            labels=meta.labels,
-            annotations=meta.annotations,
-            selector=selector if spec.get("selector") is not None else None,
+            **_read_selecting_workload("ReplicationController", manifest, plain_selector=True)
         )
 
 
@@ -1388,17 +1368,27 @@ class StatefulSet:
         return cls(**_read_selecting_workload("StatefulSet", manifest))
 
 
-def _read_selecting_workload(kind: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+def _read_selecting_workload(
+    kind: str, manifest: Mapping[str, Any], *, plain_selector: bool = False
+) -> dict[str, Any]:
+    """Metadata and ``spec.selector``: a label map (Services, ReplicationControllers; None when
+    absent) or a structured selector (ReplicaSets, StatefulSets)."""
     r = _Reader(kind, manifest)
     meta = _read_meta(r, manifest, namespaced=True)
     spec = r.mapping(manifest, "spec", "spec")
+    selector: Any
+    if plain_selector:
+        labels = r.string_map(spec, "selector", "spec.selector")
+        selector = labels if spec.get("selector") is not None else None
+    else:
+        selector = r.selector(spec, "selector", "spec.selector")
     return {
         "name": meta.name,
         "namespace": meta.namespace,
         "uid": meta.uid,
         "labels": meta.labels,
         "annotations": meta.annotations,
-        "selector": r.selector(spec, "selector", "spec.selector"),
+        "selector": selector,
     }
 
 
