@@ -40,10 +40,8 @@ def _manifest_files() -> set[str]:
 def test_kustomization_lists_every_top_level_manifest() -> None:
     listed = _kustomization()["resources"]
     assert len(listed) == len(set(listed))
-    # every manifest in deploy/ is part of the install...
-    assert _manifest_files() <= set(listed)
-    # ...and what is listed but not here yet is only the admission policy being added elsewhere
-    assert set(listed) - _manifest_files() <= {"admission-policy.yaml"}
+    # every manifest in deploy/ is part of the install, and nothing else
+    assert set(listed) == _manifest_files()
     assert not any("/" in r for r in listed)  # optional/ stays opt-in
 
 
@@ -51,29 +49,8 @@ def test_kustomization_lists_every_top_level_manifest() -> None:
 @pytest.mark.skipif(KUBECTL is None, reason="no kubectl binary installed")
 def test_kubectl_kustomize_renders_the_whole_install(tmp_path: Path) -> None:
     assert KUBECTL is not None
-    target = DEPLOY
-    missing = [r for r in _kustomization()["resources"] if not (DEPLOY / r).exists()]
-    if missing:
-        # Until admission-policy.yaml lands, render the same kustomization without it (and
-        # check that the missing file is the only reason `kubectl kustomize deploy/` fails).
-        res = subprocess.run(
-            [KUBECTL, "kustomize", str(DEPLOY)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert res.returncode != 0
-        assert all(m in res.stderr for m in missing), res.stderr
-        target = tmp_path / "deploy"
-        target.mkdir()
-        for name in _manifest_files():
-            shutil.copy(DEPLOY / name, target / name)
-        kust = _kustomization()
-        kust["resources"] = [r for r in kust["resources"] if r not in missing]
-        (target / "kustomization.yaml").write_text(yaml.safe_dump(kust))
     res = subprocess.run(
-        [KUBECTL, "kustomize", str(target)],
+        [KUBECTL, "kustomize", str(DEPLOY)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -87,6 +64,8 @@ def test_kubectl_kustomize_renders_the_whole_install(tmp_path: Path) -> None:
         ("ClusterRole", "eviction-agent"),
         ("ClusterRoleBinding", "eviction-agent"),
         ("DaemonSet", "eviction-agent"),
+        ("ValidatingAdmissionPolicy", "eviction-agent-own-node"),
+        ("ValidatingAdmissionPolicyBinding", "eviction-agent-own-node"),
     } <= kinds
     expected = sum(
         1
