@@ -39,7 +39,7 @@ LATEST := .venv-latest
 test-latest:
 	$(PYTHON) -m venv --clear $(LATEST)
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
-	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev]'
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev,kubesim]'
 	@touch $(LATEST)/.installed
 	$(MAKE) lint types unit VENV=$(LATEST)
 
@@ -51,10 +51,11 @@ bench: $(STAMP)
 	@set -e; for b in bench/*.py; do echo "# $$b"; $(PY) $$b; done
 
 # The dependency locks, every file with its sha256 (pip-tools): dev.lock for make test and CI
-# (runtime and dev extras), runtime.lock and build.lock for the image (Containerfile).
+# (runtime, dev and kubesim), runtime.lock (the agent and evict alone) and build.lock for the
+# image (Containerfile).
 LOCK_FLAGS := --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 lock: $(STAMP)
-	$(VENV)/bin/pip-compile $(LOCK_FLAGS) --extra dev -o requirements/dev.lock pyproject.toml
+	$(VENV)/bin/pip-compile $(LOCK_FLAGS) --extra dev --extra kubesim -o requirements/dev.lock pyproject.toml
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) -o requirements/runtime.lock pyproject.toml
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) -o requirements/build.lock requirements/build.in
 

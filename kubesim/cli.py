@@ -82,6 +82,29 @@ def _directory_of(path: str | None, option: str) -> None:
         raise BadInput(f"{option} {path}: directory {target.parent} does not exist")
 
 
+# The modules of the ``kubesim`` extra (tokens, certificates, CEL): the agent and evict do not
+# need them, so a plain install leaves them out (and out of the agent's image).
+SERVER_EXTRA: Final = {
+    "jwt": "PyJWT",
+    "cryptography": "cryptography",
+    "cel": "common-expression-language",
+}
+
+
+def require_server_extra() -> None:
+    """Exit 1 with the install command when the server's own dependencies are missing."""
+    import importlib.util
+
+    missing = [
+        dist for module, dist in SERVER_EXTRA.items() if not importlib.util.find_spec(module)
+    ]
+    if missing:
+        raise Failure(
+            f"kubesim serve needs {', '.join(missing)}:"
+            " pip install 'node-pressure-evictor[kubesim]'"
+        )
+
+
 # ``kubesim.auth.AUTHORIZATION_MODES``'s names, spelled out: importing it would load aiohttp.
 AUTHORIZATION_CHOICES: Final = ("always-allow", "rbac")
 
@@ -380,6 +403,7 @@ def _simulator(  # noqa: PLR0917
     memory_capacity: int | None = None,
     tls: bool = False,
 ) -> Simulator:
+    require_server_extra()
     from kubesim.sim import InsecureServing, Simulator, StateError
 
     fault_set = _load_faults(faults) if faults else None

@@ -74,7 +74,8 @@ def test_runtime_dependencies_stop_below_the_next_major_version() -> None:
     """Each runtime dependency is bounded below the major version after the locked one (below
     1 for 0.x): a new major release is taken only after `make test-latest` and `make lock`."""
     locked = _pinned("dev.lock")
-    for requirement in PYPROJECT["project"]["dependencies"]:
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    for requirement in [*PYPROJECT["project"]["dependencies"], *extras["kubesim"]]:
         match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=[\d.]+,<(\d+)", requirement)
         assert match is not None, f"{requirement}: needs a lower bound and a major upper bound"
         major = int(locked[_name(match[1])].split(".")[0])
@@ -84,12 +85,10 @@ def test_runtime_dependencies_stop_below_the_next_major_version() -> None:
 def test_dev_lock_pins_every_dependency_make_test_installs() -> None:
     """make test and CI install requirements/dev.lock with --require-hashes, then the project
     with --no-deps: a dependency missing from the lock would be missing from the run."""
+    extras = PYPROJECT["project"]["optional-dependencies"]
     wanted = {
         _name(r)
-        for r in [
-            *PYPROJECT["project"]["dependencies"],
-            *PYPROJECT["project"]["optional-dependencies"]["dev"],
-        ]
+        for r in [*PYPROJECT["project"]["dependencies"], *extras["dev"], *extras["kubesim"]]
     }
     pinned = _pinned("dev.lock")
     assert wanted <= pinned.keys(), (
@@ -98,3 +97,14 @@ def test_dev_lock_pins_every_dependency_make_test_installs() -> None:
     # the image runs what the tests ran
     for name, version in _pinned("runtime.lock").items():
         assert pinned.get(name, version) == version, name
+
+
+def test_the_agent_and_evict_need_none_of_the_servers_dependencies() -> None:
+    """kubesim's tokens, certificates and CEL are an extra: the agent's image (runtime.lock)
+    carries none of them, and `kubesim serve` without them says what to install."""
+    from kubesim.cli import SERVER_EXTRA
+
+    server_only = {_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["kubesim"]}
+    assert server_only == {_name(d) for d in SERVER_EXTRA.values()}
+    assert not server_only & {_name(r) for r in PYPROJECT["project"]["dependencies"]}
+    assert not server_only & _pinned("runtime.lock").keys()

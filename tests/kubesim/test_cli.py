@@ -651,3 +651,19 @@ def test_a_stopping_server_leaves_a_newer_servers_pid_file(tmp_path: Path, state
     else:
         pytest.fail("kubesim did not stop on SIGTERM")
     assert pid_file.read_text() == "999999999\n"
+
+
+def test_serve_without_the_kubesim_extra_says_what_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "jwt" else real(name, *a)
+    )
+    code, err = _run(capsys)
+    assert code == 1
+    assert _one_line(err) == (
+        "Error: kubesim serve needs PyJWT: pip install 'node-pressure-evictor[kubesim]'"
+    )
