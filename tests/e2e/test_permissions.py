@@ -594,3 +594,37 @@ async def test_kubelet_stats_needs_exactly_its_optional_role(
         assert summary["node"]["nodeName"] == "node-1"
     finally:
         await runner.cleanup()
+
+
+async def test_without_one_grant_the_run_fails(
+    sim: Simulator, admin: Admin, tmp_path: Path
+) -> None:
+    """What the replay above concludes, once for real: the base role without pods ``delete``
+    leaves the agent's decision undone, refused with kube's 403."""
+    from agent.cli import _api_client
+
+    install = docs(*base_manifests())
+    await admin.apply(
+        [without(d, ("", "pods", "delete")) if d["kind"] == "ClusterRole" else d for d in install]
+    )
+    token = await admin.token_for_agent_pod("node-1")
+    await admin.create_pod("hog")
+    cfg = load_config(
+        {
+            "evictionHard": {"memory.available": "500Mi"},
+            "housekeepingInterval": "50ms",
+            "nodeName": "node-1",
+        }
+    )
+    api = await _api_client(str(write_kubeconfig(tmp_path, sim, token)))
+    fake = FakeNode(sim, usage={"default/hog": 700 * MI})
+    agent = Agent(cfg, api_client=api, stats=fake.get_summary, serve_http=False, use_psi=False)
+    await agent.start()
+    try:
+        await until(lambda: any(r.verb == "delete" and r.code == 403 for r in agent_requests(sim)))
+    finally:
+        await agent.stop()
+        await api.close()
+    assert sim.get("Pod", "default", "hog") is not None
+    [refused] = [r for r in agent_requests(sim) if r.verb == "delete" and r.code == 403][:1]
+    assert refused.authorization == "deny" and refused.name == "hog"
