@@ -54,7 +54,7 @@ another scheduler or profile). ``schedule_one`` puts them in one line,
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -190,17 +190,23 @@ def _pre_filter_result(plugin: object) -> Callable[[CycleState], frozenset[str] 
 
 
 def run_filter_plugins_batch(
-    framework: Framework, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+    framework: Framework,
+    state: CycleState,
+    pod: Pod,
+    node_infos: list[NodeInfo],
+    *,
+    passing: Collection[str] = (),
 ) -> tuple[list[NodeInfo], dict[str, Status]]:
     """``RunFilterPlugins`` for many nodes: the passing nodes (in order) and the statuses of
-    the others (keyed by node name), first rejection per node, nominated pods not included."""
+    the others (keyed by node name), first rejection per node, nominated pods not included.
+    ``passing`` names plugins known to pass every one of these nodes (not run)."""
     skip = state.skip_filter_plugins
     alive = node_infos
     failed: dict[str, Status] = {}
     for plugin in framework.filter_plugins:
         if not alive:
             break
-        if skip and plugin.name in skip:
+        if (skip and plugin.name in skip) or (passing and plugin.name in passing):
             continue
         batch = _batch_filter(plugin)
         if batch is not None:
@@ -225,24 +231,31 @@ def uniform_filter_verdict(
     """The Filter chain's verdict shared by every node of ``snapshot`` (nominated pods not
     included): Success, or the first plugin's rejection, tagged. None when some active plugin
     cannot answer for the whole cluster at once, or answers with an Error."""
+    return _uniform_verdicts(framework, state, pod, snapshot)[0]
+
+
+def _uniform_verdicts(
+    framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
+) -> tuple[Status | None, frozenset[str]]:
+    """``uniform_filter_verdict``, and the active plugins that pass every node of the
+    snapshot (so of any subset of its nodes: the walk need not run them)."""
     skip = state.skip_filter_plugins
+    passing: set[str] = set()
+    known = True  # every plugin so far answered for the whole cluster
     for plugin in framework.filter_plugins:
         if skip and plugin.name in skip:
             continue
         uniform: Callable[[CycleState, Pod, Snapshot], Status | None] | None = getattr(
             plugin, "uniform_verdict", None
         )
-        if uniform is None:
-            return None
-        verdict = uniform(state, pod, snapshot)
-        if verdict is None or verdict.code is Code.Error:
-            return None
-        if verdict.code is Code.Success:
-            continue
-        if not verdict.is_rejected():
-            return None
-        return filter_status(verdict, plugin.name)
-    return SUCCESS
+        verdict = uniform(state, pod, snapshot) if uniform is not None else None
+        if verdict is not None and verdict.code is Code.Success:
+            passing.add(plugin.name)
+        elif verdict is not None and known and verdict.is_rejected():
+            return filter_status(verdict, plugin.name), frozenset(passing)
+        else:
+            known = False
+    return (SUCCESS if known else None), frozenset(passing)
 
 
 def _all_rejected(
@@ -309,10 +322,12 @@ def _find_nodes_that_pass_filters(
     num_nodes_to_find: int,
     start_index: int,
     uniform: Status | None = None,
+    passing: frozenset[str] = frozenset(),
 ) -> list[NodeInfo] | Status:
     """``findNodesThatPassFilters``, sequential; an Error status aborts the search.
 
-    ``uniform`` is ``uniform_filter_verdict`` when ``nodes`` is every node of the snapshot.
+    ``uniform`` is ``uniform_filter_verdict`` when ``nodes`` is every node of the snapshot;
+    ``passing`` the plugins that pass every node of the snapshot.
     """
     n = len(nodes)
     if n == 0:
@@ -359,7 +374,7 @@ def _find_nodes_that_pass_filters(
         if uniform is not None:  # Success: every node passes the plain filters
             passed, failed = plain, {}
         else:
-            passed, failed = run_filter_plugins_batch(framework, state, pod, plain)
+            passed, failed = run_filter_plugins_batch(framework, state, pod, plain, passing=passing)
         for name, status in special.items():
             if not status.is_success():
                 failed[name] = status
@@ -468,9 +483,12 @@ def find_nodes_that_fit_pod(
     num_to_find = num_feasible_nodes_to_find(percentage_of_nodes_to_score, len(nodes))
     if not has_scoring:
         num_to_find = 1
-    verdict = None
-    if uniform and nodes is all_nodes and fwk.filter_plugins:
-        verdict = uniform_filter_verdict(fwk, cycle, pod, snapshot)
+    verdict: Status | None = None
+    passing: frozenset[str] = frozenset()
+    if uniform and fwk.filter_plugins:
+        verdict, passing = _uniform_verdicts(fwk, cycle, pod, snapshot)
+        if nodes is not all_nodes:
+            verdict = None  # the fast path for rejections walks every node
     found = _find_nodes_that_pass_filters(
         fwk,
         cycle,
@@ -481,6 +499,7 @@ def find_nodes_that_fit_pod(
         num_nodes_to_find=num_to_find,
         start_index=start_index,
         uniform=verdict,
+        passing=passing,
     )
     if isinstance(found, Status):
         raise SchedulingError(found)

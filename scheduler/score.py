@@ -55,6 +55,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from types import MappingProxyType
 from typing import Final, Protocol
 
@@ -737,8 +738,7 @@ def prioritize_nodes(
                 plugin=plugin.name,
             )
         if plugin.weight != 1:
-            weight = plugin.weight
-            scores = [s * weight for s in scores]
+            scores = list(map(operator.mul, scores, repeat(plugin.weight)))
         columns.append(scores)
         if any(scores):  # an all-zero column (no images anywhere, say) adds nothing
             totals = list(map(operator.add, totals, scores))
