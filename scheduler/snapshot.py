@@ -21,6 +21,11 @@ pods come and go. It exists so NodeResourcesFit can answer for the whole cluster
 smallest and largest value ("no node has 3 CPU free") instead of a Python step per node; it
 must always equal what the NodeInfos hold (``ResourceColumns.of`` rebuilds it from them, and
 the tests compare the two after random changes).
+
+``NodeInfo.resource_class`` numbers the nodes' resource amounts (allocatable, requested,
+non-zero requested): two owned nodes share a class exactly when those are equal. The resource
+scorers compute one score per class and spread it to the nodes at C level, since on a big
+cluster most nodes look alike; clones have no class (-1) and are scored one by one.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ __all__ = ["COLUMN_RESOURCES", "NodeInfo", "ResourceColumns", "Snapshot"]
 
 _generation: Final = itertools.count(1)
 
+
+_MAX_RESOURCE_CLASSES: Final = 65536
 
 COLUMN_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
 """The resources ``ResourceColumns`` keeps (plus pod slots); scalar resources have none."""
@@ -84,6 +91,7 @@ class NodeInfo:
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
         "requested",
+        "resource_class",
         "used_ports",
     )
 
@@ -103,6 +111,9 @@ class NodeInfo:
         # Results plugins derived from this node, keyed by plugin and pod shape; emptied on
         # every change, so an entry is always about the node as it is now.
         self.memo: dict[Hashable, Any] = {}
+        # Set by the owning Snapshot: equal for nodes with equal allocatable, requested and
+        # non-zero requested amounts (-1: not known, as for clones).
+        self.resource_class = -1
         for pod in pods:
             self.add_pod(pod)
 
@@ -191,6 +202,7 @@ class NodeInfo:
         out.generation = self.generation
         out.owner = None
         out.memo = {}
+        out.resource_class = -1
         return out
 
     def __repr__(self) -> str:
@@ -292,6 +304,7 @@ class Snapshot:
     __slots__ = (
         "__weakref__",  # lets callers keep derived indexes per snapshot (preemption's cache)
         "_by_name",
+        "_classes",
         "_columns",
         "_image_nodes",
         "_image_sizes",
@@ -335,6 +348,7 @@ class Snapshot:
         self.replica_sets: list[ReplicaSet] = []
         self.stateful_sets: list[StatefulSet] = []
         self._columns: ResourceColumns | None = None  # built on first use
+        self._classes: dict[Hashable, int] = {}  # resource amounts -> NodeInfo.resource_class
         self._names: list[str] | None = None
 
     @classmethod
@@ -374,6 +388,7 @@ class Snapshot:
             return existing
         ni = NodeInfo(node, self._orphans.pop(node.name, ()))
         ni.owner = self
+        self.node_resources_changed(ni)
         self.reindex_affinity(ni)
         self.count_node_traits(node, 1)
         self.node_info_list.append(ni)
@@ -392,6 +407,7 @@ class Snapshot:
             return
         self.node_info_list.remove(ni)
         ni.owner = None
+        ni.resource_class = -1
         self.count_node_traits(ni.node, -1)
         self._with_affinity.pop(name, None)
         self._with_required_anti_affinity.pop(name, None)
@@ -426,6 +442,27 @@ class Snapshot:
         """Called by an owned NodeInfo after its pods or its Node changed."""
         if self._columns is not None:
             self._columns.update(ni)
+        key = (
+            tuple(sorted(ni.allocatable.items())),
+            tuple(sorted(ni.requested.items())),
+            ni.non_zero_requested["cpu"],
+            ni.non_zero_requested["memory"],
+        )
+        classes = self._classes
+        found = classes.get(key)
+        if found is None:
+            if len(classes) >= _MAX_RESOURCE_CLASSES:
+                self._renumber_resource_classes()
+            found = classes[key] = len(classes)
+        ni.resource_class = found
+
+    def _renumber_resource_classes(self) -> None:
+        """Forget classes no node has any more (many distinct amounts over a long life)."""
+        self._classes = {}
+        for ni in self.node_info_list:
+            if ni.resource_class >= 0:
+                ni.resource_class = -1
+                self.node_resources_changed(ni)
 
     def have_pods_with_affinity_list(self) -> list[NodeInfo]:
         """``HavePodsWithAffinityList``: nodes hosting a pod with pod (anti-)affinity.

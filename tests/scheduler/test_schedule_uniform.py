@@ -18,6 +18,7 @@ from scheduler.filters.noderesources import NodeResourcesFit
 from scheduler.framework import Code, CycleState, Status
 from scheduler.objects import Pod
 from scheduler.schedule import find_nodes_that_fit_pod, schedule_one, uniform_filter_verdict
+from scheduler.score import BalancedAllocationScorer, LeastAllocatedScorer
 from scheduler.snapshot import ResourceColumns, Snapshot
 from tests.scheduler.filters_helpers import node, pod
 
@@ -198,3 +199,26 @@ def test_a_nominated_node_is_judged_with_its_nominated_pods() -> None:
 def test_mixed_verdicts_are_left_to_the_walk() -> None:
     snap = Snapshot.from_objects([node("big", cpu="4"), node("small", cpu="1")])
     assert NodeResourcesFit().uniform_verdict(CycleState(), pod("p", cpu="2"), snap) is None
+
+
+@given(_cluster(), st.data())
+def test_resource_classes_group_equal_amounts_and_score_as_each_node(
+    cluster: tuple[Snapshot, list[Pod], Pod], data: st.DataObject
+) -> None:
+    snap, later, incoming = cluster
+    _evolve(snap, later, data)
+    seen: dict[int, tuple[Any, ...]] = {}
+    for ni in snap.node_info_list:
+        amounts = (ni.allocatable, ni.requested, ni.non_zero_requested)
+        assert ni.resource_class >= 0
+        assert seen.setdefault(ni.resource_class, amounts) == amounts
+    nodes = snap.node_info_list
+    for scorer in (LeastAllocatedScorer(), BalancedAllocationScorer()):
+        state = CycleState()
+        assert scorer.score_nodes(state, incoming, nodes) == [
+            scorer.score_node(incoming, ni) for ni in nodes
+        ]
+        clones = [ni.clone() for ni in nodes]  # no class: the per-node path
+        assert scorer.score_nodes(CycleState(), incoming, clones) == [
+            scorer.score_node(incoming, ni) for ni in nodes
+        ]
