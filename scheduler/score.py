@@ -226,6 +226,9 @@ class TaintTolerationScorer:
         ]
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
+        if state.read(_PRE_SCORE_TAINTS_KEY) is False:  # every raw score is 0: all get 100
+            scores[:] = [MAX_NODE_SCORE] * len(scores)
+            return
         default_normalize_score(MAX_NODE_SCORE, True, scores)
 
 
