@@ -513,7 +513,24 @@ class PodTopologySpread:
         policies = self.enable_node_inclusion_policy
         counts = s.tp_pair_to_match_num
         ns = pod.namespace
-        keys = [_count_key(c.selector, ns) for c in constraints]
+        # Per constraint: its count key, topology key, and whether the inclusion policies
+        # can exclude a node at all (Honor with a pod that has node constraints, or Honor
+        # for taints); when they cannot, the check is left out.
+        trivial_affinity = not required.node_selector and required.required is None
+        plan = [
+            (
+                c,
+                _count_key(c.selector, ns),
+                c.topology_key,
+                policies
+                and (
+                    (c.node_affinity_policy == HONOR and not trivial_affinity)
+                    or c.node_taints_policy == HONOR
+                ),
+            )
+            for c in constraints
+        ]
+        topology_keys = tuple(c.topology_key for c in constraints)
         for ni in snapshot.node_info_list:
             node = ni.node
             if node is None:
@@ -521,13 +538,16 @@ class PodTopologySpread:
             if not policies and not required.match(node):
                 continue
             labels = node.labels
-            if not node_labels_match_spread_constraints(labels, constraints):
-                continue
-            for c, key in zip(constraints, keys, strict=True):
-                if policies and not c.match_node_inclusion_policies(pod, node, required):
+            if not all(map(labels.__contains__, topology_keys)):
+                continue  # node_labels_match_spread_constraints
+            for c, key, topology_key, check in plan:
+                if check and not c.match_node_inclusion_policies(pod, node, required):
                     continue
-                pair = (c.topology_key, labels[c.topology_key])
-                counts[pair] = counts.get(pair, 0) + _match_count(ni, c.selector, ns, key)
+                pair = (topology_key, labels[topology_key])
+                count = ni.memo.get(key) if key else None
+                if count is None:
+                    count = _match_count(ni, c.selector, ns, key)
+                counts[pair] = counts.get(pair, 0) + count
         for key, _ in counts:
             s.tp_key_to_domains_num[key] = s.tp_key_to_domains_num.get(key, 0) + 1
         for c in constraints:
