@@ -23,9 +23,11 @@ must always equal what the NodeInfos hold (``ResourceColumns.of`` rebuilds it fr
 the tests compare the two after random changes).
 
 ``NodeInfo.resource_class`` numbers the nodes' resource amounts (allocatable, requested,
-non-zero requested): two owned nodes share a class exactly when those are equal. The resource
-scorers compute one score per class and spread it to the nodes at C level, since on a big
-cluster most nodes look alike; clones have no class (-1) and are scored one by one.
+non-zero requested): two owned nodes share a class only when those are equal (and nearly
+always when they are). The resource scorers compute one score per class and spread it to the
+nodes at C level, since on a big cluster most nodes look alike; clones have no class (-1) and
+are scored one by one. Both indexes follow ``add_pod`` / ``remove_pod`` / ``set_node``: an
+owned NodeInfo's totals must not be changed behind their back.
 """
 
 from __future__ import annotations
