@@ -6,8 +6,12 @@
 index carried over as kube-scheduler does. The anchor is the scheduler_perf threshold for
 SchedulingBasic/5000Nodes_10000Pods (680 pods/s, Go, parallel filtering), measured with
 kube's default adaptive percentageOfNodesToScore. Reported without an anchor: the same run
-evaluating every node, and the adaptive run with a distinct cpu request per pod (so no
-per-node result kept in ``NodeInfo.memo`` is ever reused: the cost without that cache).
+evaluating every node, the adaptive run with a distinct cpu request per pod (so no
+per-node result kept in ``NodeInfo.memo`` is ever reused: the cost without that cache), and
+the all-nodes run with the spread constraints most production Deployments carry (zone
+``DoNotSchedule``, hostname ``ScheduleAnyway``, both ``maxSkew`` 1 over the pods' own label),
+so PodTopologySpread's PreFilter, Filter, PreScore and Score all run for every pod; it
+schedules fewer pods (``SPREAD_PODS``) because each one costs more.
 
 Prints one JSON object per line. ``--quick`` runs a small size as a smoke test.
 """
@@ -26,6 +30,22 @@ from scheduler.snapshot import Snapshot
 
 ANCHOR_PODS_PER_SECOND = 680.0
 ZONES = 10
+SPREAD_PODS = 2000
+SPREAD_LABELS = {"app": "spread-bench"}
+SPREAD_CONSTRAINTS = [
+    {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": SPREAD_LABELS},
+    },
+    {
+        "maxSkew": 1,
+        "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": SPREAD_LABELS},
+    },
+]
 GI = 1024**3
 MI = 1024**2
 
@@ -49,12 +69,18 @@ def make_nodes(count: int) -> list[Node]:
     ]
 
 
-def pod_template() -> Pod:
+def pod_template(*, spread: bool = False) -> Pod:
+    spec_extra: dict[str, Any] = {"topologySpreadConstraints": SPREAD_CONSTRAINTS} if spread else {}
     return Pod.from_dict(
         {
             "kind": "Pod",
-            "metadata": {"name": "template", "namespace": "default"},
+            "metadata": {
+                "name": "template",
+                "namespace": "default",
+                "labels": SPREAD_LABELS if spread else {},
+            },
             "spec": {
+                **spec_extra,
                 "containers": [
                     {
                         "name": "pause",
@@ -65,7 +91,7 @@ def pod_template() -> Pod:
                             "requests": {"cpu": "100m", "memory": "500Mi"},
                         },
                     }
-                ]
+                ],
             },
         }
     )
@@ -88,14 +114,16 @@ def run_scheduling_basic(
     *,
     percentage_of_nodes_to_score: int | None = None,
     distinct_requests: bool = False,
+    spread: bool = False,
 ) -> dict[str, Any]:
     """Schedule ``num_pods`` pods one by one; returns the rate and what was decided.
 
     ``distinct_requests`` gives every pod its own cpu request (``100 + i % 997`` millicores,
     as pod-level resources), so no per-node result can be reused from an earlier pod.
+    ``spread`` gives the pods ``SPREAD_CONSTRAINTS`` (the initial pods have none).
     """
     snapshot = build_cluster(num_nodes, num_init_pods)
-    template = pod_template()
+    template = pod_template(spread=spread)
     pods = [template.with_changes(name=f"pod-{i}") for i in range(num_pods)]
     if distinct_requests:
         pods = [p.with_changes(pod_requests={"cpu": 100 + i % 997}) for i, p in enumerate(pods)]
@@ -147,6 +175,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a small smoke-test size")
     args = parser.parse_args()
     nodes, init_pods, pods = (500, 500, 500) if args.quick else (5000, 5000, 10000)
+    spread_pods = min(pods, SPREAD_PODS)
     name = f"schedule_one/SchedulingBasic/{nodes}Nodes_{init_pods}Init_{pods}Pods"
     adaptive = run_scheduling_basic(nodes, init_pods, pods)
     print(
@@ -176,6 +205,20 @@ def main() -> None:
             None,
             percentage_of_nodes_to_score=100,
             mean_evaluated_nodes=round(every["mean_evaluated_nodes"], 1),
+        )
+    )
+    spread = run_scheduling_basic(
+        nodes, init_pods, spread_pods, percentage_of_nodes_to_score=100, spread=True
+    )
+    print(
+        _line(
+            f"schedule_one/SchedulingBasic/{nodes}Nodes_{init_pods}Init_{spread_pods}Pods"
+            "/all_nodes/topology_spread",
+            spread["pods_per_second"],
+            None,
+            percentage_of_nodes_to_score=100,
+            mean_evaluated_nodes=round(spread["mean_evaluated_nodes"], 1),
+            max_pods_per_node=spread["max_pods_per_node"],
         )
     )
 

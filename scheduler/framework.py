@@ -190,10 +190,17 @@ def fit_error_message(
         msg += f" {pre_filter_msg}."
     else:
         counts: Counter[str] = Counter()
-        # Many nodes share one reason list: count each distinct list once, then expand.
-        for reasons, n in Counter(s.reasons for s in node_to_status.statuses.values()).items():
-            for reason in reasons:
-                counts[reason] += n
+        values = list(node_to_status.statuses.values())
+        if values and values.count(values[0]) == len(values):
+            # One status for every node (a failed cycle on a big cluster): list.count compares
+            # identical objects by pointer, and equal statuses have equal reasons.
+            for reason in values[0].reasons:
+                counts[reason] += len(values)
+        else:
+            # Many nodes share one reason list: count each distinct list once, then expand.
+            for reasons, n in Counter(s.reasons for s in values).items():
+                for reason in reasons:
+                    counts[reason] += n
         absent = num_all_nodes - len(node_to_status)
         if absent > 0:
             for reason in node_to_status.absent_nodes_status.reasons:

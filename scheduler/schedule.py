@@ -29,6 +29,17 @@ Follows ``pkg/scheduler/schedule_one.go``:
 Filter plugins that offer ``filter_nodes`` judge the nodes in batches; the verdicts are those
 of calling ``filter`` node by node in profile order, first rejection wins.
 
+The whole-cluster fast path. When every node of the snapshot is to be evaluated and each
+active Filter plugin can answer for the whole cluster at once (``uniform_verdict``: one
+verdict that every node gets, as NodeResourcesFit can from the snapshot's resource columns),
+the chain's verdict is the first rejection among those answers, or Success. A cluster where
+nothing fits (the failed cycle before preemption) then costs a few ``min``/``max`` scans and
+one ``dict.fromkeys`` for its statuses instead of a Python step per node and plugin, and a
+cluster where everything fits skips the per-node filter calls. Nodes with nominated pods are
+still evaluated one by one. The result must equal the node-by-node path in everything:
+feasible nodes, statuses (values and insertion order), diagnosis, next start index — the
+property tests run both on random clusters (``uniform=False`` selects the plain path).
+
 ``schedule_one`` never changes the snapshot: bind the result with ``Snapshot.bind_pod``.
 
 What is not modelled is said, never skipped silently: ``unmodelled_features`` names the pod
@@ -43,13 +54,14 @@ another scheduler or profile). ``schedule_one`` puts them in one line,
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from scheduler.filters import default_framework
 from scheduler.filters.base import FilterBatchResult
 from scheduler.framework import (
+    SUCCESS,
     Code,
     CycleState,
     Framework,
@@ -76,6 +88,7 @@ __all__ = [
     "run_filter_plugins_batch",
     "schedule_one",
     "select_host",
+    "uniform_filter_verdict",
     "unmodelled_features",
     "unmodelled_warning",
 ]
@@ -177,17 +190,23 @@ def _pre_filter_result(plugin: object) -> Callable[[CycleState], frozenset[str] 
 
 
 def run_filter_plugins_batch(
-    framework: Framework, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+    framework: Framework,
+    state: CycleState,
+    pod: Pod,
+    node_infos: list[NodeInfo],
+    *,
+    passing: Collection[str] = (),
 ) -> tuple[list[NodeInfo], dict[str, Status]]:
     """``RunFilterPlugins`` for many nodes: the passing nodes (in order) and the statuses of
-    the others (keyed by node name), first rejection per node, nominated pods not included."""
+    the others (keyed by node name), first rejection per node, nominated pods not included.
+    ``passing`` names plugins known to pass every one of these nodes (not run)."""
     skip = state.skip_filter_plugins
     alive = node_infos
     failed: dict[str, Status] = {}
     for plugin in framework.filter_plugins:
         if not alive:
             break
-        if skip and plugin.name in skip:
+        if (skip and plugin.name in skip) or (passing and plugin.name in passing):
             continue
         batch = _batch_filter(plugin)
         if batch is not None:
@@ -204,6 +223,85 @@ def run_filter_plugins_batch(
                     failed[ni.name] = filter_status(status, plugin.name)
             alive = keep
     return alive, failed
+
+
+def uniform_filter_verdict(
+    framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
+) -> Status | None:
+    """The Filter chain's verdict shared by every node of ``snapshot`` (nominated pods not
+    included): Success, or the first plugin's rejection, tagged. None when some active plugin
+    cannot answer for the whole cluster at once, or answers with an Error."""
+    return _uniform_verdicts(framework, state, pod, snapshot)[0]
+
+
+def _uniform_verdicts(
+    framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
+) -> tuple[Status | None, frozenset[str]]:
+    """``uniform_filter_verdict``, and the active plugins that pass every node of the
+    snapshot (so of any subset of its nodes: the walk need not run them)."""
+    skip = state.skip_filter_plugins
+    passing: set[str] = set()
+    known = True  # every plugin so far answered for the whole cluster
+    for plugin in framework.filter_plugins:
+        if skip and plugin.name in skip:
+            continue
+        uniform: Callable[[CycleState, Pod, Snapshot], Status | None] | None = getattr(
+            plugin, "uniform_verdict", None
+        )
+        verdict = uniform(state, pod, snapshot) if uniform is not None else None
+        if verdict is not None and verdict.code is Code.Success:
+            passing.add(plugin.name)
+        elif verdict is not None and known and verdict.is_rejected():
+            return filter_status(verdict, plugin.name), frozenset(passing)
+        else:
+            known = False
+    return (SUCCESS if known else None), frozenset(passing)
+
+
+def _all_rejected(
+    framework: Framework,
+    state: CycleState,
+    pod: Pod,
+    snapshot: Snapshot,
+    *,
+    diagnosis: Diagnosis,
+    rejection: Status,
+    start_index: int,
+) -> bool | Status:
+    """Every node fails with ``rejection`` (nodes with nominated pods are evaluated with
+    them): record the statuses in walk order. False when a nominated node passes after all
+    (the caller then walks node by node); an Error status aborts, as in the walk."""
+    names = snapshot.node_names()
+    start = start_index % len(names)
+    special: dict[str, Status] = {}
+    nominated = snapshot.nominated_node_names()
+    if nominated:
+        order = {name: i for i, name in enumerate(names)} if len(nominated) > 1 else None
+        walk = sorted(
+            (n for n in nominated if snapshot.get_node_info(n) is not None),
+            key=lambda n: ((order[n] if order else names.index(n)) - start) % len(names),
+        )
+        for name in walk:
+            status = framework.run_filter_plugins_with_nominated_pods(
+                state, pod, snapshot.node_info(name), snapshot.nominated_pods_for_node(name)
+            )
+            if status.code is Code.Error:
+                return status
+            if status.is_success():
+                return False
+            special[name] = status
+    explicit = diagnosis.node_to_status.statuses
+    walked = names[start:] + names[:start] if start else names
+    if explicit:
+        explicit.update(dict.fromkeys(walked, rejection))
+    else:
+        diagnosis.node_to_status.statuses = explicit = dict.fromkeys(walked, rejection)
+    explicit.update(special)
+    for plugin, code in {(rejection.plugin, rejection.code)} | {
+        (v.plugin, v.code) for v in special.values()
+    }:
+        diagnosis.add_plugin_status(Status(code, plugin=plugin))
+    return True
 
 
 def _window(nodes: list[NodeInfo], start: int, offset: int, count: int) -> list[NodeInfo]:
@@ -223,13 +321,34 @@ def _find_nodes_that_pass_filters(
     nodes: list[NodeInfo],
     num_nodes_to_find: int,
     start_index: int,
+    uniform: Status | None = None,
+    passing: frozenset[str] = frozenset(),
 ) -> list[NodeInfo] | Status:
-    """``findNodesThatPassFilters``, sequential; an Error status aborts the search."""
+    """``findNodesThatPassFilters``, sequential; an Error status aborts the search.
+
+    ``uniform`` is ``uniform_filter_verdict`` when ``nodes`` is every node of the snapshot;
+    ``passing`` the plugins that pass every node of the snapshot.
+    """
     n = len(nodes)
     if n == 0:
         return []
     if not framework.filter_plugins:
         return [nodes[(start_index + i) % n] for i in range(min(num_nodes_to_find, n))]
+    if uniform is not None and uniform.code is not Code.Success:
+        done = _all_rejected(
+            framework,
+            state,
+            pod,
+            snapshot,
+            diagnosis=diagnosis,
+            rejection=uniform,
+            start_index=start_index,
+        )
+        if isinstance(done, Status):
+            return done
+        if done:
+            return []
+        uniform = None
     nominated = set(snapshot.nominated_node_names())
     feasible: list[NodeInfo] = []
     statuses = diagnosis.node_to_status
@@ -251,7 +370,11 @@ def _find_nodes_that_pass_filters(
                     )
                 else:
                     plain.append(ni)
-        passed, failed = run_filter_plugins_batch(framework, state, pod, plain)
+        failed: dict[str, Status]
+        if uniform is not None:  # Success: every node passes the plain filters
+            passed, failed = plain, {}
+        else:
+            passed, failed = run_filter_plugins_batch(framework, state, pod, plain, passing=passing)
         for name, status in special.items():
             if not status.is_success():
                 failed[name] = status
@@ -285,10 +408,12 @@ def find_nodes_that_fit_pod(
     percentage_of_nodes_to_score: int = 100,
     start_index: int = 0,
     has_scoring: bool = True,
+    uniform: bool = True,
 ) -> tuple[list[NodeInfo], Diagnosis, int]:
     """``findNodesThatFitPod``: feasible nodes, the diagnosis, and the next start index.
 
-    An Error from a plugin raises ``SchedulingError``.
+    An Error from a plugin raises ``SchedulingError``. ``uniform=False`` turns the
+    whole-cluster fast path off (the tests compare both).
     """
     fwk = framework if framework is not None else default_framework()
     cycle = state if state is not None else CycleState()
@@ -358,6 +483,12 @@ def find_nodes_that_fit_pod(
     num_to_find = num_feasible_nodes_to_find(percentage_of_nodes_to_score, len(nodes))
     if not has_scoring:
         num_to_find = 1
+    verdict: Status | None = None
+    passing: frozenset[str] = frozenset()
+    if uniform and fwk.filter_plugins:
+        verdict, passing = _uniform_verdicts(fwk, cycle, pod, snapshot)
+        if nodes is not all_nodes:
+            verdict = None  # the fast path for rejections walks every node
     found = _find_nodes_that_pass_filters(
         fwk,
         cycle,
@@ -367,6 +498,8 @@ def find_nodes_that_fit_pod(
         nodes=nodes,
         num_nodes_to_find=num_to_find,
         start_index=start_index,
+        uniform=verdict,
+        passing=passing,
     )
     if isinstance(found, Status):
         raise SchedulingError(found)

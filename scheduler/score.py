@@ -45,6 +45,9 @@ Plugins score a whole list of nodes in one call (``score_nodes``) for speed; res
 deterministic. A plugin whose normalized scores are within 0..100 by construction says so
 with ``scores_in_range = True`` (the built-in ones, each covered by tests); the range check
 that RunScorePlugins applies is then skipped, which saves two scans of every column.
+NodeResourcesFit and BalancedAllocation score once per ``NodeInfo.resource_class`` (nodes with
+equal amounts score alike). A column where every node scores the same is added to the totals
+once, as a constant: integer sums do not depend on the order of the additions.
 ``NodeScores`` keeps the weighted score of every plugin for every node so a
 caller can explain a choice.
 """
@@ -55,6 +58,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from types import MappingProxyType
 from typing import Final, Protocol
 
@@ -125,6 +129,54 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[int])
         scores[:] = [max_priority * s // max_count for s in scores]
 
 
+# --- resource classes ------------------------------------------------------------------------
+
+_CLASSES_KEY: Final = "ResourceClasses"
+_FEW_CLASSES: Final = 16
+
+
+def _resource_classes(
+    state: CycleState, node_infos: Sequence[NodeInfo]
+) -> tuple[list[int], dict[int, NodeInfo]] | None:
+    """Each node's ``resource_class`` and one node per class; None when some node has none
+    (a clone). Worked out once per list of nodes per cycle, shared by the resource scorers."""
+    cached = state.read(_CLASSES_KEY)
+    if cached is not None and cached[0] is node_infos:
+        result: tuple[list[int], dict[int, NodeInfo]] | None = cached[1]
+        return result
+    classes = [ni.resource_class for ni in node_infos]
+    distinct = set(classes)
+    if len(distinct) <= _FEW_CLASSES:  # a C-level search per class beats building a dict
+        representatives = {c: node_infos[classes.index(c)] for c in distinct}
+    else:
+        representatives = dict(zip(classes, node_infos, strict=True))
+    result = None if -1 in representatives else (classes, representatives)
+    state.write(_CLASSES_KEY, (node_infos, result))
+    return result
+
+
+def _score_by_resource_class(
+    state: CycleState, node_infos: Sequence[NodeInfo], key: str, score: Callable[[NodeInfo], int]
+) -> list[int]:
+    """``[score(ni) for ni in node_infos]`` for a score that depends only on the node's
+    allocatable, requested and non-zero requested amounts (NodeResourcesFit's and
+    BalancedAllocation's): one score per resource class, spread to the nodes at C level. A
+    node's score is also remembered until the node changes (``NodeInfo.memo`` under ``key``),
+    which pays when most nodes differ (each pod requesting something else)."""
+    grouped = _resource_classes(state, node_infos)
+    if grouped is None:
+        return [
+            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, score(ni))
+            for ni in node_infos
+        ]
+    classes, representatives = grouped
+    table = {
+        c: v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, score(ni))
+        for c, ni in representatives.items()
+    }
+    return list(map(table.__getitem__, classes))
+
+
 # --- TaintToleration -------------------------------------------------------------------------
 
 
@@ -174,6 +226,9 @@ class TaintTolerationScorer:
         ]
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
+        if state.read(_PRE_SCORE_TAINTS_KEY) is False:  # every raw score is 0: all get 100
+            scores[:] = [MAX_NODE_SCORE] * len(scores)
+            return
         default_normalize_score(MAX_NODE_SCORE, True, scores)
 
 
@@ -306,11 +361,7 @@ class LeastAllocatedScorer:
         # A str key: its hash is computed once, a tuple's on every lookup.
         key = repr((self._key, pod_requests))
         score = self._scorer(pod_requests)
-        # A node's score is remembered until the node changes (NodeInfo.memo).
-        return [
-            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, score(ni))
-            for ni in node_infos
-        ]
+        return _score_by_resource_class(state, node_infos, key, score)
 
     def _scorer(self, pod_requests: tuple[int, ...]) -> Callable[[NodeInfo], int]:
         if self._key != (self.name, ("cpu", 1), ("memory", 1)):
@@ -506,11 +557,7 @@ class BalancedAllocationScorer:
         pod_requests = self.pod_requests(pod)
         key = repr((self.name, tuple(self.resources), pod_requests))
         score = self._scorer(pod_requests)
-        # A node's score is remembered until the node changes (NodeInfo.memo).
-        return [
-            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, score(ni))
-            for ni in node_infos
-        ]
+        return _score_by_resource_class(state, node_infos, key, score)
 
     def _scorer(self, pod_requests: tuple[int, ...]) -> Callable[[NodeInfo], int]:
         if tuple(self.resources) != ("cpu", "memory"):
@@ -720,7 +767,8 @@ def prioritize_nodes(
                 plugin=plugin.name,
             )
     columns: list[list[int]] = []
-    totals = [0] * len(node_infos)
+    varying: list[list[int]] = []
+    offset = 0  # the sum of the columns where every node scores the same
     for plugin in active:
         scores = plugin.score_nodes(state, pod, node_infos)
         plugin.normalize_score(state, pod, scores)
@@ -736,10 +784,22 @@ def prioritize_nodes(
                 f" of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                 plugin=plugin.name,
             )
-        if plugin.weight != 1:
-            weight = plugin.weight
-            scores = [s * weight for s in scores]
+        weight = plugin.weight
+        if scores and scores.count(scores[0]) == len(scores):
+            # One score for every node (no PreferNoSchedule taints, no images, ...): a
+            # constant column, added to the totals once at the end.
+            scores = [scores[0] * weight] * len(scores)
+            offset += scores[0]
+        else:
+            if weight != 1:
+                scores = list(map(operator.mul, scores, repeat(weight)))
+            varying.append(scores)
         columns.append(scores)
-        if any(scores):  # an all-zero column (no images anywhere, say) adds nothing
+    # Integer sums: the order of the additions does not change the totals.
+    if not varying:
+        totals = [offset] * len(node_infos)
+    else:
+        totals = list(map(operator.add, varying[0], repeat(offset)))
+        for scores in varying[1:]:
             totals = list(map(operator.add, totals, scores))
     return NodeScores(node_infos, [p.name for p in active], columns, totals)

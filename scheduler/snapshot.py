@@ -14,6 +14,20 @@ needs for its system default constraints (``helper.DefaultSelector``). It also c
 image name of the nodes' ``status.images``, how many nodes hold it and its size (the
 scheduler cache's ``imageStates``, read by ImageLocality). It is changed in place with
 ``add_pod`` / ``remove_pod`` / ``bind_pod`` so repeated decisions do not rebuild it.
+
+``ResourceColumns`` keeps, per resource (cpu, memory, ephemeral-storage free and
+allocatable, and free pod slots), how many nodes have each value, updated by the NodeInfos as
+pods come and go. It exists so NodeResourcesFit can answer for the whole cluster from the
+smallest and largest value ("no node has 3 CPU free") instead of a Python step per node; it
+must always equal what the NodeInfos hold (``ResourceColumns.of`` rebuilds it from them, and
+the tests compare the two after random changes).
+
+``NodeInfo.resource_class`` numbers the nodes' resource amounts (allocatable, requested,
+non-zero requested): two owned nodes share a class only when those are equal (and nearly
+always when they are). The resource scorers compute one score per class and spread it to the
+nodes at C level, since on a big cluster most nodes look alike; clones have no class (-1) and
+are scored one by one. Both indexes follow ``add_pod`` / ``remove_pod`` / ``set_node``: an
+owned NodeInfo's totals must not be changed behind their back.
 """
 
 from __future__ import annotations
@@ -35,9 +49,15 @@ from scheduler.objects import (
     StatefulSet,
 )
 
-__all__ = ["NodeInfo", "Snapshot"]
+__all__ = ["COLUMN_RESOURCES", "NodeInfo", "ResourceColumns", "Snapshot"]
 
 _generation: Final = itertools.count(1)
+
+
+_MAX_RESOURCE_CLASSES: Final = 65536
+
+COLUMN_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
+"""The resources ``ResourceColumns`` keeps (plus pod slots); scalar resources have none."""
 
 
 def next_generation() -> int:
@@ -73,6 +93,7 @@ class NodeInfo:
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
         "requested",
+        "resource_class",
         "used_ports",
     )
 
@@ -92,6 +113,9 @@ class NodeInfo:
         # Results plugins derived from this node, keyed by plugin and pod shape; emptied on
         # every change, so an entry is always about the node as it is now.
         self.memo: dict[Hashable, Any] = {}
+        # Set by the owning Snapshot: equal for nodes with equal allocatable, requested and
+        # non-zero requested amounts (-1: not known, as for clones).
+        self.resource_class = -1
         for pod in pods:
             self.add_pod(pod)
 
@@ -105,6 +129,7 @@ class NodeInfo:
         if self.owner is not None:
             self.owner.count_node_traits(old, -1)
             self.owner.count_node_traits(node, 1)
+            self.owner.node_resources_changed(self)
 
     def add_pod(self, pod: Pod) -> None:
         self.pods.append(pod)
@@ -126,6 +151,8 @@ class NodeInfo:
         self.generation = next_generation()
         if self.memo:
             self.memo.clear()
+        if self.owner is not None:
+            self.owner.node_resources_changed(self)
 
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with ``pod.key``; False when it is not on this node."""
@@ -158,6 +185,8 @@ class NodeInfo:
         self.generation = next_generation()
         if self.memo:
             self.memo.clear()
+        if self.owner is not None:
+            self.owner.node_resources_changed(self)
         return True
 
     def clone(self) -> NodeInfo:
@@ -175,6 +204,7 @@ class NodeInfo:
         out.generation = self.generation
         out.owner = None
         out.memo = {}
+        out.resource_class = -1
         return out
 
     def __repr__(self) -> str:
@@ -202,14 +232,85 @@ def host_ports(pod: Pod) -> Iterator[tuple[str, str, int]]:
                 yield (port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
 
 
+class ResourceColumns:
+    """The range of free and allocatable amounts over all nodes, kept incrementally.
+
+    For each column — ``free:<r>`` (``allocatable[r] - requested[r]``) and
+    ``allocatable:<r>`` for each of ``COLUMN_RESOURCES``, and ``free:pods`` (pod slots left)
+    — a count of nodes per value, so ``span`` (smallest and largest value over all nodes)
+    costs a scan of the distinct values rather than of the nodes. Missing entries count as 0,
+    as ``fits_request`` reads them.
+    """
+
+    __slots__ = ("counts", "rows")
+
+    COLUMNS: Final = (
+        *(f"free:{r}" for r in COLUMN_RESOURCES),
+        *(f"allocatable:{r}" for r in COLUMN_RESOURCES),
+        "free:pods",
+    )
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[int, ...]] = {}  # node name -> its value per column
+        self.counts: tuple[dict[int, int], ...] = tuple({} for _ in self.COLUMNS)
+
+    @classmethod
+    def of(cls, node_infos: Iterable[NodeInfo]) -> ResourceColumns:
+        out = cls()
+        for ni in node_infos:
+            out.update(ni)
+        return out
+
+    @staticmethod
+    def row(ni: NodeInfo) -> tuple[int, ...]:
+        alloc, req = ni.allocatable, ni.requested
+        return (
+            *(alloc.get(r, 0) - req.get(r, 0) for r in COLUMN_RESOURCES),
+            *(alloc.get(r, 0) for r in COLUMN_RESOURCES),
+            alloc.get("pods", 0) - len(ni.pods),
+        )
+
+    def update(self, ni: NodeInfo) -> None:
+        """Take the current totals of ``ni`` (added or changed)."""
+        new = self.row(ni)
+        old = self.rows.get(ni.name)
+        if old == new:
+            return
+        self.rows[ni.name] = new
+        for counts, before, after in zip(self.counts, old or new, new, strict=True):
+            if old is not None:
+                if before == after:
+                    continue
+                left = counts[before] - 1
+                if left:
+                    counts[before] = left
+                else:
+                    del counts[before]
+            counts[after] = counts.get(after, 0) + 1
+
+    def span(self, column: str) -> tuple[int, int] | None:
+        """(smallest, largest) value of ``column`` over all nodes; None without nodes or for
+        an unknown column."""
+        try:
+            counts = self.counts[self.COLUMNS.index(column)]
+        except ValueError:
+            return None
+        if not counts:
+            return None
+        return min(counts), max(counts)
+
+
 class Snapshot:
     """Nodes, bound and nominated pods, PDBs, PriorityClasses and Namespaces."""
 
     __slots__ = (
         "__weakref__",  # lets callers keep derived indexes per snapshot (preemption's cache)
         "_by_name",
+        "_classes",
+        "_columns",
         "_image_nodes",
         "_image_sizes",
+        "_names",
         "_node_traits",
         "_nominated",
         "_orphans",
@@ -248,6 +349,9 @@ class Snapshot:
         self.replication_controllers: list[ReplicationController] = []
         self.replica_sets: list[ReplicaSet] = []
         self.stateful_sets: list[StatefulSet] = []
+        self._columns: ResourceColumns | None = None  # built on first use
+        self._classes: dict[Hashable, int] = {}  # resource amounts -> NodeInfo.resource_class
+        self._names: list[str] | None = None
 
     @classmethod
     def from_objects(cls, objects: Iterable[KubeObject]) -> Snapshot:
@@ -286,10 +390,13 @@ class Snapshot:
             return existing
         ni = NodeInfo(node, self._orphans.pop(node.name, ()))
         ni.owner = self
+        self.node_resources_changed(ni)
         self.reindex_affinity(ni)
         self.count_node_traits(node, 1)
         self.node_info_list.append(ni)
         self._by_name[node.name] = ni
+        self._columns = None
+        self._names = None
         self.generation += 1
         return ni
 
@@ -302,11 +409,14 @@ class Snapshot:
             return
         self.node_info_list.remove(ni)
         ni.owner = None
+        ni.resource_class = -1
         self.count_node_traits(ni.node, -1)
         self._with_affinity.pop(name, None)
         self._with_required_anti_affinity.pop(name, None)
         if ni.pods:
             self._orphans[name] = list(ni.pods)
+        self._columns = None
+        self._names = None
         self.generation += 1
 
     def node_info(self, name: str) -> NodeInfo:
@@ -317,6 +427,44 @@ class Snapshot:
 
     def get_node_info(self, name: str) -> NodeInfo | None:
         return self._by_name.get(name)
+
+    def node_names(self) -> list[str]:
+        """The node names in node order (shared: do not change it)."""
+        if self._names is None:
+            self._names = [ni.name for ni in self.node_info_list]
+        return self._names
+
+    def resource_columns(self) -> ResourceColumns:
+        """The columnar view of free capacity (shared: do not change it)."""
+        if self._columns is None:
+            self._columns = ResourceColumns.of(self.node_info_list)
+        return self._columns
+
+    def node_resources_changed(self, ni: NodeInfo) -> None:
+        """Called by an owned NodeInfo after its pods or its Node changed."""
+        if self._columns is not None:
+            self._columns.update(ni)
+        key = (
+            tuple(sorted(ni.allocatable.items())),
+            tuple(sorted(ni.requested.items())),
+            ni.non_zero_requested["cpu"],
+            ni.non_zero_requested["memory"],
+        )
+        classes = self._classes
+        found = classes.get(key)
+        if found is None:
+            if len(classes) >= _MAX_RESOURCE_CLASSES:
+                self._renumber_resource_classes()
+            found = classes[key] = len(classes)
+        ni.resource_class = found
+
+    def _renumber_resource_classes(self) -> None:
+        """Forget classes no node has any more (many distinct amounts over a long life)."""
+        self._classes = {}
+        for ni in self.node_info_list:
+            if ni.resource_class >= 0:
+                ni.resource_class = -1
+                self.node_resources_changed(ni)
 
     def have_pods_with_affinity_list(self) -> list[NodeInfo]:
         """``HavePodsWithAffinityList``: nodes hosting a pod with pod (anti-)affinity.

@@ -12,6 +12,15 @@ Reproduces ``fitsRequest`` of ``pkg/scheduler/framework/plugins/noderesources/fi
 
 Unknown native resource names (no domain, not hugepages) are ignored, as ``Resource.Add``
 ignores them.
+
+Why ``uniform_verdict`` exists: a failed scheduling cycle on a big cluster (the preemption
+path) asks this filter about every node, and in Python a step per node costs milliseconds.
+The verdict on a node depends only on a few booleans — pod slot left, and per requested
+resource whether it is short and whether it exceeds the allocatable itself — so when
+``min``/``max`` over the snapshot's ``ResourceColumns`` show that each boolean is the same on
+every node, every node gets the verdict ``fits_request`` gives on any one of them. It must
+equal ``filter`` on each node; when the booleans differ between nodes it answers None and the
+caller asks node by node.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from scheduler.filters.base import FilterBatchResult, NoPreFilterExtensions, remember
-from scheduler.framework import Code, CycleState, Status
+from scheduler.framework import SUCCESS, Code, CycleState, Status
 from scheduler.objects import Pod
 from scheduler.snapshot import NodeInfo, Snapshot
 
@@ -126,6 +135,30 @@ class NodeResourcesFit(NoPreFilterExtensions):
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         return fits_request(pod, node_info)
+
+    def uniform_verdict(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        """The verdict every node of ``snapshot`` gets (Success, or the rejection tagged with
+        this plugin) when it is the same on all of them; None when it is not, or when the pod
+        asks for a resource without a column (scalar resources)."""
+        nodes = snapshot.node_info_list
+        if not nodes:
+            return None
+        span = snapshot.resource_columns().span
+        pods = span("free:pods")
+        if pods is None or pods[0] < 1 <= pods[1]:
+            return None  # some nodes have a pod slot left, some do not
+        for name, want in _wanted(pod):
+            free = span("free:" + name)
+            if free is None:
+                return None  # a scalar resource: no column
+            if free[0] < want <= free[1]:
+                return None  # short on some nodes only
+            if free[1] < want:  # short everywhere: "more than allocatable" must agree too
+                allocatable = span("allocatable:" + name)
+                if allocatable is None or allocatable[0] < want <= allocatable[1]:
+                    return None
+        status = fits_request(pod, nodes[0])
+        return SUCCESS if status is None else status.with_plugin(NAME)
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]

@@ -37,6 +37,13 @@ raw score is ``round(sum(count * log(domains + 2) + maxSkew - 1))`` over its con
 nodes missing a topology key (when the pod has its own constraints or defaults are not the
 system's) are ignored and score 0. NormalizeScore maps ``s`` to
 ``100 * (max + min - s) / max`` (100 for all when ``max`` is 0).
+
+Speed. PreFilter, PreScore and the hostname Score count a node's matching pods for every node
+of the cluster, every cycle. The count depends only on the node's pods, the selector and the
+namespace, so it is kept in ``NodeInfo.memo`` (emptied whenever the node changes): between two
+cycles only the node the last pod went to is counted again. ``filter_nodes`` judges a batch of
+nodes with the per-constraint numbers (minimum, self match) worked out once; both must equal
+``filter`` and ``count_pods_match_selector`` node by node (the property tests check it).
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from scheduler.filters.base import SKIP, FilterBatchResult, split_by_filter
+from scheduler.filters.base import SKIP, FilterBatchResult, remember
 from scheduler.filters.nodeaffinity import RequiredNodeAffinity
 from scheduler.filters.tainttoleration import find_matching_untolerated_taint
 from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, Code, CycleState, Status
@@ -150,6 +157,22 @@ def count_pods_match_selector(pods: Iterable[Pod], selector: LabelSelector | Non
         for p in pods
         if p.deletion_timestamp is None and p.namespace == ns and selector.matches(p.labels)
     )
+
+
+def _count_key(selector: LabelSelector | None, ns: str) -> str:
+    """The ``NodeInfo.memo`` key of a node's count of pods matching ``selector`` in ``ns``."""
+    return f"{NAME}/count/{ns}/{selector.requirements!r}" if selector is not None else ""
+
+
+def _match_count(ni: NodeInfo, selector: LabelSelector | None, ns: str, key: str) -> int:
+    """``count_pods_match_selector(ni.pods, selector, ns)``, remembered until ``ni`` changes;
+    ``key`` is ``_count_key(selector, ns)``."""
+    if selector is None:
+        return 0
+    count: int | None = ni.memo.get(key)
+    if count is None:
+        count = remember(ni.memo, key, count_pods_match_selector(ni.pods, selector, ns))
+    return count
 
 
 class CriticalPaths:
@@ -490,6 +513,24 @@ class PodTopologySpread:
         policies = self.enable_node_inclusion_policy
         counts = s.tp_pair_to_match_num
         ns = pod.namespace
+        # Per constraint: its count key, topology key, and whether the inclusion policies
+        # can exclude a node at all (Honor with a pod that has node constraints, or Honor
+        # for taints); when they cannot, the check is left out.
+        trivial_affinity = not required.node_selector and required.required is None
+        plan = [
+            (
+                c,
+                _count_key(c.selector, ns),
+                c.topology_key,
+                policies
+                and (
+                    (c.node_affinity_policy == HONOR and not trivial_affinity)
+                    or c.node_taints_policy == HONOR
+                ),
+            )
+            for c in constraints
+        ]
+        topology_keys = tuple(c.topology_key for c in constraints)
         for ni in snapshot.node_info_list:
             node = ni.node
             if node is None:
@@ -497,15 +538,16 @@ class PodTopologySpread:
             if not policies and not required.match(node):
                 continue
             labels = node.labels
-            if not node_labels_match_spread_constraints(labels, constraints):
-                continue
-            for c in constraints:
-                if policies and not c.match_node_inclusion_policies(pod, node, required):
+            if not all(map(labels.__contains__, topology_keys)):
+                continue  # node_labels_match_spread_constraints
+            for c, key, topology_key, check in plan:
+                if check and not c.match_node_inclusion_policies(pod, node, required):
                     continue
-                pair = (c.topology_key, labels[c.topology_key])
-                counts[pair] = counts.get(pair, 0) + count_pods_match_selector(
-                    ni.pods, c.selector, ns
-                )
+                pair = (topology_key, labels[topology_key])
+                count = ni.memo.get(key) if key else None
+                if count is None:
+                    count = _match_count(ni, c.selector, ns, key)
+                counts[pair] = counts.get(pair, 0) + count
         for key, _ in counts:
             s.tp_key_to_domains_num[key] = s.tp_key_to_domains_num.get(key, 0) + 1
         for c in constraints:
@@ -546,7 +588,38 @@ class PodTopologySpread:
     def filter_nodes(
         self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
     ) -> FilterBatchResult:
-        return split_by_filter(self.filter, state, pod, node_infos)
+        s = _state(state)
+        if isinstance(s, Status):
+            return [], [(ni, s) for ni in node_infos]
+        if not s.constraints:
+            return node_infos, []
+        counts = s.tp_pair_to_match_num
+        # Per constraint: key, the count a domain may reach (None: not checked), max skew.
+        checks: list[tuple[str, int | None]] = []
+        for c in s.constraints:
+            minimum = s.min_match_num(c.topology_key, c.min_domains)
+            self_match = 1 if c.selects(pod.labels) else 0
+            limit = None if minimum is None else c.max_skew + minimum - self_match
+            checks.append((c.topology_key, limit))
+        passed: list[NodeInfo] = []
+        rejected: list[tuple[NodeInfo, Status]] = []
+        for ni in node_infos:
+            node = ni.node
+            labels: Mapping[str, str] = node.labels if node is not None else {}
+            verdict: Status | None = None
+            for key, limit in checks:
+                value = labels.get(key)
+                if value is None:
+                    verdict = _LABEL_REJECT
+                    break
+                if limit is not None and counts.get((key, value), 0) > limit:
+                    verdict = _SKEW_REJECT
+                    break
+            if verdict is None:
+                passed.append(ni)
+            else:
+                rejected.append((ni, verdict))
+        return passed, rejected
 
     def add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
@@ -628,6 +701,7 @@ class PodTopologySpread:
             required = RequiredNodeAffinity(pod)
             policies = self.enable_node_inclusion_policy
             ns = pod.namespace
+            keys = [_count_key(c.selector, ns) for c in constraints]
             for ni in all_nodes:
                 node = ni.node
                 if node is None:
@@ -637,12 +711,12 @@ class PodTopologySpread:
                 labels = node.labels
                 if require_all and not node_labels_match_spread_constraints(labels, constraints):
                     continue
-                for c in constraints:
+                for c, key in zip(constraints, keys, strict=True):
                     if policies and not c.match_node_inclusion_policies(pod, node, required):
                         continue
                     pair = (c.topology_key, labels.get(c.topology_key, ""))
                     if pair in pair_counts:
-                        pair_counts[pair] += count_pods_match_selector(ni.pods, c.selector, ns)
+                        pair_counts[pair] += _match_count(ni, c.selector, ns, key)
         state.write(
             PRE_SCORE_STATE_KEY,
             PreScoreState(
@@ -664,6 +738,7 @@ class PodTopologySpread:
         out: list[int] = []
         positions: list[int] = []
         ns = pod.namespace
+        keys = [_count_key(c.selector, ns) for c in s.constraints]
         for idx, ni in enumerate(node_infos):
             if ni.name in ignored:
                 positions.append(idx)
@@ -676,7 +751,7 @@ class PodTopologySpread:
                 if value is None:
                     continue
                 if c.topology_key == LABEL_HOSTNAME:
-                    cnt = count_pods_match_selector(ni.pods, c.selector, ns)
+                    cnt = _match_count(ni, c.selector, ns, keys[i])
                 else:
                     cnt = counts.get((c.topology_key, value), 0)
                 score += cnt * weights[i] + (c.max_skew - 1)

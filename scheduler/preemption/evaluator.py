@@ -679,6 +679,10 @@ def _filter_statuses(
         get, absent = d.get, node_statuses.absent_nodes_status
         statuses = [get(name, absent) for name in names]
     unschedulable = _U
+    if statuses and statuses.count(statuses[0]) == len(statuses):
+        # One status for every node (the failed cycle's usual shape): equal statuses have
+        # equal codes, and list.count compares identical objects by pointer.
+        return statuses, [statuses[0].code is unschedulable] * len(statuses)
     return statuses, [s.code is unschedulable for s in statuses]
 
 

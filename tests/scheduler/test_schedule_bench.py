@@ -38,5 +38,14 @@ def test_quick_run_prints_json_lines() -> None:
         [sys.executable, str(BENCH), "--quick"], check=True, capture_output=True, text=True
     ).stdout
     lines = [json.loads(line) for line in out.splitlines()]
-    assert [line["unit"] for line in lines] == ["pods/s"] * 3
+    assert [line["unit"] for line in lines] == ["pods/s"] * 4
     assert all({"bench", "value", "anchor", "ratio"} <= line.keys() for line in lines)
+    assert lines[3]["bench"].endswith("/all_nodes/topology_spread")
+
+
+def test_spread_pods_use_every_node_before_doubling_up() -> None:
+    bench = _load()
+    result = bench.run_scheduling_basic(20, 0, 25, percentage_of_nodes_to_score=100, spread=True)
+    assert result["nodes_used"] == 20  # hostname ScheduleAnyway and zone DoNotSchedule
+    assert result["max_pods_per_node"] == 2
+    assert result["mean_evaluated_nodes"] == 20
