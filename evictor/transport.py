@@ -35,6 +35,7 @@ __all__ = [
     "Response",
     "TransportError",
     "call",
+    "current_request_timeout",
     "let_requests_out",
     "raw_watch",
     "request_timeout",
@@ -57,6 +58,11 @@ def request_timeout(seconds: float | None) -> Iterator[None]:
         yield
     finally:
         _REQUEST_TIMEOUT.reset(token)
+
+
+def current_request_timeout() -> float | None:
+    """The bound ``request_timeout`` set for this context (None: none)."""
+    return _REQUEST_TIMEOUT.get()
 
 
 # Event-loop turns for a request started with ``ensure_future`` to reach the socket: one on
