@@ -472,7 +472,7 @@ async def _rank(cfg: AgentConfig, signal_name: str | None, stats_file: str | Non
             from agent.informer import PodInformer, is_active
 
             informer = PodInformer(api, cfg.node_name)
-            await informer._list()
+            await informer.list_once()
             pods = [e.pod for e in informer.pods.values() if is_active(e.pod)]
             source = f"API, pods bound to {cfg.node_name}"
         finally:
