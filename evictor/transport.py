@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import functools
 import ipaddress
 import json
 import logging
@@ -37,7 +36,6 @@ __all__ = [
     "call",
     "current_request_timeout",
     "let_requests_out",
-    "raw_watch",
     "request_timeout",
     "resolve_proxy_once",
 ]
@@ -186,51 +184,3 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def raw_watch() -> Any:
-    """A kubernetes-asyncio ``Watch`` whose events carry the object only as the server sent it.
-
-    ``Watch(return_type="object")`` re-serialises every event's object to JSON and parses it
-    again to "deserialise" it; a drain's watch of a node sees thousands of events and only
-    reads ``raw_object``. Without a return type the watch skips that step.
-    """
-    return _raw_watch_class()()
-
-
-@functools.cache
-def _raw_watch_class() -> Any:
-    from kubernetes_asyncio.watch import watch
-
-    class RawWatch(watch.Watch):
-        def __init__(self) -> None:
-            # ``Watch.__init__`` builds a whole ApiClient (an HTTP session and a TLS context
-            # loaded with the system CAs, ~20 ms) only to deserialise events into models,
-            # which a raw watch never does: it gets a stand-in instead, and the rest of its
-            # state is the library's own. (Were the name to move, a real client is built:
-            # slower, still correct.)
-            real = getattr(watch, "ApiClient", None)
-            if real is None:
-                super().__init__()
-                return
-            setattr(watch, "ApiClient", _NoModels)  # noqa: B010 - the module's global, briefly
-            try:
-                super().__init__()
-            finally:
-                setattr(watch, "ApiClient", real)  # noqa: B010
-
-        def get_return_type(self, func: Any) -> str:
-            return ""  # falsy: ``unmarshal_event`` leaves ``object`` as parsed
-
-    return RawWatch
-
-
-class _NoModels:
-    """The raw watch's stand-in for the ApiClient ``Watch`` keeps: nothing to deserialise
-    with, nothing to close."""
-
-    def deserialize(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("a raw watch does not build models")
-
-    async def close(self) -> None:
-        return None
