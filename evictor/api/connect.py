@@ -520,7 +520,7 @@ async def _load_static(merged: Mapping[str, Any], context: str, cfg: Any) -> Non
     static = json.loads(json.dumps(merged))
     for entry in static["users"]:
         user = entry.get("user") or {}
-        for key in ("exec", "tokenFile", "token", "auth-provider"):
+        for key in ("exec", "tokenFile", "token"):  # auth-provider and basic auth: the library's
             user.pop(key, None)
     try:
         await kube_config.load_kube_config_from_dict(
@@ -528,7 +528,6 @@ async def _load_static(merged: Mapping[str, Any], context: str, cfg: Any) -> Non
         )
     except ConfigException as exc:
         raise InvalidConfiguration(" ".join(str(exc).split())) from None
-    cfg.api_key.pop("BearerToken", None)
 
 
 def _in_cluster(
