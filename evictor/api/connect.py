@@ -43,6 +43,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from evictor.api.health import ApiHealth
+
 __all__ = [
     "CERT_CHECK",
     "EXEC_SKEW",
@@ -305,6 +307,7 @@ def _client_class() -> Any:
             with system_cas_on_first_use():
                 super().__init__(configuration=configuration)
             self.credentials = credentials
+            self.health = ApiHealth()  # final answers, for the agent's readiness and metrics
             self.retired: list[Any] = []  # clients of an old certificate, closed at close()
             self.on_new_rest_client: Callable[[Any], None] | None = None
 
@@ -312,6 +315,21 @@ def _client_class() -> Any:
             return self._call(args, kwargs)
 
         async def _call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+            path = args[0] if args else kwargs.get("resource_path", "")
+            method = args[1] if len(args) > 1 else kwargs.get("method", "")
+            what = f"{method} {path}"
+            try:
+                result = await self._send(args, kwargs)
+            except ApiException as exc:
+                self.health.record(int(exc.status or 0), what=what)
+                raise
+            except (OSError, TimeoutError) as exc:  # aiohttp's client errors are OSErrors
+                self.health.record(0, what=what)
+                raise exc
+            self.health.record(_status_of(result), what=what)
+            return result
+
+        async def _send(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
             await self.refresh(force=False)
             used = self.credentials.generation(self.configuration)
             try:

@@ -116,10 +116,20 @@ class WatchState:
     stalls: int = 0  # watches restarted by the liveness bound
     last_event_at: float = 0.0  # monotonic time of the last line (event or bookmark)
     listed: bool = False  # at least one list completed
+    down_since: float | None = None  # monotonic time live turned False (None: live or never)
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # first list done or failed
 
-    def _failed(self, exc: BaseException) -> None:
+    def _down(self) -> None:
+        if self.live or self.down_since is None:
+            self.down_since = time.monotonic()
         self.live = False
+
+    def _up(self) -> None:
+        self.live = True
+        self.down_since = None
+
+    def _failed(self, exc: BaseException) -> None:
+        self._down()
         self.failures += 1
         self.consecutive_failures += 1
         self.last_status = exc.status if isinstance(exc, WatchError) else 0
@@ -200,7 +210,7 @@ async def list_and_watch(
                 path,
                 target.liveness,
             )
-            st.live = False
+            st._down()
             st.resource_version = ""
             st.stalls += 1
             st.relists += 1
@@ -246,7 +256,8 @@ async def _list(target: _Target, st: WatchState) -> AsyncGenerator[Page, None]:
         items, token, rv = await _list_page(target, token)
         if not token:
             st.resource_version = rv
-            st.listed = st.live = True
+            st.listed = True
+            st._up()
             st.consecutive_failures = 0
             st.settled.set()
         page = Page(items, first=first, last=not token, resource_version=rv)
@@ -303,7 +314,7 @@ async def _watch(target: _Target, st: WatchState) -> AsyncGenerator[Event, None]
             raise _Gone()
         if resp.status != 200:
             raise await _failure(resp, "watch")
-        st.live = True
+        st._up()
         st.consecutive_failures = 0
         st.last_event_at = time.monotonic()
         while True:
