@@ -155,7 +155,14 @@ def resolve_proxy_once(api_client: Any) -> str | None:
     rule) is applied instead: ``HTTPS_PROXY``/``HTTP_PROXY`` by the server's scheme, ``NO_PROXY``
     exclusions, never for localhost or a loopback address. A ``proxy-url`` from the kubeconfig
     already on the configuration wins. Answers the proxy in use (None: direct).
+
+    The session is replaced through aiohttp's public API only: the library's session hands its
+    connector (TLS context, pool) over with ``detach()`` to a new ``ClientSession(trust_env=
+    False)`` that owns it from then on; ``rest_client.pool_manager`` is the generated client's
+    public attribute for its session.
     """
+    import aiohttp
+
     rest = api_client.rest_client
     if not rest.proxy:
         url = urllib.parse.urlsplit(str(api_client.configuration.host))
@@ -165,9 +172,17 @@ def resolve_proxy_once(api_client: Any) -> str | None:
         if proxy and not _loopback(host) and not _no_proxy(url.netloc, proxies):
             rest.proxy = proxy
     session = rest.pool_manager
-    if hasattr(session, "_trust_env"):  # aiohttp >= 3.0; otherwise it keeps looking per request
-        session._trust_env = False
+    if session.trust_env:
+        connector = session.connector
+        session.detach()
+        rest.pool_manager = aiohttp.ClientSession(
+            connector=connector, trust_env=False, read_bufsize=READ_BUFSIZE
+        )
     return str(rest.proxy) if rest.proxy else None
+
+
+# kubernetes-asyncio's session reads in chunks of 2 MiB (a watch line can be a large object)
+READ_BUFSIZE = 2**21
 
 
 def _no_proxy(netloc: str, proxies: dict[str, str]) -> bool:
