@@ -3,7 +3,7 @@
 The agent runs on every node, so its footprint is budgeted (≤ 60 MiB RSS, issue 9).
 The generated models cost about 30 MiB that the agent never uses: it reads and writes raw JSON
 (``_preload_content=False``), because a model-deserialized watch breaks on one malformed pod and
-models cost more than the requests. ``defer_client_models()`` (``evictor.deferred``, shared with
+models cost more than the requests. ``defer_client_models()`` (``evictor.api.deferred``, shared with
 the ``evict`` command) keeps them unimported until someone asks for one.
 
 ``request()`` is the one raw API call of ``evictor.api.calls`` (the room for talking to the API,
@@ -13,6 +13,6 @@ issue 15), re-exported for the agent's actions.
 from __future__ import annotations
 
 from evictor.api.calls import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, request
-from evictor.deferred import defer_client_models
+from evictor.api.deferred import defer_client_models
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "defer_client_models", "request"]

@@ -297,7 +297,7 @@ def _client_class() -> Any:
     from kubernetes_asyncio.client.api_client import ApiClient
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    from evictor.deferred import system_cas_on_first_use
+    from evictor.api.deferred import system_cas_on_first_use
 
     class RefreshingApiClient(ApiClient):  # type: ignore[misc,unused-ignore]
         """An ``ApiClient`` whose every call brings the credentials up to date first, and
@@ -482,7 +482,7 @@ async def connect(
     """The API client for ``prog`` from ``kubeconfig`` (else ``$KUBECONFIG``, else
     ``~/.kube/config``), or in-cluster when there is none and neither a kubeconfig nor a
     context was named. Raises ``ConfigError``."""
-    from evictor.deferred import defer_client_models, defer_system_cas
+    from evictor.api.deferred import defer_client_models, defer_system_cas
 
     defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
     defer_system_cas()  # the system CAs load for the first TLS connection, not at import
