@@ -345,10 +345,22 @@ def _client_class() -> Any:
             log.info("401 answered: credentials refreshed, request sent again")
             return await super().call_api(*args, **kwargs)
 
-        async def refresh(self, *, force: bool, refused: object = None) -> bool:
-            changed, tls_changed = await self.credentials.apply(
-                self.configuration, force=force, refused=refused
-            )
+        async def refresh(
+            self, *, force: bool, refused: object = None, strict: bool = False
+        ) -> bool:
+            """Bring the credentials up to date (``force``: after a 401 to ``refused``);
+            True when they changed. A source that fails (a plugin that exits non-zero, a token
+            file gone) is logged and the current credentials stay, so the server's answer is
+            the caller's; ``strict`` (at connect time) raises ``ConfigError`` instead."""
+            try:
+                changed, tls_changed = await self.credentials.apply(
+                    self.configuration, force=force, refused=refused
+                )
+            except (ConfigError, OSError, ValueError) as exc:
+                if strict:
+                    raise _invalid(exc) from None
+                log.warning("refreshing the API credentials failed: %s", exc)
+                return False
             if tls_changed:
                 self._new_rest_client()
             return changed
@@ -519,7 +531,11 @@ async def connect(
 
     proxy = resolve_proxy_once(api)
     api.on_new_rest_client = resolve_proxy_once
-    await api.refresh(force=False)  # the first credentials now: a broken plugin fails here
+    try:
+        await api.refresh(force=False, strict=True)  # a broken plugin or file fails here
+    except ConfigError:
+        await api.close()
+        raise
     return Connection(api, namespace=namespace, proxy=proxy, in_cluster=used_cluster)
 
 

@@ -364,3 +364,35 @@ async def test_the_agents_pod_view_carries_on_across_a_token_rotation(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await conn.api_client.close()
+
+
+async def test_a_plugin_that_fails_later_leaves_the_answer_to_the_server(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    clock = Clock()
+    (tmp_path / "token").write_text(issue(sim))
+    user = exec_user(tmp_path)
+    (tmp_path / "expiry").write_text(rfc3339(clock.now + 60))
+    conn = await connect(
+        kubeconfig=str(kubeconfig(sim, tmp_path / "kc", user)), prog="test", clock=clock
+    )
+    api = conn.api_client
+    try:
+        (tmp_path / "plugin.py").write_text("import sys; sys.exit(3)")
+        clock.now += 60  # due again, and the plugin now fails: the current token is sent
+        assert await get_node(api) == 200
+        token_clock(sim).offset += 3600
+        assert await get_node(api) == 401  # refused, and nothing to refresh it with
+    finally:
+        await api.close()
+
+
+async def test_a_broken_plugin_is_a_configuration_error_at_connect(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    from evictor.api.connect import ConfigError
+
+    user = exec_user(tmp_path)
+    (tmp_path / "plugin.py").write_text("import sys; print('nope', file=sys.stderr); sys.exit(3)")
+    with pytest.raises(ConfigError, match="exit 3: nope"):
+        await connect(kubeconfig=str(kubeconfig(sim, tmp_path / "kc", user)), prog="test")
