@@ -307,29 +307,19 @@ def _fail(glob: Globals, exc: BaseException) -> None:
 
 
 async def _api_client(kubeconfig: str | None) -> Any:
-    from agent.kube import defer_client_models
-    from evictor.deferred import defer_system_cas, new_api_client
+    """The agent's API client (``evictor.api.connect``, shared with ``evict``: credentials
+    that refresh, in-cluster when there is no kubeconfig, the proxy rule)."""
+    from evictor.api.connect import ConfigError, NoSuchKubeconfig, NotInCluster, connect
 
-    defer_client_models()  # the agent's footprint: config and ApiClient, not the models
-    defer_system_cas()  # and the system CAs only if a TLS connection needs them
-    from kubernetes_asyncio import client, config
-    from kubernetes_asyncio.config.config_exception import ConfigException
-
-    cfg = client.Configuration()
-    if kubeconfig is not None and not os.path.isfile(kubeconfig):
-        raise ConfigUsageError(f"kubeconfig (--kubeconfig): {kubeconfig}: no such file")
     try:
-        await config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
-        if kubeconfig is not None:
-            raise ConfigUsageError(f"kubeconfig (--kubeconfig): {exc}") from None
-        try:
-            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        except ConfigException:
-            raise ConfigUsageError(
-                f"no usable kubeconfig and not running in a cluster: {exc}"
-            ) from None
-    return new_api_client(cfg, prog="eviction-agent")
+        conn = await connect(kubeconfig=kubeconfig, prog="eviction-agent")
+    except NoSuchKubeconfig as exc:
+        raise ConfigUsageError(f"kubeconfig (--kubeconfig): {exc}") from None
+    except NotInCluster as exc:
+        raise ConfigUsageError(str(exc)) from None
+    except ConfigError as exc:
+        raise ConfigUsageError(f"kubeconfig (--kubeconfig): {exc}") from None
+    return conn.api_client
 
 
 @click.group(epilog=EXIT_HELP, context_settings=CONTEXT_SETTINGS)
@@ -472,7 +462,7 @@ async def _rank(cfg: AgentConfig, signal_name: str | None, stats_file: str | Non
             from agent.informer import PodInformer, is_active
 
             informer = PodInformer(api, cfg.node_name)
-            await informer._list()
+            await informer.list_once()
             pods = [e.pod for e in informer.pods.values() if is_active(e.pod)]
             source = f"API, pods bound to {cfg.node_name}"
         finally:

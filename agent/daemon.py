@@ -4,6 +4,13 @@ Kept apart from the CLI so tests drive exactly what the daemon runs — against 
 fake stats source in place of the cgroup readers. Start order: HTTP first (probes answer while
 starting), the pod watch, the PSI monitor and the loop; ``READY=1`` goes to systemd after the
 first sync over listed pods, then ``WATCHDOG=1`` while syncs keep completing.
+
+``/healthz`` means "the process loop runs" (a stalled sync). ``/readyz`` and the watchdog also
+tell whether the agent can still see and act: when every API answer has been a 401 or 403
+(after ``evictor.api.connect`` refreshed the credentials) or the pod watch has not been live,
+for ``api_failure_bound`` seconds, ``/readyz`` answers 503 with the reason and the watchdog
+pings stop, so systemd restarts the agent (``Restart=`` in the unit) instead of leaving the node
+protected by a stale pod view. Failed answers count in ``eviction_agent_api_errors_total{code}``.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from agent.informer import PodInformer
 from agent.loop import EvictionLoop, psi_wakeups
 from agent.metrics import AgentMetrics
 from agent.systemd import Notifier, watchdog_loop
+from evictor.api.health import ApiHealth
 
 __all__ = ["Agent", "WallClock"]
 
@@ -73,10 +81,17 @@ class Agent:
         http_limits: HttpLimits | None = None,
         condition_heartbeat: float = 10.0,
         memcg_notification: bool | None = None,
+        api_failure_bound: float = 60.0,
     ) -> None:
         self.config = config
         self.api_client = api_client
+        self.api_failure_bound = api_failure_bound
         self.metrics = metrics or AgentMetrics()
+        health = getattr(api_client, "health", None)
+        if isinstance(health, ApiHealth):  # evictor.api.connect's client counts its answers
+            health.listeners.append(
+                lambda code: self.metrics.api_errors.labels(code=str(code)).inc()
+            )
         self.notifier = notifier or Notifier()
         self.serve_http = serve_http
         self.http_limits = http_limits or HttpLimits()
@@ -189,7 +204,29 @@ class Agent:
             return False, "pods not listed yet"
         if self.loop.stats.syncs == 0:
             return False, "no sync yet"
+        why = self.api_problem()
+        if why:
+            return False, why
         return True, ""
+
+    def api_problem(self) -> str:
+        """Why the agent cannot see or act through the API for ``api_failure_bound`` seconds
+        or longer ("": it can)."""
+        bound = self.api_failure_bound
+        health = getattr(self.api_client, "health", None)
+        if isinstance(health, ApiHealth) and health.refused_since is not None:
+            refused = health.refused_for()
+            if refused >= bound:
+                return (
+                    f"the API server refuses the agent's requests for {refused:.0f}s"
+                    f" (last: {health.last_refusal}), also after refreshing its credentials"
+                )
+        state = self.informer.state
+        if state.down_since is not None:
+            down = time.monotonic() - state.down_since
+            if down >= bound:
+                return f"pod watch not live for {down:.0f}s: {state.last_error or 'restarting'}"
+        return ""
 
     def _after_sync(self) -> None:
         self.metrics.informer_connected.set(1 if self.informer.connected else 0)
@@ -310,7 +347,8 @@ class Agent:
         self._tasks.append(asyncio.create_task(self.loop.run(), name="eviction-loop"))
         self._tasks.append(
             asyncio.create_task(
-                watchdog_loop(self.notifier, lambda: self.health()[0]), name="watchdog"
+                watchdog_loop(self.notifier, lambda: self.health()[0] and not self.api_problem()),
+                name="watchdog",
             )
         )
         log.info(

@@ -2,17 +2,15 @@
 
 The kubelet knows its pods from its own pod manager; the agent learns them from the API, the way
 a client-go informer does: LIST with ``fieldSelector=spec.nodeName=<node>``, then WATCH from the
-list's ``resourceVersion`` with bookmarks, resuming from the last version seen after every
-disconnect. A ``410 Gone`` (the version fell out of the watch cache) or an ``ERROR`` event with
-code 410 means the cache must be rebuilt: relist. Failures back off exponentially with jitter and
-the agent keeps running on the last known pods (the eviction loop only reads them).
+list's ``resourceVersion``. The list-then-watch itself — bookmarks, resuming after a disconnect,
+``410 Gone`` → relist, backoff with jitter, and the liveness bound that restarts a watch gone
+silent — is ``evictor.api.watching``'s, shared with the PDB watch and the deletion wait; its
+``WatchState`` (``informer.state``) tells ``/readyz`` whether the view is current. Failures
+never stop the agent: it keeps running on the last known pods (the eviction loop only reads
+them).
 
 A malformed pod (one that ``scheduler.objects.Pod.from_dict`` refuses) is logged and skipped: it
 can never be ranked or evicted by mistake. Objects stay raw dicts until converted once here.
-
-Watch lines are read from the raw response (``_preload_content=False``) rather than through
-``kubernetes_asyncio.watch.Watch``, which deserializes every event into a model (a malformed pod
-would break the stream) and opens its own ``ApiClient``.
 
 Footprint: a pod as the API serves it is ~30 KB of JSON on a real node (``managedFields``, the
 ``last-applied-configuration`` annotation, environment, probes, affinity), ~120 KB as Python
@@ -23,17 +21,15 @@ admission), the actions (name, namespace, uid) and the stats sources (container 
 before the pod is converted; nothing else is kept, not even the raw object. A list is read in
 pages of ``list_page_size`` (``limit``/``continue``, as client-go's pager does) and each page is
 slimmed before the next is fetched, so a relist holds the slim old view, the slim new one and
-one page — never two full copies of the node's pods. A continue token that expired (410) starts
-the list again.
+one page — never two full copies of the node's pods (``watching`` yields the list page by page).
+A continue token that expired (410) starts the list again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -41,26 +37,24 @@ from typing import Any, Final
 import tenacity
 
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
-from agent.kube import request
 from agent.sources.pods import PodIdentity
+from evictor.api.watching import (
+    BOOKMARK_INTERVAL,
+    LIVENESS_FACTOR,
+    Event,
+    Page,
+    WatchState,
+    list_and_watch,
+)
 from evictor.backoff import WATCH_BACKOFF
-from evictor.backoff import delay as backoff_delay
 from scheduler.objects import InvalidObject, Pod
 from scheduler.priority import CONFIG_MIRROR_ANNOTATION_KEY, CONFIG_SOURCE_ANNOTATION_KEY
 
-__all__ = ["GoneError", "PodEntry", "PodInformer", "is_active", "slim_pod"]
+__all__ = ["PodEntry", "PodInformer", "is_active", "slim_pod"]
 
 log = logging.getLogger(__name__)
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
-
-
-class GoneError(Exception):
-    """The resourceVersion is too old: relist."""
-
-
-class WatchError(Exception):
-    """The watch failed with an HTTP or ERROR answer other than 410."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +183,8 @@ class PodInformer:
         backoff: tenacity.wait.wait_base | None = None,
         on_change: Callable[[], None] | None = None,
         list_page_size: int = LIST_PAGE_SIZE,
+        bookmark_interval: float = BOOKMARK_INTERVAL,
+        liveness_factor: float = LIVENESS_FACTOR,
     ) -> None:
         self.api_client = api_client
         self.list_page_size = list_page_size
@@ -196,16 +192,36 @@ class PodInformer:
         self.watch_timeout = watch_timeout
         self.request_timeout = request_timeout
         self.backoff = backoff or WATCH_BACKOFF
+        self.bookmark_interval = bookmark_interval
+        self.liveness_factor = liveness_factor
         self.on_change = on_change
         self.pods: dict[str, PodEntry] = {}
-        self.resource_version = ""
+        self.state = WatchState()
         self.synced = asyncio.Event()
-        self.connected = False
-        self.failures = 0
-        self.last_error = ""
-        self.relists = 0
-        self.last_event_at = 0.0
+        self._building: dict[str, PodEntry] = {}
         self._changed = asyncio.Condition()
+
+    # --- how the watch is doing (``evictor.api.watching.WatchState``) --------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self.state.live
+
+    @property
+    def failures(self) -> int:
+        return self.state.failures
+
+    @property
+    def last_error(self) -> str:
+        return self.state.last_error
+
+    @property
+    def relists(self) -> int:
+        return self.state.relists
+
+    @property
+    def resource_version(self) -> str:
+        return self.state.resource_version
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -238,160 +254,65 @@ class PodInformer:
 
     # --- the loop ------------------------------------------------------------------------------
 
+    def _stream(self, *, max_failures: int = 0) -> Any:
+        return list_and_watch(
+            self.api_client,
+            "/api/v1/pods",
+            query=[("fieldSelector", f"spec.nodeName={self.node_name}")],
+            page_size=self.list_page_size,
+            watch_timeout=self.watch_timeout,
+            request_timeout=self.request_timeout,
+            bookmark_interval=self.bookmark_interval,
+            liveness_factor=self.liveness_factor,
+            backoff=self.backoff,
+            max_failures=max_failures,
+            state=self.state,
+        )
+
     async def run(self) -> None:
-        """List, then watch, forever; cancel to stop."""
-        attempt = 0
-        while True:
-            await asyncio.sleep(0)  # a relist answered at once (410 after 410) still yields
-            try:
-                if not self.resource_version:
-                    await self._list()
-                await self._watch()
-                attempt = 0
-            except asyncio.CancelledError:
-                raise
-            except GoneError:
-                log.info("pod watch expired, relisting", extra={"node": self.node_name})
-                self.resource_version = ""
-                self.relists += 1
-                continue
-            except Exception as exc:
-                attempt += 1
-                self.failures += 1
-                self.connected = False
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                delay = backoff_delay(self.backoff, attempt)
-                log.warning(
-                    "pod list/watch failed, retrying",
-                    extra={"err": self.last_error, "retry_in": round(delay, 3)},
-                )
-                await asyncio.sleep(delay)
+        """List, then watch, forever (``evictor.api.watching``: 410 relists, errors back off,
+        a silent watch is restarted); cancel to stop."""
+        async for item in self._stream():
+            await self.apply(item)
+            del item  # a list page's objects go before the next page is fetched
 
-    def _selector(self) -> str:
-        return f"spec.nodeName={self.node_name}"
+    async def list_once(self) -> None:
+        """List the node's pods once (``eviction-agent explain``); raises when it cannot."""
+        stream = self._stream(max_failures=1)
+        try:
+            async for item in stream:
+                await self.apply(item)
+                if isinstance(item, Page) and item.last:
+                    return
+                del item  # a list page's objects go before the next page is fetched
+        finally:
+            await stream.aclose()
 
-    async def _list(self) -> None:
-        """List the node's pods page by page, slimming each page before fetching the next."""
-        pods: dict[str, PodEntry] = {}
-        resource_version = ""
-        token = ""
-        while True:
-            page = await self._list_page(token)
-            items = page.get("items") or []
-            if not isinstance(items, list):
-                raise WatchError("list answered with non-list items")
-            for item in items:
-                entry = self._convert(item)
+    async def apply(self, item: Page | Event) -> None:
+        """Take one list page or watch event into the view."""
+        if isinstance(item, Page):
+            if item.first:
+                self._building = {}
+            for obj in item.items:
+                entry = self._convert(obj)
                 if entry is not None:
-                    pods[entry.pod.uid] = entry
-            meta = page.get("metadata") or {}
-            del page, items  # this page's full objects go before the next page comes
-            resource_version = resource_version or str(meta.get("resourceVersion") or "")
-            token = str(meta.get("continue") or "")
-            if not token:
-                resource_version = str(meta.get("resourceVersion") or "") or resource_version
-                break
-            await asyncio.sleep(0)  # a large node lists in many pages: let the loop run
-        self.pods = pods
-        self.resource_version = resource_version
-        self.connected = True
-        self.synced.set()
-        await self._notify()
-
-    async def _list_page(self, token: str) -> dict[str, Any]:
-        resp: Any = await request(
-            self.api_client,
-            "GET",
-            "/api/v1/pods",
-            query=[
-                ("fieldSelector", self._selector()),
-                ("limit", self.list_page_size),
-                ("continue", token or None),
-            ],
-            timeout=self.request_timeout,
-        )
-        try:
-            raw = await resp.read()
-        finally:
-            resp.release()
-        if resp.status == 410 and token:
-            raise GoneError()  # the continue token expired: list again from the start
-        if resp.status != 200:
-            text = raw.decode(errors="replace")[:300]
-            raise WatchError(f"list answered {resp.status}: {text}")
-        body = json.loads(raw)
-        if not isinstance(body, dict):
-            raise WatchError("list answered with a non-object body")
-        return body
-
-    async def _watch(self) -> None:
-        resp: Any = await request(
-            self.api_client,
-            "GET",
-            "/api/v1/pods",
-            query=[
-                ("fieldSelector", self._selector()),
-                ("watch", True),
-                ("allowWatchBookmarks", True),
-                ("resourceVersion", self.resource_version or None),
-                ("timeoutSeconds", self.watch_timeout),
-            ],
-            timeout=self.watch_timeout + self.request_timeout,
-        )
-        try:
-            if resp.status == 410:
-                raise GoneError()
-            if resp.status != 200:
-                text = (await resp.read()).decode(errors="replace")[:300]
-                raise WatchError(f"watch answered {resp.status}: {text}")
-            self.connected = True
-            while True:
-                line = await resp.content.readline()
-                if not line:
-                    return  # server closed (timeout): resume from the last version
-                if line.strip():
-                    await self._handle(line)
-                # buffered lines return without suspending: a burst must not starve the loop
-                await asyncio.sleep(0)
-        finally:
-            resp.release()
-
-    async def _handle(self, line: bytes) -> None:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            log.warning(
-                "malformed watch line skipped", extra={"line": line[:200].decode(errors="replace")}
-            )
-            return
-        etype = event.get("type") if isinstance(event, dict) else None
-        obj = event.get("object") if isinstance(event, dict) else None
-        if not isinstance(obj, dict):
-            log.warning("watch event without object skipped", extra={"event_type": etype})
-            return
-        self.last_event_at = time.time()
-        if etype == "ERROR":
-            if obj.get("code") == 410:
-                raise GoneError()
-            raise WatchError(f"watch ERROR {obj.get('code')}: {obj.get('message')}")
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
-        if etype == "BOOKMARK":
-            if rv:
-                self.resource_version = str(rv)
-            return
-        uid = str((obj.get("metadata") or {}).get("uid") or "")
-        if etype == "DELETED":
-            self.pods.pop(uid, None)
-        elif etype in ("ADDED", "MODIFIED"):
-            entry = self._convert(obj)
-            if entry is not None:
-                self.pods[entry.pod.uid] = entry
-            else:
-                self.pods.pop(uid, None)
+                    self._building[entry.pod.uid] = entry
+            if not item.last:
+                return
+            # the page's full objects are gone; the new view replaces the old one at once
+            self.pods, self._building = self._building, {}
+            self.synced.set()
         else:
-            log.warning("unknown watch event type skipped", extra={"event_type": etype})
-        if rv:
-            self.resource_version = str(rv)
+            obj = item.object
+            uid = str((obj.get("metadata") or {}).get("uid") or "")
+            if item.type == "DELETED":
+                self.pods.pop(uid, None)
+            else:
+                entry = self._convert(obj)
+                if entry is not None:
+                    self.pods[entry.pod.uid] = entry
+                else:
+                    self.pods.pop(uid, None)
         await self._notify()
 
     def _convert(self, obj: dict[str, Any]) -> PodEntry | None:

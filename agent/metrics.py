@@ -111,6 +111,13 @@ class AgentMetrics:
             "Unix time of the last completed sync.",
             registry=r,
         )
+        self.api_errors = Counter(
+            "eviction_agent_api_errors_total",
+            "API answers that failed, by HTTP status code (0: no answer); 401 and 403 counted"
+            " after the credentials were refreshed.",
+            ["code"],
+            registry=r,
+        )
         self.informer_connected = Gauge(
             "eviction_agent_pod_watch_connected",
             "1 while the pod list/watch is connected to the API server.",

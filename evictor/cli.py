@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import os
 import sys
 import time
 import traceback
@@ -229,49 +228,25 @@ def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
 
 
 async def _client(glob: Globals, concurrency: int = 50) -> Any:
-    """A configured ApiClient; bad kubeconfig or context is a usage error (exit 2)."""
-    from evictor.deferred import defer_client_models, defer_system_cas, new_api_client
+    """A configured ApiClient (``evictor.api.connect``: credentials that refresh, the proxy
+    rule); a bad kubeconfig or context is a usage error (exit 2)."""
+    from evictor.api.connect import ConfigError, NoSuchKubeconfig, connect
 
-    defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
-    defer_system_cas()  # the system CAs load for the first TLS connection, not at import
-    from kubernetes_asyncio import client, config
-    from kubernetes_asyncio.config.config_exception import ConfigException
-
-    cfg = client.Configuration()
-    if glob.kubeconfig is not None and not os.path.isfile(glob.kubeconfig):
-        raise click.UsageError(f"stat {glob.kubeconfig}: no such file or directory")
-    env_paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    if glob.kubeconfig is None and env_paths and not any(map(os.path.isfile, env_paths)):
-        # The library would print "Config not found" and then fail on an empty config.
-        raise click.UsageError(f"KUBECONFIG={os.environ['KUBECONFIG']}: no such file or directory")
     try:
-        loader = await config.load_kube_config(
-            config_file=glob.kubeconfig, context=glob.context, client_configuration=cfg
+        conn = await connect(
+            kubeconfig=glob.kubeconfig,
+            context=glob.context,
+            prog="evict",
+            pool_size=max(concurrency + 16, 32),
         )
-        glob.context_namespace = _context_namespace(loader)
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
-        if glob.kubeconfig is None and glob.context is None:
-            try:
-                config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-            except ConfigException:
-                raise click.UsageError(f"invalid configuration: {_one_line(exc)}") from None
-        else:
-            raise click.UsageError(f"invalid configuration: {_one_line(exc)}") from None
-    cfg.connection_pool_maxsize = max(concurrency + 16, 32)
-    api = new_api_client(cfg, prog="evict")
-    from evictor.transport import resolve_proxy_once
-
-    resolve_proxy_once(api)
-    return api
-
-
-def _context_namespace(loader: Any) -> str | None:
-    """The namespace of the kubeconfig's active context, as kubectl defaults ``-n`` to it."""
-    try:
-        ns = loader.current_context["context"].get("namespace")
-    except (AttributeError, KeyError, TypeError):
-        return None
-    return str(ns) if ns else None
+    except NoSuchKubeconfig as exc:
+        if exc.from_env:
+            raise click.UsageError(f"KUBECONFIG={exc.path}: no such file or directory") from None
+        raise click.UsageError(f"stat {exc.path}: no such file or directory") from None
+    except ConfigError as exc:
+        raise click.UsageError(f"invalid configuration: {_one_line(exc)}") from None
+    glob.context_namespace = conn.namespace
+    return conn.api_client
 
 
 def _one_line(exc: BaseException) -> str:

@@ -34,11 +34,20 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from evictor.api.watching import (
+    BOOKMARK_INTERVAL,
+    LIVENESS_FACTOR,
+    Event,
+    Page,
+    WatchError,
+    list_and_watch,
+)
 from evictor.backoff import RETRY_BACKOFF, delay
 from evictor.deleteoptions import PodDeleteOptions
 from evictor.listener import EvictionListener
@@ -50,7 +59,7 @@ from evictor.result import (
     Verdict,
     classify,
 )
-from evictor.transport import Response, TransportError, call, raw_watch
+from evictor.transport import Response, TransportError, call, current_request_timeout
 
 __all__ = [
     "DeletionWait",
@@ -142,6 +151,8 @@ class Evictor:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         poll_interval: float = 1.0,
+        bookmark_interval: float = BOOKMARK_INTERVAL,
+        liveness_factor: float = LIVENESS_FACTOR,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -155,7 +166,12 @@ class Evictor:
         self.clock = clock
         self.sleep = sleep  # every pause between attempts: a test passes a fake clock's
         self.poll_interval = poll_interval
-        self.pdbs = PdbTracker(api_client)
+        # the watches' liveness bound (``evictor.api.watching``): bookmark_interval × factor
+        self.bookmark_interval = bookmark_interval
+        self.liveness_factor = liveness_factor
+        self.pdbs = PdbTracker(
+            api_client, bookmark_interval=bookmark_interval, liveness_factor=liveness_factor
+        )
         self._slots = asyncio.Semaphore(concurrency)
         self._eviction_version: str | None = None
         self._discovered = False
@@ -660,7 +676,7 @@ class DeletionWait:
     async def run(self) -> dict[Key, WaitOutcome]:
         """Until every pod added is settled and ``close`` was called, or the deadline."""
         try:
-            with contextlib.suppress(TransportError, TimeoutError, _WatchFailed):
+            with contextlib.suppress(TransportError, TimeoutError, WatchError):
                 await self._watch()
             self._seen = None  # no longer current: later pods are polled
             await self._poll()
@@ -701,79 +717,46 @@ class DeletionWait:
                     await self._added.wait()
 
     async def _watch(self) -> None:
-        """List (or take the caller's snapshot), then watch from there; relist on 410 Gone."""
+        """Take the caller's snapshot (or list), then watch from there, through
+        ``evictor.api.watching`` (410 relists, a silent watch is restarted); any other failure
+        ends the watch with ``WatchError`` and the pending pods are polled, as kubectl does."""
         ev = self._ev
-        kw: dict[str, Any] = {"field_selector": f"spec.nodeName={self.node}"} if self.node else {}
+        query = [("fieldSelector", f"spec.nodeName={self.node}")] if self.node else []
         snapshot, self.snapshot = self.snapshot, None
-        for _ in range(3):
-            if snapshot is not None and snapshot[1]:
-                items, rv = snapshot
-                snapshot = None
-            else:
-                resp = await ev._request(
-                    lambda **k: ev.core.list_pod_for_all_namespaces(**kw, **k), self.deadline
-                )
-                if not resp.ok or not isinstance(resp.body, dict):
-                    raise _WatchFailed(resp.message)
-                items = [i for i in resp.body.get("items") or [] if isinstance(i, dict)]
-                rv = str((resp.body.get("metadata") or {}).get("resourceVersion", ""))
-            seen: dict[Key, Mapping[str, Any]] = {}
-            for item in items:
-                meta = item.get("metadata") or {}
-                seen[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = item
-            self._seen = seen
-            for key in list(self.pending):
-                self._observe(key, seen.get(key))
+        rv = ""
+        if snapshot is not None and snapshot[1]:
+            items, rv = snapshot
+            self._view([i for i in items if isinstance(i, dict)])
             if self._finished.is_set():
                 return
-            try:
-                await self._follow(seen, rv, kw)
-                return
-            except _Expired:
-                self._seen = None  # too old a version: list again
-        raise _WatchFailed("the watch kept expiring")
-
-    async def _follow(
-        self, seen: dict[Key, Mapping[str, Any]], rv: str, kw: dict[str, Any]
-    ) -> None:
-        ev = self._ev
+        stream = list_and_watch(
+            ev.api_client,
+            "/api/v1/pods",
+            query=query,
+            resource_version=rv,
+            watch_timeout=60,
+            request_timeout=current_request_timeout() or 30.0,
+            bookmark_interval=ev.bookmark_interval,
+            liveness_factor=ev.liveness_factor,
+            max_failures=1,
+            log_level=logging.DEBUG,  # polling takes over
+        )
 
         async def consume() -> None:
-            nonlocal rv
-            while not self._finished.is_set():
-                remaining = self._remaining()
-                timeout = 60 if remaining is None else max(1, min(60, int(remaining) + 1))
-                async with raw_watch() as w:
-                    async for event in w.stream(
-                        ev.core.list_pod_for_all_namespaces,
-                        resource_version=rv,
-                        allow_watch_bookmarks=True,
-                        timeout_seconds=timeout,
-                        **kw,
-                    ):
-                        obj = event.get("raw_object")
-                        if not isinstance(obj, dict):
-                            continue
-                        meta = obj.get("metadata") or {}
-                        if meta.get("resourceVersion"):
-                            rv = str(meta["resourceVersion"])
-                        if event.get("type") == "BOOKMARK":
-                            continue
-                        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-                        if event.get("type") == "DELETED":
-                            current = seen.get(key)
-                            if current is None or (current.get("metadata") or {}).get(
-                                "uid"
-                            ) == meta.get("uid"):
-                                seen.pop(key, None)
-                            pod = self.pending.get(key)
-                            if pod is not None and (not pod.uid or meta.get("uid") == pod.uid):
-                                self._observe(key, None)
-                        else:
-                            seen[key] = obj
-                            self._observe(key, obj)
-                        if self._finished.is_set():
-                            return
+            building: list[dict[str, Any]] = []
+            async with contextlib.aclosing(stream):
+                async for item in stream:
+                    if isinstance(item, Page):
+                        if item.first:
+                            self._seen = None  # stale until the relist completes
+                        building = item.items if item.first else [*building, *item.items]
+                        if item.last:
+                            self._view(building)
+                            building = []
+                    else:
+                        self._event(item)
+                    if self._finished.is_set():
+                        return
 
         async def tick() -> None:
             while not self._finished.is_set():
@@ -792,20 +775,35 @@ class DeletionWait:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         if consumer.done() and not consumer.cancelled() and consumer.exception() is not None:
-            exc = consumer.exception()
-            if getattr(exc, "status", None) == 410:
-                raise _Expired(str(exc))
-            raise _WatchFailed(str(exc))
-        if consumer.done() and not consumer.cancelled() and not self._finished.is_set():
-            raise _WatchFailed("the watch ended")
+            raise cast(BaseException, consumer.exception())
 
+    def _view(self, items: Sequence[Mapping[str, Any]]) -> None:
+        """A (re)list: the latest object per name, and every pending pod checked against it."""
+        seen: dict[Key, Mapping[str, Any]] = {}
+        for item in items:
+            meta = item.get("metadata") or {}
+            seen[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = item
+        self._seen = seen
+        for key in list(self.pending):
+            self._observe(key, seen.get(key))
 
-class _WatchFailed(Exception):
-    pass
-
-
-class _Expired(Exception):
-    """The watch's resourceVersion is older than the server keeps (410 Gone)."""
+    def _event(self, event: Event) -> None:
+        seen = self._seen
+        if seen is None:
+            return
+        obj = event.object
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        if event.type == "DELETED":
+            current = seen.get(key)
+            if current is None or (current.get("metadata") or {}).get("uid") == meta.get("uid"):
+                seen.pop(key, None)
+            pod = self.pending.get(key)
+            if pod is not None and (not pod.uid or meta.get("uid") == pod.uid):
+                self._observe(key, None)
+        else:
+            seen[key] = obj
+            self._observe(key, obj)
 
 
 def refs(pods: Iterable[Any]) -> list[PodRef]:

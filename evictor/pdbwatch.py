@@ -13,6 +13,10 @@ arrival order (waking everyone would make all of them race for k slots and all b
 
 A waiter that registers while the cached budget already shows room is released at once, but only
 once per observed resourceVersion, so a cache that lags the server cannot cause a hot loop.
+
+The list-then-watch is ``evictor.api.watching``'s (410 relists, errors back off with jitter, a
+watch gone silent is restarted from a relist within its liveness bound); while it is not live,
+waiters fall back to the interval, never to a budget view that may have stopped moving.
 """
 
 from __future__ import annotations
@@ -25,7 +29,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evictor.transport import TransportError, call, raw_watch
+from evictor.api.watching import (
+    BOOKMARK_INTERVAL,
+    LIVENESS_FACTOR,
+    Page,
+    WatchState,
+    list_and_watch,
+)
 from scheduler.labels import LabelSelector, SelectorError
 
 __all__ = ["PdbState", "PdbTracker"]
@@ -96,18 +106,31 @@ class _Namespace:
     def __init__(self) -> None:
         self.pdbs: dict[str, PdbState] = {}
         self.waiters: dict[str, deque[asyncio.Future[None]]] = {}
-        self.ready = asyncio.Event()
-        self.healthy = False
+        self.state = WatchState()
         self.task: asyncio.Task[None] | None = None
+
+    @property
+    def healthy(self) -> bool:
+        """Listed, and the watch neither failed nor went silent since."""
+        return self.state.live and self.state.listed
 
 
 class PdbTracker:
     """One list+watch of PDBs per namespace, started on first use; ``close()`` stops them."""
 
-    def __init__(self, api_client: Any, *, start_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        start_timeout: float = 5.0,
+        bookmark_interval: float = BOOKMARK_INTERVAL,
+        liveness_factor: float = LIVENESS_FACTOR,
+    ) -> None:
         self._api = api_client
         self._spaces: dict[str, _Namespace] = {}
         self._start_timeout = start_timeout
+        self._bookmark_interval = bookmark_interval
+        self._liveness_factor = liveness_factor
 
     async def ensure(self, namespace: str) -> bool:
         """Start watching ``namespace``; True once its PDBs are listed and the watch is up."""
@@ -115,12 +138,17 @@ class PdbTracker:
         if space is None:
             space = self._spaces[namespace] = _Namespace()
             space.task = asyncio.create_task(self._run(namespace, space))
-        if not space.ready.is_set():
+        if not space.state.settled.is_set():  # listed, or the first attempt failed
             # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._start_timeout):
-                    await space.ready.wait()
+                    await space.state.settled.wait()
         return space.healthy
+
+    def state(self, namespace: str) -> WatchState | None:
+        """How the watch of ``namespace`` is doing; None when it is not watched."""
+        space = self._spaces.get(namespace)
+        return None if space is None else space.state
 
     def get(self, namespace: str, name: str) -> PdbState | None:
         space = self._spaces.get(namespace)
@@ -193,53 +221,29 @@ class PdbTracker:
                 woken += 1
 
     async def _run(self, namespace: str, space: _Namespace) -> None:
-        from kubernetes_asyncio.client.api.policy_v1_api import PolicyV1Api
-
-        policy = PolicyV1Api(self._api)
-        backoff = 0.2
-        while True:
-            try:
-                resp = await call(
-                    policy.list_namespaced_pod_disruption_budget(namespace, _preload_content=False)
-                )
-                if not resp.ok:
-                    raise TransportError(f"listing PDBs: {resp.status} {resp.message}")
-                body = resp.body if isinstance(resp.body, dict) else {}
-                space.pdbs = {}
-                for item in body.get("items") or []:
-                    st = PdbState.from_dict(item)
-                    space.pdbs[st.name] = st
-                rv = str((body.get("metadata") or {}).get("resourceVersion", ""))
-                space.healthy = True
-                space.ready.set()
-                for st in list(space.pdbs.values()):
-                    self._update(space, st)
-                backoff = 0.2
-                async with raw_watch() as w:
-                    async for event in w.stream(
-                        policy.list_namespaced_pod_disruption_budget,
-                        namespace,
-                        resource_version=rv,
-                        allow_watch_bookmarks=True,
-                        timeout_seconds=300,
-                    ):
-                        obj = event.get("raw_object")
-                        kind = event.get("type")
-                        if not isinstance(obj, dict) or kind == "BOOKMARK":
-                            continue
-                        st = PdbState.from_dict(obj)
-                        if kind == "DELETED":
-                            space.pdbs.pop(st.name, None)
-                        else:
-                            self._update(space, st)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the watch is an optimisation: fall back, try again
-                log.debug("PDB watch in %s failed: %s", namespace, exc)
-                space.healthy = False
-                space.ready.set()
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
+        building: dict[str, PdbState] = {}
+        async for item in list_and_watch(
+            self._api,
+            f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+            bookmark_interval=self._bookmark_interval,
+            liveness_factor=self._liveness_factor,
+            state=space.state,
+            log_level=logging.DEBUG,  # an optimisation: waits fall back to the interval
+        ):
+            if isinstance(item, Page):
+                if item.first:
+                    building = {}
+                for obj in item.items:
+                    st = PdbState.from_dict(obj)
+                    building[st.name] = st
+                if item.last:
+                    space.pdbs, building = building, {}
+                    for st in list(space.pdbs.values()):
+                        self._update(space, st)
+            elif item.type == "DELETED":
+                space.pdbs.pop(PdbState.from_dict(item.object).name, None)
+            else:
+                self._update(space, PdbState.from_dict(item.object))
 
     async def close(self) -> None:
         tasks = [s.task for s in self._spaces.values() if s.task is not None]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import functools
 import ipaddress
 import json
 import logging
@@ -35,8 +34,8 @@ __all__ = [
     "Response",
     "TransportError",
     "call",
+    "current_request_timeout",
     "let_requests_out",
-    "raw_watch",
     "request_timeout",
     "resolve_proxy_once",
 ]
@@ -57,6 +56,11 @@ def request_timeout(seconds: float | None) -> Iterator[None]:
         yield
     finally:
         _REQUEST_TIMEOUT.reset(token)
+
+
+def current_request_timeout() -> float | None:
+    """The bound ``request_timeout`` set for this context (None: none)."""
+    return _REQUEST_TIMEOUT.get()
 
 
 # Event-loop turns for a request started with ``ensure_future`` to reach the socket: one on
@@ -151,7 +155,14 @@ def resolve_proxy_once(api_client: Any) -> str | None:
     rule) is applied instead: ``HTTPS_PROXY``/``HTTP_PROXY`` by the server's scheme, ``NO_PROXY``
     exclusions, never for localhost or a loopback address. A ``proxy-url`` from the kubeconfig
     already on the configuration wins. Answers the proxy in use (None: direct).
+
+    The session is replaced through aiohttp's public API only: the library's session hands its
+    connector (TLS context, pool) over with ``detach()`` to a new ``ClientSession(trust_env=
+    False)`` that owns it from then on; ``rest_client.pool_manager`` is the generated client's
+    public attribute for its session.
     """
+    import aiohttp
+
     rest = api_client.rest_client
     if not rest.proxy:
         url = urllib.parse.urlsplit(str(api_client.configuration.host))
@@ -161,9 +172,17 @@ def resolve_proxy_once(api_client: Any) -> str | None:
         if proxy and not _loopback(host) and not _no_proxy(url.netloc, proxies):
             rest.proxy = proxy
     session = rest.pool_manager
-    if hasattr(session, "_trust_env"):  # aiohttp >= 3.0; otherwise it keeps looking per request
-        session._trust_env = False
+    if session.trust_env:
+        connector = session.connector
+        session.detach()
+        rest.pool_manager = aiohttp.ClientSession(
+            connector=connector, trust_env=False, read_bufsize=READ_BUFSIZE
+        )
     return str(rest.proxy) if rest.proxy else None
+
+
+# kubernetes-asyncio's session reads in chunks of 2 MiB (a watch line can be a large object)
+READ_BUFSIZE = 2**21
 
 
 def _no_proxy(netloc: str, proxies: dict[str, str]) -> bool:
@@ -180,51 +199,3 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def raw_watch() -> Any:
-    """A kubernetes-asyncio ``Watch`` whose events carry the object only as the server sent it.
-
-    ``Watch(return_type="object")`` re-serialises every event's object to JSON and parses it
-    again to "deserialise" it; a drain's watch of a node sees thousands of events and only
-    reads ``raw_object``. Without a return type the watch skips that step.
-    """
-    return _raw_watch_class()()
-
-
-@functools.cache
-def _raw_watch_class() -> Any:
-    from kubernetes_asyncio.watch import watch
-
-    class RawWatch(watch.Watch):
-        def __init__(self) -> None:
-            # ``Watch.__init__`` builds a whole ApiClient (an HTTP session and a TLS context
-            # loaded with the system CAs, ~20 ms) only to deserialise events into models,
-            # which a raw watch never does: it gets a stand-in instead, and the rest of its
-            # state is the library's own. (Were the name to move, a real client is built:
-            # slower, still correct.)
-            real = getattr(watch, "ApiClient", None)
-            if real is None:
-                super().__init__()
-                return
-            setattr(watch, "ApiClient", _NoModels)  # noqa: B010 - the module's global, briefly
-            try:
-                super().__init__()
-            finally:
-                setattr(watch, "ApiClient", real)  # noqa: B010
-
-        def get_return_type(self, func: Any) -> str:
-            return ""  # falsy: ``unmarshal_event`` leaves ``object`` as parsed
-
-    return RawWatch
-
-
-class _NoModels:
-    """The raw watch's stand-in for the ApiClient ``Watch`` keeps: nothing to deserialise
-    with, nothing to close."""
-
-    def deserialize(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("a raw watch does not build models")
-
-    async def close(self) -> None:
-        return None

@@ -7,6 +7,7 @@ Schema (YAML or the same mapping in process)::
       respond: {code, reason, message, causes: [{reason, message, field}], retryAfterSeconds}
       delay: 2.5          # seconds before the normal answer
       drop: true          # close the connection without an answer
+      silent: true        # answer 200, then send nothing while holding the connection open
     pods:
     - ref: namespace/name
       deletionDelay: 2.0
@@ -86,6 +87,7 @@ class Fault:
     respond: StatusError | None = None
     delay: float = 0.0
     drop: bool = False
+    silent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +216,7 @@ def _respond(p: _P, data: Mapping[str, Any], path: str) -> StatusError:
 
 def _fault(p: _P, data: Any, path: str) -> Fault:
     d = p.mapping(data, path)
-    p.known(d, {"match", "respond", "delay", "drop"}, path)
+    p.known(d, {"match", "respond", "delay", "drop", "silent"}, path)
     m = p.mapping(d.get("match"), f"{path}.match")
     p.known(m, {"verb", "resource", "subresource", "namespace", "name", "calls"}, f"{path}.match")
     verb = m.get("verb")
@@ -234,9 +236,12 @@ def _fault(p: _P, data: Any, path: str) -> Fault:
     drop = d.get("drop", False)
     if not isinstance(drop, bool):
         raise p.fail(f"{path}.drop", f"must be true or false, not {drop!r}")
-    if respond is None and not delay and not drop:
-        raise p.fail(path, "a fault needs respond, delay or drop")
-    return Fault(match, respond, delay, drop)
+    silent = d.get("silent", False)
+    if not isinstance(silent, bool):
+        raise p.fail(f"{path}.silent", f"must be true or false, not {silent!r}")
+    if respond is None and not delay and not drop and not silent:
+        raise p.fail(path, "a fault needs respond, delay, drop or silent")
+    return Fault(match, respond, delay, drop, silent)
 
 
 def _pod(p: _P, data: Any, path: str) -> PodFault:

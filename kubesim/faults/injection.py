@@ -13,7 +13,10 @@ kubelet and the store:
   the moment the fault was loaded); the fault applies to the calls in its range. Applying means:
   ``delay`` seconds of waiting (delays of several faults add up), then the first ``respond``
   (a ``Status`` with ``Retry-After`` when ``retryAfterSeconds > 0``) or ``drop`` (the connection is
-  closed with no answer, watches too) among the applicable faults; with neither, the request is
+  closed with no answer, watches too) or ``silent`` (200 with a watch stream's headers, then
+  nothing at all — no event, no bookmark, no end — while the connection is held open until the
+  client closes it: the hung watch behind a proxy that stopped forwarding, which only a client's
+  own liveness bound notices) among the applicable faults; with none of them, the request is
   served normally after the delay;
 * ``pods[]``: ``deletionDelay`` and ``neverDelete`` override the kubelet's graceful-deletion
   time for that pod (seconds of wall time, not scaled); ``recreateAfterDelete`` brings the pod
@@ -56,6 +59,8 @@ if TYPE_CHECKING:
 __all__ = ["ActiveFault", "FaultInjector"]
 
 log = logging.getLogger("kubesim")
+
+SILENT_POLL = 0.05  # seconds between checks that a silent stream's client is still there
 
 ObjectKey = tuple[str, str, str, str, str]  # verb, resource, subresource, namespace, name
 
@@ -141,15 +146,32 @@ class FaultInjector:
             if not af.fault.match.calls.contains(n):
                 continue
             delay += af.fault.delay
-            if outcome is None and (af.fault.respond is not None or af.fault.drop):
+            if outcome is None and (
+                af.fault.respond is not None or af.fault.drop or af.fault.silent
+            ):
                 outcome = af.fault
         if delay > 0:
             await asyncio.sleep(delay)
         if outcome is None:
             return None
+        if outcome.silent:
+            return await self._silent(ctx)
         if outcome.respond is not None:
             raise dataclasses.replace(outcome.respond, headers=dict(outcome.respond.headers))
         raise DropConnection
+
+    async def _silent(self, ctx: RequestContext) -> web.StreamResponse:
+        """Start a 200 stream and send nothing until the client goes away."""
+        resp = web.StreamResponse(status=200)
+        resp.headers["Content-Type"] = "application/json"
+        resp.headers["Transfer-Encoding"] = "chunked"
+        await resp.prepare(ctx.request)
+        ctx.record.code = 200
+        self.sim.server.log.append(ctx.record)
+        transport = ctx.request.transport
+        while transport is not None and not transport.is_closing():
+            await asyncio.sleep(SILENT_POLL)
+        return resp
 
     # --- pods -------------------------------------------------------------------------------
 

@@ -134,7 +134,7 @@ async def test_relist_pages_and_never_holds_two_full_copies(sim: Simulator) -> N
     informer = PodInformer(api, "bench-node", list_page_size=25)
     try:
         # first request's one-time allocations (connection pool, lazy imports) outside the count
-        await PodInformer(api, "bench-node", list_page_size=25)._list()
+        await PodInformer(api, "bench-node", list_page_size=25).list_once()
         # one full copy of the node's pods, as the old informer cached them
         full = [FP.realistic_pod(f"p-{i}", i) for i in range(110)]
         tracemalloc.start()
@@ -143,12 +143,12 @@ async def test_relist_pages_and_never_holds_two_full_copies(sim: Simulator) -> N
         full_copy = _traced() - base
         del parsed, full
         base = _traced()
-        await informer._list()
+        await informer.list_once()
         cached = _traced() - base
         assert len(informer.pods) == 110
         tracemalloc.reset_peak()
         start = _traced()
-        await informer._list()  # the relist: old view still held while the new one builds
+        await informer.list_once()  # the relist: old view still held while the new one builds
         peak = tracemalloc.get_traced_memory()[1] - start
         tracemalloc.stop()
     finally:
@@ -170,7 +170,7 @@ async def test_lookup_names_containers_from_the_status(sim: Simulator) -> None:
     api = sim.api_client()
     informer = PodInformer(api, "bench-node")
     try:
-        await informer._list()
+        await informer.list_once()
     finally:
         await api.close()
     uid = next(e.pod.uid for e in informer.pods.values() if e.pod.name == "p-3")

@@ -17,6 +17,7 @@ from agent.config import load_config
 from agent.daemon import Agent
 from agent.http import JsonFormatter
 from agent.informer import PodInformer
+from evictor.api.watching import parse_event
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
 from tests.agent.test_loop_e2e import until
@@ -75,6 +76,33 @@ async def test_410_on_watch_relists(sim: Simulator) -> None:
         await api.close()
 
 
+async def test_a_silent_watch_is_restarted_within_the_bound_and_a_new_pod_is_seen(
+    sim: Simulator,
+) -> None:
+    # the first watch answers 200 and then nothing: no event, no bookmark, no end
+    sim.add_faults(
+        {"faults": [{"match": {"verb": "watch", "resource": "pods", "calls": "1"}, "silent": True}]}
+    )
+    api = sim.api_client()
+    # kubesim sends bookmarks every 0.2 s: 2 intervals of silence mean the stream is dead
+    informer = PodInformer(api, "node-1", bookmark_interval=0.2, liveness_factor=2)
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 5)
+        await until(lambda: len(sim.requests.filter(verb="watch", resource="pods")) == 1)
+        started = asyncio.get_running_loop().time()
+        sim.apply(pod("hog"))
+        await until(lambda: any(e.pod.name == "hog" for e in informer.pods.values()))
+        assert asyncio.get_running_loop().time() - started < 0.4 + 0.4  # bound + a relist
+        assert informer.state.stalls == 1 and informer.relists == 1
+        assert informer.failures == 0 and informer.connected
+        assert len(sim.requests.filter(verb="list", resource="pods")) == 2
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await api.close()
+
+
 async def test_malformed_pods_are_logged_and_skipped(
     sim: Simulator, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -96,13 +124,20 @@ async def test_malformed_pods_are_logged_and_skipped(
                 },
             },
         }
+        lines = [
+            json.dumps(bad).encode(),
+            b"{not json",
+            json.dumps({"type": "ADDED", "object": 3}).encode(),
+        ]
         with caplog.at_level(logging.WARNING):
-            await informer._handle(json.dumps(bad).encode())
-            await informer._handle(b"{not json")
-            await informer._handle(json.dumps({"type": "ADDED", "object": 3}).encode())
+            for line in lines:
+                event = parse_event(line, informer.state)
+                if event is not None:
+                    await informer.apply(event)
         assert informer.pods == {}
         assert informer.resource_version == "99"
         assert "malformed pod skipped" in caplog.text
+        assert "malformed watch line skipped" in caplog.text
     finally:
         await api.close()
 

@@ -43,7 +43,7 @@ def test_aiohttp_defaults_get_the_system_cas_when_a_tls_connection_needs_them() 
     out = _run(
         """
         import json, ssl
-        from evictor.deferred import defer_system_cas
+        from evictor.api.deferred import AIOHTTP_SSL_HOOK, defer_system_cas
         deferred = defer_system_cas()
         import aiohttp.connector as c
 
@@ -55,9 +55,10 @@ def test_aiohttp_defaults_get_the_system_cas_when_a_tls_connection_needs_them() 
                   c._SSL_CONTEXT_UNVERIFIED.cert_store_stats()]
         connector = c.TCPConnector.__new__(c.TCPConnector)
         connector._ssl = True
-        verified = connector._get_ssl_context(Req(True))
-        unverified = connector._get_ssl_context(Req(False))
-        again = connector._get_ssl_context(Req(True))
+        get_context = getattr(connector, AIOHTTP_SSL_HOOK)
+        verified = get_context(Req(True))
+        unverified = get_context(Req(False))
+        again = get_context(Req(True))
         print(json.dumps({
             "deferred": deferred,
             "before": before,
@@ -87,7 +88,7 @@ def test_api_client_for_http_defers_for_a_ca_file_loads_now(tmp_path: Path) -> N
     out = _run(
         f"""
         import asyncio, json, ssl
-        from evictor.deferred import (
+        from evictor.api.deferred import (
             defer_client_models, defer_system_cas, load_pending_cas, system_cas_on_first_use,
         )
         defer_client_models()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client
 
+import kubesim
 from kubesim.faults.file import CallRange, FaultError, load_faults, parse_faults
 from kubesim.sim import Simulator, StateError
 
@@ -67,7 +69,7 @@ async def test_post_faults_at_run_time(sim: Simulator) -> None:
     assert sim.faults.faults[0].delay == 0.5
     code, _, body = await raw(sim, "POST", "/_kubesim/faults", body="faults: [{match: {}}]")
     assert code == 400
-    assert "a fault needs respond, delay or drop" in body["error"]
+    assert "a fault needs respond, delay, drop or silent" in body["error"]
 
 
 def test_fault_file_schema(tmp_path: Path) -> None:
@@ -83,6 +85,8 @@ faults:
   delay: 2.5
 - match: {verb: watch, resource: pods}
   drop: true
+- match: {verb: watch, resource: poddisruptionbudgets}
+  silent: true
 pods:
 - ref: default/web-0
   deletionDelay: 2.0
@@ -114,6 +118,7 @@ latency: 0.02
     assert fs.faults[1].match.calls.contains(2) and not fs.faults[1].match.calls.contains(1)
     assert fs.faults[1].match.calls.last is None
     assert fs.faults[2].drop is True
+    assert fs.faults[3].silent is True and not fs.faults[3].drop
     pod = fs.pods[0]
     assert (pod.namespace, pod.name, pod.deletion_delay) == ("default", "web-0", 2.0)
     assert pod.recreate_after_delete is not None
@@ -128,6 +133,7 @@ latency: 0.02
     [
         ("faults: [{match: {verb: fetch}, delay: 1}]", "faults[0].match.verb", "unknown verb"),
         ("faults: [{match: {calls: '3-1'}, drop: true}]", "faults[0].match.calls", "invalid"),
+        ("faults: [{match: {}, silent: 1}]", "faults[0].silent", "true or false"),
         ("faults: [{match: {}, respond: {code: 99}}]", "faults[0].respond.code", "HTTP status"),
         ("pods: [{ref: web-0x/}]", "pods[0].ref", "namespace/name"),
         ("pods: [{ref: a/b, timeline: [{set: {x: 1}}]}]", "pods[0].timeline[0].after", "Required"),
@@ -215,3 +221,18 @@ async def test_example_files_load() -> None:
         assert sim.get("Pod", "default", "web-0")["status"]["conditions"] == [  # type: ignore[index]
             {"type": "Ready", "status": "True"}
         ]
+
+
+async def test_a_silent_fault_answers_200_and_then_sends_nothing() -> None:
+    faults = {"faults": [{"match": {"verb": "watch", "resource": "pods"}, "silent": True}]}
+    async with kubesim.serve(faults=faults, bookmark_interval=0.05) as sim:
+        async with aiohttp.ClientSession() as session:
+            url = f"{sim.url}/api/v1/pods?watch=true&allowWatchBookmarks=true"
+            async with session.get(url) as resp:
+                assert resp.status == 200
+                # a healthy watch would carry a bookmark every 0.05 s; this one stays open, empty
+                with pytest.raises(TimeoutError):
+                    async with asyncio.timeout(0.3):
+                        await resp.content.readline()
+        (watch,) = sim.requests.filter(verb="watch", resource="pods")
+        assert watch.code == 200

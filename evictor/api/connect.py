@@ -1,0 +1,581 @@
+"""One factory for the API client of ``evict`` and the agent: kubeconfig or in-cluster, with
+credentials that refresh as client-go's do.
+
+kubernetes-asyncio reads credentials once: ``load_kube_config`` runs an exec plugin and reads a
+``tokenFile`` when it loads, and the TLS context holds the client certificate read then. A
+process that runs for days (the agent under systemd) or hours (``evict drain`` of a big node
+behind budgets) then sends a token that rotated or expired, and a renewed certificate is never
+presented: every request fails with 401 and, before issue 15, nothing noticed. client-go is the
+contract here:
+
+* ``tokenFile`` (kubeconfig) and the in-cluster ServiceAccount token are re-read when the copy
+  in memory is older than a minute (``transport.NewCachedFileTokenSource``), and at once after a
+  401 (``tokenSourceTransport`` resets the cached token on 401);
+* an exec plugin is run again when its ``expirationTimestamp`` is near (here ``EXEC_SKEW``
+  before it; client-go waits for the instant itself) and after a 401 answered to the
+  credentials it produced (``exec.Authenticator.maybeRefreshCreds``);
+* client certificate files are re-read when they change (client-go's ``dynamicClientCert``
+  polls them; here a ``stat`` at most every ``CERT_CHECK`` seconds and after a 401): new
+  connections present the new certificate, and connections made with the old one are closed
+  once their requests end.
+
+A 401 makes the credentials refresh once, and the request is sent again when the refresh changed
+anything (a request is never repeated with the credentials that were just refused); a second 401
+is the caller's answer. The static parts of a kubeconfig (server, CA, TLS server name,
+``proxy-url``, contexts) are read by kubernetes-asyncio's own loader from the merged kubeconfig
+with the refreshable parts taken out, so the library never runs the plugin itself.
+
+The proxy rule (kubectl's ``ProxyFromEnvironment``) is applied here for both commands
+(``evictor.transport.resolve_proxy_once``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from evictor.api.health import ApiHealth
+
+__all__ = [
+    "CERT_CHECK",
+    "EXEC_SKEW",
+    "SERVICE_ACCOUNT_DIR",
+    "TOKEN_FILE_PERIOD",
+    "ConfigError",
+    "Connection",
+    "Credentials",
+    "InvalidConfiguration",
+    "NoSuchKubeconfig",
+    "NotInCluster",
+    "connect",
+]
+
+log = logging.getLogger("evictor.api.connect")
+
+SERVICE_ACCOUNT_DIR: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_FILE_PERIOD: Final = 60.0  # client-go's cached file token source: at most a minute old
+EXEC_SKEW: Final = 10.0  # seconds before an exec credential's expiry that it is renewed
+CERT_CHECK: Final = 10.0  # seconds between looks at the client certificate files
+
+
+class ConfigError(Exception):
+    """No usable configuration; the message says why (the CLIs word it their way)."""
+
+
+class NoSuchKubeconfig(ConfigError):
+    def __init__(self, path: str, *, from_env: bool = False) -> None:
+        super().__init__(f"{path}: no such file or directory")
+        self.path = path
+        self.from_env = from_env
+
+
+class InvalidConfiguration(ConfigError):
+    pass
+
+
+class NotInCluster(ConfigError):
+    pass
+
+
+# --- credential sources ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _TokenFile:
+    path: str
+    period: float
+    token: str = ""
+    read_at: float = -1.0
+
+    def get(self, now: float, *, force: bool) -> str:
+        if force or self.read_at < 0 or now - self.read_at >= self.period:
+            with open(self.path, encoding="utf-8") as f:
+                self.token = f.read().strip()
+            self.read_at = now
+        return self.token
+
+
+@dataclass(slots=True)
+class _CertFiles:
+    cert: str
+    key: str
+    checked_at: float = -1.0
+    seen: tuple[Any, ...] = ()
+
+    def _stamp(self) -> tuple[Any, ...]:
+        out: list[Any] = []
+        for path in (self.cert, self.key):
+            try:
+                st = os.stat(path)
+            except OSError:
+                out.append(None)
+            else:
+                out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        return tuple(out)
+
+    def changed(self, now: float, *, force: bool) -> bool:
+        if not force and self.checked_at >= 0 and now - self.checked_at < CERT_CHECK:
+            return False
+        self.checked_at = now
+        stamp = self._stamp()
+        if not self.seen:
+            self.seen = stamp
+            return False
+        if stamp == self.seen or None in stamp:
+            return False  # a half-written pair is taken on a later look
+        self.seen = stamp
+        return True
+
+
+@dataclass(slots=True)
+class _Exec:
+    """client-go's exec credential plugin (``client.authentication.k8s.io``)."""
+
+    command: str
+    args: Sequence[str]
+    env: Mapping[str, str]
+    api_version: str
+    token: str = ""
+    cert: bytes = b""
+    key: bytes = b""
+    expiry: float | None = None  # seconds since the epoch; None: until a 401
+    ran: bool = False
+
+    def due(self, now: float) -> bool:
+        return not self.ran or (self.expiry is not None and now >= self.expiry - EXEC_SKEW)
+
+    async def run(self) -> None:
+        info = {
+            "apiVersion": self.api_version,
+            "kind": "ExecCredential",
+            "spec": {"interactive": False},
+        }
+        env = {**os.environ, **self.env, "KUBERNETES_EXEC_INFO": json.dumps(info)}
+        proc = await asyncio.create_subprocess_exec(
+            self.command,
+            *self.args,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise InvalidConfiguration(
+                f"exec plugin {self.command}: exit {proc.returncode}: "
+                f"{err.decode(errors='replace').strip()[:300]}"
+            )
+        try:
+            status = json.loads(out)["status"]
+        except (ValueError, KeyError, TypeError):
+            raise InvalidConfiguration(
+                f"exec plugin {self.command}: its output is not an ExecCredential"
+            ) from None
+        self.ran = True
+        self.token = str(status.get("token") or "")
+        self.cert = str(status.get("clientCertificateData") or "").encode()
+        self.key = str(status.get("clientKeyData") or "").encode()
+        if not self.token and not (self.cert and self.key):
+            raise InvalidConfiguration(
+                f"exec plugin {self.command}: no token and no client certificate in its output"
+            )
+        expiry = status.get("expirationTimestamp")
+        self.expiry = _parse_time(str(expiry)) if expiry else None
+
+
+def _parse_time(value: str) -> float:
+    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+@dataclass(slots=True)
+class Credentials:
+    """The refreshable credentials of one user (see the module docstring)."""
+
+    token: str = ""  # a static token ("" if none)
+    token_file: _TokenFile | None = None
+    exec: _Exec | None = None
+    cert_files: _CertFiles | None = None
+    clock: Callable[[], float] = time.time
+    refreshes: int = 0  # refreshes forced by a 401
+    tls_generation: int = 0  # client certificate changes so far
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _exec_files: tuple[str, str] | None = None
+
+    async def apply(
+        self, configuration: Any, *, force: bool = False, refused: object = None
+    ) -> tuple[bool, bool]:
+        """Bring ``configuration`` up to date; ``force`` after a 401 to the credential
+        ``refused`` (``generation``'s answer when the request went out): when another request
+        has refreshed since, nothing is run again. Answers (the credentials differ from the
+        refused ones, the client certificate changed)."""
+        async with self._lock:
+            if force and refused is not None and refused != self.generation(configuration):
+                return True, False  # refreshed meanwhile by another request's 401
+            now = self.clock()
+            before = configuration.api_key.get("BearerToken")
+            tls_changed = False
+            token = self.token
+            if self.token_file is not None:
+                token = self.token_file.get(now, force=force)
+            if self.exec is not None and (force or self.exec.due(now)):
+                old = (self.exec.cert, self.exec.key)
+                await self.exec.run()
+                token = self.exec.token
+                if self.exec.cert and (self.exec.cert, self.exec.key) != old:
+                    self._write_exec_pair(configuration)
+                    tls_changed = True
+            elif self.exec is not None:
+                token = self.exec.token
+            if self.cert_files is not None and self.cert_files.changed(now, force=force):
+                tls_changed = True
+            if token:
+                configuration.api_key["BearerToken"] = f"Bearer {token}"
+                configuration.api_key_prefix.pop("BearerToken", None)
+            if tls_changed:
+                self.tls_generation += 1
+            changed = tls_changed or configuration.api_key.get("BearerToken") != before
+            if force:
+                self.refreshes += 1
+            return changed, tls_changed
+
+    def generation(self, configuration: Any) -> object:
+        """What a request is sent with: the bearer token and the certificate's generation."""
+        return (configuration.api_key.get("BearerToken"), self.tls_generation)
+
+    def _write_exec_pair(self, configuration: Any) -> None:
+        assert self.exec is not None
+        if self._exec_files is None:
+            directory = tempfile.mkdtemp(prefix="evictor-exec-")
+            self._exec_files = (
+                os.path.join(directory, "tls.crt"),
+                os.path.join(directory, "tls.key"),
+            )
+        for path, data in zip(self._exec_files, (self.exec.cert, self.exec.key), strict=True):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        configuration.cert_file, configuration.key_file = self._exec_files
+
+    def close(self) -> None:
+        if self._exec_files is not None:
+            for path in self._exec_files:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.dirname(self._exec_files[0]))
+            self._exec_files = None
+
+
+# --- the client -----------------------------------------------------------------------------
+
+
+def _status_of(result: Any) -> int:
+    status = getattr(result, "status", None)
+    return status if isinstance(status, int) else 0
+
+
+@dataclass(slots=True)
+class Connection:
+    """What ``connect`` found: the client, the kubeconfig context's namespace, the proxy."""
+
+    api_client: Any
+    namespace: str | None = None
+    proxy: str | None = None
+    in_cluster: bool = False
+
+
+def _client_class() -> Any:
+    from kubernetes_asyncio.client.api_client import ApiClient
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from evictor.api.deferred import system_cas_on_first_use
+
+    class RefreshingApiClient(ApiClient):  # type: ignore[misc,unused-ignore]
+        """An ``ApiClient`` whose every call brings the credentials up to date first, and
+        refreshes them once after a 401 (the module docstring)."""
+
+        def __init__(self, configuration: Any, credentials: Credentials) -> None:
+            with system_cas_on_first_use():
+                super().__init__(configuration=configuration)
+            self.credentials = credentials
+            self.health = ApiHealth()  # final answers, for the agent's readiness and metrics
+            self.retired: list[Any] = []  # clients of an old certificate, closed at close()
+            self.on_new_rest_client: Callable[[Any], None] | None = None
+
+        def call_api(self, *args: Any, **kwargs: Any) -> Any:
+            return self._call(args, kwargs)
+
+        async def _call(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+            path = args[0] if args else kwargs.get("resource_path", "")
+            method = args[1] if len(args) > 1 else kwargs.get("method", "")
+            what = f"{method} {path}"
+            try:
+                result = await self._send(args, kwargs)
+            except ApiException as exc:
+                self.health.record(int(exc.status or 0), what=what)
+                raise
+            except (OSError, TimeoutError) as exc:  # aiohttp's client errors are OSErrors
+                self.health.record(0, what=what)
+                raise exc
+            self.health.record(_status_of(result), what=what)
+            return result
+
+        async def _send(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+            await self.refresh(force=False)
+            used = self.credentials.generation(self.configuration)
+            try:
+                result = await super().call_api(*args, **kwargs)
+            except ApiException as exc:
+                if exc.status != 401 or not await self.refresh(force=True, refused=used):
+                    raise
+                return await super().call_api(*args, **kwargs)
+            if _status_of(result) != 401 or not await self.refresh(force=True, refused=used):
+                return result
+            with contextlib.suppress(Exception):
+                result.release()
+            log.info("401 answered: credentials refreshed, request sent again")
+            return await super().call_api(*args, **kwargs)
+
+        async def refresh(
+            self, *, force: bool, refused: object = None, strict: bool = False
+        ) -> bool:
+            """Bring the credentials up to date (``force``: after a 401 to ``refused``);
+            True when they changed. A source that fails (a plugin that exits non-zero, a token
+            file gone) is logged and the current credentials stay, so the server's answer is
+            the caller's; ``strict`` (at connect time) raises ``ConfigError`` instead."""
+            try:
+                changed, tls_changed = await self.credentials.apply(
+                    self.configuration, force=force, refused=refused
+                )
+            except (ConfigError, OSError, ValueError) as exc:
+                if strict:
+                    raise _invalid(exc) from None
+                log.warning("refreshing the API credentials failed: %s", exc)
+                return False
+            if tls_changed:
+                self._new_rest_client()
+            return changed
+
+        def _new_rest_client(self) -> None:
+            from kubernetes_asyncio.client.rest import RESTClientObject
+
+            self.retired.append(self.rest_client)
+            with system_cas_on_first_use():
+                self.rest_client = RESTClientObject(self.configuration)
+            if self.on_new_rest_client is not None:
+                self.on_new_rest_client(self)
+            log.info("client certificate changed: new connections present the new one")
+
+        async def close(self) -> None:
+            for old in self.retired:
+                with contextlib.suppress(Exception):
+                    await old.close()
+            self.retired.clear()
+            self.credentials.close()
+            await super().close()
+
+    return RefreshingApiClient
+
+
+# --- kubeconfig -----------------------------------------------------------------------------
+
+
+def _kubeconfig_paths(explicit: str | None) -> list[str]:
+    if explicit is not None:
+        if not os.path.isfile(explicit):
+            raise NoSuchKubeconfig(explicit)
+        return [explicit]
+    env = os.environ.get("KUBECONFIG", "")
+    paths = [p for p in env.split(os.pathsep) if p]
+    if paths:
+        found = [p for p in paths if os.path.isfile(p)]
+        if not found:
+            raise NoSuchKubeconfig(env, from_env=True)
+        return found
+    default = os.path.expanduser("~/.kube/config")
+    return [default] if os.path.isfile(default) else []
+
+
+def _resolve(base: str, path: Any) -> Any:
+    if isinstance(path, str) and path and not os.path.isabs(path):
+        return os.path.join(base, path)
+    return path
+
+
+def _merged(paths: Sequence[str]) -> dict[str, Any]:
+    """client-go's loading rules: the first file that sets a map entry or
+    ``current-context`` wins; relative paths resolve against the file that names them."""
+    import yaml
+
+    merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
+    names: dict[str, set[str]] = {k: set() for k in merged}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f) or {}
+        if not isinstance(doc, dict):
+            raise InvalidConfiguration(f"{path}: not a kubeconfig")
+        base = os.path.dirname(os.path.abspath(path))
+        if not merged.get("current-context"):
+            merged["current-context"] = doc.get("current-context") or ""
+        for kind, inner, keys in (
+            ("clusters", "cluster", ("certificate-authority",)),
+            ("users", "user", ("client-certificate", "client-key", "tokenFile")),
+            ("contexts", "context", ()),
+        ):
+            for entry in doc.get(kind) or []:
+                if not isinstance(entry, dict) or entry.get("name") in names[kind]:
+                    continue
+                body = dict(entry.get(inner) or {})
+                for key in keys:
+                    body[key] = _resolve(base, body.get(key))
+                    if body[key] is None:
+                        body.pop(key)
+                if kind == "users" and isinstance(body.get("exec"), dict):
+                    spec = dict(body["exec"])
+                    command = spec.get("command")
+                    if isinstance(command, str) and os.sep in command:
+                        spec["command"] = _resolve(base, command)
+                    body["exec"] = spec
+                names[kind].add(str(entry.get("name")))
+                merged[kind].append({"name": entry.get("name"), inner: body})
+    return merged
+
+
+def _pick(merged: Mapping[str, Any], kind: str, inner: str, name: str) -> dict[str, Any]:
+    for entry in merged.get(kind) or []:
+        if entry.get("name") == name:
+            return dict(entry.get(inner) or {})
+    return {}
+
+
+def _credentials(user: Mapping[str, Any], clock: Callable[[], float]) -> Credentials:
+    creds = Credentials(clock=clock)
+    if user.get("tokenFile"):
+        creds.token_file = _TokenFile(str(user["tokenFile"]), TOKEN_FILE_PERIOD)
+    elif user.get("token"):
+        creds.token = str(user["token"])
+    spec = user.get("exec")
+    if isinstance(spec, Mapping):
+        env = {
+            str(e.get("name")): str(e.get("value", ""))
+            for e in spec.get("env") or []
+            if isinstance(e, Mapping) and e.get("name")
+        }
+        creds.exec = _Exec(
+            command=str(spec.get("command") or ""),
+            args=[str(a) for a in spec.get("args") or []],
+            env=env,
+            api_version=str(spec.get("apiVersion") or "client.authentication.k8s.io/v1"),
+        )
+    if user.get("client-certificate") and user.get("client-key"):
+        creds.cert_files = _CertFiles(str(user["client-certificate"]), str(user["client-key"]))
+    return creds
+
+
+async def connect(
+    *,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    prog: str,
+    in_cluster: bool = True,
+    pool_size: int | None = None,
+    clock: Callable[[], float] = time.time,
+    service_account_dir: str = SERVICE_ACCOUNT_DIR,
+) -> Connection:
+    """The API client for ``prog`` from ``kubeconfig`` (else ``$KUBECONFIG``, else
+    ``~/.kube/config``), or in-cluster when there is none and neither a kubeconfig nor a
+    context was named. Raises ``ConfigError``."""
+    from evictor.api.deferred import defer_client_models, defer_system_cas
+
+    defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
+    defer_system_cas()  # the system CAs load for the first TLS connection, not at import
+    from kubernetes_asyncio.client.configuration import Configuration
+
+    cfg = Configuration()
+    paths = _kubeconfig_paths(kubeconfig)
+    namespace: str | None = None
+    try:
+        if not paths:
+            raise InvalidConfiguration("no kubeconfig found")
+        merged = _merged(paths)
+        name = context or merged.get("current-context") or ""
+        ctx = _pick(merged, "contexts", "context", name)
+        if not ctx:
+            raise InvalidConfiguration(f'context "{name}" does not exist')
+        user = _pick(merged, "users", "user", str(ctx.get("user") or ""))
+        creds = _credentials(user, clock)
+        await _load_static(merged, name, cfg)
+        namespace = str(ctx.get("namespace") or "") or None
+        used_cluster = False
+    except (ConfigError, OSError, ValueError, TypeError, KeyError) as exc:
+        if kubeconfig is not None or context is not None or not in_cluster:
+            raise _invalid(exc) from None
+        creds = _in_cluster(cfg, service_account_dir, clock, exc)
+        used_cluster = True
+    if pool_size is not None:
+        cfg.connection_pool_maxsize = pool_size
+    api = _client_class()(cfg, creds)
+    from scheduler.cliutil import user_agent
+
+    api.user_agent = user_agent(prog)
+    from evictor.transport import resolve_proxy_once
+
+    proxy = resolve_proxy_once(api)
+    api.on_new_rest_client = resolve_proxy_once
+    try:
+        await api.refresh(force=False, strict=True)  # a broken plugin or file fails here
+    except ConfigError:
+        await api.close()
+        raise
+    return Connection(api, namespace=namespace, proxy=proxy, in_cluster=used_cluster)
+
+
+def _invalid(exc: BaseException) -> ConfigError:
+    if isinstance(exc, ConfigError):
+        return exc
+    return InvalidConfiguration(" ".join(str(exc).split()) or type(exc).__name__)
+
+
+async def _load_static(merged: Mapping[str, Any], context: str, cfg: Any) -> None:
+    """Server, CA, TLS and proxy through kubernetes-asyncio's own loader, with the
+    refreshable credentials taken out so that it runs and reads none of them."""
+    from kubernetes_asyncio.config import kube_config
+    from kubernetes_asyncio.config.config_exception import ConfigException
+
+    static = json.loads(json.dumps(merged))
+    for entry in static["users"]:
+        user = entry.get("user") or {}
+        for key in ("exec", "tokenFile", "token"):  # auth-provider and basic auth: the library's
+            user.pop(key, None)
+    try:
+        await kube_config.load_kube_config_from_dict(
+            static, context=context, client_configuration=cfg
+        )
+    except ConfigException as exc:
+        raise InvalidConfiguration(" ".join(str(exc).split())) from None
+
+
+def _in_cluster(
+    cfg: Any, directory: str, clock: Callable[[], float], why: BaseException
+) -> Credentials:
+    """client-go's ``InClusterConfig``: the service's address from the environment, the CA
+    and the token from the ServiceAccount volume (the token re-read as it rotates)."""
+    host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
+    token = os.path.join(directory, "token")
+    ca = os.path.join(directory, "ca.crt")
+    if not host or not port or not os.path.isfile(token):
+        raise NotInCluster(f"no usable kubeconfig and not running in a cluster: {_invalid(why)}")
+    cfg.host = f"https://{host}:{port}" if ":" not in host else f"https://[{host}]:{port}"
+    if os.path.isfile(ca):
+        cfg.ssl_ca_cert = ca
+    return Credentials(token_file=_TokenFile(token, TOKEN_FILE_PERIOD), clock=clock)

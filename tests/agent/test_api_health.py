@@ -1,0 +1,189 @@
+"""Health tells the truth: an agent whose credential expired for good turns ``/readyz`` red with
+the reason within its bound, stops the systemd watchdog pings (so systemd restarts it), counts
+the refusals by code — while ``/healthz`` keeps meaning "the process loop runs"."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import socket
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+import yaml
+
+import kubesim
+from agent.config import load_config
+from agent.daemon import Agent
+from agent.systemd import Notifier
+from evictor.api.connect import connect
+from kubesim.sim import Simulator
+from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
+from tests.agent.test_loop_e2e import until
+
+SA = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: agent, namespace: kube-system}"
+BOUND = 0.3  # seconds of refusals before the agent says it is not ready
+
+
+class TokenClock:
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[Simulator]:
+    state = "\n---\n".join([NODES, SA, pod("a", request="10Mi")])
+    async with kubesim.serve(state=state, tls=True, time_scale=0.01, bookmark_interval=0.2) as s:
+        s.service_account_tokens.clock = TokenClock()
+        yield s
+
+
+def kubeconfig(sim: Simulator, tmp_path: Path, token_file: Path) -> Path:
+    ca = sim.certificate_authority_pem()
+    assert ca is not None
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "sim",
+                        "cluster": {
+                            "server": sim.url,
+                            "certificate-authority-data": base64.b64encode(ca).decode(),
+                        },
+                    }
+                ],
+                "users": [{"name": "agent", "user": {"tokenFile": str(token_file)}}],
+                "contexts": [{"name": "c", "context": {"cluster": "sim", "user": "agent"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    return path
+
+
+def drain(server: socket.socket, into: list[str]) -> None:
+    try:
+        while True:
+            into.append(server.recv(4096).decode())
+    except BlockingIOError:
+        pass
+
+
+async def test_an_unrenewable_credential_turns_readyz_red_and_stops_the_watchdog(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(sim.service_account_tokens.issue("kube-system", "agent")[0])
+    conn = await connect(kubeconfig=str(kubeconfig(sim, tmp_path, token_file)), prog="agent")
+    sock_path = f"{tmp_path}/notify.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(sock_path)
+    server.setblocking(False)
+    notifier = Notifier(
+        {"NOTIFY_SOCKET": sock_path, "WATCHDOG_USEC": "100000", "WATCHDOG_PID": str(os.getpid())}
+    )
+    fake = FakeNode(sim, usage={"default/a": 10 * MI})
+    cfg = load_config(
+        {"housekeepingInterval": "50ms", "nodeName": "node-1", "listen": "127.0.0.1:0"}
+    )
+    agent = Agent(
+        cfg,
+        api_client=conn.api_client,
+        stats=fake.get_summary,
+        use_psi=False,
+        notifier=notifier,
+        watch_timeout=1,
+        api_failure_bound=BOUND,
+    )
+    messages: list[str] = []
+
+    async def pump() -> None:  # a unix datagram socket queues ~10 messages, then sends block
+        while True:
+            drain(server, messages)
+            await asyncio.sleep(0.01)
+
+    pumping = asyncio.create_task(pump())
+    try:
+        await agent.start()
+        base = f"http://127.0.0.1:{agent.http_port}"
+        await until(lambda: agent.ready()[0])
+        await until(lambda: messages.count("WATCHDOG=1") >= 2)
+        # the token expires and nothing renews it: the file still holds the refused one
+        sim.service_account_tokens.clock.offset += 7200  # type: ignore[attr-defined]
+        await until(lambda: not agent.ready()[0], timeout=5)
+        refused_at = conn.api_client.health.refused_since
+        assert refused_at is not None
+        assert time.monotonic() - refused_at < BOUND + 0.3  # red within the bound
+        why = agent.ready()[1]
+        assert "refuses the agent's requests" in why and "401" in why
+        async with aiohttp.ClientSession() as session:
+            async with session.get(base + "/readyz") as r:
+                assert r.status == 503
+                assert "401" in await r.text()
+            async with session.get(base + "/healthz") as r:
+                assert r.status == 200  # the process loop still runs
+            async with session.get(base + "/metrics") as r:
+                metrics = await r.text()
+        assert 'eviction_agent_api_errors_total{code="401"}' in metrics
+        # the watchdog is no longer pinged (every 50 ms while healthy), the loop still syncs
+        before, syncs = messages.count("WATCHDOG=1"), agent.loop.stats.syncs
+        await asyncio.sleep(0.3)
+        assert messages.count("WATCHDOG=1") == before
+        assert agent.loop.stats.syncs > syncs
+    finally:
+        pumping.cancel()
+        await agent.stop()
+        await conn.api_client.close()
+        server.close()
+
+
+async def test_a_pod_watch_that_stays_down_turns_readyz_red_with_its_error() -> None:
+    state = "\n---\n".join([NODES, pod("a", request="10Mi")])
+    async with kubesim.serve(state=state, time_scale=0.01, bookmark_interval=0.2) as sim:
+        fake = FakeNode(sim, usage={"default/a": 10 * MI})
+        cfg = load_config({"housekeepingInterval": "50ms", "nodeName": "node-1"})
+        api = sim.api_client()
+        agent = Agent(
+            cfg,
+            api_client=api,
+            stats=fake.get_summary,
+            use_psi=False,
+            serve_http=False,
+            watch_timeout=1,
+            api_failure_bound=BOUND,
+        )
+        try:
+            await agent.start()
+            await until(lambda: agent.ready()[0])
+            sim.add_faults(
+                {
+                    "faults": [
+                        {
+                            "match": {"resource": "pods", "verb": verb},
+                            "respond": {"code": 500, "reason": "InternalError", "message": "x"},
+                        }
+                        for verb in ("list", "watch")
+                    ]
+                }
+            )
+            await until(lambda: not agent.ready()[0], timeout=5)
+            assert agent.informer.state.down_since is not None
+            why = agent.ready()[1]
+            assert why.startswith("pod watch not live for") and "500" in why
+            assert agent.health() == (True, "")  # /healthz: the loop runs
+            sim.injector.active.clear()  # the API serves again: ready again, by itself
+            await until(lambda: agent.ready()[0], timeout=5)
+        finally:
+            await agent.stop()
+            await api.close()
