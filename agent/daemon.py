@@ -269,7 +269,9 @@ class Agent:
         from agent.sources.memcg import (
             MemoryEventsWatch,
             MemoryThreshold,
+            arm_at,
             read_inactive_file,
+            read_usage,
             usage_threshold,
         )
 
@@ -307,11 +309,10 @@ class Agent:
                 continue
             inactive = read_inactive_file(cgroup)
             if inactive is not None:
-                notifier.update(
-                    usage_threshold(
-                        capacity=observed.capacity, available=available, inactive_file=inactive
-                    )
+                line = usage_threshold(
+                    capacity=observed.capacity, available=available, inactive_file=inactive
                 )
+                notifier.update(arm_at(threshold=line, usage=read_usage(cgroup)))
 
     def _held_back(self, decision: EvictionDecision, note: str) -> None:
         self._spawn(self.actions.write_held_back_event(decision, note))

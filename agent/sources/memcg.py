@@ -57,6 +57,27 @@ def usage_threshold(*, capacity: int, available: int, inactive_file: int) -> int
     return max(capacity - available + inactive_file, 0)
 
 
+def arm_at(*, threshold: int, usage: int | None) -> int:
+    """Where to arm: ``threshold``, or just above the current usage once it is past it.
+
+    A v1 threshold wakes the agent only when usage *crosses* it. A sync that ran while usage
+    was already past the line and found no pressure yet (an allocation still under way,
+    ``inactive_file`` not yet reclaimable) would otherwise never be woken again by further
+    growth: arming one step above the usage makes every further step a crossing.
+    """
+    if usage is None or usage < threshold:
+        return threshold
+    return usage + _REARM_STEP
+
+
+def read_usage(cgroup: Path) -> int | None:
+    """``memory.usage_in_bytes`` of a v1 memory cgroup, None when unreadable."""
+    try:
+        return int((cgroup / "memory.usage_in_bytes").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def read_inactive_file(cgroup: Path) -> int | None:
     """``total_inactive_file`` of a v1 memory cgroup (hierarchical), None when unreadable."""
     try:

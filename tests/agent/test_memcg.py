@@ -286,3 +286,15 @@ async def test_agent_on_cgroup_v2_syncs_when_kubepods_reaches_its_limit(tmp_path
         finally:
             await agent.stop()
             await api.close()
+
+
+def test_a_threshold_already_passed_is_armed_just_above_the_usage() -> None:
+    """v1 thresholds fire on crossings: past the line with no pressure found yet, the next
+    growth must still wake the agent."""
+    from agent.sources.memcg import arm_at
+
+    mib = 1 << 20
+    assert arm_at(threshold=56 * mib, usage=40 * mib) == 56 * mib
+    assert arm_at(threshold=56 * mib, usage=None) == 56 * mib
+    assert arm_at(threshold=56 * mib, usage=60 * mib) == 61 * mib
+    assert arm_at(threshold=56 * mib, usage=56 * mib) == 57 * mib
