@@ -206,7 +206,7 @@ def _verbosity(level: int) -> None:
 
 
 def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
-    from evictor.transport import request_timeout
+    from evictor.api.calls import request_timeout
 
     _verbosity(glob.v)
     try:
@@ -296,7 +296,7 @@ async def _resolve_nodes(
 ) -> list[dict[str, Any]]:
     from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
 
-    from evictor.transport import TransportError, call
+    from evictor.api.calls import TransportError, call
 
     core = CoreV1Api(api)
     nodes: list[dict[str, Any]] = []
@@ -540,7 +540,7 @@ class _DrainArgs:
 
 
 async def _drain(glob: Globals, a: _DrainArgs) -> int:
-    from evictor.transport import TURNS_TO_CONNECT, TransportError, let_requests_out
+    from evictor.api.calls import TURNS_TO_CONNECT, TransportError, let_requests_out
 
     started = time.time()
     io = Output(to_stderr=a.output == "json")
@@ -834,9 +834,9 @@ def _cordon_command(desired: bool) -> Callable[..., None]:
 async def _cordon(
     glob: Globals, nodes: tuple[str, ...], selector: str, *, desired: bool, dry_run: str
 ) -> int:
+    from evictor.api.calls import TransportError
     from evictor.client import Evictor
     from evictor.drain import DrainHelper
-    from evictor.transport import TransportError
 
     api = await _client(glob)
     async with api:
@@ -920,9 +920,9 @@ async def _evict_pod(  # noqa: PLR0917
     disable_eviction: bool,
     output: str,
 ) -> int:
+    from evictor.api.calls import TransportError
     from evictor.client import Evictor
     from evictor.drain import DrainHelper
-    from evictor.transport import TransportError
 
     io = Output(to_stderr=output == "json")
     api = await _client(glob)

@@ -40,6 +40,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from evictor.api.calls import Response, TransportError, call, current_request_timeout
 from evictor.api.watching import (
     BOOKMARK_INTERVAL,
     LIVENESS_FACTOR,
@@ -59,7 +60,6 @@ from evictor.result import (
     Verdict,
     classify,
 )
-from evictor.transport import Response, TransportError, call, current_request_timeout
 
 __all__ = [
     "DeletionWait",

@@ -105,7 +105,7 @@ async def diagnose(api_client: Any, state: PdbState, *, blocked: Sequence[str]) 
     from kubernetes_asyncio.client.api.apps_v1_api import AppsV1Api
     from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
 
-    from evictor.transport import TransportError, call
+    from evictor.api.calls import TransportError, call
 
     selected: list[dict[str, Any]] = []
     workloads: list[WorkloadStatus] = []

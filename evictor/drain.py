@@ -362,7 +362,7 @@ class DrainHelper:
 
     async def cordon(self, node: Mapping[str, Any] | str, desired: bool) -> str:
         """Set ``spec.unschedulable``; returns kubectl's word for what happened."""
-        from evictor.transport import TransportError, call
+        from evictor.api.calls import TransportError, call
 
         core = self.evictor.core
         if isinstance(node, str):
@@ -393,7 +393,7 @@ class DrainHelper:
     ) -> list[dict[str, Any]]:
         """The node's pods, ``--chunk-size`` at a time, every page read at the first one's
         resourceVersion. ``on_page`` sees each page while the next one is being fetched."""
-        from evictor.transport import TURNS_TO_SEND, TransportError, call, let_requests_out
+        from evictor.api.calls import TURNS_TO_SEND, TransportError, call, let_requests_out
 
         core = self.evictor.core
         items: list[dict[str, Any]] = []
@@ -441,7 +441,7 @@ class DrainHelper:
     async def get_pods_for_deletion(self, node_name: str) -> PodDeleteList:
         from kubernetes_asyncio.client.api.apps_v1_api import AppsV1Api
 
-        from evictor.transport import call
+        from evictor.api.calls import call
 
         pods: list[Pod] = []
 
@@ -612,7 +612,7 @@ class DrainHelper:
         at a time: the first requests are on the wire while the rest are still being set up,
         instead of after all of them (a 1000-pod node would otherwise wait ~0.2 s for the
         first)."""
-        from evictor.transport import TURNS_TO_CONNECT, let_requests_out
+        from evictor.api.calls import TURNS_TO_CONNECT, let_requests_out
 
         step = max(self.evictor.concurrency, 1)
         tasks: list[asyncio.Task[None]] = []

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from evictor.transport import call, resolve_proxy_once
+from evictor.api.calls import call
+from evictor.api.connect import resolve_proxy_once
 from kubesim.sim import Simulator
 
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
