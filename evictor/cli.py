@@ -294,16 +294,13 @@ def _aggregate(errors: list[str]) -> str:
 async def _resolve_nodes(
     api: Any, names: tuple[str, ...], selector: str, chunk_size: int
 ) -> list[dict[str, Any]]:
-    from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
+    from evictor.api.calls import TransportError, path_segment, send
 
-    from evictor.api.calls import TransportError, call
-
-    core = CoreV1Api(api)
     nodes: list[dict[str, Any]] = []
     try:
         if names:
             for name in names:
-                resp = await call(core.read_node(name, _preload_content=False))
+                resp = await send(api, "GET", f"/api/v1/nodes/{path_segment(name)}")
                 if resp.status == 404:
                     _fail_server(resp)
                 if not resp.ok:
@@ -312,12 +309,12 @@ async def _resolve_nodes(
             return nodes
         token = ""
         while True:
-            kw: dict[str, Any] = {"label_selector": selector}
-            if chunk_size > 0:
-                kw["limit"] = chunk_size
-            if token:
-                kw["_continue"] = token
-            resp = await call(core.list_node(_preload_content=False, **kw))
+            query = [
+                ("continue", token or None),
+                ("labelSelector", selector),
+                ("limit", chunk_size if chunk_size > 0 else None),
+            ]
+            resp = await send(api, "GET", "/api/v1/nodes", query=query)
             if not resp.ok:
                 _fail_server(resp)
             nodes.extend(resp.body.get("items") or [])

@@ -27,6 +27,7 @@ import contextvars
 import json
 import logging
 import time
+import urllib.parse
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -39,9 +40,9 @@ __all__ = [
     "TURNS_TO_SEND",
     "Response",
     "TransportError",
-    "call",
     "current_request_timeout",
     "let_requests_out",
+    "path_segment",
     "request",
     "request_timeout",
     "send",
@@ -50,6 +51,12 @@ __all__ = [
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 JSON_PATCH: Final = "application/json-patch+json"
+
+
+def path_segment(value: str) -> str:
+    """``value`` escaped as one segment of a request path (a ``/`` in a name stays inside it),
+    as the generated methods escape their path parameters."""
+    return urllib.parse.quote(value, safe="")
 
 
 def request(
@@ -89,7 +96,7 @@ _REQUEST_TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def request_timeout(seconds: float | None) -> Iterator[None]:
-    """Bound every request ``call`` makes within the block (and the tasks it starts) to
+    """Bound every request ``send`` makes within the block (and the tasks it starts) to
     ``seconds``; None or 0: no bound (kubectl's ``--request-timeout=0``)."""
     token = _REQUEST_TIMEOUT.set(seconds or None)
     try:
@@ -140,9 +147,8 @@ class Response:
         return str(self.body or "").strip()
 
 
-async def call(request: Awaitable[Any]) -> Response:
-    """Await a request made with ``_preload_content=False`` (``request``, or a generated method
-    given it) and read its answer."""
+async def _answer(request: Awaitable[Any]) -> Response:
+    """Await a request made by ``request`` and read its answer."""
     import aiohttp
     from multidict import CIMultiDict
 
@@ -198,7 +204,7 @@ async def send(
     """One request through ``api_client``, answered: the status, headers and parsed JSON of any
     HTTP answer, ``TransportError`` when there is none. ``timeout`` bounds the request within
     the library (the ``request_timeout`` of the context bounds it in any case)."""
-    return await call(
+    return await _answer(
         request(
             api_client,
             method,
