@@ -39,7 +39,7 @@ from agent.eviction import EvictionDecision, effective_grace_period_seconds
 from agent.eviction.pods import is_critical_pod
 from agent.eviction.preference import is_eviction_forbidden
 from agent.informer import pod_ref
-from agent.kube import MERGE_PATCH, STRATEGIC_MERGE_PATCH, request
+from evictor.api.calls import MERGE_PATCH, STRATEGIC_MERGE_PATCH, send
 from scheduler.objects import Pod, format_micro_time, format_time
 
 __all__ = [
@@ -248,8 +248,8 @@ class Actions:
     async def _via_eviction_api(
         self, decision: EvictionDecision, grace: int, *, hard: bool, deadline: float
     ) -> ActionResult:
+        from evictor.api.calls import TransportError
         from evictor.result import Outcome
-        from evictor.transport import TransportError
 
         pod = decision.pod
         requested = self.clock()
@@ -292,17 +292,13 @@ class Actions:
     async def _raw(
         self, method: str, path: str, body: Any, *, content_type: str = "application/json"
     ) -> Any:
-        from evictor.transport import call
-
-        return await call(
-            request(
-                self.api_client,
-                method,
-                path,
-                body=body,
-                content_type=content_type,
-                timeout=self.request_timeout,
-            )
+        return await send(
+            self.api_client,
+            method,
+            path,
+            body=body,
+            content_type=content_type,
+            timeout=self.request_timeout,
         )
 
     async def write_event(self, decision: EvictionDecision) -> bool:

@@ -6,13 +6,12 @@ The generated models cost about 30 MiB that the agent never uses: it reads and w
 models cost more than the requests. ``defer_client_models()`` (``evictor.api.deferred``, shared with
 the ``evict`` command) keeps them unimported until someone asks for one.
 
-``request()`` is the one raw API call of ``evictor.api.calls`` (the room for talking to the API,
-issue 15), re-exported for the agent's actions.
+The agent's requests go through ``evictor.api.calls.send`` (the room for talking to the API,
+issue 15).
 """
 
 from __future__ import annotations
 
-from evictor.api.calls import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, request
 from evictor.api.deferred import defer_client_models
 
-__all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "defer_client_models", "request"]
+__all__ = ["defer_client_models"]

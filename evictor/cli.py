@@ -206,7 +206,7 @@ def _verbosity(level: int) -> None:
 
 
 def _run(glob: Globals, coro: Coroutine[Any, Any, T]) -> T:
-    from evictor.transport import request_timeout
+    from evictor.api.calls import request_timeout
 
     _verbosity(glob.v)
     try:
@@ -294,16 +294,13 @@ def _aggregate(errors: list[str]) -> str:
 async def _resolve_nodes(
     api: Any, names: tuple[str, ...], selector: str, chunk_size: int
 ) -> list[dict[str, Any]]:
-    from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
+    from evictor.api.calls import TransportError, path_segment, send
 
-    from evictor.transport import TransportError, call
-
-    core = CoreV1Api(api)
     nodes: list[dict[str, Any]] = []
     try:
         if names:
             for name in names:
-                resp = await call(core.read_node(name, _preload_content=False))
+                resp = await send(api, "GET", f"/api/v1/nodes/{path_segment(name)}")
                 if resp.status == 404:
                     _fail_server(resp)
                 if not resp.ok:
@@ -312,12 +309,12 @@ async def _resolve_nodes(
             return nodes
         token = ""
         while True:
-            kw: dict[str, Any] = {"label_selector": selector}
-            if chunk_size > 0:
-                kw["limit"] = chunk_size
-            if token:
-                kw["_continue"] = token
-            resp = await call(core.list_node(_preload_content=False, **kw))
+            query = [
+                ("continue", token or None),
+                ("labelSelector", selector),
+                ("limit", chunk_size if chunk_size > 0 else None),
+            ]
+            resp = await send(api, "GET", "/api/v1/nodes", query=query)
             if not resp.ok:
                 _fail_server(resp)
             nodes.extend(resp.body.get("items") or [])
@@ -540,7 +537,7 @@ class _DrainArgs:
 
 
 async def _drain(glob: Globals, a: _DrainArgs) -> int:
-    from evictor.transport import TURNS_TO_CONNECT, TransportError, let_requests_out
+    from evictor.api.calls import TURNS_TO_CONNECT, TransportError, let_requests_out
 
     started = time.time()
     io = Output(to_stderr=a.output == "json")
@@ -834,9 +831,9 @@ def _cordon_command(desired: bool) -> Callable[..., None]:
 async def _cordon(
     glob: Globals, nodes: tuple[str, ...], selector: str, *, desired: bool, dry_run: str
 ) -> int:
+    from evictor.api.calls import TransportError
     from evictor.client import Evictor
     from evictor.drain import DrainHelper
-    from evictor.transport import TransportError
 
     api = await _client(glob)
     async with api:
@@ -920,9 +917,9 @@ async def _evict_pod(  # noqa: PLR0917
     disable_eviction: bool,
     output: str,
 ) -> int:
+    from evictor.api.calls import TransportError
     from evictor.client import Evictor
     from evictor.drain import DrainHelper
-    from evictor.transport import TransportError
 
     io = Output(to_stderr=output == "json")
     api = await _client(glob)

@@ -33,13 +33,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from evictor.api.calls import (
+    Response,
+    TransportError,
+    current_request_timeout,
+    path_segment,
+    send,
+)
 from evictor.api.watching import (
     BOOKMARK_INTERVAL,
     LIVENESS_FACTOR,
@@ -59,7 +65,6 @@ from evictor.result import (
     Verdict,
     classify,
 )
-from evictor.transport import Response, TransportError, call, current_request_timeout
 
 __all__ = [
     "DeletionWait",
@@ -88,6 +93,20 @@ class PodRef:
     name: str
     uid: str = ""
     node_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """One request of the client, as ``send`` takes it."""
+
+    method: str
+    path: str
+    query: Sequence[tuple[str, Any]] = ()
+    body: Any = None
+
+
+def _pod_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{path_segment(namespace)}/pods/{path_segment(name)}"
 
 
 @dataclass(slots=True)
@@ -177,14 +196,6 @@ class Evictor:
         self._discovered = False
         self._discovery_lock = asyncio.Lock()
 
-    @functools.cached_property
-    def core(self) -> Any:
-        """``CoreV1Api``, imported on first use and from its own module: the node agent keeps
-        kubernetes-asyncio's ~770 models out of memory (``agent.kube``) until it evicts."""
-        from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
-
-        return CoreV1Api(self.api_client)
-
     async def close(self) -> None:
         await self.pdbs.close()
 
@@ -199,22 +210,26 @@ class Evictor:
     def _remaining(self, deadline: float | None) -> float | None:
         return None if deadline is None else deadline - self.clock()
 
-    async def _request(self, make: Callable[..., Any], deadline: float | None) -> Response:
+    async def _request(self, req: _Request, deadline: float | None) -> Response:
         """One API call within the concurrency bound and the deadline."""
         remaining = self._remaining(deadline)
         if remaining is not None and remaining <= 0:
             raise TimeoutError
         async with self._slots:
-            kw: dict[str, Any] = {"_preload_content": False}
-            if remaining is not None:
-                kw["_request_timeout"] = max(remaining, 0.001)
-            return await call(make(**kw))
+            return await send(
+                self.api_client,
+                req.method,
+                req.path,
+                query=req.query,
+                body=req.body,
+                timeout=None if remaining is None else max(remaining, 0.001),
+            )
 
     async def eviction_version(self) -> str | None:
         """``policy/v1`` or ``policy/v1beta1`` as ``/api/v1`` advertises, None: delete instead."""
         async with self._discovery_lock:
             if not self._discovered:
-                resp = await self._request(self.core.get_api_resources, None)
+                resp = await self._request(_Request("GET", "/api/v1/"), None)
                 version = None
                 if resp.ok and isinstance(resp.body, dict):
                     for res in resp.body.get("resources") or []:
@@ -236,9 +251,7 @@ class Evictor:
         self, namespace: str, name: str, *, deadline: float | None = None
     ) -> dict[str, Any] | None:
         """The pod as a dict, None when it is gone; raises TransportError on other failures."""
-        resp = await self._request(
-            lambda **kw: self.core.read_namespaced_pod(name, namespace, **kw), deadline
-        )
+        resp = await self._request(_Request("GET", _pod_path(namespace, name)), deadline)
         if resp.status == 404:
             return None
         if not resp.ok or not isinstance(resp.body, dict):
@@ -270,19 +283,17 @@ class Evictor:
                 deadline=deadline,
             )
 
-        def send(uid: str) -> Callable[..., Any]:
+        def build(uid: str) -> _Request:
             opts = PodDeleteOptions(
                 uid=uid, grace_period_seconds=grace_period_seconds, dry_run=dry_run
             )
             body = opts.eviction(version, namespace, name)
-            return lambda **kw: self.core.create_namespaced_pod_eviction(
-                name, namespace, cast(Any, body), **kw
-            )
+            return _Request("POST", _pod_path(namespace, name) + "/eviction", body=body)
 
         return await self._with_retries(
             namespace,
             name,
-            send,
+            build,
             method="eviction",
             expected_uid=expected_uid,
             deadline=deadline,
@@ -302,19 +313,16 @@ class Evictor:
     ) -> EvictionResult:
         """DELETE one pod (``--disable-eviction``, kubelet-like agents); PDBs are not consulted."""
 
-        def send(uid: str) -> Callable[..., Any]:
+        def build(uid: str) -> _Request:
             opts = PodDeleteOptions(
                 uid=uid, grace_period_seconds=grace_period_seconds, dry_run=dry_run
             )
-            body, query = opts.body(), opts.query()
-            return lambda **kw: self.core.delete_namespaced_pod(
-                name, namespace, body=cast(Any, body), **query, **kw
-            )
+            return _Request("DELETE", _pod_path(namespace, name), opts.query(), opts.body())
 
         return await self._with_retries(
             namespace,
             name,
-            send,
+            build,
             method="delete",
             expected_uid=expected_uid,
             deadline=deadline,
@@ -327,7 +335,7 @@ class Evictor:
         self,
         namespace: str,
         name: str,
-        send: Callable[[str], Callable[..., Any]],
+        send: Callable[[str], _Request],
         *,
         method: str,
         expected_uid: str | None,
@@ -389,7 +397,7 @@ class Evictor:
         return False
 
     async def _send(
-        self, run: _Run, send: Callable[[str], Callable[..., Any]], deadline: float | None
+        self, run: _Run, send: Callable[[str], _Request], deadline: float | None
     ) -> Verdict:
         """One request, conditioned on the pod's UID; its answer is recorded in the result."""
         result = run.result

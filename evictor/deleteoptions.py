@@ -47,14 +47,15 @@ class PodDeleteOptions:
             opts["dryRun"] = ["All"]
         return opts
 
-    def query(self) -> dict[str, Any]:
-        """The same options as keyword arguments of the generated ``delete_namespaced_pod``."""
-        kwargs: dict[str, Any] = {}
-        if self.grace is not None:
-            kwargs["grace_period_seconds"] = self.grace
+    def query(self) -> list[tuple[str, Any]]:
+        """The same options as a DELETE's query parameters, in the order they have always been
+        sent (the generated ``delete_namespaced_pod``'s)."""
+        query: list[tuple[str, Any]] = []
         if self.dry_run:
-            kwargs["dry_run"] = "All"
-        return kwargs
+            query.append(("dryRun", "All"))
+        if self.grace is not None:
+            query.append(("gracePeriodSeconds", self.grace))
+        return query
 
     def eviction(self, api_version: str, namespace: str, name: str) -> dict[str, Any]:
         """An ``Eviction`` of ``namespace/name`` carrying these options; the name and namespace

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["WorkloadStatus", "diagnose", "explain"]
 
 _SCALABLE = {
-    "ReplicaSet": "replica_set",
-    "StatefulSet": "stateful_set",
-    "Deployment": "deployment",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
+    "Deployment": "deployments",
 }
 
 
@@ -102,20 +102,18 @@ def explain(
 
 async def diagnose(api_client: Any, state: PdbState, *, blocked: Sequence[str]) -> list[str]:
     """Read the budget's pods and their workloads, then ``explain``."""
-    from kubernetes_asyncio.client.api.apps_v1_api import AppsV1Api
-    from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
-
-    from evictor.transport import TransportError, call
+    from evictor.api.calls import TransportError, path_segment, send
 
     selected: list[dict[str, Any]] = []
     workloads: list[WorkloadStatus] = []
     if state.selector is not None:
-        core = CoreV1Api(api_client)
+        ns = path_segment(state.namespace)
         try:
-            resp = await call(
-                core.list_namespaced_pod(
-                    state.namespace, label_selector=str(state.selector), _preload_content=False
-                )
+            resp = await send(
+                api_client,
+                "GET",
+                f"/api/v1/namespaces/{ns}/pods",
+                query=[("labelSelector", str(state.selector))],
             )
             if resp.ok and isinstance(resp.body, dict):
                 selected = [i for i in resp.body.get("items") or [] if isinstance(i, dict)]
@@ -126,11 +124,10 @@ async def diagnose(api_client: Any, state: PdbState, *, blocked: Sequence[str]) 
             for ref in (item.get("metadata") or {}).get("ownerReferences") or []:
                 if ref.get("controller") and ref.get("kind") in _SCALABLE:
                     owners.add((str(ref["kind"]), str(ref.get("name", ""))))
-        apps = AppsV1Api(api_client)
         for kind, name in sorted(owners):
-            read = getattr(apps, f"read_namespaced_{_SCALABLE[kind]}")
+            path = f"/apis/apps/v1/namespaces/{ns}/{_SCALABLE[kind]}/{path_segment(name)}"
             try:
-                resp = await call(read(name, state.namespace, _preload_content=False))
+                resp = await send(api_client, "GET", path)
             except TransportError:
                 continue
             if not resp.ok or not isinstance(resp.body, dict):

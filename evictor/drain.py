@@ -362,11 +362,11 @@ class DrainHelper:
 
     async def cordon(self, node: Mapping[str, Any] | str, desired: bool) -> str:
         """Set ``spec.unschedulable``; returns kubectl's word for what happened."""
-        from evictor.transport import TransportError, call
+        from evictor.api.calls import STRATEGIC_MERGE_PATCH, TransportError, path_segment, send
 
-        core = self.evictor.core
+        api = self.evictor.api_client
         if isinstance(node, str):
-            resp = await call(core.read_node(node, _preload_content=False))
+            resp = await send(api, "GET", f"/api/v1/nodes/{path_segment(node)}")
             if not resp.ok:
                 raise TransportError(_api_error(resp.status, resp.body, resp.message))
             node = resp.body
@@ -377,9 +377,15 @@ class DrainHelper:
         if current == desired:
             return f"already {word}"
         if self.dry_run != "client":
-            kw: dict[str, Any] = {"dry_run": "All"} if self.dry_run == "server" else {}
             patch = {"spec": {"unschedulable": True if desired else None}}
-            resp = await call(core.patch_node(name, patch, _preload_content=False, **kw))
+            resp = await send(
+                api,
+                "PATCH",
+                f"/api/v1/nodes/{path_segment(name)}",
+                query=[("dryRun", "All")] if self.dry_run == "server" else (),
+                body=patch,
+                content_type=STRATEGIC_MERGE_PATCH,
+            )
             if not resp.ok:
                 raise TransportError(_api_error(resp.status, resp.body, resp.message))
         return word
@@ -393,24 +399,21 @@ class DrainHelper:
     ) -> list[dict[str, Any]]:
         """The node's pods, ``--chunk-size`` at a time, every page read at the first one's
         resourceVersion. ``on_page`` sees each page while the next one is being fetched."""
-        from evictor.transport import TURNS_TO_SEND, TransportError, call, let_requests_out
+        from evictor.api.calls import TURNS_TO_SEND, TransportError, let_requests_out, send
 
-        core = self.evictor.core
+        api = self.evictor.api_client
         items: list[dict[str, Any]] = []
         rv = ""
         self.listed.pop(node_name, None)
 
         def fetch(token: str) -> asyncio.Future[Any]:
-            kw: dict[str, Any] = {"field_selector": f"spec.nodeName={node_name}"}
-            if self.pod_selector:
-                kw["label_selector"] = self.pod_selector
-            if self.chunk_size > 0:
-                kw["limit"] = self.chunk_size
-            if token:
-                kw["_continue"] = token
-            return asyncio.ensure_future(
-                call(core.list_pod_for_all_namespaces(_preload_content=False, **kw))
-            )
+            query = [
+                ("continue", token or None),
+                ("fieldSelector", f"spec.nodeName={node_name}"),
+                ("labelSelector", self.pod_selector or None),
+                ("limit", self.chunk_size if self.chunk_size > 0 else None),
+            ]
+            return asyncio.ensure_future(send(api, "GET", "/api/v1/pods", query=query))
 
         pending = fetch("")
         try:
@@ -439,9 +442,7 @@ class DrainHelper:
                 pending.cancel()
 
     async def get_pods_for_deletion(self, node_name: str) -> PodDeleteList:
-        from kubernetes_asyncio.client.api.apps_v1_api import AppsV1Api
-
-        from evictor.transport import call
+        from evictor.api.calls import path_segment, send
 
         pods: list[Pod] = []
 
@@ -460,12 +461,16 @@ class DrainHelper:
             and _is_daemonset_ref(ref.api_version, ref.kind)
             and p.phase not in _TERMINAL
         }
-        apps = AppsV1Api(self.evictor.api_client)
+        api = self.evictor.api_client
         found: dict[tuple[str, str], bool | str] = {}
 
         async def lookup(ns: str, name: str) -> None:
             try:
-                resp = await call(apps.read_namespaced_daemon_set(name, ns, _preload_content=False))
+                resp = await send(
+                    api,
+                    "GET",
+                    f"/apis/apps/v1/namespaces/{path_segment(ns)}/daemonsets/{path_segment(name)}",
+                )
             except Exception as exc:
                 found[(ns, name)] = str(exc)
                 return
@@ -612,7 +617,7 @@ class DrainHelper:
         at a time: the first requests are on the wire while the rest are still being set up,
         instead of after all of them (a 1000-pod node would otherwise wait ~0.2 s for the
         first)."""
-        from evictor.transport import TURNS_TO_CONNECT, let_requests_out
+        from evictor.api.calls import TURNS_TO_CONNECT, let_requests_out
 
         step = max(self.evictor.concurrency, 1)
         tasks: list[asyncio.Task[None]] = []

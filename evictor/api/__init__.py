@@ -4,8 +4,10 @@ One concern per module, in the manner of kopf's ``_cogs/clients``:
 
 * ``connect``: one factory for ``evict``'s and the agent's client, kubeconfig or in-cluster,
   with credentials that refresh as client-go's do and a 401 that refreshes once;
-* ``calls``: one raw request through a kubernetes-asyncio ``ApiClient`` (``call_api``, the
-  library's public entry point: auth settings, TLS, query encoding are the library's);
+* ``calls``: every request but a watch, through ``send``: built through a kubernetes-asyncio
+  ``ApiClient`` (``call_api``, the library's public entry point: auth settings, TLS, query
+  encoding are the library's) on kubectl's paths, and its answer read into status, headers and
+  JSON (``TransportError`` when there is none), within ``--request-timeout``, logged at ``-v=6``;
 * ``watching``: one list-then-watch generator — resourceVersion resume, bookmarks, ``410 Gone``
   → relist, backoff with jitter, and a liveness bound that restarts a silent watch;
 * ``health``: how the API answers this process, for the agent's ``/readyz`` and watchdog;

@@ -1,22 +1,62 @@
-"""One raw API request through a kubernetes-asyncio ``ApiClient``.
+"""Every request to the Kubernetes API except a watch: built, sent and read here.
 
-``ApiClient.call_api`` is the library's public entry point under every generated method: auth
-settings (the bearer token, refreshed by the library's own hooks), headers, query encoding, body
-serialization and TLS stay the library's. ``_preload_content=False`` hands back the aiohttp
-response unread, because the agent and the watch read raw JSON (a model-deserialized watch
-breaks on one malformed object, and models cost more than the requests).
+``send`` is the one function for that: it builds the request through ``ApiClient.call_api``, the
+library's public entry point under every generated method (auth settings — the bearer token,
+refreshed by the library's own hooks —, headers, query encoding, body serialization and TLS stay
+the library's), and reads the answer into a ``Response``: status, headers and parsed JSON. The
+generated methods deserialize answers into models and raise on non-2xx; the eviction loop needs
+the status code, the ``Retry-After`` header and the Status body of *every* answer, and a drain
+lists thousands of pods, where building models costs more than the request. So the answer is
+asked for unread (``_preload_content=False``) and its JSON parsed once, here. No HTTP answer at
+all (connection refused or dropped, timed out) is a ``TransportError``.
+
+Because every request passes here, so do kubectl's two per-request settings: ``--request-timeout``
+(``request_timeout``: a bound on each request, none by default, as kubectl's ``0``) and the
+request lines of ``-v=6`` (``GET URL 200 OK in N milliseconds`` on the ``evictor.requests``
+logger, silent unless its own level is set to DEBUG: a process that logs at DEBUG, such as the
+agent, does not get a line per request by inheritance). Watches are long-lived streams: they use
+``request`` (the unread response, streamed by ``watching``) and are not bounded by the request
+timeout.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+import asyncio
+import contextlib
+import contextvars
+import json
+import logging
+import time
+import urllib.parse
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "request"]
+__all__ = [
+    "JSON_PATCH",
+    "MERGE_PATCH",
+    "STRATEGIC_MERGE_PATCH",
+    "TURNS_TO_CONNECT",
+    "TURNS_TO_SEND",
+    "Response",
+    "TransportError",
+    "current_request_timeout",
+    "let_requests_out",
+    "path_segment",
+    "request",
+    "request_timeout",
+    "send",
+]
 
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 JSON_PATCH: Final = "application/json-patch+json"
+
+
+def path_segment(value: str) -> str:
+    """``value`` escaped as one segment of a request path (a ``/`` in a name stays inside it),
+    as the generated methods escape their path parameters."""
+    return urllib.parse.quote(value, safe="")
 
 
 def request(
@@ -45,3 +85,133 @@ def request(
         _request_timeout=timeout,
     )
     return result
+
+
+_requests_log = logging.getLogger("evictor.requests")
+_requests_log.setLevel(logging.INFO)  # DEBUG only when asked for (evict -v=6)
+_REQUEST_TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "evictor_request_timeout", default=None
+)
+
+
+@contextlib.contextmanager
+def request_timeout(seconds: float | None) -> Iterator[None]:
+    """Bound every request ``send`` makes within the block (and the tasks it starts) to
+    ``seconds``; None or 0: no bound (kubectl's ``--request-timeout=0``)."""
+    token = _REQUEST_TIMEOUT.set(seconds or None)
+    try:
+        yield
+    finally:
+        _REQUEST_TIMEOUT.reset(token)
+
+
+def current_request_timeout() -> float | None:
+    """The bound ``request_timeout`` set for this context (None: none)."""
+    return _REQUEST_TIMEOUT.get()
+
+
+# Event-loop turns for a request started with ``ensure_future`` to reach the socket: one on
+# a pooled connection (headers written), 7 on a new one to a local server (connect, connection
+# made, headers written), measured. Work done after yielding them overlaps the round trip; if
+# a request needs more turns (a remote server's handshake), it leaves right after that work,
+# never later than without the overlap.
+TURNS_TO_SEND = 1
+TURNS_TO_CONNECT = 8
+
+
+async def let_requests_out(turns: int) -> None:
+    """Yield ``turns`` event-loop turns, so requests just started are on the wire before the
+    caller's next stretch of work."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+class TransportError(Exception):
+    """No HTTP answer: connection refused or dropped, or the request timed out."""
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    body: Any  # parsed JSON, or the text when it is not JSON
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def message(self) -> str:
+        if isinstance(self.body, Mapping):
+            return str(self.body.get("message") or "")
+        return str(self.body or "").strip()
+
+
+async def _answer(request: Awaitable[Any]) -> Response:
+    """Await a request made by ``request`` and read its answer."""
+    import aiohttp
+    from multidict import CIMultiDict
+
+    limit = _REQUEST_TIMEOUT.get()
+    started = time.monotonic()
+    timer = asyncio.timeout(limit)
+    try:
+        async with timer:
+            resp = await request
+            try:
+                raw = await resp.read()
+                status = int(resp.status)
+                headers = CIMultiDict(resp.headers)
+            finally:
+                resp.release()
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # aiohttp can turn a cancellation into a connection error; keep it a cancellation
+            raise asyncio.CancelledError from exc
+        if timer.expired():
+            raise TransportError(
+                f"the server did not answer within the request timeout ({limit:g}s)"
+            ) from exc
+        raise TransportError(str(exc) or type(exc).__name__) from exc
+    if _requests_log.isEnabledFor(logging.DEBUG):
+        _requests_log.debug(
+            "%s %s %d %s in %d milliseconds",
+            getattr(resp, "method", "?"),
+            getattr(resp, "url", "?"),
+            status,
+            getattr(resp, "reason", "") or "",
+            (time.monotonic() - started) * 1000,
+        )
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        body: Any = json.loads(text) if text else None
+    except ValueError:
+        body = text
+    return Response(status, headers, body)
+
+
+async def send(
+    api_client: Any,
+    method: str,
+    path: str,
+    *,
+    query: Sequence[tuple[str, Any]] = (),
+    body: Any = None,
+    content_type: str = "application/json",
+    timeout: float | None = None,
+) -> Response:
+    """One request through ``api_client``, answered: the status, headers and parsed JSON of any
+    HTTP answer, ``TransportError`` when there is none. ``timeout`` bounds the request within
+    the library (the ``request_timeout`` of the context bounds it in any case)."""
+    return await _answer(
+        request(
+            api_client,
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+        )
+    )

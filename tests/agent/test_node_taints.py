@@ -17,7 +17,7 @@ import kubesim
 from agent.actions import Actions
 from agent.config import load_config
 from agent.daemon import Agent
-from evictor.transport import Response
+from evictor.api.calls import Response
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode, pod
 from tests.agent.test_loop_e2e import until

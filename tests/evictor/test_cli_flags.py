@@ -250,7 +250,7 @@ def test_request_lines_are_off_in_a_process_that_merely_logs_at_debug(
     """The agent logs at DEBUG when asked; it must not get a line per API request with it."""
     import logging
 
-    import evictor.transport  # noqa: F401 - sets the logger's own level
+    import evictor.api.calls  # noqa: F401 - sets the logger's own level
 
     caplog.set_level(logging.DEBUG)
     assert not logging.getLogger("evictor.requests").isEnabledFor(logging.DEBUG)

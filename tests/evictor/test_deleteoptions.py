@@ -8,7 +8,7 @@ from evictor.deleteoptions import PodDeleteOptions
 def test_defaults_leave_everything_to_the_pod_and_the_server() -> None:
     opts = PodDeleteOptions()
     assert opts.body() == {}
-    assert opts.query() == {}
+    assert opts.query() == []
 
 
 def test_uid_grace_and_dry_run_in_body_and_query() -> None:
@@ -18,13 +18,13 @@ def test_uid_grace_and_dry_run_in_body_and_query() -> None:
         "gracePeriodSeconds": 0,  # 0 is "delete immediately", not "unset"
         "dryRun": ["All"],
     }
-    assert opts.query() == {"grace_period_seconds": 0, "dry_run": "All"}
+    assert opts.query() == [("dryRun", "All"), ("gracePeriodSeconds", 0)]
 
 
 def test_a_negative_grace_period_means_the_pods_own() -> None:
     # kubectl's --grace-period=-1 default
     assert "gracePeriodSeconds" not in PodDeleteOptions(grace_period_seconds=-1).body()
-    assert PodDeleteOptions(grace_period_seconds=-1).query() == {}
+    assert PodDeleteOptions(grace_period_seconds=-1).query() == []
 
 
 def test_an_eviction_carries_the_same_options_and_names_the_pod() -> None:

@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
+from evictor.api.calls import send
 from evictor.client import Evictor
 from evictor.drain import DrainHelper
-from evictor.transport import call
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 
@@ -21,11 +21,11 @@ def _state() -> list[dict[str, object]]:
 
 
 def _requests_in_flight() -> list[asyncio.Task[object]]:
-    """The API calls (``evictor.transport.call``) started as tasks and not finished."""
+    """The API calls (``evictor.api.calls.send``) started as tasks and not finished."""
     return [
         t
         for t in asyncio.all_tasks()
-        if getattr(t.get_coro(), "cr_code", None) is call.__code__ and not t.done()
+        if getattr(t.get_coro(), "cr_code", None) is send.__code__ and not t.done()
     ]
 
 

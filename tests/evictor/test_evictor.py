@@ -421,29 +421,6 @@ async def test_concurrency_bounds_requests_in_flight() -> None:
         assert all(b - a >= 0.18 for a, b in zip(arrivals, arrivals[3:], strict=False))
 
 
-class _Filtered:
-    """An aiohttp response whose APIResourceList names another version for ``pods/eviction``
-    (kubesim serves policy/v1; ``eviction_subresource=False`` covers the absent case)."""
-
-    def __init__(self, resp: Any, *, version: str) -> None:
-        self._resp = resp
-        self._version = version
-        self.status = resp.status
-        self.headers = resp.headers
-
-    async def read(self) -> bytes:
-        import json
-
-        data = json.loads(await self._resp.read())
-        for r in data["resources"]:
-            if r["name"] == "pods/eviction":
-                r["version"] = self._version
-        return json.dumps(data).encode()
-
-    def release(self) -> None:
-        self._resp.release()
-
-
 def _force() -> Any:
     from kubesim.apiserver.rest import DeleteOptions
 
@@ -516,12 +493,22 @@ async def test_still_processing_429_waits_its_retry_after_whatever_the_watch_sho
 async def test_policy_v1beta1_when_discovery_offers_only_that(
     sim: Simulator, evictor: Evictor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = evictor.core.get_api_resources
+    """Discovery's APIResourceList is rewritten to name policy/v1beta1 for ``pods/eviction``
+    (kubesim serves policy/v1; ``eviction_subresource=False`` covers the absent case)."""
+    import evictor.client as client_module
+    from evictor.api.calls import Response
 
-    async def beta(**kw: Any) -> Any:
-        return _Filtered(await real(**kw), version="v1beta1")
+    real = client_module.send
 
-    monkeypatch.setattr(evictor.core, "get_api_resources", beta)
+    async def beta(api: Any, method: str, path: str, **kw: Any) -> Response:
+        resp = await real(api, method, path, **kw)
+        if path == "/api/v1/":
+            for r in resp.body["resources"]:
+                if r["name"] == "pods/eviction":
+                    r["version"] = "v1beta1"
+        return resp
+
+    monkeypatch.setattr(client_module, "send", beta)
     assert await evictor.eviction_version() == "policy/v1beta1"
     result = await evictor.evict("default", "web-0")
     assert result.outcome is Outcome.EVICTED

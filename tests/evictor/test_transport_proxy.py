@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from evictor.transport import call, resolve_proxy_once
+from evictor.api.calls import send
+from evictor.api.connect import resolve_proxy_once
 from kubesim.sim import Simulator
 
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
@@ -92,9 +93,7 @@ async def test_requests_skip_the_per_request_environment_lookup(
         try:
             if resolved:
                 resolve_proxy_once(client)
-            from kubernetes_asyncio.client.api.core_v1_api import CoreV1Api
-
-            resp = await call(CoreV1Api(client).list_node(_preload_content=False))
+            resp = await send(client, "GET", "/api/v1/nodes")
         finally:
             await client.close()
     assert resp.status == 200
