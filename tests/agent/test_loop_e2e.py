@@ -64,6 +64,13 @@ async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
+async def more_syncs(agent: Agent, n: int) -> None:
+    """Let the agent sync ``n`` more times (an observation window counted in syncs, not
+    seconds: what must not happen has had ``n`` chances to)."""
+    target = agent.loop.stats.syncs + n
+    await until(lambda: agent.loop.stats.syncs >= target, timeout=30)
+
+
 def pod_deletes(sim: Simulator) -> list[str]:
     return [r.name for r in sim.requests.filter(verb="delete", resource="pods")]
 
@@ -109,7 +116,7 @@ async def test_evicts_in_kubelet_order_one_pod_per_sync_with_condition_and_event
     agent, api = await start(sim, fake, config())
     try:
         await until(lambda: sim.get("Pod", "default", "b") is None)
-        await asyncio.sleep(0.5)  # more syncs: nothing else may go
+        await more_syncs(agent, 10)  # nothing else may go
     finally:
         await stop(agent, api)
     # a (over request, priority 0) before b (over request, priority 1000); c is under its
@@ -177,7 +184,7 @@ async def test_api_unreachable_then_back_evicts_once(sim: Simulator) -> None:
         assert sim.get("Pod", "default", "b") is not None
         sim.injector.active.clear()  # the API server is back
         await until(lambda: sim.get("Pod", "default", "b") is None, timeout=20)
-        await asyncio.sleep(0.5)
+        await more_syncs(agent, 10)
     finally:
         await stop(agent, api)
     accepted = [
@@ -283,7 +290,7 @@ async def test_slow_api_no_duplicate_eviction(sim: Simulator) -> None:
         await until(lambda: agent.ready()[0])
         fake.usage["default/c"] = 700 * MI
         await until(lambda: sim.get("Pod", "default", "c") is None, timeout=15)
-        await asyncio.sleep(1.0)
+        await more_syncs(agent, 20)
     finally:
         await stop(agent, api)
     assert pod_deletes(sim) == ["c"]
@@ -370,7 +377,7 @@ async def test_api_server_restart_cuts_the_watch_and_eviction_follows(sim: Simul
         assert agent.loop.stats.errors == 0  # syncs go on; only the API calls fail
         await sim.start()
         await until(lambda: sim.get("Pod", "default", "c") is None, timeout=20)
-        await asyncio.sleep(0.5)
+        await more_syncs(agent, 10)
     finally:
         await stop(agent, api)
     accepted = [r for r in sim.requests.filter(verb="delete", resource="pods") if r.code == 200]
