@@ -65,7 +65,7 @@ class Actions:
     ) -> ActionResult:
         self.calls.append((decision.pod.name, hard, time.monotonic()))
         if not hard and self.hang_soft:
-            await asyncio.sleep(3600)
+            await asyncio.Event().wait()  # hangs until cancelled
         self.node.usage.pop(decision.pod.name, None)
         self.node.pods.pop(decision.pod.name, None)
         return ActionResult("evicted", "delete", requested_at=time.time())

@@ -37,7 +37,7 @@ MIB = 1 << 20
 V1_MEMORY = Path("/sys/fs/cgroup/memory")
 
 ALLOCATE = """
-import sys, time
+import signal, sys, time
 held = []
 for _ in range(int(sys.argv[1])):
     chunk = bytearray(8 << 20)
@@ -45,7 +45,7 @@ for _ in range(int(sys.argv[1])):
     held.append(chunk)
     time.sleep(0.02)
 print("ready", flush=True)
-time.sleep(60)
+signal.pause()  # held until the test kills it
 """
 
 

@@ -36,7 +36,7 @@ apiVersion: v1
 kind: Node
 metadata: {name: node-2}
 """
-HOLD = "import sys, time\nb = bytearray(int(sys.argv[1]) << 20)\nb[::4096] = b'1' * (len(b) // 4096)\ntime.sleep(300)\n"  # noqa: E501
+HOLD = "import signal, sys\nb = bytearray(int(sys.argv[1]) << 20)\nb[::4096] = b'1' * (len(b) // 4096)\nsignal.pause()\n"  # noqa: E501
 
 
 def pod(

@@ -41,11 +41,11 @@ PREFIX = "kubesimtest"
 
 # Touch every page of N MiB, say so, then wait to be stopped.
 ALLOC = (
-    "import sys, time\n"
+    "import signal, sys\n"
     "b = bytearray(int(sys.argv[1]) << 20)\n"
     "b[::4096] = b'\\x01' * len(range(0, len(b), 4096))\n"
     "print('ready', flush=True)\n"
-    "time.sleep(120)\n"
+    "signal.pause()\n"
 )
 
 

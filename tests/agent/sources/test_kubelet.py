@@ -167,7 +167,7 @@ async def test_non_summary_body_is_rejected(token: Path, self_signed: tuple[Path
 
 async def test_slow_kubelet_times_out(token: Path, self_signed: tuple[Path, Path]) -> None:
     async def slow(_r: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(5)
+        await asyncio.Event().wait()  # never answers; the client gives up
         return web.json_response(FIXTURE)
 
     srv = await _server(slow, _tls(self_signed))
