@@ -400,12 +400,16 @@ async def test_drain_example_files() -> None:
         path = EVICT_PATH.format("web-5d4f-a")
         code, _, _ = await raw(sim, "POST", path, body=eviction_body("web-5d4f-a"))
         assert code == 201
+        # the budget as the first eviction left it (on a loaded machine the recreated pod could
+        # otherwise be Ready before the second request arrives)
+        sim.pin_pdb("default", "web")
         path_b = EVICT_PATH.format("web-5d4f-b")
         code, _, body = await raw(sim, "POST", path_b, body=eviction_body("web-5d4f-b"))
         assert (code, body["details"]["causes"][0]["message"]) == (
             429,
             "The disruption budget web needs 2 healthy pods and has 2 currently",
         )
+        sim.unpin_pdb("default", "web")
 
         def replaced() -> bool:
             pod = sim.get("Pod", "default", "web-5d4f-a") or {}
