@@ -7,8 +7,8 @@ of the wrong JSON type fails it with Go's ``json: cannot unmarshal …`` message
 validation level. Without this a misspelled ``requets:`` or ``priorityClasName:`` is silently
 dropped and the object behaves as if the field were absent.
 
-The schema of every kind we load lives in ``scheduler/data/schema.json``, generated from
-kubernetes-asyncio's models by ``scheduler.schemagen`` so that no command imports the client
+The schema of every kind we load lives in ``kube/data/schema.json``, generated from
+kubernetes-asyncio's models by ``kube.schemagen`` so that no command imports the client
 at run time. Problems are worded like kube-apiserver's and placed: file, document, object and
 field path (list indices included, which Go's messages omit).
 

@@ -1,14 +1,14 @@
-"""Generate ``scheduler/data/schema.json``, the field schema the strict decoder checks against.
+"""Generate ``kube/data/schema.json``, the field schema the strict decoder checks against.
 
 kube-apiserver rejects unknown and duplicate fields under ``fieldValidation=Strict`` because it
 decodes into Go structs. We have no Go structs, but kubernetes-asyncio's generated models carry
 the same information: ``openapi_types`` (attribute → type) and ``attribute_map`` (attribute →
 JSON key). Importing the client costs about a second, so instead of reading the models at run
 time we dump the part reachable from the kinds we load into a small JSON file, committed and
-shipped as package data. ``tests/scheduler/test_strict_schema.py`` fails when the installed
+shipped as package data. ``tests/kube/test_strict_schema.py`` fails when the installed
 client would generate something else; then run::
 
-    .venv/bin/python -m scheduler.schemagen
+    .venv/bin/python -m kube.schemagen
 
 The generated models lose one fact of the OpenAPI schema: which ``string`` fields are
 ``resource.Quantity`` (a quantity may be written as a JSON number). ``QUANTITY_FIELDS`` lists

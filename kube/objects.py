@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from scheduler.labels import (
+from kube.labels import (
     IN,
     NODE_SELECTOR_OPERATORS,
     NOT_IN,
@@ -37,8 +37,8 @@ from scheduler.labels import (
     SelectorError,
     make_requirement,
 )
-from scheduler.quantity import CPU, QuantityError, resource_value
-from scheduler.strict import (
+from kube.quantity import CPU, QuantityError, resource_value
+from kube.strict import (
     Document,
     ManifestError,
     Validation,
@@ -1480,7 +1480,7 @@ def load_manifests(
     """Manifests from a path or YAML text: multi-document, ``kind: List`` flattened.
 
     A ``str`` that names an existing file is read from disk; anything else is YAML text.
-    Each manifest is decoded as ``scheduler.strict`` does at the ``validation`` level: by
+    Each manifest is decoded as ``kube.strict`` does at the ``validation`` level: by
     default (``ignore``) only a wrong type in a known kind fails; ``strict`` also fails on
     unknown kinds and fields, ``warn`` passes unknown fields to ``on_warning``.
     """
