@@ -4,7 +4,11 @@ The kubelet names pod cgroups from the abstract path `{"kubepods", "<qos>", "pod
 (`pkg/kubelet/cm/cgroup_manager_linux.go`): the cgroupfs driver joins it as directories
 (`kubepods/burstable/pod<uid>`), the systemd driver expands each element into a nested slice and
 escapes `-` as `_` (`kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice`).
-Guaranteed pods have no QoS level and sit directly under kubepods. On cgroup v1 each controller
+Guaranteed pods have no QoS level and sit directly under kubepods. A pod's UID is the API
+server's dashed UUID, except for static pods: the kubelet names a pod read from a manifest file
+or URL by the MD5 of its source, 32 hex digits without dashes (`pkg/kubelet/config/common.go`),
+and the mirror pod the API shows carries that UID in its `kubernetes.io/config.mirror` annotation
+(`agent.eviction.pods.stats_uid` matches them). On cgroup v1 each controller
 has its own tree (`memory/`, `pids/`, ...); on v2 there is one tree; a "hybrid" host mounts the v1
 controllers plus an empty v2 tree at `unified/` (systemd's hybrid mode), so memory is read the v1
 way there.
@@ -27,7 +31,8 @@ from pathlib import Path
 MEMORY_UNLIMITED = 1 << 62
 
 _POD_DIR = re.compile(
-    r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})(?:\.slice)?$"
+    r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})"
+    r"(?:\.slice)?$"
 )
 _CONTAINER_SCOPE = re.compile(r"^(?:cri-containerd|crio|docker|cri-o)-([0-9a-f]{12,})\.scope$")
 _CONTAINER_PLAIN = re.compile(r"^([0-9a-f]{64})$")
@@ -138,7 +143,8 @@ class PodCgroup:
 
 
 def parse_pod_uid(name: str) -> str | None:
-    """UID from a pod cgroup directory name, in the API's dashed form; None if not a pod."""
+    """UID from a pod cgroup directory name, None if not a pod: the API's dashed form for an API
+    pod (the systemd driver's `_` turned back into `-`), the 32 hex digits of a static pod."""
     m = _POD_DIR.search(name)
     if m is None:
         return None

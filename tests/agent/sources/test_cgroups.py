@@ -111,6 +111,47 @@ def test_pod_uid_round_trips_through_both_drivers(u: uuid.UUID) -> None:
             assert parse_pod_uid(name) == uid
 
 
+STATIC_UID = "0123456789abcdef0123456789abcdef"
+
+
+def test_static_pod_cgroups_are_pods() -> None:
+    """A static pod's UID is the 32 hex digits of its source's hash, with no dashes to escape."""
+    assert parse_pod_uid(f"kubepods-besteffort-pod{STATIC_UID}.slice") == STATIC_UID
+    assert parse_pod_uid(f"kubepods-pod{STATIC_UID}.slice") == STATIC_UID
+    assert parse_pod_uid(f"pod{STATIC_UID}") == STATIC_UID
+    assert parse_pod_uid(f"pod{STATIC_UID[:-1]}") is None
+    assert parse_pod_uid(f"pod{STATIC_UID}0") is None
+    assert parse_pod_uid(f"pod{STATIC_UID.upper()}") is None
+
+
+@given(st.binary(min_size=16, max_size=16))
+def test_static_pod_uid_round_trips_through_both_drivers(digest: bytes) -> None:
+    uid = digest.hex()
+    for driver in DRIVERS:
+        for qos in ("guaranteed", "burstable", "besteffort"):
+            name = pod_dir(driver, "kp", qos, uid).rsplit("/", 1)[1]
+            assert parse_pod_uid(name) == uid
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_static_pods_are_found_on_every_layout(tmp_path: Path, version: str, driver: str) -> None:
+    build_cgroup_tree(
+        tmp_path,
+        version=version,
+        driver=driver,
+        root=FakeCgroup(usage=6 << 30),
+        kubepods=FakeCgroup(usage=3 << 30),
+        pods=[
+            FakePod(STATIC_UID, "besteffort", FakeCgroup(usage=1 << 20, procs=[5, 6])),
+            FakePod(UID_B, "burstable", FakeCgroup(usage=1 << 20)),
+        ],
+    )
+    layout = detect_layout(tmp_path / "cgroup")
+    found = {p.uid: p.qos for p in iter_pod_cgroups(layout)}
+    assert found == {STATIC_UID: QOSClass.BEST_EFFORT, UID_B: QOSClass.BURSTABLE}
+
+
 def test_parse_container_id() -> None:
     cid = "fc6e" + "0" * 60
     assert parse_container_id(f"cri-containerd-{cid}.scope") == cid

@@ -205,6 +205,56 @@ def test_kubepods_created_after_start_is_picked_up(tmp_path: Path) -> None:
     assert [p["podRef"]["uid"] for p in col.collect()["pods"]] == [UID_B]
 
 
+STATIC_UID = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.mark.parametrize("version", ["v1", "v2", "hybrid"])
+@pytest.mark.parametrize("driver", ["systemd", "cgroupfs"])
+def test_static_pods_are_collected_under_their_static_uid(
+    tmp_path: Path, version: str, driver: str
+) -> None:
+    """The kubelet files a static pod's stats under the UID it runs it by (the hash), the
+    cgroup's name; the lookup may name it from its mirror pod."""
+    cid = "d1" * 32
+    cg = build_cgroup_tree(
+        tmp_path,
+        version=version,
+        driver=driver,
+        root=FakeCgroup(usage=6 << 30),
+        kubepods=FakeCgroup(usage=3 << 30),
+        pods=[
+            FakePod(
+                STATIC_UID,
+                "besteffort",
+                FakeCgroup(usage=64 << 20),
+                containers={
+                    f"cri-containerd-{cid}.scope" if driver == "systemd" else cid: FakeCgroup(
+                        usage=60 << 20, procs=[41, 42]
+                    )
+                },
+            )
+        ],
+    )
+
+    def lookup(uid: str) -> PodIdentity | None:
+        if uid == STATIC_UID:
+            return PodIdentity(
+                name="etcd-node-1", namespace="kube-system", containers={cid: "etcd"}
+            )
+        return None
+
+    roots = Roots(proc_root=build_proc_tree(tmp_path), cgroup_root=cg, kubelet_root=tmp_path)
+    [static] = SummaryCollector(SourceConfig(roots=roots), lookup=lookup).collect()["pods"]
+    assert static["podRef"] == {
+        "name": "etcd-node-1",
+        "namespace": "kube-system",
+        "uid": STATIC_UID,
+    }
+    assert static["memory"]["workingSetBytes"] == 64 << 20
+    assert static["process_stats"] == {"process_count": 2}
+    assert [c["name"] for c in static["containers"]] == ["etcd"]
+
+
 def test_timestamps_are_rfc3339_with_microseconds() -> None:
     assert rfc3339(0.5) == "1970-01-01T00:00:00.500000Z"
 
