@@ -317,43 +317,47 @@ def read_cgroup_memory(layout: CgroupLayout, rel: str) -> CgroupMemory | None:
     )
 
 
-def _collect_procs(directory: str, pids: set[bytes]) -> None:
+def _procs_lines(directory: str) -> int | None:
     data = _read(directory + "/cgroup.procs")
-    if data:
-        pids.update(data.split())
+    return None if data is None else len(data.split())
+
+
+def _count_subtree(directory: str) -> int:
+    n = _procs_lines(directory) or 0
     try:
         with os.scandir(directory) as it:
             subdirs = [e.path for e in it if e.is_dir(follow_symlinks=False)]
     except OSError:
-        return
-    for sub in subdirs:
-        _collect_procs(sub, pids)
+        return n
+    return n + sum(_count_subtree(sub) for sub in subdirs)
 
 
 def count_processes(root: Path, rel: str, *, children: list[str] | None = None) -> int | None:
-    """Distinct processes (thread-group leaders) in a cgroup and its descendants.
+    """Processes (thread-group leaders) in a cgroup and its descendants: lines of `cgroup.procs`.
 
-    cAdvisor's ProcessCount counts the PIDs listed in `cgroup.procs`, and the kubelet sums it
-    over the pod's containers. With `children` (the pod's child cgroup names, already listed)
-    only the pod cgroup and those children are read — the kubelet's two-level layout, and the
-    cheap path for the per-second loop; without, the whole subtree is walked. None if absent.
+    cAdvisor's ProcessCount is the number of lines of a container cgroup's `cgroup.procs`
+    (`processStatsFromProcs`), and the kubelet sums it over the pod's containers. Lines, not
+    distinct PIDs: read from another PID namespace (the DaemonSet's, without hostPID), cgroup v2
+    prints `0` for every process the reader cannot see, so the line count stays right where a
+    set of PIDs collapses to one; a process belongs to one cgroup at a time, so the sum over
+    cgroups counts it once. cgroup v1 leaves such processes out of the list instead.
+    With `children` (the pod's child cgroup names, already listed) only the pod cgroup and those
+    children are read — the kubelet's two-level layout, and the cheap path for the per-second
+    loop; without, the whole subtree is walked. None if the cgroup is absent.
     """
     top = f"{root}/{rel}" if rel else str(root)
-    pids: set[bytes] = set()
     if children is None:
-        if not os.path.isdir(top):
-            return None
-        _collect_procs(top, pids)
-        return len(pids)
-    data = _read(top + "/cgroup.procs")
-    if data is None:
+        return _count_subtree(top) if os.path.isdir(top) else None
+    n = _procs_lines(top)
+    if n is None:
         return None
-    pids.update(data.split())
-    for child in children:
-        more = _read(f"{top}/{child}/cgroup.procs")
-        if more:
-            pids.update(more.split())
-    return len(pids)
+    return n + sum(_procs_lines(f"{top}/{child}") or 0 for child in children)
+
+
+def count_tasks(root: Path, rel: str) -> int | None:
+    """`pids.current` of a cgroup: every task (thread) in it and its descendants, whatever the
+    reader's PID namespace; None where the pids controller is not there."""
+    return read_int(f"{root}/{rel}/pids.current" if rel else f"{root}/pids.current")
 
 
 def pressure_path(layout: CgroupLayout, rel: str, resource: str = "memory") -> Path | None:

@@ -6,7 +6,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.sources.cgroups import (
@@ -210,9 +210,45 @@ def test_read_cgroup_memory(tmp_path: Path, version: str) -> None:
 def test_count_processes_walks_the_subtree(tmp_path: Path) -> None:
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "cgroup.procs").write_text("10\n11\n")
-    (tmp_path / "a" / "b" / "cgroup.procs").write_text("12\n11\n")
+    (tmp_path / "a" / "b" / "cgroup.procs").write_text("12\n")
     assert count_processes(tmp_path, "a") == 3
+    assert count_processes(tmp_path, "a", children=["b"]) == 3
     assert count_processes(tmp_path, "missing") is None
+
+
+def test_processes_another_pid_namespace_cannot_see_still_count(tmp_path: Path) -> None:
+    """cgroup v2 prints 0 for every process the reader's PID namespace cannot map: three
+    processes read from the DaemonSet's namespace are three lines of 0, not one PID."""
+    (tmp_path / "pod" / "ctr").mkdir(parents=True)
+    (tmp_path / "pod" / "cgroup.procs").write_text("")
+    (tmp_path / "pod" / "ctr" / "cgroup.procs").write_text("0\n0\n0\n")
+    assert count_processes(tmp_path, "pod") == 3
+    assert count_processes(tmp_path, "pod", children=["ctr"]) == 3
+
+
+@settings(max_examples=40)
+@given(st.lists(st.integers(min_value=0, max_value=6), max_size=6), st.booleans())
+def test_the_count_is_the_lines_whatever_the_pids_read(sizes: list[int], hidden: bool) -> None:
+    """Property: the count is the number of processes listed, whether their PIDs are distinct
+    (the host's namespace) or all 0 (another namespace's view on v2)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pod = Path(tmp) / "pod"
+        pod.mkdir()
+        (pod / "cgroup.procs").write_text("")
+        pid = 100
+        names = []
+        for i, size in enumerate(sizes):
+            (pod / f"c{i}").mkdir()
+            listed = []
+            for _ in range(size):
+                pid += 1
+                listed.append(0 if hidden else pid)
+            (pod / f"c{i}" / "cgroup.procs").write_text("".join(f"{p}\n" for p in listed))
+            names.append(f"c{i}")
+        assert count_processes(Path(tmp), "pod", children=names) == sum(sizes)
+        assert count_processes(Path(tmp), "pod") == sum(sizes)
 
 
 def test_large_files_are_read_whole(tmp_path: Path) -> None:
