@@ -36,6 +36,7 @@ from typing import Any, Final
 
 import tenacity
 
+from agent.eviction.pods import stats_uid
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
 from agent.sources.pods import PodIdentity
 from evictor.api.watching import (
@@ -232,10 +233,14 @@ class PodInformer:
         return self.pods.get(uid)
 
     def lookup(self, uid: str) -> PodIdentity | None:
-        """``agent.sources`` asks who a pod cgroup belongs to."""
+        """``agent.sources`` asks who a pod cgroup belongs to: the pod with that UID, or the
+        mirror pod of the static pod the kubelet runs under it (``stats_uid``; a node has a
+        few static pods, so a miss scans the view rather than keeping an index in step)."""
         entry = self.pods.get(uid)
         if entry is None:
-            return None
+            entry = next((e for e in self.pods.values() if stats_uid(e.pod) == uid), None)
+            if entry is None:
+                return None
         return PodIdentity(entry.pod.name, entry.pod.namespace, dict(entry.containers))
 
     async def wait_gone(self, uid: str, timeout: float) -> bool:

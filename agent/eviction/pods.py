@@ -10,6 +10,12 @@
   one on the default medium counts as the pod's disk usage (``IsLocalEphemeralVolume``; a
   ``Memory`` emptyDir is tmpfs, charged to the pod's memory cgroup and so to its working set).
   ``volume_infos_from_manifest`` reads the same from a raw manifest (for tests and tools).
+- The UID a pod's stats are filed under (``stats_uid``): the kubelet names a static pod by the
+  hash of its source and runs it, cgroup and stats, under that UID; the API holds a mirror pod
+  with a UID of its own and the hash in ``kubernetes.io/config.mirror``
+  (``pkg/kubelet/pod/mirror_client.go``). The kubelet ranks its own static pod; the agent ranks
+  the mirror pod, so it finds the stats by the annotation, as the kubelet's pod manager
+  translates a mirror pod to its static pod.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kube.critical import is_critical_pod
+from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY, is_critical_pod
 from kube.objects import Container, Pod
 from kube.quantity import QuantityError, quantity_value
 
@@ -35,6 +41,7 @@ __all__ = [
     "local_volume_names",
     "pod_ephemeral_storage_limit",
     "pod_volume_infos",
+    "stats_uid",
     "volume_infos_from_manifest",
 ]
 
@@ -43,6 +50,11 @@ EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 RESOURCE_INODES: Final = "inodes"
 RESOURCE_PIDS: Final = "pids"
 _QOS_RESOURCES: Final = ("cpu", "memory")
+
+
+def stats_uid(pod: Pod) -> str:
+    """The UID the node's stats name this pod by: a mirror pod's static pod UID, else its own."""
+    return pod.annotations.get(CONFIG_MIRROR_ANNOTATION_KEY) or pod.uid
 
 
 def _aggregate(
