@@ -157,7 +157,7 @@ def install_access_control(sim: Any) -> None:
     from kubesim.auth.rbac import RuleResolver
 
     sim.rbac_resolver = RuleResolver(sim.store)
-    escalation.install(sim.rest, sim.rbac_resolver, sim.server.authorize)
+    escalation.install(sim.registry, sim.rbac_resolver, sim.server.authorize)
     reviews.install(sim)
     sim.server.impersonator = Impersonation(sim.server.authorize)
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Final
 
 from kubesim.apiserver.server import RequestContext
-from kubesim.apiserver.status import StatusError
 from kubesim.auth import (
     ALL_AUTHENTICATED,
     UNAUTHENTICATED,
@@ -32,6 +31,7 @@ from kubesim.auth import (
     UserInfo,
     forbidden_error,
 )
+from kubesim.core.errors import StatusError
 
 __all__ = ["Impersonation", "impersonation_requests"]
 

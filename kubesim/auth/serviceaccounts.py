@@ -50,24 +50,17 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from kube.objects import format_time
 from kubesim.apiserver import protobuf
-from kubesim.apiserver.status import (
-    Cause,
-    StatusError,
-    bad_request,
-    conflict,
-    invalid,
-    not_found,
-)
-from kubesim.apiserver.store import clone
 from kubesim.auth import UserInfo
 from kubesim.auth.authn import with_authenticated_group
+from kubesim.core.errors import Cause, StatusError, bad_request, conflict, invalid, not_found
+from kubesim.core.store import clone
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from kubesim.apiserver.resources import ResourceType
-    from kubesim.apiserver.rest import Rest
     from kubesim.apiserver.server import RequestContext
+    from kubesim.core.scheme import ResourceType
+    from kubesim.registry.generic import GenericStore
 
 __all__ = [
     "DEFAULT_EXPIRATION_SECONDS",
@@ -141,13 +134,13 @@ class ServiceAccountTokens:
 
     def __init__(
         self,
-        rest: Rest,
+        registry: GenericStore,
         *,
         issuer: str = ISSUER,
         audiences: Sequence[str] = (ISSUER,),
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.rest = rest
+        self.registry = registry
         self.issuer = issuer
         self.audiences = tuple(audiences)
         self.clock = clock
@@ -157,9 +150,9 @@ class ServiceAccountTokens:
     # --- issuing ----------------------------------------------------------------------------
 
     def _find(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        rt = self.rest.registry.for_kind("v1", kind)
+        rt = self.registry.scheme.for_kind("v1", kind)
         assert rt is not None
-        return self.rest.find(rt, namespace if rt.namespaced else "", name)
+        return self.registry.find(rt, namespace if rt.namespaced else "", name)
 
     def issue(
         self,

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any, Final
 from kube.labels import LabelSelector, SelectorError
 from kube.objects import parse_time
 from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.rest import DeleteOptions
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import DELETED, Event, Key, Subscription, clone
 from kubesim.controllers.events import EventRecorder
+from kubesim.core.errors import StatusError
+from kubesim.core.scheme import ResourceType
+from kubesim.core.store import DELETED, Event, Key, Subscription, clone
+from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -261,15 +261,15 @@ class WorkloadController:
         return self._sim
 
     def owner_type(self) -> ResourceType:
-        return self.sim.registry.for_storage(self.storage)
+        return self.sim.scheme.for_storage(self.storage)
 
     def pod_type(self) -> ResourceType:
-        rt = self.sim.registry.for_kind("v1", "Pod")
+        rt = self.sim.scheme.for_kind("v1", "Pod")
         assert rt is not None
         return rt
 
     def now(self) -> float:
-        return self.sim.rest.clock()
+        return self.sim.registry.clock()
 
     def enqueue(self, key: Key) -> None:
         self._dirty.add(key)
@@ -480,7 +480,7 @@ class WorkloadController:
         else:
             new["metadata"].pop("ownerReferences", None)
         try:
-            self.sim.rest.update(
+            self.sim.registry.update(
                 self.pod_type(), str(meta.get("namespace", "")), str(meta.get("name", "")), new
             )
         except StatusError as err:
@@ -508,7 +508,7 @@ class WorkloadController:
         # A taken generated name is retried by the API server (RetryGenerateName), not here.
         self._pod_writes += 1
         try:
-            pod = self.sim.rest.create(self.pod_type(), namespace, manifest)
+            pod = self.sim.registry.create(self.pod_type(), namespace, manifest)
         except StatusError as err:
             log.warning(
                 "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
@@ -526,7 +526,7 @@ class WorkloadController:
         name = str(meta.get("name", ""))
         self._pod_writes += 1
         try:
-            self.sim.rest.delete(
+            self.sim.registry.delete(
                 self.pod_type(),
                 str(meta.get("namespace", "")),
                 name,
@@ -548,7 +548,7 @@ class WorkloadController:
         meta = meta_of(owner)
         new = clone(dict(owner))
         new["status"] = status
-        self.sim.rest.update(
+        self.sim.registry.update(
             self.owner_type(),
             str(meta.get("namespace", "")),
             str(meta.get("name", "")),

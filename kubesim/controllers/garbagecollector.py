@@ -26,10 +26,10 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.rest import DeleteOptions
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import DELETED, Event, Key, clone
+from kubesim.core.errors import StatusError
+from kubesim.core.scheme import ResourceType
+from kubesim.core.store import DELETED, Event, Key, clone
+from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -62,7 +62,7 @@ class GarbageCollector:
     async def run(self, sim: Simulator) -> None:
         self._sim = sim
         self._wake = asyncio.Event()
-        storages = [s for s in sim.registry.storages() if s not in SKIPPED]
+        storages = [s for s in sim.scheme.storages() if s not in SKIPPED]
         subs = [sim.store.subscribe(s) for s in storages]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         try:
@@ -152,7 +152,7 @@ class GarbageCollector:
     def _type_of(self, ref: Mapping[str, Any]) -> ResourceType | None:
         sim = self._sim
         assert sim is not None
-        return sim.registry.for_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
+        return sim.scheme.for_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
 
     def _find_owner(self, ref: Mapping[str, Any], namespace: str) -> tuple[str, Key] | None:
         """The live owner a reference names (UID must match), as (storage, key)."""
@@ -180,18 +180,18 @@ class GarbageCollector:
         dangling = [r for r in refs if self._find_owner(r, key[0]) is None]
         if not dangling:
             return
-        rt = sim.registry.for_storage(storage)
+        rt = sim.scheme.for_storage(storage)
         if len(dangling) < len(refs):
             gone = {str(r.get("uid", "")) for r in dangling}
             new = clone(dict(obj))
             new["metadata"]["ownerReferences"] = [
                 r for r in refs if str(r.get("uid", "")) not in gone
             ]
-            sim.rest.update(rt, key[0], key[1], new)
+            sim.registry.update(rt, key[0], key[1], new)
             return
         if meta.get("deletionTimestamp"):
             return
-        sim.rest.delete(rt, key[0], key[1], DeleteOptions(uid=str(meta.get("uid", "")) or None))
+        sim.registry.delete(rt, key[0], key[1], DeleteOptions(uid=str(meta.get("uid", "")) or None))
 
     def _process_deleting_owner(self, storage: str, key: Key) -> None:
         sim = self._sim
@@ -216,7 +216,7 @@ class GarbageCollector:
             ]
             if refs:
                 dependents.append((dep_storage, dep_key, dep, refs[0]))
-        rt = sim.registry.for_storage(storage)
+        rt = sim.scheme.for_storage(storage)
         if ORPHAN in finalizers:
             for dep_storage, dep_key, dep, _ in dependents:
                 new = clone(dep)
@@ -227,7 +227,7 @@ class GarbageCollector:
                 ]
                 if not new["metadata"]["ownerReferences"]:
                     del new["metadata"]["ownerReferences"]
-                sim.rest.update(sim.registry.for_storage(dep_storage), *dep_key, new)
+                sim.registry.update(sim.scheme.for_storage(dep_storage), *dep_key, new)
             self._remove_finalizer(rt, key, ORPHAN)
             return
         if FOREGROUND not in finalizers:
@@ -238,14 +238,14 @@ class GarbageCollector:
                 blocking = True
             if _meta(dep).get("deletionTimestamp"):
                 continue
-            dep_rt = sim.registry.for_storage(dep_storage)
+            dep_rt = sim.scheme.for_storage(dep_storage)
             dep_finalizers = _meta(dep).get("finalizers") or []
             if dep_rt.kind != "Pod" and FOREGROUND not in dep_finalizers:
                 # Dependents are deleted in the foreground too, so the chain waits.
                 new = clone(dep)
                 new["metadata"]["finalizers"] = [*dep_finalizers, FOREGROUND]
-                sim.rest.update(dep_rt, *dep_key, new)
-            sim.rest.delete(dep_rt, dep_key[0], dep_key[1], DeleteOptions())
+                sim.registry.update(dep_rt, *dep_key, new)
+            sim.registry.delete(dep_rt, dep_key[0], dep_key[1], DeleteOptions())
         if not blocking:
             self._remove_finalizer(rt, key, FOREGROUND)
 
@@ -261,4 +261,4 @@ class GarbageCollector:
         ]
         if not new["metadata"]["finalizers"]:
             del new["metadata"]["finalizers"]
-        sim.rest.update(rt, key[0], key[1], new)
+        sim.registry.update(rt, key[0], key[1], new)

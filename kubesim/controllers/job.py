@@ -30,7 +30,6 @@ from typing import Any, Final
 from kube.labels import LabelSelector, SelectorError
 from kube.objects import format_time
 from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Key, clone
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
@@ -39,6 +38,7 @@ from kubesim.controllers.base import (
     pods_to_delete_order,
     set_condition,
 )
+from kubesim.core.store import Key, clone
 
 __all__ = ["JobController"]
 

@@ -29,7 +29,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Key, clone
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_available,
@@ -38,6 +37,7 @@ from kubesim.controllers.base import (
 )
 from kubesim.controllers.deployment import pod_template_hash
 from kubesim.controllers.replicaset import spec_replicas
+from kubesim.core.store import Key, clone
 
 __all__ = ["StatefulSetController", "pod_ordinal"]
 

@@ -118,7 +118,7 @@ class Admin:
 
     async def apply(self, manifests: Iterable[dict[str, Any]]) -> None:
         for doc in manifests:
-            rt = self.sim.registry.for_kind(doc["apiVersion"], doc["kind"])
+            rt = self.sim.scheme.for_kind(doc["apiVersion"], doc["kind"])
             assert rt is not None, doc["kind"]
             prefix = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
             ns = doc["metadata"].get("namespace", "default") if rt.namespaced else ""

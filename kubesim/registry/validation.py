@@ -11,8 +11,8 @@ Namespace), the typed conversion ``kube.objects.X.from_dict`` is the validator: 
 ``InvalidObject`` names the field, and is mapped here to the kube error shape. Names are
 checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
 
-Events are validated by ``kubesim.apiserver.events`` (the request's group matters), time fields
-are decoded as the Go types do by ``kubesim.apiserver.timefields`` (a 400, like any decoding
+Events are validated by ``kubesim.core.events`` (the request's group matters), time fields
+are decoded as the Go types do by ``kubesim.core.timefields`` (a 400, like any decoding
 error), ReplicationControllers as ``ValidateReplicationControllerSpec`` for the fields clients
 get wrong. Defaults include the job strategy's generated selector (``controller-uid`` and
 ``job-name`` labels) and a Deployment's ``strategy: {}`` filled in, as kubectl sends it empty.
@@ -34,10 +34,10 @@ from kube.objects import (
     PodDisruptionBudget,
     PriorityClass,
 )
-from kubesim.apiserver.events import validate_event_create, validate_event_update
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.status import Cause, StatusError, bad_request, invalid
-from kubesim.apiserver.timefields import TimeParseError, normalize_times
+from kubesim.core.errors import Cause, StatusError, bad_request, invalid
+from kubesim.core.events import validate_event_create, validate_event_update
+from kubesim.core.scheme import ResourceType
+from kubesim.core.timefields import TimeParseError, normalize_times
 from scheduler.queue.validation import validate_pod_update_while_gated
 
 __all__ = [
@@ -52,7 +52,7 @@ __all__ = [
 
 def _rbac_shape(kind: str) -> Callable[[Mapping[str, Any]], object]:
     def check(obj: Mapping[str, Any]) -> None:
-        from kubesim.auth.rbacvalidation import check_shape  # it imports this module
+        from kubesim.registry.rbac import check_shape  # it imports this module
 
         check_shape(kind, obj)
 
@@ -229,7 +229,7 @@ def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
 def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
     """The decoding step: a field of the wrong JSON type is a 400, before admission runs.
 
-    Time fields are re-encoded here as the Go types would (``kubesim.apiserver.timefields``).
+    Time fields are re-encoded here as the Go types would (``kubesim.core.timefields``).
     """
     try:
         normalize_times(rt.kind, obj)
@@ -285,7 +285,7 @@ def validate(
     if rt.kind == "ReplicationController":
         causes.extend(_replication_controller_causes(obj))
     if rt.kind in _PATH_SEGMENT_NAMED:
-        from kubesim.auth.rbacvalidation import rbac_causes  # it imports this module
+        from kubesim.registry.rbac import rbac_causes  # it imports this module
 
         causes.extend(rbac_causes(rt.kind, obj, old))
     if causes:
@@ -587,7 +587,7 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
         obj.setdefault("value", 0)
     elif rt.kind in _PATH_SEGMENT_NAMED:
-        from kubesim.auth.rbacvalidation import apply_rbac_defaults
+        from kubesim.registry.rbac import apply_rbac_defaults
 
         apply_rbac_defaults(rt.kind, obj)
     elif rt.kind == "Namespace":

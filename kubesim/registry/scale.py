@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.status import Cause, bad_request, invalid
-from kubesim.apiserver.store import clone
+from kubesim.core.errors import Cause, bad_request, invalid
+from kubesim.core.scheme import ResourceType
+from kubesim.core.store import clone
 
 __all__ = ["SCALE_API_VERSION", "apply_scale", "selector_string", "to_scale"]
 

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kubesim.admission.cel import CelError, compile_expression
-from kubesim.apiserver.status import Cause, invalid
+from kubesim.core.cel import CelError, compile_expression
+from kubesim.core.errors import Cause, invalid
 
 __all__ = [
     "BINDING_KIND",

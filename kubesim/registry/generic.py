@@ -41,9 +41,9 @@ from typing import Any, Final
 
 from kube.labels import FieldRequirement, LabelSelector
 from kube.objects import format_time
-from kubesim.apiserver import events as event_conv
-from kubesim.apiserver.resources import Registry, ResourceType
-from kubesim.apiserver.status import (
+from kubesim.auth import Attributes, current_attributes
+from kubesim.core import events as event_conv
+from kubesim.core.errors import (
     MODIFIED_CONFLICT,
     Cause,
     StatusError,
@@ -56,8 +56,9 @@ from kubesim.apiserver.status import (
     not_found,
     success_status,
 )
-from kubesim.apiserver.store import Key, Store, clone
-from kubesim.apiserver.validation import (
+from kubesim.core.scheme import ResourceType, Scheme
+from kubesim.core.store import Key, Store, clone
+from kubesim.registry.validation import (
     apply_defaults,
     check_type,
     decode_check,
@@ -65,14 +66,13 @@ from kubesim.apiserver.validation import (
     validate,
     validate_pod_update,
 )
-from kubesim.auth import Attributes, current_attributes
 
 __all__ = [
     "AdmissionCall",
     "AdmissionNotes",
     "AdmissionPlugin",
     "DeleteOptions",
-    "Rest",
+    "GenericStore",
     "ValidatingAdmission",
 ]
 
@@ -296,19 +296,19 @@ def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-class Rest:
+class GenericStore:
     """The registry operations over one ``Store``."""
 
     def __init__(
         self,
         store: Store,
-        registry: Registry,
+        scheme: Scheme,
         *,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
     ) -> None:
         self.store = store
-        self.registry = registry
+        self.scheme = scheme
         self.clock = clock
         self.rng = rng or random.Random()
         self.admission: list[AdmissionPlugin] = []
@@ -332,7 +332,7 @@ class Rest:
         return obj
 
     def storage_type(self, rt: ResourceType) -> ResourceType:
-        return self.registry.for_storage(rt.storage_name)
+        return self.scheme.for_storage(rt.storage_name)
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -427,7 +427,7 @@ class Rest:
         """NamespaceLifecycle admission for a create in ``namespace``."""
         if not rt.namespaced:
             return
-        ns_type = self.registry.for_kind("v1", "Namespace")
+        ns_type = self.scheme.for_kind("v1", "Namespace")
         assert ns_type is not None
         ns = self.find(ns_type, "", namespace)
         if ns is None:
@@ -674,7 +674,7 @@ class Rest:
         subresource: str = "",
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        from kubesim.apiserver.patch import apply_patch
+        from kubesim.core.patch import apply_patch
 
         current = self.get(rt, namespace, name)
         wire = self.to_wire(rt, current)
@@ -830,7 +830,7 @@ class Rest:
 
     def finalize_namespace(self, name: str) -> None:
         """The namespace controller's last step: drop the ``kubernetes`` finalizer."""
-        ns_type = self.registry.for_kind("v1", "Namespace")
+        ns_type = self.scheme.for_kind("v1", "Namespace")
         assert ns_type is not None
         key = ("", name)
         obj = self.store.get("namespaces", key)

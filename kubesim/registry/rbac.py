@@ -22,8 +22,8 @@ from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError, dns1123_subdomain_errors
 from kube.objects import InvalidObject
-from kubesim.apiserver.status import Cause
-from kubesim.apiserver.validation import path_segment_name_errors
+from kubesim.core.errors import Cause
+from kubesim.registry.validation import path_segment_name_errors
 
 __all__ = ["RBAC_KINDS", "apply_rbac_defaults", "check_shape", "rbac_causes"]
 

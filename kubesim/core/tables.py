@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kube.objects import parse_time
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.scale import selector_string
+from kubesim.core.scheme import ResourceType
+from kubesim.registry.scale import selector_string
 
 __all__ = [
     "TABLE_MEDIA",
