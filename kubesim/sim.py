@@ -83,13 +83,7 @@ from kubesim.admission import policies
 from kubesim.apiserver import admission, binding, eviction
 from kubesim.apiserver.requestlog import RequestLog
 from kubesim.apiserver.server import ApiServer, json_response, status_response
-from kubesim.auth import (
-    ALWAYS_ALLOW,
-    AUTHORIZATION_MODES,
-    MASTERS,
-    UserInfo,
-    install_access_control,
-)
+from kubesim.auth import ALWAYS_ALLOW, AUTHORIZATION_MODES, install_access_control
 from kubesim.auth import bootstrap as rbac_bootstrap
 from kubesim.auth.authn import Chain, StaticTokens, TokenAuthenticator, new_token
 from kubesim.auth.rbac import RuleResolver
@@ -101,6 +95,7 @@ from kubesim.controllers import (
 )
 from kubesim.controllers.disruption import find_controller
 from kubesim.controllers.settings import SETTINGS_TYPE, parse_settings, with_settings
+from kubesim.core.attributes import MASTERS, UserInfo
 from kubesim.core.errors import StatusError
 from kubesim.core.scheme import ResourceType, Scheme, default_scheme
 from kubesim.core.store import Store, clone
@@ -514,7 +509,8 @@ class Simulator:
         certificate from this server's CA (``kubesim certificate``). It mints credentials, so
         only ``system:masters`` may call it — whatever the authorization mode — and only over
         TLS, where the private key travels encrypted."""
-        from kubesim.auth import ANONYMOUS, Attributes, forbidden_error
+        from kubesim.auth import forbidden_error
+        from kubesim.core.attributes import ANONYMOUS, Attributes
 
         try:
             user = self.server.authenticator.authenticate(request) or ANONYMOUS

@@ -2,7 +2,8 @@
 
 * ``kubesim.core.cel``: compiling and evaluating CEL (the ``common-expression-language``
   package, imported only once a policy is compiled);
-* ``kubesim.registry.admissionregistration``: defaults and the 422s of policy and binding writes;
+* ``kubesim.registry.admissionregistration``: the policy kinds' strategies (defaults, the 422s
+  of policy and binding writes);
 * ``kubesim.admission.matching``: which requests a policy or binding covers;
 * ``kubesim.admission.policies``: the dispatcher — params, matchConditions, validations,
   validation actions and kube's denial — installed on every simulator

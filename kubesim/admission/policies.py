@@ -54,17 +54,11 @@ from kubesim.core.cel import (
     variable_references,
 )
 from kubesim.core.errors import Cause, StatusError
-from kubesim.core.scheme import ResourceType
+from kubesim.registry.admission import AdmissionCall
 from kubesim.registry.admissionregistration import (
-    BINDING_KIND,
-    POLICY_KIND,
     declared_variables,
-    default_binding,
-    default_policy,
-    validate_binding,
-    validate_policy,
 )
-from kubesim.registry.generic import AdmissionCall, GenericStore
+from kubesim.registry.generic import GenericStore
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -233,25 +227,6 @@ class ValidatingAdmissionPolicies:
     def __init__(self, registry: GenericStore) -> None:
         self.registry = registry
         self._compiled: dict[str, tuple[Any, CompiledPolicy]] = {}
-
-    # --- writes of the policy kinds: defaults and validation -------------------------------
-
-    def admit_write(
-        self,
-        operation: str,
-        rt: ResourceType,
-        obj: dict[str, Any],
-        old: dict[str, Any] | None,
-    ) -> None:
-        """Mutating-admission-time hook: default and validate policies and bindings (422)."""
-        if rt.group != GROUP or operation not in ("CREATE", "UPDATE"):
-            return
-        if rt.kind == POLICY_KIND:
-            default_policy(obj)
-            validate_policy(obj)
-        elif rt.kind == BINDING_KIND:
-            default_binding(obj)
-            validate_binding(obj)
 
     # --- requests ---------------------------------------------------------------------------
 
@@ -622,6 +597,5 @@ def admission_request(call: AdmissionCall) -> dict[str, Any]:
 def install(sim: Simulator) -> ValidatingAdmissionPolicies:
     """Serve policies on ``sim``: validate their writes, admit every API request with them."""
     plugin = ValidatingAdmissionPolicies(sim.registry)
-    sim.registry.admission.append(plugin.admit_write)
     sim.registry.validating_admission.append(plugin)
     return plugin

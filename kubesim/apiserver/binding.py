@@ -39,7 +39,7 @@ from aiohttp import web
 
 from kube.objects import format_time
 from kubesim.apiserver.server import RequestContext, decode_body, json_response
-from kubesim.auth import in_process
+from kubesim.core.attributes import in_process
 from kubesim.core.errors import (
     Cause,
     StatusError,

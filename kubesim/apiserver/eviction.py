@@ -54,7 +54,7 @@ from aiohttp import web
 from kube.labels import LabelSelector, SelectorError
 from kube.objects import format_time
 from kubesim.apiserver.server import RequestContext, decode_body, json_response
-from kubesim.auth import in_process
+from kubesim.core.attributes import in_process
 from kubesim.core.errors import (
     Cause,
     StatusError,
@@ -64,6 +64,7 @@ from kubesim.core.errors import (
     forbidden,
     too_many_requests,
 )
+from kubesim.core.objects import meta_of
 from kubesim.core.scheme import ResourceType
 from kubesim.core.store import clone
 from kubesim.registry.generic import DeleteOptions, check_dry_run
@@ -266,7 +267,7 @@ class EvictionREST:
         if _can_ignore_pdb(pod):
             options = dataclasses.replace(original)
             if _should_enforce_resource_version(pod) and original.resource_version is None:
-                options.resource_version = _meta(pod).get("resourceVersion")
+                options.resource_version = meta_of(pod).get("resourceVersion")
             self._add_condition_and_delete(namespace, name, options)
             return _success()
 
@@ -277,7 +278,7 @@ class EvictionREST:
         pdb_name = ""
         if pdbs:
             pdb = pdbs[0]
-            pdb_name = _meta(pdb).get("name", "")
+            pdb_name = meta_of(pdb).get("name", "")
             if not is_pod_ready(pod):
                 spec = pdb.get("spec") or {}
                 status = pdb.get("status") or {}
@@ -291,7 +292,7 @@ class EvictionREST:
                 self._check_and_decrement(pod, pdb, dry_run=original.dry_run)
         options = dataclasses.replace(original)
         if enforce_rv:
-            options.resource_version = _meta(pod).get("resourceVersion")
+            options.resource_version = meta_of(pod).get("resourceVersion")
         try:
             self._add_condition_and_delete(namespace, name, options)
         except StatusError as err:
@@ -315,7 +316,7 @@ class EvictionREST:
             )
 
     def _pdbs_for(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
-        meta = _meta(pod)
+        meta = meta_of(pod)
         labels = meta.get("labels") or {}
         return [
             pdb
@@ -326,7 +327,7 @@ class EvictionREST:
     def _check_and_decrement(
         self, pod: Mapping[str, Any], pdb: dict[str, Any], *, dry_run: bool
     ) -> None:
-        meta = _meta(pdb)
+        meta = meta_of(pdb)
         name = meta.get("name", "")
         status = clone(pdb.get("status") or {})
         if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
@@ -363,7 +364,7 @@ class EvictionREST:
         disrupted = status.get("disruptedPods")
         if not isinstance(disrupted, dict):
             disrupted = status["disruptedPods"] = {}
-        disrupted[_meta(pod).get("name", "")] = format_time(now)
+        disrupted[meta_of(pod).get("name", "")] = format_time(now)
         new = clone(pdb)
         new["status"] = status
         self.sim.registry.update(
@@ -374,7 +375,7 @@ class EvictionREST:
         registry = self.sim.registry
         if not options.dry_run:
             latest = registry.get(self.pods, namespace, name)
-            meta = _meta(latest)
+            meta = meta_of(latest)
             if options.uid and options.uid != meta.get("uid"):
                 raise conflict(
                     "Pod",
@@ -401,7 +402,7 @@ class EvictionREST:
                 subresource="status",
             )
             if options.resource_version:
-                options.resource_version = _meta(updated).get("resourceVersion")
+                options.resource_version = meta_of(updated).get("resourceVersion")
         registry.delete(self.pods, namespace, name, options)
 
 
@@ -426,11 +427,6 @@ def _with_disruption_target(pod: Mapping[str, Any], now: float) -> dict[str, Any
             return new
     conditions.append(cond)
     return new
-
-
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 def _success() -> dict[str, Any]:

@@ -62,18 +62,8 @@ from kube.strict import decode_json
 from kubesim.apiserver import discovery, fieldvalidation, openapi, protobuf
 from kubesim.apiserver.requestlog import RequestLog, RequestRecord
 from kubesim.apiserver.watch import DEFAULT_TIMEOUT, WatchRequest, watch_stream
-from kubesim.auth import (
-    ANONYMOUS,
-    MASTERS,
-    AlwaysAllow,
-    Attributes,
-    Authenticator,
-    Authorizer,
-    Decision,
-    UserInfo,
-    forbidden_error,
-    with_attributes,
-)
+from kubesim.auth import AlwaysAllow, Authenticator, Authorizer, Decision, forbidden_error
+from kubesim.core.attributes import ANONYMOUS, MASTERS, Attributes, UserInfo, with_attributes
 from kubesim.core.errors import (
     StatusError,
     bad_request,
@@ -83,6 +73,7 @@ from kubesim.core.errors import (
     too_large_resource_version,
     unsupported_media_type,
 )
+from kubesim.core.names import path_segment_name_errors
 from kubesim.core.patch import (
     APPLY_PATCH,
     MERGE_PATCH,
@@ -94,14 +85,8 @@ from kubesim.core.scheme import ResourceType, Scheme
 from kubesim.core.store import CONTINUE_TOO_OLD, TooOld, dumps
 from kubesim.core.tables import TABLE_MEDIA, table_for_list, table_row_object, wants_table
 from kubesim.registry import scale
-from kubesim.registry.generic import (
-    AdmissionNotes,
-    DeleteOptions,
-    GenericStore,
-    check_dry_run,
-    collecting_admission_notes,
-)
-from kubesim.registry.validation import path_segment_name_errors
+from kubesim.registry.admission import AdmissionNotes, collecting_admission_notes
+from kubesim.registry.generic import DeleteOptions, GenericStore, check_dry_run
 
 __all__ = [
     "ApiServer",

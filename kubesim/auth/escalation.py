@@ -27,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from kubesim.auth import MASTERS, Attributes, Decision, current_attributes
+from kubesim.auth import Decision
 from kubesim.auth.rbac import RBAC_GROUP, PolicyRule, RuleResolver, aggregate_errors, rules_of
+from kubesim.core.attributes import MASTERS, Attributes, current_attributes
 from kubesim.core.errors import StatusError, not_found
 from kubesim.core.scheme import ResourceType
 from kubesim.registry.generic import GenericStore

@@ -6,8 +6,9 @@ writes through the API. kubesim's are the same shape: ``WorkloadController.run``
 the store's watch for the storages it cares about, maps each event to the keys of the owners to
 sync (the owner itself, or the controller of a changed pod), waits the configured reaction time
 (``ControllerSettings.reaction_delay`` × time scale; 0 reacts in the same event-loop burst)
-and calls ``sync``, which writes through ``sim.rest`` as an API client does. No
-"expectations" are needed: a create through ``Rest`` is in the store before the next sync.
+and calls ``sync``, which writes through ``sim.registry`` (the generic store) as an API
+client does. No "expectations" are needed: a create through the generic store is in the store
+before the next sync.
 
 The helpers reproduce ``pkg/controller/controller_utils.go``: ``GetPodFromTemplate``
 (labels, annotations, finalizers and spec of the template, ``generateName`` of the owner's name
@@ -30,6 +31,7 @@ from kube.objects import parse_time
 from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.events import EventRecorder
 from kubesim.core.errors import StatusError
+from kubesim.core.objects import controller_ref, meta_of
 from kubesim.core.scheme import ResourceType
 from kubesim.core.store import DELETED, Event, Key, Subscription, clone
 from kubesim.registry.generic import DeleteOptions
@@ -42,7 +44,6 @@ __all__ = [
     "RUN_FOR_ANNOTATION",
     "ControllerSettings",
     "WorkloadController",
-    "controller_ref",
     "is_pod_active",
     "is_pod_available",
     "owner_reference",
@@ -102,19 +103,6 @@ def annotation_seconds(obj: Mapping[str, Any], key: str) -> float | None:
 
 
 # --- object helpers ----------------------------------------------------------------------------
-
-
-def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}  # stored objects are plain dicts
-
-
-def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """``metav1.GetControllerOf``."""
-    for ref in meta_of(obj).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kubesim.auth import in_process
+from kubesim.core.attributes import in_process
 from kubesim.core.store import clone
 from kubesim.registry.generic import GenericStore
 

@@ -30,15 +30,14 @@ from typing import Any, Final
 from kube.objects import format_time
 from kubesim.controllers.base import (
     WorkloadController,
-    controller_ref,
     labels_of,
-    meta_of,
     owner_reference,
     selector_of,
     set_condition,
 )
 from kubesim.controllers.replicaset import spec_replicas
 from kubesim.core.errors import StatusError
+from kubesim.core.objects import controller_ref, meta_of
 from kubesim.core.store import Event, Key, clone
 
 __all__ = ["POD_TEMPLATE_HASH", "DeploymentController", "pod_template_hash", "safe_encode"]

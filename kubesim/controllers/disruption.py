@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Final
 from kube.objects import format_time, parse_time
 from kubesim.apiserver.eviction import is_pod_ready, pdb_selects, set_status_condition
 from kubesim.core.errors import StatusError, qualified_resource
+from kubesim.core.objects import controller_ref
 from kubesim.core.store import DELETED, Event, clone
 
 if TYPE_CHECKING:
@@ -117,13 +118,6 @@ class ExpectedCount:
     unmanaged: tuple[str, ...] = ()
 
 
-def _controller_ref(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
-
-
 def get_expected_scale(
     pods: Iterable[Mapping[str, Any]], find: ScaleFinder
 ) -> tuple[int, tuple[str, ...]]:
@@ -132,7 +126,7 @@ def get_expected_scale(
     unmanaged: list[str] = []
     for pod in pods:
         meta = pod.get("metadata") or {}
-        ref = _controller_ref(pod)
+        ref = controller_ref(pod)
         if ref is None:
             unmanaged.append(str(meta.get("name", "")))
             continue
@@ -516,7 +510,7 @@ class DisruptionController:
         if kind == "ReplicaSet" and group in ("apps", "extensions"):
             rs = sim.store.get("replicasets", (namespace, name))
             if rs is not None and _uid(rs) == uid:
-                owner = _controller_ref(rs)
+                owner = controller_ref(rs)
                 if owner is None:
                     return uid, _replicas(rs)
                 if owner.get("kind") == "Deployment":

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from kubesim.core.errors import StatusError
+from kubesim.core.objects import meta_of
 from kubesim.core.scheme import ResourceType
 from kubesim.core.store import DELETED, Event, Key, clone
 from kubesim.registry.generic import DeleteOptions
@@ -41,11 +42,6 @@ log = logging.getLogger("kubesim")
 FOREGROUND: Final = "foregroundDeletion"
 ORPHAN: Final = "orphan"
 SKIPPED: Final = frozenset({"events"})
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 class GarbageCollector:
@@ -103,10 +99,10 @@ class GarbageCollector:
             ev: Event = await sub.queue.get()
             try:
                 if ev.type == DELETED:
-                    uid = str(_meta(ev.obj).get("uid", ""))
+                    uid = str(meta_of(ev.obj).get("uid", ""))
                     for dep in self._dependents.pop(uid, set()):
                         self._mark(dep)
-                    for ref in _meta(ev.obj).get("ownerReferences") or []:
+                    for ref in meta_of(ev.obj).get("ownerReferences") or []:
                         deps = self._dependents.get(str(ref.get("uid", "")))
                         if deps is not None:
                             deps.discard((ev.storage, ev.key))
@@ -126,17 +122,17 @@ class GarbageCollector:
         """A dependent went away: owners waiting in foreground deletion may finish."""
         sim = self._sim
         assert sim is not None
-        for ref in _meta(obj).get("ownerReferences") or []:
+        for ref in meta_of(obj).get("ownerReferences") or []:
             if not isinstance(ref, Mapping):
                 continue
-            found = self._find_owner(ref, str(_meta(obj).get("namespace", "")))
+            found = self._find_owner(ref, str(meta_of(obj).get("namespace", "")))
             if found is not None:
                 self._owners_dirty.add(found)
                 if self._wake is not None:
                     self._wake.set()
 
     def _observe(self, storage: str, key: Key, obj: Mapping[str, Any]) -> None:
-        meta = _meta(obj)
+        meta = meta_of(obj)
         refs = meta.get("ownerReferences") or []
         for ref in refs:
             if isinstance(ref, Mapping) and ref.get("uid"):
@@ -163,7 +159,7 @@ class GarbageCollector:
             return None
         key = (namespace if rt.namespaced else "", str(ref.get("name", "")))
         obj = sim.store.get(rt.storage_name, key)
-        if obj is None or str(_meta(obj).get("uid", "")) != str(ref.get("uid", "")):
+        if obj is None or str(meta_of(obj).get("uid", "")) != str(ref.get("uid", "")):
             return None
         return rt.storage_name, key
 
@@ -173,7 +169,7 @@ class GarbageCollector:
         obj = sim.store.get(storage, key)
         if obj is None:
             return
-        meta = _meta(obj)
+        meta = meta_of(obj)
         refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, Mapping)]
         if not refs:
             return
@@ -199,7 +195,7 @@ class GarbageCollector:
         owner = sim.store.get(storage, key)
         if owner is None:
             return
-        meta = _meta(owner)
+        meta = meta_of(owner)
         finalizers = list(meta.get("finalizers") or [])
         if not meta.get("deletionTimestamp"):
             return
@@ -211,7 +207,7 @@ class GarbageCollector:
                 continue
             refs = [
                 r
-                for r in _meta(dep).get("ownerReferences") or []
+                for r in meta_of(dep).get("ownerReferences") or []
                 if isinstance(r, Mapping) and str(r.get("uid", "")) == uid
             ]
             if refs:
@@ -236,10 +232,10 @@ class GarbageCollector:
         for dep_storage, dep_key, dep, ref in dependents:
             if ref.get("blockOwnerDeletion") is True:
                 blocking = True
-            if _meta(dep).get("deletionTimestamp"):
+            if meta_of(dep).get("deletionTimestamp"):
                 continue
             dep_rt = sim.scheme.for_storage(dep_storage)
-            dep_finalizers = _meta(dep).get("finalizers") or []
+            dep_finalizers = meta_of(dep).get("finalizers") or []
             if dep_rt.kind != "Pod" and FOREGROUND not in dep_finalizers:
                 # Dependents are deleted in the foreground too, so the chain waits.
                 new = clone(dep)

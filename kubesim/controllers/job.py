@@ -33,11 +33,11 @@ from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
-    meta_of,
     pod_from_template,
     pods_to_delete_order,
     set_condition,
 )
+from kubesim.core.objects import meta_of
 from kubesim.core.store import Key, clone
 
 __all__ = ["JobController"]

@@ -65,14 +65,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from kube.objects import InvalidObject, Node, Pod, format_micro_time, format_time
-from kubesim.controllers.base import (
-    READY_AFTER_ANNOTATION,
-    RUN_FOR_ANNOTATION,
-    annotation_seconds,
-    controller_ref,
-)
+from kubesim.controllers.base import READY_AFTER_ANNOTATION, RUN_FOR_ANNOTATION, annotation_seconds
 from kubesim.controllers.events import EventRecorder
 from kubesim.core.errors import StatusError
+from kubesim.core.objects import controller_ref
 from kubesim.core.store import DELETED, Event, Key, clone
 from kubesim.node.admission import admit, rejected_status
 from kubesim.node.runtime import ContainerStatus, PodSpecError, ProcessRuntime

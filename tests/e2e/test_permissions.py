@@ -35,7 +35,8 @@ from aiohttp import web
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
-from kubesim.auth import Attributes, Decision, UserInfo
+from kubesim.auth import Decision
+from kubesim.core.attributes import Attributes, UserInfo
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
 from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, replicaset, settle

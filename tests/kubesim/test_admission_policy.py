@@ -15,8 +15,8 @@ import pytest
 
 import kubesim
 from kubesim.admission import policies
-from kubesim.auth import UserInfo
 from kubesim.controllers import FROZEN
+from kubesim.core.attributes import UserInfo
 from kubesim.sim import Simulator
 
 from .conftest import STATE

@@ -12,9 +12,10 @@ import aiohttp
 import pytest
 
 import kubesim
-from kubesim.auth import MASTERS, Attributes, Decision, UserInfo, forbidden_error
+from kubesim.auth import Decision, forbidden_error
 from kubesim.controllers import FROZEN
-from kubesim.registry.generic import AdmissionCall
+from kubesim.core.attributes import MASTERS, Attributes, UserInfo
+from kubesim.registry.admission import AdmissionCall
 from kubesim.sim import Simulator
 
 from .conftest import STATE

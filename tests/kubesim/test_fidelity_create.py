@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 
 import kubesim
-from kubesim.registry.generic import NAME_CHARS
+from kubesim.core.names import NAME_CHARS
 from kubesim.sim import Simulator
 
 from .living import eventually

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.auth import ALL_AUTHENTICATED, Attributes, Decision, UserInfo
+from kubesim.auth import Decision
 from kubesim.auth.bootstrap import BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES
 from kubesim.auth.escalation import FULL_AUTHORITY, compact_rules, covers, missing_rules
 from kubesim.auth.rbac import (
@@ -23,6 +23,7 @@ from kubesim.auth.rbac import (
     rule_allows,
 )
 from kubesim.controllers.clusterroleaggregation import aggregated_rules
+from kubesim.core.attributes import ALL_AUTHENTICATED, Attributes, UserInfo
 from kubesim.core.store import Store
 
 GROUP = "rbac.authorization.k8s.io"
