@@ -8,8 +8,9 @@ Per request, in the order kube-apiserver's filters run:
    verb (get, list, watch, create, update, patch, delete, deletecollection);
 2. the request hooks run (``ApiServer.request_hooks``): phase-2 fault injection and latency plug
    in here and may delay, answer with a Status, or drop the connection (``DropConnection``);
-2a. authentication, impersonation and authorization (``kubesim.auth``): the user goes into the
-   request log with the verdict; bad credentials are a 401, a denial kube's 403; the handler
+2a. authentication, impersonation and authorization (``kubesim.plugins.authentication``,
+   ``impersonation``, ``kubesim.plugins.authorization``): the user goes into the request log
+   with the verdict; bad credentials are a 401, a denial kube's 403; the handler
    then runs with the request's ``Attributes`` current, for admission;
 3. the endpoint runs: discovery, the generic REST verbs (``kubesim.registry.generic``), watch
    (``kubesim.apiserver.watch``), or a registered subresource handler (``ApiServer.subresources``,
@@ -62,13 +63,13 @@ from kube.strict import decode_json
 from kubesim.apiserver import discovery, fieldvalidation, openapi, protobuf
 from kubesim.apiserver.requestlog import RequestLog, RequestRecord
 from kubesim.apiserver.watch import DEFAULT_TIMEOUT, WatchRequest, watch_stream
-from kubesim.auth import AlwaysAllow, Authenticator, Authorizer, Decision, forbidden_error
 from kubesim.core.attributes import ANONYMOUS, MASTERS, Attributes, UserInfo, with_attributes
 from kubesim.core.errors import (
     StatusError,
     bad_request,
     expired,
     internal_error,
+    method_not_allowed,
     not_found_path,
     too_large_resource_version,
     unsupported_media_type,
@@ -84,6 +85,8 @@ from kubesim.core.patch import (
 from kubesim.core.scheme import ResourceType, Scheme
 from kubesim.core.store import CONTINUE_TOO_OLD, TooOld, dumps
 from kubesim.core.tables import TABLE_MEDIA, table_for_list, table_row_object, wants_table
+from kubesim.plugins.authentication import Authenticator
+from kubesim.plugins.authorization import AlwaysAllow, Authorizer, Decision, forbidden_error
 from kubesim.registry import scale
 from kubesim.registry.admission import AdmissionNotes, collecting_admission_notes
 from kubesim.registry.generic import DeleteOptions, GenericStore, check_dry_run
@@ -512,11 +515,7 @@ class ApiServer:
         virtual = self.virtual.get((rt.group, rt.plural))
         if virtual is not None or self.scheme.is_virtual(rt):
             if verb != "create" or virtual is None or info.name:
-                raise StatusError(
-                    405,
-                    "MethodNotAllowed",
-                    "the server does not allow this method on the requested resource",
-                )
+                raise method_not_allowed()
             return await virtual(ctx, rt)
         if verb == "get":
             return self._get(ctx, rt)
@@ -526,18 +525,10 @@ class ApiServer:
             return await self._watch(ctx, rt)
         if verb == "create":
             if info.name or (rt.namespaced and not info.namespace):
-                raise StatusError(
-                    405,
-                    "MethodNotAllowed",
-                    "the server does not allow this method on the requested resource",
-                )
+                raise method_not_allowed()
             return self._create(ctx, rt)
         if not info.name and verb in ("update", "patch"):
-            raise StatusError(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            )
+            raise method_not_allowed()
         if verb == "update":
             return self._update(ctx, rt, "")
         if verb == "patch":
@@ -546,11 +537,7 @@ class ApiServer:
             return self._delete(ctx, rt)
         if verb == "deletecollection":
             return self._delete_collection(ctx, rt)
-        raise StatusError(
-            405,
-            "MethodNotAllowed",
-            "the server does not allow this method on the requested resource",
-        )
+        raise method_not_allowed()
 
     # --- non-resource paths -----------------------------------------------------------------
 
@@ -558,11 +545,7 @@ class ApiServer:
         path = ctx.info.path.rstrip("/") or "/"
         accept = ctx.request.headers.get("Accept", "")
         if ctx.request.method not in ("GET", "HEAD"):
-            raise StatusError(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            )
+            raise method_not_allowed()
         if path == "/version":
             return json_response(discovery.version_info(self.version_minor))
         if path in ("/healthz", "/livez", "/readyz"):
@@ -899,11 +882,7 @@ class ApiServer:
 
     def _delete_collection(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         if "deletecollection" not in rt.verbs:
-            raise StatusError(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            )
+            raise method_not_allowed()
         opts = self._delete_options(ctx)
         labels, fields = self._selectors(ctx, rt)
         namespace = ctx.info.namespace if rt.namespaced and ctx.info.namespace else None
@@ -937,22 +916,14 @@ class ApiServer:
             return self._update(ctx, rt, "status")
         if verb == "patch":
             return self._patch(ctx, rt, "status")
-        raise StatusError(
-            405,
-            "MethodNotAllowed",
-            "the server does not allow this method on the requested resource",
-        )
+        raise method_not_allowed()
 
     async def _scale_subresource(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         """``/scale`` (``kubesim.registry.scale``): GET, PUT and PATCH of a Scale."""
         info = ctx.info
         verb = info.verb
         if verb not in ("get", "update", "patch"):
-            raise StatusError(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            )
+            raise method_not_allowed()
         current = self.registry.get(rt, info.namespace, info.name)
         if verb == "get":
             return json_response(scale.to_scale(rt, current))

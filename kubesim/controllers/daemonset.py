@@ -32,9 +32,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kube.objects import InvalidObject, Node, Pod, parse_time
-from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.base import WorkloadController, is_pod_available, pod_from_template
 from kubesim.controllers.deployment import pod_template_hash
+from kubesim.core.conditions import is_pod_ready
 from kubesim.core.objects import meta_of
 from kubesim.core.store import Event, Key, clone
 from scheduler.filters.nodeaffinity import RequiredNodeAffinity

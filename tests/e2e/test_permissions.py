@@ -35,8 +35,8 @@ from aiohttp import web
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
-from kubesim.auth import Decision
 from kubesim.core.attributes import Attributes, UserInfo
+from kubesim.plugins.authorization import Decision
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
 from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, replicaset, settle
@@ -565,7 +565,7 @@ async def test_kubelet_stats_needs_exactly_its_optional_role(
     own fetch, with a token bound to its pod, is refused by a webhook-authorizing kubelet
     without the file and served with it."""
     from agent.sources.kubelet import KubeletSummaryConfig, KubeletSummaryError, fetch_summary
-    from kubesim.auth.pki import CertificateAuthority
+    from kubesim.plugins.authentication.pki import CertificateAuthority
 
     await admin.apply(docs(*base_manifests()))
     token = await admin.token_for_agent_pod("node-1")
