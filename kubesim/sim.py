@@ -79,10 +79,6 @@ from kube.strict import (
     read_text,
     validate_document,
 )
-from kubesim.apiserver import subresources
-from kubesim.apiserver.impersonation import Impersonation
-from kubesim.apiserver.requestlog import RequestLog
-from kubesim.apiserver.server import ApiServer, json_response, status_response
 from kubesim.controllers import (
     Controller,
     ControllerSettings,
@@ -95,6 +91,11 @@ from kubesim.core.attributes import MASTERS, UserInfo
 from kubesim.core.errors import StatusError
 from kubesim.core.scheme import ResourceType, Scheme, default_scheme
 from kubesim.core.store import Store, clone
+from kubesim.endpoints import subresources
+from kubesim.endpoints.codec import json_response, status_response
+from kubesim.endpoints.impersonation import Impersonation
+from kubesim.endpoints.requestlog import RequestLog
+from kubesim.endpoints.server import ApiServer
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig

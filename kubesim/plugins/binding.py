@@ -26,7 +26,7 @@ write. This module reproduces ``pkg/registry/core/pod/storage/storage.go``
 kube-apiserver kubesim reports by default, ``status.nominatedNodeName`` survives the bind.
 
 The endpoints decode the request and call ``BindingStorage.create``
-(``kubesim.apiserver.subresources``); the scheduler loop calls ``BindingStorage.bind`` in
+(``kubesim.endpoints.subresources``); the scheduler loop calls ``BindingStorage.bind`` in
 process (the same checks), so its write path is one dict copy and one store write per pod.
 """
 

@@ -41,7 +41,7 @@ Upstream wraps steps 5 and 8 in conflict retries (20 × ~500 ms) because another
 change the pod or the PDB between its read and its write. kubesim's handler reads and writes
 without yielding to the event loop, so no other request or controller can interleave and those
 retries could never trigger; they are not reproduced. The endpoints decode the request and
-validate its dry-run query (``kubesim.apiserver.subresources``); the rest is
+validate its dry-run query (``kubesim.endpoints.subresources``); the rest is
 ``EvictionStorage.create``'s.
 """
 

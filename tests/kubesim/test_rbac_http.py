@@ -12,10 +12,10 @@ import aiohttp
 import pytest
 
 import kubesim
-from kubesim.apiserver.impersonation import Impersonation, impersonation_requests
 from kubesim.controllers import FROZEN
 from kubesim.core.attributes import Attributes, UserInfo
 from kubesim.core.errors import StatusError
+from kubesim.endpoints.impersonation import Impersonation, impersonation_requests
 from kubesim.plugins.authorization import Decision
 from kubesim.sim import Simulator
 

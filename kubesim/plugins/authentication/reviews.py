@@ -9,7 +9,7 @@
   that does not authenticate is a 201 with ``status.authenticated`` unset and ``status.error``
   (``pkg/registry/authentication/tokenreview``).
 
-Each answers a decoded body; the endpoints serve them (``kubesim.apiserver.subresources``).
+Each answers a decoded body; the endpoints serve them (``kubesim.endpoints.subresources``).
 """
 
 from __future__ import annotations

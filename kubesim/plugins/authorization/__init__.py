@@ -1,6 +1,6 @@
 """Authorization: may this user do that? kube-apiserver's authorizer interface and its modes.
 
-The endpoints' filter chain (``kubesim.apiserver.server``) asks an ``Authorizer`` about the
+The endpoints' filter chain (``kubesim.endpoints.server``) asks an ``Authorizer`` about the
 request's ``Attributes`` (user, verb, resource, subresource, namespace, name, API group, or the
 path of a non-resource request) once the request is authenticated and impersonation applied; a
 denial is a 403 whose message is ``forbidden_error``'s, kube's word for word. As

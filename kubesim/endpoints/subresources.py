@@ -18,18 +18,17 @@ empty request.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from aiohttp import web
 
-from kubesim.apiserver import protobuf
-from kubesim.apiserver.server import RequestContext, SubresourceHandler, decode_body, json_response
 from kubesim.core.attributes import UserInfo
-from kubesim.core.errors import bad_request, method_not_allowed
+from kubesim.core.errors import method_not_allowed
 from kubesim.core.scheme import ResourceType
+from kubesim.endpoints.codec import decode_body, decode_request, json_response
+from kubesim.endpoints.request import RequestContext
+from kubesim.endpoints.server import SubresourceHandler
 from kubesim.registry.generic import check_dry_run
 
 if TYPE_CHECKING:  # the storage is built where the server is assembled
@@ -37,7 +36,7 @@ if TYPE_CHECKING:  # the storage is built where the server is assembled
     from kubesim.plugins.binding import BindingStorage
     from kubesim.plugins.eviction import EvictionStorage
 
-__all__ = ["Review", "binding", "decode_request", "eviction", "review", "token_request"]
+__all__ = ["Review", "binding", "eviction", "review", "token_request"]
 
 # A review kind's storage: (its type, the URL's namespace, the requester, the decoded body)
 # -> the answered review.
@@ -101,33 +100,3 @@ def review(answer: Review, *, lenient: bool = False) -> SubresourceHandler:
         return json_response(answer(rt, ctx.info.namespace, ctx.user, body), 201)
 
     return handle
-
-
-def decode_request(body: bytes, content_type: str) -> dict[str, Any]:
-    """A review or TokenRequest body (JSON, YAML or protobuf, as kubectl sends it); an empty
-    body is an empty request."""
-    if not body.strip():
-        return {}
-    ctype = content_type.split(";", maxsplit=1)[0].strip().lower()
-    if ctype == "application/vnd.kubernetes.protobuf" or body.startswith(protobuf.MAGIC):
-        try:
-            return protobuf.decode_object(body)
-        except (protobuf.ProtobufError, UnicodeDecodeError, KeyError) as exc:
-            raise bad_request(f"the object provided is unrecognized: protobuf: {exc}") from None
-    try:
-        if ctype in ("application/yaml", "text/yaml"):
-            data = yaml.safe_load(body.decode("utf-8"))
-        else:
-            data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise bad_request(
-            "the object provided is unrecognized (must be of type TokenRequest): couldn't get"
-            f" version/kind; json parse error: {exc}"
-        ) from None
-    if not isinstance(data, dict):
-        raise bad_request(
-            "the object provided is unrecognized (must be of type TokenRequest): couldn't get"
-            " version/kind; json parse error: json: cannot unmarshal into Go value of type"
-            " struct"
-        )
-    return data
