@@ -21,10 +21,8 @@ Resource maps hold integers: CPU in millicores, everything else in units (see ``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -47,6 +45,7 @@ from kube.strict import (
     read_text,
     validate_document,
 )
+from kube.times import parse_time
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -82,11 +81,9 @@ __all__ = [
     "TopologySpreadConstraint",
     "Volume",
     "WeightedPodAffinityTerm",
-    "format_time",
     "load_manifests",
     "load_objects",
     "object_from_dict",
-    "parse_time",
 ]
 
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
@@ -112,41 +109,6 @@ class InvalidObject(ValueError):
         who = f'{kind} "{name}"' if name else kind
         where = f"{field_path}: " if field_path else ""
         super().__init__(f"{who}: {where}{detail}")
-
-
-# --- time ------------------------------------------------------------------------------------
-
-
-def parse_time(value: object) -> float:
-    """RFC 3339 (``2024-05-01T10:00:00Z``) to seconds since the epoch."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not an RFC 3339 time")
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    parsed = datetime.fromisoformat(text)
-    if parsed.tzinfo is None:
-        raise ValueError(f"{value!r} has no time zone")
-    return parsed.timestamp()
-
-
-def format_time(seconds: float) -> str:
-    """Seconds since the epoch to RFC 3339 in UTC, whole seconds (``metav1.Time``)."""
-    return datetime.fromtimestamp(math.floor(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def format_micro_time(seconds: float) -> str:
-    """Seconds since the epoch as a ``metav1.MicroTime`` (six fractional digits, ``Z``)."""
-    whole = math.floor(seconds)
-    micros = round((seconds - whole) * 1_000_000)
-    if micros == 1_000_000:
-        whole, micros = whole + 1, 0
-    stamp = datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{stamp}.{micros:06d}Z"
 
 
 # --- reading manifests -----------------------------------------------------------------------

@@ -90,14 +90,12 @@ from kube.objects import (
     ReplicationController,
     Service,
     StatefulSet,
-    format_time,
-    parse_time,
 )
+from kube.times import format_micro_time, format_time, parse_time
 from kubesim.apiserver.binding import BindingREST, set_pod_condition
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import ADDED, DELETED, Event, Subscription, clone
-from kubesim.apiserver.timefields import format_micro_time
 from kubesim.scheduler_metrics import SchedulerMetrics
 from scheduler.filters import default_framework
 from scheduler.framework import Code, Framework, fit_error_message

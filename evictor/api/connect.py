@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import ipaddress
 import json
 import logging
@@ -47,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from evictor.api.health import ApiHealth
+from kube.times import parse_rfc3339
 
 __all__ = [
     "CERT_CHECK",
@@ -193,11 +193,7 @@ class _Exec:
                 f"exec plugin {self.command}: no token and no client certificate in its output"
             )
         expiry = status.get("expirationTimestamp")
-        self.expiry = _parse_time(str(expiry)) if expiry else None
-
-
-def _parse_time(value: str) -> float:
-    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        self.expiry = parse_rfc3339(str(expiry)) if expiry else None
 
 
 @dataclass(slots=True)

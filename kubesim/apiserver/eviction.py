@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Final
 from aiohttp import web
 
 from kube.labels import LabelSelector, SelectorError
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import DeleteOptions, check_dry_run
 from kubesim.apiserver.server import RequestContext, decode_body, json_response

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kube.labels import FieldRequirement, LabelSelector
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.apiserver import events as event_conv
 from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.apiserver.status import (
@@ -772,7 +772,7 @@ class Rest:
         meta = new["metadata"]
         now = self.clock()
         if meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds"):
-            from kube.objects import parse_time
+            from kube.times import parse_time
 
             start = parse_time(meta["deletionTimestamp"]) - float(
                 meta["deletionGracePeriodSeconds"]

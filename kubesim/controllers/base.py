@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kube.objects import parse_time
+from kube.times import parse_time
 from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import DeleteOptions

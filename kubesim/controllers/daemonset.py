@@ -31,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kube.objects import InvalidObject, Node, Pod, parse_time
+from kube.objects import InvalidObject, Node, Pod
+from kube.times import parse_time
 from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.apiserver.store import Event, Key, clone
 from kubesim.controllers.base import (

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.server import DropConnection, RequestContext
 from kubesim.apiserver.status import StatusError

@@ -64,7 +64,8 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kube.objects import InvalidObject, Node, Pod, format_micro_time, format_time
+from kube.objects import InvalidObject, Node, Pod
+from kube.times import format_micro_time, format_time
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import DELETED, Event, Key, clone
@@ -86,7 +87,6 @@ __all__ = [
     "LEASE_NAMESPACE",
     "DeletionDelay",
     "Kubelet",
-    "format_micro_time",
     "node_is_up",
 ]
 
