@@ -796,6 +796,7 @@ class Pod:
     init_containers: tuple[Container, ...] = ()
     overhead: ResourceList = field(default_factory=dict)
     pod_requests: ResourceList = field(default_factory=dict)  # spec.resources.requests
+    pod_limits: ResourceList = field(default_factory=dict)  # spec.resources.limits
     node_name: str = ""
     node_selector: Mapping[str, str] = field(default_factory=dict)
     affinity: Affinity | None = None
@@ -814,6 +815,7 @@ class Pod:
     conditions: tuple[PodCondition, ...] = ()
     start_time: float | None = None
     nominated_node_name: str = ""
+    qos_class: str = ""  # status.qosClass as the API server set it ("" when absent)
     # derived
     key: str = field(init=False)
     priority: int = field(init=False)
@@ -962,6 +964,7 @@ class Pod:
             init_containers=containers("initContainers"),
             overhead=r.resources(spec, "overhead", "spec.overhead"),
             pod_requests=r.resources(pod_res, "requests", "spec.resources.requests"),
+            pod_limits=r.resources(pod_res, "limits", "spec.resources.limits"),
             node_name=r.string(spec, "nodeName", "spec.nodeName"),
             node_selector=r.string_map(spec, "nodeSelector", "spec.nodeSelector"),
             affinity=_read_affinity(
@@ -989,6 +992,7 @@ class Pod:
             conditions=tuple(conditions),
             start_time=r.time(status, "startTime", "status.startTime"),
             nominated_node_name=r.string(status, "nominatedNodeName", "status.nominatedNodeName"),
+            qos_class=r.string(status, "qosClass", "status.qosClass"),
         )
 
 
