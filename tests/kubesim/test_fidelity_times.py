@@ -14,7 +14,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
 from kube.times import format_micro_time
-from kubesim.apiserver.timefields import TimeParseError, normalize_times, reencode
+from kubesim.core.timefields import TimeParseError, normalize_times, reencode
 from kubesim.sim import Simulator, StateError
 
 from .conftest import raw, status_of
