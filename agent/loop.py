@@ -57,11 +57,11 @@ from agent.eviction import (
     EvictionBrake,
     EvictionDecision,
     EvictionManager,
-    Signal,
     Summary,
     SummaryError,
     Threshold,
     get_threshold_quantity,
+    is_hard_memory_threshold,
     make_signal_observations,
     thresholds_met,
 )
@@ -74,7 +74,6 @@ __all__ = ["EvictionLoop", "LoopStats", "StatsRejected", "psi_wakeups"]
 
 log = logging.getLogger(__name__)
 
-_MEMORY_SIGNALS = (Signal.MEMORY_AVAILABLE, Signal.ALLOCATABLE_MEMORY_AVAILABLE)
 _FORGET_EVICTED_AFTER = 600.0
 
 
@@ -198,13 +197,16 @@ class EvictionLoop:
                 await task
             self._soft = None
 
+    @property
+    def fast_check_active(self) -> bool:
+        """The fast memory check runs: a reader and a hard memory threshold to check."""
+        return self.fast_check is not None and any(
+            is_hard_memory_threshold(t) for t in self.manager.thresholds
+        )
+
     async def _fast_check_loop(self) -> None:
         assert self.fast_check is not None
-        hard = [
-            t
-            for t in self.manager.thresholds
-            if t.signal in _MEMORY_SIGNALS and t.grace_period == 0 and t.operator
-        ]
+        hard = [t for t in self.manager.thresholds if is_hard_memory_threshold(t)]
         if not hard:
             return
         while True:
