@@ -200,14 +200,12 @@ class Agent:
             return result
 
         async def node_only() -> dict[str, Any]:
-            result: dict[str, Any] = collector.collect(
-                only={"memory", "fs", "runtime", "rlimit", "systemContainers"}
-            )
+            # no pod cgroup read; the kubelet's pod disk figures (local-storage limits, checked
+            # on every sync) still come along
+            result: dict[str, Any] = await collector.get_summary(pods=False)
             return result
 
-        # With the kubelet's summary, pods carry ephemeral-storage stats the core checks on
-        # every sync (local-storage limits): then every sync reads everything.
-        return collector.get_summary, fast, (None if kubelet is not None else node_only)
+        return collector.get_summary, fast, node_only
 
     # --- state ---------------------------------------------------------------------------------
 

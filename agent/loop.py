@@ -35,9 +35,9 @@ eviction of a pod with a long grace period block hard evictions for hours
 Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
 was active last sync, a sync may read the node-level figures alone (``node_stats``) — the
 decision is the same (no threshold met → nothing to rank or evict), and 110 pod cgroups are not
-read every second. The first sync and any sync with a met threshold read everything. The caller
-passes ``node_stats`` only when pods carry no stats the core checks on every sync (ephemeral
-storage from the kubelet's summary for the local-storage limit pass).
+read every second. The first sync and any sync with a met threshold read everything. What the
+core checks on every sync whatever the thresholds — the local-storage limits, on the kubelet's
+per-pod disk figures — must come with ``node_stats`` (the daemon's carries the kubelet's pods).
 """
 
 from __future__ import annotations
