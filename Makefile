@@ -22,7 +22,7 @@ lint: $(STAMP)
 
 # Every package is strictly typed, the agent's decision core (agent/eviction) included.
 types: $(STAMP)
-	$(VENV)/bin/mypy --strict scheduler kubesim evictor agent bench/startup.py examples/demo.py
+	$(VENV)/bin/mypy --strict kube scheduler kubesim evictor agent bench/startup.py examples/demo.py
 
 # Six workers although the machine has two cores: the tests mostly wait (kubesim's time scale,
 # subprocesses), so more workers than cores shortens the run (9.8 min in one process, 3.6 in

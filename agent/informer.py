@@ -9,7 +9,7 @@ silent — is ``evictor.api.watching``'s, shared with the PDB watch and the dele
 never stop the agent: it keeps running on the last known pods (the eviction loop only reads
 them).
 
-A malformed pod (one that ``scheduler.objects.Pod.from_dict`` refuses) is logged and skipped: it
+A malformed pod (one that ``kube.objects.Pod.from_dict`` refuses) is logged and skipped: it
 can never be ranked or evicted by mistake. Objects stay raw dicts until converted once here.
 
 Footprint: a pod as the API serves it is ~30 KB of JSON on a real node (``managedFields``, the
@@ -48,8 +48,8 @@ from evictor.api.watching import (
     list_and_watch,
 )
 from evictor.backoff import WATCH_BACKOFF
-from scheduler.objects import InvalidObject, Pod
-from scheduler.priority import CONFIG_MIRROR_ANNOTATION_KEY, CONFIG_SOURCE_ANNOTATION_KEY
+from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY, CONFIG_SOURCE_ANNOTATION_KEY
+from kube.objects import InvalidObject, Pod
 
 __all__ = ["PodEntry", "PodInformer", "is_active", "slim_pod"]
 

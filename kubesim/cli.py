@@ -21,7 +21,7 @@ of an authorizing server works with kubectl only over TLS. Credentials never tra
 (exit 2, ``kubesim.sim.check_clear_text``).
 
 Bad files or flags exit 2 before anything is served, with one line naming the file, document,
-object and field; a port in use exits 1 (``scheduler.cliutil`` holds the shared conventions).
+object and field; a port in use exits 1 (``kube.cliutil`` holds the shared conventions).
 The heavy modules (aiohttp, the server) are imported only when a command runs, so ``--help``
 stays instant.
 """
@@ -46,9 +46,7 @@ from typing import TYPE_CHECKING, Final
 
 import click
 
-from kubesim.controllers import CONTROLLER_NAMES
-from scheduler.cli import validate_option
-from scheduler.cliutil import (
+from kube.cliutil import (
     CONTEXT_SETTINGS,
     EXIT_CODES,
     BadInput,
@@ -56,7 +54,9 @@ from scheduler.cliutil import (
     common_options,
     run,
 )
-from scheduler.strict import Validation
+from kube.strict import Validation
+from kubesim.controllers import CONTROLLER_NAMES
+from scheduler.cli import validate_option
 
 if TYPE_CHECKING:
     from kubesim.faults.file import FaultSet
@@ -151,8 +151,8 @@ def _controller_names(
 
 
 def _load_faults(path: str) -> FaultSet:
+    from kube.strict import ManifestError, parse_yaml, read_text
     from kubesim.faults.file import FaultError, FaultSet, parse_faults
-    from scheduler.strict import ManifestError, parse_yaml, read_text
 
     out = FaultSet()
     try:
@@ -463,7 +463,7 @@ def parse_memory_capacity(text: str | None, option: str = "--memory-capacity") -
     """A positive memory quantity in bytes; BadInput (exit 2) naming the option otherwise."""
     if text is None:
         return None
-    from scheduler.quantity import QuantityError, quantity_value
+    from kube.quantity import QuantityError, quantity_value
 
     try:
         value = quantity_value(text)

@@ -77,16 +77,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from kubesim.apiserver.binding import BindingREST, set_pod_condition
-from kubesim.apiserver.rest import DeleteOptions
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import ADDED, DELETED, Event, Subscription, clone
-from kubesim.apiserver.timefields import format_micro_time
-from kubesim.scheduler_metrics import SchedulerMetrics
-from scheduler.apierrors import AdmissionError
-from scheduler.filters import default_framework
-from scheduler.framework import Code, Framework, fit_error_message
-from scheduler.objects import (
+from kube.apierrors import AdmissionError
+from kube.objects import (
     InvalidObject,
     Namespace,
     Node,
@@ -101,6 +93,14 @@ from scheduler.objects import (
     format_time,
     parse_time,
 )
+from kubesim.apiserver.binding import BindingREST, set_pod_condition
+from kubesim.apiserver.rest import DeleteOptions
+from kubesim.apiserver.status import StatusError
+from kubesim.apiserver.store import ADDED, DELETED, Event, Subscription, clone
+from kubesim.apiserver.timefields import format_micro_time
+from kubesim.scheduler_metrics import SchedulerMetrics
+from scheduler.filters import default_framework
+from scheduler.framework import Code, Framework, fit_error_message
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.preemption.core import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from scheduler.priority import PriorityAdmission

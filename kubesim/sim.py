@@ -42,7 +42,7 @@ the host — and so does any address under ``always-allow``, where a token grant
 anonymous request is not already granted, so kubesim's old ``--host 0.0.0.0`` use keeps working.
 
 State manifests are decoded as kube-apiserver decodes a create with ``fieldValidation``
-(``scheduler.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
+(``kube.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
 would otherwise be stored and ignored, and the test would run against a different cluster
 than the file says. Errors name the file, document, object and field. ``null`` fields count
 as unset, as in Go. The kubeconfig is written once the port accepts connections and removed
@@ -68,6 +68,17 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
+from kube.strict import (
+    Document,
+    ManifestError,
+    Validation,
+    describe,
+    drop_nulls,
+    load_documents,
+    model_for,
+    read_text,
+    validate_document,
+)
 from kubesim.admission import policies
 from kubesim.apiserver import admission, binding, eviction
 from kubesim.apiserver.requestlog import RequestLog
@@ -99,17 +110,6 @@ from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
 from kubesim.node.kubelet import Kubelet
 from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
-from scheduler.strict import (
-    Document,
-    ManifestError,
-    Validation,
-    describe,
-    drop_nulls,
-    load_documents,
-    model_for,
-    read_text,
-    validate_document,
-)
 
 if TYPE_CHECKING:
     from kubesim.auth.pki import CertificateAuthority, Credentials
@@ -177,7 +177,7 @@ def load_state(
     """Manifests with their origin; ``kind: List`` flattened; unknown kinds rejected.
 
     Each manifest is decoded as kube-apiserver does with ``fieldValidation`` set to
-    ``validation`` (``scheduler.strict``): unknown or duplicate fields fail under ``strict``
+    ``validation`` (``kube.strict``): unknown or duplicate fields fail under ``strict``
     and are appended to ``warnings`` under ``warn``; wrong types always fail.
     """
     out: list[tuple[str, int, ResourceType, dict[str, Any]]] = []

@@ -64,10 +64,10 @@ from agent.eviction.summary import (
     Summary,
 )
 from agent.eviction.types import FsStatsType, NodeCondition, NodeReclaim, Observation, StatsFunc
-from scheduler.duration import DurationError
-from scheduler.duration import parse_go_duration as _go_duration
-from scheduler.objects import Pod
-from scheduler.quantity import QuantityError
+from kube.duration import DurationError
+from kube.duration import parse_go_duration as _go_duration
+from kube.objects import Pod
+from kube.quantity import QuantityError
 
 __all__ = [
     "NODE_ALLOCATABLE_ENFORCEMENT_KEY",

@@ -1,11 +1,11 @@
-"""What the eviction manager needs to know about a pod that ``scheduler.objects.Pod`` does not say.
+"""What the eviction manager needs to know about a pod that ``kube.objects.Pod`` does not say.
 
 - Requests as ``v1resource.GetResourceRequestQuantity`` computes them for ranking: containers
   plus restartable-init (sidecar) containers, maxed with ordinary init containers, pod-level
   requests when ``PodLevelResources`` is on and set, overhead only when the total is non-zero.
 - Ephemeral-storage limits as ``resourcehelper.PodLimits`` sums them for the local-storage pass.
 - The QoS class (``v1qos.GetPodQOS``), which only admission uses: ranking ignores QoS (#78561).
-- Volumes with their emptyDir ``medium`` and ``sizeLimit``, as ``scheduler.objects.Volume``
+- Volumes with their emptyDir ``medium`` and ``sizeLimit``, as ``kube.objects.Volume``
   carries them from the manifest: an emptyDir over its limit is a local-storage eviction, and only
   one on the default medium counts as the pod's disk usage (``IsLocalEphemeralVolume``; a
   ``Memory`` emptyDir is tmpfs, charged to the pod's memory cgroup and so to its working set).
@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scheduler.objects import Container, Pod
-from scheduler.priority import CONFIG_MIRROR_ANNOTATION_KEY, is_critical_pod
-from scheduler.quantity import QuantityError, quantity_value
+from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY, is_critical_pod
+from kube.objects import Container, Pod
+from kube.quantity import QuantityError, quantity_value
 
 __all__ = [
     "EPHEMERAL_STORAGE",

@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from kube.labels import LabelSelector, SelectorError
 from kubesim.admission.cel import (
     Activation,
     CelError,
@@ -64,7 +65,6 @@ from kubesim.admission.validation import (
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import AdmissionCall, Rest
 from kubesim.apiserver.status import Cause, StatusError
-from scheduler.labels import LabelSelector, SelectorError
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator

@@ -21,9 +21,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from kube.labels import LabelSelector, SelectorError
 from kubesim.admission.cel import CelError, compile_expression
 from kubesim.apiserver.status import Cause, invalid
-from scheduler.labels import LabelSelector, SelectorError
 
 __all__ = [
     "BINDING_KIND",

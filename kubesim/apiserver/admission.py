@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kube import apierrors
+from kube.objects import InvalidObject, PriorityClass
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.validation import status_error_for
-from scheduler import apierrors
-from scheduler.objects import InvalidObject, PriorityClass
 from scheduler.priority import (
     PRIORITY_CLASS_KIND,
     PriorityAdmission,
@@ -73,7 +73,7 @@ class PriorityPlugin:
     def __call__(
         self, op: str, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        # Admission and validation raise scheduler.apierrors.StatusError, which the server
+        # Admission and validation raise kube.apierrors.StatusError, which the server
         # answers with as is.
         if rt.kind == "Pod":
             self._pod(op, obj, old)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
+from kube.objects import format_time
 from kubesim.apiserver.rest import check_dry_run
 from kubesim.apiserver.server import RequestContext, decode_body, json_response
 from kubesim.apiserver.status import (
@@ -50,7 +51,6 @@ from kubesim.apiserver.status import (
 )
 from kubesim.apiserver.store import clone
 from kubesim.auth import in_process
-from scheduler.objects import format_time
 
 if TYPE_CHECKING:
     from kubesim.apiserver.resources import ResourceType

@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from scheduler.apierrors import Cause
-from scheduler.labels import dns1123_subdomain_errors, qualified_name_errors
+from kube.apierrors import Cause
+from kube.labels import dns1123_subdomain_errors, qualified_name_errors
 
 __all__ = [
     "from_events_v1",

@@ -51,6 +51,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
+from kube.labels import LabelSelector, SelectorError
+from kube.objects import format_time
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import DeleteOptions, check_dry_run
 from kubesim.apiserver.server import RequestContext, decode_body, json_response
@@ -65,8 +67,6 @@ from kubesim.apiserver.status import (
 )
 from kubesim.apiserver.store import clone
 from kubesim.auth import in_process
-from scheduler.labels import LabelSelector, SelectorError
-from scheduler.objects import format_time
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator

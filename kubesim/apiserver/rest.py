@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kube.labels import FieldRequirement, LabelSelector
+from kube.objects import format_time
 from kubesim.apiserver import events as event_conv
 from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.apiserver.status import (
@@ -64,8 +66,6 @@ from kubesim.apiserver.validation import (
     validate_pod_update,
 )
 from kubesim.auth import Attributes, current_attributes
-from scheduler.labels import FieldRequirement, LabelSelector
-from scheduler.objects import format_time
 
 __all__ = [
     "AdmissionCall",
@@ -772,7 +772,7 @@ class Rest:
         meta = new["metadata"]
         now = self.clock()
         if meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds"):
-            from scheduler.objects import parse_time
+            from kube.objects import parse_time
 
             start = parse_time(meta["deletionTimestamp"]) - float(
                 meta["deletionGracePeriodSeconds"]

@@ -16,7 +16,7 @@ as a string (``pkg/registry/core/replicationcontroller/storage``, ``pkg/registry
 
 A ReplicationController's selector is a plain map (``app=web,tier=db``); the apps kinds'
 ``LabelSelector`` is printed as ``labels.Selector.String()`` does (``k in (a,b)``, ``!k``), by
-``scheduler.labels``.
+``kube.labels``.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kube.labels import LabelSelector, SelectorError
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.status import Cause, bad_request, invalid
 from kubesim.apiserver.store import clone
-from scheduler.labels import LabelSelector, SelectorError
 
 __all__ = ["SCALE_API_VERSION", "apply_scale", "selector_string", "to_scale"]
 

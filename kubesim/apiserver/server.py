@@ -51,6 +51,14 @@ import yaml
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from kube.labels import (
+    FieldRequirement,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
+from kube.strict import decode_json
 from kubesim.apiserver import discovery, fieldvalidation, openapi, protobuf, scale
 from kubesim.apiserver.patch import (
     APPLY_PATCH,
@@ -93,14 +101,6 @@ from kubesim.auth import (
     forbidden_error,
     with_attributes,
 )
-from scheduler.labels import (
-    FieldRequirement,
-    LabelSelector,
-    SelectorError,
-    parse_field_selector,
-    parse_label_selector,
-)
-from scheduler.strict import decode_json
 
 __all__ = [
     "ApiServer",

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from kube.objects import parse_time
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.scale import selector_string
-from scheduler.objects import parse_time
 
 __all__ = [
     "TABLE_MEDIA",

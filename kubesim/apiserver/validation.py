@@ -7,7 +7,7 @@ strategy's ``Validate``: every problem becomes a ``field.Error`` and the answer 
 ``FieldValueRequired``, ``FieldValueInvalid``, ``FieldValueNotSupported``, ...).
 
 For the kinds the policy core models (Pod, Node, PodDisruptionBudget, PriorityClass,
-Namespace), the typed conversion ``scheduler.objects.X.from_dict`` is the validator: its
+Namespace), the typed conversion ``kube.objects.X.from_dict`` is the validator: its
 ``InvalidObject`` names the field, and is mapped here to the kube error shape. Names are
 checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
 
@@ -24,13 +24,9 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.events import validate_event_create, validate_event_update
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.status import Cause, StatusError, bad_request, invalid
-from kubesim.apiserver.timefields import TimeParseError, normalize_times
-from scheduler.apierrors import ErrorType
-from scheduler.labels import dns1123_label_errors, dns1123_subdomain_errors
-from scheduler.objects import (
+from kube.apierrors import ErrorType
+from kube.labels import dns1123_label_errors, dns1123_subdomain_errors
+from kube.objects import (
     InvalidObject,
     Namespace,
     Node,
@@ -38,6 +34,10 @@ from scheduler.objects import (
     PodDisruptionBudget,
     PriorityClass,
 )
+from kubesim.apiserver.events import validate_event_create, validate_event_update
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.status import Cause, StatusError, bad_request, invalid
+from kubesim.apiserver.timefields import TimeParseError, normalize_times
 from scheduler.queue.validation import validate_pod_update_while_gated
 
 __all__ = [

@@ -32,11 +32,11 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kube.labels import FieldRequirement, LabelSelector
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.status import expired
 from kubesim.apiserver.store import ADDED, DELETED, MODIFIED, Event, TooOld, dumps
-from scheduler.labels import FieldRequirement, LabelSelector
 
 __all__ = ["DEFAULT_TIMEOUT", "WatchRequest", "watch_stream"]
 

@@ -32,7 +32,7 @@ from typing import Any, Final, Protocol
 
 from aiohttp import web
 
-from scheduler.apierrors import StatusError
+from kube.apierrors import StatusError
 
 __all__ = [
     "ALL_AUTHENTICATED",

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from kube.objects import format_time
 from kubesim.apiserver.status import bad_request
 from kubesim.auth.serviceaccounts import ServiceAccountTokens, TokenInvalid, decode_request
-from scheduler.objects import format_time
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -20,10 +20,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kube.labels import LabelSelector, SelectorError, dns1123_subdomain_errors
+from kube.objects import InvalidObject
 from kubesim.apiserver.status import Cause
 from kubesim.apiserver.validation import path_segment_name_errors
-from scheduler.labels import LabelSelector, SelectorError, dns1123_subdomain_errors
-from scheduler.objects import InvalidObject
 
 __all__ = ["RBAC_KINDS", "apply_rbac_defaults", "check_shape", "rbac_causes"]
 

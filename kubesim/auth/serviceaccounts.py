@@ -48,6 +48,7 @@ import jwt
 import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from kube.objects import format_time
 from kubesim.apiserver import protobuf
 from kubesim.apiserver.status import (
     Cause,
@@ -60,7 +61,6 @@ from kubesim.apiserver.status import (
 from kubesim.apiserver.store import clone
 from kubesim.auth import UserInfo
 from kubesim.auth.authn import with_authenticated_group
-from scheduler.objects import format_time
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -296,7 +296,7 @@ class ServiceAccountTokens:
         stamp = _meta(obj).get("deletionTimestamp")
         if not stamp:
             return False
-        from scheduler.objects import parse_time
+        from kube.objects import parse_time
 
         try:
             return bool(parse_time(str(stamp)) < now - LEEWAY_SECONDS)

@@ -25,14 +25,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from kube.labels import LabelSelector, SelectorError
+from kube.objects import parse_time
 from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import DELETED, Event, Key, Subscription, clone
 from kubesim.controllers.events import EventRecorder
-from scheduler.labels import LabelSelector, SelectorError
-from scheduler.objects import parse_time
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator

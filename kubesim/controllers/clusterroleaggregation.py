@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from kube.labels import LabelSelector, SelectorError
 from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.store import clone
 from kubesim.auth import in_process
-from scheduler.labels import LabelSelector, SelectorError
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator

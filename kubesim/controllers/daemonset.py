@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from kube.objects import InvalidObject, Node, Pod, parse_time
 from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.apiserver.store import Event, Key, clone
 from kubesim.controllers.base import (
@@ -42,7 +43,6 @@ from kubesim.controllers.base import (
 from kubesim.controllers.deployment import pod_template_hash
 from scheduler.filters.nodeaffinity import RequiredNodeAffinity
 from scheduler.filters.tainttoleration import find_matching_untolerated_taint
-from scheduler.objects import InvalidObject, Node, Pod, parse_time
 
 __all__ = ["DaemonSetController", "daemon_pod_tolerations", "node_should_run_daemon_pod"]
 

@@ -27,6 +27,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from kube.objects import format_time
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import Event, Key, clone
 from kubesim.controllers.base import (
@@ -39,7 +40,6 @@ from kubesim.controllers.base import (
     set_condition,
 )
 from kubesim.controllers.replicaset import spec_replicas
-from scheduler.objects import format_time
 
 __all__ = ["POD_TEMPLATE_HASH", "DeploymentController", "pod_template_hash", "safe_encode"]
 

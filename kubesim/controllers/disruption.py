@@ -45,10 +45,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from kube.objects import format_time, parse_time
 from kubesim.apiserver.eviction import is_pod_ready, pdb_selects, set_status_condition
 from kubesim.apiserver.status import StatusError, qualified_resource
 from kubesim.apiserver.store import DELETED, Event, clone
-from scheduler.objects import format_time, parse_time
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator

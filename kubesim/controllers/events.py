@@ -17,8 +17,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kube.objects import format_time
 from kubesim.apiserver.status import StatusError
-from scheduler.objects import format_time
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator

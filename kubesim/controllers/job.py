@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kube.labels import LabelSelector, SelectorError
+from kube.objects import format_time
 from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.apiserver.store import Key, clone
 from kubesim.controllers.base import (
@@ -37,8 +39,6 @@ from kubesim.controllers.base import (
     pods_to_delete_order,
     set_condition,
 )
-from scheduler.labels import LabelSelector, SelectorError
-from scheduler.objects import format_time
 
 __all__ = ["JobController"]
 

@@ -46,12 +46,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from kube.objects import format_time
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.server import DropConnection, RequestContext
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import DELETED, clone
 from kubesim.faults.file import Fault, FaultSet, PodFault, TimelineStep
-from scheduler.objects import format_time
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator

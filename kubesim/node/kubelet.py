@@ -64,6 +64,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from kube.objects import InvalidObject, Node, Pod, format_micro_time, format_time
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.apiserver.status import StatusError
 from kubesim.apiserver.store import DELETED, Event, Key, clone
@@ -76,7 +77,6 @@ from kubesim.controllers.base import (
 from kubesim.controllers.events import EventRecorder
 from kubesim.node.admission import admit, rejected_status
 from kubesim.node.runtime import ContainerStatus, PodSpecError, ProcessRuntime
-from scheduler.objects import InvalidObject, Node, Pod, format_micro_time, format_time
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -1020,7 +1020,7 @@ class Kubelet:
 
 def _set_memory_capacity(status: dict[str, Any], capacity: int) -> None:
     """The node's memory as the kubelet reports it (Ki); allocatable never above capacity."""
-    from scheduler.quantity import QuantityError, parse_quantity
+    from kube.quantity import QuantityError, parse_quantity
 
     quantity = f"{capacity // 1024}Ki"
     status["capacity"] = {**(status.get("capacity") or {}), "memory": quantity}

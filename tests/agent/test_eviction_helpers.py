@@ -38,7 +38,7 @@ from agent.eviction.helpers import build_signal_to_rank_func, cached_stats_func
 from agent.eviction.pods import get_resource_request, pod_ephemeral_storage_limit
 from agent.eviction.summary import Summary
 from agent.eviction.types import FsStatsType
-from scheduler.objects import Pod
+from kube.objects import Pod
 from tests.agent.eviction_builders import (
     GI,
     MI,
@@ -408,7 +408,7 @@ def test_rank_disk_pressure_single_fs_measures_everything() -> None:
 def test_the_pod_value_carries_the_medium_a_memory_emptydir_is_not_disk() -> None:
     pods, usage = disk_pods()
     _, stats = make_signal_observations(summary(pods=usage))
-    # the default volumes function reads scheduler.objects.Volume, which keeps the medium now:
+    # the default volumes function reads kube.objects.Volume, which keeps the medium now:
     # the 5Gi memory-backed emptyDir is not disk usage, exactly as from the manifest
     rank = build_signal_to_rank_func(False, False)[Signal.NODE_FS_AVAILABLE]
     assert names(rank(list(pods), stats)) == ["root-heavy", "logs-heavy", "volume-heavy"]

@@ -15,7 +15,7 @@ from agent.eviction import (
     parse_threshold_config,
 )
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
-from scheduler.objects import Pod
+from kube.objects import Pod
 from tests.agent.eviction_builders import (
     GI,
     MI,

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import kubesim
+from kube.objects import Node, Pod
 from kubesim.node.admission import admit
 from kubesim.sim import Simulator
-from scheduler.objects import Node, Pod
 
 from .living import eventually
 

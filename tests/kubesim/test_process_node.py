@@ -18,12 +18,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kubesim
+from kube.quantity import parse_quantity
 from kubesim.apiserver.rest import DeleteOptions
 from kubesim.cli import cli
 from kubesim.node.kubelet import _set_memory_capacity
 from kubesim.node.runtime import ProcessRuntime, RuntimeMode
 from kubesim.sim import Simulator
-from scheduler.quantity import parse_quantity
 from tests.kubesim.living import eventually
 
 MIB = 1 << 20

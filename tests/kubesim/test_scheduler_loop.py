@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kubesim
+from kube.objects import Pod
 from kubesim.apiserver.status import StatusError
 from kubesim.scheduler_loop import (
     SchedulerLoop,
@@ -35,7 +36,6 @@ from kubesim.scheduler_loop import (
 )
 from kubesim.sim import Simulator
 from scheduler import build_snapshot, object_from_dict, schedule_one, simulate
-from scheduler.objects import Pod
 from scheduler.queue import events as qev
 
 NODE = """

@@ -1,6 +1,6 @@
 """The committed strict-decoding schema is what the installed kubernetes-asyncio generates.
 
-If this fails after a client upgrade, regenerate: ``.venv/bin/python -m scheduler.schemagen``.
+If this fails after a client upgrade, regenerate: ``.venv/bin/python -m kube.schemagen``.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import json
 import subprocess
 import sys
 
+from kube.schemagen import SCHEMA_PATH, generate, render
+from kube.strict import known_kinds, model_for
 from kubesim.apiserver.resources import default_registry
-from scheduler.schemagen import SCHEMA_PATH, generate, render
-from scheduler.strict import known_kinds, model_for
 
 
 def test_committed_schema_matches_the_installed_client() -> None:
@@ -37,7 +37,7 @@ def test_quantity_fields_accept_numbers_and_plain_strings_do_not() -> None:
 def test_loading_the_schema_does_not_import_the_client() -> None:
     code = (
         "import sys\n"
-        "from scheduler.strict import check_object\n"
+        "from kube.strict import check_object\n"
         "check_object({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'n'}})\n"
         "assert 'kubernetes_asyncio' not in sys.modules, 'imported kubernetes_asyncio'\n"
     )
