@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any, Final
 import yaml
 from aiohttp import web
 
+from kube.net import is_loopback
 from kube.strict import (
     Document,
     ManifestError,
@@ -126,7 +127,6 @@ __all__ = [
     "Simulator",
     "StateError",
     "check_clear_text",
-    "is_loopback",
     "load_state",
     "serve",
     "tune_collector_for_server",
@@ -231,18 +231,6 @@ AUTHORIZATION_MODES: dict[str, Callable[[Simulator], Authorizer]] = {
 
 class InsecureServing(ValueError):
     """Serving credentials in clear text beyond loopback: refused (``Simulator.__init__``)."""
-
-
-def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_clear_text(host: str, *, tls: bool, authorization: str) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kube.objects import format_time
+from kube.times import format_time
 
 __all__ = [
     "DISRUPTION_ALLOWED",

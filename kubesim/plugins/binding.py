@@ -36,7 +36,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.core.attributes import in_process
 from kubesim.core.errors import (
     Cause,

@@ -51,7 +51,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.core.attributes import in_process
 from kubesim.core.conditions import is_pod_ready, update_disruption_allowed_condition
 from kubesim.core.errors import (

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.core.attributes import UserInfo
 from kubesim.core.errors import bad_request
 from kubesim.core.scheme import ResourceType

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Final
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.core.attributes import UserInfo
 from kubesim.core.errors import Cause, bad_request, conflict, invalid, not_found
 from kubesim.core.objects import meta_of
@@ -278,7 +278,7 @@ class ServiceAccountTokens:
         stamp = meta_of(obj).get("deletionTimestamp")
         if not stamp:
             return False
-        from kube.objects import parse_time
+        from kube.times import parse_time
 
         try:
             return bool(parse_time(str(stamp)) < now - LEEWAY_SECONDS)
