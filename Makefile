@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-latest lint types unit demo bench lock clean
+.PHONY: test test-node test-latest lint types unit demo bench lock clean
 
 # The exact versions of requirements/dev.lock, every file checked against its sha256, then the
 # project itself: a run is the same on every machine until `make lock` moves the versions.
@@ -33,6 +33,13 @@ unit: $(STAMP)
 	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS)
 
 test: lint types unit
+
+# The guest-kernel tests (tests/node): Debian's kernel under QEMU (TCG) with the host's root
+# read-only, cgroup v2 and systemd as PID 1, one VM for the whole run (see tests/node/README.md).
+# Installs the Debian packages it needs when run as root; otherwise names them and fails.
+test-node: $(STAMP)
+	@$(PY) -m tests.node.image
+	$(VENV)/bin/pytest -q --node tests/node
 
 # The same checks with the newest versions pyproject.toml allows, in a venv of their own: what
 # the next `make lock` would bring in, tried before it is taken.
