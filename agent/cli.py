@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from scheduler.cliutil import CONTEXT_SETTINGS, PACKAGE
+from kube.cliutil import CONTEXT_SETTINGS, PACKAGE
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
@@ -420,7 +420,7 @@ async def _rank(cfg: AgentConfig, signal_name: str | None, stats_file: str | Non
     from agent.daemon import WallClock
     from agent.eviction import EvictionManager, Summary, SummaryError
     from agent.rank import explain
-    from scheduler.objects import Pod
+    from kube.objects import Pod
 
     if stats_file is not None:
         try:

@@ -181,7 +181,7 @@ def _duration(
     NaN compares false with everything, so the bounds are written to fail for it; the maximum
     defaults to the longest ``time.Duration`` (an int64 of nanoseconds, about 292 years).
     """
-    from scheduler.duration import (
+    from kube.duration import (
         MAX_DURATION_SECONDS,
         DurationError,
         DurationOverflowError,
@@ -215,7 +215,7 @@ def _duration(
 
 
 def _seconds(value: float) -> str:
-    from scheduler.duration import MAX_DURATION_SECONDS
+    from kube.duration import MAX_DURATION_SECONDS
 
     if value >= MAX_DURATION_SECONDS:
         return _GO_MAX_DURATION
@@ -607,7 +607,7 @@ def load_config(
         raise ConfigError(_label("listen"), str(exc)) from None
     capacity: int | None = None
     if raw.get("memoryCapacity") not in (None, ""):
-        from scheduler.quantity import QuantityError, parse_quantity, quantity_value
+        from kube.quantity import QuantityError, parse_quantity, quantity_value
 
         text = str(raw["memoryCapacity"])
         try:

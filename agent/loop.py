@@ -68,7 +68,7 @@ from agent.eviction import (
 from agent.eviction.brake import Slot
 from agent.informer import pod_ref
 from agent.metrics import AgentMetrics
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 __all__ = ["EvictionLoop", "LoopStats", "StatsRejected", "psi_wakeups"]
 

@@ -18,8 +18,9 @@ scripts written for ``kubectl drain`` run unchanged.
 Exit codes: 0 ok, 1 something failed at run time, 2 bad usage or input (nothing is cordoned or
 evicted then). kubectl exits 1 for usage errors too; the project's CLI rule wins here.
 
-Only click is imported at start-up: kubernetes-asyncio (and ``scheduler``, which pulls it in
-through quantities) is imported inside the commands, so ``evict --help`` stays fast.
+Only click (and ``kube.cliutil``, which needs nothing else) is imported at start-up:
+kubernetes-asyncio and the object views are imported inside the commands, so ``evict --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from evictor.cliflags import BOOL, GoGroup, GoOption, bool_flag, persistent
-from scheduler.cliutil import CONTEXT_SETTINGS, EXIT_CODES, EXIT_INTERRUPTED, PACKAGE
-from scheduler.duration import parse_go_duration
+from kube.cliutil import CONTEXT_SETTINGS, EXIT_CODES, EXIT_INTERRUPTED, PACKAGE
+from kube.duration import parse_go_duration
 
 if TYPE_CHECKING:
     from evictor.client import Evictor
@@ -254,7 +255,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _check_selector(flag: str, text: str) -> None:
-    from scheduler.labels import SelectorError, parse_label_selector
+    from kube.labels import SelectorError, parse_label_selector
 
     try:
         parse_label_selector(text)
@@ -939,7 +940,7 @@ async def _evict_pod(  # noqa: PLR0917
             raw = await evictor.read_pod(namespace, name)
             if raw is None:
                 _fail(f'pods "{name}" not found')
-            from scheduler.objects import InvalidObject, Pod
+            from kube.objects import InvalidObject, Pod
 
             try:
                 pod = Pod.from_dict(raw)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evictor.listener import EvictionListener
-from scheduler.objects import InvalidObject, Pod
+from kube.objects import InvalidObject, Pod
 
 if TYPE_CHECKING:
     from evictor.client import Evictor, WaitOutcome

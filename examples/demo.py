@@ -48,9 +48,7 @@ sys.path.insert(0, str(ROOT))  # `python examples/demo.py` from a fresh clone, b
 from agent.eviction import EvictionManager, Summary  # noqa: E402
 from agent.rank import explain  # noqa: E402
 from agent.sources import Roots, SourceConfig, SummaryCollector  # noqa: E402
-from kubesim.node.runtime import ProcessRuntime, RuntimeMode, pod_qos_class  # noqa: E402
-from kubesim.sim import Simulator, StateError  # noqa: E402
-from scheduler.cliutil import (  # noqa: E402
+from kube.cliutil import (  # noqa: E402
     CONTEXT_SETTINGS,
     EXIT_CODES,
     BadInput,
@@ -58,8 +56,10 @@ from scheduler.cliutil import (  # noqa: E402
     common_options,
     run,
 )
-from scheduler.objects import Pod  # noqa: E402
-from scheduler.quantity import QuantityError, quantity_value  # noqa: E402
+from kube.objects import Pod  # noqa: E402
+from kube.quantity import QuantityError, quantity_value  # noqa: E402
+from kubesim.node.runtime import ProcessRuntime, RuntimeMode, pod_qos_class  # noqa: E402
+from kubesim.sim import Simulator, StateError  # noqa: E402
 
 MIB = 1 << 20
 PRESSURE_CONDITION = "NodePressureAgentMemoryPressure"

@@ -16,7 +16,7 @@ from typing import Final
 from agent.eviction.helpers import REASON, has_node_condition
 from agent.eviction.pods import get_pod_qos, is_critical_pod
 from agent.eviction.types import NodeCondition
-from scheduler.objects import Pod, Taint
+from kube.objects import Pod, Taint
 
 __all__ = ["TAINT_NODE_MEMORY_PRESSURE", "PodAdmitResult", "admit_pod"]
 

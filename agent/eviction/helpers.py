@@ -44,6 +44,7 @@ from agent.eviction.pods import (
     get_resource_request,
     local_volume_names,
     pod_volume_infos,
+    stats_uid,
 )
 from agent.eviction.quantity import (
     BINARY_SI,
@@ -62,10 +63,10 @@ from agent.eviction.summary import (
     Summary,
 )
 from agent.eviction.types import FsStatsType, NodeCondition, NodeReclaim, Observation, StatsFunc
-from scheduler.duration import DurationError
-from scheduler.duration import parse_go_duration as _go_duration
-from scheduler.objects import Pod
-from scheduler.quantity import QuantityError
+from kube.duration import DurationError
+from kube.duration import parse_go_duration as _go_duration
+from kube.objects import Pod
+from kube.quantity import QuantityError
 
 __all__ = [
     "NODE_ALLOCATABLE_ENFORCEMENT_KEY",
@@ -428,11 +429,11 @@ def is_allocatable_eviction_threshold(threshold: Threshold) -> bool:
 
 
 def cached_stats_func(pod_stats: Iterable[PodStats]) -> StatsFunc:
-    """``cachedStatsFunc``: pod stats looked up by pod UID."""
+    """``cachedStatsFunc``: pod stats looked up by pod UID (a mirror pod's: its static pod's)."""
     by_uid = {s.pod_ref.uid: s for s in pod_stats}
 
     def stats(pod: Pod) -> PodStats | None:
-        return by_uid.get(pod.uid)
+        return by_uid.get(stats_uid(pod))
 
     return stats
 

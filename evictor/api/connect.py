@@ -528,7 +528,7 @@ async def connect(
     if pool_size is not None:
         cfg.connection_pool_maxsize = pool_size
     api = _client_class()(cfg, creds)
-    from scheduler.cliutil import user_agent
+    from kube.cliutil import user_agent
 
     api.user_agent = user_agent(prog)
     proxy = resolve_proxy_once(api)

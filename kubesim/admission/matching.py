@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from scheduler.labels import LabelSelector, SelectorError
+from kube.labels import LabelSelector, SelectorError
 
 __all__ = ["Request", "matches_resources"]
 

@@ -14,7 +14,7 @@ kube-apiserver decodes create/update/patch bodies strictly and, per the request'
 In every mode an accepted object is stored without its unknown fields, as decoding into the
 Go struct loses them.
 
-The schema and the wording are shared with the manifest loaders (``scheduler.strict``).
+The schema and the wording are shared with the manifest loaders (``kube.strict``).
 Patches are checked as the partial objects they are (merge and strategic merge patches;
 ``$``-directives are not fields); JSON patches are not checked. Kinds the schema does not
 cover are not checked.
@@ -27,9 +27,9 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.status import Cause, StatusError, bad_request
-from scheduler.strict import ManifestError, check_object, model_for, strict_message
+from kube.strict import ManifestError, check_object, model_for, strict_message
+from kubesim.core.errors import Cause, StatusError, bad_request
+from kubesim.core.scheme import ResourceType
 
 __all__ = ["DIRECTIVES", "add_warning_headers", "add_warnings", "check_body", "directive"]
 

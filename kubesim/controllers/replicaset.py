@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kube.labels import LabelSelector, SelectorError
 from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Key, clone
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
@@ -37,7 +37,7 @@ from kubesim.controllers.base import (
     pods_to_delete_order,
     ready_since,
 )
-from scheduler.labels import LabelSelector, SelectorError
+from kubesim.core.store import Key, clone
 
 __all__ = ["BURST_REPLICAS", "ReplicaSetController", "ReplicationControllerController"]
 

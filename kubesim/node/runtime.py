@@ -62,8 +62,8 @@ from typing import Any, Final, Literal
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
-from scheduler.objects import format_time
-from scheduler.quantity import QuantityError, parse_quantity, quantity_value
+from kube.objects import format_time
+from kube.quantity import QuantityError, parse_quantity, quantity_value
 
 __all__ = [
     "MINIMUM_GRACE_PERIOD_SECONDS",

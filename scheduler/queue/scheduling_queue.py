@@ -55,8 +55,8 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Protocol
 
+from kube.objects import Pod
 from scheduler.framework import Code
-from scheduler.objects import Pod
 from scheduler.queue import events as ev
 from scheduler.queue.events import ClusterEvent
 from scheduler.queue.gates import EnqueueExtensions, PreEnqueuePlugin, SchedulingGates

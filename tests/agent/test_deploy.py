@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.quantity import parse_quantity
+from kube.quantity import parse_quantity
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 MIB = 1024 * 1024

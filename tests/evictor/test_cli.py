@@ -402,7 +402,7 @@ def test_progress_line_names_blocking_pdbs() -> None:
     from evictor.drain import PodReport
     from evictor.pdbwatch import PdbState
     from evictor.result import EvictionResult, Outcome
-    from scheduler.objects import Pod
+    from kube.objects import Pod
 
     reps = [PodReport(Pod.from_dict(pod(f"web-{i}", app="web"))) for i in range(3)]
     reps[0].result = EvictionResult("default", "web-0", Outcome.EVICTED)

@@ -423,13 +423,14 @@ def write_overlay_tree(root: Path, *, host_venv: Path | None = None) -> Path:
 
 
 def ensure_packages() -> int:
-    """`make test-node`'s first step: install what is missing as root, else say what (exit 1)."""
+    """`make test-node`'s first step: install what is missing as root (1 if that fails); else
+    say in one line what is missing (0: pytest then skips the guest's tests with that reason)."""
     missing = missing_packages()
     if not missing:
         return 0
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        print(install_hint(missing), file=sys.stderr)
-        return 1
+        print(f"test-node: the guest's tests are skipped: {install_hint(missing)}", file=sys.stderr)
+        return 0
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     print(f"installing {' '.join(missing)} (apt-get)", file=sys.stderr)
     for argv in (

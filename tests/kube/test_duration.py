@@ -1,4 +1,4 @@
-"""``scheduler.duration.parse_go_duration`` against Go's ``time.ParseDuration`` behaviour."""
+"""``kube.duration.parse_go_duration`` against Go's ``time.ParseDuration`` behaviour."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.duration import (
+from kube.duration import (
     MAX_DURATION_SECONDS,
     DurationError,
     DurationOverflowError,

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.objects import (
+from kube.objects import (
     Container,
     InvalidObject,
     Namespace,

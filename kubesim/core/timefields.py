@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, Final
 
-from scheduler.objects import format_micro_time
+from kube.objects import format_micro_time
 
 __all__ = [
     "MICRO_TIME",

@@ -1,4 +1,4 @@
-"""Strict decoding of manifests (``scheduler.strict``) and its use by ``load_objects``."""
+"""Strict decoding of manifests (``kube.strict``) and its use by ``load_objects``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.objects import InvalidObject, load_manifests, load_objects
-from scheduler.strict import (
+from kube.objects import InvalidObject, load_manifests, load_objects
+from kube.strict import (
     MAX_NODES,
     ManifestError,
     check_object,

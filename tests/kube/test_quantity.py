@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.quantity import QuantityError, parse_quantity, quantity_value, resource_value
+from kube.quantity import QuantityError, parse_quantity, quantity_value, resource_value
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.labels import (
+from kube.labels import (
     LabelSelector,
     Requirement,
     SelectorError,
@@ -164,7 +164,7 @@ def test_string_form_round_trips_and_matches_the_same(
 
 
 def test_dns1123_label_rule() -> None:
-    from scheduler.labels import dns1123_label_errors
+    from kube.labels import dns1123_label_errors
 
     assert dns1123_label_errors("kube-system") == []
     assert dns1123_label_errors("a.b")[0].startswith("a lowercase RFC 1123 label must consist")

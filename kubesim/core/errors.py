@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from scheduler.apierrors import REASON_FOR_CODE, Cause, StatusError
+from kube.apierrors import REASON_FOR_CODE, Cause, StatusError
 
 __all__ = [
     "REASON_FOR_CODE",
