@@ -1,11 +1,21 @@
-"""The simulator: store + registry + API server + controllers, started and stopped together.
+"""The simulator: kubesim's layers assembled, started and stopped together.
+
+``Simulator`` is where the layers meet (ARCHITECTURE.md draws them): the object store and the
+scheme (``kubesim.core``), the generic store over them (``sim.registry``,
+``kubesim.registry``), the admission chain in kube's order, the authenticators, the
+authorization mode (``AUTHORIZATION_MODES``, as ``pkg/kubeapiserver/authorizer`` wires
+kube-apiserver's), the eviction and binding storage (``kubesim.plugins``), the API server
+with its subresources and reviews (``kubesim.endpoints``), and the actors — controllers,
+kubelets, the scheduler loop, fault injection — each given the simulator as its
+``kubesim.cluster.Cluster`` and nothing more.
 
 ``kubesim.serve(...)`` is the in-process entry point (an async context manager) and
 ``kubesim serve`` the command-line one; both build a ``Simulator``. Like a fresh
 kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` and
-``kube-node-lease`` namespaces (and, through priority, the system PriorityClasses), then
-loads the state manifests as they are — statuses included, so a test can start from pods that
-are already Running or Pending on given nodes.
+``kube-node-lease`` namespaces (and the system PriorityClasses and the bootstrap RBAC policy,
+as kube-apiserver's post-start hooks do), then loads the state manifests as they are —
+statuses included, so a test can start from pods that are already Running or Pending on given
+nodes.
 
 It serves ``pods/eviction`` (``kubesim.plugins.eviction``), ``pods/binding``
 (``kubesim.plugins.binding``) and ``<workload>/scale``, runs the controllers of
@@ -28,8 +38,9 @@ Authentication is kube-apiserver's (``kubesim.plugins.authentication``): static 
 (``tokens``, the admin's ``admin_token``), ServiceAccount tokens from the TokenRequest API
 (``service_account_tokens``, ``kubesim.plugins.authentication.serviceaccounts``; its
 ``clock`` is the one token time, replaceable in tests), ``TokenReview``/``SelfSubjectReview``
-(``kubesim.plugins.authentication.reviews``) and, with ``tls=True``, HTTPS and client certificates
-from a CA generated at start (``certificate_authority``, ``kubesim.plugins.authentication.pki``).
+(``kubesim.plugins.authentication.reviews``) and, with ``tls=True``, HTTPS and client
+certificates from a CA generated at start (``certificate_authority``,
+``kubesim.plugins.authentication.pki``).
 ``admin_kubeconfig_user`` is the one place that decides the admin's credentials: kubeadm's
 client certificate (CN=kubernetes-admin, O=system:masters) over TLS, none over HTTP while
 every request is allowed, the admin token otherwise; ``api_client`` and the written

@@ -6,7 +6,7 @@ writes through the API. kubesim's are the same shape: ``WorkloadController.run``
 the store's watch for the storages it cares about, maps each event to the keys of the owners to
 sync (the owner itself, or the controller of a changed pod), waits the configured reaction time
 (``ControllerSettings.reaction_delay`` × time scale; 0 reacts in the same event-loop burst)
-and calls ``sync``, which writes through ``sim.registry`` (the generic store) as an API
+and calls ``sync``, which writes through ``cluster.registry`` (the generic store) as an API
 client does. No "expectations" are needed: a create through the generic store is in the store
 before the next sync.
 
