@@ -322,7 +322,7 @@ async def test_the_agent_on_cgroup_v2_evicts_on_the_watch_alone(
                 )
             assert agent.loop.stats.syncs > syncs
             woken = agent.metrics.registry.get_sample_value(
-                "eviction_agent_syncs_total", {"trigger": "memory"}
+                "eviction_agent_syncs_total", {"trigger": "usage"}
             )
             assert woken is not None and woken >= 1
             target = str(cg / "kubepods" / "memory.current")
