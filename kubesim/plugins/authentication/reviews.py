@@ -9,50 +9,55 @@
   that does not authenticate is a 201 with ``status.authenticated`` unset and ``status.error``
   (``pkg/registry/authentication/tokenreview``).
 
-Both are registered in ``ApiServer.virtual`` by ``install``.
+Each answers a decoded body; the endpoints serve them (``kubesim.endpoints.subresources``).
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Final
 
 from kube.times import format_time
-from kubesim.auth.serviceaccounts import ServiceAccountTokens, TokenInvalid, decode_request
+from kubesim.core.attributes import UserInfo
 from kubesim.core.errors import bad_request
+from kubesim.core.scheme import ResourceType
+from kubesim.plugins.authentication.serviceaccounts import ServiceAccountTokens, TokenInvalid
+from kubesim.plugins.authentication.tokens import TokenAuthenticator
 
-if TYPE_CHECKING:
-    from aiohttp import web
+__all__ = ["IdentityReviews"]
 
-    from kubesim.apiserver.server import RequestContext
-    from kubesim.core.scheme import ResourceType
-    from kubesim.sim import Simulator
-
-__all__ = ["install"]
-
-GROUP_VERSION = "authentication.k8s.io/v1"
+GROUP_VERSION: Final = "authentication.k8s.io/v1"
 
 
-def install(sim: Simulator) -> None:
-    """Serve ``selfsubjectreviews`` and ``tokenreviews`` on this simulator."""
+class IdentityReviews:
+    """The two reviews over the server's clock, token authenticators (asked in order) and
+    ServiceAccount tokens (whose audiences are the server's)."""
 
-    async def self_subject_review(ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
-        from kubesim.apiserver.server import json_response
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        token_authenticators: Callable[[], Sequence[TokenAuthenticator]],
+        service_account_tokens: ServiceAccountTokens,
+    ) -> None:
+        self.clock = clock
+        self.token_authenticators = token_authenticators
+        self.service_account_tokens = service_account_tokens
 
-        decode_request(ctx.body, ctx.request.headers.get("Content-Type", ""))  # 400 on garbage
-        body = {
+    def self_subject_review(
+        self, rt: ResourceType, namespace: str, user: UserInfo, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
             "kind": "SelfSubjectReview",
             "apiVersion": GROUP_VERSION,
-            "metadata": {"creationTimestamp": format_time(sim.registry.clock())},
-            "status": {"userInfo": ctx.user.to_dict()},
+            "metadata": {"creationTimestamp": format_time(self.clock())},
+            "status": {"userInfo": user.to_dict()},
         }
-        return json_response(body, 201)
 
-    async def token_review(ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
-        from kubesim.apiserver.server import json_response
-
-        req = decode_request(ctx.body, ctx.request.headers.get("Content-Type", ""))
-        spec = req.get("spec") if isinstance(req.get("spec"), dict) else {}
+    def token_review(
+        self, rt: ResourceType, namespace: str, user: UserInfo, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
         assert isinstance(spec, dict)
         token = spec.get("token")
         if not isinstance(token, str) or not token:
@@ -62,30 +67,26 @@ def install(sim: Simulator) -> None:
             wanted = []
         audiences = [str(a) for a in wanted]
         status: dict[str, Any] = {"user": {}}
-        for source in sim.token_authenticators():
+        for source in self.token_authenticators():
             try:
                 if isinstance(source, ServiceAccountTokens):
-                    user = source.review(token, audiences)
+                    found = source.review(token, audiences)
                     accepted = [a for a in audiences if a in source.audiences] or list(
                         audiences or source.audiences
                     )
                 else:
-                    user = source.lookup(token)
-                    accepted = audiences or list(sim.service_account_tokens.audiences)
+                    found = source.lookup(token)
+                    accepted = audiences or list(self.service_account_tokens.audiences)
             except TokenInvalid as exc:
                 status["error"] = f"[invalid bearer token, {exc}]"
                 break
-            if user is not None:
-                status = {"authenticated": True, "user": user.to_dict(), "audiences": accepted}
+            if found is not None:
+                status = {"authenticated": True, "user": found.to_dict(), "audiences": accepted}
                 break
-        out = {
+        return {
             "kind": "TokenReview",
             "apiVersion": GROUP_VERSION,
             "metadata": {"creationTimestamp": None},
             "spec": json.loads(json.dumps(spec)),
             "status": status,
         }
-        return json_response(out, 201)
-
-    sim.server.virtual[("authentication.k8s.io", "selfsubjectreviews")] = self_subject_review
-    sim.server.virtual[("authentication.k8s.io", "tokenreviews")] = token_review

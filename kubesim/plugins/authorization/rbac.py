@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubesim.auth import Decision
 from kubesim.core.attributes import Attributes, UserInfo
 from kubesim.core.store import Store
+from kubesim.plugins.authorization import Decision
 
 __all__ = [
     "RBAC_GROUP",

@@ -10,8 +10,9 @@ kubeconfig such a token when a server authorizes requests over HTTP, so the admi
 all-powerful (``system:masters``) while every other identity is checked.
 
 ``Chain`` is kube-apiserver's union in its order: the TLS client certificate first (when the
-server serves TLS: ``kubesim.auth.pki.ClientCertificates``), then the bearer-token
-authenticators (static tokens, then ServiceAccount tokens: ``kubesim.auth.serviceaccounts``).
+server serves TLS: ``kubesim.plugins.authentication.pki.ClientCertificates``), then the
+bearer-token authenticators (static tokens, then ServiceAccount tokens:
+``kubesim.plugins.authentication.serviceaccounts``).
 A certificate that authenticates wins over any token, as in kube-apiserver.
 """
 
@@ -23,8 +24,8 @@ from typing import Protocol
 
 from aiohttp import web
 
-from kubesim.auth import unauthorized
 from kubesim.core.attributes import ALL_AUTHENTICATED, UserInfo
+from kubesim.plugins.authentication import unauthorized
 
 __all__ = [
     "Chain",

@@ -45,22 +45,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import jwt
-import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from kube.times import format_time
-from kubesim.apiserver import protobuf
-from kubesim.auth.authn import with_authenticated_group
 from kubesim.core.attributes import UserInfo
-from kubesim.core.errors import Cause, StatusError, bad_request, conflict, invalid, not_found
+from kubesim.core.errors import Cause, bad_request, conflict, invalid, not_found
 from kubesim.core.objects import meta_of
 from kubesim.core.store import clone
+from kubesim.plugins.authentication.tokens import with_authenticated_group
 
 if TYPE_CHECKING:
-    from aiohttp import web
-
-    from kubesim.apiserver.server import RequestContext
-    from kubesim.core.scheme import ResourceType
     from kubesim.registry.generic import GenericStore
 
 __all__ = [
@@ -70,7 +64,6 @@ __all__ = [
     "MIN_EXPIRATION_SECONDS",
     "ServiceAccountTokens",
     "TokenInvalid",
-    "decode_request",
     "service_account_user",
 ]
 
@@ -292,21 +285,7 @@ class ServiceAccountTokens:
         except ValueError:
             return True
 
-    # --- the TokenRequest endpoint ----------------------------------------------------------
-
-    async def handle(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
-        """``serviceaccounts/token``: create only."""
-        from kubesim.apiserver.server import json_response
-
-        if ctx.info.verb != "create":
-            raise StatusError(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            )
-        body = decode_request(ctx.body, ctx.request.headers.get("Content-Type", ""))
-        out = self.token_request(ctx.info.namespace, ctx.info.name, body)
-        return json_response(out, 201)
+    # --- the TokenRequest API ----------------------------------------------------------------
 
     def token_request(self, namespace: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """``TokenREST.Create`` on a decoded ``TokenRequest``; the answered TokenRequest."""
@@ -465,33 +444,3 @@ def _ref_of(value: Any) -> _Ref | None:
     if not isinstance(value, dict) or not value.get("name"):
         return None
     return _Ref(str(value["name"]), str(value.get("uid", "")))
-
-
-def decode_request(body: bytes, content_type: str) -> dict[str, Any]:
-    """A review or TokenRequest body (JSON, YAML or protobuf, as kubectl sends it); an empty
-    body is an empty request."""
-    if not body.strip():
-        return {}
-    ctype = content_type.split(";", maxsplit=1)[0].strip().lower()
-    if ctype == "application/vnd.kubernetes.protobuf" or body.startswith(protobuf.MAGIC):
-        try:
-            return protobuf.decode_object(body)
-        except (protobuf.ProtobufError, UnicodeDecodeError, KeyError) as exc:
-            raise bad_request(f"the object provided is unrecognized: protobuf: {exc}") from None
-    try:
-        if ctype in ("application/yaml", "text/yaml"):
-            data = yaml.safe_load(body.decode("utf-8"))
-        else:
-            data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise bad_request(
-            "the object provided is unrecognized (must be of type TokenRequest): couldn't get"
-            f" version/kind; json parse error: {exc}"
-        ) from None
-    if not isinstance(data, dict):
-        raise bad_request(
-            "the object provided is unrecognized (must be of type TokenRequest): couldn't get"
-            " version/kind; json parse error: json: cannot unmarshal into Go value of type"
-            " struct"
-        )
-    return data

@@ -34,7 +34,7 @@ from scheduler.priority import (
     validate_priority_class_update,
 )
 
-__all__ = ["PriorityPlugin", "bootstrap_priority_classes", "install"]
+__all__ = ["PriorityPlugin", "bootstrap_priority_classes"]
 
 
 def _typed(rt: ResourceType, obj: dict[str, Any]) -> PriorityClass:
@@ -121,9 +121,3 @@ def bootstrap_priority_classes(registry: GenericStore) -> None:
                 "preemptionPolicy": pc.preemption_policy,
             },
         )
-
-
-def install(registry: GenericStore) -> PriorityPlugin:
-    plugin = PriorityPlugin(registry)
-    registry.admission.append(plugin)
-    return plugin

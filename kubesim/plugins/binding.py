@@ -1,4 +1,4 @@
-"""``POST /api/v1/namespaces/{ns}/pods/{name}/binding``: kube-apiserver's ``BindingREST``.
+"""The ``pods/binding`` subresource as storage: kube-apiserver's ``BindingREST``, without HTTP.
 
 A scheduler never updates ``spec.nodeName`` itself (the pod update validation forbids it);
 it creates a ``v1 Binding`` for the pod and the apiserver assigns the pod in one guarded
@@ -25,38 +25,32 @@ write. This module reproduces ``pkg/registry/core/pod/storage/storage.go``
 ``ClearingNominatedNodeNameAfterBinding`` (1.34+) is not reproduced: as in the 1.32
 kube-apiserver kubesim reports by default, ``status.nominatedNodeName`` survives the bind.
 
-The scheduler loop calls ``BindingREST.bind`` in process (the same checks, no HTTP), so its
-write path is one dict copy and one store write per pod.
+The endpoints decode the request and call ``BindingStorage.create``
+(``kubesim.endpoints.subresources``); the scheduler loop calls ``BindingStorage.bind`` in
+process (the same checks), so its write path is one dict copy and one store write per pod.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
-
-from aiohttp import web
+from typing import Any, Final
 
 from kube.times import format_time
-from kubesim.apiserver.server import RequestContext, decode_body, json_response
 from kubesim.core.attributes import in_process
 from kubesim.core.errors import (
     Cause,
-    StatusError,
     bad_request,
     check_body_namespace,
     conflict,
     invalid,
     not_found,
+    success_status,
 )
 from kubesim.core.store import clone
-from kubesim.registry.generic import check_dry_run
+from kubesim.registry.generic import GenericStore
 
-if TYPE_CHECKING:
-    from kubesim.core.scheme import ResourceType
-    from kubesim.sim import Simulator
-
-__all__ = ["BindingREST", "install", "set_pod_condition"]
+__all__ = ["BindingStorage", "set_pod_condition"]
 
 POD_SCHEDULED: Final = "PodScheduled"
 
@@ -100,44 +94,40 @@ def set_pod_condition(
     return True
 
 
-class BindingREST:
-    """The ``pods/binding`` subresource over one simulator's REST layer."""
+class BindingStorage:
+    """The ``pods/binding`` subresource over the generic store: kube's ``BindingREST``."""
 
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
-        pods = sim.scheme.for_kind("v1", "Pod")
+    def __init__(self, registry: GenericStore) -> None:
+        self.registry = registry
+        pods = registry.scheme.for_kind("v1", "Pod")
         assert pods is not None
         self.pods = pods
+        # what a request body is decoded as (``v1 Binding``), for the endpoints
         self.body_type = dataclasses.replace(pods, kind="Binding")
 
-    async def handle(self, ctx: RequestContext, _rt: ResourceType) -> web.StreamResponse:
-        if ctx.info.verb != "create":
-            raise StatusError(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            )
-        dry_run = check_dry_run(
-            [v for v in ctx.query.getall("dryRun", []) if v != ""], kind="CreateOptions"
-        )
-        body = decode_body(ctx, self.body_type)
-        self.sim.registry.run_validating_admission(
+    def create(
+        self, namespace: str, name: str, binding: Mapping[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """``BindingREST.Create`` for a decoded body: the Success ``Status`` it answers with.
+
+        Validating admission sees the Binding (for an API request); the pod's own write is the
+        storage's, not admitted again."""
+        self.registry.run_validating_admission(
             "CREATE",
-            self.sim.registry.scheme.for_kind("v1", "Pod") or _rt,
-            body,
+            self.pods,
+            binding,
             None,
             subresource="binding",
             dry_run=dry_run,
             kind=("", "v1", "Binding"),
         )
         with in_process():
-            self.create(ctx.info.namespace, ctx.info.name, body, dry_run=dry_run)
-        return json_response(_success(), 201)
+            self._create(namespace, name, binding, dry_run=dry_run)
+        return success_status(code=201)
 
-    def create(
-        self, namespace: str, name: str, binding: Mapping[str, Any], *, dry_run: bool = False
+    def _create(
+        self, namespace: str, name: str, binding: Mapping[str, Any], *, dry_run: bool
     ) -> dict[str, Any]:
-        """``BindingREST.Create`` for a decoded body; returns the bound pod."""
         api_version = binding.get("apiVersion")
         kind = binding.get("kind")
         if (api_version and api_version != "v1") or (kind and kind != "Binding"):
@@ -188,7 +178,7 @@ class BindingREST:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """``setPodNodeAndMetadata``: the guarded write; returns the stored pod."""
-        registry = self.sim.registry
+        registry = self.registry
         key = (namespace, name)
         pod = registry.store.get("pods", key)
         if pod is None:
@@ -250,14 +240,3 @@ class BindingREST:
         new_meta["resourceVersion"] = str(rv)
         registry.store.put("pods", key, new, rv=rv)
         return new
-
-
-def _success() -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-
-
-def install(sim: Simulator) -> BindingREST:
-    """Serve ``pods/binding`` on this simulator."""
-    handler = BindingREST(sim)
-    sim.server.subresources[("", "pods", "binding")] = handler.handle
-    return handler

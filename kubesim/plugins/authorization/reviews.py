@@ -24,21 +24,15 @@ an AlwaysAllow kubesim too (everything is allowed there).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from aiohttp import web
-
-from kubesim.apiserver.server import RequestContext, decode_body, json_response
-from kubesim.auth import Decision
-from kubesim.auth.rbac import PolicyRule, RuleResolver, aggregate_errors
 from kubesim.core.attributes import Attributes, UserInfo
 from kubesim.core.errors import Cause, bad_request, invalid
 from kubesim.core.scheme import ResourceType
+from kubesim.plugins.authorization import Decision
+from kubesim.plugins.authorization.rbac import PolicyRule, RuleResolver, aggregate_errors
 
-if TYPE_CHECKING:
-    from kubesim.sim import Simulator
-
-__all__ = ["GROUP", "install", "rules_review_status"]
+__all__ = ["GROUP", "Reviews", "rules_review_status"]
 
 GROUP: Final = "authorization.k8s.io"
 
@@ -125,7 +119,7 @@ def _spec_user(spec: Mapping[str, Any]) -> UserInfo:
     )
 
 
-def _answer(body: dict[str, Any], decision: Decision, reason: str) -> web.Response:
+def _answer(body: dict[str, Any], decision: Decision, reason: str) -> dict[str, Any]:
     status: dict[str, Any] = {"allowed": decision is Decision.ALLOW}
     if decision is Decision.DENY:
         status["denied"] = True
@@ -133,28 +127,30 @@ def _answer(body: dict[str, Any], decision: Decision, reason: str) -> web.Respon
         status["reason"] = reason
     body["status"] = status
     body.setdefault("metadata", {})
-    return json_response(body, 201)
+    return body
 
 
 class Reviews:
-    """The four review endpoints over one authorizer chain."""
+    """The four reviews over one authorizer chain: each takes the review's type, the URL's
+    namespace, the requester and the decoded body, and answers the review (201, never
+    stored; the endpoints decode and respond)."""
 
     def __init__(self, authorize: Authorize, resolver: Callable[[], RuleResolver | None]) -> None:
         self.authorize = authorize
         self.resolver = resolver
 
-    def _body(self, ctx: RequestContext, rt: ResourceType) -> tuple[dict[str, Any], dict[str, Any]]:
-        body = decode_body(ctx, rt)
+    @staticmethod
+    def _spec(body: dict[str, Any]) -> dict[str, Any]:
         spec = _dict(body.get("spec"))
         if spec is None:
             spec = {}
             body["spec"] = spec
-        return body, spec
+        return spec
 
-    async def subject_access_review(
-        self, ctx: RequestContext, rt: ResourceType
-    ) -> web.StreamResponse:
-        body, spec = self._body(ctx, rt)
+    def subject_access_review(
+        self, rt: ResourceType, namespace: str, user: UserInfo, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        spec = self._spec(body)
         causes = _spec_causes(spec, needs_user=True)
         if _meta_not_empty(body, allow_namespace=False):
             causes.append(Cause("FieldValueInvalid", "Invalid value: must be empty", "metadata"))
@@ -163,11 +159,10 @@ class Reviews:
         decision, reason = self.authorize(attributes_from_spec(spec, _spec_user(spec)))
         return _answer(body, decision, reason)
 
-    async def local_subject_access_review(
-        self, ctx: RequestContext, rt: ResourceType
-    ) -> web.StreamResponse:
-        body, spec = self._body(ctx, rt)
-        namespace = ctx.info.namespace
+    def local_subject_access_review(
+        self, rt: ResourceType, namespace: str, user: UserInfo, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        spec = self._spec(body)
         meta = _dict(body.get("metadata")) or {}
         body_ns = str(meta.get("namespace") or "")
         if body_ns and body_ns != namespace:
@@ -208,26 +203,26 @@ class Reviews:
         decision, reason = self.authorize(attributes_from_spec(spec, _spec_user(spec)))
         return _answer(body, decision, reason)
 
-    async def self_subject_access_review(
-        self, ctx: RequestContext, rt: ResourceType
-    ) -> web.StreamResponse:
-        body, spec = self._body(ctx, rt)
+    def self_subject_access_review(
+        self, rt: ResourceType, namespace: str, user: UserInfo, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        spec = self._spec(body)
         causes = _spec_causes(spec, needs_user=False)
         if causes:
             raise invalid(rt.kind, GROUP, "", causes)
-        decision, reason = self.authorize(attributes_from_spec(spec, ctx.user))
+        decision, reason = self.authorize(attributes_from_spec(spec, user))
         return _answer(body, decision, reason)
 
-    async def self_subject_rules_review(
-        self, ctx: RequestContext, rt: ResourceType
-    ) -> web.StreamResponse:
-        body, spec = self._body(ctx, rt)
-        namespace = str(spec.get("namespace") or "")
-        if not namespace:
+    def self_subject_rules_review(
+        self, rt: ResourceType, namespace: str, user: UserInfo, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        spec = self._spec(body)
+        rules_namespace = str(spec.get("namespace") or "")  # the spec's, not the URL's
+        if not rules_namespace:
             raise bad_request("no namespace on request")
-        body["status"] = rules_review_status(self.resolver(), ctx.user, namespace)
+        body["status"] = rules_review_status(self.resolver(), user, rules_namespace)
         body.setdefault("metadata", {})
-        return json_response(body, 201)
+        return body
 
 
 def rules_review_status(
@@ -265,18 +260,3 @@ def rules_review_status(
     if errors:
         status["evaluationError"] = aggregate_errors(errors)
     return status
-
-
-def install(sim: Simulator) -> Reviews:
-    """Serve the reviews through ``sim.server.virtual``; the resolver is the RBAC mode's."""
-
-    def resolver() -> RuleResolver | None:
-        return getattr(sim, "rbac_resolver", None) if sim.authorization == "rbac" else None
-
-    reviews = Reviews(sim.server.authorize, resolver)
-    virtual = sim.server.virtual
-    virtual[(GROUP, "subjectaccessreviews")] = reviews.subject_access_review
-    virtual[(GROUP, "localsubjectaccessreviews")] = reviews.local_subject_access_review
-    virtual[(GROUP, "selfsubjectaccessreviews")] = reviews.self_subject_access_review
-    virtual[(GROUP, "selfsubjectrulesreviews")] = reviews.self_subject_rules_review
-    return reviews

@@ -27,14 +27,27 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from kubesim.auth import Decision
-from kubesim.auth.rbac import RBAC_GROUP, PolicyRule, RuleResolver, aggregate_errors, rules_of
 from kubesim.core.attributes import MASTERS, Attributes, current_attributes
 from kubesim.core.errors import StatusError, not_found
 from kubesim.core.scheme import ResourceType
+from kubesim.plugins.authorization import Decision
+from kubesim.plugins.authorization.rbac import (
+    RBAC_GROUP,
+    PolicyRule,
+    RuleResolver,
+    aggregate_errors,
+    rules_of,
+)
 from kubesim.registry.generic import GenericStore
 
-__all__ = ["FULL_AUTHORITY", "compact_rules", "covers", "install", "missing_rules"]
+__all__ = [
+    "FULL_AUTHORITY",
+    "Authorize",
+    "EscalationCheck",
+    "compact_rules",
+    "covers",
+    "missing_rules",
+]
 
 FULL_AUTHORITY: Final = (
     PolicyRule(verbs=("*",), api_groups=("*",), resources=("*",)),
@@ -278,11 +291,3 @@ class EscalationCheck:
         problem = confirm_no_escalation(self.resolver, request, namespace, rules)
         if problem is not None:
             raise _forbidden(rt, name, problem)
-
-
-def install(
-    registry: GenericStore, resolver: RuleResolver, authorize: Authorize
-) -> EscalationCheck:
-    check = EscalationCheck(registry, resolver, authorize)
-    registry.admission.append(check)
-    return check

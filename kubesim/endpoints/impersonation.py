@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from kubesim.apiserver.server import RequestContext
-from kubesim.auth import Decision, forbidden_error
 from kubesim.core.attributes import ALL_AUTHENTICATED, UNAUTHENTICATED, Attributes, UserInfo
 from kubesim.core.errors import StatusError
+from kubesim.endpoints.request import RequestContext
+from kubesim.plugins.authorization import Decision, forbidden_error
 
 __all__ = ["Impersonation", "impersonation_requests"]
 

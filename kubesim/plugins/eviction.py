@@ -1,4 +1,4 @@
-"""``POST /api/v1/namespaces/{ns}/pods/{name}/eviction``: kube-apiserver's ``EvictionREST``.
+"""The ``pods/eviction`` subresource as storage: kube-apiserver's ``EvictionREST``, without HTTP.
 
 The eviction subresource is how ``kubectl drain``, the cluster autoscaler and the descheduler
 remove pods without breaking PodDisruptionBudgets. This module reproduces
@@ -40,21 +40,20 @@ around it, in this order:
 Upstream wraps steps 5 and 8 in conflict retries (20 × ~500 ms) because another writer may
 change the pod or the PDB between its read and its write. kubesim's handler reads and writes
 without yielding to the event loop, so no other request or controller can interleave and those
-retries could never trigger; they are not reproduced.
+retries could never trigger; they are not reproduced. The endpoints decode the request and
+validate its dry-run query (``kubesim.endpoints.subresources``); the rest is
+``EvictionStorage.create``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from aiohttp import web
-
-from kube.labels import LabelSelector, SelectorError
 from kube.times import format_time
-from kubesim.apiserver.server import RequestContext, decode_body, json_response
 from kubesim.core.attributes import in_process
+from kubesim.core.conditions import is_pod_ready, update_disruption_allowed_condition
 from kubesim.core.errors import (
     Cause,
     StatusError,
@@ -62,24 +61,17 @@ from kubesim.core.errors import (
     check_body_namespace,
     conflict,
     forbidden,
+    success_status,
     too_many_requests,
 )
-from kubesim.core.objects import meta_of
-from kubesim.core.scheme import ResourceType
+from kubesim.core.objects import meta_of, pdb_selects
 from kubesim.core.store import clone
-from kubesim.registry.generic import DeleteOptions, check_dry_run
-
-if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+from kubesim.registry.generic import DeleteOptions, GenericStore
 
 __all__ = [
     "EVICTION_MESSAGE",
     "MAX_DISRUPTED_POD_SIZE",
-    "EvictionREST",
-    "install",
-    "is_pod_ready",
-    "pdb_selects",
-    "update_disruption_allowed_condition",
+    "EvictionStorage",
 ]
 
 MAX_DISRUPTED_POD_SIZE: Final = 2000
@@ -90,77 +82,6 @@ MULTIPLE_PDBS: Final = (
 )
 ACCEPTED_VERSIONS: Final = ("policy/v1", "policy/v1beta1")
 DISRUPTION_BUDGET_CAUSE: Final = "DisruptionBudget"
-DISRUPTION_ALLOWED: Final = "DisruptionAllowed"
-
-
-def is_pod_ready(pod: Mapping[str, Any]) -> bool:
-    """``podutil.IsPodReady``: a ``Ready`` condition with status ``True``."""
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
-def pdb_selects(pdb: Mapping[str, Any], pod_labels: Mapping[str, str]) -> bool:
-    """policy/v1 matching: ``{}`` selects every pod, an absent or invalid selector none."""
-    spec = pdb.get("spec") or {}
-    raw = spec.get("selector")
-    if raw is None:
-        return False
-    try:
-        selector = LabelSelector.from_dict(raw)
-    except SelectorError:
-        return False
-    return selector.matches(pod_labels)
-
-
-def set_status_condition(
-    conditions: list[dict[str, Any]],
-    *,
-    type_: str,
-    status: str,
-    reason: str,
-    message: str,
-    observed_generation: int,
-    now: float,
-) -> None:
-    """``apimeta.SetStatusCondition``: the transition time moves only when the status does."""
-    for i, cond in enumerate(conditions):
-        if cond.get("type") != type_:
-            continue
-        when = cond.get("lastTransitionTime")
-        if cond.get("status") != status or not when:
-            when = format_time(now)
-        conditions[i] = _condition(type_, status, observed_generation, when, (reason, message))
-        return
-    when = format_time(now)
-    conditions.append(_condition(type_, status, observed_generation, when, (reason, message)))
-
-
-def _condition(
-    type_: str, status: str, observed_generation: int, when: str, text: tuple[str, str]
-) -> dict[str, Any]:
-    """A ``metav1.Condition`` in the Go encoder's key order."""
-    out: dict[str, Any] = {"type": type_, "status": status}
-    if observed_generation:
-        out["observedGeneration"] = observed_generation
-    out.update({"lastTransitionTime": when, "reason": text[0], "message": text[1]})
-    return out
-
-
-def update_disruption_allowed_condition(status: dict[str, Any], *, now: float) -> None:
-    """``pdbhelper.UpdateDisruptionAllowedCondition`` on a PDB status dict."""
-    conditions = status.setdefault("conditions", [])
-    allowed = int(status.get("disruptionsAllowed") or 0) > 0
-    set_status_condition(
-        conditions,
-        type_=DISRUPTION_ALLOWED,
-        status="True" if allowed else "False",
-        reason="SufficientPods" if allowed else "InsufficientPods",
-        message="",
-        observed_generation=int(status.get("observedGeneration") or 0),
-        now=now,
-    )
 
 
 def _still_processing(pdb_name: str) -> StatusError:
@@ -192,34 +113,18 @@ def _go_list(values: list[str]) -> str:
     return "[" + " ".join(values) + "]"
 
 
-class EvictionREST:
-    """The eviction subresource over a simulator's registry."""
+class EvictionStorage:
+    """The ``pods/eviction`` subresource over the generic store: kube's ``EvictionREST``."""
 
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
-        pods = sim.scheme.for_kind("v1", "Pod")
-        pdbs = sim.scheme.for_kind("policy/v1", "PodDisruptionBudget")
+    def __init__(self, registry: GenericStore) -> None:
+        self.registry = registry
+        pods = registry.scheme.for_kind("v1", "Pod")
+        pdbs = registry.scheme.for_kind("policy/v1", "PodDisruptionBudget")
         assert pods is not None and pdbs is not None
         self.pods = pods
         self.pdbs = pdbs
+        # what a request body is decoded as (``policy/v1 Eviction``), for the endpoints
         self.body_type = dataclasses.replace(pods, kind="Eviction")
-
-    # --- HTTP -------------------------------------------------------------------------------
-
-    async def handle(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
-        if ctx.info.verb != "create":
-            raise StatusError(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            )
-        query_dry_run = [v for v in ctx.query.getall("dryRun", []) if v != ""]
-        check_dry_run(query_dry_run, kind="CreateOptions")
-        body = decode_body(ctx, self.body_type)
-        status = self.create(ctx.info.namespace, ctx.info.name, body, dry_run=query_dry_run)
-        return json_response(status, 201)
-
-    # --- the REST logic ---------------------------------------------------------------------
 
     def create(
         self, namespace: str, name: str, eviction: Mapping[str, Any], *, dry_run: list[str]
@@ -246,11 +151,11 @@ class EvictionREST:
                 f" {_go_list(dry_run)} and {_go_list(body_dry_run)}",
                 has_details=False,
             )
-        self.sim.registry.admit_namespace(self.pods, namespace, name)
+        self.registry.admit_namespace(self.pods, namespace, name)
         original = DeleteOptions.from_body_and_query(opts_body, {})
         # Validating admission sees the Eviction, not the pod (the pod's own update and delete
         # below are the registry's, not admitted again).
-        self.sim.registry.run_validating_admission(
+        self.registry.run_validating_admission(
             "CREATE",
             self.pods,
             eviction,
@@ -263,13 +168,13 @@ class EvictionREST:
             return self._evict(namespace, name, original)
 
     def _evict(self, namespace: str, name: str, original: DeleteOptions) -> dict[str, Any]:
-        pod = self.sim.registry.get(self.pods, namespace, name)
+        pod = self.registry.get(self.pods, namespace, name)
         if _can_ignore_pdb(pod):
             options = dataclasses.replace(original)
             if _should_enforce_resource_version(pod) and original.resource_version is None:
                 options.resource_version = meta_of(pod).get("resourceVersion")
             self._add_condition_and_delete(namespace, name, options)
-            return _success()
+            return success_status(code=201)
 
         pdbs = self._pdbs_for(pod)
         if len(pdbs) > 1:
@@ -299,7 +204,7 @@ class EvictionREST:
             if err.code == 409 and enforce_rv and original.resource_version is None:
                 raise _still_processing(pdb_name) from None
             raise
-        return _success()
+        return success_status(code=201)
 
     def _check_type(self, eviction: Mapping[str, Any]) -> None:
         api_version = eviction.get("apiVersion")
@@ -320,7 +225,7 @@ class EvictionREST:
         labels = meta.get("labels") or {}
         return [
             pdb
-            for pdb in self.sim.store.items(self.pdbs.storage_name, meta.get("namespace", ""))
+            for pdb in self.registry.store.items(self.pdbs.storage_name, meta.get("namespace", ""))
             if pdb_selects(pdb, labels)
         ]
 
@@ -355,7 +260,7 @@ class EvictionREST:
                 ),
             )
             raise err
-        now = self.sim.registry.clock()
+        now = self.registry.clock()
         status["disruptionsAllowed"] = allowed - 1
         if allowed - 1 == 0:
             update_disruption_allowed_condition(status, now=now)
@@ -367,12 +272,10 @@ class EvictionREST:
         disrupted[meta_of(pod).get("name", "")] = format_time(now)
         new = clone(pdb)
         new["status"] = status
-        self.sim.registry.update(
-            self.pdbs, meta.get("namespace", ""), name, new, subresource="status"
-        )
+        self.registry.update(self.pdbs, meta.get("namespace", ""), name, new, subresource="status")
 
     def _add_condition_and_delete(self, namespace: str, name: str, options: DeleteOptions) -> None:
-        registry = self.sim.registry
+        registry = self.registry
         if not options.dry_run:
             latest = registry.get(self.pods, namespace, name)
             meta = meta_of(latest)
@@ -427,14 +330,3 @@ def _with_disruption_target(pod: Mapping[str, Any], now: float) -> dict[str, Any
             return new
     conditions.append(cond)
     return new
-
-
-def _success() -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-
-
-def install(sim: Simulator) -> EvictionREST:
-    """Serve ``pods/eviction`` on this simulator."""
-    handler = EvictionREST(sim)
-    sim.server.subresources[("", "pods", "eviction")] = handler.handle
-    return handler

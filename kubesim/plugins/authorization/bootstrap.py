@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import yaml
 
+from kubesim.plugins.authorization.aggregation import aggregate_all
 from kubesim.registry.generic import GenericStore
 
 __all__ = ["BOOTSTRAP_CLUSTER_ROLES", "BOOTSTRAP_CLUSTER_ROLE_BINDINGS", "seed"]
@@ -187,8 +188,6 @@ BOOTSTRAP_CLUSTER_ROLE_BINDINGS: Final = _documents(_BINDINGS, "ClusterRoleBindi
 
 def seed(registry: GenericStore) -> None:
     """Store the bootstrap roles and bindings (missing ones only), then aggregate."""
-    from kubesim.controllers.clusterroleaggregation import aggregate_all
-
     for kind, plural, objects in (
         ("ClusterRole", "clusterroles", BOOTSTRAP_CLUSTER_ROLES),
         ("ClusterRoleBinding", "clusterrolebindings", BOOTSTRAP_CLUSTER_ROLE_BINDINGS),

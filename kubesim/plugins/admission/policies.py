@@ -4,7 +4,7 @@ Reproduced from upstream's ``policy/validating`` dispatcher and validator:
 
 * only policies named by at least one binding (``spec.policyName``) are evaluated; a request
   is evaluated against a policy when its ``matchConstraints`` match and, per binding, when the
-  binding's ``matchResources`` match (``kubesim.admission.matching``);
+  binding's ``matchResources`` match (``kubesim.plugins.admission.matching``);
 * per binding, the parameters are collected (``paramKind`` + ``paramRef``: by name or
   selector, in the request's namespace unless ``paramRef.namespace`` says otherwise; none found
   is allowed, or a denial with ``parameterNotFoundAction: Deny``) and the policy is evaluated
@@ -41,10 +41,9 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kubesim.admission.matching import Request, matches_resources
 from kubesim.core.cel import (
     Activation,
     CelError,
@@ -54,21 +53,18 @@ from kubesim.core.cel import (
     variable_references,
 )
 from kubesim.core.errors import Cause, StatusError
+from kubesim.plugins.admission.matching import Request, matches_resources
 from kubesim.registry.admission import AdmissionCall
 from kubesim.registry.admissionregistration import (
     declared_variables,
 )
 from kubesim.registry.generic import GenericStore
 
-if TYPE_CHECKING:
-    from kubesim.sim import Simulator
-
 __all__ = [
     "CompiledPolicy",
     "ValidatingAdmissionPolicies",
     "admission_request",
     "compile_policy",
-    "install",
 ]
 
 POLICIES: Final = "validatingadmissionpolicies"
@@ -592,10 +588,3 @@ def admission_request(call: AdmissionCall) -> dict[str, Any]:
         options["dryRun"] = ["All"]
     out["options"] = options
     return out
-
-
-def install(sim: Simulator) -> ValidatingAdmissionPolicies:
-    """Serve policies on ``sim``: validate their writes, admit every API request with them."""
-    plugin = ValidatingAdmissionPolicies(sim.registry)
-    sim.registry.validating_admission.append(plugin)
-    return plugin
