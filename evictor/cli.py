@@ -1107,9 +1107,17 @@ def run() -> Any:
     """
     gc.set_threshold(*_GC_THRESHOLD)
     try:
-        return main()
+        return main(prog_name=_prog_name(sys.argv[0]))
     finally:
         gc.freeze()
+
+
+def _prog_name(argv0: str) -> str:
+    """``kubectl evict`` when kubectl runs this as its plugin ``kubectl-evict`` (usage lines
+    and hints then name the command the user typed, as krew plugins do), else ``evict``."""
+    import os.path
+
+    return "kubectl evict" if os.path.basename(argv0) == "kubectl-evict" else "evict"
 
 
 if __name__ == "__main__":

@@ -1102,6 +1102,7 @@ class _Sim:
     def _evict_wave(self) -> bool:
         this_round = self.round + 1
         granted: list[Pod] = []
+        failed = False
         for d in self.drains:
             if d.state != "active":
                 continue
@@ -1113,6 +1114,7 @@ class _Sim:
                     continue
                 d.todo.remove(key)
                 if verdict == "error":
+                    failed = True
                     d.plan.errors.append(
                         f'error when evicting pods/"{pod.name}" -n "{pod.namespace}": {pp.error}'
                     )
@@ -1124,7 +1126,7 @@ class _Sim:
                 granted.append(pod)
                 self._unhealthy(pod)  # the server spends the budget as it grants
         if not granted:
-            return False
+            return failed
         self.round = this_round
         for pod in granted:
             pp = self.by_key[pod.key]

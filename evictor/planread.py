@@ -38,7 +38,7 @@ from kube.objects import (
     StatefulSet,
 )
 
-__all__ = ["LISTS", "read_cluster"]
+__all__ = ["LISTS", "read_cluster", "template_pod", "view_from_lists", "workloads"]
 
 log = logging.getLogger("evictor.plan")
 
@@ -223,25 +223,34 @@ async def read_cluster(api: Any, *, chunk_size: int = 500) -> ClusterView:
         await asyncio.gather(served, return_exceptions=True)
         raise
     eviction = await served
-    lists = dict(zip(names, results, strict=True))
-    now = time.time()
+    return view_from_lists(dict(zip(names, results, strict=True)), eviction=eviction)
+
+
+def view_from_lists(
+    lists: Mapping[str, list[dict[str, Any]]], *, eviction: bool = True, now: float | None = None
+) -> ClusterView:
+    """Type what was listed (``LISTS`` names; a missing list is empty)."""
+
+    def raw(name: str) -> list[dict[str, Any]]:
+        return list(lists.get(name, []))
+
     objects: list[KubeObject] = []
-    objects += _typed(lists["namespaces"], Namespace.from_dict)
-    objects += _typed(lists["services"], Service.from_dict)
-    objects += _typed(lists["replicationcontrollers"], ReplicationController.from_dict)
-    objects += _typed(lists["replicasets"], ReplicaSet.from_dict)
-    objects += _typed(lists["statefulsets"], StatefulSet.from_dict)
+    objects += _typed(raw("namespaces"), Namespace.from_dict)
+    objects += _typed(raw("services"), Service.from_dict)
+    objects += _typed(raw("replicationcontrollers"), ReplicationController.from_dict)
+    objects += _typed(raw("replicasets"), ReplicaSet.from_dict)
+    objects += _typed(raw("statefulsets"), StatefulSet.from_dict)
     return ClusterView(
-        nodes=tuple(_typed(lists["nodes"], Node.from_dict)),
-        pods=tuple(_typed(lists["pods"], Pod.from_dict)),
-        pdbs=tuple(_typed(lists["poddisruptionbudgets"], PodDisruptionBudget.from_dict)),
-        priority_classes=tuple(_typed(lists["priorityclasses"], PriorityClass.from_dict)),
+        nodes=tuple(_typed(raw("nodes"), Node.from_dict)),
+        pods=tuple(_typed(raw("pods"), Pod.from_dict)),
+        pdbs=tuple(_typed(raw("poddisruptionbudgets"), PodDisruptionBudget.from_dict)),
+        priority_classes=tuple(_typed(raw("priorityclasses"), PriorityClass.from_dict)),
         objects=tuple(objects),
         workloads=workloads(lists),
         daemonsets=frozenset(
             (str(_meta(d).get("namespace", "")), str(_meta(d).get("name", "")))
-            for d in lists["daemonsets"]
+            for d in raw("daemonsets")
         ),
         eviction=eviction,
-        now=now,
+        now=time.time() if now is None else now,
     )
