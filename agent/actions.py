@@ -46,6 +46,7 @@ __all__ = [
     "DISRUPTION_REASON",
     "HELD_BACK_REASON",
     "NODE_CONDITION_PREFIX",
+    "OUTCOMES",
     "PRESSURE_TAINTS",
     "REPORTING_CONTROLLER",
     "ActionResult",
@@ -122,12 +123,17 @@ def build_event(
     }
 
 
+# every ActionResult.outcome, in the order of its docstring (the metrics start each at 0)
+OUTCOMES: Final = ("evicted", "already_gone", "dry_run", "refused", "blocked", "failed")
+
+
 @dataclass(frozen=True, slots=True)
 class ActionResult:
     """How one decision ended.
 
-    ``outcome``: ``evicted`` (delete or eviction accepted), ``already_gone``, ``dry_run``,
-    ``refused`` (critical / ``never``), ``blocked`` (PDB, eviction-api soft), ``failed``.
+    ``outcome`` (one of ``OUTCOMES``): ``evicted`` (delete or eviction accepted),
+    ``already_gone``, ``dry_run``, ``refused`` (critical / ``never``), ``blocked`` (PDB,
+    eviction-api soft), ``failed``.
     """
 
     outcome: str

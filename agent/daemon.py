@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from agent.actions import Actions
+from agent.actions import OUTCOMES, Actions
 from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
 from agent.eviction import (
     EvictionBrake,
@@ -32,6 +32,11 @@ from agent.eviction import (
     EvictionManager,
     Signal,
     get_threshold_quantity,
+)
+from agent.eviction.manager import (
+    SIGNAL_EMPTY_DIR_FS_LIMIT,
+    SIGNAL_EPHEMERAL_CONTAINER_FS_LIMIT,
+    SIGNAL_EPHEMERAL_POD_FS_LIMIT,
 )
 from agent.http import HttpLimits, HttpServer, health_from, make_app, start_http
 from agent.informer import PodInformer
@@ -136,11 +141,28 @@ class Agent:
             brake=EvictionBrake(config.max_evictions_per_minute, WallClock()),
             on_held_back=self._held_back,
         )
+        self.metrics.start_at_zero(self._eviction_signals(), OUTCOMES)
+        # evaluated at each scrape: readiness as /readyz would answer it now
+        self.metrics.ready.set_function(lambda: 1.0 if self.ready()[0] else 0.0)
         self.http_port: int | None = None
         self._runner: HttpServer | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._ready_sent = False
         self._psi: list[Any] = []
+
+    def _eviction_signals(self) -> list[str]:
+        """The signals an eviction may name: the thresholds', and the local-storage limits'
+        where pods carry disk figures (the kubelet's summary)."""
+        signals = list(dict.fromkeys(t.signal for t in self.config.thresholds))
+        if self.config.eviction.local_storage_capacity_isolation and (
+            self.config.kubelet_summary_url
+        ):
+            signals += [
+                SIGNAL_EMPTY_DIR_FS_LIMIT,
+                SIGNAL_EPHEMERAL_POD_FS_LIMIT,
+                SIGNAL_EPHEMERAL_CONTAINER_FS_LIMIT,
+            ]
+        return signals
 
     def _default_stats(
         self,

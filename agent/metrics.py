@@ -9,6 +9,8 @@ signal values (kubernetes/kubernetes#90464), and how fast the agent reacts.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["AgentMetrics"]
@@ -118,8 +120,31 @@ class AgentMetrics:
             ["code"],
             registry=r,
         )
+        self.ready = Gauge(
+            "eviction_agent_ready",
+            "1 while /readyz answers 200: pods listed, a sync done, the API server accepting"
+            " the agent and the pod watch live (see /readyz for the reason when 0).",
+            registry=r,
+        )
         self.informer_connected = Gauge(
             "eviction_agent_pod_watch_connected",
             "1 while the pod list/watch is connected to the API server.",
             registry=r,
         )
+
+    def start_at_zero(self, signals: Iterable[str], outcomes: Iterable[str]) -> None:
+        """Export every per-signal eviction series at 0 before the first eviction.
+
+        Prometheus's ``rate()`` and ``increase()`` count from a series' first sample, so a
+        labelled counter whose series appears at 1 (prometheus_client creates a child on its
+        first ``inc``) hides that first eviction from every dashboard and alert; on a node that
+        evicts once a week, that is every eviction. The signals are the configured thresholds'
+        (and the local-storage limits' when they can be evicted for).
+        """
+        results = tuple(outcomes)
+        for signal in signals:
+            for result in results:
+                self.evictions.labels(signal, result)
+            self.evictions_held_back.labels(signal)
+            self.reaction_latency.labels(signal)
+            self.stats_age.labels(signal)

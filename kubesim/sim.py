@@ -82,18 +82,8 @@ from kube.strict import (
 from kubesim.admission import policies
 from kubesim.apiserver import admission, binding, eviction
 from kubesim.apiserver.requestlog import RequestLog
-from kubesim.apiserver.resources import Registry, ResourceType, default_registry
-from kubesim.apiserver.rest import Rest
 from kubesim.apiserver.server import ApiServer, json_response, status_response
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import Store, clone
-from kubesim.auth import (
-    ALWAYS_ALLOW,
-    AUTHORIZATION_MODES,
-    MASTERS,
-    UserInfo,
-    install_access_control,
-)
+from kubesim.auth import ALWAYS_ALLOW, AUTHORIZATION_MODES, install_access_control
 from kubesim.auth import bootstrap as rbac_bootstrap
 from kubesim.auth.authn import Chain, StaticTokens, TokenAuthenticator, new_token
 from kubesim.auth.rbac import RuleResolver
@@ -105,11 +95,16 @@ from kubesim.controllers import (
 )
 from kubesim.controllers.disruption import find_controller
 from kubesim.controllers.settings import SETTINGS_TYPE, parse_settings, with_settings
+from kubesim.core.attributes import MASTERS, UserInfo
+from kubesim.core.errors import StatusError
+from kubesim.core.scheme import ResourceType, Scheme, default_scheme
+from kubesim.core.store import Store, clone
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
 from kubesim.node.kubelet import Kubelet
 from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
+from kubesim.registry.generic import GenericStore
 
 if TYPE_CHECKING:
     from kubesim.auth.pki import CertificateAuthority, Credentials
@@ -169,7 +164,7 @@ def _documents(source: StateSource) -> list[Document]:
 
 def load_state(
     sources: Iterable[StateSource],
-    registry: Registry,
+    scheme: Scheme,
     *,
     validation: Validation = "strict",
     warnings: list[str] | None = None,
@@ -196,7 +191,7 @@ def load_state(
                 raise fail("kind", "Required value")
             if not isinstance(api_version, str) or not api_version:
                 raise fail("apiVersion", "Required value")
-            rt = registry.for_kind(api_version, kind)
+            rt = scheme.for_kind(api_version, kind)
             if rt is None:
                 raise fail("kind", f'no matches for kind "{kind}" in version "{api_version}"')
             if model_for(api_version, kind) is not None:
@@ -281,16 +276,16 @@ class Simulator:
         self.time_scale = time_scale
         self.host = host
         self.port = port
-        self.registry = default_registry(eviction_subresource=eviction_subresource)
+        self.scheme = default_scheme(eviction_subresource=eviction_subresource)
         self.store = Store(history_size=history_size)
-        self.rest = Rest(self.store, self.registry)
-        self.priority = admission.install(self.rest)
+        self.registry = GenericStore(self.store, self.scheme)
+        self.priority = admission.install(self.registry)
         self.requests = RequestLog()
         # Fixed tokens (``--token-auth-file``); ``kubesim.auth.authn``.
         self.tokens = StaticTokens()
         self.server = ApiServer(
-            self.rest,
             self.registry,
+            self.scheme,
             request_log=self.requests,
             version_minor=version_minor,
             bookmark_interval=bookmark_interval,
@@ -299,7 +294,7 @@ class Simulator:
         from kubesim.auth import identityreviews
         from kubesim.auth.serviceaccounts import ServiceAccountTokens
 
-        self.service_account_tokens = ServiceAccountTokens(self.rest)
+        self.service_account_tokens = ServiceAccountTokens(self.registry)
         self.server.subresources[("", "serviceaccounts", "token")] = (
             self.service_account_tokens.handle
         )
@@ -385,14 +380,14 @@ class Simulator:
     # --- setup ------------------------------------------------------------------------------
 
     def _bootstrap(self) -> None:
-        ns = self.registry.for_kind("v1", "Namespace")
+        ns = self.scheme.for_kind("v1", "Namespace")
         assert ns is not None
         for name in BOOTSTRAP_NAMESPACES:
-            self.rest.seed(
+            self.registry.seed(
                 ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             )
-        admission.bootstrap_priority_classes(self.rest)
-        rbac_bootstrap.seed(self.rest)
+        admission.bootstrap_priority_classes(self.registry)
+        rbac_bootstrap.seed(self.registry)
 
     @property
     def kubelet(self) -> Kubelet | None:
@@ -514,7 +509,8 @@ class Simulator:
         certificate from this server's CA (``kubesim certificate``). It mints credentials, so
         only ``system:masters`` may call it — whatever the authorization mode — and only over
         TLS, where the private key travels encrypted."""
-        from kubesim.auth import ANONYMOUS, Attributes, forbidden_error
+        from kubesim.auth import forbidden_error
+        from kubesim.core.attributes import ANONYMOUS, Attributes
 
         try:
             user = self.server.authenticator.authenticate(request) or ANONYMOUS
@@ -586,11 +582,11 @@ class Simulator:
     # --- in-process API ---------------------------------------------------------------------
 
     def _type_for(self, kind: str) -> ResourceType:
-        for rt in self.registry.types:
+        for rt in self.scheme.types:
             names = (rt.kind, rt.plural, rt.singular, *rt.short_names)
             if kind in names and rt.group != "events.k8s.io":
                 return rt
-        for rt in self.registry.types:
+        for rt in self.scheme.types:
             if kind in (f"{rt.plural}.{rt.group}", f"{rt.kind}.{rt.group}"):
                 return rt
         raise KeyError(f"kubesim serves no kind {kind!r}")
@@ -598,8 +594,8 @@ class Simulator:
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A copy of the stored object (``kind`` may be Kind, plural or short name)."""
         rt = self._type_for(kind)
-        obj = self.rest.find(rt, namespace or "", name)
-        return None if obj is None else clone(self.rest.to_wire(rt, obj))
+        obj = self.registry.find(rt, namespace or "", name)
+        return None if obj is None else clone(self.registry.to_wire(rt, obj))
 
     def update(
         self,
@@ -619,14 +615,14 @@ class Simulator:
             return None
         if change(obj) is False:
             return self.get(kind, namespace, name)
-        stored, _ = self.rest.update(rt, namespace or "", name, obj, subresource=subresource)
+        stored, _ = self.registry.update(rt, namespace or "", name, obj, subresource=subresource)
         return stored
 
     def list_objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Copies of the stored objects of a kind, in etcd order."""
         rt = self._type_for(kind)
         return [
-            clone(self.rest.to_wire(rt, o))
+            clone(self.registry.to_wire(rt, o))
             for o in self.store.items(rt.storage_name, namespace if rt.namespaced else None)
         ]
 
@@ -639,7 +635,7 @@ class Simulator:
         out = []
         loaded = load_state(
             sources,
-            with_settings(self.registry),
+            with_settings(self.scheme),
             validation=self.validation,
             warnings=self.state_warnings,
         )
@@ -663,7 +659,9 @@ class Simulator:
     def _apply_one(self, rt: ResourceType, manifest: dict[str, Any]) -> dict[str, Any]:
         meta = manifest.get("metadata") or {}
         ns = (meta.get("namespace") or "default") if rt.namespaced else ""
-        existing = self.rest.find(rt, ns, meta.get("name", "")) if isinstance(meta, dict) else None
+        existing = (
+            self.registry.find(rt, ns, meta.get("name", "")) if isinstance(meta, dict) else None
+        )
         if existing is not None:
             manifest = clone(manifest)
             m = manifest.setdefault("metadata", {})
@@ -671,7 +669,7 @@ class Simulator:
             for k in ("uid", "creationTimestamp"):
                 if k in old:
                     m.setdefault(k, old[k])
-        return self.rest.seed(rt, manifest)
+        return self.registry.seed(rt, manifest)
 
     def add_faults(self, faults: FaultSet | Mapping[str, Any] | str | Path) -> FaultSet:
         """Store faults (a FaultSet, a mapping in the fault-file schema, or a file path)."""
@@ -697,11 +695,11 @@ class Simulator:
         controller = find_controller(self)
         if controller is not None:
             controller.pin(namespace, name)
-        new: dict[str, Any] = clone(self.rest.get(rt, namespace, name))
+        new: dict[str, Any] = clone(self.registry.get(rt, namespace, name))
         if status is None:
             return new
         new["status"] = clone(dict(status))
-        obj, _ = self.rest.update(rt, namespace, name, new, subresource="status")
+        obj, _ = self.registry.update(rt, namespace, name, new, subresource="status")
         out: dict[str, Any] = clone(obj)
         return out
 

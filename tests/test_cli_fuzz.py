@@ -33,7 +33,7 @@ import kubesim.cli
 import scheduler.cli
 from kube.objects import InvalidObject, load_objects
 from kube.strict import load_documents, model_for
-from kubesim.apiserver.resources import default_registry
+from kubesim.core.scheme import default_scheme
 from kubesim.sim import StateError, load_state
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,6 +245,6 @@ def test_loaders_raise_their_own_error_naming_the_file(data: st.DataObject, whic
         except InvalidObject as exc:
             assert str(exc).startswith(f"{path}: ")
         try:
-            load_state([path], default_registry())
+            load_state([path], default_scheme())
         except StateError as exc:
             assert str(exc).startswith(f"{path}: ")

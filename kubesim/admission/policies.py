@@ -31,7 +31,7 @@ Reproduced from upstream's ``policy/validating`` dispatcher and validator:
 Every expression is compiled once per policy generation (a cache keyed by the policy's uid
 and ``metadata.generation``); a request meets a dictionary lookup when no binding exists. The
 policy and binding objects are defaulted and validated when written
-(``kubesim.admission.validation``). The ``authorizer`` variable is declared but not served
+(``kubesim.registry.admissionregistration``). The ``authorizer`` variable is declared but not served
 (an expression using it errs and follows ``failurePolicy``).
 """
 
@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kubesim.admission.cel import (
+from kubesim.admission.matching import Request, matches_resources
+from kubesim.core.cel import (
     Activation,
     CelError,
     Program,
@@ -52,19 +53,12 @@ from kubesim.admission.cel import (
     evaluate,
     variable_references,
 )
-from kubesim.admission.matching import Request, matches_resources
-from kubesim.admission.validation import (
-    BINDING_KIND,
-    POLICY_KIND,
+from kubesim.core.errors import Cause, StatusError
+from kubesim.registry.admission import AdmissionCall
+from kubesim.registry.admissionregistration import (
     declared_variables,
-    default_binding,
-    default_policy,
-    validate_binding,
-    validate_policy,
 )
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.rest import AdmissionCall, Rest
-from kubesim.apiserver.status import Cause, StatusError
+from kubesim.registry.generic import GenericStore
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -230,28 +224,9 @@ class _Evaluation:
 class ValidatingAdmissionPolicies:
     """The ``ValidatingAdmissionPolicy`` admission plugin over one simulator's store."""
 
-    def __init__(self, rest: Rest) -> None:
-        self.rest = rest
+    def __init__(self, registry: GenericStore) -> None:
+        self.registry = registry
         self._compiled: dict[str, tuple[Any, CompiledPolicy]] = {}
-
-    # --- writes of the policy kinds: defaults and validation -------------------------------
-
-    def admit_write(
-        self,
-        operation: str,
-        rt: ResourceType,
-        obj: dict[str, Any],
-        old: dict[str, Any] | None,
-    ) -> None:
-        """Mutating-admission-time hook: default and validate policies and bindings (422)."""
-        if rt.group != GROUP or operation not in ("CREATE", "UPDATE"):
-            return
-        if rt.kind == POLICY_KIND:
-            default_policy(obj)
-            validate_policy(obj)
-        elif rt.kind == BINDING_KIND:
-            default_binding(obj)
-            validate_binding(obj)
 
     # --- requests ---------------------------------------------------------------------------
 
@@ -268,14 +243,14 @@ class ValidatingAdmissionPolicies:
         return result
 
     def __call__(self, call: AdmissionCall) -> None:
-        bindings = self.rest.store.objects(BINDINGS)
+        bindings = self.registry.store.objects(BINDINGS)
         if not bindings:
             return
         by_policy: dict[str, list[Mapping[str, Any]]] = {}
         for key in sorted(bindings):
             spec_of = bindings[key].get("spec") or {}
             by_policy.setdefault(str(spec_of.get("policyName") or ""), []).append(bindings[key])
-        policies = self.rest.store.objects(POLICIES)
+        policies = self.registry.store.objects(POLICIES)
         live = {str(k[1]) for k in policies}
         if len(self._compiled) > len(policies):  # deleted policies' programs
             current = {self._uid(p) for p in policies.values()}
@@ -328,7 +303,7 @@ class ValidatingAdmissionPolicies:
         namespace = call.namespace if rt.namespaced else ""
 
         def namespace_labels() -> Mapping[str, str] | None:
-            ns = self.rest.store.get("namespaces", ("", namespace))
+            ns = self.registry.store.get("namespaces", ("", namespace))
             return _labels(ns)
 
         return Request(
@@ -352,10 +327,10 @@ class ValidatingAdmissionPolicies:
         ref = bspec.get("paramRef")
         if not kind or not ref:
             return [None]
-        rt = self.rest.registry.for_kind(
+        rt = self.registry.scheme.for_kind(
             str(kind.get("apiVersion") or ""), str(kind.get("kind") or "")
         )
-        if rt is None or self.rest.registry.is_virtual(rt):
+        if rt is None or self.registry.scheme.is_virtual(rt):
             raise _EvalError(f"paramKind kind `{_param_kind_text(kind)}` not known")
         namespace = ""
         if rt.namespaced:
@@ -373,16 +348,16 @@ class ValidatingAdmissionPolicies:
             )
         params: list[Any]
         if ref.get("name"):
-            found = self.rest.find(rt, namespace, str(ref["name"]))
-            params = [] if found is None else [self.rest.to_wire(rt, found)]
+            found = self.registry.find(rt, namespace, str(ref["name"]))
+            params = [] if found is None else [self.registry.to_wire(rt, found)]
         elif ref.get("selector") is not None:
             try:
                 selector = LabelSelector.from_dict(ref.get("selector"))
             except SelectorError as exc:
                 raise _EvalError(str(exc)) from None
             params = [
-                self.rest.to_wire(rt, o)
-                for o in self.rest.list_matching(
+                self.registry.to_wire(rt, o)
+                for o in self.registry.list_matching(
                     rt, namespace if rt.namespaced else None, labels=selector
                 )
             ]
@@ -573,7 +548,7 @@ class _RequestState:
         call = self.call
         if not call.rt.namespaced or not call.namespace:
             return None
-        ns = self.plugin.rest.store.get("namespaces", ("", call.namespace))
+        ns = self.plugin.registry.store.get("namespaces", ("", call.namespace))
         if ns is None:
             return None
         out = dict(ns)
@@ -621,7 +596,6 @@ def admission_request(call: AdmissionCall) -> dict[str, Any]:
 
 def install(sim: Simulator) -> ValidatingAdmissionPolicies:
     """Serve policies on ``sim``: validate their writes, admit every API request with them."""
-    plugin = ValidatingAdmissionPolicies(sim.rest)
-    sim.rest.admission.append(plugin.admit_write)
-    sim.rest.validating_admission.append(plugin)
+    plugin = ValidatingAdmissionPolicies(sim.registry)
+    sim.registry.validating_admission.append(plugin)
     return plugin

@@ -1,8 +1,8 @@
-"""The API server: HTTP serving, REST verbs, the store and its watch, discovery, validation,
-admission, codecs (JSON, YAML, protobuf, tables) and the eviction subresource.
+"""The API server: HTTP serving, discovery, watch, codecs and the subresource handlers.
 
 Laid out as kube-apiserver keeps these parts: ``server`` (routing, request context, request
-log), ``rest`` (the generic registry: create/get/list/update/patch/delete), ``store``/``watch``
-(etcd and the watch cache), ``discovery``/``openapi``, ``validation``/``admission``,
-``patch``/``protobuf``/``tables`` (codecs), ``eviction`` (``EvictionREST``).
+log), ``watch`` (the cacher's streams), ``discovery``/``openapi``, ``protobuf`` (codecs),
+``eviction``/``binding`` (the pod subresources). The store, the scheme, the patch formats and
+tables are ``kubesim.core``'s; the generic store and the kinds' validation
+``kubesim.registry``'s.
 """

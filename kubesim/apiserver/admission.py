@@ -22,9 +22,9 @@ from typing import Any
 
 from kube import apierrors
 from kube.objects import InvalidObject, PriorityClass
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.rest import Rest
-from kubesim.apiserver.validation import status_error_for
+from kubesim.core.scheme import ResourceType
+from kubesim.registry.generic import GenericStore
+from kubesim.registry.validation import status_error_for
 from scheduler.priority import (
     PRIORITY_CLASS_KIND,
     PriorityAdmission,
@@ -48,13 +48,13 @@ def _typed(rt: ResourceType, obj: dict[str, Any]) -> PriorityClass:
 class PriorityPlugin:
     """The Priority admission plugin over the store's PriorityClasses."""
 
-    def __init__(self, rest: Rest) -> None:
-        self.rest = rest
+    def __init__(self, registry: GenericStore) -> None:
+        self.registry = registry
         self._version: tuple[tuple[str, str], ...] | None = None
         self._admission = PriorityAdmission()
 
     def admission(self) -> PriorityAdmission:
-        items = list(self.rest.store.items("priorityclasses"))
+        items = list(self.registry.store.items("priorityclasses"))
         version = tuple(
             (str(o["metadata"].get("name")), str(o["metadata"].get("resourceVersion")))
             for o in items
@@ -103,14 +103,14 @@ class PriorityPlugin:
         self.admission().validate_class(pc, op.lower())
 
 
-def bootstrap_priority_classes(rest: Rest) -> None:
+def bootstrap_priority_classes(registry: GenericStore) -> None:
     """Create ``system-node-critical`` and ``system-cluster-critical``."""
-    rt = rest.registry.for_kind("scheduling.k8s.io/v1", "PriorityClass")
+    rt = registry.scheme.for_kind("scheduling.k8s.io/v1", "PriorityClass")
     assert rt is not None
     for pc in system_priority_classes():
-        if rest.find(rt, "", pc.name) is not None:
+        if registry.find(rt, "", pc.name) is not None:
             continue
-        rest.seed(
+        registry.seed(
             rt,
             {
                 "apiVersion": "scheduling.k8s.io/v1",
@@ -123,7 +123,7 @@ def bootstrap_priority_classes(rest: Rest) -> None:
         )
 
 
-def install(rest: Rest) -> PriorityPlugin:
-    plugin = PriorityPlugin(rest)
-    rest.admission.append(plugin)
+def install(registry: GenericStore) -> PriorityPlugin:
+    plugin = PriorityPlugin(registry)
+    registry.admission.append(plugin)
     return plugin

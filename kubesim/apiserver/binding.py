@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any, Final
 from aiohttp import web
 
 from kube.objects import format_time
-from kubesim.apiserver.rest import check_dry_run
 from kubesim.apiserver.server import RequestContext, decode_body, json_response
-from kubesim.apiserver.status import (
+from kubesim.core.attributes import in_process
+from kubesim.core.errors import (
     Cause,
     StatusError,
     bad_request,
@@ -49,11 +49,11 @@ from kubesim.apiserver.status import (
     invalid,
     not_found,
 )
-from kubesim.apiserver.store import clone
-from kubesim.auth import in_process
+from kubesim.core.store import clone
+from kubesim.registry.generic import check_dry_run
 
 if TYPE_CHECKING:
-    from kubesim.apiserver.resources import ResourceType
+    from kubesim.core.scheme import ResourceType
     from kubesim.sim import Simulator
 
 __all__ = ["BindingREST", "install", "set_pod_condition"]
@@ -105,7 +105,7 @@ class BindingREST:
 
     def __init__(self, sim: Simulator) -> None:
         self.sim = sim
-        pods = sim.registry.for_kind("v1", "Pod")
+        pods = sim.scheme.for_kind("v1", "Pod")
         assert pods is not None
         self.pods = pods
         self.body_type = dataclasses.replace(pods, kind="Binding")
@@ -121,9 +121,9 @@ class BindingREST:
             [v for v in ctx.query.getall("dryRun", []) if v != ""], kind="CreateOptions"
         )
         body = decode_body(ctx, self.body_type)
-        self.sim.rest.run_validating_admission(
+        self.sim.registry.run_validating_admission(
             "CREATE",
-            self.sim.rest.registry.for_kind("v1", "Pod") or _rt,
+            self.sim.registry.scheme.for_kind("v1", "Pod") or _rt,
             body,
             None,
             subresource="binding",
@@ -188,9 +188,9 @@ class BindingREST:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """``setPodNodeAndMetadata``: the guarded write; returns the stored pod."""
-        rest = self.sim.rest
+        registry = self.sim.registry
         key = (namespace, name)
-        pod = rest.store.get("pods", key)
+        pod = registry.store.get("pods", key)
         if pod is None:
             raise not_found("pods", "", name)
         meta = pod.get("metadata") or {}
@@ -241,14 +241,14 @@ class BindingREST:
             }
         status = clone(pod.get("status") or {})
         set_pod_condition(
-            status, type_=POD_SCHEDULED, cond_status="True", now=format_time(rest.clock())
+            status, type_=POD_SCHEDULED, cond_status="True", now=format_time(registry.clock())
         )
         new["status"] = status
         if dry_run:
             return new
-        rv = rest.store.next_rv()
+        rv = registry.store.next_rv()
         new_meta["resourceVersion"] = str(rv)
-        rest.store.put("pods", key, new, rv=rv)
+        registry.store.put("pods", key, new, rv=rv)
         return new
 
 

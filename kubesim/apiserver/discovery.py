@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kubesim.apiserver.resources import Registry, ResourceType
+from kubesim.core.scheme import ResourceType, Scheme
 
 __all__ = [
     "AGGREGATED_V2",
@@ -64,16 +64,16 @@ def _group_entry(group: str, versions: list[str]) -> dict[str, Any]:
     return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
-def api_group_list(registry: Registry) -> dict[str, Any]:
+def api_group_list(scheme: Scheme) -> dict[str, Any]:
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [_group_entry(g, vs) for g, vs in registry.groups()],
+        "groups": [_group_entry(g, vs) for g, vs in scheme.groups()],
     }
 
 
-def api_group(registry: Registry, group: str) -> dict[str, Any] | None:
-    for g, vs in registry.groups():
+def api_group(scheme: Scheme, group: str) -> dict[str, Any] | None:
+    for g, vs in scheme.groups():
         if g == group:
             return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(g, vs)}
     return None
@@ -94,8 +94,8 @@ def _resource_entry(rt: ResourceType) -> dict[str, Any]:
     return entry
 
 
-def api_resource_list(registry: Registry, group: str, version: str) -> dict[str, Any] | None:
-    types = registry.in_group_version(group, version)
+def api_resource_list(scheme: Scheme, group: str, version: str) -> dict[str, Any] | None:
+    types = scheme.in_group_version(group, version)
     if not types:
         return None
     resources: list[dict[str, Any]] = []
@@ -163,10 +163,10 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
     return res
 
 
-def aggregated(registry: Registry, *, legacy: bool, media_type: str) -> dict[str, Any]:
+def aggregated(scheme: Scheme, *, legacy: bool, media_type: str) -> dict[str, Any]:
     """``APIGroupDiscoveryList`` for ``/api`` (legacy=True) or ``/apis``."""
     version = "v2beta1" if "v=v2beta1" in media_type else "v2"
-    groups: list[tuple[str, list[str]]] = [("", ["v1"])] if legacy else registry.groups()
+    groups: list[tuple[str, list[str]]] = [("", ["v1"])] if legacy else scheme.groups()
     items = []
     for group, versions in groups:
         items.append(
@@ -178,7 +178,7 @@ def aggregated(registry: Registry, *, legacy: bool, media_type: str) -> dict[str
                         "resources": [
                             _aggregated_resource(rt)
                             for rt in sorted(
-                                registry.in_group_version(group, v), key=lambda t: t.plural
+                                scheme.in_group_version(group, v), key=lambda t: t.plural
                             )
                         ],
                         "freshness": "Current",

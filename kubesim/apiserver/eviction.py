@@ -53,10 +53,9 @@ from aiohttp import web
 
 from kube.labels import LabelSelector, SelectorError
 from kube.objects import format_time
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.rest import DeleteOptions, check_dry_run
 from kubesim.apiserver.server import RequestContext, decode_body, json_response
-from kubesim.apiserver.status import (
+from kubesim.core.attributes import in_process
+from kubesim.core.errors import (
     Cause,
     StatusError,
     bad_request,
@@ -65,8 +64,10 @@ from kubesim.apiserver.status import (
     forbidden,
     too_many_requests,
 )
-from kubesim.apiserver.store import clone
-from kubesim.auth import in_process
+from kubesim.core.objects import meta_of
+from kubesim.core.scheme import ResourceType
+from kubesim.core.store import clone
+from kubesim.registry.generic import DeleteOptions, check_dry_run
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -196,8 +197,8 @@ class EvictionREST:
 
     def __init__(self, sim: Simulator) -> None:
         self.sim = sim
-        pods = sim.registry.for_kind("v1", "Pod")
-        pdbs = sim.registry.for_kind("policy/v1", "PodDisruptionBudget")
+        pods = sim.scheme.for_kind("v1", "Pod")
+        pdbs = sim.scheme.for_kind("policy/v1", "PodDisruptionBudget")
         assert pods is not None and pdbs is not None
         self.pods = pods
         self.pdbs = pdbs
@@ -245,11 +246,11 @@ class EvictionREST:
                 f" {_go_list(dry_run)} and {_go_list(body_dry_run)}",
                 has_details=False,
             )
-        self.sim.rest.admit_namespace(self.pods, namespace, name)
+        self.sim.registry.admit_namespace(self.pods, namespace, name)
         original = DeleteOptions.from_body_and_query(opts_body, {})
         # Validating admission sees the Eviction, not the pod (the pod's own update and delete
         # below are the registry's, not admitted again).
-        self.sim.rest.run_validating_admission(
+        self.sim.registry.run_validating_admission(
             "CREATE",
             self.pods,
             eviction,
@@ -262,11 +263,11 @@ class EvictionREST:
             return self._evict(namespace, name, original)
 
     def _evict(self, namespace: str, name: str, original: DeleteOptions) -> dict[str, Any]:
-        pod = self.sim.rest.get(self.pods, namespace, name)
+        pod = self.sim.registry.get(self.pods, namespace, name)
         if _can_ignore_pdb(pod):
             options = dataclasses.replace(original)
             if _should_enforce_resource_version(pod) and original.resource_version is None:
-                options.resource_version = _meta(pod).get("resourceVersion")
+                options.resource_version = meta_of(pod).get("resourceVersion")
             self._add_condition_and_delete(namespace, name, options)
             return _success()
 
@@ -277,7 +278,7 @@ class EvictionREST:
         pdb_name = ""
         if pdbs:
             pdb = pdbs[0]
-            pdb_name = _meta(pdb).get("name", "")
+            pdb_name = meta_of(pdb).get("name", "")
             if not is_pod_ready(pod):
                 spec = pdb.get("spec") or {}
                 status = pdb.get("status") or {}
@@ -291,7 +292,7 @@ class EvictionREST:
                 self._check_and_decrement(pod, pdb, dry_run=original.dry_run)
         options = dataclasses.replace(original)
         if enforce_rv:
-            options.resource_version = _meta(pod).get("resourceVersion")
+            options.resource_version = meta_of(pod).get("resourceVersion")
         try:
             self._add_condition_and_delete(namespace, name, options)
         except StatusError as err:
@@ -315,7 +316,7 @@ class EvictionREST:
             )
 
     def _pdbs_for(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
-        meta = _meta(pod)
+        meta = meta_of(pod)
         labels = meta.get("labels") or {}
         return [
             pdb
@@ -326,7 +327,7 @@ class EvictionREST:
     def _check_and_decrement(
         self, pod: Mapping[str, Any], pdb: dict[str, Any], *, dry_run: bool
     ) -> None:
-        meta = _meta(pdb)
+        meta = meta_of(pdb)
         name = meta.get("name", "")
         status = clone(pdb.get("status") or {})
         if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
@@ -354,7 +355,7 @@ class EvictionREST:
                 ),
             )
             raise err
-        now = self.sim.rest.clock()
+        now = self.sim.registry.clock()
         status["disruptionsAllowed"] = allowed - 1
         if allowed - 1 == 0:
             update_disruption_allowed_condition(status, now=now)
@@ -363,16 +364,18 @@ class EvictionREST:
         disrupted = status.get("disruptedPods")
         if not isinstance(disrupted, dict):
             disrupted = status["disruptedPods"] = {}
-        disrupted[_meta(pod).get("name", "")] = format_time(now)
+        disrupted[meta_of(pod).get("name", "")] = format_time(now)
         new = clone(pdb)
         new["status"] = status
-        self.sim.rest.update(self.pdbs, meta.get("namespace", ""), name, new, subresource="status")
+        self.sim.registry.update(
+            self.pdbs, meta.get("namespace", ""), name, new, subresource="status"
+        )
 
     def _add_condition_and_delete(self, namespace: str, name: str, options: DeleteOptions) -> None:
-        rest = self.sim.rest
+        registry = self.sim.registry
         if not options.dry_run:
-            latest = rest.get(self.pods, namespace, name)
-            meta = _meta(latest)
+            latest = registry.get(self.pods, namespace, name)
+            meta = meta_of(latest)
             if options.uid and options.uid != meta.get("uid"):
                 raise conflict(
                     "Pod",
@@ -391,16 +394,16 @@ class EvictionREST:
                     f" not match the ResourceVersion in record ({meta.get('resourceVersion', '')})."
                     " The object might have been modified",
                 )
-            updated, _ = rest.update(
+            updated, _ = registry.update(
                 self.pods,
                 namespace,
                 name,
-                _with_disruption_target(latest, rest.clock()),
+                _with_disruption_target(latest, registry.clock()),
                 subresource="status",
             )
             if options.resource_version:
-                options.resource_version = _meta(updated).get("resourceVersion")
-        rest.delete(self.pods, namespace, name, options)
+                options.resource_version = meta_of(updated).get("resourceVersion")
+        registry.delete(self.pods, namespace, name, options)
 
 
 def _with_disruption_target(pod: Mapping[str, Any], now: float) -> dict[str, Any]:
@@ -424,11 +427,6 @@ def _with_disruption_target(pod: Mapping[str, Any], now: float) -> dict[str, Any
             return new
     conditions.append(cond)
     return new
-
-
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 def _success() -> dict[str, Any]:

@@ -28,8 +28,8 @@ from typing import Any, Final
 from aiohttp import web
 
 from kube.strict import ManifestError, check_object, model_for, strict_message
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.status import Cause, StatusError, bad_request
+from kubesim.core.errors import Cause, StatusError, bad_request
+from kubesim.core.scheme import ResourceType
 
 __all__ = ["DIRECTIVES", "add_warning_headers", "add_warnings", "check_body", "directive"]
 

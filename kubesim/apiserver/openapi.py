@@ -24,7 +24,7 @@ import hashlib
 import json
 from typing import Any
 
-from kubesim.apiserver.resources import Registry, ResourceType
+from kubesim.core.scheme import ResourceType, Scheme
 
 __all__ = [
     "OPENAPI_V2_PROTOBUF",
@@ -98,10 +98,10 @@ def _ops(rt: ResourceType, *, item: bool) -> dict[str, Any]:
     }
 
 
-def openapi_v3_group_version(registry: Registry, group: str, version: str) -> dict[str, Any]:
+def openapi_v3_group_version(scheme: Scheme, group: str, version: str) -> dict[str, Any]:
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
     paths: dict[str, Any] = {}
-    for rt in registry.in_group_version(group, version):
+    for rt in scheme.in_group_version(group, version):
         base = (
             f"{prefix}/namespaces/{{namespace}}/{rt.plural}"
             if rt.namespaced
@@ -117,11 +117,11 @@ def openapi_v3_group_version(registry: Registry, group: str, version: str) -> di
     }
 
 
-def openapi_v3_discovery(registry: Registry) -> dict[str, Any]:
-    gvs = [("", "v1")] + [(g, v) for g, vs in registry.groups() for v in vs]
+def openapi_v3_discovery(scheme: Scheme) -> dict[str, Any]:
+    gvs = [("", "v1")] + [(g, v) for g, vs in scheme.groups() for v in vs]
     paths = {}
     for group, version in gvs:
-        doc = openapi_v3_group_version(registry, group, version)
+        doc = openapi_v3_group_version(scheme, group, version)
         digest = hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:128]
         path = _gv_path(group, version)
         paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest.upper()}"}

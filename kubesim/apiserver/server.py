@@ -11,10 +11,10 @@ Per request, in the order kube-apiserver's filters run:
 2a. authentication, impersonation and authorization (``kubesim.auth``): the user goes into the
    request log with the verdict; bad credentials are a 401, a denial kube's 403; the handler
    then runs with the request's ``Attributes`` current, for admission;
-3. the endpoint runs: discovery, the generic REST verbs (``kubesim.apiserver.rest``), watch
+3. the endpoint runs: discovery, the generic REST verbs (``kubesim.registry.generic``), watch
    (``kubesim.apiserver.watch``), or a registered subresource handler (``ApiServer.subresources``,
    where ``pods/eviction`` is plugged in by phase 2);
-4. errors become ``Status`` bodies (``kubesim.apiserver.status``) with ``Retry-After`` when
+4. errors become ``Status`` bodies (``kubesim.core.errors``) with ``Retry-After`` when
    ``retryAfterSeconds > 0``; anything unexpected is a 500 InternalError Status, never a
    traceback;
 5. the request is appended to the request log.
@@ -25,7 +25,7 @@ does. Request bodies may be JSON or YAML, and protobuf for the kinds kubectl's t
 sends that way (``kubesim.apiserver.protobuf``). A DELETE reads its options from the body when
 there is one (JSON, YAML or protobuf ``DeleteOptions``) and from the query only otherwise, as
 ``handlers.DeleteResource`` does. ``/scale`` subresources serve an ``autoscaling/v1`` Scale
-(``kubesim.apiserver.scale``). The review kinds (``SelfSubjectAccessReview``, ``TokenReview``,
+(``kubesim.registry.scale``). The review kinds (``SelfSubjectAccessReview``, ``TokenReview``,
 ...) are create-only and never stored: ``ApiServer.virtual`` answers them.
 
 ``/_kubesim/`` control endpoints are kubesim's own; once an authorizer other than AlwaysAllow
@@ -59,24 +59,12 @@ from kube.labels import (
     parse_label_selector,
 )
 from kube.strict import decode_json
-from kubesim.apiserver import discovery, fieldvalidation, openapi, protobuf, scale
-from kubesim.apiserver.patch import (
-    APPLY_PATCH,
-    MERGE_PATCH,
-    PATCH_TYPES,
-    STRATEGIC_MERGE_PATCH,
-    apply_patch,
-)
+from kubesim.apiserver import discovery, fieldvalidation, openapi, protobuf
 from kubesim.apiserver.requestlog import RequestLog, RequestRecord
-from kubesim.apiserver.resources import Registry, ResourceType
-from kubesim.apiserver.rest import (
-    AdmissionNotes,
-    DeleteOptions,
-    Rest,
-    check_dry_run,
-    collecting_admission_notes,
-)
-from kubesim.apiserver.status import (
+from kubesim.apiserver.watch import DEFAULT_TIMEOUT, WatchRequest, watch_stream
+from kubesim.auth import AlwaysAllow, Authenticator, Authorizer, Decision, forbidden_error
+from kubesim.core.attributes import ANONYMOUS, MASTERS, Attributes, UserInfo, with_attributes
+from kubesim.core.errors import (
     StatusError,
     bad_request,
     expired,
@@ -85,22 +73,20 @@ from kubesim.apiserver.status import (
     too_large_resource_version,
     unsupported_media_type,
 )
-from kubesim.apiserver.store import CONTINUE_TOO_OLD, TooOld, dumps
-from kubesim.apiserver.tables import TABLE_MEDIA, table_for_list, table_row_object, wants_table
-from kubesim.apiserver.validation import path_segment_name_errors
-from kubesim.apiserver.watch import DEFAULT_TIMEOUT, WatchRequest, watch_stream
-from kubesim.auth import (
-    ANONYMOUS,
-    MASTERS,
-    AlwaysAllow,
-    Attributes,
-    Authenticator,
-    Authorizer,
-    Decision,
-    UserInfo,
-    forbidden_error,
-    with_attributes,
+from kubesim.core.names import path_segment_name_errors
+from kubesim.core.patch import (
+    APPLY_PATCH,
+    MERGE_PATCH,
+    PATCH_TYPES,
+    STRATEGIC_MERGE_PATCH,
+    apply_patch,
 )
+from kubesim.core.scheme import ResourceType, Scheme
+from kubesim.core.store import CONTINUE_TOO_OLD, TooOld, dumps
+from kubesim.core.tables import TABLE_MEDIA, table_for_list, table_row_object, wants_table
+from kubesim.registry import scale
+from kubesim.registry.admission import AdmissionNotes, collecting_admission_notes
+from kubesim.registry.generic import DeleteOptions, GenericStore, check_dry_run
 
 __all__ = [
     "ApiServer",
@@ -385,19 +371,19 @@ def _parse_int(query: Any, name: str) -> int | None:
 
 
 class ApiServer:
-    """The aiohttp application serving the Kubernetes API over a ``Rest``."""
+    """The aiohttp application serving the Kubernetes API over a ``GenericStore``."""
 
     def __init__(
         self,
-        rest: Rest,
-        registry: Registry,
+        registry: GenericStore,
+        scheme: Scheme,
         *,
         request_log: RequestLog | None = None,
         version_minor: str = "32",
         bookmark_interval: float = 60.0,
     ) -> None:
-        self.rest = rest
         self.registry = registry
+        self.scheme = scheme
         self.log = request_log if request_log is not None else RequestLog()
         self.version_minor = version_minor
         self.bookmark_interval = bookmark_interval
@@ -413,7 +399,7 @@ class ApiServer:
         self.control: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]] = {}
         # /metrics: the simulator's own registry (the scheduler loop's metrics), not the global.
         self.metrics = CollectorRegistry(auto_describe=False)
-        for rt in registry.types:
+        for rt in scheme.types:
             if rt.subresource("status") is not None:
                 self.subresources[(rt.group, rt.plural, "status")] = self._status_subresource
             if rt.subresource("scale") is not None:
@@ -447,7 +433,7 @@ class ApiServer:
         )
         ctx = RequestContext(request, info, body, record)
         if info.is_resource:
-            ctx.rt = self.registry.lookup(info.group, info.version, info.resource)
+            ctx.rt = self.scheme.lookup(info.group, info.version, info.resource)
         resp: web.StreamResponse | None = None
         notes = AdmissionNotes()
         try:
@@ -524,7 +510,7 @@ class ApiServer:
             raise not_found_path()
         verb = info.verb
         virtual = self.virtual.get((rt.group, rt.plural))
-        if virtual is not None or self.registry.is_virtual(rt):
+        if virtual is not None or self.scheme.is_virtual(rt):
             if verb != "create" or virtual is None or info.name:
                 raise StatusError(
                     405,
@@ -589,7 +575,7 @@ class ApiServer:
             agg = discovery.wants_aggregated(accept)
             if agg:
                 return json_response(
-                    discovery.aggregated(self.registry, legacy=True, media_type=agg),
+                    discovery.aggregated(self.scheme, legacy=True, media_type=agg),
                     content_type=agg,
                 )
             return json_response(discovery.api_versions(self.server_address))
@@ -597,21 +583,21 @@ class ApiServer:
             agg = discovery.wants_aggregated(accept)
             if agg:
                 return json_response(
-                    discovery.aggregated(self.registry, legacy=False, media_type=agg),
+                    discovery.aggregated(self.scheme, legacy=False, media_type=agg),
                     content_type=agg,
                 )
-            return json_response(discovery.api_group_list(self.registry))
+            return json_response(discovery.api_group_list(self.scheme))
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) == 2:
-            doc = discovery.api_resource_list(self.registry, "", parts[1])
+            doc = discovery.api_resource_list(self.scheme, "", parts[1])
             if doc is not None:
                 return json_response(doc)
         if parts[0] == "apis" and len(parts) == 2:
-            group_doc = discovery.api_group(self.registry, parts[1])
+            group_doc = discovery.api_group(self.scheme, parts[1])
             if group_doc is not None:
                 return json_response(group_doc)
         if parts[0] == "apis" and len(parts) == 3:
-            doc = discovery.api_resource_list(self.registry, parts[1], parts[2])
+            doc = discovery.api_resource_list(self.scheme, parts[1], parts[2])
             if doc is not None:
                 return json_response(doc)
         if path == "/openapi/v2":
@@ -622,23 +608,23 @@ class ApiServer:
                 headers={"Content-Type": "application/octet-stream"},
             )
         if path == "/openapi/v3":
-            return json_response(openapi.openapi_v3_discovery(self.registry))
+            return json_response(openapi.openapi_v3_discovery(self.scheme))
         if path.startswith("/openapi/v3/"):
             rest = path[len("/openapi/v3/") :].split("/")
             if rest[0] == "api" and len(rest) == 2 and rest[1] == "v1":
-                return json_response(openapi.openapi_v3_group_version(self.registry, "", "v1"))
+                return json_response(openapi.openapi_v3_group_version(self.scheme, "", "v1"))
             if (
                 rest[0] == "apis"
                 and len(rest) == 3
-                and self.registry.in_group_version(rest[1], rest[2])
+                and self.scheme.in_group_version(rest[1], rest[2])
             ):
                 return json_response(
-                    openapi.openapi_v3_group_version(self.registry, rest[1], rest[2])
+                    openapi.openapi_v3_group_version(self.scheme, rest[1], rest[2])
                 )
         if path == "/":
             paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
             paths.append("/metrics")
-            for g, vs in self.registry.groups():
+            for g, vs in self.scheme.groups():
                 paths.append(f"/apis/{g}")
                 paths.extend(f"/apis/{g}/{v}" for v in vs)
             return json_response({"paths": sorted(paths)})
@@ -648,8 +634,8 @@ class ApiServer:
 
     def _get(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         info = ctx.info
-        obj = self.rest.get(rt, info.namespace, info.name)
-        wire = self.rest.to_wire(rt, obj)
+        obj = self.registry.get(rt, info.namespace, info.name)
+        wire = self.registry.to_wire(rt, obj)
         accept = ctx.request.headers.get("Accept", "")
         if wants_table(accept):
             table = table_for_list(
@@ -657,7 +643,7 @@ class ApiServer:
             )
             return json_response(table, content_type=TABLE_MEDIA)
         if rt.group != "events.k8s.io":
-            return json_response(self.rest.store.raw(rt.storage_name, _key(rt, info)))
+            return json_response(self.registry.store.raw(rt.storage_name, _key(rt, info)))
         return json_response(wire)
 
     def _selectors(
@@ -676,7 +662,7 @@ class ApiServer:
                 fields = parse_field_selector(q["fieldSelector"])
             except SelectorError as exc:
                 raise bad_request(str(exc)) from None
-            self.rest.check_field_selector(rt, fields)
+            self.registry.check_field_selector(rt, fields)
         return labels, fields
 
     def _list(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
@@ -686,7 +672,7 @@ class ApiServer:
         token = q.get("continue") or ""
         rv_param = q.get("resourceVersion") or ""
         rv_match = q.get("resourceVersionMatch") or ""
-        store = self.rest.store
+        store = self.registry.store
         namespace = ctx.info.namespace if rt.namespaced and ctx.info.namespace else None
         after: tuple[str, str] | None = None
         if rv_match and rv_match not in ("Exact", "NotOlderThan"):
@@ -737,7 +723,7 @@ class ApiServer:
                 next_token = _encode_continue(list_rv, selected[-1][0])
                 break
             scanned += 1
-            if obj is None or not self.rest.matches(rt, obj, labels, fields):
+            if obj is None or not self.registry.matches(rt, obj, labels, fields):
                 continue
             selected.append((key, obj))
         remaining = total_after - scanned
@@ -748,7 +734,7 @@ class ApiServer:
                 meta["remainingItemCount"] = remaining
         accept = ctx.request.headers.get("Accept", "")
         if wants_table(accept):
-            wires = [self.rest.to_wire(rt, o) for _, o in selected]
+            wires = [self.registry.to_wire(rt, o) for _, o in selected]
             table = table_for_list(
                 rt,
                 wires,
@@ -761,14 +747,14 @@ class ApiServer:
         if direct:
             items = b",".join(store.raw(rt.storage_name, k) for k, _ in selected)
         else:
-            items = b",".join(dumps(self.rest.to_wire(rt, o)) for _, o in selected)
+            items = b",".join(dumps(self.registry.to_wire(rt, o)) for _, o in selected)
         return json_response(head[:-1] + b',"items":[' + items + b"]}")
 
     async def _watch(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         q = ctx.query
         labels, fields = self._selectors(ctx, rt)
         rv_param = q.get("resourceVersion")
-        store = self.rest.store
+        store = self.registry.store
         if rv_param not in (None, "", "0"):
             if not rv_param.isdigit():
                 raise bad_request(f"invalid resource version: {rv_param}")
@@ -810,7 +796,7 @@ class ApiServer:
             bookmark_interval=self.bookmark_interval,
             encode=encode,
         )
-        stream = watch_stream(self.rest, req)
+        stream = watch_stream(self.registry, req)
         resp = web.StreamResponse(status=200)
         resp.headers["Content-Type"] = TABLE_MEDIA if table else JSON
         resp.headers["Transfer-Encoding"] = "chunked"
@@ -836,13 +822,13 @@ class ApiServer:
     def _create(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         dry = self._dry_run(ctx, "CreateOptions")
         body = decode_body(ctx, rt)
-        obj = self.rest.create(rt, ctx.info.namespace, body, dry_run=dry)
+        obj = self.registry.create(rt, ctx.info.namespace, body, dry_run=dry)
         return json_response(obj, 201)
 
     def _update(self, ctx: RequestContext, rt: ResourceType, sub: str) -> web.StreamResponse:
         dry = self._dry_run(ctx, "UpdateOptions")
         body = decode_body(ctx, rt)
-        obj, created = self.rest.update(
+        obj, created = self.registry.update(
             rt, ctx.info.namespace, ctx.info.name, body, subresource=sub, dry_run=dry
         )
         return json_response(obj, 201 if created else 200)
@@ -853,12 +839,12 @@ class ApiServer:
         if ctype not in PATCH_TYPES:
             raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH][:3])
         if ctype in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-            with contextlib.suppress(ValueError, UnicodeDecodeError):  # rest.patch reports it
+            with contextlib.suppress(ValueError, UnicodeDecodeError):  # registry.patch reports it
                 patch, dups = decode_json(ctx.body)
                 fieldvalidation.check_body(
                     ctx.request, rt, patch, duplicates=dups, options_kind="PatchOptions", patch=True
                 )
-        obj = self.rest.patch(
+        obj = self.registry.patch(
             rt, ctx.info.namespace, ctx.info.name, ctx.body, ctype, subresource=sub, dry_run=dry
         )
         return json_response(obj)
@@ -908,7 +894,7 @@ class ApiServer:
 
     def _delete(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         opts = self._delete_options(ctx)
-        result = self.rest.delete(rt, ctx.info.namespace, ctx.info.name, opts)
+        result = self.registry.delete(rt, ctx.info.namespace, ctx.info.name, opts)
         return json_response(result)
 
     def _delete_collection(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
@@ -921,21 +907,21 @@ class ApiServer:
         opts = self._delete_options(ctx)
         labels, fields = self._selectors(ctx, rt)
         namespace = ctx.info.namespace if rt.namespaced and ctx.info.namespace else None
-        victims = self.rest.list_matching(rt, namespace, labels=labels, fields=fields)
+        victims = self.registry.list_matching(rt, namespace, labels=labels, fields=fields)
         deleted = []
         for obj in victims:
             meta = obj.get("metadata") or {}
             try:
-                self.rest.delete(rt, meta.get("namespace", ""), meta.get("name", ""), opts)
+                self.registry.delete(rt, meta.get("namespace", ""), meta.get("name", ""), opts)
             except StatusError as err:
                 if err.code != 404:
                     raise
-            deleted.append(self.rest.to_wire(rt, obj))
+            deleted.append(self.registry.to_wire(rt, obj))
         return json_response(
             {
                 "kind": rt.list_kind,
                 "apiVersion": rt.api_version,
-                "metadata": {"resourceVersion": str(self.rest.store.resource_version)},
+                "metadata": {"resourceVersion": str(self.registry.store.resource_version)},
                 "items": deleted,
             }
         )
@@ -945,8 +931,8 @@ class ApiServer:
     ) -> web.StreamResponse:
         verb = ctx.info.verb
         if verb == "get":
-            obj = self.rest.get(rt, ctx.info.namespace, ctx.info.name)
-            return json_response(self.rest.to_wire(rt, obj))
+            obj = self.registry.get(rt, ctx.info.namespace, ctx.info.name)
+            return json_response(self.registry.to_wire(rt, obj))
         if verb == "update":
             return self._update(ctx, rt, "status")
         if verb == "patch":
@@ -958,7 +944,7 @@ class ApiServer:
         )
 
     async def _scale_subresource(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
-        """``/scale`` (``kubesim.apiserver.scale``): GET, PUT and PATCH of a Scale."""
+        """``/scale`` (``kubesim.registry.scale``): GET, PUT and PATCH of a Scale."""
         info = ctx.info
         verb = info.verb
         if verb not in ("get", "update", "patch"):
@@ -967,7 +953,7 @@ class ApiServer:
                 "MethodNotAllowed",
                 "the server does not allow this method on the requested resource",
             )
-        current = self.rest.get(rt, info.namespace, info.name)
+        current = self.registry.get(rt, info.namespace, info.name)
         if verb == "get":
             return json_response(scale.to_scale(rt, current))
         dry = self._dry_run(ctx, "UpdateOptions" if verb == "update" else "PatchOptions")
@@ -978,8 +964,8 @@ class ApiServer:
             if ctype not in PATCH_TYPES:
                 raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH][:3])
             body = apply_patch(scale.to_scale(rt, current), ctx.body, ctype, kind="Scale")
-        wire = scale.apply_scale(rt, self.rest.to_wire(rt, current), body, name=info.name)
-        updated, _ = self.rest.update(rt, info.namespace, info.name, wire, dry_run=dry)
+        wire = scale.apply_scale(rt, self.registry.to_wire(rt, current), body, name=info.name)
+        updated, _ = self.registry.update(rt, info.namespace, info.name, wire, dry_run=dry)
         return json_response(scale.to_scale(rt, updated))
 
     # --- /_kubesim/ -------------------------------------------------------------------------

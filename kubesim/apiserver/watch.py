@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kube.labels import FieldRequirement, LabelSelector
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.rest import Rest
-from kubesim.apiserver.status import expired
-from kubesim.apiserver.store import ADDED, DELETED, MODIFIED, Event, TooOld, dumps
+from kubesim.core.errors import expired
+from kubesim.core.scheme import ResourceType
+from kubesim.core.store import ADDED, DELETED, MODIFIED, Event, TooOld, dumps
+from kubesim.registry.generic import GenericStore
 
 __all__ = ["DEFAULT_TIMEOUT", "WatchRequest", "watch_stream"]
 
@@ -73,9 +73,9 @@ def _with_rv(obj: dict[str, Any], rv: int) -> dict[str, Any]:
     return out
 
 
-async def watch_stream(rest: Rest, req: WatchRequest) -> AsyncGenerator[bytes, None]:
+async def watch_stream(registry: GenericStore, req: WatchRequest) -> AsyncGenerator[bytes, None]:
     """Yield encoded watch events until the timeout (or the consumer stops)."""
-    store = rest.store
+    store = registry.store
     rt = req.rt
     storage = rt.storage_name
 
@@ -87,10 +87,10 @@ async def watch_stream(rest: Rest, req: WatchRequest) -> AsyncGenerator[bytes, N
             return False
         if req.name is not None and meta.get("name") != req.name:
             return False
-        return rest.matches(rt, obj, req.labels, req.fields)
+        return registry.matches(rt, obj, req.labels, req.fields)
 
     def encode(event_type: str, obj: dict[str, Any]) -> bytes:
-        wire = rest.to_wire(rt, obj)
+        wire = registry.to_wire(rt, obj)
         if req.encode is not None:
             return _line(event_type, req.encode(event_type, wire))
         return _line(event_type, dumps(wire))

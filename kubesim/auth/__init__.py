@@ -23,84 +23,27 @@ loading) calls the registry in process as the loopback user and is never checked
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import enum
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from aiohttp import web
 
 from kube.apierrors import StatusError
+from kubesim.core.attributes import Attributes, UserInfo
 
 __all__ = [
-    "ALL_AUTHENTICATED",
     "ALWAYS_ALLOW",
-    "ANONYMOUS",
     "AUTHORIZATION_MODES",
-    "LOOPBACK",
-    "MASTERS",
     "RBAC",
-    "UNAUTHENTICATED",
     "AlwaysAllow",
-    "Attributes",
     "Authenticator",
     "Authorizer",
     "Decision",
-    "UserInfo",
-    "current_attributes",
     "forbidden_error",
-    "in_process",
     "install_access_control",
     "unauthorized",
-    "with_attributes",
 ]
-
-MASTERS: Final = "system:masters"
-ALL_AUTHENTICATED: Final = "system:authenticated"
-UNAUTHENTICATED: Final = "system:unauthenticated"
-
-
-@dataclass(frozen=True, slots=True)
-class UserInfo:
-    """``user.Info``: name, uid, groups and extra (each extra key holds a list of strings)."""
-
-    name: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, object]:
-        """``authentication.k8s.io/v1`` ``UserInfo`` as the API shows it (empty fields left out)."""
-        out: dict[str, object] = {"username": self.name}
-        if self.uid:
-            out["uid"] = self.uid
-        if self.groups:
-            out["groups"] = list(self.groups)
-        if self.extra:
-            out["extra"] = {k: list(v) for k, v in self.extra.items()}
-        return out
-
-
-ANONYMOUS: Final = UserInfo("system:anonymous", groups=(UNAUTHENTICATED,))
-LOOPBACK: Final = UserInfo("system:apiserver", groups=(MASTERS, ALL_AUTHENTICATED))
-
-
-@dataclass(frozen=True, slots=True)
-class Attributes:
-    """``authorizer.Attributes`` of one request (or of a SubjectAccessReview)."""
-
-    user: UserInfo
-    verb: str
-    is_resource: bool = True
-    namespace: str = ""
-    resource: str = ""
-    subresource: str = ""
-    name: str = ""
-    api_group: str = ""
-    api_version: str = ""
-    path: str = ""
 
 
 class Authenticator(Protocol):
@@ -157,7 +100,7 @@ def install_access_control(sim: Any) -> None:
     from kubesim.auth.rbac import RuleResolver
 
     sim.rbac_resolver = RuleResolver(sim.store)
-    escalation.install(sim.rest, sim.rbac_resolver, sim.server.authorize)
+    escalation.install(sim.registry, sim.rbac_resolver, sim.server.authorize)
     reviews.install(sim)
     sim.server.impersonator = Impersonation(sim.server.authorize)
 
@@ -200,29 +143,3 @@ def forbidden_error(attrs: Attributes, reason: str = "") -> StatusError:
         group=attrs.api_group,
         kind=attrs.resource,
     )
-
-
-_CURRENT: contextvars.ContextVar[Attributes | None] = contextvars.ContextVar(
-    "kubesim_request_attributes", default=None
-)
-
-
-def current_attributes() -> Attributes | None:
-    """The attributes of the API request being served; None for kubesim's own in-process calls."""
-    return _CURRENT.get()
-
-
-@contextlib.contextmanager
-def with_attributes(attrs: Attributes | None) -> Iterator[None]:
-    """Serve the body as the request ``attrs`` (None: as kubesim itself)."""
-    token = _CURRENT.set(attrs)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
-
-
-def in_process() -> contextlib.AbstractContextManager[None]:
-    """Calls kube-apiserver makes to its own storage (the delete inside an eviction) are not
-    admitted again: they run as kubesim itself."""
-    return with_attributes(None)

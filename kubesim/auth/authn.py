@@ -23,7 +23,8 @@ from typing import Protocol
 
 from aiohttp import web
 
-from kubesim.auth import ALL_AUTHENTICATED, UserInfo, unauthorized
+from kubesim.auth import unauthorized
+from kubesim.core.attributes import ALL_AUTHENTICATED, UserInfo
 
 __all__ = [
     "Chain",

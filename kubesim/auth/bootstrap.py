@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import yaml
 
-from kubesim.apiserver.rest import Rest
+from kubesim.registry.generic import GenericStore
 
 __all__ = ["BOOTSTRAP_CLUSTER_ROLES", "BOOTSTRAP_CLUSTER_ROLE_BINDINGS", "seed"]
 
@@ -185,7 +185,7 @@ BOOTSTRAP_CLUSTER_ROLES: Final = _documents(_ROLES, "ClusterRole")
 BOOTSTRAP_CLUSTER_ROLE_BINDINGS: Final = _documents(_BINDINGS, "ClusterRoleBinding")
 
 
-def seed(rest: Rest) -> None:
+def seed(registry: GenericStore) -> None:
     """Store the bootstrap roles and bindings (missing ones only), then aggregate."""
     from kubesim.controllers.clusterroleaggregation import aggregate_all
 
@@ -193,9 +193,9 @@ def seed(rest: Rest) -> None:
         ("ClusterRole", "clusterroles", BOOTSTRAP_CLUSTER_ROLES),
         ("ClusterRoleBinding", "clusterrolebindings", BOOTSTRAP_CLUSTER_ROLE_BINDINGS),
     ):
-        rt = rest.registry.lookup("rbac.authorization.k8s.io", "v1", plural)
+        rt = registry.scheme.lookup("rbac.authorization.k8s.io", "v1", plural)
         assert rt is not None and rt.kind == kind
         for obj in objects:
-            if rest.find(rt, "", obj["metadata"]["name"]) is None:
-                rest.seed(rt, obj)
-    aggregate_all(rest)
+            if registry.find(rt, "", obj["metadata"]["name"]) is None:
+                registry.seed(rt, obj)
+    aggregate_all(registry)

@@ -27,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.rest import Rest
-from kubesim.apiserver.status import StatusError, not_found
-from kubesim.auth import MASTERS, Attributes, Decision, current_attributes
+from kubesim.auth import Decision
 from kubesim.auth.rbac import RBAC_GROUP, PolicyRule, RuleResolver, aggregate_errors, rules_of
+from kubesim.core.attributes import MASTERS, Attributes, current_attributes
+from kubesim.core.errors import StatusError, not_found
+from kubesim.core.scheme import ResourceType
+from kubesim.registry.generic import GenericStore
 
 __all__ = ["FULL_AUTHORITY", "compact_rules", "covers", "install", "missing_rules"]
 
@@ -207,10 +208,12 @@ def _namespace(obj: Mapping[str, Any]) -> str:
 
 
 class EscalationCheck:
-    """The admission plugin (``Rest.admission``) that enforces the rules above."""
+    """The admission plugin (``GenericStore.admission``) that enforces the rules above."""
 
-    def __init__(self, rest: Rest, resolver: RuleResolver, authorize: Authorize) -> None:
-        self.rest = rest
+    def __init__(
+        self, registry: GenericStore, resolver: RuleResolver, authorize: Authorize
+    ) -> None:
+        self.registry = registry
         self.resolver = resolver
         self.authorize = authorize
 
@@ -277,7 +280,9 @@ class EscalationCheck:
             raise _forbidden(rt, name, problem)
 
 
-def install(rest: Rest, resolver: RuleResolver, authorize: Authorize) -> EscalationCheck:
-    check = EscalationCheck(rest, resolver, authorize)
-    rest.admission.append(check)
+def install(
+    registry: GenericStore, resolver: RuleResolver, authorize: Authorize
+) -> EscalationCheck:
+    check = EscalationCheck(registry, resolver, authorize)
+    registry.admission.append(check)
     return check

@@ -18,14 +18,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from kube.objects import format_time
-from kubesim.apiserver.status import bad_request
 from kubesim.auth.serviceaccounts import ServiceAccountTokens, TokenInvalid, decode_request
+from kubesim.core.errors import bad_request
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from kubesim.apiserver.resources import ResourceType
     from kubesim.apiserver.server import RequestContext
+    from kubesim.core.scheme import ResourceType
     from kubesim.sim import Simulator
 
 __all__ = ["install"]
@@ -43,7 +43,7 @@ def install(sim: Simulator) -> None:
         body = {
             "kind": "SelfSubjectReview",
             "apiVersion": GROUP_VERSION,
-            "metadata": {"creationTimestamp": format_time(sim.rest.clock())},
+            "metadata": {"creationTimestamp": format_time(sim.registry.clock())},
             "status": {"userInfo": ctx.user.to_dict()},
         }
         return json_response(body, 201)

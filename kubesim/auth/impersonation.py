@@ -23,15 +23,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from kubesim.apiserver.server import RequestContext
-from kubesim.apiserver.status import StatusError
-from kubesim.auth import (
-    ALL_AUTHENTICATED,
-    UNAUTHENTICATED,
-    Attributes,
-    Decision,
-    UserInfo,
-    forbidden_error,
-)
+from kubesim.auth import Decision, forbidden_error
+from kubesim.core.attributes import ALL_AUTHENTICATED, UNAUTHENTICATED, Attributes, UserInfo
+from kubesim.core.errors import StatusError
 
 __all__ = ["Impersonation", "impersonation_requests"]
 

@@ -36,8 +36,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubesim.auth import UserInfo, unauthorized
+from kubesim.auth import unauthorized
 from kubesim.auth.authn import with_authenticated_group
+from kubesim.core.attributes import UserInfo
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -30,8 +30,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubesim.apiserver.store import Store
-from kubesim.auth import Attributes, Decision, UserInfo
+from kubesim.auth import Decision
+from kubesim.core.attributes import Attributes, UserInfo
+from kubesim.core.store import Store
 
 __all__ = [
     "RBAC_GROUP",

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
-from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.server import RequestContext, decode_body, json_response
-from kubesim.apiserver.status import Cause, bad_request, invalid
-from kubesim.auth import Attributes, Decision, UserInfo
+from kubesim.auth import Decision
 from kubesim.auth.rbac import PolicyRule, RuleResolver, aggregate_errors
+from kubesim.core.attributes import Attributes, UserInfo
+from kubesim.core.errors import Cause, bad_request, invalid
+from kubesim.core.scheme import ResourceType
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator

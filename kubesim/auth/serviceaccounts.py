@@ -50,24 +50,18 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from kube.objects import format_time
 from kubesim.apiserver import protobuf
-from kubesim.apiserver.status import (
-    Cause,
-    StatusError,
-    bad_request,
-    conflict,
-    invalid,
-    not_found,
-)
-from kubesim.apiserver.store import clone
-from kubesim.auth import UserInfo
 from kubesim.auth.authn import with_authenticated_group
+from kubesim.core.attributes import UserInfo
+from kubesim.core.errors import Cause, StatusError, bad_request, conflict, invalid, not_found
+from kubesim.core.objects import meta_of
+from kubesim.core.store import clone
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from kubesim.apiserver.resources import ResourceType
-    from kubesim.apiserver.rest import Rest
     from kubesim.apiserver.server import RequestContext
+    from kubesim.core.scheme import ResourceType
+    from kubesim.registry.generic import GenericStore
 
 __all__ = [
     "DEFAULT_EXPIRATION_SECONDS",
@@ -124,11 +118,6 @@ class _Ref:
         return {"name": self.name, "uid": self.uid} if self.uid else {"name": self.name}
 
 
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def _field(path: str, value: Any, detail: str) -> Cause:
     """A ``field.Invalid`` cause, its message as Go formats the value."""
     shown = json.dumps(value) if isinstance(value, str) else value
@@ -141,13 +130,13 @@ class ServiceAccountTokens:
 
     def __init__(
         self,
-        rest: Rest,
+        registry: GenericStore,
         *,
         issuer: str = ISSUER,
         audiences: Sequence[str] = (ISSUER,),
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.rest = rest
+        self.registry = registry
         self.issuer = issuer
         self.audiences = tuple(audiences)
         self.clock = clock
@@ -157,9 +146,9 @@ class ServiceAccountTokens:
     # --- issuing ----------------------------------------------------------------------------
 
     def _find(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        rt = self.rest.registry.for_kind("v1", kind)
+        rt = self.registry.scheme.for_kind("v1", kind)
         assert rt is not None
-        return self.rest.find(rt, namespace if rt.namespaced else "", name)
+        return self.registry.find(rt, namespace if rt.namespaced else "", name)
 
     def issue(
         self,
@@ -180,13 +169,13 @@ class ServiceAccountTokens:
         expiry = now + expiration_seconds
         private: dict[str, Any] = {
             "namespace": namespace,
-            "serviceaccount": _Ref(name, str(_meta(sa).get("uid", ""))).claim(),
+            "serviceaccount": _Ref(name, str(meta_of(sa).get("uid", ""))).claim(),
         }
         if pod is not None:
-            private["pod"] = _Ref(_meta(pod).get("name", ""), _meta(pod).get("uid", "")).claim()
+            private["pod"] = _Ref(meta_of(pod).get("name", ""), meta_of(pod).get("uid", "")).claim()
         if secret is not None:
             private["secret"] = _Ref(
-                _meta(secret).get("name", ""), _meta(secret).get("uid", "")
+                meta_of(secret).get("name", ""), meta_of(secret).get("uid", "")
             ).claim()
         if node is not None:
             private["node"] = node.claim()
@@ -260,7 +249,7 @@ class ServiceAccountTokens:
         sa = self._find("ServiceAccount", namespace, sa_ref.name)
         if sa is None or self._deleted(sa, now):
             raise TokenInvalid(f"service account {namespace}/{sa_ref.name} has been deleted")
-        if str(_meta(sa).get("uid", "")) != sa_ref.uid:
+        if str(meta_of(sa).get("uid", "")) != sa_ref.uid:
             raise TokenInvalid("service account UID does not match claim")
         extra: dict[str, tuple[str, ...]] = {}
         for kind, key in (("Secret", "secret"), ("Pod", "pod")):
@@ -270,7 +259,7 @@ class ServiceAccountTokens:
             obj = self._find(kind, namespace, ref.name)
             if obj is None or self._deleted(obj, now):
                 raise TokenInvalid("service account token has been invalidated")
-            if str(_meta(obj).get("uid", "")) != ref.uid:
+            if str(meta_of(obj).get("uid", "")) != ref.uid:
                 raise TokenInvalid(f"{kind.lower()} UID does not match service account claim")
             if kind == "Pod":
                 extra[POD_NAME] = (ref.name,)
@@ -281,7 +270,7 @@ class ServiceAccountTokens:
                 node = self._find("Node", "", node_ref.name)
                 if node is None or self._deleted(node, now):
                     raise TokenInvalid("service account token has been invalidated")
-                if str(_meta(node).get("uid", "")) != node_ref.uid:
+                if str(meta_of(node).get("uid", "")) != node_ref.uid:
                     raise TokenInvalid("node UID does not match service account claim")
             extra[NODE_NAME] = (node_ref.name,)
             if node_ref.uid:
@@ -293,7 +282,7 @@ class ServiceAccountTokens:
 
     @staticmethod
     def _deleted(obj: Mapping[str, Any], now: float) -> bool:
-        stamp = _meta(obj).get("deletionTimestamp")
+        stamp = meta_of(obj).get("deletionTimestamp")
         if not stamp:
             return False
         from kube.objects import parse_time
@@ -441,22 +430,22 @@ class ServiceAccountTokens:
                     f'cannot bind token for serviceaccount "{sa_name}" to pod running with'
                     " different serviceaccount name."
                 )
-            uid = str(_meta(pod).get("uid", ""))
+            uid = str(meta_of(pod).get("uid", ""))
             node_name = spec.get("nodeName")
             if node_name:
                 found = self._find("Node", "", str(node_name))
-                node = _Ref(str(node_name), str(_meta(found).get("uid", "")) if found else "")
+                node = _Ref(str(node_name), str(meta_of(found).get("uid", "")) if found else "")
         elif group == "" and kind == "Node":
             found = self._find("Node", "", name)
             if found is None:
                 raise not_found("nodes", "", name)
-            uid = str(_meta(found).get("uid", ""))
+            uid = str(meta_of(found).get("uid", ""))
             node = _Ref(name, uid)
         elif group == "" and kind == "Secret":
             secret = self._find("Secret", namespace, name)
             if secret is None:
                 raise not_found("secrets", "", name)
-            uid = str(_meta(secret).get("uid", ""))
+            uid = str(meta_of(secret).get("uid", ""))
         else:
             gvk = f"{group}/{version}, Kind={kind}" if group else f"/{version}, Kind={kind}"
             raise bad_request(f"cannot bind token to object of type {gvk}")

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kubesim.apiserver.rest import Rest
-from kubesim.apiserver.store import clone
-from kubesim.auth import in_process
+from kubesim.core.attributes import in_process
+from kubesim.core.store import clone
+from kubesim.registry.generic import GenericStore
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -59,15 +59,15 @@ def aggregated_rules(
     return out
 
 
-def aggregate_all(rest: Rest) -> int:
+def aggregate_all(registry: GenericStore) -> int:
     """Bring every aggregated ClusterRole up to date; the number of roles written."""
-    rt = rest.registry.lookup("rbac.authorization.k8s.io", "v1", "clusterroles")
+    rt = registry.scheme.lookup("rbac.authorization.k8s.io", "v1", "clusterroles")
     assert rt is not None
     written = 0
     for _ in range(_MAX_ROUNDS):
         roles = {
             str((o.get("metadata") or {}).get("name", "")): o
-            for o in rest.store.items(rt.storage_name)
+            for o in registry.store.items(rt.storage_name)
         }
         changed = False
         for name, role in roles.items():
@@ -77,7 +77,7 @@ def aggregate_all(rest: Rest) -> int:
             new = clone(role)
             new["rules"] = want
             with in_process():
-                rest.update(rt, "", name, rest.to_wire(rt, new))
+                registry.update(rt, "", name, registry.to_wire(rt, new))
             written += 1
             changed = True
             break  # the roles changed: read them again
@@ -95,11 +95,11 @@ class ClusterRoleAggregationController:
         store = sim.store
         sub = store.subscribe("clusterroles")
         try:
-            aggregate_all(sim.rest)
+            aggregate_all(sim.registry)
             while True:
                 await sub.queue.get()
                 while not sub.queue.empty():
                     sub.queue.get_nowait()
-                aggregate_all(sim.rest)
+                aggregate_all(sim.registry)
         finally:
             store.unsubscribe(sub)

@@ -33,14 +33,10 @@ from typing import Any, Final
 
 from kube.objects import InvalidObject, Node, Pod, parse_time
 from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Event, Key, clone
-from kubesim.controllers.base import (
-    WorkloadController,
-    is_pod_available,
-    meta_of,
-    pod_from_template,
-)
+from kubesim.controllers.base import WorkloadController, is_pod_available, pod_from_template
 from kubesim.controllers.deployment import pod_template_hash
+from kubesim.core.objects import meta_of
+from kubesim.core.store import Event, Key, clone
 from scheduler.filters.nodeaffinity import RequiredNodeAffinity
 from scheduler.filters.tainttoleration import find_matching_untolerated_taint
 

@@ -30,15 +30,15 @@ from typing import Any, Final
 from kube.labels import LabelSelector, SelectorError
 from kube.objects import format_time
 from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Key, clone
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
-    meta_of,
     pod_from_template,
     pods_to_delete_order,
     set_condition,
 )
+from kubesim.core.objects import meta_of
+from kubesim.core.store import Key, clone
 
 __all__ = ["JobController"]
 

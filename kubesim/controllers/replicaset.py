@@ -28,7 +28,6 @@ from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError
 from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Key, clone
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
@@ -38,6 +37,7 @@ from kubesim.controllers.base import (
     pods_to_delete_order,
     ready_since,
 )
+from kubesim.core.store import Key, clone
 
 __all__ = ["BURST_REPLICAS", "ReplicaSetController", "ReplicationControllerController"]
 

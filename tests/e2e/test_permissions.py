@@ -35,7 +35,8 @@ from aiohttp import web
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
-from kubesim.auth import Attributes, Decision, UserInfo
+from kubesim.auth import Decision
+from kubesim.core.attributes import Attributes, UserInfo
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
 from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, replicaset, settle
@@ -118,7 +119,7 @@ class Admin:
 
     async def apply(self, manifests: Iterable[dict[str, Any]]) -> None:
         for doc in manifests:
-            rt = self.sim.registry.for_kind(doc["apiVersion"], doc["kind"])
+            rt = self.sim.scheme.for_kind(doc["apiVersion"], doc["kind"])
             assert rt is not None, doc["kind"]
             prefix = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
             ns = doc["metadata"].get("namespace", "default") if rt.namespaced else ""

@@ -11,7 +11,7 @@ import sys
 
 from kube.schemagen import SCHEMA_PATH, generate, render
 from kube.strict import known_kinds, model_for
-from kubesim.apiserver.resources import default_registry
+from kubesim.core.scheme import default_scheme
 
 
 def test_committed_schema_matches_the_installed_client() -> None:
@@ -20,7 +20,7 @@ def test_committed_schema_matches_the_installed_client() -> None:
 
 def test_schema_covers_every_kind_kubesim_serves() -> None:
     kinds = known_kinds()
-    for rt in default_registry().types:
+    for rt in default_scheme().types:
         assert (rt.api_version, rt.kind) in kinds, rt.kind
         for sub in rt.subresources:
             api_version = f"{sub.group}/{sub.version}" if sub.group else rt.api_version

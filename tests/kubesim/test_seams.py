@@ -11,7 +11,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim.apiserver.server import DropConnection, RequestContext, json_response
-from kubesim.apiserver.status import Cause, StatusError
+from kubesim.core.errors import Cause, StatusError
 from kubesim.sim import Simulator
 
 from .conftest import raw, status_of

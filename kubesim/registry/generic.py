@@ -1,8 +1,11 @@
-"""The generic registry: create, get, list, update, patch and delete with kube's semantics.
+"""The generic store: create, get, list, update, patch and delete with kube's semantics.
 
-This is ``k8s.io/apiserver/pkg/registry/generic/registry.Store`` plus the strategies of the
-served kinds, independent of HTTP, so the HTTP handlers, the in-process API (``sim.apply``),
-the built-in controllers and phase-2 subresources (eviction) all share one implementation.
+``GenericStore`` is ``k8s.io/apiserver/pkg/registry/generic/registry.Store``: one
+implementation for every kind over the object store (``kubesim.core.store``), each kind's
+differences in its strategy (``kubesim.registry.validation``), admission called through the
+shapes of ``kubesim.registry.admission``. It knows nothing of HTTP, so the endpoints, the
+in-process API (``sim.apply``), the controllers, kubelets and scheduler loop, and the
+eviction and binding storage all write through the same code (as ``sim.registry``).
 
 Reproduced behaviour (``rest.BeforeCreate``/``BeforeUpdate``/``BeforeDelete``):
 
@@ -13,7 +16,7 @@ Reproduced behaviour (``rest.BeforeCreate``/``BeforeUpdate``/``BeforeDelete``):
   kinds with a spec, status reset (pods start ``Pending``; a pod with ``schedulingGates`` gets
   ``PodScheduled=False``, reason ``SchedulingGated``), defaults, admission
   (NamespaceLifecycle: 404 for a missing namespace, 403 ``NamespaceTerminating`` while it is
-  being deleted; then the plugins of ``kubesim.apiserver.admission``), validation (422), 409
+  being deleted; then the plugins of ``kubesim.plugins.admission``), validation (422), 409
   ``AlreadyExists``; ``dryRun=All`` answers without storing;
 * update: URL/body name and namespace must agree (400), a stale ``resourceVersion`` is a 409
   ``the object has been modified; ...``, an empty one is an unconditional update; the main
@@ -30,20 +33,18 @@ Reproduced behaviour (``rest.BeforeCreate``/``BeforeUpdate``/``BeforeDelete``):
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kube.labels import FieldRequirement, LabelSelector
 from kube.objects import format_time
-from kubesim.apiserver import events as event_conv
-from kubesim.apiserver.resources import Registry, ResourceType
-from kubesim.apiserver.status import (
+from kubesim.core import events as event_conv
+from kubesim.core.attributes import current_attributes
+from kubesim.core.errors import (
     MODIFIED_CONFLICT,
     Cause,
     StatusError,
@@ -56,27 +57,31 @@ from kubesim.apiserver.status import (
     not_found,
     success_status,
 )
-from kubesim.apiserver.store import Key, Store, clone
-from kubesim.apiserver.validation import (
+from kubesim.core.names import generate_name
+from kubesim.core.objects import meta_of
+from kubesim.core.scheme import ResourceType, Scheme
+from kubesim.core.store import Key, Store, clone
+from kubesim.registry.admission import (
+    AdmissionCall,
+    AdmissionPlugin,
+    ValidatingAdmission,
+    current_notes,
+)
+from kubesim.registry.validation import (
     apply_defaults,
+    apply_update_defaults,
     check_type,
     decode_check,
     normalize_seed_times,
     validate,
-    validate_pod_update,
+    validate_update,
 )
-from kubesim.auth import Attributes, current_attributes
 
 __all__ = [
-    "AdmissionCall",
-    "AdmissionNotes",
-    "AdmissionPlugin",
     "DeleteOptions",
-    "Rest",
-    "ValidatingAdmission",
+    "GenericStore",
 ]
 
-NAME_CHARS: Final = "bcdfghjklmnpqrstvwxz2456789"  # utilrand's alphanums
 SCHEDULING_GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
 GENERATE_NAME_ATTEMPTS: Final = 8  # maxNameGenerationCreateAttempts
 PROTECTED_NAMESPACES: Final = frozenset({"default", "kube-system", "kube-public"})
@@ -117,65 +122,6 @@ _SEED_DEFAULTED: Final = frozenset(
         "ClusterRoleBinding",
     }
 )
-
-# An admission plugin sees (operation, type, new object, old object) and may change the new
-# object in place or raise a StatusError; operation is CREATE, UPDATE or DELETE.
-AdmissionPlugin = Callable[[str, ResourceType, dict[str, Any], dict[str, Any] | None], None]
-
-
-@dataclass(slots=True)
-class AdmissionNotes:
-    """What validating admission adds to the response besides a verdict: ``Warning`` headers
-    (``warning.AddWarning``) and audit annotations (``attributes.AddAnnotation``), which the
-    server writes into the response and the request log entry."""
-
-    warnings: list[str] = field(default_factory=list)
-    audit_annotations: dict[str, str] = field(default_factory=dict)
-
-
-_NOTES: contextvars.ContextVar[AdmissionNotes | None] = contextvars.ContextVar(
-    "kubesim_admission_notes", default=None
-)
-
-
-@contextlib.contextmanager
-def collecting_admission_notes(notes: AdmissionNotes) -> Iterator[AdmissionNotes]:
-    """Admission calls made in the body write their warnings and annotations into ``notes``."""
-    token = _NOTES.set(notes)
-    try:
-        yield notes
-    finally:
-        _NOTES.reset(token)
-
-
-@dataclass(frozen=True, slots=True)
-class AdmissionCall:
-    """``admission.Attributes`` for validating admission, after the object was validated.
-
-    ``obj`` is None for DELETE and ``old`` None for CREATE, as in an AdmissionReview; for a
-    subresource the object is what the request sent (the Pod for ``pods/status``, the Eviction
-    for ``pods/eviction``, the Binding for ``pods/binding``). ``request`` is the API request's
-    ``Attributes`` (user, verb, ...).
-    """
-
-    operation: str
-    rt: ResourceType
-    subresource: str
-    namespace: str
-    name: str
-    obj: Mapping[str, Any] | None
-    old: Mapping[str, Any] | None
-    request: Attributes
-    dry_run: bool = False
-    kind: str = ""  # the object's kind when it is not the resource's (Eviction, Binding)
-    kind_group: str = ""
-    kind_version: str = ""
-    # warnings and audit annotations for the response (discarded outside an API request)
-    notes: AdmissionNotes = field(default_factory=AdmissionNotes)
-
-
-# Validating admission (ValidatingAdmissionPolicies): may only raise a StatusError.
-ValidatingAdmission = Callable[[AdmissionCall], None]
 
 
 @dataclass(slots=True)
@@ -291,24 +237,19 @@ def _key(rt: ResourceType, namespace: str, name: str) -> Key:
     return (namespace if rt.namespaced else "", name)
 
 
-def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
-class Rest:
-    """The registry operations over one ``Store``."""
+class GenericStore:
+    """kube's generic ``registry.Store`` over one object ``Store``, for every served kind."""
 
     def __init__(
         self,
         store: Store,
-        registry: Registry,
+        scheme: Scheme,
         *,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
     ) -> None:
         self.store = store
-        self.registry = registry
+        self.scheme = scheme
         self.clock = clock
         self.rng = rng or random.Random()
         self.admission: list[AdmissionPlugin] = []
@@ -332,7 +273,7 @@ class Rest:
         return obj
 
     def storage_type(self, rt: ResourceType) -> ResourceType:
-        return self.registry.for_storage(rt.storage_name)
+        return self.scheme.for_storage(rt.storage_name)
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -355,7 +296,7 @@ class Rest:
         if (
             labels is not None
             and not labels.is_empty()
-            and not labels.matches(_meta(obj).get("labels") or {})
+            and not labels.matches(meta_of(obj).get("labels") or {})
         ):
             return False
         return all(req.matches(rt.field_value(obj, req.field)) for req in fields)
@@ -427,13 +368,13 @@ class Rest:
         """NamespaceLifecycle admission for a create in ``namespace``."""
         if not rt.namespaced:
             return
-        ns_type = self.registry.for_kind("v1", "Namespace")
+        ns_type = self.scheme.for_kind("v1", "Namespace")
         assert ns_type is not None
         ns = self.find(ns_type, "", namespace)
         if ns is None:
             raise not_found("namespaces", "", namespace)
         if (
-            _meta(ns).get("deletionTimestamp")
+            meta_of(ns).get("deletionTimestamp")
             or (ns.get("status") or {}).get("phase") == "Terminating"
         ):
             raise forbidden(
@@ -472,7 +413,7 @@ class Rest:
         request = current_attributes()
         if request is None or not self.validating_admission:
             return
-        meta = _meta(obj if obj is not None else old or {})
+        meta = meta_of(obj if obj is not None else old or {})
         group, version, kind_name = kind if kind is not None else ("", "", "")
         call = AdmissionCall(
             operation=operation,
@@ -487,7 +428,7 @@ class Rest:
             kind=kind_name,
             kind_group=group,
             kind_version=version,
-            notes=_NOTES.get() or AdmissionNotes(),
+            notes=current_notes(),
         )
         for plugin in self.validating_admission:
             plugin(call)
@@ -509,8 +450,7 @@ class Rest:
         for attempt in range(attempts):
             if generated:
                 # rest.BeforeCreate: after (mutating) admission, as in kube-apiserver.
-                suffix = "".join(self.rng.choice(NAME_CHARS) for _ in range(5))
-                meta["name"] = f"{meta['generateName']}{suffix}"
+                meta["name"] = generate_name(meta["generateName"], self.rng)
             name = meta.get("name") or ""
             validate(self.storage_type(rt), obj, request_group=rt.group)
             key = _key(rt, meta.get("namespace", ""), name)
@@ -565,7 +505,7 @@ class Rest:
             if rt.allow_create_on_update and not subresource:
                 return self.create(rt, namespace, self.to_wire(rt, new), dry_run=dry_run), True
             raise not_found(rt.plural, rt.group, name)
-        old_meta = _meta(old)
+        old_meta = meta_of(old)
         want_rv = meta.get("resourceVersion")
         if want_rv not in (None, "") and str(want_rv) != old_meta.get("resourceVersion"):
             if not str(want_rv).isdigit():
@@ -573,11 +513,13 @@ class Rest:
             raise conflict(rt.plural, rt.group, name, MODIFIED_CONFLICT)
         decode_check(self.storage_type(rt), new)
         new = self._prepare_update(rt, new, old, subresource)
+        if not subresource:
+            apply_update_defaults(self.storage_type(rt), new)
         if not subresource or rt.kind == "Pod":
             self.run_admission("UPDATE", rt, new, old)
         validate(self.storage_type(rt), new, request_group=rt.group, old=old)
-        if rt.kind == "Pod" and not subresource:
-            validate_pod_update(new, old)
+        if not subresource:
+            validate_update(self.storage_type(rt), new, old)
         self.run_validating_admission(
             "UPDATE",
             rt,
@@ -591,12 +533,12 @@ class Rest:
     def _prepare_update(
         self, rt: ResourceType, new: dict[str, Any], old: dict[str, Any], subresource: str
     ) -> dict[str, Any]:
-        old_meta = _meta(old)
+        old_meta = meta_of(old)
         if subresource == "status":
             result = clone(old)
             result["status"] = clone(new.get("status") or {})
             if rt.kind in ("Pod", "Node"):
-                nm = _meta(new)
+                nm = meta_of(new)
                 for k in ("labels", "annotations"):
                     if k in nm:
                         result["metadata"][k] = clone(nm[k])
@@ -674,7 +616,7 @@ class Rest:
         subresource: str = "",
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        from kubesim.apiserver.patch import apply_patch
+        from kubesim.core.patch import apply_patch
 
         current = self.get(rt, namespace, name)
         wire = self.to_wire(rt, current)
@@ -698,7 +640,7 @@ class Rest:
         obj = self.store.get(rt.storage_name, key)
         if obj is None:
             raise not_found(rt.plural, rt.group, name)
-        meta = _meta(obj)
+        meta = meta_of(obj)
         if options.uid is not None and options.uid != meta.get("uid"):
             raise conflict(
                 rt.plural,
@@ -801,7 +743,7 @@ class Rest:
         return self._status_for(rt, obj)
 
     def _status_for(self, rt: ResourceType, obj: Mapping[str, Any]) -> dict[str, Any]:
-        meta = _meta(obj)
+        meta = meta_of(obj)
         return success_status(
             name=meta.get("name", ""), group=rt.group, kind=rt.plural, uid=meta.get("uid", "")
         )
@@ -812,7 +754,7 @@ class Rest:
         name = key[1]
         if name in PROTECTED_NAMESPACES:
             raise forbidden("namespaces", "", name, "this namespace may not be deleted")
-        meta = _meta(obj)
+        meta = meta_of(obj)
         if meta.get("deletionTimestamp"):
             return self.to_wire(rt, obj)
         new = clone(obj)
@@ -830,7 +772,7 @@ class Rest:
 
     def finalize_namespace(self, name: str) -> None:
         """The namespace controller's last step: drop the ``kubernetes`` finalizer."""
-        ns_type = self.registry.for_kind("v1", "Namespace")
+        ns_type = self.scheme.for_kind("v1", "Namespace")
         assert ns_type is not None
         key = ("", name)
         obj = self.store.get("namespaces", key)
@@ -839,7 +781,7 @@ class Rest:
         spec_finalizers = [
             f for f in (obj.get("spec") or {}).get("finalizers") or [] if f != "kubernetes"
         ]
-        if spec_finalizers or _meta(obj).get("finalizers"):
+        if spec_finalizers or meta_of(obj).get("finalizers"):
             new = clone(obj)
             new["spec"] = {"finalizers": spec_finalizers}
             rv = self.store.next_rv()

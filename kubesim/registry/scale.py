@@ -24,41 +24,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kube.labels import LabelSelector, SelectorError
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.status import Cause, bad_request, invalid
-from kubesim.apiserver.store import clone
+from kubesim.core.errors import Cause, bad_request, invalid
+from kubesim.core.objects import meta_of, selector_string
+from kubesim.core.scheme import ResourceType
+from kubesim.core.store import clone
 
-__all__ = ["SCALE_API_VERSION", "apply_scale", "selector_string", "to_scale"]
+__all__ = ["SCALE_API_VERSION", "apply_scale", "to_scale"]
 
 SCALE_API_VERSION: Final = "autoscaling/v1"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def selector_string(selector: Any, *, plain_map: bool = False) -> str:
-    """A selector as ``labels.Selector.String()`` (requirements sorted by key).
-
-    ``plain_map``: a ``map[string]string`` selector (a ReplicationController's, a node
-    selector) rather than a ``metav1.LabelSelector``. An invalid selector prints ``<error>``,
-    as ``metav1.FormatLabelSelector`` does.
-    """
-    if not isinstance(selector, Mapping):
-        return ""
-    try:
-        if plain_map:
-            return str(LabelSelector.from_labels({str(k): str(v) for k, v in selector.items()}))
-        return str(LabelSelector.from_dict(selector))
-    except SelectorError:
-        return "<error>"
-
-
 def to_scale(rt: ResourceType, obj: Mapping[str, Any]) -> dict[str, Any]:
     """The Scale of a stored workload."""
-    meta = _meta(obj)
+    meta = meta_of(obj)
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     scale_meta = {
@@ -85,7 +63,7 @@ def apply_scale(
     """The workload (wire shape) with the Scale's replicas, for an update; or 400/422."""
     if not isinstance(scale, Mapping):
         raise bad_request("the object provided is unrecognized (must be of type Scale)")
-    scale_meta = _meta(scale)
+    scale_meta = meta_of(scale)
     body_name = scale_meta.get("name") or ""
     if body_name != name:
         raise bad_request(

@@ -1,5 +1,6 @@
-"""Defaulting and validation of RBAC objects, as ``pkg/apis/rbac/v1/defaults.go`` and
-``pkg/apis/rbac/validation/validation.go`` do it.
+"""The strategies of the RBAC kinds: defaulting and validation of Roles, ClusterRoles and their
+bindings, as ``pkg/apis/rbac/v1/defaults.go`` and ``pkg/apis/rbac/validation/validation.go`` do
+it.
 
 kube-apiserver rejects a malformed Role, ClusterRole, RoleBinding or ClusterRoleBinding with a
 422 naming the field: a rule without verbs, a resource rule without apiGroups or resources,
@@ -22,10 +23,11 @@ from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError, dns1123_subdomain_errors
 from kube.objects import InvalidObject
-from kubesim.apiserver.status import Cause
-from kubesim.apiserver.validation import path_segment_name_errors
+from kubesim.core.errors import Cause
+from kubesim.core.names import path_segment_name_errors
+from kubesim.registry.strategy import Strategy
 
-__all__ = ["RBAC_KINDS", "apply_rbac_defaults", "check_shape", "rbac_causes"]
+__all__ = ["RBAC_KINDS", "STRATEGIES", "apply_rbac_defaults", "check_shape", "rbac_causes"]
 
 RBAC_GROUP: Final = "rbac.authorization.k8s.io"
 RBAC_KINDS: Final = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
@@ -330,3 +332,22 @@ def rbac_causes(
     if kind in ("RoleBinding", "ClusterRoleBinding"):
         return _binding_causes(obj, old, namespaced=kind == "RoleBinding")
     return []
+
+
+def _strategy(kind: str) -> Strategy:
+    def decode(obj: Mapping[str, Any]) -> None:
+        check_shape(kind, obj)
+
+    def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, group: str) -> list[Cause]:
+        return rbac_causes(kind, obj, old)
+
+    def defaults(obj: dict[str, Any]) -> None:
+        apply_rbac_defaults(kind, obj)
+
+    # RBAC objects only need names that fit in a URL (``minimalNameRequirements``).
+    return Strategy(
+        decode=decode, validate=validate, defaults=defaults, name_errors=path_segment_name_errors
+    )
+
+
+STRATEGIES: Final = {kind: _strategy(kind) for kind in sorted(RBAC_KINDS)}

@@ -1,4 +1,4 @@
-"""Defaults and create-time validation of ValidatingAdmissionPolicies and their bindings.
+"""The strategies of ValidatingAdmissionPolicies and their bindings: defaults and validation.
 
 kube-apiserver defaults a policy (``failurePolicy: Fail``, ``matchPolicy: Equivalent``, empty
 ``namespaceSelector``/``objectSelector``, rule ``scope: "*"``) and validates it with
@@ -22,17 +22,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kubesim.admission.cel import CelError, compile_expression
-from kubesim.apiserver.status import Cause, invalid
+from kubesim.core.cel import CelError, compile_expression
+from kubesim.core.errors import Cause
+from kubesim.registry.strategy import Strategy
 
 __all__ = [
     "BINDING_KIND",
     "POLICY_KIND",
+    "STRATEGIES",
+    "binding_causes",
     "declared_variables",
     "default_binding",
     "default_policy",
-    "validate_binding",
-    "validate_policy",
+    "policy_causes",
 ]
 
 GROUP: Final = "admissionregistration.k8s.io"
@@ -118,10 +120,6 @@ class _Errors:
 
     def forbidden(self, field: str, detail: str) -> None:
         self.causes.append(Cause("FieldValueForbidden", f"Forbidden: {detail}", field))
-
-    def raise_for(self, kind: str, name: str) -> None:
-        if self.causes:
-            raise invalid(kind, GROUP, name, self.causes)
 
 
 def _go_value(value: Any) -> str:
@@ -224,15 +222,13 @@ def _validate_match(errors: _Errors, match: Any, field: str, *, policy: bool) ->
     _validate_selector(errors, match.get("objectSelector"), f"{field}.objectSelector")
 
 
-def validate_policy(obj: Mapping[str, Any]) -> None:
-    """``ValidateValidatingAdmissionPolicy``: 422 naming each bad field."""
-    name = str((obj.get("metadata") or {}).get("name") or "")
+def policy_causes(obj: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateValidatingAdmissionPolicy``: a field error for each bad field."""
     errors = _Errors()
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         errors.required("spec")
-        errors.raise_for(POLICY_KIND, name)
-        return
+        return errors.causes
     fp = spec.get("failurePolicy")
     if fp is not None and fp not in FAILURE_POLICIES:
         errors.not_supported("spec.failurePolicy", fp, FAILURE_POLICIES)
@@ -346,18 +342,16 @@ def validate_policy(obj: Mapping[str, Any]) -> None:
             required=True,
             variables=all_variables,
         )
-    errors.raise_for(POLICY_KIND, name)
+    return errors.causes
 
 
-def validate_binding(obj: Mapping[str, Any]) -> None:
-    """``ValidateValidatingAdmissionPolicyBinding``: 422 naming each bad field."""
-    name = str((obj.get("metadata") or {}).get("name") or "")
+def binding_causes(obj: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateValidatingAdmissionPolicyBinding``: a field error for each bad field."""
     errors = _Errors()
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         errors.required("spec")
-        errors.raise_for(BINDING_KIND, name)
-        return
+        return errors.causes
     if not spec.get("policyName"):
         errors.required("spec.policyName")
     actions = spec.get("validationActions")
@@ -397,4 +391,19 @@ def validate_binding(obj: Mapping[str, Any]) -> None:
                     "spec.paramRef.parameterNotFoundAction", action, NOT_FOUND_ACTIONS
                 )
     _validate_match(errors, spec.get("matchResources"), "spec.matchResources", policy=False)
-    errors.raise_for(BINDING_KIND, name)
+    return errors.causes
+
+
+# Defaulted on every write, as the decoder defaults them, not only on create.
+STRATEGIES: Final = {
+    POLICY_KIND: Strategy(
+        validate=lambda obj, old, group: policy_causes(obj),
+        defaults=default_policy,
+        default_on_update=True,
+    ),
+    BINDING_KIND: Strategy(
+        validate=lambda obj, old, group: binding_causes(obj),
+        defaults=default_binding,
+        default_on_update=True,
+    ),
+}

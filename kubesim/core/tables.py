@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kube.objects import parse_time
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.scale import selector_string
+from kubesim.core.objects import meta_of, selector_string
+from kubesim.core.scheme import ResourceType
 
 __all__ = [
     "TABLE_MEDIA",
@@ -100,15 +100,10 @@ _AGE = _col(
 )
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _pod_row(pod: Mapping[str, Any], now: float) -> list[Any]:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
-    meta = _meta(pod)
+    meta = meta_of(pod)
     total = len(spec.get("containers") or [])
     statuses = status.get("containerStatuses") or []
     ready = sum(1 for c in statuses if c.get("ready"))
@@ -168,7 +163,7 @@ _POD_COLS: Final = [
 
 
 def _node_row(node: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(node)
+    meta = meta_of(node)
     spec = node.get("spec") or {}
     status = node.get("status") or {}
     conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
@@ -216,7 +211,7 @@ _NODE_COLS: Final = [
 
 
 def _event_row(ev: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(ev)
+    meta = meta_of(ev)
     involved = ev.get("involvedObject") or ev.get("regarding") or {}
     last = (
         ev.get("lastTimestamp")
@@ -282,7 +277,7 @@ _EVENT_COLS: Final = [
 def _pdb_row(pdb: Mapping[str, Any], now: float) -> list[Any]:
     spec = pdb.get("spec") or {}
     status = pdb.get("status") or {}
-    meta = _meta(pdb)
+    meta = meta_of(pdb)
     return [
         meta.get("name", ""),
         str(spec["minAvailable"]) if spec.get("minAvailable") is not None else "N/A",
@@ -306,7 +301,7 @@ _PDB_COLS: Final = [
 
 
 def _ns_row(ns: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(ns)
+    meta = meta_of(ns)
     return [
         meta.get("name", ""),
         (ns.get("status") or {}).get("phase") or "",
@@ -321,13 +316,13 @@ _LEASE_COLS: Final = [_NAME, _col("Holder", description="The lease's holderIdent
 
 
 def _lease_row(lease: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(lease)
+    meta = meta_of(lease)
     holder = (lease.get("spec") or {}).get("holderIdentity") or ""
     return [meta.get("name", ""), holder, _age(meta.get("creationTimestamp"), now)]
 
 
 def _pc_row(pc: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(pc)
+    meta = meta_of(pc)
     return [
         meta.get("name", ""),
         int(pc.get("value") or 0),
@@ -358,7 +353,7 @@ _PC_COLS: Final = [
 
 
 def _vap_row(policy: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(policy)
+    meta = meta_of(policy)
     spec = policy.get("spec") or {}
     kind = spec.get("paramKind")
     param_kind = f"{kind.get('apiVersion', '')}/{kind.get('kind', '')}" if kind else "<unset>"
@@ -404,7 +399,7 @@ def _go_label_selector(selector: Mapping[str, Any]) -> str:
 
 
 def _vapb_row(binding: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(binding)
+    meta = meta_of(binding)
     spec = binding.get("spec") or {}
     ref = spec.get("paramRef")
     param = "<unset>"
@@ -462,7 +457,7 @@ _SELECTOR = _col("Selector", priority=1, description="The label query over the p
 
 
 def _replicas_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     names, images = _containers(obj)
@@ -491,7 +486,7 @@ _REPLICAS_COLS: Final = [
 
 
 def _deployment_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     names, images = _containers(obj)
@@ -520,7 +515,7 @@ _DEPLOYMENT_COLS: Final = [
 
 
 def _statefulset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     names, images = _containers(obj)
     ready = _count(obj.get("status") or {}, "readyReplicas")
     return [
@@ -542,7 +537,7 @@ _STATEFULSET_COLS: Final = [
 
 
 def _daemonset_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     names, images = _containers(obj)
@@ -590,7 +585,7 @@ def _job_status(obj: Mapping[str, Any]) -> str:
         return "Complete"
     if _has_condition(status, "Failed"):
         return "Failed"
-    if _meta(obj).get("deletionTimestamp"):
+    if meta_of(obj).get("deletionTimestamp"):
         return "Terminating"
     for kind in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
         if _has_condition(status, kind):
@@ -599,7 +594,7 @@ def _job_status(obj: Mapping[str, Any]) -> str:
 
 
 def _job_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     succeeded = _count(status, "succeeded")
@@ -642,7 +637,7 @@ _JOB_COLS: Final = [
 
 
 def _default_row(obj: Mapping[str, Any], now: float) -> list[Any]:
-    meta = _meta(obj)
+    meta = meta_of(obj)
     return [meta.get("name", ""), _age(meta.get("creationTimestamp"), now)]
 
 
@@ -677,7 +672,7 @@ def _row(
         row["object"] = {
             "kind": "PartialObjectMetadata",
             "apiVersion": "meta.k8s.io/v1",
-            "metadata": dict(_meta(obj)),
+            "metadata": dict(meta_of(obj)),
         }
     return row
 
@@ -708,5 +703,5 @@ def table_row_object(
     rt: ResourceType, obj: dict[str, Any], *, include_object: str | None
 ) -> dict[str, Any]:
     """The object of one watch event when a Table was asked for: a one-row Table."""
-    rv = str(_meta(obj).get("resourceVersion", ""))
+    rv = str(meta_of(obj).get("resourceVersion", ""))
     return table_for_list(rt, [obj], resource_version=rv, include_object=include_object)

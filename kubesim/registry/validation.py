@@ -1,4 +1,5 @@
-"""Defaulting and validation of incoming objects, as the registry strategies do it.
+"""Defaulting and validation of incoming objects, as the registry strategies do it, and the
+table of every kind's ``Strategy`` (``kubesim.registry.strategy``).
 
 kube-apiserver decodes a body into its Go type (type errors are a 400 ``<Kind> in version
 "<v>" cannot be handled as a <Kind>: ...``), applies defaults (``SetDefaults_*``), and runs the
@@ -11,8 +12,8 @@ Namespace), the typed conversion ``kube.objects.X.from_dict`` is the validator: 
 ``InvalidObject`` names the field, and is mapped here to the kube error shape. Names are
 checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
 
-Events are validated by ``kubesim.apiserver.events`` (the request's group matters), time fields
-are decoded as the Go types do by ``kubesim.apiserver.timefields`` (a 400, like any decoding
+Events are validated by ``kubesim.core.events`` (the request's group matters), time fields
+are decoded as the Go types do by ``kubesim.core.timefields`` (a 400, like any decoding
 error), ReplicationControllers as ``ValidateReplicationControllerSpec`` for the fields clients
 get wrong. Defaults include the job strategy's generated selector (``controller-uid`` and
 ``job-name`` labels) and a Deployment's ``strategy: {}`` filled in, as kubectl sends it empty.
@@ -24,8 +25,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kube.apierrors import ErrorType
-from kube.labels import dns1123_label_errors, dns1123_subdomain_errors
+from kube.labels import dns1123_label_errors
 from kube.objects import (
     InvalidObject,
     Namespace,
@@ -34,92 +34,44 @@ from kube.objects import (
     PodDisruptionBudget,
     PriorityClass,
 )
-from kubesim.apiserver.events import validate_event_create, validate_event_update
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.status import Cause, StatusError, bad_request, invalid
-from kubesim.apiserver.timefields import TimeParseError, normalize_times
+from kubesim.core.errors import Cause, StatusError, bad_request, invalid
+from kubesim.core.scheme import ResourceType
+from kubesim.core.timefields import TimeParseError, normalize_times
+from kubesim.registry import admissionregistration, events, rbac
+from kubesim.registry.strategy import Causes, Strategy, field_error_cause
 from scheduler.queue.validation import validate_pod_update_while_gated
 
 __all__ = [
     "POD_UPDATE_FORBIDDEN",
+    "STRATEGIES",
     "apply_defaults",
-    "field_error_cause",
+    "apply_update_defaults",
+    "check_type",
+    "decode_check",
     "normalize_seed_times",
+    "status_error_for",
+    "strategy_for",
     "validate",
     "validate_pod_update",
+    "validate_update",
 ]
 
 
-def _rbac_shape(kind: str) -> Callable[[Mapping[str, Any]], object]:
-    def check(obj: Mapping[str, Any]) -> None:
-        from kubesim.auth.rbacvalidation import check_shape  # it imports this module
-
-        check_shape(kind, obj)
-
-    return check
-
-
-_TYPED: Final[dict[str, Callable[[Mapping[str, Any]], object]]] = {
-    "Pod": Pod.from_dict,
-    "Node": Node.from_dict,
-    "PodDisruptionBudget": PodDisruptionBudget.from_dict,
-    "PriorityClass": PriorityClass.from_dict,
-    "Namespace": Namespace.from_dict,
-    **{
-        kind: _rbac_shape(kind)
-        for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
-    },
-}
-
-
-# field.Error's words ("Required value") back to its type ("FieldValueRequired"); the first
-# type per phrase wins, so "Invalid value" means FieldValueInvalid.
-_TYPE_FOR_PREFIX: Final[dict[str, str]] = {}
-for _type in ErrorType:
-    _TYPE_FOR_PREFIX.setdefault(_type.display, _type.value)
-
-
-# RBAC objects only need names that fit in a URL (``minimalNameRequirements``).
-_PATH_SEGMENT_NAMED: Final = frozenset({"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"})
-
-
-def field_error_cause(field: str, detail: str) -> Cause:
-    """A ``field.Error`` as a Status cause: reason from the detail's leading phrase."""
-    for prefix, reason in _TYPE_FOR_PREFIX.items():
-        if detail.startswith(prefix):
-            return Cause(reason, detail, field)
-    return Cause("FieldValueInvalid", f"Invalid value: {detail}", field)
-
-
-def _meta_causes(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
+def _meta_causes(strategy: Strategy, obj: Mapping[str, Any]) -> list[Cause]:
     meta = obj.get("metadata") or {}
     name = meta.get("name") or ""
-    causes: list[Cause] = []
     if not name:
-        causes.append(
+        return [
             Cause(
                 "FieldValueRequired",
                 "Required value: name or generateName is required",
                 "metadata.name",
             )
-        )
-        return causes
-    errors = dns1123_label_errors(name) if rt.kind == "Namespace" else []
-    if rt.kind not in {"Namespace", "Event", *_PATH_SEGMENT_NAMED}:
-        errors = dns1123_subdomain_errors(name)
-    if rt.kind == "Event" or rt.kind in _PATH_SEGMENT_NAMED:
-        errors = path_segment_name_errors(name)
-    causes.extend(
-        Cause("FieldValueInvalid", f'Invalid value: "{name}": {e}', "metadata.name") for e in errors
-    )
-    return causes
-
-
-def path_segment_name_errors(name: str) -> list[str]:
-    """``path.ValidatePathSegmentName``: what any object name must be to sit in a URL."""
-    if name in (".", ".."):
-        return [f"may not be '{name}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+        ]
+    return [
+        Cause("FieldValueInvalid", f'Invalid value: "{name}": {e}', "metadata.name")
+        for e in strategy.name_errors(name)
+    ]
 
 
 def _pod_causes(obj: Mapping[str, Any]) -> list[Cause]:
@@ -229,7 +181,7 @@ def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
 def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
     """The decoding step: a field of the wrong JSON type is a 400, before admission runs.
 
-    Time fields are re-encoded here as the Go types would (``kubesim.apiserver.timefields``).
+    Time fields are re-encoded here as the Go types would (``kubesim.core.timefields``).
     """
     try:
         normalize_times(rt.kind, obj)
@@ -237,11 +189,11 @@ def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
         raise bad_request(
             f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
         ) from None
-    typed = _TYPED.get(rt.kind)
-    if typed is None:
+    decode = strategy_for(rt.kind).decode
+    if decode is None:
         return
     try:
-        typed(obj)
+        decode(obj)
     except InvalidObject as exc:
         if _is_type_error(exc):
             raise _decode_error(rt, exc) from None
@@ -261,35 +213,32 @@ def validate(
     """
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")
-    if rt.kind == "Event":
-        group = rt.group if request_group is None else request_group
-        event_causes = (
-            validate_event_create(obj, group=group)
-            if old is None
-            else validate_event_update(obj, old, group=group)
-        )
-        if event_causes:
-            raise invalid(rt.kind, group, name, event_causes)
-    typed = _TYPED.get(rt.kind)
-    if typed is not None:
+    strategy = strategy_for(rt.kind)
+    group = rt.group if request_group is None else request_group
+    if strategy.own_error_group and strategy.validate is not None:
+        own = strategy.validate(obj, old, group)
+        if own:
+            raise invalid(rt.kind, group, name, own)
+    if strategy.decode is not None:
         try:
-            typed(obj)
+            strategy.decode(obj)
         except InvalidObject as exc:
             if _is_type_error(exc):
                 raise _decode_error(rt, exc) from None
             if exc.field != "metadata.name":
                 raise status_error_for(rt, name, exc) from None
-    causes = _meta_causes(rt, obj)
-    if rt.kind == "Pod":
-        causes.extend(_pod_causes(obj))
-    if rt.kind == "ReplicationController":
-        causes.extend(_replication_controller_causes(obj))
-    if rt.kind in _PATH_SEGMENT_NAMED:
-        from kubesim.auth.rbacvalidation import rbac_causes  # it imports this module
-
-        causes.extend(rbac_causes(rt.kind, obj, old))
+    causes = _meta_causes(strategy, obj)
+    if strategy.validate is not None and not strategy.own_error_group:
+        causes.extend(strategy.validate(obj, old, group))
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
+
+
+def validate_update(rt: ResourceType, new: Mapping[str, Any], old: Mapping[str, Any]) -> None:
+    """What the kind forbids an update of its main resource to change (a pod's spec)."""
+    check = strategy_for(rt.kind).validate_update
+    if check is not None:
+        check(new, old)
 
 
 # --- pod updates (ValidatePodUpdate) ---------------------------------------------------------
@@ -544,59 +493,78 @@ def _default_replication_controller(obj: dict[str, Any], spec: dict[str, Any]) -
         spec["replicas"] = 1
 
 
-def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """The ``SetDefaults_*`` functions kube runs on create, for the fields clients read."""
+def _default_pod(obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
-    if rt.kind == "Pod" and isinstance(spec, dict):
+    if isinstance(spec, dict):
         _default_pod_spec(spec, tolerations=True)
-    elif rt.kind in (
-        "Deployment",
-        "ReplicaSet",
-        "StatefulSet",
-        "DaemonSet",
-        "Job",
-    ):
+
+
+def _default_workload(kind: str) -> Callable[[dict[str, Any]], None]:
+    """A workload's defaults: its pod template's, then the kind's own."""
+
+    def defaults(obj: dict[str, Any]) -> None:
+        spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
         template = spec.get("template")
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
             _default_pod_spec(template["spec"], tolerations=False)
-        if rt.kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
             spec.setdefault("replicas", 1)
-        if rt.kind == "Deployment":
+        if kind == "Deployment":
             _default_deployment_strategy(spec)
             spec.setdefault("revisionHistoryLimit", 10)
             spec.setdefault("progressDeadlineSeconds", 600)
-        elif rt.kind == "StatefulSet":
+        elif kind == "StatefulSet":
             spec.setdefault("podManagementPolicy", "OrderedReady")
             spec.setdefault(
                 "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
             )
             spec.setdefault("revisionHistoryLimit", 10)
-        elif rt.kind == "DaemonSet":
+        elif kind == "DaemonSet":
             spec.setdefault(
                 "updateStrategy",
                 {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
             )
             spec.setdefault("revisionHistoryLimit", 10)
-        elif rt.kind == "Job":
+        elif kind == "Job":
             _default_job(obj, spec)
-    elif rt.kind == "ReplicationController" and isinstance(spec, dict):
-        _default_replication_controller(obj, spec)
-    elif rt.kind == "PriorityClass":
-        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
-        obj.setdefault("value", 0)
-    elif rt.kind in _PATH_SEGMENT_NAMED:
-        from kubesim.auth.rbacvalidation import apply_rbac_defaults
 
-        apply_rbac_defaults(rt.kind, obj)
-    elif rt.kind == "Namespace":
-        meta = obj.setdefault("metadata", {})
-        labels = meta.get("labels")
-        if not isinstance(labels, dict):
-            labels = {}
-        labels["kubernetes.io/metadata.name"] = meta.get("name", "")
-        meta["labels"] = labels
+    return defaults
+
+
+def _default_rc(obj: dict[str, Any]) -> None:
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        _default_replication_controller(obj, spec)
+
+
+def _default_priority_class(obj: dict[str, Any]) -> None:
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    obj.setdefault("value", 0)
+
+
+def _default_namespace(obj: dict[str, Any]) -> None:
+    meta = obj.setdefault("metadata", {})
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = {}
+    labels["kubernetes.io/metadata.name"] = meta.get("name", "")
+    meta["labels"] = labels
+
+
+def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """The ``SetDefaults_*`` functions kube runs on create, for the fields clients read."""
+    defaults = strategy_for(rt.kind).defaults
+    if defaults is not None:
+        defaults(obj)
+
+
+def apply_update_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """The defaults a kind also gets on update (kubesim defaults most kinds on create only)."""
+    strategy = strategy_for(rt.kind)
+    if strategy.defaults is not None and strategy.default_on_update:
+        strategy.defaults(obj)
 
 
 def check_type(rt: ResourceType, obj: Any) -> None:
@@ -655,3 +623,44 @@ def check_type(rt: ResourceType, obj: Any) -> None:
 def status_error_for(rt: ResourceType, name: str, exc: InvalidObject) -> StatusError:
     """The 422 for a manifest its typed conversion refused (``name``: the object's own)."""
     return invalid(rt.kind, rt.group, name, [field_error_cause(exc.field, exc.detail)])
+
+
+def _causes_of(check: Callable[[Mapping[str, Any]], list[Cause]]) -> Causes:
+    return lambda obj, old, group: check(obj)
+
+
+# The strategies of the core and apps kinds; every other group's module declares its own.
+_BUILT_IN: Final[dict[str, Strategy]] = {
+    "Pod": Strategy(
+        decode=Pod.from_dict,
+        validate=_causes_of(_pod_causes),
+        validate_update=validate_pod_update,
+        defaults=_default_pod,
+    ),
+    "Node": Strategy(decode=Node.from_dict),
+    "Namespace": Strategy(
+        decode=Namespace.from_dict, defaults=_default_namespace, name_errors=dns1123_label_errors
+    ),
+    "PodDisruptionBudget": Strategy(decode=PodDisruptionBudget.from_dict),
+    "PriorityClass": Strategy(decode=PriorityClass.from_dict, defaults=_default_priority_class),
+    "ReplicationController": Strategy(
+        validate=_causes_of(_replication_controller_causes), defaults=_default_rc
+    ),
+    **{
+        kind: Strategy(defaults=_default_workload(kind))
+        for kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+    },
+}
+
+STRATEGIES: Final[Mapping[str, Strategy]] = {
+    **_BUILT_IN,
+    **events.STRATEGIES,
+    **rbac.STRATEGIES,
+    **admissionregistration.STRATEGIES,
+}
+_DEFAULT: Final = Strategy()
+
+
+def strategy_for(kind: str) -> Strategy:
+    """The kind's strategy; kinds without one get the generic checks only."""
+    return STRATEGIES.get(kind, _DEFAULT)

@@ -24,8 +24,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.status import Cause, StatusError, bad_request
-from kubesim.apiserver.store import clone
+from kubesim.core.errors import Cause, StatusError, bad_request
+from kubesim.core.store import clone
 
 __all__ = [
     "JSON_PATCH",

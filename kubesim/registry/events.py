@@ -1,14 +1,8 @@
-"""Event conversion between core ``v1`` and ``events.k8s.io/v1``.
+"""The Event strategy: validation as ``pkg/apis/core/validation/events.go`` does it.
 
-kube-apiserver stores one Event type and serves it in both groups; ``events.k8s.io/v1`` renames
-fields (``pkg/apis/events/v1/conversion.go``): ``involvedObject``→``regarding``,
-``message``→``note``, ``source``→``deprecatedSource``, ``firstTimestamp``/``lastTimestamp``/
-``count``→``deprecatedFirstTimestamp``/``deprecatedLastTimestamp``/``deprecatedCount``,
-``reportingComponent``→``reportingController``. kubesim stores the core shape, so
-``kubectl get events`` shows events written through either group.
-
-Validation is ``pkg/apis/core/validation/events.go`` on that stored shape, with the field paths
-of the internal type (so an ``events.k8s.io`` client also reads ``involvedObject.namespace``,
+kubesim stores the core ``v1`` shape of every Event (``kubesim.core.events`` converts
+``events.k8s.io/v1`` to it), and validates that stored shape with the field paths of the
+internal type (so an ``events.k8s.io`` client also reads ``involvedObject.namespace``,
 ``reportingController``, ``message``):
 
 * every event passes the legacy rules: without ``eventTime`` the involved object's namespace
@@ -33,70 +27,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kube.apierrors import Cause
 from kube.labels import dns1123_subdomain_errors, qualified_name_errors
+from kubesim.core.errors import Cause
+from kubesim.core.names import path_segment_name_errors
+from kubesim.registry.strategy import Strategy
 
-__all__ = [
-    "from_events_v1",
-    "to_events_v1",
-    "validate_event_create",
-    "validate_event_update",
-]
+__all__ = ["STRATEGIES", "validate_event_create", "validate_event_update"]
 
 REPORTING_INSTANCE_LENGTH_LIMIT: Final = 128
 ACTION_LENGTH_LIMIT: Final = 128
 REASON_LENGTH_LIMIT: Final = 128
 NOTE_LENGTH_LIMIT: Final = 1024
-
-# core v1 name -> events.k8s.io/v1 name
-_RENAMES: Final = (
-    ("involvedObject", "regarding"),
-    ("message", "note"),
-    ("source", "deprecatedSource"),
-    ("firstTimestamp", "deprecatedFirstTimestamp"),
-    ("lastTimestamp", "deprecatedLastTimestamp"),
-    ("count", "deprecatedCount"),
-    ("reportingComponent", "reportingController"),
-)
-_SAME: Final = (
-    "metadata",
-    "reason",
-    "type",
-    "related",
-    "action",
-    "eventTime",
-    "series",
-    "reportingInstance",
-)
-
-
-def to_events_v1(core: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": "Event", "apiVersion": "events.k8s.io/v1"}
-    for key in _SAME:
-        if key in core:
-            out[key] = core[key]
-    for old, new in _RENAMES:
-        if old in core:
-            out[new] = core[old]
-    if "series" in out and isinstance(out["series"], Mapping):
-        series = dict(out["series"])
-        series.pop("state", None)
-        out["series"] = series
-    return out
-
-
-def from_events_v1(ev: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": "Event", "apiVersion": "v1"}
-    for key in _SAME:
-        if key in ev:
-            out[key] = ev[key]
-    for old, new in _RENAMES:
-        if new in ev:
-            out[old] = ev[new]
-    return out
-
-
-# --- validation (ValidateEventCreate / ValidateEventUpdate) ------------------------------------
 
 
 def _required(path: str) -> Cause:
@@ -228,3 +169,18 @@ def validate_event_update(
         if _text(new, key) != _text(old, key):
             causes.append(_invalid(path, _text(new, key), "field is immutable"))
     return causes
+
+
+def _event_causes(ev: Mapping[str, Any], old: Mapping[str, Any] | None, group: str) -> list[Cause]:
+    if old is None:
+        return validate_event_create(ev, group=group)
+    return validate_event_update(ev, old, group=group)
+
+
+# Events are validated by the group a client writes through, and answered in a 422 of their
+# own; any name that fits in a URL will do (the core group checks nothing stricter).
+STRATEGIES: Final = {
+    "Event": Strategy(
+        validate=_event_causes, own_error_group=True, name_errors=path_segment_name_errors
+    )
+}

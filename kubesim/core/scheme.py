@@ -1,7 +1,9 @@
-"""The resource registry: which kinds kubesim serves and how kube-apiserver treats each.
+"""The scheme: which kinds kubesim serves and how kube-apiserver treats each (the type table).
 
-kube-apiserver knows every resource through a REST storage plus a strategy; the facts a
-client can observe are gathered here, one ``ResourceType`` per group/version/resource:
+kube-apiserver knows its kinds through ``runtime.Scheme`` and a ``RESTMapper``, and each
+resource through a REST storage plus a strategy; the facts a client can observe are gathered
+here, one ``ResourceType`` per group/version/resource (``Scheme`` looks them up; the objects
+themselves live in ``kubesim.core.store`` and are written by ``kubesim.registry``):
 
 * discovery: group, version, kind, plural, singular, namespaced, short names, categories,
   verbs, subresources (``/api/v1``, ``/apis/{g}/{v}``, aggregated discovery);
@@ -15,11 +17,11 @@ client can observe are gathered here, one ``ResourceType`` per group/version/res
 
 ``replicationcontrollers`` are served (with ``scale``) because drains, the disruption
 controller and ``kubectl get all`` meet pods they own on old clusters. ``pods/eviction`` can be
-left out (``default_registry(eviction_subresource=False)``): a server without the Eviction API,
+left out (``default_scheme(eviction_subresource=False)``): a server without the Eviction API,
 which clients detect through discovery before falling back to DELETE.
 
 ``events`` exist in two groups with one storage, as in kube (``events.k8s.io/v1`` is a
-conversion of the core ``v1`` Event); the converters live in ``kubesim.apiserver.events``.
+conversion of the core ``v1`` Event); the converters live in ``kubesim.core.events``.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ from typing import Any, Final
 
 __all__ = [
     "STANDARD_VERBS",
-    "Registry",
     "ResourceType",
+    "Scheme",
     "Subresource",
-    "default_registry",
+    "default_scheme",
 ]
 
 STANDARD_VERBS: Final = (
@@ -173,7 +175,7 @@ def _status(kind: str) -> Subresource:
 
 
 def _scale() -> Subresource:
-    """``/scale``: an ``autoscaling/v1`` Scale (``kubesim.apiserver.scale``)."""
+    """``/scale``: an ``autoscaling/v1`` Scale (``kubesim.registry.scale``)."""
     return Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1")
 
 
@@ -530,8 +532,8 @@ GROUP_ORDER: Final = (
 )
 
 
-class Registry:
-    """Lookups by group/version/plural and by apiVersion/kind."""
+class Scheme:
+    """The served types: lookups by group/version/plural, by apiVersion/kind, by storage."""
 
     def __init__(self, types: Iterable[ResourceType]) -> None:
         self.types: list[ResourceType] = list(types)
@@ -579,7 +581,7 @@ class Registry:
 def without_subresource(
     types: Iterable[ResourceType], plural: str, name: str
 ) -> list[ResourceType]:
-    """The registry entries with ``plural/name`` removed from discovery."""
+    """The types with ``plural/name`` removed from discovery."""
     return [
         replace(t, subresources=tuple(s for s in t.subresources if s.name != name))
         if t.plural == plural and not t.group
@@ -588,7 +590,7 @@ def without_subresource(
     ]
 
 
-def default_registry(*, eviction_subresource: bool = True) -> Registry:
+def default_scheme(*, eviction_subresource: bool = True) -> Scheme:
     """The served kinds; ``eviction_subresource=False`` is a server without ``pods/eviction``.
 
     Clients probe discovery for ``pods/eviction`` before choosing the Eviction API over a plain
@@ -597,4 +599,4 @@ def default_registry(*, eviction_subresource: bool = True) -> Registry:
     types = _build()
     if not eviction_subresource:
         types = without_subresource(types, "pods", "eviction")
-    return Registry(types)
+    return Scheme(types)
