@@ -459,6 +459,7 @@ class DrainPlan:
         names = ", ".join(self.order)
         how = f" (--parallel {self.parallel})" if self.parallel > 1 else ""
         out.append(f"plan: drain {names}{how}; nothing is changed in the cluster")
+        width = max((len(p.key) for n in self.nodes for p in n.pods), default=0)
         if self.order != self.given_order and len(self.nodes) > 1:
             out.append(f"order: {' '.join(self.order)} (best of {self.orders_tried} orders played)")
         for n in self.nodes:
@@ -468,7 +469,8 @@ class DrainPlan:
                 if n.finish is not None:
                     head += f", {_seconds(n.finish)}"
             out.append(head)
-            out.extend("  " + _pod_line(p) for p in n.pods)
+            said = " ".join(n.blockers)
+            out.extend("  " + _pod_line(p, width, said) for p in n.pods)
             if n.warnings:
                 out.append(f"  Warning: {n.warnings}")
             out.extend(f"  error: {e}" for e in n.errors)
@@ -484,6 +486,8 @@ class DrainPlan:
                 f"the drain finishes: {len(self.nodes)} node(s), {self.rounds} round(s),"
                 f" {_seconds(self.seconds or 0.0)}"
             )
+        if self.verdict == "unknown":
+            return f"the drain may not finish: {self.reason}"
         return f"the drain will not finish: {self.reason}"
 
 
@@ -501,8 +505,9 @@ def _seconds(s: float) -> str:
     return f"at least {s:g}s" if s else "at once"
 
 
-def _pod_line(p: PodPlan) -> str:
-    head = f"{p.key:<40} {p.action:<7}"
+def _pod_line(p: PodPlan, width: int, said: str = "") -> str:
+    """One pod's line; a scheduler message the node's blockers repeat is not printed twice."""
+    head = f"{p.key:<{width}}  {p.action:<7}"
     parts: list[str] = []
     if p.round is not None:
         parts.append(f"round {p.round}")
@@ -515,8 +520,11 @@ def _pod_line(p: PodPlan) -> str:
         parts.append(p.reason)
     elif p.reason:
         parts.append(f"({p.reason})")
-    if p.replacement is not None:
-        parts.append(p.replacement.describe())
+    rep = p.replacement
+    if rep is not None and rep.unschedulable and not rep.node and rep.unschedulable in said:
+        parts.append("replacement fits on no node (below)")
+    elif rep is not None:
+        parts.append(rep.describe())
     elif p.unmodelled:
         parts.append(f"not modelled: {'; '.join(p.unmodelled)}")
     elif p.action in ("evict", "delete") and p.round is not None and not p.owner:
@@ -1390,18 +1398,22 @@ class _Sim:
 
 
 def _overall(nodes: Sequence[NodePlan]) -> tuple[str, str]:
+    """The drain's verdict and, when it does not finish, the first reason, naming its node."""
     for verdict in ("stuck", "unknown", "refused", "fails", "not-reached"):
         bad = [n for n in nodes if n.verdict == verdict]
         if not bad:
             continue
         n = bad[0]
-        if verdict in ("stuck", "unknown"):
-            why = "; ".join(n.blockers) or "a budget never reopens"
+        if verdict == "stuck":
+            why = "; ".join(n.blockers)
+        elif verdict == "unknown":
+            why = "cannot tell: " + "; ".join(n.blockers)
         elif verdict in ("refused", "fails"):
             why = "; ".join(n.errors)
         else:
-            why = "an earlier node never finishes (no --timeout ends it)"
-        return verdict, f"node/{n.name}: {_VERDICT_WORDS[verdict]}: {why}"
+            stuck = next((m.name for m in nodes if m.verdict in ("stuck", "unknown")), "")
+            why = f"not reached: node/{stuck} never finishes and no --timeout ends it"
+        return verdict, f"node/{n.name}: {why}"
     return "finishes", ""
 
 
@@ -1467,6 +1479,9 @@ def best_plan(
 
 
 def _never(plan: DrainPlan) -> str:
-    """The reason, naming the nodes that cannot go in the best order."""
+    """The reason, naming the nodes that cannot go even in the best order played."""
     cannot = [n.name for n in plan.nodes if not n.finishes]
-    return f"{', '.join(cannot)} cannot go in any order played; {plan.reason}"
+    return (
+        f"no order of the {len(plan.nodes)} nodes played drains them all; at best"
+        f" {', '.join(cannot)} cannot go: {plan.reason}"
+    )

@@ -186,7 +186,7 @@ def test_no_room_for_the_replacement_holds_the_next_pod_for_good() -> None:
         "PDB web minAvailable 2: 2 healthy, the replacement of web-0 fits on no node: "
         + web0.replacement.unschedulable
     )
-    assert plan.reason == f"node/n1: will not finish: {blocker}"
+    assert plan.reason == f"node/n1: {blocker}"
     assert plan.lines()[-1] == f"the drain will not finish: {plan.reason}"
 
 
