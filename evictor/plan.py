@@ -665,19 +665,16 @@ class _Sim:
             if pod.is_terminating and pod.node_name:
                 left = (pod.deletion_timestamp or view.now) - view.now
                 self._terminate_at(pod.key, max(left, 0.0))
-        # budgets
-        self.budgets: dict[str, _Budget] = {}
-        for pdb in view.pdbs:
-            healthy = {
-                p.key
-                for p in self.pods.values()
-                if p.node_name
-                and _selects(pdb, p)
-                and _ready(p)
-                and not p.is_terminating
-                and p.name not in pdb.disrupted_pods
-            }
-            self.budgets[pdb.key] = _Budget(pdb, healthy, len(healthy), len(healthy))
+        # budgets, and which of them select a pod (pods of one template share their labels)
+        self.budgets: dict[str, _Budget] = {pdb.key: _Budget(pdb, set()) for pdb in view.pdbs}
+        self._selecting: dict[tuple[str, frozenset[tuple[str, str]]], list[str]] = {}
+        for p in self.pods.values():
+            if p.node_name and _ready(p) and not p.is_terminating:
+                for b in self._budgets_of(p):
+                    if p.name not in b.pdb.disrupted_pods:
+                        b.healthy.add(p.key)
+        for b in self.budgets.values():
+            b.start = b.lowest = len(b.healthy)
         self.touched_budgets: set[str] = set()
         # workloads: their active pods (not terminal, not terminating)
         self.active: dict[tuple[str, str, str], set[str]] = {}
@@ -693,7 +690,9 @@ class _Sim:
             self.members[pod.key] = wk
             if pod.phase not in ("Succeeded", "Failed") and not pod.is_terminating:
                 self.active.setdefault(wk, set()).add(pod.key)
-        self.dirty_workloads: set[tuple[str, str, str]] = set(view.workloads)
+        # workloads to sync, in the order they were touched (a dict: sets pop in hash order,
+        # which differs from process to process, and the controllers act in event order)
+        self.dirty_workloads: dict[tuple[str, str, str], None] = dict.fromkeys(view.workloads)
         # replacements a controller owes, in the order their pods went: (pod name, replacement)
         self.owed: dict[tuple[str, str, str], list[tuple[str, Replacement]]] = {}
         self.others: list[Replacement] = []
@@ -814,7 +813,12 @@ class _Sim:
         return float(DEFAULT_GRACE if g is None else g)
 
     def _budgets_of(self, pod: Pod) -> list[_Budget]:
-        return [b for b in self.budgets.values() if _selects(b.pdb, pod)]
+        key = (pod.namespace, frozenset(pod.labels.items()))
+        found = self._selecting.get(key)
+        if found is None:
+            found = [k for k, b in self.budgets.items() if _selects(b.pdb, pod)]
+            self._selecting[key] = found
+        return [self.budgets[k] for k in found]
 
     def _set_budget_status(self, b: _Budget) -> None:
         """Keep the snapshot's copy (what preemption's PDB check reads) current."""
@@ -841,7 +845,7 @@ class _Sim:
         wk = self.members.get(pod.key)
         if wk is not None:
             self.active.get(wk, set()).discard(pod.key)
-            self.dirty_workloads.add(wk)
+            self.dirty_workloads[wk] = None
         self._terminate_at(pod.key, grace)
         self._dirty_pending(_POD_EVENT_PLUGINS)
 
@@ -855,7 +859,8 @@ class _Sim:
     def _sync_controllers(self) -> bool:
         changed = False
         while self.dirty_workloads:
-            wk = self.dirty_workloads.pop()
+            wk = next(iter(self.dirty_workloads))
+            del self.dirty_workloads[wk]
             wl = self.view.workloads.get(wk)
             if wl is None or wl.kind == "DaemonSet":
                 continue
@@ -991,7 +996,7 @@ class _Sim:
                     self._set_budget_status(b)
             wk = self.members.get(bound.key)
             if wk is not None:
-                self.dirty_workloads.add(wk)  # OrderedReady waits for Running and Ready
+                self.dirty_workloads[wk] = None  # OrderedReady waits for Running and Ready
             self._dirty_pending(_POD_EVENT_PLUGINS)
             self._event("bind", pod.key, host)
             return True
@@ -1203,7 +1208,7 @@ class _Sim:
             wk = self.members.pop(key, None)
             if wk is not None:
                 self.active.get(wk, set()).discard(key)
-                self.dirty_workloads.add(wk)
+                self.dirty_workloads[wk] = None
             for d in self.drains:
                 if key in d.waiting:
                     d.waiting.discard(key)

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -19,6 +23,7 @@ from evictor.plan import ClusterView, DrainPlan, PlanOptions, best_plan, plan_dr
 from evictor.planread import view_from_lists
 
 NOW = 1_800_000_000.0
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def node(name: str, cpu: str = "4", *, zone: str = "a") -> dict[str, Any]:
@@ -491,3 +496,43 @@ def test_the_chosen_order_is_never_worse_than_the_given_one(
     best = best_plan(view, targets, options)
     assert best.score() <= plan_drain(view, targets, options).score()
     assert sorted(best.order) == sorted(targets)
+
+
+def many_workloads() -> ClusterView:
+    """Eight workloads on one node, under budgets, competing for two nodes' room."""
+    owners = [owner("ReplicaSet", f"w{i}", 2, "500m") for i in range(8)]
+    pods = [
+        member(o, f"w{i}-{j}", "n1" if j == 0 else "n2")
+        for i, o in enumerate(owners)
+        for j in range(2)
+    ]
+    pdbs = [budget(f"w{i}", pods, max_unavailable=1) for i in range(0, 8, 2)]
+    return cluster([node("n1"), node("n2"), node("n3", "3"), node("n4", "3")], owners, pods, pdbs)
+
+
+def test_the_plan_does_not_depend_on_the_process_hash_seed() -> None:
+    # Sets iterate in hash order, which PYTHONHASHSEED changes from process to process; the
+    # replacements must still be created (and placed) in eviction order.
+    code = (
+        "import json; from tests.evictor.test_plan import many_workloads;"
+        "from evictor.plan import plan_drain;"
+        "print(json.dumps(plan_drain(many_workloads(), ['n1']).to_dict()))"
+    )
+    outs = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            check=False,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        outs.add(done.stdout)
+    assert len(outs) == 1
+    plan = json.loads(outs.pop())
+    created = [e["detail"] for e in plan["events"] if e["what"] == "create"]
+    evicted = [e["pod"].split("/")[1].split("-")[0] for e in plan["events"] if e["what"] == "evict"]
+    assert created == [f"ReplicaSet {w}" for w in evicted]
