@@ -239,8 +239,10 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--kubelet-summary-url",
             metavar="URL",
-            help="The kubelet's /stats/summary, for per-pod disk usage (optional). Must be "
-            "https; http only with --kubelet-token-file='' (no credential sent).",
+            help="The kubelet's /stats/summary, for per-pod disk usage (the DaemonSet sets "
+            "https://[$(NODE_IP)]:10250/stats/summary). Must be https; http only with "
+            "--kubelet-token-file='' (no credential sent). An IPv4 host may be bracketed like "
+            "an IPv6 one, so one manifest serves both.",
         ),
         click.option(
             "--kubelet-ca-file",

@@ -27,6 +27,7 @@ stays fast.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -297,6 +298,27 @@ def _max_evictions(value: Any) -> int:
     if n < 0:
         raise ConfigError(_label("maxEvictionsPerMinute"), f"must be >= 0 (0 = no limit), got {n}")
     return n
+
+
+_BRACKETED_IPV4: Final = re.compile(r"(https?://)\[([0-9.]+)\]")
+
+
+def url_for_any_family(url: str) -> str:
+    """A URL whose host is an IPv4 address in brackets, without them.
+
+    A manifest cannot know its node's address family: ``https://$(NODE_IP):10250`` is a broken
+    URL on an IPv6 node (the address needs brackets) and ``https://[$(NODE_IP)]:10250`` on an
+    IPv4 node (it must not have them). So the agent takes the bracketed form for both: brackets
+    around an IPv4 literal are dropped; any other URL is returned as it is.
+    """
+    m = _BRACKETED_IPV4.match(url)
+    if m is None:
+        return url
+    try:
+        ipaddress.IPv4Address(m.group(2))
+    except ValueError:
+        return url
+    return m.group(1) + m.group(2) + url[m.end() :]
 
 
 def _check_kubelet_url(url: str, *, token_file: str) -> None:
@@ -631,6 +653,7 @@ def load_config(
             raise ConfigError(_label("kubeletCAFile"), f"{ca_file}: no such file")
     if url is not None:
         _check_kubelet_url(_string("kubeletSummaryUrl", url), token_file=token_file)
+        url = url_for_any_family(url)
     kubeconfig = raw.get("kubeconfig")
     node_cgroup = _string("nodeCgroup", raw.get("nodeCgroup") or "").strip("/")
     if ".." in node_cgroup.split("/"):

@@ -35,9 +35,9 @@ eviction of a pod with a long grace period block hard evictions for hours
 Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
 was active last sync, a sync may read the node-level figures alone (``node_stats``) — the
 decision is the same (no threshold met → nothing to rank or evict), and 110 pod cgroups are not
-read every second. The first sync and any sync with a met threshold read everything. The caller
-passes ``node_stats`` only when pods carry no stats the core checks on every sync (ephemeral
-storage from the kubelet's summary for the local-storage limit pass).
+read every second. The first sync and any sync with a met threshold read everything. What the
+core checks on every sync whatever the thresholds — the local-storage limits, on the kubelet's
+per-pod disk figures — must come with ``node_stats`` (the daemon's carries the kubelet's pods).
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ from agent.eviction import (
     EvictionBrake,
     EvictionDecision,
     EvictionManager,
-    Signal,
     Summary,
     SummaryError,
     Threshold,
     get_threshold_quantity,
+    is_hard_memory_threshold,
     make_signal_observations,
     thresholds_met,
 )
@@ -74,7 +74,6 @@ __all__ = ["EvictionLoop", "LoopStats", "StatsRejected", "psi_wakeups"]
 
 log = logging.getLogger(__name__)
 
-_MEMORY_SIGNALS = (Signal.MEMORY_AVAILABLE, Signal.ALLOCATABLE_MEMORY_AVAILABLE)
 _FORGET_EVICTED_AFTER = 600.0
 
 
@@ -198,13 +197,16 @@ class EvictionLoop:
                 await task
             self._soft = None
 
+    @property
+    def fast_check_active(self) -> bool:
+        """The fast memory check runs: a reader and a hard memory threshold to check."""
+        return self.fast_check is not None and any(
+            is_hard_memory_threshold(t) for t in self.manager.thresholds
+        )
+
     async def _fast_check_loop(self) -> None:
         assert self.fast_check is not None
-        hard = [
-            t
-            for t in self.manager.thresholds
-            if t.signal in _MEMORY_SIGNALS and t.grace_period == 0 and t.operator
-        ]
+        hard = [t for t in self.manager.thresholds if is_hard_memory_threshold(t)]
         if not hard:
             return
         while True:

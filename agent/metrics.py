@@ -120,6 +120,15 @@ class AgentMetrics:
             ["code"],
             registry=r,
         )
+        self.wake_source = Gauge(
+            "eviction_agent_wake_source",
+            "1 per thing that can start a sync between intervals, by source (memcg-threshold, "
+            "memory-events, usage-watch, psi, fast-check, interval), target (the file or cgroup) "
+            "and mode: announced (the kernel signals), polled (the agent reads at a pace), "
+            "refused or unavailable (the reason is in the log).",
+            ["source", "target", "mode"],
+            registry=r,
+        )
         self.ready = Gauge(
             "eviction_agent_ready",
             "1 while /readyz answers 200: pods listed, a sync done, the API server accepting"

@@ -58,6 +58,7 @@ from kube.cliutil import (  # noqa: E402
 )
 from kube.objects import Pod  # noqa: E402
 from kube.quantity import QuantityError, quantity_value  # noqa: E402
+from kubesim.faults.file import FaultError  # noqa: E402
 from kubesim.node.runtime import ProcessRuntime, RuntimeMode, pod_qos_class  # noqa: E402
 from kubesim.sim import Simulator, StateError  # noqa: E402
 
@@ -177,6 +178,8 @@ class Demo:
         use_cgroups: bool,
         rich_ui: bool,
         debug: bool,
+        agent_args: tuple[str, ...] = (),
+        faults: Path | None = None,
     ) -> None:
         self.manifest = manifest
         self.node = node
@@ -188,6 +191,8 @@ class Demo:
         self.use_cgroups = use_cgroups
         self.rich_ui = rich_ui
         self.debug = debug
+        self.agent_args = agent_args
+        self.faults = faults
         self.started = time.monotonic()
         self.log: list[str] = []
         self.report: Report | None = None
@@ -277,9 +282,12 @@ class Demo:
                 memory_capacity=self.capacity,
                 use_cgroups=self.use_cgroups,
                 kubeconfig_path=self.tmp / "kubeconfig",
+                faults=self.faults,
             )
         except StateError as exc:
             raise BadInput(f"{self.manifest}: {exc}") from None
+        except FaultError as exc:
+            raise BadInput(f"--faults {self.faults}: {exc}") from None
         if self.node not in {n["metadata"]["name"] for n in sim.list_objects("Node")}:
             raise BadInput(f"--node {self.node}: no such node in {self.manifest}")
         runtime = sim.runtimes[self.node]
@@ -445,9 +453,11 @@ class Demo:
             while True:
                 await asyncio.sleep(SAMPLE_INTERVAL)
                 if self.agent is not None and self.agent.poll() is not None:
+                    # the log goes with the demo's temporary directory: say its last line
+                    lines = (self.tmp / "agent.log").read_text(errors="replace").splitlines()
                     raise Failure(
-                        f"the agent exited with status {self.agent.returncode}; see "
-                        f"{self.tmp / 'agent.log'}"
+                        f"the agent exited with status {self.agent.returncode}: "
+                        f"{lines[-1] if lines else 'no output'}"
                     )
                 pods = {p["metadata"]["uid"]: p for p in self.pods_on_node(sim)}
                 self._watch(sim, report, runtime)
@@ -512,6 +522,7 @@ class Demo:
             "--node-conditions",
             "--listen",
             "127.0.0.1:0",
+            *self.agent_args,
         ]
         env = {
             **os.environ,
@@ -826,6 +837,20 @@ def _quantity(text: str, option: str) -> int:
     help="rich: a live table (default on a terminal); plain: one line per event.",
 )
 @click.option(
+    "--faults",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="kubesim's fault injection file (see examples/kubesim-faults.yaml): the API server "
+    "answers the agent as it says.",
+)
+@click.option(
+    "--agent-arg",
+    "agent_args",
+    multiple=True,
+    metavar="ARG",
+    help="One more argument for `eviction-agent run`, after the demo's own (repeat it; a later "
+    "flag overrides the demo's), e.g. --agent-arg=--eviction-mode=eviction-api.",
+)
+@click.option(
     "--summary-json",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the summary as JSON here.",
@@ -839,6 +864,8 @@ def main(  # noqa: PLR0917 - click passes options positionally
     cgroup_root: str,
     no_cgroups: bool,
     ui: str,
+    faults: Path | None,
+    agent_args: tuple[str, ...],
     summary_json: Path | None,
 ) -> int:
     """Run the node-pressure eviction demo (kubesim + a real node + the agent); see the
@@ -862,6 +889,8 @@ def main(  # noqa: PLR0917 - click passes options positionally
         use_cgroups=not no_cgroups,
         rich_ui=rich_ui,
         debug="--debug" in sys.argv,
+        agent_args=agent_args,
+        faults=faults,
     )
     report = asyncio.run(_until_signalled(demo))
     if summary_json is not None:

@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Final
 
 from agent.eviction.api import (
+    MEMORY_SIGNALS,
     OP_FOR_SIGNAL,
     Signal,
     Threshold,
@@ -610,7 +611,7 @@ def sort_thresholds_by_eviction_priority(thresholds: list[Threshold]) -> list[Th
     thresholds whose signal has no resource last. Sorts in place and returns the list."""
 
     def key(t: Threshold) -> int:
-        if t.signal in (Signal.MEMORY_AVAILABLE, Signal.ALLOCATABLE_MEMORY_AVAILABLE):
+        if t.signal in MEMORY_SIGNALS:
             return 0
         return 1 if t.signal in SIGNAL_TO_RESOURCE else 2
 

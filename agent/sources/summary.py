@@ -134,6 +134,9 @@ def _system_containers(ctx: CollectContext) -> Any:
     return [pods] if pods is not None else []
 
 
+# the sections that are not per pod
+NODE_SECTIONS: frozenset[str] = frozenset({"memory", "fs", "runtime", "rlimit", "systemContainers"})
+
 DEFAULT_READERS: Mapping[str, Reader] = {
     "memory": _memory,
     "fs": _fs,
@@ -238,9 +241,14 @@ class SummaryCollector:
                 node[name] = value
         return {"node": node, "pods": pods}
 
-    async def get_summary(self) -> JSONDict:
-        """Fresh local readings plus the latest kubelet disk figures (refreshed in background)."""
-        summary = self.collect()
+    async def get_summary(self, *, pods: bool = True) -> JSONDict:
+        """Fresh local readings plus the latest kubelet disk figures (refreshed in background).
+
+        ``pods=False`` reads the node-level sections only (``NODE_SECTIONS``); the kubelet's
+        per-pod disk figures are still merged in, as pods of their own, so the local-storage
+        limit pass sees them on a sync that reads no pod cgroup.
+        """
+        summary = self.collect(only=None if pods else NODE_SECTIONS)
         if self.config.kubelet_summary is not None:
             self._maybe_refresh_kubelet()
             self._expire_kubelet()

@@ -330,7 +330,7 @@ SUMMARY: tuple[PanelSpec, ...] = (
     PanelSpec(
         "Nodes under pressure",
         "Nodes where the agent reports any pressure condition.",
-        (Query("count(max by (node) (eviction_agent_node_condition) == 1) or vector(0)", "nodes"),),
+        (Query("count(max by (node) (eviction_agent_node_condition) == 1)", "nodes"),),
         kind="stat",
         width=6,
         height=4,
@@ -393,7 +393,7 @@ def _panel(spec: PanelSpec) -> Any:
     if spec.kind == "state":
         panel = statetimeline.Panel().mappings(_up_down()).legend(legend)
     elif spec.kind == "stat":
-        panel = stat.Panel()
+        panel = stat.Panel().no_value("0")  # a count of nothing: no series
     else:
         panel = timeseries.Panel().legend(legend)
         if spec.kind == "bars":

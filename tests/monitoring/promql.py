@@ -103,10 +103,10 @@ def every_metric_name() -> dict[str, set[str]]:
     return used
 
 
-def grafana_to_promql(expr: str, *, node: str = ".+", rate_interval: str = "15s") -> str:
+def grafana_to_promql(expr: str, *, node: str, rate_interval: str, range_: str) -> str:
     """A panel's query as Grafana sends it: its variables replaced by what they stand for."""
     return (
         expr.replace("$__rate_interval", rate_interval)
-        .replace("$__range", "1h")
+        .replace("$__range", range_)
         .replace("$node", node)
     )
