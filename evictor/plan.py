@@ -70,9 +70,14 @@ from kube.labels import LabelSelector
 from kube.objects import KubeObject, Node, Pod, PodDisruptionBudget, PriorityClass
 from scheduler.filters import default_framework
 from scheduler.framework import Code, Framework, fit_error_message
-from scheduler.preemption import preempt
+from scheduler.preemption import PreemptionResult, preempt
 from scheduler.priority import PriorityAdmission
-from scheduler.schedule import DEFAULT_SCHEDULER_NAME, schedule_one, unmodelled_features
+from scheduler.schedule import (
+    DEFAULT_SCHEDULER_NAME,
+    ScheduleResult,
+    schedule_one,
+    unmodelled_features,
+)
 from scheduler.snapshot import Snapshot
 
 __all__ = [
@@ -1006,21 +1011,7 @@ class _Sim:
             entry.seq = next(self._seq)
             return False
         entry.plugins = frozenset(result.diagnosis.unschedulable_plugins)
-        outcome = preempt(
-            pod,
-            self.snapshot,
-            node_statuses=result.node_statuses,
-            mode="exhaustive",
-            framework=self.framework,
-            now=self.view.now + self.t,
-        )
-        post = "" if outcome.status.code is Code.Success else outcome.status.message
-        message = fit_error_message(
-            len(self.snapshot.node_info_list),
-            result.node_statuses,
-            pre_filter_msg=result.diagnosis.pre_filter_msg,
-            post_filter_msg=post,
-        )
+        outcome, message = self._post_filter(pod, result)
         entry.seq = next(self._seq)
         changed = False
         if outcome.nominated_node_name:
@@ -1053,6 +1044,26 @@ class _Sim:
             rep.unschedulable = message
         self._event("unschedulable", pod.key, detail=message)
         return changed
+
+    def _post_filter(self, pod: Pod, result: ScheduleResult) -> tuple[PreemptionResult, str]:
+        """DefaultPreemption after a failed cycle (the snapshot is not changed), and the
+        FailedScheduling message kubesim's scheduler loop writes for it."""
+        outcome = preempt(
+            pod,
+            self.snapshot,
+            node_statuses=result.node_statuses,
+            mode="exhaustive",
+            framework=self.framework,
+            now=self.view.now + self.t,
+        )
+        post = "" if outcome.status.code is Code.Success else outcome.status.message
+        message = fit_error_message(
+            len(self.snapshot.node_info_list),
+            result.node_statuses,
+            pre_filter_msg=result.diagnosis.pre_filter_msg,
+            post_filter_msg=post,
+        )
+        return outcome, message
 
     def _owe(self, pod: Pod, *, note: str = "") -> Replacement | None:
         """The replacement ``pod``'s controller will create, recorded before it exists."""
@@ -1328,27 +1339,13 @@ class _Sim:
                 " scale the workload up)",
                 False,
             )
-        outcome = preempt(
-            probe,
-            self.snapshot,
-            node_statuses=result.node_statuses,
-            mode="exhaustive",
-            framework=self.framework,
-            now=self.view.now + self.t,
-        )
+        outcome, message = self._post_filter(probe, result)
         if outcome.nominated_node_name:
             return (
                 f"{head} of {b.desired} desired: it allows no disruption (the replacement of"
                 f" {blocked.name} would fit on {outcome.nominated_node_name} by preemption)",
                 False,
             )
-        post = "" if outcome.status.code is Code.Success else outcome.status.message
-        message = fit_error_message(
-            len(self.snapshot.node_info_list),
-            result.node_statuses,
-            pre_filter_msg=result.diagnosis.pre_filter_msg,
-            post_filter_msg=post,
-        )
         return (f"{head}, the replacement of {blocked.name} fits on no node: {message}", False)
 
     def _result(self) -> DrainPlan:

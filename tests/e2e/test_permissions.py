@@ -448,6 +448,21 @@ async def assert_every_grant_is_needed(
     assert unneeded == []
 
 
+def group_binding(name: str, role: dict[str, Any], group: str) -> dict[str, Any]:
+    """A ClusterRoleBinding of ``role`` to the users of ``group``."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": role["metadata"]["name"],
+        },
+        "subjects": [{"kind": "Group", "name": group, "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+
+
 async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: Path) -> None:
     """``deploy/evict/drain-clusterrole.yaml``, bound to a group, is all a drain needs."""
     objs = [
@@ -463,20 +478,7 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
         await settle(sim)
         admin = Admin(sim, session)
         [role] = docs(DEPLOY / "evict" / "drain-clusterrole.yaml")
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "drain-operators"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role["metadata"]["name"],
-            },
-            "subjects": [
-                {"kind": "Group", "name": "node-operators", "apiGroup": "rbac.authorization.k8s.io"}
-            ],
-        }
-        await admin.apply([role, binding])
+        await admin.apply([role, group_binding("drain-operators", role, "node-operators")])
         token = sim.tokens.add("drainer-token", UserInfo("ops", groups=("node-operators",)))
         kubeconfig = write_kubeconfig(tmp_path, sim, token)
 
@@ -526,20 +528,7 @@ async def test_evict_plans_with_exactly_the_documented_read_only_role(tmp_path: 
         await settle(sim)
         admin = Admin(sim, session)
         [role] = docs(DEPLOY / "evict" / "plan-clusterrole.yaml")
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "drain-planners"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role["metadata"]["name"],
-            },
-            "subjects": [
-                {"kind": "Group", "name": "planners", "apiGroup": "rbac.authorization.k8s.io"}
-            ],
-        }
-        await admin.apply([role, binding])
+        await admin.apply([role, group_binding("drain-planners", role, "planners")])
         token = sim.tokens.add("planner-token", UserInfo("planner", groups=("planners",)))
         kubeconfig = write_kubeconfig(tmp_path, sim, token)
         proc = await asyncio.create_subprocess_exec(

@@ -164,5 +164,8 @@ async def test_a_pool_of_three_nodes_drains_faster_in_parallel() -> None:
     nodes = ["pool-0", "pool-1", "pool-2"]
     one_by_one = await _drain_seconds(objs, nodes)
     together = await _drain_seconds(objs, nodes, "--parallel=3")
-    assert one_by_one >= 3 * 50 * TIME_SCALE
-    assert together < one_by_one / 2, (together, one_by_one)
+    grace = 50 * TIME_SCALE
+    assert one_by_one >= 3 * grace
+    # Together, the grace period is waited for once instead of three times: at least half of
+    # the 2 grace periods saved must show, however slow the machine makes everything else.
+    assert one_by_one - together >= grace, (together, one_by_one)
