@@ -131,7 +131,7 @@ def pools(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str], int]:
     return pool(apps, budgets, spare=2), used, draw(st.integers(2, 3))
 
 
-@settings(max_examples=4)
+@settings(max_examples=3)
 @given(pools())
 def test_parallel_drains_never_exceed_a_budget(
     case: tuple[list[dict[str, Any]], list[str], int],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,11 +165,18 @@ class Outcome:
 
 
 async def plan_then_drain(
-    objs: list[dict[str, Any]], nodes: list[str], *flags: str, timeout: str = "30s"
+    objs: list[dict[str, Any]],
+    nodes: list[str],
+    *flags: str,
+    timeout: str = "30s",
+    first: Callable[[Evict], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Outcome]:
+    """The plan, then the drain, of ``nodes`` with ``flags``; ``first`` runs before them."""
     async with living(objs, time_scale=TIME_SCALE) as sim:
         await settle(sim)
         evict = Evict(sim)
+        if first is not None:
+            await first(evict)
         before = len(sim.requests)
         code, out, err = await evict("drain", *nodes, "--plan", "-o", "json", *flags)
         assert code in (0, 3), err
@@ -305,22 +312,26 @@ async def test_a_daemonset_and_an_unmanaged_pod() -> None:
     objs += workload("ReplicaSet", "web", 1, "1")
     objs += [member("ReplicaSet", "web", "web-0", "node-1", "1")]
     objs += [pod("bare", node_name="node-1", owner=None)]
-    async with living(objs, time_scale=TIME_SCALE) as sim:
-        await settle(sim)
-        evict = Evict(sim)
+
+    async def without_flags(evict: Evict) -> None:
         code, out, _ = await evict("drain", "node-1", "--plan", "-o", "json")
         assert code == 3
-        plan = json.loads(out)
-        (n,) = plan["nodes"]
+        (n,) = json.loads(out)["nodes"]
         assert n["verdict"] == "refused"
+        assert {p["action"] for p in n["pods"]} == {"refuse"}
         ds = next(p for p in n["pods"] if p["name"].startswith("agent-"))
-        # kubectl's own refusal, as the real drain prints it
-        _, _, err = await evict("drain", "node-1")
+        assert ds["reason"] == "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
+        # kubectl's own refusal, as the real drain prints it, and nothing evicted
+        code, _, err = await evict("drain", "node-1")
+        assert code == 1
         for line in n["errors"]:
             assert line in err
-        assert {p["action"] for p in n["pods"]} == {"refuse"}
-        assert ds["reason"] == "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
-    async for o in plan_then_drain(objs, ["node-1"], "--ignore-daemonsets", "--force"):
+        assert not evict.sim.requests.filter(subresource="eviction")
+        await evict("uncordon", "node-1")
+
+    async for o in plan_then_drain(
+        objs, ["node-1"], "--ignore-daemonsets", "--force", first=without_flags
+    ):
         assert o.plan_code == 0, o.plan["reason"]
         pods = plan_pods(o.plan)
         assert pods["bare"]["action"] == "evict" and "replacement" not in pods["bare"]
