@@ -28,8 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kube.objects import format_time
-from kubesim.apiserver.eviction import is_pod_ready
+from kube.times import format_time
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
@@ -37,6 +36,7 @@ from kubesim.controllers.base import (
     pods_to_delete_order,
     set_condition,
 )
+from kubesim.core.conditions import is_pod_ready
 from kubesim.core.objects import meta_of
 from kubesim.core.store import Key, clone
 

@@ -37,8 +37,8 @@ from aiohttp import web
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
-from kubesim.auth import Decision
 from kubesim.core.attributes import Attributes, UserInfo
+from kubesim.plugins.authorization import Decision
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
 from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, replicaset, settle
@@ -616,7 +616,7 @@ async def test_the_kubelets_summary_serves_the_agent_as_installed(
     its ``sizeLimit`` on the kubelet's figures — the local-storage limit, working as installed."""
     from agent.cli import _api_client, main
     from agent.sources.kubelet import KubeletSummaryConfig, KubeletSummaryError, fetch_summary
-    from kubesim.auth.pki import CertificateAuthority
+    from kubesim.plugins.authentication.pki import CertificateAuthority
     from tests.agent.sources.treebuilder import FakeCgroup, build_cgroup_tree, build_proc_tree
     from tests.agent.test_deploy import daemonset_args
 

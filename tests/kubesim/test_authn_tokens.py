@@ -15,9 +15,9 @@ import pytest
 from jwt.utils import base64url_decode, base64url_encode
 
 import kubesim
-from kube.objects import format_time, parse_time
-from kubesim.auth.serviceaccounts import ISSUER
+from kube.times import format_time, parse_time
 from kubesim.controllers import FROZEN
+from kubesim.plugins.authentication.serviceaccounts import ISSUER
 from kubesim.sim import BOOTSTRAP_NAMESPACES, Simulator
 
 from .conftest import STATE
