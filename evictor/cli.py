@@ -7,8 +7,11 @@ the end as ``There are pending nodes to be drained:``. Where this goes beyond ku
 defaults keep kubectl's behaviour: ``--concurrency`` (kubectl has no bound; 50 here),
 ``--order=priority`` (lowest priority first, ``scheduler``'s ordering), ``-o json`` (a report on
 stdout; the human lines then go to stderr), a live progress display only when stdout is a
-terminal, ``--uncordon-on-failure`` (kubernetes/kubernetes#37592) and, on timeout, a diagnosis
-of every blocking PodDisruptionBudget.
+terminal, ``--uncordon-on-failure`` (kubernetes/kubernetes#37592), on timeout a diagnosis
+of every blocking PodDisruptionBudget, ``--parallel N`` (up to N nodes drained at once; the
+Eviction API keeps every budget whole) and ``--plan`` (``evictor.plan``: the drain predicted
+from reads only, exit 3 when it would not finish), which ``--check-plan`` runs before a real
+drain to refuse one that cannot finish.
 
 Flags are read as kubectl's pflag reads them (``evictor.cliflags``): the global flags
 (``--kubeconfig``, ``--context``, ``-n``, ``--request-timeout``, ``-v``, and ``--debug``) before
@@ -16,7 +19,12 @@ or after the subcommand, every boolean as ``--flag``, ``--flag=true`` or ``--fla
 scripts written for ``kubectl drain`` run unchanged.
 
 Exit codes: 0 ok, 1 something failed at run time, 2 bad usage or input (nothing is cordoned or
-evicted then). kubectl exits 1 for usage errors too; the project's CLI rule wins here.
+evicted then), 3 the plan says the drain will not finish (``--plan``, ``--check-plan``).
+kubectl exits 1 for usage errors too; the project's CLI rule wins here.
+
+Installed also as ``kubectl-evict``, a kubectl plugin (``kubectl evict drain ...``): kubectl
+passes the arguments after the plugin's name, global flags included, and the usage lines then
+name ``kubectl evict``.
 
 Only click (and ``kube.cliutil``, which needs nothing else) is imported at start-up:
 kubernetes-asyncio and the object views are imported inside the commands, so ``evict --help``
@@ -559,18 +567,24 @@ class _DrainArgs:
 EXIT_WILL_NOT_FINISH = 3
 
 
-def _plan_options(a: _DrainArgs) -> Any:
+def _drain_options(a: _DrainArgs) -> Any:
+    """kubectl's filter flags (``evictor.drain.DrainOptions``)."""
     from evictor.drain import DrainOptions
+
+    return DrainOptions(
+        force=a.force,
+        ignore_daemonsets=a.ignore_daemonsets,
+        delete_emptydir_data=a.delete_emptydir_data,
+        skip_wait_for_delete_timeout=a.skip_wait,
+    )
+
+
+def _plan_options(a: _DrainArgs) -> Any:
     from evictor.plan import PlanOptions
     from kube.labels import parse_label_selector
 
     return PlanOptions(
-        drain=DrainOptions(
-            force=a.force,
-            ignore_daemonsets=a.ignore_daemonsets,
-            delete_emptydir_data=a.delete_emptydir_data,
-            skip_wait_for_delete_timeout=a.skip_wait,
-        ),
+        drain=_drain_options(a),
         order=a.order,
         parallel=a.parallel,
         grace_period=a.grace_period,
@@ -631,19 +645,14 @@ async def _drain(glob: Globals, a: _DrainArgs) -> int:
         try:
             await let_requests_out(TURNS_TO_CONNECT)
             from evictor.client import Evictor
-            from evictor.drain import DrainHelper, DrainOptions
+            from evictor.drain import DrainHelper
 
             evictor = Evictor(api, concurrency=a.concurrency)
 
             def new_helper() -> DrainHelper:
                 return DrainHelper(
                     evictor,
-                    options=DrainOptions(
-                        force=a.force,
-                        ignore_daemonsets=a.ignore_daemonsets,
-                        delete_emptydir_data=a.delete_emptydir_data,
-                        skip_wait_for_delete_timeout=a.skip_wait,
-                    ),
+                    options=_drain_options(a),
                     grace_period_seconds=a.grace_period,
                     timeout=a.timeout,
                     pod_selector=a.pod_selector,
