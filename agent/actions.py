@@ -40,7 +40,8 @@ from agent.eviction.pods import is_critical_pod
 from agent.eviction.preference import is_eviction_forbidden
 from agent.informer import pod_ref
 from evictor.api.calls import MERGE_PATCH, STRATEGIC_MERGE_PATCH, send
-from kube.objects import Pod, format_micro_time, format_time
+from kube.objects import Pod
+from kube.times import format_micro_time, format_time
 
 __all__ = [
     "DISRUPTION_REASON",

@@ -655,7 +655,7 @@ class DeletionWait:
             return
         ts = meta.get("deletionTimestamp")
         if ts and self.skip > 0:
-            from kube.objects import parse_time
+            from kube.times import parse_time
 
             with contextlib.suppress(ValueError):
                 self._deleting[key] = parse_time(ts)

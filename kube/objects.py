@@ -21,10 +21,8 @@ Resource maps hold integers: CPU in millicores, everything else in units (see ``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -47,6 +45,7 @@ from kube.strict import (
     read_text,
     validate_document,
 )
+from kube.times import parse_time
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -82,11 +81,9 @@ __all__ = [
     "TopologySpreadConstraint",
     "Volume",
     "WeightedPodAffinityTerm",
-    "format_time",
     "load_manifests",
     "load_objects",
     "object_from_dict",
-    "parse_time",
 ]
 
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
@@ -112,41 +109,6 @@ class InvalidObject(ValueError):
         who = f'{kind} "{name}"' if name else kind
         where = f"{field_path}: " if field_path else ""
         super().__init__(f"{who}: {where}{detail}")
-
-
-# --- time ------------------------------------------------------------------------------------
-
-
-def parse_time(value: object) -> float:
-    """RFC 3339 (``2024-05-01T10:00:00Z``) to seconds since the epoch."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not an RFC 3339 time")
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    parsed = datetime.fromisoformat(text)
-    if parsed.tzinfo is None:
-        raise ValueError(f"{value!r} has no time zone")
-    return parsed.timestamp()
-
-
-def format_time(seconds: float) -> str:
-    """Seconds since the epoch to RFC 3339 in UTC, whole seconds (``metav1.Time``)."""
-    return datetime.fromtimestamp(math.floor(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def format_micro_time(seconds: float) -> str:
-    """Seconds since the epoch as a ``metav1.MicroTime`` (six fractional digits, ``Z``)."""
-    whole = math.floor(seconds)
-    micros = round((seconds - whole) * 1_000_000)
-    if micros == 1_000_000:
-        whole, micros = whole + 1, 0
-    stamp = datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{stamp}.{micros:06d}Z"
 
 
 # --- reading manifests -----------------------------------------------------------------------
@@ -834,6 +796,7 @@ class Pod:
     init_containers: tuple[Container, ...] = ()
     overhead: ResourceList = field(default_factory=dict)
     pod_requests: ResourceList = field(default_factory=dict)  # spec.resources.requests
+    pod_limits: ResourceList = field(default_factory=dict)  # spec.resources.limits
     node_name: str = ""
     node_selector: Mapping[str, str] = field(default_factory=dict)
     affinity: Affinity | None = None
@@ -852,6 +815,7 @@ class Pod:
     conditions: tuple[PodCondition, ...] = ()
     start_time: float | None = None
     nominated_node_name: str = ""
+    qos_class: str = ""  # status.qosClass as the API server set it ("" when absent)
     # derived
     key: str = field(init=False)
     priority: int = field(init=False)
@@ -1000,6 +964,7 @@ class Pod:
             init_containers=containers("initContainers"),
             overhead=r.resources(spec, "overhead", "spec.overhead"),
             pod_requests=r.resources(pod_res, "requests", "spec.resources.requests"),
+            pod_limits=r.resources(pod_res, "limits", "spec.resources.limits"),
             node_name=r.string(spec, "nodeName", "spec.nodeName"),
             node_selector=r.string_map(spec, "nodeSelector", "spec.nodeSelector"),
             affinity=_read_affinity(
@@ -1027,6 +992,7 @@ class Pod:
             conditions=tuple(conditions),
             start_time=r.time(status, "startTime", "status.startTime"),
             nominated_node_name=r.string(status, "nominatedNodeName", "status.nominatedNodeName"),
+            qos_class=r.string(status, "qosClass", "status.qosClass"),
         )
 
 

@@ -90,13 +90,11 @@ from kube.objects import (
     ReplicationController,
     Service,
     StatefulSet,
-    format_time,
-    parse_time,
 )
+from kube.times import format_micro_time, format_time, parse_time
 from kubesim.apiserver.binding import BindingREST, set_pod_condition
 from kubesim.core.errors import StatusError
 from kubesim.core.store import ADDED, DELETED, Event, Subscription, clone
-from kubesim.core.timefields import format_micro_time
 from kubesim.registry.generic import DeleteOptions
 from kubesim.scheduler_metrics import SchedulerMetrics
 from scheduler.filters import default_framework

@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
+from kube.net import is_loopback
 from kube.strict import (
     Document,
     ManifestError,
@@ -115,7 +116,6 @@ __all__ = [
     "Simulator",
     "StateError",
     "check_clear_text",
-    "is_loopback",
     "load_state",
     "serve",
     "tune_collector_for_server",
@@ -207,18 +207,6 @@ def load_state(
 
 class InsecureServing(ValueError):
     """Serving credentials in clear text beyond loopback: refused (``Simulator.__init__``)."""
-
-
-def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_clear_text(host: str, *, tls: bool, authorization: str) -> None:

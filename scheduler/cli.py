@@ -135,7 +135,8 @@ def simulate(  # noqa: PLR0917 - click passes options positionally
     validation: Validation,
 ) -> None:
     """Schedule the pending pods of CLUSTER (a manifest file), preempting where needed."""
-    from kube.objects import Pod, parse_time
+    from kube.objects import Pod
+    from kube.times import parse_time
     from scheduler.simulate import SimulationError
     from scheduler.simulate import simulate as run_simulation
 

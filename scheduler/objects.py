@@ -49,13 +49,11 @@ from kube.objects import (
     Volume,
     WeightedPodAffinityTerm,
     aggregate_requests,
-    format_micro_time,
-    format_time,
     load_manifests,
     load_objects,
     object_from_dict,
-    parse_time,
 )
+from kube.times import format_micro_time, format_time, parse_time
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",

@@ -4,7 +4,6 @@
   plus restartable-init (sidecar) containers, maxed with ordinary init containers, pod-level
   requests when ``PodLevelResources`` is on and set, overhead only when the total is non-zero.
 - Ephemeral-storage limits as ``resourcehelper.PodLimits`` sums them for the local-storage pass.
-- The QoS class (``v1qos.GetPodQOS``), which only admission uses: ranking ignores QoS (#78561).
 - Volumes with their emptyDir ``medium`` and ``sizeLimit``, as ``kube.objects.Volume``
   carries them from the manifest: an emptyDir over its limit is a local-storage eviction, and only
   one on the default medium counts as the pod's disk usage (``IsLocalEphemeralVolume``; a
@@ -35,7 +34,6 @@ __all__ = [
     "RESOURCE_PIDS",
     "VolumeInfo",
     "VolumesFunc",
-    "get_pod_qos",
     "get_resource_request",
     "is_critical_pod",
     "local_volume_names",
@@ -49,7 +47,6 @@ MEMORY: Final = "memory"
 EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 RESOURCE_INODES: Final = "inodes"
 RESOURCE_PIDS: Final = "pids"
-_QOS_RESOURCES: Final = ("cpu", "memory")
 
 
 def stats_uid(pod: Pod) -> str:
@@ -103,32 +100,6 @@ def pod_ephemeral_storage_limit(pod: Pod) -> int | None:
     if total is not None:
         total += pod.overhead.get(EPHEMERAL_STORAGE, 0)
     return total
-
-
-def get_pod_qos(pod: Pod) -> str:
-    """``ComputePodQOS`` from container requests and limits (cpu and memory only)."""
-    requests: dict[str, int] = {}
-    limits: dict[str, int] = {}
-    guaranteed = True
-    for c in (*pod.containers, *pod.init_containers):
-        for name in _QOS_RESOURCES:
-            if c.requests.get(name, 0) > 0:
-                requests[name] = requests.get(name, 0) + c.requests[name]
-        found = set()
-        for name in _QOS_RESOURCES:
-            if c.limits.get(name, 0) > 0:
-                limits[name] = limits.get(name, 0) + c.limits[name]
-                found.add(name)
-        if found != set(_QOS_RESOURCES):
-            guaranteed = False
-    for name in _QOS_RESOURCES:
-        if pod.pod_requests.get(name, 0) > 0:
-            requests[name] = pod.pod_requests[name]
-    if not requests and not limits:
-        return "BestEffort"
-    if guaranteed and requests == limits:
-        return "Guaranteed"
-    return "Burstable"
 
 
 @dataclass(frozen=True, slots=True)

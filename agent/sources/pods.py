@@ -24,7 +24,6 @@ import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from agent.sources.cgroups import (
@@ -38,6 +37,7 @@ from agent.sources.cgroups import (
     read_cgroup_memory,
 )
 from agent.sources.node import memory_stats
+from kube.times import format_time
 
 JSONDict = dict[str, Any]
 
@@ -67,7 +67,7 @@ def _start_time(path: str) -> str:
         ts = os.stat(path).st_ctime
     except OSError:
         ts = 0.0
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(ts)
 
 
 def _process_count(layout: CgroupLayout, rel: str, subdirs: list[str]) -> int | None:

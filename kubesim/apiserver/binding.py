@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.apiserver.server import RequestContext, decode_body, json_response
 from kubesim.core.attributes import in_process
 from kubesim.core.errors import (

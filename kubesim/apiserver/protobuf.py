@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kube.objects import format_time
+from kube.times import format_time
 
 __all__ = ["MAGIC", "ProtobufError", "decode_object"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.auth.serviceaccounts import ServiceAccountTokens, TokenInvalid, decode_request
 from kubesim.core.errors import bad_request
 

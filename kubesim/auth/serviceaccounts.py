@@ -48,7 +48,7 @@ import jwt
 import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.apiserver import protobuf
 from kubesim.auth.authn import with_authenticated_group
 from kubesim.core.attributes import UserInfo
@@ -285,7 +285,7 @@ class ServiceAccountTokens:
         stamp = meta_of(obj).get("deletionTimestamp")
         if not stamp:
             return False
-        from kube.objects import parse_time
+        from kube.times import parse_time
 
         try:
             return bool(parse_time(str(stamp)) < now - LEEWAY_SECONDS)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kube.objects import parse_time
+from kube.times import parse_time
 from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.events import EventRecorder
 from kubesim.core.errors import StatusError

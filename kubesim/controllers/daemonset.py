@@ -31,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kube.objects import InvalidObject, Node, Pod, parse_time
+from kube.objects import InvalidObject, Node, Pod
+from kube.times import parse_time
 from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.base import WorkloadController, is_pod_available, pod_from_template
 from kubesim.controllers.deployment import pod_template_hash

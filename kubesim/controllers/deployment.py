@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.controllers.base import (
     WorkloadController,
     labels_of,

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from kube.objects import format_time, parse_time
+from kube.times import format_time, parse_time
 from kubesim.apiserver.eviction import is_pod_ready, pdb_selects, set_status_condition
 from kubesim.core.errors import StatusError, qualified_resource
 from kubesim.core.objects import controller_ref

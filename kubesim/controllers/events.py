@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.core.errors import StatusError
 
 if TYPE_CHECKING:

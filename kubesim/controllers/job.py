@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.base import (
     WorkloadController,

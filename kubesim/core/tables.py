@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kube.objects import parse_time
+from kube.times import parse_time
 from kubesim.core.objects import meta_of, selector_string
 from kubesim.core.scheme import ResourceType
 

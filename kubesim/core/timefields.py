@@ -27,15 +27,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any, Final
 
-from kube.objects import format_micro_time
-
 __all__ = [
     "MICRO_TIME",
     "RFC3339",
     "RFC3339_MICRO",
     "TIME",
     "TimeParseError",
-    "format_micro_time",
     "normalize_times",
     "parse_go_time",
     "reencode",

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.apiserver.server import DropConnection, RequestContext
 from kubesim.core.errors import StatusError
 from kubesim.core.store import DELETED, clone

@@ -64,7 +64,9 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kube.objects import InvalidObject, Node, Pod, format_micro_time, format_time
+from kube.objects import InvalidObject, Node, Pod
+from kube.qos import InvalidPodResources, compute_pod_qos
+from kube.times import format_micro_time, format_time
 from kubesim.controllers.base import READY_AFTER_ANNOTATION, RUN_FOR_ANNOTATION, annotation_seconds
 from kubesim.controllers.events import EventRecorder
 from kubesim.core.errors import StatusError
@@ -82,7 +84,6 @@ __all__ = [
     "LEASE_NAMESPACE",
     "DeletionDelay",
     "Kubelet",
-    "format_micro_time",
     "node_is_up",
 ]
 
@@ -664,7 +665,9 @@ class Kubelet:
         inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping)]
         if inits:
             status["initContainerStatuses"] = _init_statuses(inits, uid=uid, now=now, ready=ready)
-        status.setdefault("qosClass", "BestEffort")
+        if not status.get("qosClass"):  # generateAPIPodStatus: v1qos.GetPodQOS
+            with contextlib.suppress(InvalidPodResources):  # the API server stores none such
+                status["qosClass"] = compute_pod_qos(new)
         unready = [str(c.get("name", "")) for c in containers]
         _set_pod_conditions(status, now, ready=ready, unready=unready)
         try:

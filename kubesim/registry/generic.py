@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kube.labels import FieldRequirement, LabelSelector
-from kube.objects import format_time
+from kube.qos import InvalidPodResources, compute_pod_qos
+from kube.times import format_time
 from kubesim.core import events as event_conv
 from kubesim.core.attributes import current_attributes
 from kubesim.core.errors import (
@@ -345,7 +346,7 @@ class GenericStore:
 
     def _reset_status_for_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         if rt.kind == "Pod":
-            obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+            obj["status"] = _pending_status(obj)
             if (obj.get("spec") or {}).get("schedulingGates"):
                 # applySchedulingGatedCondition: the apiserver, not the scheduler, says so.
                 obj["status"]["conditions"] = [
@@ -714,7 +715,7 @@ class GenericStore:
         meta = new["metadata"]
         now = self.clock()
         if meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds"):
-            from kube.objects import parse_time
+            from kube.times import parse_time
 
             start = parse_time(meta["deletionTimestamp"]) - float(
                 meta["deletionGracePeriodSeconds"]
@@ -815,7 +816,7 @@ class GenericStore:
         validate(self.storage_type(rt), obj)
         key = _key(rt, meta.get("namespace", ""), meta.get("name", ""))
         if rt.kind == "Pod" and "status" not in obj:
-            obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+            obj["status"] = _pending_status(obj)
             self.pods_to_start.add(key)
         rv = self.store.next_rv()
         meta["resourceVersion"] = str(rv)
@@ -848,28 +849,10 @@ def _gc_finalizer(options: DeleteOptions) -> str | None:
     return None
 
 
-def _qos_class(pod: Mapping[str, Any]) -> str:
-    """``qos.GetPodQOS`` on cpu/memory requests and limits."""
-    spec = pod.get("spec") or {}
-    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-    requests: dict[str, str] = {}
-    limits: dict[str, str] = {}
-    guaranteed = True
-    for c in containers:
-        if not isinstance(c, Mapping):
-            continue
-        res = c.get("resources") or {}
-        req = {k: v for k, v in (res.get("requests") or {}).items() if k in ("cpu", "memory")}
-        lim = {k: v for k, v in (res.get("limits") or {}).items() if k in ("cpu", "memory")}
-        requests.update(req)
-        limits.update(lim)
-        if set(lim) != {"cpu", "memory"}:
-            guaranteed = False
-        for k, v in req.items():
-            if str(lim.get(k)) != str(v):
-                guaranteed = False
-    if not requests and not limits:
-        return "BestEffort"
-    if guaranteed and containers:
-        return "Guaranteed"
-    return "Burstable"
+def _pending_status(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The status a created pod starts with: Pending, and ``qos.ComputePodQOS`` (``kube.qos``).
+    A pod whose resources do not parse gets no class here: validation refuses it next."""
+    try:
+        return {"phase": "Pending", "qosClass": compute_pod_qos(pod)}
+    except InvalidPodResources:
+        return {"phase": "Pending"}

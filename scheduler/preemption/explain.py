@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from kube.objects import Pod, format_time
+from kube.objects import Pod
+from kube.times import format_time
 from scheduler.framework import Code, Status
 from scheduler.preemption.core import (
     NOT_HELPFUL_MESSAGE,

@@ -17,7 +17,7 @@ import pytest
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
-from kube.objects import format_time
+from kube.times import format_time
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
 from tests.agent.test_loop_e2e import until

@@ -15,11 +15,10 @@ from kube.objects import (
     PriorityClass,
     Taint,
     Toleration,
-    format_time,
     load_manifests,
     load_objects,
-    parse_time,
 )
+from kube.times import parse_time
 
 
 def pod(spec: dict[str, Any], **meta: Any) -> Pod:
@@ -364,14 +363,6 @@ def test_load_objects_reports_bad_yaml() -> None:
         load_objects("kind: [unclosed\n")
     with pytest.raises(InvalidObject, match="a manifest must be a mapping"):
         load_objects("- 1\n- 2\n")
-
-
-def test_time_round_trip() -> None:
-    assert parse_time("1970-01-01T00:01:00Z") == 60.0
-    assert format_time(60.7) == "1970-01-01T00:01:00Z"
-    assert parse_time(format_time(1_700_000_000)) == 1_700_000_000
-    with pytest.raises(ValueError, match="time zone"):
-        parse_time("2024-01-01T00:00:00")
 
 
 resources = st.dictionaries(st.sampled_from(["cpu", "memory"]), st.integers(0, 10_000), max_size=2)

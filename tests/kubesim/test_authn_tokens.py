@@ -15,7 +15,7 @@ import pytest
 from jwt.utils import base64url_decode, base64url_encode
 
 import kubesim
-from kube.objects import format_time, parse_time
+from kube.times import format_time, parse_time
 from kubesim.auth.serviceaccounts import ISSUER
 from kubesim.controllers import FROZEN
 from kubesim.sim import BOOTSTRAP_NAMESPACES, Simulator

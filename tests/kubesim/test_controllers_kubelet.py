@@ -11,8 +11,8 @@ import pytest
 from kubernetes_asyncio import client
 
 import kubesim
+from kube.times import format_micro_time
 from kubesim.controllers import ControllerSettings
-from kubesim.node.kubelet import format_micro_time
 from kubesim.sim import Simulator
 
 from .living import eventually, is_ready

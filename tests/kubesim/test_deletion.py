@@ -10,7 +10,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
-from kube.objects import parse_time
+from kube.times import parse_time
 from kubesim.sim import Simulator
 
 from .conftest import status_of

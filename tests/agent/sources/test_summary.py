@@ -10,7 +10,8 @@ import pytest
 from agent.sources.cgroups import detect_layout, pressure_path
 from agent.sources.pods import PodIdentity, read_pods, read_pods_system_container
 from agent.sources.roots import Roots
-from agent.sources.summary import CollectContext, SourceConfig, SummaryCollector, rfc3339
+from agent.sources.summary import CollectContext, SourceConfig, SummaryCollector
+from kube.times import format_micro_time
 from tests.agent.sources.treebuilder import (
     FakeCgroup,
     FakePod,
@@ -81,7 +82,7 @@ def test_summary_schema_on_every_layout(tmp_path: Path, version: str, driver: st
     assert node["startTime"] == "2023-11-14T22:13:20.250000Z"
     assert node["memory"]["workingSetBytes"] == 5 << 30
     assert node["memory"]["availableBytes"] == 3 << 30
-    assert node["memory"]["time"] == rfc3339(T0)
+    assert node["memory"]["time"] == format_micro_time(T0)
     assert set(node["fs"]) == {
         "time",
         "availableBytes",
@@ -99,7 +100,7 @@ def test_summary_schema_on_every_layout(tmp_path: Path, version: str, driver: st
     for key in ("capacityBytes", "inodes", "time"):
         assert image_fs[key] == node["fs"][key], key
     assert node["runtime"]["containerFs"] == node["fs"]
-    assert node["rlimit"] == {"time": rfc3339(T0), "maxpid": 63704, "curproc": 1234}
+    assert node["rlimit"] == {"time": format_micro_time(T0), "maxpid": 63704, "curproc": 1234}
     [pods_sc] = node["systemContainers"]
     assert pods_sc["name"] == "pods"
     assert pods_sc["memory"]["workingSetBytes"] == (3 << 30) - (512 << 20)
@@ -286,7 +287,7 @@ def test_process_counts_from_another_pid_namespace(tmp_path: Path, version: str)
 
 
 def test_timestamps_are_rfc3339_with_microseconds() -> None:
-    assert rfc3339(0.5) == "1970-01-01T00:00:00.500000Z"
+    assert format_micro_time(0.5) == "1970-01-01T00:00:00.500000Z"
 
 
 def test_collect_only_some_sections(tmp_path: Path) -> None:
