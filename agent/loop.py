@@ -30,7 +30,9 @@ eviction of a pod with a long grace period block hard evictions for hours
   core's rule, each followed by the cleanup wait) and counts in the window;
 - a Summary the core refuses (absurd figures: negative, non-finite, beyond int64, more available
   than capacity) is a skipped sync with a logged reason and ``eviction_agent_stats_rejected``
-  counted — never a decision.
+  counted — never a decision;
+- with a timeline (``--timeline-dir``, ``agent.timeline``) every sync, eviction attempt and
+  hold-back is also handed to it; whatever it raises is logged, never a failed sync.
 
 Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
 was active last sync, a sync may read the node-level figures alone (``node_stats``) — the

@@ -177,7 +177,7 @@ class TimelineRecorder:
         self._dropped = 0
         self._lock = threading.Lock()  # flush runs in a thread
         self._writing = threading.Lock()  # one flush at a time: lines stay in order
-        self.written: list[Path] = []  # incident files, oldest first
+        self._last_path: Path | None = None  # may not be written yet when the next one opens
 
     @property
     def incident(self) -> Path | None:
@@ -268,11 +268,11 @@ class TimelineRecorder:
             stamp = datetime.fromtimestamp(at, UTC).strftime("%Y%m%dT%H%M%S")
             path = self.directory / f"{self.node}-{stamp}Z{SUFFIX}"
             n = 1
-            while path in self.written or path.exists():
+            while path == self._last_path or path.exists():
                 n += 1
                 path = self.directory / f"{self.node}-{stamp}Z-{n}{SUFFIX}"
             self._incident = _Incident(path, opened=at, last_active=at)
-            self.written.append(path)
+            self._last_path = path
             head = {
                 "type": "incident",
                 "format": FORMAT,

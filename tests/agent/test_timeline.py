@@ -157,6 +157,21 @@ def test_a_long_incident_stops_sampling_at_the_size_bound_but_keeps_evictions(
     assert [e.result for e in timeline.evictions] == ["failed"]
 
 
+def test_two_incidents_in_one_second_get_two_files(tmp_path: Path) -> None:
+    clock = Clock()
+    rec = TimelineRecorder(tmp_path, node="node-1", clock=clock, tail=0.5)
+    sync(rec, clock, 100 * MI, met=True)
+    clock.now += 0.5  # the tail has passed: closed
+    sync(rec, clock, 900 * MI)
+    clock.now += 0.2  # and open again within the same second, before anything is written
+    sync(rec, clock, 100 * MI, met=True)
+    rec.close()
+    first = tmp_path / "node-1-20231114T221320Z.timeline.jsonl"
+    second = tmp_path / "node-1-20231114T221320Z-2.timeline.jsonl"
+    assert set(timeline_files(tmp_path)) == {first, second}
+    assert [len(read_timeline(p).samples) for p in (first, second)] == [2, 1]
+
+
 def test_only_the_newest_files_are_kept(tmp_path: Path) -> None:
     clock = Clock()
     rec = recorder(tmp_path, clock, keep=3)

@@ -79,7 +79,8 @@ async def test_demo_with_cgroups(tmp_path: Path) -> None:
 
 def test_demo_without_cgroups_plots_the_agents_timeline(tmp_path: Path) -> None:
     timelines = tmp_path / "timelines"
-    argv = ["--duration", "15", "--no-cgroups", "--plot", "incident.png"]
+    # long enough for the first eviction on a loaded machine (it comes at ~12 s)
+    argv = ["--duration", "30", "--no-cgroups", "--plot", "incident.png"]
     report = run_demo(tmp_path, *argv, "--timeline-dir", str(timelines))
     assert report["mode"] == "process"
     check(report, at_least=1)
