@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-latest test-monitoring lint types unit demo bench lock clean
+.PHONY: test test-node test-latest test-monitoring lint types unit demo bench lock clean
 
 # The exact versions of requirements/dev.lock, every file checked against its sha256, then the
 # project itself: a run is the same on every machine until `make lock` moves the versions.
@@ -34,6 +34,14 @@ unit: $(STAMP)
 	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) -m "not prometheus"
 
 test: lint types unit
+
+# The guest-kernel tests (tests/node): Debian's kernel under QEMU (TCG) with the host's root
+# read-only, cgroup v2 and systemd as PID 1, one VM for the whole run (see tests/node/README.md).
+# Installs the Debian packages it needs when run as root; otherwise names them in one line
+# and the tests that need the VM are skipped with that reason.
+test-node: $(STAMP)
+	@$(PY) -m tests.node.image
+	$(VENV)/bin/pytest -q --node tests/node
 
 # The monitoring component (deploy/monitoring) against the real tools: promtool checks the alerts
 # and runs their unit tests, and a real Prometheus scrapes the demo's agent under pressure, where

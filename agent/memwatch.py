@@ -227,7 +227,7 @@ class MemoryWatches:
             current.close()
         self.usage = UsageWatch(
             path,
-            lambda: self.wake("memory"),
+            lambda: self.wake("usage"),
             min_delay=self.usage_min_delay,
             max_delay=self.usage_max_delay,
         )

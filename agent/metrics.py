@@ -69,7 +69,8 @@ class AgentMetrics:
         )
         self.syncs = Counter(
             "eviction_agent_syncs",
-            "Syncs run, by what triggered them (interval, psi, memory, memcg, cleanup).",
+            "Syncs run, by what triggered them: interval; psi (a PSI event); memory (the fast "
+            "check); memcg (a kernel memory threshold, or memory.events); usage (the usage watch).",
             ["trigger"],
             registry=r,
         )

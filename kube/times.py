@@ -14,7 +14,7 @@ stats and the Events it writes) — so the rules live here once:
   ``metav1.MicroTime`` with exactly six fractional digits, both ending in ``Z``.
 
 kube-apiserver's own decoding of time fields, with Go's error messages, is kubesim's concern
-(``kubesim.apiserver.timefields``); this module is for clients of the API.
+(``kubesim.core.timefields``); this module is for clients of the API.
 """
 
 from __future__ import annotations

@@ -10,15 +10,15 @@ A script therefore never reads a kubeconfig whose server is not answering:
   kubeconfig and the log file of the detached server;
 * ``kubesim wait KUBECONFIG`` blocks until the server a kubeconfig names answers ``/readyz``.
 
-``kubesim serve --tls`` serves HTTPS with a CA generated at start (``kubesim.auth.pki``); the
-kubeconfig then holds that CA and kubeadm's admin client certificate, and ``kubesim
-certificate USER --group G … --kubeconfig ADMIN -o FILE`` asks the running server (over TLS,
-as its admin, ``POST /_kubesim/certificates``) for a client certificate and writes a kubeconfig
-like a real cluster's. ``--authorization rbac`` serves TLS unless ``--no-tls`` is given
-(``serves_tls``): kubectl sends a kubeconfig's bearer token only over HTTPS, so the kubeconfig
-of an authorizing server works with kubectl only over TLS. Credentials never travel in clear:
-``serve`` refuses a non-loopback ``--host`` with ``--no-tls`` once requests are authorized
-(exit 2, ``kubesim.sim.check_clear_text``).
+``kubesim serve --tls`` serves HTTPS with a CA generated at start
+(``kubesim.plugins.authentication.pki``); the kubeconfig then holds that CA and kubeadm's admin
+client certificate, and ``kubesim certificate USER --group G … --kubeconfig ADMIN -o FILE`` asks
+the running server (over TLS, as its admin, ``POST /_kubesim/certificates``) for a client
+certificate and writes a kubeconfig like a real cluster's. ``--authorization rbac`` serves TLS
+unless ``--no-tls`` is given (``serves_tls``): kubectl sends a kubeconfig's bearer token only
+over HTTPS, so the kubeconfig of an authorizing server works with kubectl only over TLS.
+Credentials never travel in clear: ``serve`` refuses a non-loopback ``--host`` with
+``--no-tls`` once requests are authorized (exit 2, ``kubesim.sim.check_clear_text``).
 
 Bad files or flags exit 2 before anything is served, with one line naming the file, document,
 object and field; a port in use exits 1 (``kube.cliutil`` holds the shared conventions).
@@ -107,7 +107,7 @@ def require_server_extra() -> None:
         )
 
 
-# ``kubesim.auth.AUTHORIZATION_MODES``'s names, spelled out: importing it would load aiohttp.
+# ``kubesim.sim.AUTHORIZATION_MODES``'s names, spelled out: importing it would load aiohttp.
 AUTHORIZATION_CHOICES: Final = ("always-allow", "rbac")
 
 

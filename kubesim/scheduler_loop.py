@@ -27,7 +27,7 @@ What is reproduced (``pkg/scheduler/eventhandlers.go``, ``schedule_one.go``,
   queue's periodic flushes (backoff every second, leftovers every 30 s) run on a clock scaled
   by ``time_scale``, so backoffs are ``time_scale`` times shorter in wall time;
 * a cycle: ``schedule_one`` with the round-robin ``nextStartNodeIndex``, then *assume* (bind in
-  the snapshot), then bind through the ``pods/binding`` REST logic (``BindingREST.bind``, the
+  the snapshot), then bind through the ``pods/binding`` REST logic (``BindingStorage.bind``, the
   same checks the HTTP subresource makes, with the pod's UID as precondition) and record the
   ``Scheduled`` event ``Successfully assigned ns/name to node``. A failed bind forgets the
   assumed pod, moves pods nominated to that node, and handles an error (``SchedulerError``,
@@ -92,9 +92,9 @@ from kube.objects import (
     StatefulSet,
 )
 from kube.times import format_micro_time, format_time, parse_time
-from kubesim.apiserver.binding import BindingREST, set_pod_condition
 from kubesim.core.errors import StatusError
 from kubesim.core.store import ADDED, DELETED, Event, Subscription, clone
+from kubesim.plugins.binding import BindingStorage, set_pod_condition
 from kubesim.registry.generic import DeleteOptions
 from kubesim.scheduler_metrics import SchedulerMetrics
 from scheduler.filters import default_framework
@@ -327,7 +327,7 @@ class SchedulerLoop:
         self._clock_origin = (0.0, 0.0)
         self._time_scale = 1.0
         self._idle: asyncio.Event | None = None
-        self._binder: BindingREST | None = None
+        self._binder: BindingStorage | None = None
         self._pods_rt: ResourceType | None = None
         self._events_rt: ResourceType | None = None
         self._last_stamp = 0
@@ -358,7 +358,7 @@ class SchedulerLoop:
         self._sim = sim
         self._time_scale = max(float(sim.time_scale), 1e-9)
         self._clock_origin = (time.monotonic(), sim.registry.clock())
-        self._binder = getattr(sim, "binding", None) or BindingREST(sim)
+        self._binder = sim.binding
         self._pods_rt = sim.scheme.for_kind("v1", "Pod")
         self._events_rt = sim.scheme.for_kind("events.k8s.io/v1", "Event")
         self._wake = asyncio.Event()

@@ -3,12 +3,12 @@
 ``kubesim.serve(...)`` is the in-process entry point (an async context manager) and
 ``kubesim serve`` the command-line one; both build a ``Simulator``. Like a fresh
 kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` and
-``kube-node-lease`` namespaces (and, through admission, the system PriorityClasses), then
+``kube-node-lease`` namespaces (and, through priority, the system PriorityClasses), then
 loads the state manifests as they are — statuses included, so a test can start from pods that
 are already Running or Pending on given nodes.
 
-It serves ``pods/eviction`` (``kubesim.apiserver.eviction``), ``pods/binding``
-(``kubesim.apiserver.binding``) and ``<workload>/scale``, runs the controllers of
+It serves ``pods/eviction`` (``kubesim.plugins.eviction``), ``pods/binding``
+(``kubesim.plugins.binding``) and ``<workload>/scale``, runs the controllers of
 ``kubesim.controllers`` (namespace, disruption — ``pin_pdb`` freezes a budget's status —,
 ReplicaSet, ReplicationController, Deployment, StatefulSet, DaemonSet, Job, garbage collector),
 the node kubelet and the default scheduler (``kubesim.scheduler_loop``), each of which can be
@@ -24,12 +24,12 @@ each gets a ``ProcessRuntime`` (``runtimes[name]``) under ``cgroup_root``, its k
 limited to ``memory_capacity``; the other nodes keep the simulated kubelet. The runtimes open
 with the server and are closed — every process killed, every cgroup removed — when it stops.
 
-Authentication is kube-apiserver's (``kubesim.auth``): static tokens (``tokens``, the admin's
-``admin_token``), ServiceAccount tokens from the TokenRequest API
-(``service_account_tokens``, ``kubesim.auth.serviceaccounts``; its ``clock`` is the one token
-time, replaceable in tests), ``TokenReview``/``SelfSubjectReview``
-(``kubesim.auth.identityreviews``) and, with ``tls=True``, HTTPS and client certificates
-from a CA generated at start (``certificate_authority``, ``kubesim.auth.pki``).
+Authentication is kube-apiserver's (``kubesim.plugins.authentication``): static tokens
+(``tokens``, the admin's ``admin_token``), ServiceAccount tokens from the TokenRequest API
+(``service_account_tokens``, ``kubesim.plugins.authentication.serviceaccounts``; its
+``clock`` is the one token time, replaceable in tests), ``TokenReview``/``SelfSubjectReview``
+(``kubesim.plugins.authentication.reviews``) and, with ``tls=True``, HTTPS and client certificates
+from a CA generated at start (``certificate_authority``, ``kubesim.plugins.authentication.pki``).
 ``admin_kubeconfig_user`` is the one place that decides the admin's credentials: kubeadm's
 client certificate (CN=kubernetes-admin, O=system:masters) over TLS, none over HTTP while
 every request is allowed, the admin token otherwise; ``api_client`` and the written
@@ -63,7 +63,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 from aiohttp import web
@@ -80,14 +80,6 @@ from kube.strict import (
     read_text,
     validate_document,
 )
-from kubesim.admission import policies
-from kubesim.apiserver import admission, binding, eviction
-from kubesim.apiserver.requestlog import RequestLog
-from kubesim.apiserver.server import ApiServer, json_response, status_response
-from kubesim.auth import ALWAYS_ALLOW, AUTHORIZATION_MODES, install_access_control
-from kubesim.auth import bootstrap as rbac_bootstrap
-from kubesim.auth.authn import Chain, StaticTokens, TokenAuthenticator, new_token
-from kubesim.auth.rbac import RuleResolver
 from kubesim.controllers import (
     Controller,
     ControllerSettings,
@@ -100,18 +92,37 @@ from kubesim.core.attributes import MASTERS, UserInfo
 from kubesim.core.errors import StatusError
 from kubesim.core.scheme import ResourceType, Scheme, default_scheme
 from kubesim.core.store import Store, clone
+from kubesim.endpoints import subresources
+from kubesim.endpoints.codec import json_response, status_response
+from kubesim.endpoints.impersonation import Impersonation
+from kubesim.endpoints.requestlog import RequestLog
+from kubesim.endpoints.server import ApiServer
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
 from kubesim.node.kubelet import Kubelet
 from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
+from kubesim.plugins import admission
+from kubesim.plugins.admission.priority import bootstrap_priority_classes
+from kubesim.plugins.authentication.tokens import Chain, StaticTokens, TokenAuthenticator, new_token
+from kubesim.plugins.authorization import AlwaysAllow, Authorizer
+from kubesim.plugins.authorization import bootstrap as rbac_bootstrap
+from kubesim.plugins.authorization.rbac import RBACAuthorizer, RuleResolver
+from kubesim.plugins.authorization.reviews import GROUP as AUTHORIZATION_GROUP
+from kubesim.plugins.authorization.reviews import Reviews
+from kubesim.plugins.binding import BindingStorage
+from kubesim.plugins.eviction import EvictionStorage
 from kubesim.registry.generic import GenericStore
 
 if TYPE_CHECKING:
-    from kubesim.auth.pki import CertificateAuthority, Credentials
+    from kubesim.plugins.authentication.pki import CertificateAuthority, Credentials
+    from kubesim.plugins.authentication.reviews import IdentityReviews
 
 __all__ = [
+    "ALWAYS_ALLOW",
+    "AUTHORIZATION_MODES",
     "BOOTSTRAP_NAMESPACES",
+    "RBAC",
     "InsecureServing",
     "Simulator",
     "StateError",
@@ -205,6 +216,19 @@ def load_state(
     return out
 
 
+ALWAYS_ALLOW: Final = "always-allow"
+RBAC: Final = "rbac"
+
+# ``kubesim serve --authorization MODE``: the authorizer each mode puts behind the privileged
+# group (``system:masters`` is allowed first in every mode), as ``pkg/kubeapiserver/authorizer``
+# wires kube-apiserver's modes. What every mode has — impersonation, the reviews, RBAC's
+# escalation check, the bootstrap policy — ``Simulator`` installs whatever the mode.
+AUTHORIZATION_MODES: dict[str, Callable[[Simulator], Authorizer]] = {
+    ALWAYS_ALLOW: lambda sim: AlwaysAllow(),
+    RBAC: lambda sim: RBACAuthorizer(sim.rbac_resolver),
+}
+
+
 class InsecureServing(ValueError):
     """Serving credentials in clear text beyond loopback: refused (``Simulator.__init__``)."""
 
@@ -267,9 +291,8 @@ class Simulator:
         self.scheme = default_scheme(eviction_subresource=eviction_subresource)
         self.store = Store(history_size=history_size)
         self.registry = GenericStore(self.store, self.scheme)
-        self.priority = admission.install(self.registry)
         self.requests = RequestLog()
-        # Fixed tokens (``--token-auth-file``); ``kubesim.auth.authn``.
+        # Fixed tokens (``--token-auth-file``); ``kubesim.plugins.authentication.tokens``.
         self.tokens = StaticTokens()
         self.server = ApiServer(
             self.registry,
@@ -278,21 +301,28 @@ class Simulator:
             version_minor=version_minor,
             bookmark_interval=bookmark_interval,
         )
+        # RBAC's rules over the store: the rbac mode authorizes with them, and in every mode
+        # the escalation check and the rules review read them.
+        self.rbac_resolver: RuleResolver = RuleResolver(self.store)
+        self.admission = admission.install(self.registry, self.rbac_resolver, self.server.authorize)
+        self.priority = self.admission.priority
+        self.policies = self.admission.policies  # ValidatingAdmissionPolicies, in every mode
         # ServiceAccount tokens (TokenRequest), tried after the static tokens.
-        from kubesim.auth import identityreviews
-        from kubesim.auth.serviceaccounts import ServiceAccountTokens
+        from kubesim.plugins.authentication.reviews import IdentityReviews
+        from kubesim.plugins.authentication.serviceaccounts import ServiceAccountTokens
 
         self.service_account_tokens = ServiceAccountTokens(self.registry)
-        self.server.subresources[("", "serviceaccounts", "token")] = (
-            self.service_account_tokens.handle
+        self._serve_access_reviews(
+            IdentityReviews(
+                self.registry.clock, self.token_authenticators, self.service_account_tokens
+            )
         )
-        identityreviews.install(self)
         # TLS: a CA generated now; client certificates it signed authenticate their CN.
         self.tls = tls
         self.certificate_authority: CertificateAuthority | None = None
         certificates = None
         if tls:
-            from kubesim.auth.pki import CertificateAuthority, ClientCertificates
+            from kubesim.plugins.authentication.pki import CertificateAuthority, ClientCertificates
 
             self.certificate_authority = CertificateAuthority()
             certificates = ClientCertificates()
@@ -351,16 +381,19 @@ class Simulator:
         self.injector = FaultInjector(self)
         self.server.request_hooks.insert(0, self.injector.hook)
         # Without the subresource the eviction endpoint is a 404, as on a server lacking it.
-        self.eviction = eviction.install(self) if eviction_subresource else None
-        self.binding = binding.install(self)
-        self.policies = policies.install(self)  # ValidatingAdmissionPolicies, in every mode
+        self.eviction = EvictionStorage(self.registry) if eviction_subresource else None
+        if self.eviction is not None:
+            self.server.subresources[("", "pods", "eviction")] = subresources.eviction(
+                self.eviction
+            )
+        self.binding = BindingStorage(self.registry)
+        self.server.subresources[("", "pods", "binding")] = subresources.binding(self.binding)
+        self.server.impersonator = Impersonation(self.server.authorize)
         if faults is not None:
             self.add_faults(faults)
         self.validation: Validation = validation
         self.state_warnings: list[str] = []
         self._bootstrap()
-        self.rbac_resolver: RuleResolver
-        install_access_control(self)
         self.server.authorizer = AUTHORIZATION_MODES[authorization](self)
         self._explicit_settings = explicit
         self._load(self._state)
@@ -374,8 +407,35 @@ class Simulator:
             self.registry.seed(
                 ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             )
-        admission.bootstrap_priority_classes(self.registry)
+        bootstrap_priority_classes(self.registry)
         rbac_bootstrap.seed(self.registry)
+
+    def _serve_access_reviews(self, identity: IdentityReviews) -> None:
+        """The review kinds, answered in every mode: who am I, is this token valid, may this
+        user do that (the rules review reads RBAC's rules only in the rbac mode; under
+        AlwaysAllow everything is allowed, as upstream's AlwaysAllow rule resolver says)."""
+        server = self.server
+        server.subresources[("", "serviceaccounts", "token")] = subresources.token_request(
+            self.service_account_tokens
+        )
+        authn = "authentication.k8s.io"
+        server.virtual[(authn, "selfsubjectreviews")] = subresources.review(
+            identity.self_subject_review, lenient=True
+        )
+        server.virtual[(authn, "tokenreviews")] = subresources.review(
+            identity.token_review, lenient=True
+        )
+        reviews = Reviews(
+            server.authorize,
+            lambda: self.rbac_resolver if self.authorization == RBAC else None,
+        )
+        for plural, answer in (
+            ("subjectaccessreviews", reviews.subject_access_review),
+            ("localsubjectaccessreviews", reviews.local_subject_access_review),
+            ("selfsubjectaccessreviews", reviews.self_subject_access_review),
+            ("selfsubjectrulesreviews", reviews.self_subject_rules_review),
+        ):
+            server.virtual[(AUTHORIZATION_GROUP, plural)] = subresources.review(answer)
 
     @property
     def kubelet(self) -> Kubelet | None:
@@ -445,7 +505,7 @@ class Simulator:
         ca = self.certificate_authority
         if ca is None:
             return None
-        from kubesim.auth.pki import server_names
+        from kubesim.plugins.authentication.pki import server_names
 
         serving = ca.issue_server(server_names(self.host))
         key_dir = self._private_dir()
@@ -497,8 +557,8 @@ class Simulator:
         certificate from this server's CA (``kubesim certificate``). It mints credentials, so
         only ``system:masters`` may call it — whatever the authorization mode — and only over
         TLS, where the private key travels encrypted."""
-        from kubesim.auth import forbidden_error
         from kubesim.core.attributes import ANONYMOUS, Attributes
+        from kubesim.plugins.authorization import forbidden_error
 
         try:
             user = self.server.authenticator.authenticate(request) or ANONYMOUS
@@ -594,7 +654,7 @@ class Simulator:
         *,
         subresource: str = "",
     ) -> dict[str, Any] | None:
-        """Change a stored object as an API update (PUT) would: new resourceVersion, admission,
+        """Change a stored object as an API update (PUT) would: new resourceVersion, priority,
         watch events. ``change`` edits a copy in place; when it answers False nothing is
         written. Answers the object as stored afterwards, None when there is none."""
         rt = self._type_for(kind)

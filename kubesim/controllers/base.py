@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kube.labels import LabelSelector, SelectorError
 from kube.times import parse_time
-from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.events import EventRecorder
+from kubesim.core.conditions import is_pod_ready
 from kubesim.core.errors import StatusError
 from kubesim.core.objects import controller_ref, meta_of
 from kubesim.core.scheme import ResourceType

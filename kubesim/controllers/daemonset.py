@@ -33,9 +33,9 @@ from typing import Any, Final
 
 from kube.objects import InvalidObject, Node, Pod
 from kube.times import parse_time
-from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.base import WorkloadController, is_pod_available, pod_from_template
 from kubesim.controllers.deployment import pod_template_hash
+from kubesim.core.conditions import is_pod_ready
 from kubesim.core.objects import meta_of
 from kubesim.core.store import Event, Key, clone
 from scheduler.filters.nodeaffinity import RequiredNodeAffinity

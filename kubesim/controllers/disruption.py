@@ -46,9 +46,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from kube.times import format_time, parse_time
-from kubesim.apiserver.eviction import is_pod_ready, pdb_selects, set_status_condition
+from kubesim.core.conditions import is_pod_ready, set_status_condition
 from kubesim.core.errors import StatusError, qualified_resource
-from kubesim.core.objects import controller_ref
+from kubesim.core.objects import controller_ref, pdb_selects
 from kubesim.core.store import DELETED, Event, clone
 
 if TYPE_CHECKING:

@@ -29,7 +29,6 @@ from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError
 from kube.times import format_time
-from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
@@ -37,6 +36,7 @@ from kubesim.controllers.base import (
     pods_to_delete_order,
     set_condition,
 )
+from kubesim.core.conditions import is_pod_ready
 from kubesim.core.objects import meta_of
 from kubesim.core.store import Key, clone
 

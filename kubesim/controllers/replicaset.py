@@ -27,7 +27,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kube.labels import LabelSelector, SelectorError
-from kubesim.apiserver.eviction import is_pod_ready
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
@@ -37,6 +36,7 @@ from kubesim.controllers.base import (
     pods_to_delete_order,
     ready_since,
 )
+from kubesim.core.conditions import is_pod_ready
 from kubesim.core.store import Key, clone
 
 __all__ = ["BURST_REPLICAS", "ReplicaSetController", "ReplicationControllerController"]

@@ -34,6 +34,7 @@ __all__ = [
     "generate_name_conflict",
     "internal_error",
     "invalid",
+    "method_not_allowed",
     "method_not_supported",
     "not_acceptable",
     "not_found",
@@ -158,6 +159,16 @@ def forbidden(
     )
 
 
+def method_not_allowed() -> StatusError:
+    """The 405 for a verb a path does not serve (no handler for the method, as go-restful
+    answers): kube-apiserver's generic ``MethodNotAllowed`` Status, without details."""
+    return StatusError(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+    )
+
+
 def method_not_supported(resource: str, group: str, action: str) -> StatusError:
     return StatusError(
         405,
@@ -222,9 +233,10 @@ def not_acceptable(accepted: Iterable[str]) -> StatusError:
 
 
 def success_status(
-    *, code: int = 200, name: str = "", group: str = "", kind: str = "", uid: str = ""
+    *, code: int | None = None, name: str = "", group: str = "", kind: str = "", uid: str = ""
 ) -> dict[str, Any]:
-    """The ``status: Success`` body a delete of a non-``ReturnDeletedObject`` kind returns."""
+    """A ``status: Success`` body: a delete's (``details`` naming what went, no code) or a
+    create-only subresource's (eviction, binding: ``code: 201``, no details)."""
     details: dict[str, Any] = {}
     if name:
         details["name"] = name
@@ -234,10 +246,14 @@ def success_status(
         details["kind"] = kind
     if uid:
         details["uid"] = uid
-    return {
+    out: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": details,
     }
+    if details:
+        out["details"] = details
+    if code is not None:
+        out["code"] = code
+    return out

@@ -13,7 +13,7 @@ from typing import Any
 
 from kube.labels import LabelSelector, SelectorError
 
-__all__ = ["controller_ref", "meta_of", "selector_string"]
+__all__ = ["controller_ref", "meta_of", "pdb_selects", "selector_string"]
 
 
 def meta_of(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -45,3 +45,16 @@ def selector_string(selector: Any, *, plain_map: bool = False) -> str:
         return str(LabelSelector.from_dict(selector))
     except SelectorError:
         return "<error>"
+
+
+def pdb_selects(pdb: Mapping[str, Any], pod_labels: Mapping[str, str]) -> bool:
+    """policy/v1 matching: ``{}`` selects every pod, an absent or invalid selector none."""
+    spec = pdb.get("spec") or {}
+    raw = spec.get("selector")
+    if raw is None:
+        return False
+    try:
+        selector = LabelSelector.from_dict(raw)
+    except SelectorError:
+        return False
+    return selector.matches(pod_labels)

@@ -381,7 +381,8 @@ _CREATE_ONLY: Final = ("create",)
 
 
 def _access_control_types() -> list[ResourceType]:
-    """Identities, credentials, RBAC, admission policies and the review kinds (``kubesim.auth``)."""
+    """Identities, credentials, RBAC, admission policies and the review kinds
+    (``kubesim.plugins.authentication``, ``kubesim.plugins.authorization``)."""
     return [
         ResourceType(
             "",

@@ -47,9 +47,10 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from kube.times import format_time
-from kubesim.apiserver.server import DropConnection, RequestContext
 from kubesim.core.errors import StatusError
 from kubesim.core.store import DELETED, clone
+from kubesim.endpoints.request import RequestContext
+from kubesim.endpoints.server import DropConnection
 from kubesim.faults.file import Fault, FaultSet, PodFault, TimelineStep
 from kubesim.registry.generic import DeleteOptions
 

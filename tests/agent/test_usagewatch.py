@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kubesim
-from agent.config import load_config
+from agent.config import AgentConfig, load_config
 from agent.daemon import Agent
 from agent.sources.usagewatch import (
     MAX_DELAY,
@@ -237,7 +237,7 @@ NODE = (
 )
 
 
-def _agent_config(cg: Path, tmp_path: Path) -> object:
+def _agent_config(cg: Path, tmp_path: Path) -> AgentConfig:
     return load_config(
         {
             "nodeName": "node-1",
@@ -277,23 +277,27 @@ async def test_the_agent_on_cgroup_v2_evicts_on_the_watch_alone(
     came up later), the watch starts on it at the next sync."""
     async with kubesim.serve(state=NODE + "---\n" + pod("hog"), time_scale=0.01) as sim:
         uid = (sim.get("Pod", "default", "hog") or {})["metadata"]["uid"]
-        tree = {
-            "version": "v2",
-            "driver": "cgroupfs",
-            "root": FakeCgroup(usage=100 * MIB, anon=100 * MIB),
-            "kubepods": FakeCgroup(usage=50 * MIB),
-            "pods": [FakePod(uid, "besteffort", FakeCgroup(usage=40 * MIB))],
-        }
+
+        def tree() -> Path:
+            return build_cgroup_tree(
+                tmp_path,
+                version="v2",
+                driver="cgroupfs",
+                root=FakeCgroup(usage=100 * MIB, anon=100 * MIB),
+                kubepods=FakeCgroup(usage=50 * MIB),
+                pods=[FakePod(uid, "besteffort", FakeCgroup(usage=40 * MIB))],
+            )
+
         if kubepods_later:
             cg = tmp_path / "cgroup"
             cg.mkdir()
             (cg / "cgroup.controllers").write_text("memory pids\n")
             (cg / "memory.stat").write_text(f"anon {100 * MIB}\nfile 0\ninactive_file 0\n")
         else:
-            cg = build_cgroup_tree(tmp_path, **tree)  # type: ignore[arg-type]
+            cg = tree()
         api = sim.api_client()
         agent = Agent(
-            _agent_config(cg, tmp_path),  # type: ignore[arg-type]
+            _agent_config(cg, tmp_path),
             api_client=api,
             use_psi=False,
             serve_http=False,
@@ -305,7 +309,7 @@ async def test_the_agent_on_cgroup_v2_evicts_on_the_watch_alone(
                 await until(lambda: agent.loop.stats.syncs >= 1)
                 if kubepods_later:
                     assert agent.memory_watches.usage is None  # the v2 root has no counter
-                    build_cgroup_tree(tmp_path, **tree)  # type: ignore[arg-type]
+                    tree()
                     agent.loop.wake("interval")  # the next sync (1 s in production)
                 watches = agent.memory_watches
                 await until(lambda: watches.usage is not None and watches.usage.line is not None)
@@ -322,7 +326,7 @@ async def test_the_agent_on_cgroup_v2_evicts_on_the_watch_alone(
                 )
             assert agent.loop.stats.syncs > syncs
             woken = agent.metrics.registry.get_sample_value(
-                "eviction_agent_syncs_total", {"trigger": "memory"}
+                "eviction_agent_syncs_total", {"trigger": "usage"}
             )
             assert woken is not None and woken >= 1
             target = str(cg / "kubepods" / "memory.current")

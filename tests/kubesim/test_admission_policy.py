@@ -14,9 +14,9 @@ import aiohttp
 import pytest
 
 import kubesim
-from kubesim.admission import policies
 from kubesim.controllers import FROZEN
 from kubesim.core.attributes import UserInfo
+from kubesim.plugins.admission import policies
 from kubesim.sim import Simulator
 
 from .conftest import STATE

@@ -12,9 +12,9 @@ import aiohttp
 import pytest
 
 import kubesim
-from kubesim.auth import Decision, forbidden_error
 from kubesim.controllers import FROZEN
 from kubesim.core.attributes import MASTERS, Attributes, UserInfo
+from kubesim.plugins.authorization import Decision, forbidden_error
 from kubesim.registry.admission import AdmissionCall
 from kubesim.sim import Simulator
 

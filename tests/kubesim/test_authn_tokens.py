@@ -16,8 +16,8 @@ from jwt.utils import base64url_decode, base64url_encode
 
 import kubesim
 from kube.times import format_time, parse_time
-from kubesim.auth.serviceaccounts import ISSUER
 from kubesim.controllers import FROZEN
+from kubesim.plugins.authentication.serviceaccounts import ISSUER
 from kubesim.sim import BOOTSTRAP_NAMESPACES, Simulator
 
 from .conftest import STATE

@@ -14,8 +14,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
-from kubesim.apiserver.eviction import EVICTION_MESSAGE
 from kubesim.core.errors import StatusError, conflict
+from kubesim.plugins.eviction import EVICTION_MESSAGE
 from kubesim.sim import Simulator
 
 from .conftest import raw

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubesim.auth import AUTHORIZATION_MODES
 from kubesim.cli import AUTHORIZATION_CHOICES, Living, _simulator, serves_tls
+from kubesim.sim import AUTHORIZATION_MODES
 
 
 def test_choices_are_the_registered_modes() -> None:

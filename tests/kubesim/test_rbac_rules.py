@@ -12,19 +12,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.auth import Decision
-from kubesim.auth.bootstrap import BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES
-from kubesim.auth.escalation import FULL_AUTHORITY, compact_rules, covers, missing_rules
-from kubesim.auth.rbac import (
+from kubesim.core.attributes import ALL_AUTHENTICATED, Attributes, UserInfo
+from kubesim.core.store import Store
+from kubesim.plugins.authorization import Decision
+from kubesim.plugins.authorization.aggregation import aggregated_rules
+from kubesim.plugins.authorization.bootstrap import (
+    BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
+    BOOTSTRAP_CLUSTER_ROLES,
+)
+from kubesim.plugins.authorization.escalation import (
+    FULL_AUTHORITY,
+    compact_rules,
+    covers,
+    missing_rules,
+)
+from kubesim.plugins.authorization.rbac import (
     PolicyRule,
     RBACAuthorizer,
     RuleResolver,
     applies_to_user,
     rule_allows,
 )
-from kubesim.controllers.clusterroleaggregation import aggregated_rules
-from kubesim.core.attributes import ALL_AUTHENTICATED, Attributes, UserInfo
-from kubesim.core.store import Store
 
 GROUP = "rbac.authorization.k8s.io"
 
@@ -652,8 +660,8 @@ def test_covered_rules_allow_nothing_the_owner_does_not(
 
 
 def _bootstrapped() -> RuleResolver:
-    from kubesim.auth import bootstrap
     from kubesim.core.scheme import default_scheme
+    from kubesim.plugins.authorization import bootstrap
     from kubesim.registry.generic import GenericStore
 
     store = Store()
