@@ -37,6 +37,7 @@ def test_console_scripts_and_module_aliases_exist() -> None:
     scripts = PYPROJECT["project"]["scripts"]
     assert scripts == {
         "evict": "evictor.cli:run",
+        "kubectl-evict": "evictor.cli:run",  # the kubectl plugin (kubectl evict ...)
         "eviction-agent": "agent.cli:main",
         "kubesim": "kubesim.cli:main",
     }

@@ -448,6 +448,21 @@ async def assert_every_grant_is_needed(
     assert unneeded == []
 
 
+def group_binding(name: str, role: dict[str, Any], group: str) -> dict[str, Any]:
+    """A ClusterRoleBinding of ``role`` to the users of ``group``."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": role["metadata"]["name"],
+        },
+        "subjects": [{"kind": "Group", "name": group, "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+
+
 async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: Path) -> None:
     """``deploy/evict/drain-clusterrole.yaml``, bound to a group, is all a drain needs."""
     objs = [
@@ -463,20 +478,7 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
         await settle(sim)
         admin = Admin(sim, session)
         [role] = docs(DEPLOY / "evict" / "drain-clusterrole.yaml")
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "drain-operators"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role["metadata"]["name"],
-            },
-            "subjects": [
-                {"kind": "Group", "name": "node-operators", "apiGroup": "rbac.authorization.k8s.io"}
-            ],
-        }
-        await admin.apply([role, binding])
+        await admin.apply([role, group_binding("drain-operators", role, "node-operators")])
         token = sim.tokens.add("drainer-token", UserInfo("ops", groups=("node-operators",)))
         kubeconfig = write_kubeconfig(tmp_path, sim, token)
 
@@ -509,6 +511,44 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
         assert {r.subresource for r in ops if r.verb == "create"} == {"eviction"}
         assert any(r.verb == "delete" and r.resource == "pods" for r in ops)
         await assert_every_grant_is_needed(sim, admin, [role], ops)
+
+
+async def test_evict_plans_with_exactly_the_documented_read_only_role(tmp_path: Path) -> None:
+    """``deploy/evict/plan-clusterrole.yaml`` alone is all ``evict drain --plan`` needs."""
+    objs = [
+        node("node-1"),
+        node("node-2"),
+        replicaset("web"),
+        daemonset("agent"),
+        *[pod(f"web-{i}", app="web") for i in range(3)],
+        pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent")),
+        pdb("web", min_available=2),
+    ]
+    async with living(objs, authorization="rbac") as sim, aiohttp.ClientSession() as session:
+        await settle(sim)
+        admin = Admin(sim, session)
+        [role] = docs(DEPLOY / "evict" / "plan-clusterrole.yaml")
+        await admin.apply([role, group_binding("drain-planners", role, "planners")])
+        token = sim.tokens.add("planner-token", UserInfo("planner", groups=("planners",)))
+        kubeconfig = write_kubeconfig(tmp_path, sim, token)
+        proc = await asyncio.create_subprocess_exec(
+            EVICT,
+            "drain",
+            "node-1",
+            "--ignore-daemonsets",
+            "--plan",
+            "--kubeconfig",
+            str(kubeconfig),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+        assert "the drain finishes" in out.decode()
+        mine = [r for r in sim.requests if r.user == "planner"]
+        assert [(r.code, r.path) for r in mine if r.code in (401, 403)] == []
+        assert {r.method for r in mine} == {"GET"}
+        await assert_every_grant_is_needed(sim, admin, [role], mine)
 
 
 class WebhookKubelet:
