@@ -250,7 +250,6 @@ AUTHORIZATION_MODES: dict[str, Callable[[Simulator], Authorizer]] = {
 
 def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
     """The built-in controllers, in ``CONTROLLER_NAMES`` order, but those ``disabled``."""
-
     off = check_controller_names(disabled)
     every: list[Controller] = [
         NamespaceController(),
