@@ -662,12 +662,27 @@ def _plan_options(a: _DrainArgs) -> Any:
     )
 
 
-async def _make_plan(api: Any, a: _DrainArgs, names: list[str]) -> Any:
-    """Read the cluster (GETs only) and play the drain of ``names`` (``evictor.plan``)."""
+async def _make_plan(api: Any, a: _DrainArgs, names: list[str] | None = None) -> Any:
+    """Read the cluster (GETs only) and play the drain of ``names`` (``evictor.plan``); None:
+    the nodes are looked up as a drain does, while the cluster is being read. None when no
+    node is selected."""
     from evictor.plan import best_plan
     from evictor.planread import read_cluster
 
-    view = await read_cluster(api, chunk_size=a.chunk_size)
+    reading = asyncio.ensure_future(read_cluster(api, chunk_size=a.chunk_size))
+    try:
+        if names is None:
+            nodes = await _resolve_nodes(api, a.nodes, a.selector, a.chunk_size)
+            names = [str(n["metadata"]["name"]) for n in nodes]
+        if not names:
+            reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
+            return None
+        view = await reading
+    except BaseException:
+        reading.cancel()
+        await asyncio.gather(reading, return_exceptions=True)
+        raise
     return best_plan(view, names, _plan_options(a))
 
 
@@ -687,11 +702,10 @@ async def _plan_only(glob: Globals, a: _DrainArgs) -> int:
     api = await _client(glob, a.concurrency)
     async with api:
         try:
-            nodes = await _resolve_nodes(api, a.nodes, a.selector, a.chunk_size)
-            if not nodes:
+            plan = await _make_plan(api, a)
+            if plan is None:
                 io.err("No resources found")
                 return 0
-            plan = await _make_plan(api, a, [str(n["metadata"]["name"]) for n in nodes])
         except TransportError as exc:
             raise RuntimeFailure(f"unable to connect to the server: {exc}") from None
         except APIError as exc:
