@@ -844,8 +844,8 @@ class _Sim:
         grace = self._grace(pod, evicted=evicted)
         marked = pod.with_changes(deletion_timestamp=self.view.now + self.t + grace)
         self.pods[pod.key] = marked
-        if marked.node_name:
-            self.snapshot.update_pod(marked)
+        if marked.node_name and self.snapshot.get_pod(marked.key) is not None:
+            self.snapshot.update_pod(marked)  # a finished pod is not in it and holds nothing
         self._unhealthy(marked)
         wk = self.members.get(pod.key)
         if wk is not None:

@@ -580,3 +580,17 @@ def test_the_plan_does_not_depend_on_the_process_hash_seed() -> None:
     created = [e["detail"] for e in plan["events"] if e["what"] == "create"]
     evicted = [e["pod"].split("/")[1].split("-")[0] for e in plan["events"] if e["what"] == "evict"]
     assert created == [f"ReplicaSet {w}" for w in evicted]
+
+
+def test_finished_pods_go_without_a_budget_and_hold_no_room() -> None:
+    web = owner("ReplicaSet", "web", 1, "2")
+    done = member(web, "web-old", "n1", ready=False)
+    done["status"]["phase"] = "Succeeded"
+    pods = [member(web, "web-0", "n1"), done]
+    pdbs = [budget("web", pods[:1], min_available=1)]
+    plan = plan_drain(cluster([node("n1"), node("n2", "2")], [web], pods, pdbs), ["n1"])
+    p = pods_of(plan)
+    assert p["web-old"].round == 1 and p["web-old"].gone == 0.0
+    assert p["web-0"].held_by == "web" and p["web-0"].round is None
+    # the Succeeded pod never counted on n2 (or anywhere): the probe would fit there
+    assert "would fit on n2" in plan.nodes[0].blockers[0]
