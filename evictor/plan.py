@@ -615,7 +615,6 @@ class _Drain:
     waiting: set[str] = field(default_factory=set)
     refused: bool = False
     state: str = "waiting"  # waiting -> active -> done
-    deadline: float | None = None
     timed_out: bool = False
 
 
@@ -1103,8 +1102,8 @@ class _Sim:
             active += 1
             changed = True
             if self.options.timeout > 0:
-                d.deadline = self.t + self.options.timeout
-                heapq.heappush(self.deadlines, (d.deadline, next(self._seq), d.plan.name))
+                deadline = self.t + self.options.timeout
+                heapq.heappush(self.deadlines, (deadline, next(self._seq), d.plan.name))
             if d.groups:
                 d.todo = list(d.groups.pop(0))
         return changed
