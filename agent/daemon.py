@@ -491,8 +491,9 @@ class Agent:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
-        if self.timeline is not None:
-            await asyncio.to_thread(self.timeline.close)
+        if self.timeline is not None:  # bounded: a hung disk must not hold the agent's stop
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.to_thread(self.timeline.close), 5.0)
         # A taint or a True condition left by an agent that is gone would keep pods off the
         # node (or mislead whoever reads it) for good; the kubelet's own stay in force.
         # Both writes share one bound: the DaemonSet's grace period is 10 s.

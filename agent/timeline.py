@@ -23,11 +23,11 @@ the signals whose thresholds were met; ``pods`` — each pod's memory working se
 (``time``, ``pod``, ``signal``), ``truncated`` (samples stopped at the size bound; evictions
 still follow) and ``closed`` (``time``, ``reason``). Times are Unix seconds.
 
-Bounds, so a node under pressure for hours cannot fill its disk: an incident file stops taking
-samples at 4 MiB, at most 16 files are kept (the oldest go first), and records wait in memory
-for at most 10,000 lines between writes. Writing happens off the sync path (``flush``, which the
-daemon runs in a thread every second); a failed write is logged and the records dropped —
-never an exception into the loop.
+Bounds, so a node under pressure for hours cannot fill its disk or the agent's memory: an
+incident file stops taking samples at 4 MiB, at most 16 files are kept (the oldest go first),
+the lead-in holds at most 600 syncs, and at most 4 MiB of records wait for a write. Writing
+happens off the sync path (``flush``, which the daemon runs in a thread every second); a failed
+write is logged and the records dropped — never an exception into the loop.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ LEAD_IN_SECONDS: Final = 120.0
 TAIL_SECONDS: Final = 60.0
 MAX_FILE_BYTES: Final = 4 << 20
 KEEP_FILES: Final = 16
-MAX_PENDING_LINES: Final = 10_000
+MAX_PENDING_BYTES: Final = 4 << 20
+MAX_LEAD_IN_SYNCS: Final = 600
 
 
 # --- the records, as the reader gives them back ------------------------------------------------
@@ -171,9 +172,11 @@ class TimelineRecorder:
         self.tail = tail
         self.max_file_bytes = max_file_bytes
         self.keep = keep
-        self._recent: deque[tuple[float, str]] = deque()  # the lead-in: (time, line)
+        # the lead-in: (time, line)
+        self._recent: deque[tuple[float, str]] = deque(maxlen=MAX_LEAD_IN_SYNCS)
         self._incident: _Incident | None = None
         self._pending: list[tuple[Path, str]] = []
+        self._pending_bytes = 0
         self._dropped = 0
         self._lock = threading.Lock()  # flush runs in a thread
         self._writing = threading.Lock()  # one flush at a time: lines stay in order
@@ -295,10 +298,11 @@ class TimelineRecorder:
         assert self._incident is not None
         self._incident.size += len(line)
         with self._lock:
-            if len(self._pending) >= MAX_PENDING_LINES:
+            if self._pending_bytes + len(line) > MAX_PENDING_BYTES:
                 self._dropped += 1
                 return
             self._pending.append((self._incident.path, line))
+            self._pending_bytes += len(line)
 
     def flush(self) -> None:
         """Append the queued lines to their files and keep the newest ``keep`` files."""
@@ -309,6 +313,7 @@ class TimelineRecorder:
         with self._lock:
             pending, self._pending = self._pending, []
             dropped, self._dropped = self._dropped, 0
+            self._pending_bytes = 0
         if dropped:
             log.warning("timeline: lines dropped, writes too slow", extra={"lines": dropped})
         by_file: dict[Path, list[str]] = {}

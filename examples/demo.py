@@ -57,9 +57,11 @@ from kube.cliutil import (  # noqa: E402
     run,
 )
 from kube.objects import Pod  # noqa: E402
+from kube.qos import QOS_GUARANTEED, get_pod_qos  # noqa: E402
 from kube.quantity import QuantityError, quantity_value  # noqa: E402
+from kube.times import parse_rfc3339  # noqa: E402
 from kubesim.faults.file import FaultError  # noqa: E402
-from kubesim.node.runtime import ProcessRuntime, RuntimeMode, pod_qos_class  # noqa: E402
+from kubesim.node.runtime import ProcessRuntime, RuntimeMode  # noqa: E402
 from kubesim.sim import Simulator, StateError  # noqa: E402
 
 MIB = 1 << 20
@@ -144,8 +146,8 @@ class Mirror:
             statuses = self.runtime.status(uid)
             if usage is None or statuses is None:
                 continue
-            qos = pod_qos_class(pod)
-            parent = kubepods if qos == "Guaranteed" else kubepods / qos.lower()
+            qos = get_pod_qos(pod)
+            parent = kubepods if qos == QOS_GUARANTEED else kubepods / qos.lower()
             pod_dir = parent / f"pod{uid}"
             live.add(pod_dir)
             self._write(pod_dir, usage.working_set_bytes)
@@ -425,7 +427,7 @@ class Demo:
             report.pids += pids
             self.say(
                 f"{p['metadata']['namespace']}/{p['metadata']['name']} running on {self.node} "
-                f"(priority {p['spec'].get('priority', 0)}, {pod_qos_class(p)}, "
+                f"(priority {p['spec'].get('priority', 0)}, {get_pod_qos(p)}, "
                 f"pid {', '.join(map(str, pids))})"
             )
         for n in sim.list_objects("Node"):
@@ -732,13 +734,11 @@ class Demo:
 
 
 def _parse_time(text: object) -> float | None:
-    """An RFC 3339 (micro)time as epoch seconds."""
-    from datetime import datetime
-
+    """An RFC 3339 (micro)time as epoch seconds; None when there is none."""
     if not isinstance(text, str) or not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        return parse_rfc3339(text)
     except ValueError:
         return None
 

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import agent.timeline as timeline_module
 import kubesim
 from agent.config import ConfigError, load_config
 from agent.eviction import Observation, Threshold, ThresholdValue
@@ -183,6 +184,21 @@ def test_only_the_newest_files_are_kept(tmp_path: Path) -> None:
     assert len(names) == 3
     assert names == sorted(names)  # the oldest went
     assert names[-1].startswith("node-1-20231114T2217")
+
+
+def test_records_waiting_for_a_slow_disk_are_bounded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timeline_module, "MAX_PENDING_BYTES", 3000)
+    clock = Clock()
+    rec = recorder(tmp_path, clock)
+    for _ in range(50):  # no flush meanwhile: the disk is stuck
+        sync(rec, clock, 100 * MI, met=True)
+        clock.now += 1
+    rec.flush()
+    [path] = timeline_files(tmp_path)
+    assert path.stat().st_size <= 3000
+    assert "timeline: lines dropped" in caplog.text
 
 
 def test_a_failed_write_is_logged_and_never_raised(
