@@ -56,6 +56,7 @@ from kube.cliutil import (
 )
 from kube.strict import Validation
 from kubesim.controllers import CONTROLLER_NAMES
+from kubesim.node.cgroups import CgroupDriver
 from scheduler.cli import validate_option
 
 if TYPE_CHECKING:
@@ -298,6 +299,22 @@ def _load_faults(path: str) -> FaultSet:
     "kubepods cgroup; default the machine's memory.",
 )
 @click.option(
+    "--cgroup-driver",
+    type=click.Choice([d.value for d in CgroupDriver]),
+    default=CgroupDriver.CGROUPFS.value,
+    show_default=True,
+    help="With --process-node: how pod cgroups are named, as the kubelet's --cgroup-driver: "
+    "cgroupfs (kubepods/burstable/pod<uid>/<id>) or systemd (kubepods.slice/"
+    "kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope).",
+)
+@click.option(
+    "--kubepods-at-root",
+    is_flag=True,
+    help="With one --process-node: kubepods directly under --cgroup-root, as a kubelet with "
+    "--cgroup-root=/ makes it on a machine of its own (a VM). Default: under a cgroup of "
+    "this run (kubesim-<pid>-<id>), so that runs and a real kubelet can share a host.",
+)
+@click.option(
     "--tls/--no-tls",
     default=None,
     help="Serve HTTPS with a certificate authority generated at start: the kubeconfig gets "
@@ -329,6 +346,8 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     process_nodes: tuple[str, ...],
     cgroup_root: str,
     memory_capacity: str | None,
+    cgroup_driver: str,
+    kubepods_at_root: bool,
     tls: bool | None,
     ready_fd: int | None,
 ) -> int:
@@ -345,6 +364,8 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     _directory_of(pid_file, "--pid-file")
     _directory_of(log_file, "--log-file")
     capacity = parse_memory_capacity(memory_capacity)
+    if kubepods_at_root and len(set(process_nodes)) != 1:
+        raise BadInput("--kubepods-at-root: needs exactly one --process-node")
     tls = serves_tls(authorization, tls)
     if background:
         args = ["serve", "--host", host, "--port", str(port), "--time-scale", str(time_scale)]
@@ -376,6 +397,9 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         args += ["--cgroup-root", cgroup_root]
         if memory_capacity:
             args += ["--memory-capacity", memory_capacity]
+        args += ["--cgroup-driver", cgroup_driver]
+        if kubepods_at_root:
+            args.append("--kubepods-at-root")
         args.append("--tls" if tls else "--no-tls")
         return _background(args, log_file=log_file, timeout=ready_timeout)
     living = Living(
@@ -398,6 +422,8 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         process_nodes=process_nodes,
         cgroup_root=cgroup_root,
         memory_capacity=capacity,
+        cgroup_driver=cgroup_driver,
+        kubepods_at_root=kubepods_at_root,
         tls=tls,
     )
     for warning in sim.state_warnings:
@@ -426,6 +452,8 @@ def _simulator(  # noqa: PLR0917
     process_nodes: Sequence[str] = (),
     cgroup_root: str = "/sys/fs/cgroup",
     memory_capacity: int | None = None,
+    cgroup_driver: str = "cgroupfs",
+    kubepods_at_root: bool = False,
     tls: bool = False,
 ) -> Simulator:
     require_server_extra()
@@ -451,6 +479,8 @@ def _simulator(  # noqa: PLR0917
             process_nodes=process_nodes,
             cgroup_root=cgroup_root,
             memory_capacity=memory_capacity,
+            cgroup_driver=cgroup_driver,
+            kubepods_at_root=kubepods_at_root,
             tls=tls,
         )
     except InsecureServing as exc:

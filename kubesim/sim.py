@@ -31,7 +31,10 @@ of ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``
 
 ``process_nodes`` names the nodes whose kubelet runs pods for real (``kubesim.node.runtime``):
 each gets a ``ProcessRuntime`` (``runtimes[name]``) under ``cgroup_root``, its kubepods cgroup
-limited to ``memory_capacity``; the other nodes keep the simulated kubelet. The runtimes open
+limited to ``memory_capacity`` and its pod cgroups named as the kubelet's ``cgroup_driver``
+names them (``kubepods_at_root``: kubepods directly under the root, for one process node on a
+machine of its own, such as the guest VM of tests/node); the other nodes keep the simulated
+kubelet. The runtimes open
 with the server and are closed — every process killed, every cgroup removed — when it stops.
 
 Authentication is kube-apiserver's (``kubesim.plugins.authentication``): static tokens
@@ -117,6 +120,7 @@ from kubesim.endpoints.server import ApiServer
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
+from kubesim.node.cgroups import CgroupDriver
 from kubesim.node.kubelet import Kubelet
 from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
 from kubesim.plugins import admission
@@ -315,6 +319,8 @@ class Simulator:
         cgroup_root: str | Path = "/sys/fs/cgroup",
         memory_capacity: int | None = None,
         use_cgroups: bool = True,
+        cgroup_driver: CgroupDriver | str = CgroupDriver.CGROUPFS,
+        kubepods_at_root: bool = False,
         authorization: str = ALWAYS_ALLOW,
         tls: bool = False,
     ) -> None:
@@ -400,11 +406,15 @@ class Simulator:
             for c in (list(controllers) if controllers is not None else default_controllers())
             if c.name not in off
         ]
+        if kubepods_at_root and len(set(process_nodes)) > 1:
+            raise ValueError("kubepods at the cgroup root: one process node at most")
         self.runtimes: dict[str, ProcessRuntime] = {
             name: ProcessRuntime(
                 cgroup_root=cgroup_root,
                 memory_capacity=memory_capacity,
                 use_cgroups=use_cgroups,
+                cgroup_driver=cgroup_driver,
+                kubepods_at_root=kubepods_at_root,
                 # the kubelet's 2 s floor, on the simulated clock like every other delay
                 minimum_grace_seconds=MINIMUM_GRACE_PERIOD_SECONDS * time_scale,
             )

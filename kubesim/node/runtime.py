@@ -12,14 +12,20 @@ pod-container and QoS-container managers):
 
 The sub-root (``<prefix>-<owner pid>-<instance>``) keeps a demo or a test away from a real
 kubelet's ``kubepods`` and from other runtimes on the same machine; the owner pid in the name lets
-the next runtime remove what a crashed one left behind. The QoS class is ``qos.GetPodQOS``
-(``kube.qos``, the one the API server and the agent use too); the pod
-cgroup gets the sum of the containers' memory limits when every container declares one
+the next runtime remove what a crashed one left behind. On a machine of its own (the guest VM of
+tests/node) ``kubepods_at_root`` puts kubepods directly under the cgroup root, as a kubelet with
+``--cgroup-root=/`` does. The names are the cgroupfs driver's above, or with
+``cgroup_driver="systemd"`` the systemd driver's (``kubepods.slice/kubepods-burstable.slice/
+kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope``, ``kubesim.node.cgroups``), and
+on v2 every parent enables ``+memory +pids`` for its children, as the kubelet does.
+
+The QoS class is ``qos.GetPodQOS`` (``kube.qos``, the one the API server and the agent use
+too); the pod cgroup gets the sum of the containers' memory limits when every container declares one
 (``ResourceConfigForPod``), each container cgroup its own limit, as runc does for a container.
 
 cgroup v1 (memory controller mounted at ``<cgroup-root>/memory``) and v2 (unified at the root or
-at ``<cgroup-root>/unified`` with the memory controller available) are detected; v2 enables
-``+memory`` down the tree and sets ``memory.oom.group`` on containers, as the kubelet does on v2
+at ``<cgroup-root>/unified`` with the memory controller available) are detected; v2 sets
+``memory.oom.group`` on containers, as the kubelet does on v2
 since 1.28 (kubernetes/kubernetes#117793; ``singleProcessOOMKill`` defaults to false, #126096).
 A process joins its cgroup before ``exec`` (it writes itself into ``cgroup.procs``), so every
 page it touches is charged there. The exit of a container is reported as containerd reports it
@@ -64,6 +70,7 @@ import psutil  # type: ignore[import-untyped, unused-ignore]
 from kube.qos import QOS_GUARANTEED, InvalidPodResources, get_pod_qos
 from kube.quantity import QuantityError, quantity_value
 from kube.times import format_time
+from kubesim.node.cgroups import QOS_LEVELS, CgroupDriver, CgroupNames
 
 __all__ = [
     "MINIMUM_GRACE_PERIOD_SECONDS",
@@ -309,13 +316,22 @@ class _Cgroups:
             with contextlib.suppress(OSError):  # only settable while the cgroup has no children
                 self._write(path, "memory.use_hierarchy", "1")
         elif parent_of_leaves:
-            self._write(path, "cgroup.subtree_control", "+memory")
+            self.enable_controllers_in(path)
         if limit is not None:
             self.set_limit(path, limit)
 
-    def enable_memory_in(self, path: Path) -> None:
-        if self.version == 2:
-            self._write(path, "cgroup.subtree_control", "+memory")
+    def enable_controllers_in(self, path: Path) -> None:
+        """v2: ``+memory`` (required) and ``+pids`` (where the parent has it) for the children,
+        as the kubelet enables them down the kubepods tree."""
+        if self.version != 2:
+            return
+        try:
+            available = self._read(path, "cgroup.controllers").split()
+        except OSError:
+            available = []
+        self._write(
+            path, "cgroup.subtree_control", "+memory +pids" if "pids" in available else "+memory"
+        )
 
     def set_limit(self, path: Path, limit: int) -> None:
         name = "memory.limit_in_bytes" if self.version == 1 else "memory.max"
@@ -504,6 +520,8 @@ class ProcessRuntime:
         state_dir: Path | str | None = None,
         memory_capacity: int | None = None,
         use_cgroups: bool = True,
+        cgroup_driver: CgroupDriver | str = CgroupDriver.CGROUPFS,
+        kubepods_at_root: bool = False,
         minimum_grace_seconds: float = MINIMUM_GRACE_PERIOD_SECONDS,
         python: str = sys.executable,
         inherit_env: bool = True,
@@ -522,6 +540,12 @@ class ProcessRuntime:
         self._state_dir_arg = Path(state_dir) if state_dir is not None else None
         self._memory_capacity = memory_capacity
         self._use_cgroups = use_cgroups
+        try:
+            self.names = CgroupNames(CgroupDriver(cgroup_driver))
+        except ValueError:
+            choices = ", ".join(d.value for d in CgroupDriver)
+            raise ValueError(f"cgroup_driver {cgroup_driver!r}: must be one of {choices}") from None
+        self.kubepods_at_root = kubepods_at_root
         self.minimum_grace_seconds = minimum_grace_seconds
         self.python = python
         self.inherit_env = inherit_env
@@ -561,22 +585,7 @@ class ProcessRuntime:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         cg, reason = _detect(self.cgroup_root) if self._use_cgroups else (None, "cgroups disabled")
         if cg is not None:
-            self._remove_stale(cg)
-            sub_root = cg.base / f"{self.prefix}-{os.getpid()}-{self.instance}"
-            try:
-                cg.enable_memory_in(cg.base)
-                cg.create(sub_root, limit=None, parent_of_leaves=True)
-                kubepods = sub_root / "kubepods"
-                cg.create(kubepods, limit=self._memory_capacity, parent_of_leaves=True)
-                for qos in ("burstable", "besteffort"):
-                    cg.create(kubepods / qos, limit=None, parent_of_leaves=True)
-            except OSError as exc:
-                reason = f"no writable memory cgroup: {exc}"
-                with contextlib.suppress(OSError):
-                    cg.try_remove(sub_root)
-                cg = None
-            else:
-                self.sub_root, self.kubepods = sub_root, kubepods
+            cg, reason = self._build_node(cg, reason)
         self._cg = cg
         if cg is None:
             self._mode = RuntimeMode.PROCESS
@@ -586,6 +595,44 @@ class ProcessRuntime:
             self.mode_reason = reason
         log.info("process runtime: %s (%s)", self._mode, self.mode_reason)
         return self
+
+    def _build_node(self, cg: _Cgroups, reason: str) -> tuple[_Cgroups | None, str]:
+        """kubepods and its QoS levels, in a sub-root of this runtime or at the cgroup root."""
+        if self.kubepods_at_root:
+            sub_root = None
+            kubepods = cg.base / self.names.kubepods
+            if kubepods.exists():
+                # a node has one kubelet: another's (or a crashed run's with processes) stays
+                self._remove_leftover(cg, kubepods)
+                if kubepods.exists():
+                    return None, f"{kubepods} exists and holds processes (another kubelet?)"
+        else:
+            self._remove_stale(cg)
+            sub_root = cg.base / f"{self.prefix}-{os.getpid()}-{self.instance}"
+            kubepods = sub_root / self.names.kubepods
+        made = sub_root or kubepods
+        try:
+            cg.enable_controllers_in(cg.base)
+            if sub_root is not None:
+                cg.create(sub_root, limit=None, parent_of_leaves=True)
+            cg.create(kubepods, limit=self._memory_capacity, parent_of_leaves=True)
+            for level in QOS_LEVELS:
+                cg.create(kubepods / self.names.qos(level), limit=None, parent_of_leaves=True)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                cg.try_remove(made)
+            return None, f"no writable memory cgroup: {exc}"
+        self.sub_root, self.kubepods = sub_root, kubepods
+        return cg, f"{reason}, {self.names.driver} driver, kubepods at {kubepods}"
+
+    def _remove_leftover(self, cg: _Cgroups, path: Path) -> None:
+        left = cg.tree_procs(path)
+        if left:
+            log.warning("cgroup %s still holds pids %s", path, left)
+            return
+        with contextlib.suppress(OSError):
+            if cg.try_remove(path):
+                log.info("removed leftover cgroup %s", path)
 
     def _remove_stale(self, cg: _Cgroups) -> None:
         pattern = re.compile(rf"{re.escape(self.prefix)}-(\d+)-[a-z0-9]+")
@@ -597,13 +644,7 @@ class ProcessRuntime:
             m = pattern.fullmatch(path.name)
             if m is None or not path.is_dir() or _owner_alive(int(m.group(1)), path):
                 continue
-            left = cg.tree_procs(path)
-            if left:
-                log.warning("stale cgroup %s of a dead runtime still holds pids %s", path, left)
-                continue
-            with contextlib.suppress(OSError):
-                if cg.try_remove(path):
-                    log.info("removed stale cgroup %s", path)
+            self._remove_leftover(cg, path)
 
     async def close(self, *, grace_seconds: float = 0.0) -> None:
         """Stop every pod, remove the node cgroups and, if the runtime made it, the state dir."""
@@ -611,8 +652,8 @@ class ProcessRuntime:
             return
         for uid in list(self._pods):
             await self.kill(uid, grace_seconds)
-        if self._cg is not None and self.sub_root is not None:
-            await self._cg.remove(self.sub_root)
+        if self._cg is not None and (made := self.sub_root or self.kubepods) is not None:
+            await self._cg.remove(made)
         if self._own_state_dir:
             shutil.rmtree(self.state_dir, ignore_errors=True)
         self._closed = True
@@ -692,8 +733,9 @@ class ProcessRuntime:
             raise PodSpecError(f"{where}: {exc}") from exc
         state = _Pod(uid=uid, namespace=str(ns), name=str(name), qos=qos, cgroup=None)
         if self._cg is not None and self.kubepods is not None:
-            parent = self.kubepods if qos == QOS_GUARANTEED else self.kubepods / qos.lower()
-            state.cgroup = parent / f"pod{uid}"
+            level = None if qos == QOS_GUARANTEED else qos.lower()
+            parent = self.kubepods if level is None else self.kubepods / self.names.qos(level)
+            state.cgroup = parent / self.names.pod(level, uid)
             self._cg.create(state.cgroup, limit=pod_limit, parent_of_leaves=True)
         self._pods[uid] = state
         for (spec, (argv, env, cwd)), limit in zip(specs, limits, strict=True):
@@ -773,7 +815,7 @@ class ProcessRuntime:
             name=name,
             container_id=cid,
             log_path=log_dir / "0.log",
-            cgroup=pod.cgroup / cid if pod.cgroup is not None else None,
+            cgroup=pod.cgroup / self.names.container(cid) if pod.cgroup is not None else None,
             started_at=time.time(),
         )
         procs_fd: int | None = None

@@ -269,6 +269,31 @@ def test_serve_flags_make_process_nodes() -> None:
         rt.mode is RuntimeMode.PROCESS and "no memory cgroup under /nonexistent" in rt.mode_reason
     )
     assert rt.memory_capacity == 1 << 30
+    assert rt.names.driver == "cgroupfs" and not rt.kubepods_at_root
+
+    systemd = _simulator(
+        (),
+        None,
+        "127.0.0.1",
+        0,
+        None,
+        1.0,
+        "strict",
+        process_nodes=("node-1",),
+        cgroup_driver="systemd",
+        kubepods_at_root=True,
+    )
+    rt = systemd.runtimes["node-1"]
+    assert rt.names.kubepods == "kubepods.slice" and rt.kubepods_at_root
+
+
+def test_kubepods_at_root_needs_exactly_one_process_node() -> None:
+    for nodes in ([], ["--process-node", "a", "--process-node", "b"]):
+        result = CliRunner().invoke(cli, ["serve", "--kubepods-at-root", *nodes])
+        assert result.exit_code == 2
+        assert "--kubepods-at-root: needs exactly one --process-node" in result.output
+    result = CliRunner().invoke(cli, ["serve", "--process-node", "a", "--cgroup-driver", "docker"])
+    assert result.exit_code == 2 and "'docker' is not one of 'cgroupfs', 'systemd'" in result.output
 
 
 @given(

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from kubesim.node.allocator import PAGE, Allocator, run, target_bytes
 from kubesim.node.allocator import main as allocator_main
+from kubesim.node.cgroups import CgroupDriver, CgroupNames
 from kubesim.node.runtime import (
     ContainerStatus,
     PodSpecError,
@@ -658,7 +659,106 @@ async def test_a_crashed_runtime_leaves_nothing_running_and_its_cgroups_go_next_
         await rt.close()
 
 
+# --- the kubelet's names per cgroup driver --------------------------------------------------
+
+
+@given(
+    st.uuids().map(str) | st.text("0123456789abcdef", min_size=32, max_size=32),
+    st.sampled_from([None, "burstable", "besteffort"]),
+    st.sampled_from(list(CgroupDriver)),
+    st.text("0123456789abcdef", min_size=64, max_size=64),
+)
+def test_the_names_are_what_the_agent_parses(
+    uid: str, level: str | None, driver: CgroupDriver, cid: str
+) -> None:
+    """kubesim's node names its cgroups so that the agent, which reads a kubelet's node, finds
+    the pod's UID (an API UUID or a static pod's hash) and the container's ID in them."""
+    from agent.sources.cgroups import parse_container_id, parse_pod_uid
+
+    names = CgroupNames(driver)
+    pod = names.pod(level, uid)
+    assert parse_pod_uid(pod) == uid
+    assert parse_container_id(names.container(cid)) == cid
+    if driver is CgroupDriver.SYSTEMD:
+        # a slice nested in its parent's name; the UID's dashes escaped (the slice separator)
+        parent = names.kubepods if level is None else names.qos(level)
+        assert pod.startswith(parent.removesuffix(".slice") + "-pod") and pod.endswith(".slice")
+        assert "-" not in pod.removesuffix(".slice").rsplit("-pod", 1)[1]
+    else:
+        assert pod == f"pod{uid}" and (level is None or names.qos(level) == level)
+
+
+async def test_the_systemd_driver_lays_out_kubepods_slice(tmp_path: Path) -> None:
+    rt = ProcessRuntime(
+        prefix=PREFIX,
+        state_dir=tmp_path,
+        memory_capacity=512 * MIB,
+        minimum_grace_seconds=0,
+        cgroup_driver="systemd",
+    )
+    try:
+        if rt.mode is RuntimeMode.PROCESS:
+            pytest.skip(f"no writable memory cgroup on this machine: {rt.mode_reason}")
+        assert rt.sub_root is not None and rt.kubepods == rt.sub_root / "kubepods.slice"
+        guaranteed = make_pod(ctr("g", ["sleep", "30"], limits={"cpu": "100m", "memory": "64Mi"}))
+        burstable = make_pod(ctr("b", ["sleep", "30"], requests={"memory": "10Mi"}))
+        for pod, parent, slice_prefix in (
+            (guaranteed, rt.kubepods, "kubepods-pod"),
+            (burstable, rt.kubepods / "kubepods-burstable.slice", "kubepods-burstable-pod"),
+        ):
+            uid = pod["metadata"]["uid"]
+            (status,) = await rt.start(pod)
+            pod_dir = parent / f"{slice_prefix}{uid.replace('-', '_')}.slice"
+            assert rt.pod_cgroup(uid) == pod_dir and pod_dir.is_dir()
+            cid = status.container_id.removeprefix("kubesim://")
+            assert status.cgroup == pod_dir / f"cri-containerd-{cid}.scope"
+            assert status.pid in [
+                int(x) for x in (status.cgroup / "cgroup.procs").read_text().split()
+            ]
+        assert (rt.kubepods / "kubepods-besteffort.slice").is_dir()
+    finally:
+        await rt.close()
+
+
+def test_an_unknown_cgroup_driver_is_refused() -> None:
+    with pytest.raises(
+        ValueError, match="cgroup_driver 'docker': must be one of cgroupfs, systemd"
+    ):
+        ProcessRuntime(prefix=PREFIX, cgroup_driver="docker")
+
+
 # --- cgroup v2 files on a fixture tree (this code path where the machine has only v1) -------
+
+
+async def test_kubepods_at_the_root_of_a_node_of_its_own(tmp_path: Path) -> None:
+    """A whole node (the guest VM): kubepods.slice directly under the cgroup root, as a kubelet
+    with --cgroup-root=/ makes it; a leftover without processes is replaced, and close removes
+    it."""
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (root / "kubepods.slice" / "kubepods-besteffort.slice" / "stale").mkdir(parents=True)
+    rt = ProcessRuntime(
+        cgroup_root=root,
+        prefix=PREFIX,
+        state_dir=tmp_path / "state",
+        memory_capacity=512 * MIB,
+        cgroup_driver=CgroupDriver.SYSTEMD,
+        kubepods_at_root=True,
+    )
+    assert rt.mode is RuntimeMode.CGROUP_V2, rt.mode_reason
+    assert rt.sub_root is None and rt.kubepods == root / "kubepods.slice"
+    assert "systemd driver" in rt.mode_reason
+    assert not (root / "kubepods.slice" / "kubepods-besteffort.slice" / "stale").exists()
+    assert (rt.kubepods / "memory.max").read_text() == str(512 * MIB)
+    for level in ("kubepods-burstable.slice", "kubepods-besteffort.slice"):
+        assert (rt.kubepods / level).is_dir()
+    # on cgroupfs a cgroup's files go with it; on the fixture tree they must go first
+    for f in (root / "kubepods.slice").rglob("*"):
+        if f.is_file():
+            f.unlink()
+    await rt.close()
+    assert not (root / "kubepods.slice").exists()
 
 
 def test_v2_layout_on_a_fixture_tree(tmp_path: Path) -> None:
@@ -671,7 +771,8 @@ def test_v2_layout_on_a_fixture_tree(tmp_path: Path) -> None:
     )
     assert rt.mode is RuntimeMode.CGROUP_V2 and str(root) in rt.mode_reason
     assert rt.kubepods is not None and rt.sub_root is not None
-    assert (root / "cgroup.subtree_control").read_text() == "+memory"
+    # +pids where the parent offers it, as the kubelet enables both down the tree
+    assert (root / "cgroup.subtree_control").read_text() == "+memory +pids"
     assert (rt.kubepods / "cgroup.subtree_control").read_text() == "+memory"
     assert (rt.kubepods / "burstable" / "cgroup.subtree_control").read_text() == "+memory"
     assert (rt.kubepods / "memory.max").read_text() == str(512 * MIB)
