@@ -2,8 +2,12 @@
 
 The agent in the guest needs an API server, and the pods it evicts must be processes in the
 guest's cgroups, so kubesim runs inside the guest (`harness-kubesim.service`, a transient unit,
-started once: its imports take a minute under TCG) with one process node whose pods run for
-real. The guest has only its loopback, which the initramfs brought up.
+started once: its imports take up to a minute under TCG) with one process node whose pods run
+for real, laid out as a kubelet with the systemd cgroup driver and `--cgroup-root=/` lays them
+out (`kubepods.slice` at the root: `kubesim serve --cgroup-driver=systemd --kubepods-at-root`),
+and simulated nodes whose pods exist in the API only. The guest has only its loopback, which
+the initramfs brought up. A test that needs the root's kubepods.slice for itself asks for the
+node in a cgroup of kubesim's own (`require(kubepods_at_root=False)`, a restart).
 
 Tests talk to it from the host through `GuestCluster.api`, which runs guest_kapi.py (stdlib,
 about a second per call) in the guest; `until=` repeats a GET in the guest until a Python
@@ -49,21 +53,20 @@ def pod_object(
     *,
     node: str,
     memory: str | None = None,
+    limited: bool = True,
     annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A pod bound to `node` (no scheduling); `memory` as request and limit (Guaranteed with
-    the cpu request) or none (BestEffort). On a process node `command` runs; `python` there is
-    the guest venv's interpreter."""
+    """A pod bound to `node` (no scheduling): `memory` as request and limit with 100m cpu
+    (Guaranteed), as request only with `limited=False` (Burstable), or none (BestEffort). On a
+    process node `command` runs; `python` there is the guest venv's interpreter."""
     container: dict[str, Any] = {
         "name": "main",
         "image": "harness.invalid/none",
         "command": command,
     }
     if memory:
-        container["resources"] = {
-            "requests": {"memory": memory, "cpu": "100m"},
-            "limits": {"memory": memory, "cpu": "100m"},
-        }
+        amounts = {"memory": memory, "cpu": "100m"}
+        container["resources"] = {"requests": amounts, **({"limits": amounts} if limited else {})}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -87,21 +90,26 @@ class GuestCluster:
         node: str = "node-1",
         memory: str = "1Gi",
         simulated: tuple[str, ...] = ("node-2",),
+        kubepods_at_root: bool = True,
         port: int = 6443,
     ) -> None:
         self.guest = guest
         self.node = node
         self.simulated = simulated
+        self.kubepods_at_root = kubepods_at_root
         self.memory = memory
         self.port = port
         self.server = f"http://127.0.0.1:{port}"
+        # the process node's cgroup below the root ("" with kubepods at the root), and kubepods
         self.node_cgroup = ""
+        self.kubepods = ""
 
     def start(self, *, timeout: float = 600.0) -> GuestCluster:
         nodes = [node_object(self.node, self.memory)]
         nodes += [node_object(name, self.memory) for name in self.simulated]
         state = {"apiVersion": "v1", "kind": "List", "items": nodes}
         self.guest.put(STATE, json.dumps(state))
+        self.guest.run(["systemctl", "reset-failed", KUBESIM_UNIT], timeout=60)
         self.guest.run(
             [
                 "systemd-run",
@@ -115,6 +123,8 @@ class GuestCluster:
                 f"--state={STATE}",
                 f"--process-node={self.node}",
                 f"--memory-capacity={self.memory}",
+                "--cgroup-driver=systemd",
+                *(["--kubepods-at-root"] if self.kubepods_at_root else []),
             ],
             check=True,
         )
@@ -128,13 +138,23 @@ class GuestCluster:
                 f"kubesim did not start in the guest ({waited.describe()}):\n"
                 + self.guest.journal(KUBESIM_UNIT, lines=80)
             )
-        # The process runtime's node cgroup: <prefix>-<pid>-<instance> under the root.
-        found = self.guest.run("ls -d /sys/fs/cgroup/kubesim-*/kubepods", check=True).stdout
-        self.node_cgroup = found.split()[0].split("/")[4]
+        pattern = "kubepods.slice" if self.kubepods_at_root else "kubesim-*/kubepods.slice"
+        found = self.guest.run(f"ls -d /sys/fs/cgroup/{pattern}", check=True).stdout.split()
+        self.kubepods = found[0]
+        self.node_cgroup = "" if self.kubepods_at_root else found[0].split("/")[4]
         return self
 
+    def require(self, *, kubepods_at_root: bool, timeout: float = 600.0) -> None:
+        """Restart kubesim if its node's kubepods is not where the test needs it."""
+        if kubepods_at_root != self.kubepods_at_root:
+            self.stop()
+            self.kubepods_at_root = kubepods_at_root
+            self.start(timeout=timeout)
+
     def stop(self) -> None:
+        """Stop kubesim: its node kills every pod and removes its cgroups; the kubeconfig goes."""
         self.guest.run(["systemctl", "stop", KUBESIM_UNIT], timeout=120)
+        self.guest.run(["rm", "-f", KUBECONFIG], timeout=60)
 
     def api(
         self,

@@ -37,19 +37,21 @@ def container_scope(pod: str, container_id: str) -> str:
     return f"{pod}/cri-containerd-{container_id}.scope"
 
 
-def make_kubepods(*, memory_max: str = "max") -> str:
-    """A sh line creating kubepods.slice and its QoS slices with the controllers enabled."""
+def make_kubepods(*, memory_max: str | None = None) -> str:
+    """A sh line creating kubepods.slice and its QoS slices with the controllers enabled;
+    idempotent, so it leaves a kubepods.slice that kubesim's node made as it is (its limit
+    too, unless `memory_max` is given)."""
     enable = "echo '+memory +pids' >"
-    return " && ".join(
-        [
-            f"mkdir -p {KUBEPODS}/kubepods-burstable.slice {KUBEPODS}/kubepods-besteffort.slice",
-            f"{enable} {CGROUP}/cgroup.subtree_control",
-            f"{enable} {KUBEPODS}/cgroup.subtree_control",
-            f"{enable} {KUBEPODS}/kubepods-burstable.slice/cgroup.subtree_control",
-            f"{enable} {KUBEPODS}/kubepods-besteffort.slice/cgroup.subtree_control",
-            f"echo {memory_max} > {KUBEPODS}/memory.max",
-        ]
-    )
+    steps = [
+        f"mkdir -p {KUBEPODS}/kubepods-burstable.slice {KUBEPODS}/kubepods-besteffort.slice",
+        f"{enable} {CGROUP}/cgroup.subtree_control",
+        f"{enable} {KUBEPODS}/cgroup.subtree_control",
+        f"{enable} {KUBEPODS}/kubepods-burstable.slice/cgroup.subtree_control",
+        f"{enable} {KUBEPODS}/kubepods-besteffort.slice/cgroup.subtree_control",
+    ]
+    if memory_max is not None:
+        steps.append(f"echo {memory_max} > {KUBEPODS}/memory.max")
+    return " && ".join(steps)
 
 
 def start_in_scope(scope: str, argv: str, *, memory_max: str = "max", copies: int = 1) -> str:
@@ -82,9 +84,10 @@ def wait_for_usage(path: str, at_least: int, *, seconds: int = 120) -> str:
     )
 
 
-def remove_tree(path: str = KUBEPODS) -> str:
+def remove_tree(path: str) -> str:
     """A sh line: kill everything under `path` (cgroup.kill) and remove its cgroups, leaves
-    first, waiting (bounded) while the kernel still counts the dying tasks."""
+    first, waiting (bounded) while the kernel still counts the dying tasks. Tests remove the
+    pod cgroups they made, not kubepods.slice, which kubesim's node may own."""
     return (
         f"test -d {path} || exit 0; echo 1 > {path}/cgroup.kill;"
         f" for i in $(seq 100); do"

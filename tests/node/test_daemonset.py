@@ -111,6 +111,7 @@ class DaemonSetPods:
         self.guest = guest
         self.cluster = cluster
         self.uids: dict[str, str] = {}
+        self.pod_cgroups: list[str] = []
 
     def add(self, name: str, *, annotations: dict[str, str] | None = None) -> str:
         created = self.cluster.create(
@@ -121,13 +122,14 @@ class DaemonSetPods:
         return uid
 
     def run_in_cgroup(self, uid: str, processes: int) -> None:
-        scope = kc.container_scope(kc.pod_slice("besteffort", uid), uuid.uuid4().hex * 2)
+        pod = kc.pod_slice("besteffort", uid)
+        self.pod_cgroups.append(pod)
+        scope = kc.container_scope(pod, uuid.uuid4().hex * 2)
         self.guest.run(kc.start_in_scope(scope, PAUSE, copies=processes), check=True)
 
 
 @pytest.fixture(scope="module")
 def node2(guest: Guest, cluster: GuestCluster) -> Iterator[DaemonSetPods]:
-    guest.run(kc.remove_tree(), timeout=60, check=True)
     guest.put(EXEC, EXEC_SCRIPT, mode=0o755)
     # readable by uid 65534 (the kubeconfig carries no credential: kubesim allows all)
     guest.run(f"cp {KUBECONFIG} {DS_KUBECONFIG} && chmod 0644 {DS_KUBECONFIG}", check=True)
@@ -144,7 +146,8 @@ def node2(guest: Guest, cluster: GuestCluster) -> Iterator[DaemonSetPods]:
     finally:
         if guest.alive:
             guest.run(["systemctl", "stop", DS_UNIT], timeout=120)
-            guest.run(kc.remove_tree(), timeout=60)
+            for pod in pods.pod_cgroups:
+                guest.run(kc.remove_tree(pod), timeout=60)
             for name in pods.uids:
                 cluster.api("DELETE", f"/api/v1/namespaces/default/pods/{name}", check=False)
 

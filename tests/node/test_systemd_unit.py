@@ -5,10 +5,11 @@ systemd/eviction-agent.service is installed unchanged; a drop-in changes only Ex
 the unit's LoadCredential= reads it (/etc/eviction-agent/kubeconfig, 0600) and the settings in
 /etc/eviction-agent/config.yaml, as the README's install steps say. Then, in order, sharing one
 agent: `systemctl start` returns once the agent sent READY=1 (Type=notify); it evicts a pod of
-kubesim's process node under memory pressure, with its lines in the journal; SIGSTOP makes the
-watchdog fire (WatchdogSec=30s) and systemd restart it; and an agent started before kubepods
-exists follows kubepods once it appears (the usage watch, read-only: the unit grants no write
-to cgroupfs), so the first crossing after wakes it.
+kubesim's process node (kubepods.slice at the root, the systemd driver's names) under memory
+pressure, with its lines in the journal; SIGSTOP makes the watchdog fire (WatchdogSec=30s) and
+systemd restart it; and an agent started before kubepods exists follows kubepods once it
+appears (the usage watch, read-only: the unit grants no write to cgroupfs), so the first
+crossing after wakes it (kubesim's node moves to a cgroup of its own for that one).
 """
 
 from __future__ import annotations
@@ -125,15 +126,10 @@ def unit(guest: Guest, cluster: GuestCluster) -> Iterator[AgentUnit]:
 def test_systemctl_start_returns_when_the_agent_is_ready(
     guest: Guest, cluster: GuestCluster, unit: AgentUnit, figure: Callable[[str], None]
 ) -> None:
-    unit.configure(
-        {
-            "nodeName": cluster.node,
-            # kubesim's process node: node memory is its cgroup's, kubepods beneath it
-            "nodeCgroup": cluster.node_cgroup,
-            "memoryCapacity": cluster.memory,
-            "evictionHard": {"memory.available": "600Mi"},
-        }
-    )
+    # the node as a kubelet's: kubepods.slice at the root, limited to the node's 1Gi; the
+    # allocatable threshold (enforceNodeAllocatable: pods) is met at 424 MiB in kubepods
+    cluster.require(kubepods_at_root=True)
+    unit.configure({"nodeName": cluster.node, "evictionHard": {"memory.available": "600Mi"}})
     unit.start()
     shown = unit.show(
         "ActiveState", "MainPID", "ExecMainStartTimestampMonotonic", "ActiveEnterTimestampMonotonic"
@@ -225,7 +221,9 @@ def test_an_agent_started_before_kubepods_is_woken_once_kubepods_appears(
     guest: Guest, cluster: GuestCluster, unit: AgentUnit
 ) -> None:
     unit.stop()
-    guest.run(kc.remove_tree(), timeout=60, check=True)
+    # the root's kubepods.slice is this test's: kubesim's node moves to a cgroup of its own
+    cluster.require(kubepods_at_root=False)
+    guest.run(f"! test -e {kc.KUBEPODS}", check=True)
     unit.configure(
         {
             "nodeName": cluster.node,
@@ -274,5 +272,5 @@ def test_an_agent_started_before_kubepods_is_woken_once_kubepods_appears(
             syncs = {k: v for k, v in woken.items() if k[0] == "eviction_agent_syncs_total"}
             raise AssertionError(f"no sync woken: {syncs}\n{wake_targets(woken)}\n{unit.journal()}")
     finally:
-        guest.run(kc.remove_tree(), timeout=60, check=True)
+        guest.run(kc.remove_tree(kc.KUBEPODS), timeout=60, check=True)
     assert "wake sources" in unit.journal()
