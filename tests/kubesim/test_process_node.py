@@ -251,14 +251,10 @@ async def test_a_lower_allocatable_in_the_manifest_is_kept() -> None:
 def test_serve_flags_make_process_nodes() -> None:
     from kubesim.cli import _simulator, parse_memory_capacity
 
-    sim = _simulator(
-        (),
-        None,
-        "127.0.0.1",
-        0,
-        None,
-        1.0,
-        "strict",
+    def serve(**flags: Any) -> Any:
+        return _simulator((), None, "127.0.0.1", 0, None, 1.0, "strict", **flags)
+
+    sim = serve(
         process_nodes=("node-1",),
         cgroup_root="/nonexistent",
         memory_capacity=parse_memory_capacity("1Gi"),
@@ -270,20 +266,9 @@ def test_serve_flags_make_process_nodes() -> None:
     )
     assert rt.memory_capacity == 1 << 30
     assert rt.names.driver == "cgroupfs" and not rt.kubepods_at_root
-
-    systemd = _simulator(
-        (),
-        None,
-        "127.0.0.1",
-        0,
-        None,
-        1.0,
-        "strict",
-        process_nodes=("node-1",),
-        cgroup_driver="systemd",
-        kubepods_at_root=True,
-    )
-    rt = systemd.runtimes["node-1"]
+    rt = serve(process_nodes=("node-1",), cgroup_driver="systemd", kubepods_at_root=True).runtimes[
+        "node-1"
+    ]
     assert rt.names.kubepods == "kubepods.slice" and rt.kubepods_at_root
 
 

@@ -29,6 +29,10 @@ def guest(pytestconfig: pytest.Config) -> Iterator[Guest]:
     config = GuestConfig(
         memory_mib=int(os.environ.get("NODE_GUEST_MEMORY_MIB", GuestConfig.memory_mib)),
         cpus=int(os.environ.get("NODE_GUEST_CPUS", GuestConfig.cpus)),
+        # the whole session's bound: QEMU is killed past it (`make test-node` within 20 min)
+        session_timeout=float(
+            os.environ.get("NODE_GUEST_SESSION_TIMEOUT", GuestConfig.session_timeout)
+        ),
     )
     vm = Guest(config).start()
     pytestconfig.stash.setdefault(GUEST_FIGURES, []).append(

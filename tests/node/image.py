@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 INIT_SCRIPT = HERE / "guest_init.sh"
 RUNNER_SCRIPT = HERE / "guest_runner.py"
 KAPI_SCRIPT = HERE / "guest_kapi.py"
+KUBELET_SCRIPT = HERE / "guest_kubelet.py"
 
 # What the initramfs must load before the root can be mounted and the channel opened; their
 # dependencies come from modules.dep. virtio_console is the virtio-serial port of the channel.
@@ -387,6 +388,7 @@ def write_overlay_tree(root: Path, *, host_venv: Path | None = None) -> Path:
     opt.mkdir(parents=True)
     shutil.copy(RUNNER_SCRIPT, opt / "runner.py")
     shutil.copy(KAPI_SCRIPT, opt / "kapi.py")
+    shutil.copy(KUBELET_SCRIPT, opt / "kubelet.py")
     version = sys.version_info[:2]
     guest_python = f"{GUEST_PYTHON_PREFIX}/bin/python{version[0]}.{version[1]}"
     (units / TARGET).write_text(HARNESS_TARGET.format(runner=RUNNER_UNIT))

@@ -7,8 +7,10 @@ uid/gid 65534 with no capabilities and no_new_privs (`runAsUser`, `capabilities.
 /sys/fs/cgroup, /var/lib/kubelet and /var/lib/containerd bind-mounted read-only under /host,
 and the root file system read-only (`readOnlyRootFilesystem`). The agent's arguments and
 environment are the manifest's, `$(NODE_NAME)`/`$(NODE_IP)` filled in, plus the test's
-thresholds and a kubeconfig (the in-cluster ServiceAccount credentials are not emulated).
-Not emulated either: seccomp's RuntimeDefault profile and the pod's own cgroup and limits.
+thresholds and a kubeconfig for the API (the pod's ServiceAccount volume is mounted, with a
+token the guest's kubelet port accepts, but the API server is reached with the kubeconfig).
+Not emulated: seccomp's RuntimeDefault profile, the pod's own cgroup, limits and network
+namespace.
 
 The pods live on kubesim's simulated node-2; their cgroups are made by hand under
 kubepods.slice with the pods' UIDs (tests/node/kubelet_cgroups.py), so the checks control
@@ -19,11 +21,17 @@ exactly what the kubelet would have built:
   still count three, and under PID pressure the pod with more processes goes first;
 - static pods (finding 3): a pod cgroup named by a static pod's 32-hex UID is read, and found
   to be the mirror pod that carries that UID in `kubernetes.io/config.mirror`;
+- per-pod disk figures as installed (finding 4): the manifest's `--kubelet-summary-url`
+  reaches a kubelet port served in the guest (guest_kubelet.py: HTTPS, a certificate of the CA
+  mounted as the pod's ServiceAccount `ca.crt`, the ServiceAccount token required), and a pod
+  whose emptyDir is over its sizeLimit by those figures is evicted;
 - what the agent arms and what it polls is logged once ("wake sources").
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import json
 import re
 import uuid
@@ -42,7 +50,10 @@ from tests.node.vm import Guest
 DAEMONSET = Path(__file__).resolve().parents[2] / "deploy" / "daemonset.yaml"
 EXEC = "/run/harness/daemonset-exec"
 DS_KUBECONFIG = "/run/harness/daemonset-kubeconfig"
-DS_UNIT = "harness-daemonset.service"
+KUBELET_UNIT = "harness-kubelet.service"
+KUBELET_DIR = "/run/harness/kubelet"
+SA_DIR = "/run/harness/serviceaccount"
+MIB = 1 << 20
 NODE = "node-2"
 NODE_IP = "127.0.0.1"
 STATIC_UID = "0123456789abcdef0123456789abcdef"
@@ -59,6 +70,9 @@ for d in sys/fs/cgroup var/lib/kubelet var/lib/containerd; do
     mount --rbind /$d /host/$d
     mount -o remount,bind,ro /host/$d
 done
+# the pod'"'"'s ServiceAccount volume: its token and CA (the kubelet is verified against it)
+mkdir -p /run/secrets/kubernetes.io/serviceaccount
+mount --bind -o ro /run/harness/serviceaccount /run/secrets/kubernetes.io/serviceaccount
 for d in / /tmp /var/tmp /run; do mount -o remount,bind,ro $d; done
 exec setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs \\
     --inh-caps=-all --ambient-caps=-all --bounding-set=-all -- "$@"
@@ -91,6 +105,56 @@ def manifest_argv(extra: list[str]) -> tuple[list[str], dict[str, str]]:
     return [f"{image.GUEST_VENV}/bin/eviction-agent", *args, *extra], env
 
 
+def kubelet_summary(scratch_uid: str, *, used: int) -> dict[str, Any]:
+    """node-2's summary as its kubelet reports it: scratch's emptyDir `tmp` holds `used` bytes."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "node": {"nodeName": NODE, "startTime": now},
+        "pods": [
+            {
+                "podRef": {"name": "scratch", "namespace": "default", "uid": scratch_uid},
+                "startTime": now,
+                "volume": [{"name": "tmp", "usedBytes": used, "time": now}],
+            }
+        ],
+    }
+
+
+def start_kubelet(guest: Guest, summary: dict[str, Any]) -> None:
+    """node-2's kubelet port (guest_kubelet.py) with a serving certificate of a CA made here,
+    and the pod's ServiceAccount volume the DaemonSet mounts: a token and that CA."""
+    from kubesim.plugins.authentication.pki import CertificateAuthority
+
+    ca = CertificateAuthority(common_name="node-2-kubelet-ca")
+    serving = ca.issue_server(["127.0.0.1"])
+    token = uuid.uuid4().hex
+    for path, data in (
+        (f"{KUBELET_DIR}/tls.crt", serving.certificate),
+        (f"{KUBELET_DIR}/tls.key", serving.key),
+        (f"{KUBELET_DIR}/summary.json", json.dumps(summary).encode()),
+        (f"{SA_DIR}/ca.crt", ca.certificate_pem),
+        (f"{SA_DIR}/token", token.encode()),
+        (f"{SA_DIR}/namespace", b"kube-system"),
+    ):
+        guest.put(path, data, mode=0o600 if path.endswith(".key") else 0o644)
+    guest.run(["systemctl", "reset-failed", KUBELET_UNIT], timeout=60)
+    guest.run(
+        [
+            "systemd-run",
+            f"--unit={KUBELET_UNIT}",
+            kc.GUEST_PYTHON,
+            "-I",
+            "-S",
+            f"{image.GUEST_OPT}/kubelet.py",
+            f"--cert={KUBELET_DIR}/tls.crt",
+            f"--key={KUBELET_DIR}/tls.key",
+            f"--token-file={SA_DIR}/token",
+            f"--summary={KUBELET_DIR}/summary.json",
+        ],
+        check=True,
+    )
+
+
 def agent_log(journal: str) -> list[dict[str, Any]]:
     """The agent's JSON log lines from `journalctl -o short-monotonic` output."""
     entries = []
@@ -117,7 +181,7 @@ class DaemonSetPods:
         created = self.cluster.create(
             pod_object(name, ["sleep", "infinity"], node=NODE, annotations=annotations)
         )
-        uid = created["metadata"]["uid"]
+        uid = str(created["metadata"]["uid"])
         self.uids[name] = uid
         return uid
 
@@ -141,11 +205,17 @@ def node2(guest: Guest, cluster: GuestCluster) -> Iterator[DaemonSetPods]:
     mirror = {"kubernetes.io/config.mirror": STATIC_UID, "kubernetes.io/config.source": "file"}
     pods.add("static-web-node-2", annotations=mirror)
     pods.run_in_cgroup(STATIC_UID, 2)
+    # an emptyDir over its sizeLimit by the kubelet's figures: the DaemonSet evicts it only if
+    # it reads them (no cgroup: its disk use is all the kubelet knows of it)
+    scratch = pod_object("scratch", ["sleep", "infinity"], node=NODE)
+    scratch["spec"]["volumes"] = [{"name": "tmp", "emptyDir": {"sizeLimit": "1Mi"}}]
+    pods.uids["scratch"] = cluster.create(scratch)["metadata"]["uid"]
+    start_kubelet(guest, kubelet_summary(pods.uids["scratch"], used=5 * MIB))
     try:
         yield pods
     finally:
         if guest.alive:
-            guest.run(["systemctl", "stop", DS_UNIT], timeout=120)
+            guest.run(["systemctl", "stop", KUBELET_UNIT], timeout=120)
             for pod in pods.pod_cgroups:
                 guest.run(kc.remove_tree(pod), timeout=60)
             for name in pods.uids:
@@ -181,27 +251,71 @@ def test_in_its_own_pid_namespace_the_collector_counts_every_process_and_finds_s
     }
 
 
-def test_as_the_daemonset_runs_pid_pressure_evicts_the_pod_with_more_processes_first(
-    guest: Guest, cluster: GuestCluster, node2: DaemonSetPods, figure: Callable[[str], None]
-) -> None:
-    # PID pressure now: fewer PIDs available than pid_max minus a few, the kubelet's signal
-    pid_max = int(guest.run("cat /proc/sys/kernel/pid_max", check=True).stdout)
-    argv, env = manifest_argv(
-        [f"--kubeconfig={DS_KUBECONFIG}", f"--eviction-hard=pid.available<{pid_max - 20}"]
-    )
+@contextlib.contextmanager
+def daemonset(guest: Guest, name: str, extra: list[str]) -> Iterator[str]:
+    """The agent started as the DaemonSet runs it (a transient unit of its own, so that its
+    journal is this run's), the manifest's args plus `extra`; its unit name. Stopped on the way
+    out."""
+    unit = f"harness-daemonset-{name}.service"
+    argv, env = manifest_argv([f"--kubeconfig={DS_KUBECONFIG}", *extra])
     setenv = [f"--setenv={k}={v}" for k, v in env.items()]
     setenv.append(f"--setenv=LD_LIBRARY_PATH={image.GUEST_PYTHON_PREFIX}/lib")
-    guest.run(["systemd-run", f"--unit={DS_UNIT}", *setenv, EXEC, *argv], check=True)
+    guest.run(["systemctl", "reset-failed", unit], timeout=60)
+    guest.run(["systemd-run", f"--unit={unit}", *setenv, EXEC, *argv], check=True)
+    try:
+        yield unit
+    finally:
+        guest.run(["systemctl", "stop", unit], timeout=120)
+
+
+def test_as_installed_the_daemonset_reads_per_pod_disk_figures_from_the_kubelet(
+    guest: Guest, cluster: GuestCluster, node2: DaemonSetPods
+) -> None:
+    """Finding 4: exactly as installed (the manifest's args, no threshold of the test's), the
+    agent gets the kubelet's per-pod disk figures through --kubelet-summary-url with its
+    ServiceAccount token and CA, and acts on them: the emptyDir over its sizeLimit is evicted
+    with the kubelet's message, and no other pod (the node is under no pressure)."""
+    with daemonset(guest, "as-installed", []) as unit:
+        gone = cluster.api(
+            "GET",
+            "/api/v1/namespaces/default/pods/scratch",
+            until="o is None",
+            timeout=600,
+            check=False,
+        )
+        journal = guest.journal(unit, lines=5000)
+    assert gone is None, journal
+    events = cluster.api("GET", "/apis/events.k8s.io/v1/namespaces/default/events")["items"]
+    [note] = [
+        e["note"]
+        for e in events
+        if e["reason"] == "Evicted" and e["regarding"]["name"] == "scratch"
+    ]
+    assert note.startswith('Usage of EmptyDir volume "tmp" exceeds the limit "1Mi".'), note
+    assert not [e for e in agent_log(journal) if "kubelet summary unavailable" in e.get("msg", "")]
+    left = {p["metadata"]["name"] for p in cluster.pods()}
+    assert {"few", "many", "static-web-node-2"} <= left, left
+
+
+def test_as_the_daemonset_runs_pid_pressure_evicts_the_pod_with_more_processes_first(
+    guest: Guest,
+    cluster: GuestCluster,
+    node2: DaemonSetPods,
+    figure: Callable[[str], None],
+) -> None:
     # few and many are BestEffort at priority 0: the kubelet ranks PID pressure by priority,
-    # then by process count; the static pod is critical and never goes
-    gone = cluster.api(
-        "GET",
-        "/api/v1/namespaces/default/pods",
-        until="not {'few', 'many'} & {p['metadata']['name'] for p in o['items']}",
-        timeout=600,
-        check=False,
-    )
-    journal = guest.journal(DS_UNIT, lines=5000)
+    # then by process count; the static pod is critical and never goes. Pressure from the
+    # start: fewer PIDs available than pid_max minus a few.
+    pid_max = int(guest.run("cat /proc/sys/kernel/pid_max", check=True).stdout)
+    with daemonset(guest, "pid", [f"--eviction-hard=pid.available<{pid_max - 20}"]) as unit:
+        gone = cluster.api(
+            "GET",
+            "/api/v1/namespaces/default/pods",
+            until="not {'few', 'many'} & {p['metadata']['name'] for p in o['items']}",
+            timeout=600,
+            check=False,
+        )
+        journal = guest.journal(unit, lines=5000)
     assert gone is not None and not {"few", "many"} & {
         p["metadata"]["name"] for p in gone["items"]
     }, journal
@@ -212,7 +326,9 @@ def test_as_the_daemonset_runs_pid_pressure_evicts_the_pod_with_more_processes_f
     order = [
         entry["pod"]["name"]
         for entry in agent_log(journal)
-        if entry.get("msg") == "eviction result" and entry.get("result") == "evicted"
+        if entry.get("msg") == "eviction result"
+        and entry.get("result") == "evicted"
+        and entry["pod"]["name"] in ("few", "many")
     ]
     assert order == ["many", "few"], journal
     assert "static-web-node-2" in {p["metadata"]["name"] for p in gone["items"]}

@@ -214,6 +214,7 @@ class Guest:
                     continue
         except BaseException:
             self._kill("boot failed")
+            shutil.rmtree(self.workdir, ignore_errors=True)
             raise
         finally:
             listener.close()
@@ -305,8 +306,14 @@ class Guest:
             buffer += chunk
             *complete, buffer = buffer.split(b"\n")
             for line in complete:
-                if line.strip():
-                    self._dispatch(json.loads(line))
+                if not line.strip():
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    self._kill(f"the guest's runner sent a garbled line: {line[:200]!r}")
+                    return
+                self._dispatch(message)
         if self._dead is None:
             self._dead = "the command channel closed (guest powered off or crashed)"
         self._fail_pending()
