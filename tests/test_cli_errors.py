@@ -7,12 +7,14 @@ decode error on a real file are exactly what in-process tests miss.
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from kubesim.kubeconfig import write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "preemption.yaml"
@@ -107,14 +109,27 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kubesim", "wait", str(tmp_path / "never"), "--timeout", "60"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(1.0)  # let it reach its polling loop
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    # The signal goes out once the command is in its polling loop, which the test sees as the
+    # /readyz probe arriving at a server that never answers (however long start-up takes).
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(60)
+        port = server.getsockname()[1]
+        kubeconfig = write_kubeconfig(tmp_path / "config", f"http://127.0.0.1:{port}")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kubesim", "wait", str(kubeconfig), "--timeout", "60"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            probe, _ = server.accept()
+            with probe:
+                probe.settimeout(60)
+                assert probe.recv(1024).startswith(b"GET /readyz ")
+                proc.send_signal(signal.SIGINT)
+                _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 130
     assert err.strip() == "Interrupted."  # click starts a new line after the ^C

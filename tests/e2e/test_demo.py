@@ -31,15 +31,19 @@ PRIORITY = {"scratch": 0, "ingest": 1000, "cache": 10000, "frontend": 100000}
 
 
 def run_demo(tmp_path: Path, *extra: str) -> dict[str, Any]:
+    """The demo until it ends by itself — no pod on node-1 above its request, every evicted
+    pod's replacement placed or Pending (~35 s) — with --duration only a generous deadline: a
+    run cut short on a loaded machine would leave its last eviction without a replacement."""
     summary = tmp_path / "summary.json"
     argv = [sys.executable, str(ROOT / "examples" / "demo.py"), "--ui", "plain"]
-    argv += ["--summary-json", str(summary), *extra]
+    argv += ["--summary-json", str(summary), "--duration", "240", *extra]
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False
+        argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Summary (" in done.stdout
     report: dict[str, Any] = json.loads(summary.read_text())
+    assert report["ended_by"].startswith("no pod on node-1 above its memory request"), report
     return report
 
 
@@ -71,7 +75,7 @@ async def test_demo_with_cgroups(tmp_path: Path) -> None:
             pytest.skip(f"no writable memory cgroup on this machine: {probe.mode_reason}")
     finally:
         await probe.close()
-    report = run_demo(tmp_path, "--duration", "20")
+    report = run_demo(tmp_path)
     assert report["mode"].startswith("cgroup-")
     check(report, at_least=2)
     assert report["cgroup_removed"] is True and not Path(report["cgroup"]).exists()
@@ -79,8 +83,7 @@ async def test_demo_with_cgroups(tmp_path: Path) -> None:
 
 def test_demo_without_cgroups_plots_the_agents_timeline(tmp_path: Path) -> None:
     timelines = tmp_path / "timelines"
-    # long enough for the first eviction on a loaded machine (it comes at ~12 s)
-    argv = ["--duration", "30", "--no-cgroups", "--plot", "incident.png"]
+    argv = ["--no-cgroups", "--plot", "incident.png"]
     report = run_demo(tmp_path, *argv, "--timeline-dir", str(timelines))
     assert report["mode"] == "process"
     check(report, at_least=1)

@@ -193,7 +193,7 @@ def pin(
     )
 
 
-async def wait_until(predicate: Any, *, timeout: float = 5.0, step: float = 0.01) -> None:
+async def wait_until(predicate: Any, *, timeout: float = 30.0, step: float = 0.01) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while not predicate():

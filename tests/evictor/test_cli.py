@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 import kubesim
+from kube.duration import parse_go_duration
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 
@@ -81,9 +82,7 @@ def test_help_does_not_import_the_api_client() -> None:
 async def test_drain_prints_kubectls_lines_and_retries_when_the_budget_reopens(
     evict: Evict,
 ) -> None:
-    t0 = time.monotonic()
-    code, out, err = await evict(*DRAIN, "--timeout=30s")
-    elapsed = time.monotonic() - t0
+    code, out, err = await evict(*DRAIN, "--timeout=60s")
     assert code == 0, err
     got = lines(out)
     assert got[0] == "node/node-1 cordoned"
@@ -97,10 +96,9 @@ async def test_drain_prints_kubectls_lines_and_retries_when_the_budget_reopens(
         r'error when evicting pods/"web-\d" -n "default" \(will retry after ([\d.]+m?s)\)', err
     )
     assert waits, err  # the budget (1 disruption) blocked someone
-    assert "will retry after 5s" not in err
-    # two budget reopenings, each a replacement made Ready by the living cluster: far below
-    # kubectl's 2 x 5 s
-    assert elapsed < 8
+    # each wait ended when the budget reopened (a replacement made Ready by the living
+    # cluster), before kubectl's fixed 5 s retry: the line tells the wait it really was
+    assert all(parse_go_duration(w) < 5 for w in waits), waits
     sim = evict.sim
     await settle(sim)
     assert all(sim.get("Pod", "default", f"web-{i}") is None for i in range(3))
@@ -142,11 +140,10 @@ async def test_timeout_diagnoses_replicas_that_cannot_become_ready() -> None:
     # so the budget stays at zero and the others wait until the timeout.
     objs = [node("node-1"), replicaset("web"), pdb("web", max_unavailable=1), *WEB]
     async for evict in _living(objs):
-        t0 = time.monotonic()
         code, out, err = await evict("drain", "node-1", "--timeout=2s")
-        elapsed = time.monotonic() - t0
         assert code == 1
-        assert elapsed < 2 + 3  # the timeout plus interpreter start-up, not another 5 s retry
+        # That the timeout cuts the 5 s retry short, with no further attempt, is shown on a
+        # fake clock (test_evictor.py::test_deadline_ends_a_blocked_eviction_as_blocked_by_pdb).
         found = re.findall(r'error when evicting pods/"(web-\d)" -n "default": global timeout', err)
         blocked = sorted(set(found))
         assert len(blocked) == 2, err

@@ -73,33 +73,36 @@ async def test_evicts_with_the_listed_uid_as_precondition(sim: Simulator, evicto
     assert req.body["deleteOptions"]["gracePeriodSeconds"] == 3
 
 
-async def test_reopened_budget_releases_only_as_many_waiters_as_it_allows(
-    sim: Simulator, evictor: Evictor
-) -> None:
+async def test_reopened_budget_releases_only_as_many_waiters_as_it_allows(sim: Simulator) -> None:
     pin(sim, "web", 0)
-    tasks = [asyncio.create_task(evictor.evict("default", f"web-{i}")) for i in range(3)]
-    await wait_until(lambda: len(sim.requests.filter(subresource="eviction")) == 3)
-    await asyncio.sleep(0.2)
-    pin(sim, "web", 1)
-    await wait_until(
-        lambda: any(r.code == 201 for r in sim.requests.filter(subresource="eviction"))
-    )
-    await asyncio.sleep(0.3)
-    # one slot: one waiter retried, the other two keep waiting (no thundering herd of 429s)
-    assert len(sim.requests.filter(subresource="eviction")) == 4
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    clock = FakeClock()  # the 5 s retry never comes: only the budget's watch releases a waiter
+    async with sim.api_client() as api, Evictor(api, clock=clock.now, sleep=clock.sleep) as ev:
+        tasks = [asyncio.create_task(ev.evict("default", f"web-{i}")) for i in range(3)]
+        await clock.asleep(3)  # all three refused and waiting for the budget
+        assert [r.code for r in sim.requests.filter(subresource="eviction")] == [429] * 3
+        pin(sim, "web", 1)
+        await wait_until(lambda: sum(t.done() for t in tasks) == 1)
+        await asyncio.sleep(0.3)  # room for a thundering herd of retries to show
+        # one slot: one waiter retried, the other two keep waiting (no thundering herd of 429s)
+        assert [r.code for r in sim.requests.filter(subresource="eviction")][3:] == [201]
+        assert clock.sleeping == 2
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def test_deadline_ends_a_blocked_eviction_as_blocked_by_pdb(
-    sim: Simulator, evictor: Evictor
-) -> None:
+async def test_deadline_ends_a_blocked_eviction_as_blocked_by_pdb(sim: Simulator) -> None:
     pin(sim, "web", 0, healthy=2, desired=3)
-    t0 = time.monotonic()
-    result = await evictor.evict("default", "web-0", deadline=time.time() + 0.5)
-    assert time.monotonic() - t0 < 1.5
-    assert result.outcome is Outcome.BLOCKED_BY_PDB
+    clock = FakeClock()
+    async with sim.api_client() as api, Evictor(api, clock=clock.now, sleep=clock.sleep) as ev:
+        task = asyncio.create_task(ev.evict("default", "web-0", deadline=clock.now() + 0.5))
+        await clock.asleep()
+        # the 5 s retry is cut to what is left of the deadline, and then no second attempt
+        assert clock.requested == [0.5]
+        clock.advance(0.5)
+        result = await asyncio.wait_for(task, 30)
+    assert len(evictions(sim, "web-0")) == 1
+    assert result.outcome is Outcome.BLOCKED_BY_PDB and result.attempts == 1
     assert result.status_code == 429 and result.pdbs == ("web",)
     assert result.reason == "TooManyRequests"
     assert "disruption budget web needs 3 healthy pods and has 2" in result.causes[0]["message"]
@@ -390,12 +393,11 @@ async def test_wait_for_deletion_counts_a_new_uid_as_gone_and_times_out(
 ) -> None:
     sim.registry.delete(sim.scheme.for_kind("v1", "Pod"), "default", "web-0", _force())
     sim.apply(pod("web-0", app="web", uid="new"))
-    refs = [
-        PodRef("default", "web-0", WEB[0]["metadata"]["uid"], "node-1"),
-        PodRef("default", "web-1", WEB[1]["metadata"]["uid"], "node-1"),
-    ]
-    done = await evictor.wait_for_deletion(refs, deadline=time.time() + 0.3)
-    assert done[("default", "web-0")].state == "deleted"
+    replaced = PodRef("default", "web-0", WEB[0]["metadata"]["uid"], "node-1")
+    done = await evictor.wait_for_deletion([replaced], deadline=time.time() + 30)
+    assert done[("default", "web-0")].state == "deleted"  # its name has another UID now
+    still_there = PodRef("default", "web-1", WEB[1]["metadata"]["uid"], "node-1")
+    done = await evictor.wait_for_deletion([still_there], deadline=time.time() + 0.3)
     assert done[("default", "web-1")].state == "timeout"
 
 
@@ -520,27 +522,31 @@ async def test_deletion_wait_takes_pods_added_while_it_runs(
     sim: Simulator, evictor: Evictor
 ) -> None:
     """A drain adds each pod once its eviction is granted, to one running watch."""
+    (marker,) = sim.apply(pod("marker", app="other", owner=None))  # on node-1 too
     refs = [PodRef("default", f"web-{i}", WEB[i]["metadata"]["uid"], "node-1") for i in range(3)]
     seen: list[str] = []
     waiter = evictor.deletion_wait(
-        deadline=time.time() + 5, node="node-1", on_done=lambda p, _o: seen.append(p.name)
+        deadline=time.time() + 30, node="node-1", on_done=lambda p, _o: seen.append(p.name)
     )
     running = asyncio.create_task(waiter.run())
     await wait_until(lambda: bool(sim.requests.filter(verb="watch", resource="pods")))
-    # gone before it is added: the watch has seen its deletion
+    # gone before it is added: the watch has seen its deletion — it has once it reports the
+    # marker's, which comes after web-0's in the watch
+    waiter.add(PodRef("default", "marker", marker["metadata"]["uid"], "node-1"))
     await evictor.delete("default", "web-0", grace_period_seconds=0)
-    await wait_until(lambda: sim.get("Pod", "default", "web-0") is None)
-    await asyncio.sleep(0.05)
+    await evictor.delete("default", "marker", grace_period_seconds=0)
+    await wait_until(lambda: seen == ["marker"])
     waiter.add(refs[0])
-    assert seen == ["web-0"]
+    assert seen == ["marker", "web-0"]
     # added first, deleted afterwards
     waiter.add(refs[1])
     await evictor.delete("default", "web-1", grace_period_seconds=0)
-    await wait_until(lambda: seen == ["web-0", "web-1"])
+    await wait_until(lambda: seen == ["marker", "web-0", "web-1"])
     assert not running.done()  # not closed: more pods may come
     waiter.close()
-    done = await asyncio.wait_for(running, 5)
+    done = await asyncio.wait_for(running, 30)
     assert {k: v.state for k, v in done.items()} == {
+        ("default", "marker"): "deleted",
         ("default", "web-0"): "deleted",
         ("default", "web-1"): "deleted",
     }

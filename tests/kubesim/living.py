@@ -43,3 +43,9 @@ def is_ready(pod: dict[str, Any]) -> bool:
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in (pod.get("status") or {}).get("conditions") or []
     )
+
+
+def set_unschedulable(sim: Simulator, name: str, value: bool) -> None:
+    """Cordon (or uncordon) a node, as ``kubectl cordon`` does."""
+    assert sim.get("Node", None, name) is not None
+    sim.update("Node", None, name, lambda n: n.setdefault("spec", {}).update(unschedulable=value))

@@ -6,6 +6,7 @@ Skipped only when no kubectl binary exists; runs for every installed kubectl (se
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -16,7 +17,7 @@ import pytest
 
 import kubesim
 
-from .living import eventually, is_ready, live, pods
+from .living import eventually, is_ready, live, pods, set_unschedulable
 from .test_kubectl import BINARIES, Kubectl
 
 pytestmark = [
@@ -82,15 +83,25 @@ async def kubectl(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 async def test_apply_scale_rollout_status_and_get_pods(kubectl: Kubectl, tmp_path: Path) -> None:
     manifest = tmp_path / "app.yaml"
     manifest.write_text(APP)
+    # The nodes are cordoned until rollout status is seen waiting: however long kubectl takes
+    # to start, the Deployment's pods cannot be Ready before it looks.
+    for name in ("node-1", "node-2"):
+        set_unschedulable(kubectl.sim, name, True)
     _, out, _ = await kubectl("apply", "-f", str(manifest))
     assert "deployment.apps/web created" in out
     assert "statefulset.apps/db created" in out
     assert "daemonset.apps/agent created" in out
-    # Ready after 150 s × 0.01: rollout status waits, then reports success.
-    _, out, _ = await kubectl("rollout", "status", "deployment/web", "--timeout=20s")
-    assert 'deployment "web" successfully rolled out' in out
-    assert "Waiting for deployment" in out  # it did have to wait for readiness
-    _, out, _ = await kubectl("rollout", "status", "statefulset/db", "--timeout=20s")
+    rollout = await kubectl.start("rollout", "status", "deployment/web", "--timeout=60s")
+    assert rollout.stdout is not None
+    first = await asyncio.wait_for(rollout.stdout.readline(), 60)
+    assert first.startswith(b'Waiting for deployment "web" rollout to finish'), first
+    for name in ("node-1", "node-2"):
+        set_unschedulable(kubectl.sim, name, False)
+    # Ready after 150 s × 0.01 once scheduled: rollout status waits, then reports success.
+    rest, err = await asyncio.wait_for(rollout.communicate(), 120)
+    assert rollout.returncode == 0, err
+    assert 'deployment "web" successfully rolled out' in rest.decode()
+    _, out, _ = await kubectl("rollout", "status", "statefulset/db", "--timeout=60s")
     # The defaulted updateStrategy has rollingUpdate.partition 0, so kubectl reports the
     # partitioned form, as against a real cluster.
     assert "partitioned roll out complete: 2 new pods have been updated..." in out
@@ -99,7 +110,7 @@ async def test_apply_scale_rollout_status_and_get_pods(kubectl: Kubectl, tmp_pat
 
     _, out, _ = await kubectl("scale", "deployment/web", "--replicas=4")
     assert out.strip() == "deployment.apps/web scaled"
-    _, out, _ = await kubectl("rollout", "status", "deployment/web", "--timeout=20s")
+    _, out, _ = await kubectl("rollout", "status", "deployment/web", "--timeout=60s")
     assert 'deployment "web" successfully rolled out' in out
     _, out, _ = await kubectl("get", "pods", "-l", "app=web", "--no-headers")
     rows = [line.split() for line in out.strip().splitlines()]
@@ -130,7 +141,7 @@ async def test_delete_deployment_cleans_up(kubectl: Kubectl, tmp_path: Path) -> 
     manifest = tmp_path / "app.yaml"
     manifest.write_text(APP.split("---", maxsplit=1)[0])
     await kubectl("apply", "-f", str(manifest))
-    await kubectl("rollout", "status", "deployment/web", "--timeout=20s")
+    await kubectl("rollout", "status", "deployment/web", "--timeout=60s")
     _, out, _ = await kubectl("delete", "deployment", "web")
     assert 'deployment.apps "web" deleted' in out
     await eventually(
@@ -152,10 +163,10 @@ async def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
 
 async def test_rollout_status_completes_on_a_seeded_cluster(seeded: Kubectl) -> None:
-    _, out, _ = await seeded("rollout", "status", "deployment/web", "--timeout=20s")
+    _, out, _ = await seeded("rollout", "status", "deployment/web", "--timeout=60s")
     assert 'deployment "web" successfully rolled out' in out
     _, out, _ = await seeded(
-        "rollout", "status", "daemonset/node-exporter", "-n", "kube-system", "--timeout=20s"
+        "rollout", "status", "daemonset/node-exporter", "-n", "kube-system", "--timeout=60s"
     )
     assert 'daemon set "node-exporter" successfully rolled out' in out
     _, out, _ = await seeded("describe", "deployment", "web")
@@ -301,7 +312,7 @@ async def small(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 async def test_events_tell_a_preemption(small: Kubectl, tmp_path: Path) -> None:
-    await small("rollout", "status", "deployment/batch", "--timeout=20s")
+    await small("rollout", "status", "deployment/batch", "--timeout=60s")
     manifest = tmp_path / "urgent.yaml"
     manifest.write_text(URGENT)
     _, out, _ = await small("apply", "-f", str(manifest))

@@ -337,10 +337,12 @@ async def test_delete_preconditions(api: client.ApiClient) -> None:
 
 async def test_delete_dry_run_changes_nothing(sim: Simulator, api: client.ApiClient) -> None:
     v1 = client.CoreV1Api(api)
+    before = sim.get("Pod", "default", "web-0")
     rv = sim.store.resource_version
     await v1.delete_namespaced_pod("web-0", "default", dry_run="All", grace_period_seconds=0)
-    assert sim.get("Pod", "default", "web-0") is not None
-    assert sim.store.resource_version == rv
+    assert sim.get("Pod", "default", "web-0") == before
+    # no write to the pod at all (the kubelet's own writes to other objects go on meanwhile)
+    assert [e for e in sim.store.events_since("pods", rv) if e.key == ("default", "web-0")] == []
 
 
 async def test_delete_non_pod_answers_success_status(api: client.ApiClient) -> None:

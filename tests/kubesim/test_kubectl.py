@@ -86,11 +86,12 @@ class Kubectl:
     sim: Simulator
     cache: Path
 
-    async def __call__(self, *args: str, check: bool = True) -> tuple[int, str, str]:
+    async def start(self, *args: str) -> asyncio.subprocess.Process:
+        """kubectl running, its output piped: for a test that acts on what it prints."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
         env["KUBECONFIG"] = str(self.sim.kubeconfig_path)
         env["HOME"] = str(self.cache)
-        proc = await asyncio.create_subprocess_exec(
+        return await asyncio.create_subprocess_exec(
             self.binary,
             f"--cache-dir={self.cache / 'cache'}",
             *args,
@@ -98,7 +99,10 @@ class Kubectl:
             stderr=asyncio.subprocess.PIPE,
             env=env,
         )
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
+
+    async def __call__(self, *args: str, check: bool = True) -> tuple[int, str, str]:
+        proc = await self.start(*args)
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
         code = proc.returncode or 0
         if check and code != 0:
             raise AssertionError(

@@ -193,7 +193,9 @@ async def test_a_failed_container_under_always_waits_in_crash_loop_back_off(
     )
     assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert cs["lastState"]["terminated"]["exitCode"] == 7
-    await asyncio.sleep(0.7)
+    # Ready's timer (5 s × time scale from the start, before the crash was seen) fires on this
+    # loop before a sleep as long that starts now: once it ends, the kubelet has decided.
+    await asyncio.sleep(5 * sim.time_scale)
     p = sim.get("Pod", "default", "crash")
     assert p is not None and p["status"]["phase"] == "Running"
     assert p["status"]["containerStatuses"][0]["ready"] is False
