@@ -15,6 +15,7 @@ made of. A state file gives each process node that configuration in a document o
       inodes: 20000
     kubelet:                        # the KubeletConfiguration fields the node honours
       port: 0                       #   its server (/stats/summary); 0: a free port
+      cgroupRoot: /node-1           #   where kubepods goes (default: a name of the runtime's)
       kubeReserved: {memory: 100Mi}
       systemReserved: {memory: 0}
       enforceNodeAllocatable: [pods]
@@ -34,6 +35,7 @@ quantity or a negative one is a ``ValueError`` naming the field.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +62,7 @@ ENFORCE_PODS: Final = "pods"
 _ENFORCE_KEYS: Final = frozenset({"pods", "system-reserved", "kube-reserved", "none"})
 _GATES: Final = {"SizeMemoryBackedVolumes": "size_memory_backed_volumes"}
 MEMORY_AVAILABLE: Final = "memory.available"
+_CGROUP_NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class NodeConfig:
     memory_capacity: int | None = None
     filesystem: FilesystemConfig = field(default_factory=FilesystemConfig)
     kubelet_port: int = 0
+    cgroup_root: str | None = None
     kube_reserved_memory: int = 0
     system_reserved_memory: int = 0
     enforce_node_allocatable: frozenset[str] = frozenset({ENFORCE_PODS})
@@ -147,6 +151,7 @@ def _kubelet(value: Any, changes: dict[str, Any]) -> None:
     doc = _object(value, "kubelet")
     known = (
         "port",
+        "cgroupRoot",
         "kubeReserved",
         "systemReserved",
         "enforceNodeAllocatable",
@@ -159,6 +164,15 @@ def _kubelet(value: Any, changes: dict[str, Any]) -> None:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"kubelet.port: must be 0-65535, not {port!r}")
         changes["kubelet_port"] = port
+    if "cgroupRoot" in doc:
+        root = doc["cgroupRoot"]
+        parts = root.strip("/").split("/") if isinstance(root, str) else []
+        if not root.startswith("/") or not all(_CGROUP_NAME.fullmatch(p) for p in parts):
+            raise ValueError(
+                f"kubelet.cgroupRoot: must be an absolute cgroup path of letters, digits, '.',"
+                f" '_' and '-', not {root!r}"
+            )
+        changes["cgroup_root"] = "/".join(parts)
     if "kubeReserved" in doc:
         changes["kube_reserved_memory"] = _reserved(doc["kubeReserved"], "kubelet.kubeReserved")
     if "systemReserved" in doc:

@@ -236,9 +236,9 @@ class Kubelet:
                 self._servers[name] = await KubeletServer(
                     name, rt, port=rt.node.kubelet_port, clock=sim.registry.clock
                 ).start()
-                node = store.get("nodes", ("", name))
-                if node is not None:  # its status names the server's port
-                    self._complete_node(node)
+                current = store.get("nodes", ("", name))
+                if current is not None:  # its status names the server's port
+                    self._complete_node(current)
             for pod in list(store.items("pods")):
                 self._remember_ip(pod)
                 self._track(pod)

@@ -609,9 +609,17 @@ class ProcessRuntime:
         cg, reason = _detect(self.cgroup_root) if self._use_cgroups else (None, "cgroups disabled")
         if cg is not None:
             self._remove_stale(cg)
-            sub_root = cg.base / f"{self.prefix}-{os.getpid()}-{self.instance}"
+            if self.node.cgroup_root:  # the kubelet's --cgroup-root: a crashed run's goes
+                sub_root = cg.base / self.node.cgroup_root
+                if sub_root.exists() and not cg.try_remove(sub_root):
+                    left = cg.tree_procs(sub_root)
+                    raise RuntimeError(f"cgroup root {sub_root} exists and holds processes {left}")
+            else:
+                sub_root = cg.base / f"{self.prefix}-{os.getpid()}-{self.instance}"
             try:
                 cg.enable_memory_in(cg.base)
+                for parent in reversed(sub_root.relative_to(cg.base).parents[:-1]):
+                    cg.create(cg.base / parent, limit=None, parent_of_leaves=True)
                 cg.create(sub_root, limit=None, parent_of_leaves=True)
                 kubepods = sub_root / "kubepods"
                 cg.create(kubepods, limit=self._pods_cgroup_limit(), parent_of_leaves=True)

@@ -1,0 +1,373 @@
+"""``runEvictionTest`` for the agent: one scenario of eviction_scenarios.py, run and verified.
+
+The same run serves the host (cgroup v1: kubesim and the agent as processes of this machine)
+and the guest (cgroup v2: both inside the VM, driven over its channel); what differs is how a
+request reaches the API server, how a wait is done and how the agent is started
+(``ClusterAccess``). A wait is a GET repeated until a Python expression over the answer ``o``
+holds, so in the guest one channel call does the whole wait.
+
+The steps follow upstream's: place the thresholds against the node's summary and start the
+evictor with them (``tempSetCurrentKubeletConfig`` restarts the kubelet), create the pods,
+wait for the node condition, wait until every pod of non-zero priority was evicted, then
+check the order (no pod evicted while one of higher ``evictionPriority`` still ran), that no
+priority-0 pod was evicted or failed, the ``Evicted`` events (one per pod, the starved
+resource, for memory the offending container and its usage over its request), that the
+condition goes away and stays away with no further eviction (``postTestConditionMonitoring``),
+and clean up. Eviction times are the events' ``eventTime`` (microseconds, written by the agent
+before it deletes), so the order is checked on the agent's own clock, not on when this
+process happened to look.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tests.node.eviction_scenarios import (
+    AGENT_CONTROLLER,
+    HIGH_PRIORITY,
+    HIGH_PRIORITY_CLASS,
+    NodeFigures,
+    Scale,
+    Scenario,
+)
+
+JSONDict = dict[str, Any]
+
+
+class ApiError(Exception):
+    """An API request answered with an error status."""
+
+    def __init__(self, code: int, body: Any) -> None:
+        super().__init__(f"HTTP {code}: {json.dumps(body)[:500]}")
+        self.code = code
+        self.body = body
+
+
+class ClusterAccess(Protocol):
+    """How a run reaches the cluster and the node (host or guest)."""
+
+    kubeconfig: str
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        """One API request; the decoded answer (an error status raises ApiError)."""
+
+    def wait(self, path: str, until: str, *, timeout: float) -> Any:
+        """GET ``path`` until ``until`` (a Python expression over the answer ``o``) holds;
+        the answer. A timeout raises AssertionError with the last answer."""
+
+    def fetch(self, url: str) -> Any:
+        """GET a URL that is not the API server's (the node's kubelet), decoded."""
+
+    def start_agent(self, name: str, args: list[str]) -> None:
+        """Start ``eviction-agent run ARGS``, known as ``name``."""
+
+    def stop_agent(self, name: str) -> str:
+        """Stop the agent (SIGTERM, then SIGKILL); its log's tail."""
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """What the agent is told about the scenario's node (its flags)."""
+
+    name: str
+    cgroup: str  # the node's cgroup below the cgroup root (kubelet cgroupRoot)
+    disk: str  # the node's filesystem: kubelet/ and containerd/ below it
+    memory_capacity: int
+
+
+@dataclass
+class ScenarioResult:
+    scenario: str
+    environment: str
+    seconds: float = 0.0
+    condition_after_s: float | None = None
+    # pod name -> seconds from the pods' creation to its Evicted event, in eviction order
+    evictions: list[tuple[str, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        order = " → ".join(f"{name} ({t:.1f} s)" for name, t in self.evictions) or "none"
+        seen = (
+            f"; condition after {self.condition_after_s:.1f} s"
+            if self.condition_after_s is not None
+            else ""
+        )
+        return (
+            f"{self.scenario} [{self.environment}]: passed in {self.seconds:.1f} s{seen};"
+            f" evicted: {order}"
+        )
+
+
+def parse_time(text: str) -> float:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def agent_args(node: NodeInfo, *, kubeconfig: str, kubelet_port: int, scale: Scale) -> list[str]:
+    """The flags every scenario gives the agent: its node as kubesim runs it, the node's
+    kubelet summary, conditions on, and the scale's pressure transition period."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--node-name={node.name}",
+        f"--node-cgroup={node.cgroup}",
+        f"--memory-capacity={node.memory_capacity}",
+        f"--kubelet-root={node.disk}/kubelet",
+        f"--runtime-root={node.disk}/containerd",
+        f"--kubelet-summary-url=http://127.0.0.1:{kubelet_port}/stats/summary",
+        "--kubelet-token-file=",
+        "--node-conditions",
+        f"--eviction-pressure-transition-period={scale.transition_period_s}s",
+        "--listen=127.0.0.1:0",
+    ]
+
+
+def ensure_common_objects(access: ClusterAccess, namespace: str) -> None:
+    """The scenario's namespace and the suite's high PriorityClass (``f.BaseName + "-high-
+    priority"``, 999999999)."""
+    for path, obj in (
+        (
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        ),
+        (
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": HIGH_PRIORITY_CLASS},
+                "value": HIGH_PRIORITY,
+            },
+        ),
+    ):
+        try:
+            access.api("POST", path, obj)
+        except ApiError as exc:
+            if exc.code != 409:  # AlreadyExists: an earlier scenario made it
+                raise
+
+
+def _condition(node: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return c  # type: ignore[no-any-return]
+    return None
+
+
+def evicted_events(events: Mapping[str, Any]) -> list[JSONDict]:
+    return [
+        e
+        for e in events.get("items") or []
+        if e.get("reason") == "Evicted" and e.get("reportingController") == AGENT_CONTROLLER
+    ]
+
+
+def ordering_violations(scenario: Scenario, evicted_at: Mapping[str, float]) -> list[str]:
+    """``verifyEvictionOrdering``: a pod must not go while one of a higher evictionPriority
+    still runs, and priority-0 pods never go."""
+    out = []
+    by_name = {s.name: s for s in scenario.specs}
+    for name, at in evicted_at.items():
+        spec = by_name.get(name)
+        if spec is None:
+            continue
+        if spec.eviction_priority == 0:
+            out.append(f"priority 0 pod {name} was evicted")
+            continue
+        for other in scenario.specs:
+            if other.eviction_priority <= spec.eviction_priority:
+                continue
+            when = evicted_at.get(other.name)
+            if when is None or when > at:
+                out.append(
+                    f"priority {spec.eviction_priority} pod {name} was evicted before priority"
+                    f" {other.eviction_priority} pod {other.name}"
+                )
+    return out
+
+
+def event_problems(scenario: Scenario, events: list[JSONDict]) -> list[str]:
+    """``verifyEvictionEvents``: one Evicted event per evicted pod, naming the starved
+    resource; for memory, the offending container and its usage above its request."""
+    out = []
+    for spec in scenario.specs:
+        if spec.eviction_priority == 0:
+            continue
+        mine = [e for e in events if (e.get("regarding") or {}).get("name") == spec.name]
+        if len(mine) != 1:
+            out.append(f"{spec.name}: {len(mine)} Evicted events, want 1")
+            continue
+        if scenario.starved_resource is None:
+            continue
+        annotations = (mine[0].get("metadata") or {}).get("annotations") or {}
+        starved = annotations.get("starved_resource")
+        if starved != scenario.starved_resource:
+            out.append(
+                f"{spec.name}: starved_resource {starved!r}, want {scenario.starved_resource!r}"
+            )
+        if scenario.starved_resource == "memory":
+            container = spec.pod["spec"]["containers"][0]
+            offenders = str(annotations.get("offending_containers", "")).split(",")
+            if offenders != [container["name"]]:
+                out.append(f"{spec.name}: offending_containers {offenders}")
+            usage = str(annotations.get("offending_containers_usage", "")).split(",")
+            request = ((container.get("resources") or {}).get("requests") or {}).get("memory")
+            if len(usage) != 1 or _bytes(usage[0]) <= _bytes(request or "0"):
+                out.append(f"{spec.name}: offending usage {usage} not above request {request}")
+    return out
+
+
+def _bytes(quantity: str) -> int:
+    from kube.quantity import quantity_value
+
+    return quantity_value(quantity)
+
+
+def _pods_expr(names: list[str], test: str) -> str:
+    return f"all(any(p['metadata']['name'] == n and {test} for p in o['items']) for n in {names!r})"
+
+
+def run_scenario(
+    access: ClusterAccess,
+    scenario: Scenario,
+    node: NodeInfo,
+    *,
+    scale: Scale,
+    kubelet_port: int,
+) -> ScenarioResult:
+    """Run one scenario end to end; AssertionError (with the agent's log tail) if it fails."""
+    result = ScenarioResult(scenario.name, scale.name)
+    started = time.monotonic()
+    namespace = scenario.node
+    ensure_common_objects(access, namespace)
+    node_path = f"/api/v1/nodes/{node.name}"
+    summary = access.fetch(f"http://127.0.0.1:{kubelet_port}/stats/summary")
+    figures = NodeFigures.from_summary(summary)
+    args = [
+        *agent_args(node, kubeconfig=access.kubeconfig, kubelet_port=kubelet_port, scale=scale),
+        *scenario.thresholds(figures),
+    ]
+    result.notes.append(f"figures {figures}; agent {' '.join(args[-4:])}")
+    condition = scenario.agent_condition
+    access.start_agent(node.name, args)
+    try:
+        # the agent is up once its first sync wrote its conditions
+        access.wait(
+            node_path,
+            "any(c['type'].startswith('NodePressureAgent') and"
+            " c.get('reason', '').startswith('NodeHasNo')"
+            " for c in o['status'].get('conditions', []))",
+            timeout=scale.timeout_s,
+        )
+        created = time.time()
+        for spec in scenario.specs:
+            pod = json.loads(json.dumps(spec.pod))
+            pod["metadata"]["namespace"] = namespace
+            pod["spec"]["nodeName"] = node.name
+            access.api("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+        pods_path = f"/api/v1/namespaces/{namespace}/pods"
+        names = [s.name for s in scenario.specs]
+        access.wait(
+            pods_path,
+            _pods_expr(names, "p['status'].get('phase') == 'Running'"),
+            timeout=scale.timeout_s,
+        )
+        if condition is not None:
+            seen = access.wait(
+                node_path,
+                f"any(c['type'] == {condition!r} and c['status'] == 'True'"
+                " for c in o['status'].get('conditions', []))",
+                timeout=scale.timeout_s,
+            )
+            transition = _condition(seen, condition)
+            assert transition is not None
+            result.condition_after_s = parse_time(transition["lastTransitionTime"]) - created
+        events_path = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+        expected, innocent = scenario.expected_evicted(), scenario.innocent()
+        evicted_names = (
+            "{e['regarding']['name'] for e in o['items'] if e.get('reason') == 'Evicted'"
+            f" and e.get('reportingController') == {AGENT_CONTROLLER!r}}}"
+        )
+        answer = access.wait(
+            events_path,
+            f"{evicted_names} >= {set(expected)!r} or bool({evicted_names} & {set(innocent)!r})",
+            timeout=scale.timeout_s,
+        )
+        events = evicted_events(answer)
+        evicted_at = {e["regarding"]["name"]: parse_time(e["eventTime"]) for e in events}
+        result.evictions = sorted(
+            ((n, t - created) for n, t in evicted_at.items()), key=lambda x: x[1]
+        )
+        problems = ordering_violations(scenario, evicted_at)
+        problems += event_problems(scenario, events)
+        if scenario.soft_grace_s is not None and result.condition_after_s is not None:
+            # whole seconds on the condition: allow one
+            for name, after in result.evictions:
+                if after - result.condition_after_s < scenario.soft_grace_s - 1:
+                    problems.append(
+                        f"{name} evicted {after - result.condition_after_s:.1f} s into the"
+                        f" pressure, before the soft grace period of {scenario.soft_grace_s} s"
+                    )
+        pods = access.api("GET", pods_path)
+        problems += _innocent_problems(pods, innocent)
+        assert not problems, "; ".join(problems)
+        if condition is not None:
+            access.wait(
+                node_path,
+                f"any(c['type'] == {condition!r} and c['status'] == 'False'"
+                " for c in o['status'].get('conditions', []))",
+                timeout=scale.timeout_s,
+            )
+        # postTestConditionMonitoringPeriod: nothing more happens
+        deadline = time.monotonic() + scale.watch_after_s
+        while time.monotonic() < deadline:
+            node_now = access.api("GET", node_path)
+            if condition is not None:
+                now = _condition(node_now, condition)
+                assert now is not None and now["status"] == "False", f"{condition} came back: {now}"
+            later = evicted_events(access.api("GET", events_path))
+            assert len(later) == len(events), (
+                f"more evictions after the test: {[e['regarding']['name'] for e in later]}"
+            )
+            problems = _innocent_problems(access.api("GET", pods_path), innocent)
+            assert not problems, "; ".join(problems)
+            time.sleep(min(1.0, max(deadline - time.monotonic(), 0)))
+    except AssertionError as exc:
+        tail = access.stop_agent(node.name)
+        raise AssertionError(
+            f"{scenario.name} [{scale.name}]: {exc}\n--- agent log (tail)\n{tail}"
+        ) from None
+    finally:
+        access.stop_agent(node.name)
+        _delete_pods(access, namespace, scale)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _innocent_problems(pods: Mapping[str, Any], innocent: list[str]) -> list[str]:
+    out = []
+    by_name = {p["metadata"]["name"]: p for p in pods.get("items") or []}
+    for name in innocent:
+        pod = by_name.get(name)
+        if pod is None:
+            out.append(f"priority 0 pod {name} is gone")
+            continue
+        if pod["metadata"].get("deletionTimestamp"):
+            out.append(f"priority 0 pod {name} is being deleted")
+        phase = pod["status"].get("phase")
+        if phase != "Running":
+            states = [c.get("state") for c in pod["status"].get("containerStatuses") or []]
+            out.append(f"priority 0 pod {name} is {phase}: {states}")
+    return out
+
+
+def _delete_pods(access: ClusterAccess, namespace: str, scale: Scale) -> None:
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    try:
+        access.api("DELETE", f"{path}?gracePeriodSeconds=0")
+        access.wait(path, "not o['items']", timeout=scale.timeout_s)
+    except Exception as exc:  # cleanup must not hide the verdict
+        print(f"cleanup of {namespace}: {exc}")
