@@ -16,9 +16,11 @@ $(STAMP): pyproject.toml requirements/dev.lock
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
+# ruff, then the import contract between our packages ([tool.importlinter] in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 # Every package is strictly typed, the agent's decision core (agent/eviction) included.
 types: $(STAMP)

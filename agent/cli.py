@@ -65,6 +65,7 @@ _FIELD = {
     "kubelet_ca_file": "kubeletCAFile",
     "kubelet_token_file": "kubeletTokenFile",
     "max_evictions_per_minute": "maxEvictionsPerMinute",
+    "timeline_dir": "timelineDir",
 }
 _LANGLE_MAPS = ("eviction_hard", "eviction_soft")
 _EQ_MAPS = ("eviction_soft_grace_period", "eviction_minimum_reclaim")
@@ -255,6 +256,14 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             metavar="FILE",
             help="Bearer token sent to the kubelet (default: the ServiceAccount token; '' "
             "sends none).",
+        ),
+        click.option(
+            "--timeline-dir",
+            metavar="DIR",
+            help="Write a timeline file per pressure incident here (an existing, writable "
+            "directory): the signals, thresholds and pods' working sets of every sync, and each "
+            "eviction with its reaction time; examples/plot_timeline.py draws one. Default: "
+            "none.",
         ),
     ]
     for opt in reversed(opts):

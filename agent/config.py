@@ -31,6 +31,7 @@ import ipaddress
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -100,6 +101,7 @@ AGENT_FIELDS: Final = (
     "kubeletTokenFile",
     "maxEvictionsPerMinute",
     "kernelMemcgNotification",
+    "timelineDir",
 )
 _ENFORCE_OPTIONS: Final = ("pods", "system-reserved", "kube-reserved", "none")
 _FLAG_OF: Final = {
@@ -321,6 +323,27 @@ def url_for_any_family(url: str) -> str:
     return m.group(1) + m.group(2) + url[m.end() :]
 
 
+def _timeline_dir(value: Any) -> str | None:
+    """An existing directory the agent may create files in; None or "" for none."""
+    if value is None:
+        return None
+    path = _string("timelineDir", value)
+    if not path:
+        return None
+    label = _label("timelineDir")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ConfigError(label, f"{path}: no such directory") from None
+    except OSError as exc:
+        raise ConfigError(label, f"{path}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(label, f"{path}: not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(label, f"{path}: not writable by this user")
+    return path
+
+
 def _check_kubelet_url(url: str, *, token_file: str) -> None:
     """https (verified), or http only when no credential would be sent.
 
@@ -392,6 +415,8 @@ class AgentConfig:
     kubelet_token_file: str = SERVICE_ACCOUNT_TOKEN
     # the brake: evictions per sliding minute (0 = unlimited); hard thresholds pass it
     max_evictions_per_minute: int = 10
+    # per-incident timeline files (agent.timeline); None: none written
+    timeline_dir: str | None = None
     source: str = "defaults"
 
     def manager_config(self) -> ManagerConfig:
@@ -441,6 +466,7 @@ class AgentConfig:
             "kubeletCAFile": self.kubelet_ca_file,
             "kubeletTokenFile": self.kubelet_token_file,
             "maxEvictionsPerMinute": self.max_evictions_per_minute,
+            "timelineDir": self.timeline_dir,
         }
 
 
@@ -687,5 +713,6 @@ def load_config(
         kubelet_ca_file=ca_file,
         kubelet_token_file=token_file,
         max_evictions_per_minute=_max_evictions(raw.get("maxEvictionsPerMinute")),
+        timeline_dir=_timeline_dir(raw.get("timelineDir")),
         source=source,
     )

@@ -49,7 +49,9 @@ from agent.loop import EvictionLoop, psi_wakeups
 from agent.memwatch import MemoryWatches, WakeSource
 from agent.metrics import AgentMetrics
 from agent.systemd import Notifier, watchdog_loop
+from agent.timeline import TimelineRecorder
 from evictor.api.health import ApiHealth
+from kube.cliutil import VERSION
 
 __all__ = ["Agent", "WallClock"]
 
@@ -123,6 +125,13 @@ class Agent:
             stats, default_fast, node_stats = self._default_stats()
             fast_check = fast_check or default_fast
         self.manager = EvictionManager(config.manager_config(), WallClock())
+        self.timeline = (
+            TimelineRecorder(config.timeline_dir, node=config.node_name, agent_version=VERSION)
+            if config.timeline_dir
+            else None
+        )
+        if self.timeline is not None:
+            node_stats = None  # the lead-in shows the pods' climb: every sync reads them
         self.actions = Actions(
             api_client,
             node_name=config.node_name,
@@ -145,6 +154,7 @@ class Agent:
             on_sync=self._after_sync,
             brake=EvictionBrake(config.max_evictions_per_minute, WallClock()),
             on_held_back=self._held_back,
+            timeline=self.timeline,
         )
         self.memory_watches = MemoryWatches(
             self.loop.wake,
@@ -360,6 +370,10 @@ class Agent:
         if self.use_psi:
             await self._start_psi()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="eviction-loop"))
+        if self.timeline is not None:
+            self._tasks.append(
+                asyncio.create_task(self._write_timeline(self.timeline), name="timeline")
+            )
         self._tasks.append(
             asyncio.create_task(
                 watchdog_loop(self.notifier, lambda: self.health()[0] and not self.api_problem()),
@@ -462,6 +476,13 @@ class Agent:
             await asyncio.sleep(self.psi_rescan_interval)
             await self._arm_psi()
 
+    async def _write_timeline(self, timeline: TimelineRecorder) -> None:
+        """Write the timeline's records every second, in a thread: a slow disk never delays a
+        sync (the recorder bounds what waits)."""
+        while True:
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(timeline.flush)
+
     async def stop(self) -> None:
         self.notifier.stopping()
         for task in self._tasks:
@@ -470,6 +491,9 @@ class Agent:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        if self.timeline is not None:  # bounded: a hung disk must not hold the agent's stop
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.to_thread(self.timeline.close), 5.0)
         # A taint or a True condition left by an agent that is gone would keep pods off the
         # node (or mislead whoever reads it) for good; the kubelet's own stay in force.
         # Both writes share one bound: the DaemonSet's grace period is 10 s.

@@ -219,7 +219,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a small smoke size, one round")
     args = parser.parse_args()
     if args.quick:
-        asyncio.run(run(20, 10, 10, 1))
+        asyncio.run(run(10, 5, 4, 1))
     else:
         asyncio.run(run(100, 50, 20, args.rounds))
 

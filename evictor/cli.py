@@ -14,9 +14,12 @@ from reads only, exit 3 when it would not finish), which ``--check-plan`` runs b
 drain to refuse one that cannot finish.
 
 Flags are read as kubectl's pflag reads them (``evictor.cliflags``): the global flags
-(``--kubeconfig``, ``--context``, ``-n``, ``--request-timeout``, ``-v``, and ``--debug``) before
-or after the subcommand, every boolean as ``--flag``, ``--flag=true`` or ``--flag=false``, so
-scripts written for ``kubectl drain`` run unchanged.
+(``--kubeconfig``, ``--context``, ``-n``, ``--request-timeout``, ``-v``, ``--debug``, and those
+over the kubeconfig: ``--cluster``, ``--user``, ``-s/--server``, ``--token``,
+``--certificate-authority``, ``--insecure-skip-tls-verify``, ``--tls-server-name``,
+``--client-certificate``, ``--client-key``) before or after the subcommand, every boolean as
+``--flag``, ``--flag=true`` or ``--flag=false``, so scripts written for ``kubectl drain`` run
+unchanged.
 
 Exit codes: 0 ok, 1 something failed at run time, 2 bad usage or input (nothing is cordoned or
 evicted then), 3 the plan says the drain will not finish (``--plan``, ``--check-plan``).
@@ -113,6 +116,16 @@ class Globals:
     v: int = 0
     debug: bool = False
     context_namespace: str | None = None
+    # kubectl's flags over the kubeconfig (``kube.kubeconfig.Overrides``)
+    cluster: str = ""
+    user: str = ""
+    server: str = ""
+    token: str = ""
+    certificate_authority: str = ""
+    insecure_skip_tls_verify: bool = False
+    tls_server_name: str = ""
+    client_certificate: str = ""
+    client_key: str = ""
 
 
 def _store_global(ctx: click.Context, name: str, value: Any) -> None:
@@ -160,6 +173,48 @@ def _global_options(f: F) -> F:
                 type=BOOL,
                 no_opt_default="true",
                 help="Show tracebacks of failures.",
+            ),
+            persistent(
+                "--cluster", store=_store_global, help="The name of the kubeconfig cluster to use."
+            ),
+            persistent(
+                "--user", store=_store_global, help="The name of the kubeconfig user to use."
+            ),
+            persistent(
+                "-s",
+                "--server",
+                store=_store_global,
+                help="The address and port of the Kubernetes API server (no kubeconfig needed).",
+            ),
+            persistent(
+                "--token",
+                store=_store_global,
+                help="Bearer token for authentication to the API server.",
+            ),
+            persistent(
+                "--certificate-authority",
+                store=_store_global,
+                help="Path to a cert file for the certificate authority.",
+            ),
+            persistent(
+                "--insecure-skip-tls-verify",
+                store=_store_global,
+                type=BOOL,
+                no_opt_default="true",
+                help="Do not check the server's certificate (insecure).",
+            ),
+            persistent(
+                "--tls-server-name",
+                store=_store_global,
+                help="Server name for the server certificate (else the server's hostname).",
+            ),
+            persistent(
+                "--client-certificate",
+                store=_store_global,
+                help="Path to a client certificate file for TLS.",
+            ),
+            persistent(
+                "--client-key", store=_store_global, help="Path to a client key file for TLS."
             ),
         ]
     ):
@@ -240,13 +295,26 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
     """A configured ApiClient (``evictor.api.connect``: credentials that refresh, the proxy
     rule); a bad kubeconfig or context is a usage error (exit 2)."""
     from evictor.api.connect import ConfigError, NoSuchKubeconfig, connect
+    from kube.kubeconfig import Overrides
 
+    overrides = Overrides(
+        cluster=glob.cluster,
+        user=glob.user,
+        server=glob.server,
+        token=glob.token,
+        certificate_authority=glob.certificate_authority,
+        insecure_skip_tls_verify=glob.insecure_skip_tls_verify,
+        tls_server_name=glob.tls_server_name,
+        client_certificate=glob.client_certificate,
+        client_key=glob.client_key,
+    )
     try:
         conn = await connect(
             kubeconfig=glob.kubeconfig,
             context=glob.context,
             prog="evict",
             pool_size=max(concurrency + 16, 32),
+            overrides=overrides or None,
         )
     except NoSuchKubeconfig as exc:
         if exc.from_env:
@@ -594,12 +662,27 @@ def _plan_options(a: _DrainArgs) -> Any:
     )
 
 
-async def _make_plan(api: Any, a: _DrainArgs, names: list[str]) -> Any:
-    """Read the cluster (GETs only) and play the drain of ``names`` (``evictor.plan``)."""
+async def _make_plan(api: Any, a: _DrainArgs, names: list[str] | None = None) -> Any:
+    """Read the cluster (GETs only) and play the drain of ``names`` (``evictor.plan``); None:
+    the nodes are looked up as a drain does, while the cluster is being read. None when no
+    node is selected."""
     from evictor.plan import best_plan
     from evictor.planread import read_cluster
 
-    view = await read_cluster(api, chunk_size=a.chunk_size)
+    reading = asyncio.ensure_future(read_cluster(api, chunk_size=a.chunk_size))
+    try:
+        if names is None:
+            nodes = await _resolve_nodes(api, a.nodes, a.selector, a.chunk_size)
+            names = [str(n["metadata"]["name"]) for n in nodes]
+        if not names:
+            reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
+            return None
+        view = await reading
+    except BaseException:
+        reading.cancel()
+        await asyncio.gather(reading, return_exceptions=True)
+        raise
     return best_plan(view, names, _plan_options(a))
 
 
@@ -619,11 +702,10 @@ async def _plan_only(glob: Globals, a: _DrainArgs) -> int:
     api = await _client(glob, a.concurrency)
     async with api:
         try:
-            nodes = await _resolve_nodes(api, a.nodes, a.selector, a.chunk_size)
-            if not nodes:
+            plan = await _make_plan(api, a)
+            if plan is None:
                 io.err("No resources found")
                 return 0
-            plan = await _make_plan(api, a, [str(n["metadata"]["name"]) for n in nodes])
         except TransportError as exc:
             raise RuntimeFailure(f"unable to connect to the server: {exc}") from None
         except APIError as exc:

@@ -532,8 +532,8 @@ def _pod_line(p: PodPlan, width: int, said: str = "") -> str:
         parts.append(rep.describe())
     elif p.unmodelled:
         parts.append(f"not modelled: {'; '.join(p.unmodelled)}")
-    elif p.action in ("evict", "delete") and p.round is not None and not p.owner:
-        parts.append("nothing replaces it")
+    elif p.action in ("evict", "delete") and p.round is not None:
+        parts.append("nothing replaces it" + ("" if p.owner else " (no controller)"))
     return f"{head} {'; '.join(parts)}".rstrip()
 
 
@@ -615,7 +615,6 @@ class _Drain:
     waiting: set[str] = field(default_factory=set)
     refused: bool = False
     state: str = "waiting"  # waiting -> active -> done
-    deadline: float | None = None
     timed_out: bool = False
 
 
@@ -844,8 +843,8 @@ class _Sim:
         grace = self._grace(pod, evicted=evicted)
         marked = pod.with_changes(deletion_timestamp=self.view.now + self.t + grace)
         self.pods[pod.key] = marked
-        if marked.node_name:
-            self.snapshot.update_pod(marked)
+        if marked.node_name and self.snapshot.get_pod(marked.key) is not None:
+            self.snapshot.update_pod(marked)  # a finished pod is not in it and holds nothing
         self._unhealthy(marked)
         wk = self.members.get(pod.key)
         if wk is not None:
@@ -1071,13 +1070,20 @@ class _Sim:
         if wk is None:
             return None
         wl = self.view.workloads[wk]
+        owed = self.owed.setdefault(wk, [])
         if wl.kind == "DaemonSet":
             return None
+        if wl.kind == "StatefulSet":
+            ordinal = _ordinal(wl.name, pod.name)
+            if ordinal is None or ordinal >= wl.replicas:
+                return None
+        elif len(self.active.get(wk, ())) + len(owed) >= wl.replicas:
+            return None  # scaled down, or a finished Job: it keeps no more pods
         rep = Replacement(owner=wl.title, replaces=pod.key)
         if note:
             rep.owner = f"{wl.title}, replacing {pod.key} ({note})"
             self.others.append(rep)
-        self.owed.setdefault(wk, []).append((pod.name, rep))
+        owed.append((pod.name, rep))
         return rep
 
     # --- the drain -------------------------------------------------------------------------
@@ -1096,8 +1102,8 @@ class _Sim:
             active += 1
             changed = True
             if self.options.timeout > 0:
-                d.deadline = self.t + self.options.timeout
-                heapq.heappush(self.deadlines, (d.deadline, next(self._seq), d.plan.name))
+                deadline = self.t + self.options.timeout
+                heapq.heappush(self.deadlines, (deadline, next(self._seq), d.plan.name))
             if d.groups:
                 d.todo = list(d.groups.pop(0))
         return changed
@@ -1157,11 +1163,11 @@ class _Sim:
             if pod.is_terminating:
                 self._event("evict", pod.key, pod.node_name, detail="already terminating")
                 continue
+            self._terminating(pod, evicted=True)
             rep = self._owe(pod)
             pp.replacement = rep
             if rep is not None and pp.unmodelled:
                 rep.unmodelled = pp.unmodelled
-            self._terminating(pod, evicted=True)
             self._event("evict", pod.key, pod.node_name)
         return True
 

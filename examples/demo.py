@@ -57,9 +57,11 @@ from kube.cliutil import (  # noqa: E402
     run,
 )
 from kube.objects import Pod  # noqa: E402
+from kube.qos import QOS_GUARANTEED, get_pod_qos  # noqa: E402
 from kube.quantity import QuantityError, quantity_value  # noqa: E402
+from kube.times import parse_rfc3339  # noqa: E402
 from kubesim.faults.file import FaultError  # noqa: E402
-from kubesim.node.runtime import ProcessRuntime, RuntimeMode, pod_qos_class  # noqa: E402
+from kubesim.node.runtime import ProcessRuntime, RuntimeMode  # noqa: E402
 from kubesim.sim import Simulator, StateError  # noqa: E402
 
 MIB = 1 << 20
@@ -144,8 +146,8 @@ class Mirror:
             statuses = self.runtime.status(uid)
             if usage is None or statuses is None:
                 continue
-            qos = pod_qos_class(pod)
-            parent = kubepods if qos == "Guaranteed" else kubepods / qos.lower()
+            qos = get_pod_qos(pod)
+            parent = kubepods if qos == QOS_GUARANTEED else kubepods / qos.lower()
             pod_dir = parent / f"pod{uid}"
             live.add(pod_dir)
             self._write(pod_dir, usage.working_set_bytes)
@@ -180,6 +182,8 @@ class Demo:
         debug: bool,
         agent_args: tuple[str, ...] = (),
         faults: Path | None = None,
+        plot: Path | None = None,
+        timeline_dir: Path | None = None,
     ) -> None:
         self.manifest = manifest
         self.node = node
@@ -193,6 +197,8 @@ class Demo:
         self.debug = debug
         self.agent_args = agent_args
         self.faults = faults
+        self.plot = plot
+        self.timeline_dir = timeline_dir
         self.started = time.monotonic()
         self.log: list[str] = []
         self.report: Report | None = None
@@ -206,6 +212,10 @@ class Demo:
         self.ranking: list[dict[str, Any]] = []
         self.agent: subprocess.Popen[bytes] | None = None
         self.tmp = Path(tempfile.mkdtemp(prefix="eviction-demo-"))
+        if self.plot is not None and self.timeline_dir is None:
+            self.timeline_dir = self.tmp / "timeline"
+        if self.timeline_dir is not None:
+            self.timeline_dir.mkdir(parents=True, exist_ok=True)
 
     # --- output ---------------------------------------------------------------------------
 
@@ -303,6 +313,9 @@ class Demo:
             )
             self.report = report
             await self._run(sim, runtime, report)
+            if self.plot is not None:
+                await self._stop_agent()  # its incident closes: the file is complete
+                self._plot(self.plot)
         finally:
             await self._stop_agent()
             await sim.stop()
@@ -312,6 +325,31 @@ class Demo:
 
                 shutil.rmtree(self.tmp)
         return report
+
+    def _plot(self, png: Path) -> None:
+        """Draw the agent's incident of this run (the one with most evictions, if several)."""
+        from agent.timeline import TimelineError, read_timeline, timeline_files
+        from examples.plot_timeline import plot
+
+        assert self.timeline_dir is not None
+        started = time.time() - self.elapsed()
+        found = []
+        for path in timeline_files(self.timeline_dir):
+            if path.stat().st_mtime < started:
+                continue  # an earlier run's, in a directory given with --timeline-dir
+            try:
+                found.append((path, read_timeline(path)))
+            except TimelineError as exc:
+                raise Failure(f"the agent's timeline: {exc}") from None
+        if not found:  # no threshold was met before the run ended: nothing happened to draw
+            self.say(f"nothing to plot: the agent saw no pressure incident ({png} not written)")
+            return
+        path, timeline = max(found, key=lambda f: len(f[1].evictions))
+        plot(timeline, png)
+        self.say(
+            f"plotted {png}: {len(timeline.evictions)} eviction(s) from the agent's timeline "
+            f"{path.name}" + (f" (one of {len(found)} incidents)" if len(found) > 1 else "")
+        )
 
     def _check_cleanup(self, runtime: ProcessRuntime) -> None:
         import psutil  # type: ignore[import-untyped, unused-ignore]
@@ -389,7 +427,7 @@ class Demo:
             report.pids += pids
             self.say(
                 f"{p['metadata']['namespace']}/{p['metadata']['name']} running on {self.node} "
-                f"(priority {p['spec'].get('priority', 0)}, {pod_qos_class(p)}, "
+                f"(priority {p['spec'].get('priority', 0)}, {get_pod_qos(p)}, "
                 f"pid {', '.join(map(str, pids))})"
             )
         for n in sim.list_objects("Node"):
@@ -522,6 +560,7 @@ class Demo:
             "--node-conditions",
             "--listen",
             "127.0.0.1:0",
+            *(["--timeline-dir", str(self.timeline_dir)] if self.timeline_dir else []),
             *self.agent_args,
         ]
         env = {
@@ -695,13 +734,11 @@ class Demo:
 
 
 def _parse_time(text: object) -> float | None:
-    """An RFC 3339 (micro)time as epoch seconds."""
-    from datetime import datetime
-
+    """An RFC 3339 (micro)time as epoch seconds; None when there is none."""
     if not isinstance(text, str) or not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        return parse_rfc3339(text)
     except ValueError:
         return None
 
@@ -837,6 +874,20 @@ def _quantity(text: str, option: str) -> int:
     help="rich: a live table (default on a terminal); plain: one line per event.",
 )
 @click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PNG",
+    help="Draw the incident as a PNG (matplotlib): the agent's timeline file of node-1's "
+    "memory, thresholds, evictions and pods' working sets (examples/plot_timeline.py).",
+)
+@click.option(
+    "--timeline-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Keep the agent's incident timeline files here (eviction-agent --timeline-dir; "
+    "default with --plot: a temporary directory).",
+)
+@click.option(
     "--faults",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="kubesim's fault injection file (see examples/kubesim-faults.yaml): the API server "
@@ -864,6 +915,8 @@ def main(  # noqa: PLR0917 - click passes options positionally
     cgroup_root: str,
     no_cgroups: bool,
     ui: str,
+    plot: Path | None,
+    timeline_dir: Path | None,
     faults: Path | None,
     agent_args: tuple[str, ...],
     summary_json: Path | None,
@@ -891,6 +944,8 @@ def main(  # noqa: PLR0917 - click passes options positionally
         debug="--debug" in sys.argv,
         agent_args=agent_args,
         faults=faults,
+        plot=plot,
+        timeline_dir=timeline_dir,
     )
     report = asyncio.run(_until_signalled(demo))
     if summary_json is not None:

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["Kubeconfig", "KubeconfigError", "ResolvedContext", "load_kubeconfig"]
+__all__ = ["Kubeconfig", "KubeconfigError", "Overrides", "ResolvedContext", "load_kubeconfig"]
 
 _SECTIONS: Final = (("clusters", "cluster"), ("users", "user"), ("contexts", "context"))
 # Keys holding file names, per section (clientcmd's GetClusterFileReferences and
@@ -61,6 +61,30 @@ class ResolvedContext:
 
 
 @dataclass(frozen=True, slots=True)
+class Overrides:
+    """kubectl's global flags over the kubeconfig (client-go's ``ConfigOverrides``):
+    ``--cluster``, ``--user``, ``--server``, ``--token``, ``--certificate-authority``,
+    ``--insecure-skip-tls-verify``, ``--tls-server-name``, ``--client-certificate`` and
+    ``--client-key``. Empty values override nothing."""
+
+    cluster: str = ""
+    user: str = ""
+    server: str = ""
+    token: str = ""
+    certificate_authority: str = ""
+    insecure_skip_tls_verify: bool = False
+    tls_server_name: str = ""
+    client_certificate: str = ""
+    client_key: str = ""
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, f.name) for f in fields(self))
+
+
+OVERRIDDEN: Final = "(command line)"  # the name of the context the overrides make
+
+
+@dataclass(frozen=True, slots=True)
 class Kubeconfig:
     """Merged kubeconfig files, file references made absolute."""
 
@@ -80,6 +104,60 @@ class Kubeconfig:
             ctx,
             self.clusters.get(str(ctx.get("cluster") or ""), {}),
             self.users.get(str(ctx.get("user") or ""), {}),
+        )
+
+    def overridden(self, context: str | None, o: Overrides) -> Kubeconfig:
+        """This configuration with ``context`` (else ``current-context``) changed by the flags
+        and made current, as client-go merges ``ConfigOverrides``: ``--cluster`` and
+        ``--user`` pick other entries (which must exist); ``--server`` replaces the address
+        (and the TLS server name, with ``--tls-server-name`` or none); a CA file or
+        ``--insecure-skip-tls-verify`` replaces the CA settings; client certificate and key
+        files replace their inline data. ``--token`` is the bearer token, instead of a token
+        file or an exec plugin. Without a kubeconfig, ``--server`` alone makes one."""
+        name = context or self.current_context
+        ctx = dict(self.contexts.get(name) or {})
+        if context and name not in self.contexts:
+            raise KubeconfigError(f'context "{name}" does not exist')
+        for key, value, known, what in (
+            ("cluster", o.cluster, self.clusters, "cluster"),
+            ("user", o.user, self.users, "auth info"),
+        ):
+            if value:
+                if value not in known:
+                    raise KubeconfigError(f'{what} "{value}" does not exist')
+                ctx[key] = value
+        cluster = dict(self.clusters.get(str(ctx.get("cluster") or ""), {}))
+        if o.server:
+            cluster["server"] = o.server
+        if o.insecure_skip_tls_verify or o.certificate_authority:
+            cluster.pop("certificate-authority-data", None)
+            cluster["insecure-skip-tls-verify"] = o.insecure_skip_tls_verify
+            if o.certificate_authority:
+                cluster["certificate-authority"] = o.certificate_authority
+            else:
+                cluster.pop("certificate-authority", None)
+        if o.tls_server_name or o.server:
+            cluster.pop("tls-server-name", None)
+            if o.tls_server_name:
+                cluster["tls-server-name"] = o.tls_server_name
+        user = dict(self.users.get(str(ctx.get("user") or ""), {}))
+        if o.token:
+            for key in ("tokenFile", "exec", "auth-provider"):
+                user.pop(key, None)
+            user["token"] = o.token
+        for key, value in (
+            ("client-certificate", o.client_certificate),
+            ("client-key", o.client_key),
+        ):
+            if value:
+                user.pop(f"{key}-data", None)
+                user[key] = value
+        ctx.update(cluster=OVERRIDDEN, user=OVERRIDDEN)
+        return Kubeconfig(
+            OVERRIDDEN,
+            {**self.clusters, OVERRIDDEN: cluster},
+            {**self.users, OVERRIDDEN: user},
+            {**self.contexts, OVERRIDDEN: ctx},
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 No I/O, no asyncio, no wall-clock reads: a clock is passed in wherever time matters, and any
 randomness comes from a seeded RNG the caller provides.
 
-The names below are exported lazily (PEP 562): ``import kube.objects`` — what a command
-like ``evict`` needs — no longer imports the filters, preemption, queue and simulator with it.
+The names below are exported lazily (PEP 562): importing one module of the package (or one of
+the old names of the ``kube`` basics, such as ``scheduler.objects``) does not import the
+filters, preemption, queue and simulator with it.
 Each name is imported from its module on first access and then cached here.
 """
 

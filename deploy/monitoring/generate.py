@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import yaml
 from grafana_foundation_sdk.builders import dashboard as gd
-from grafana_foundation_sdk.builders import prometheus, stat, statetimeline, timeseries
+from grafana_foundation_sdk.builders import prometheus, stat, statetimeline, table, timeseries
 from grafana_foundation_sdk.builders.common import StackingConfig, VizLegendOptions
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.common import (
@@ -40,11 +40,13 @@ from grafana_foundation_sdk.models.common import (
 from grafana_foundation_sdk.models.dashboard import (
     DashboardCursorSync,
     DataSourceRef,
+    DataTransformerConfig,
     ValueMap,
     ValueMappingResult,
     VariableRefresh,
     VariableSort,
 )
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 HERE = Path(__file__).resolve().parent
 RULES = HERE / "rules.yaml"
@@ -95,7 +97,7 @@ class PanelSpec:
     description: str
     queries: tuple[Query, ...]
     unit: str = "short"
-    kind: Literal["lines", "bars", "state", "stat"] = "lines"
+    kind: Literal["lines", "bars", "state", "stat", "table"] = "lines"
     width: int = 12
     height: int = 8
     repeat_by_node: bool = False
@@ -314,6 +316,21 @@ ROWS: tuple[tuple[str, tuple[PanelSpec, ...]], ...] = (
                 kind="bars",
                 width=8,
             ),
+            PanelSpec(
+                "What wakes a sync",
+                "Between two interval syncs, what can start one at once on each node, and how: "
+                "announced (the kernel signals: a memory cgroup threshold, memory.events, a PSI "
+                "trigger), polled (the agent reads at a pace), refused or unavailable (the log "
+                "says why). A node whose memory sources are all polled reacts more slowly.",
+                (
+                    Query(
+                        f"eviction_agent_wake_source{{{NODE}}}",
+                        "{{node}} {{source}} {{mode}}",
+                    ),
+                ),
+                kind="table",
+                width=24,
+            ),
         ),
     ),
 )
@@ -360,15 +377,21 @@ SUMMARY: tuple[PanelSpec, ...] = (
 
 
 def _targets(spec: PanelSpec) -> list[prometheus.Dataquery]:
-    return [
-        prometheus.Dataquery()
-        .expr(q.expr)
-        .legend_format(q.legend)
-        .ref_id(chr(ord("A") + i))
-        .range()
-        .datasource(DATASOURCE)
-        for i, q in enumerate(spec.queries)
-    ]
+    targets = []
+    for i, q in enumerate(spec.queries):
+        target = (
+            prometheus.Dataquery()
+            .expr(q.expr)
+            .legend_format(q.legend)
+            .ref_id(chr(ord("A") + i))
+            .datasource(DATASOURCE)
+        )
+        if spec.kind == "table":  # the labels now, one row per series
+            target = target.instant().format(PromQueryFormat.TABLE)
+        else:
+            target = target.range()
+        targets.append(target)
+    return targets
 
 
 def _up_down() -> list[Any]:
@@ -392,6 +415,11 @@ def _panel(spec: PanelSpec) -> Any:
     panel: Any
     if spec.kind == "state":
         panel = statetimeline.Panel().mappings(_up_down()).legend(legend)
+    elif spec.kind == "table":
+        hidden = dict.fromkeys(("Time", "Value", "__name__", "instance", "job"), True)
+        panel = table.Panel().with_transformation(
+            DataTransformerConfig(id_val="organize", options={"excludeByName": hidden})
+        )
     elif spec.kind == "stat":
         panel = stat.Panel().no_value("0")  # a count of nothing: no series
     else:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from evictor.api.health import ApiHealth
-from kube.kubeconfig import load_kubeconfig
+from kube.kubeconfig import Kubeconfig, Overrides, load_kubeconfig
 from kube.net import is_loopback
 from kube.times import parse_rfc3339
 
@@ -439,10 +439,12 @@ async def connect(
     pool_size: int | None = None,
     clock: Callable[[], float] = time.time,
     service_account_dir: str = SERVICE_ACCOUNT_DIR,
+    overrides: Overrides | None = None,
 ) -> Connection:
     """The API client for ``prog`` from ``kubeconfig`` (else ``$KUBECONFIG``, else
-    ``~/.kube/config``), or in-cluster when there is none and neither a kubeconfig nor a
-    context was named. Raises ``ConfigError``."""
+    ``~/.kube/config``) changed by kubectl's global ``overrides`` (``--server``, ``--token``,
+    ``--cluster``, ``--user`` …), or in-cluster when there is none and neither a kubeconfig,
+    a context nor an override was named. Raises ``ConfigError``."""
     from evictor.api.deferred import defer_client_models, defer_system_cas
 
     defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
@@ -453,16 +455,23 @@ async def connect(
     paths = _kubeconfig_paths(kubeconfig)
     namespace: str | None = None
     try:
-        if not paths:
+        if paths:
+            merged = load_kubeconfig(paths)
+        elif overrides is not None and overrides.server:
+            merged = Kubeconfig()  # kubectl --server URL --token T needs no kubeconfig
+        else:
             raise InvalidConfiguration("no kubeconfig found")
-        merged = load_kubeconfig(paths)
-        resolved = merged.resolve(context)
+        name = context
+        if overrides:
+            merged = merged.overridden(context, overrides)
+            name = None  # the overridden context is the current one
+        resolved = merged.resolve(name)
         creds = _credentials(resolved.user, clock)
         await _load_static(merged.as_dict(), resolved.name, cfg)
         namespace = resolved.namespace or None
         used_cluster = False
     except (ConfigError, OSError, ValueError, TypeError, KeyError) as exc:
-        if kubeconfig is not None or context is not None or not in_cluster:
+        if kubeconfig is not None or context is not None or overrides or not in_cluster:
             raise _invalid(exc) from None
         creds = _in_cluster(cfg, service_account_dir, clock, exc)
         used_cluster = True

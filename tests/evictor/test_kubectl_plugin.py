@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from kubesim.core.attributes import UserInfo
+
 from .conftest import living, node, pdb, pod, replicaset, settle
 
 KUBECTL = shutil.which("kubectl")
@@ -21,12 +23,16 @@ BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
 
-async def kubectl(*args: str, kubeconfig: str = "") -> tuple[int, str, str]:
+async def kubectl(
+    *args: str, kubeconfig: str = "", home: Path | None = None
+) -> tuple[int, str, str]:
     assert KUBECTL is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     if kubeconfig:
         env["KUBECONFIG"] = kubeconfig
+    if home is not None:
+        env["HOME"] = str(home)  # no ~/.kube/config
     proc = await asyncio.create_subprocess_exec(
         KUBECTL, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
     )
@@ -73,3 +79,46 @@ async def test_kubectl_finds_and_runs_the_plugin_with_its_global_flags() -> None
         code, _, err = await kubectl("evict", "drain", "--parallel=0", "node-1")
         assert code == 2
         assert "(see 'kubectl evict drain --help')" in err
+
+
+async def test_kubectls_flags_over_the_kubeconfig_reach_the_plugin(tmp_path: Path) -> None:
+    objs = [node("node-1"), node("node-2"), replicaset("web", replicas=1)]
+    objs += [pod("web-0", node_name="node-1", app="web")]
+    async with living(objs, authorization="rbac") as sim:
+        await settle(sim)
+        token = sim.tokens.add("admin-token", UserInfo("ops", groups=("system:masters",)))
+        home = tmp_path / "home"
+        home.mkdir()
+        # No kubeconfig anywhere: --server and --token are all there is, as with kubectl.
+        code, out, err = await kubectl(
+            "evict", "drain", "node-1", "--plan", f"--server={sim.url}", "--token", token,
+            home=home,
+        )  # fmt: skip
+        assert code == 0, err
+        assert "the drain finishes" in out
+        assert {r.user for r in sim.requests if r.path == "/api/v1/pods"} == {"ops"}
+        # A kubeconfig whose current user is refused; --user picks the one that is not.
+        config = tmp_path / "config"
+        config.write_text(
+            json.dumps(
+                {
+                    "clusters": [{"name": "c", "cluster": {"server": sim.url}}],
+                    "users": [
+                        {"name": "nobody", "user": {"token": "wrong"}},
+                        {"name": "ops", "user": {"token": token}},
+                    ],
+                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "nobody"}}],
+                    "current-context": "x",
+                }
+            )
+        )
+        code, _, err = await kubectl("evict", "drain", "node-1", "--plan", kubeconfig=str(config))
+        assert code == 1 and "Unauthorized" in err
+        code, out, err = await kubectl(
+            "evict", "drain", "node-1", "--plan", "--user=ops", kubeconfig=str(config)
+        )
+        assert code == 0, err
+        code, _, err = await kubectl(
+            "evict", "drain", "node-1", "--plan", "--user=nobody-else", kubeconfig=str(config)
+        )
+        assert code == 2 and 'auth info "nobody-else" does not exist' in err

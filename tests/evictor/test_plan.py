@@ -382,6 +382,50 @@ def test_the_best_order_drains_the_node_whose_replacements_need_the_room_first()
     assert best.lines()[1] == "order: B A (best of 2 orders played)"
 
 
+def test_jobs_replication_controllers_and_deployments_replace_their_pods() -> None:
+    job = owner("Job", "batch", 2, "1")
+    rc = {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": "legacy", "namespace": "default", "uid": "legacy-uid"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"app": "legacy"},
+            "template": {"metadata": {"labels": {"app": "legacy"}}, "spec": template("1")},
+        },
+    }
+    rs = owner("ReplicaSet", "web-5d4f", 1, "1")
+    rs["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "controller": True}
+    ]
+    deployment = {"metadata": {"name": "web", "namespace": "default"}}
+    done = copy.deepcopy(job)
+    done["metadata"].update(name="done", uid="done-uid")
+    done["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    pods = [
+        member(job, "batch-a", "n1"),
+        member(job, "batch-b", "n1"),
+        member(rc, "legacy-a", "n1"),
+        member(rs, "web-5d4f-a", "n1"),
+        member(done, "done-a", "n1"),
+    ]
+    view = cluster(
+        [node("n1"), node("n2", "8")],
+        [job, done, rs],
+        pods,
+        replicationcontrollers=[rc],
+        deployments=[deployment],
+    )
+    p = pods_of(plan_drain(view, ["n1"]))
+    for name in ("batch-a", "batch-b", "legacy-a", "web-5d4f-a"):
+        rep = p[name].replacement
+        assert rep is not None and rep.node == "n2", name
+    assert p["web-5d4f-a"].owner == "ReplicaSet web-5d4f (Deployment web)"
+    assert p["legacy-a"].owner == "ReplicationController legacy"
+    # a finished Job keeps no pod running: nothing replaces its pod
+    assert p["done-a"].round == 1 and p["done-a"].replacement is None
+
+
 def test_the_json_report() -> None:
     web = owner("ReplicaSet", "web", 2, "1")
     pods = [member(web, "web-0", "n1"), member(web, "web-1", "n1")]
@@ -536,3 +580,17 @@ def test_the_plan_does_not_depend_on_the_process_hash_seed() -> None:
     created = [e["detail"] for e in plan["events"] if e["what"] == "create"]
     evicted = [e["pod"].split("/")[1].split("-")[0] for e in plan["events"] if e["what"] == "evict"]
     assert created == [f"ReplicaSet {w}" for w in evicted]
+
+
+def test_finished_pods_go_without_a_budget_and_hold_no_room() -> None:
+    web = owner("ReplicaSet", "web", 1, "2")
+    done = member(web, "web-old", "n1", ready=False)
+    done["status"]["phase"] = "Succeeded"
+    pods = [member(web, "web-0", "n1"), done]
+    pdbs = [budget("web", pods[:1], min_available=1)]
+    plan = plan_drain(cluster([node("n1"), node("n2", "2")], [web], pods, pdbs), ["n1"])
+    p = pods_of(plan)
+    assert p["web-old"].round == 1 and p["web-old"].gone == 0.0
+    assert p["web-0"].held_by == "web" and p["web-0"].round is None
+    # the Succeeded pod never counted on n2 (or anywhere): the probe would fit there
+    assert "would fit on n2" in plan.nodes[0].blockers[0]

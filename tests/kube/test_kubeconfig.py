@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kube.kubeconfig import KubeconfigError, load_kubeconfig
+from kube.kubeconfig import Kubeconfig, KubeconfigError, Overrides, load_kubeconfig
 from kube.net import is_loopback
 
 
@@ -143,3 +143,38 @@ def test_is_loopback_agrees_with_the_address_class(
     address: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> None:
     assert is_loopback(str(address)) is address.is_loopback
+
+
+def test_kubectls_global_flags_override_the_context(tmp_path: Path) -> None:
+    doc = _config("a", "https://a:6443", tokenFile="t", **{"client-key-data": "eA=="})
+    doc["clusters"][0]["cluster"].update(  # type: ignore[index]
+        {"certificate-authority-data": "Y2E=", "tls-server-name": "a.internal"}
+    )
+    doc["users"].append({"name": "ops", "user": {"token": "ops-token"}})  # type: ignore[attr-defined]
+    config = load_kubeconfig([_write(tmp_path / "config", doc)])
+    # --user picks another entry; the context's cluster and namespace stay
+    resolved = config.overridden(None, Overrides(user="ops")).resolve()
+    assert resolved.user == {"token": "ops-token"}
+    assert resolved.server == "https://a:6443" and resolved.namespace == "a-ns"
+    # --server clears the TLS server name unless one is given; --insecure-skip-tls-verify the CA
+    flags = Overrides(server="https://b:6443", insecure_skip_tls_verify=True, token="t2")
+    resolved = config.overridden("a", flags).resolve()
+    assert resolved.cluster == {"server": "https://b:6443", "insecure-skip-tls-verify": True}
+    assert resolved.user == {"token": "t2", "client-key-data": "eA=="}  # instead of tokenFile
+    resolved = config.overridden(None, Overrides(certificate_authority="/ca.crt")).resolve()
+    assert "certificate-authority-data" not in resolved.cluster
+    assert resolved.cluster["certificate-authority"] == "/ca.crt"
+    resolved = config.overridden(None, Overrides(client_key="/k.pem")).resolve()
+    assert resolved.user == {"tokenFile": str(tmp_path / "t"), "client-key": "/k.pem"}
+    for flags, message in (
+        (Overrides(user="nobody"), 'auth info "nobody" does not exist'),
+        (Overrides(cluster="nowhere"), 'cluster "nowhere" does not exist'),
+    ):
+        with pytest.raises(KubeconfigError, match=message):
+            config.overridden(None, flags)
+    with pytest.raises(KubeconfigError, match='context "b" does not exist'):
+        config.overridden("b", Overrides(token="x"))
+    # no kubeconfig at all: --server makes the cluster, --token the user
+    bare = Kubeconfig().overridden(None, Overrides(server="https://c", token="t")).resolve()
+    assert (bare.server, bare.user) == ("https://c", {"token": "t"})
+    assert not Overrides() and Overrides(insecure_skip_tls_verify=True)
