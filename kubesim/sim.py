@@ -21,8 +21,10 @@ of ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``
 
 ``process_nodes`` names the nodes whose kubelet runs pods for real (``kubesim.node.runtime``):
 each gets a ``ProcessRuntime`` (``runtimes[name]``) under ``cgroup_root``, its kubepods cgroup
-limited to ``memory_capacity``; the other nodes keep the simulated kubelet. The runtimes open
-with the server and are closed — every process killed, every cgroup removed — when it stops.
+limited to ``memory_capacity``; the other nodes keep the simulated kubelet. A ``ProcessNode``
+document in the state (``kubesim.node.config``; ``node_configs`` in process) makes its node a
+process node with its own memory, disk and kubelet settings. The runtimes open with the
+server and are closed — every process killed, every cgroup and disk removed — when it stops.
 
 Authentication is kube-apiserver's (``kubesim.plugins.authentication``): static tokens
 (``tokens``, the admin's ``admin_token``), ServiceAccount tokens from the TokenRequest API

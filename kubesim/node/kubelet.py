@@ -49,7 +49,11 @@ What a real kubelet reports, without running anything:
   runtime does not restart it) and the pod stays Running, not Ready. A graceful deletion stops
   the containers as ``killContainer`` does (SIGTERM to the process group, SIGKILL after
   grace × time scale), removes the pod's cgroups and only then deletes the object. The node's
-  memory capacity and allocatable are the runtime's ``memory_capacity``.
+  memory capacity is the runtime's ``memory_capacity`` and its allocatable the kubelet's
+  capacity − reserved − hard eviction threshold (``kubesim.node.config``); its ephemeral
+  storage is its disk's size. Each process node serves ``/stats/summary`` from its real files
+  and cgroups (``kubesim.node.server``) on the port its status names in
+  ``daemonEndpoints.kubeletEndpoint``, as a kubelet serves it on 10250.
 """
 
 from __future__ import annotations

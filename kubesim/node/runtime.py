@@ -27,10 +27,21 @@ to the kubelet: ``Completed`` for 0, ``Error`` otherwise, ``OOMKilled`` when the
 cgroup's OOM-kill counter moved (v1 ``memory.oom_control``, v2 ``memory.events``), and
 128 + signal as the exit code of a signalled process.
 
+Each node also has a disk of its own (``kubesim.node.filesystem``; ``NodeConfig`` sizes it, with
+the node's kube-reserved memory and its kubelet's other settings): a container's working
+directory is its writable layer there, its output goes to its log file there, and its pod's
+emptyDir volumes and etc-hosts are made there before it starts (``kubesim.node.volumes``), so
+that what a pod writes is where a kubelet measures it (``kubesim.node.stats``). The node's
+kubepods cgroup is limited to capacity less what is reserved when allocatable is enforced on
+pods, and the ``resourceFieldRef`` of the downward API gives a container its requests and
+limits (``kubesim.node.downward``). With a ``cgroupRoot`` configured (the kubelet's
+``--cgroup-root``) the node's cgroups go there instead of under the sub-root.
+
 Stopping follows the kubelet's ``killContainer``: SIGTERM to the process group, SIGKILL after
 the grace period (never less than ``minimumGracePeriodInSeconds`` = 2 s, unless the kubelet's
 ``gracePeriodOverride`` replaces it), then whatever is still in the cgroup is killed and the
-cgroups are removed leaf first, retrying while the kernel still counts tasks. Children die with
+cgroups are removed leaf first, retrying while the kernel still counts tasks, and the pod's
+files (layers, logs, volumes) are removed from the node's disk. Children die with
 the runtime (``PR_SET_PDEATHSIG``), and the next runtime removes the sub-roots a crashed one
 left. Where no writable memory cgroup exists (not root, read-only mount, no controller) the
 runtime still runs the processes and measures each process tree with psutil (RSS sum); ``mode``

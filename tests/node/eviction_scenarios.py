@@ -15,10 +15,12 @@ memory, 10 000 PIDs and 200 000 inodes on a cloud VM; the host and the guest of 
 MiB and hundreds, with the same relations (a hog alone crosses the threshold; the guaranteed
 pod stays under its request). Upstream's time constants shrink likewise (soft grace 1 min,
 pressure transition 5 min, the post-test watch 1 min). One relation must not shrink: disk and
-inode pressure builds over minutes upstream, far slower than the per-pod disk figures the
-evictor ranks with are refreshed (the kubelet's summary, fetched every 10 s), so the disk hogs
-here still need 20 s or more to reach a threshold — faster, and the ranking would see pods
-with no figures yet (ranked first, then by priority alone: the guaranteed pod could go).
+inode pressure builds over minutes upstream, long after the per-pod disk figures the evictor
+ranks with (the kubelet's summary, fetched every 10 s) include every pod. Filled in seconds,
+the ranking would see pods with no figures yet — ranked first, then by priority alone: the
+guaranteed pod could go first. So the pods that fill the disk toward a threshold start filling
+``Scale.fill_delay_s`` after they start (one summary period and its fetch), then at upstream's
+pace.
 
 Two things differ from a kubelet's node, by design of the agent: it evicts through the API
 (delete with a grace period), so an evicted pod is identified by the agent's ``Evicted`` event
@@ -61,7 +63,8 @@ class Scale:
     node_inodes: int
     disk_consumed_mib: int  # LocalStorage*: 4Gi, by one hog
     ordering_disk_consumed_mib: int  # PriorityLocalStorage: 4Gi, by two hogs
-    disk_write_sleep: str  # between the hogs' 1 MB writes: .1 (s)
+    disk_write_sleep: str  # between the disk pods' 1 MB writes: .1 (s)
+    disk_source: str  # what they write: /dev/urandom
     limit_mib: int  # LocalStorageCapacityIsolation*: 100Mi
     allocatable_pods_mib: int  # MemoryAllocatable: the pods cgroup, 300Mi
     memory_hard_mib: int  # the default memory.available<100Mi
@@ -75,16 +78,18 @@ class Scale:
     transition_period_s: int  # evictionPressureTransitionPeriod: 5m
     watch_after_s: int  # postTestConditionMonitoringPeriod: 1m
     timeout_s: int  # pressureTimeout: 10-20 min
+    fill_delay_s: int = 15  # before a disk or inode hog starts filling (see the module doc)
 
 
 HOST: Final = Scale(
     name="host",
     node_memory_mib=2048,
-    node_disk_mib=1024,
-    node_inodes=60000,
-    disk_consumed_mib=256,
-    ordering_disk_consumed_mib=384,
+    node_disk_mib=512,
+    node_inodes=40000,
+    disk_consumed_mib=64,
+    ordering_disk_consumed_mib=128,
     disk_write_sleep=".1",
+    disk_source="/dev/urandom",
     limit_mib=100,
     allocatable_pods_mib=300,
     memory_hard_mib=100,
@@ -93,7 +98,7 @@ HOST: Final = Scale(
     hog_rate_mib_s=60.0,
     pids_consumed=1000,
     processes=2000,
-    inodes_consumed=20000,
+    inodes_consumed=5000,
     soft_grace_s=5,
     transition_period_s=5,
     watch_after_s=5,
@@ -103,23 +108,26 @@ HOST: Final = Scale(
 GUEST: Final = Scale(
     name="guest",
     node_memory_mib=1024,
-    node_disk_mib=512,
+    node_disk_mib=256,
     node_inodes=8000,
-    disk_consumed_mib=128,
-    ordering_disk_consumed_mib=192,
+    disk_consumed_mib=16,
+    ordering_disk_consumed_mib=32,
     disk_write_sleep=".1",
+    # /dev/urandom costs ~0.5 s of CPU per MiB under TCG; tmpfs neither compresses nor
+    # deduplicates, so zeros take the same blocks
+    disk_source="/dev/zero",
     limit_mib=10,
     allocatable_pods_mib=160,
     memory_hard_mib=64,
     memory_consumed_mib=160,
     guaranteed_memory_mib=64,
     hog_rate_mib_s=10.0,
-    pids_consumed=300,
-    processes=500,
-    inodes_consumed=1500,
+    pids_consumed=150,
+    processes=250,
+    inodes_consumed=200,
     soft_grace_s=10,
-    transition_period_s=10,
-    watch_after_s=10,
+    transition_period_s=5,
+    watch_after_s=5,
     timeout_s=300,
 )
 
@@ -233,15 +241,17 @@ def pod_with_command(
     volume_source: JSONDict | None = None,
     resources: JSONDict | None = None,
     priority_class: str | None = None,
+    delay_s: int = 0,
 ) -> JSONDict:
-    """``podWithCommand``: `command` `iterations` times, then idle until stopped."""
+    """``podWithCommand``: `command` `iterations` times (after ``delay_s``), then idle."""
+    wait = f"sleep {delay_s}; " if delay_s else ""
     container: JSONDict = {
         "name": f"{name}-container",
         "image": "busybox",
         "command": [
             "sh",
             "-c",
-            f"i=0; while [ $i -lt {iterations} ]; do {command} i=$(($i+1)); done;"
+            f"{wait}i=0; while [ $i -lt {iterations} ]; do {command} i=$(($i+1)); done;"
             " while true; do sleep 5; done",
         ],
     }
@@ -264,25 +274,37 @@ def disk_consuming_pod(
     volume_source: JSONDict | None,
     resources: JSONDict | None = None,
     *,
-    sleep: str = ".1",
+    scale: Scale,
     priority_class: str | None = None,
+    fills: bool = False,
 ) -> JSONDict:
-    """``diskConsumingPod``: 1 MB of /dev/urandom per iteration, `mb` iterations."""
+    """``diskConsumingPod``: 1 MB per iteration (``scale.disk_source``), `mb` iterations; a
+    pod that ``fills`` the disk toward a threshold starts after ``scale.fill_delay_s``."""
     target = _in_volume(volume_source, "file")
     return pod_with_command(
         name,
         mb,
-        f"dd if=/dev/urandom of={target}${{i}} bs=1048576 count=1 2>/dev/null; sleep {sleep};",
+        f"dd if={scale.disk_source} of={target}${{i}} bs=1048576 count=1 2>/dev/null;"
+        f" sleep {scale.disk_write_sleep};",
         volume_source=volume_source,
         resources=resources,
         priority_class=priority_class,
+        delay_s=scale.fill_delay_s if fills else 0,
     )
 
 
-def inode_consuming_pod(name: str, files: int, volume_source: JSONDict | None) -> JSONDict:
-    """``inodeConsumingPod``: one empty file per iteration."""
+def inode_consuming_pod(
+    name: str, files: int, volume_source: JSONDict | None, *, scale: Scale
+) -> JSONDict:
+    """``inodeConsumingPod``: one empty file per iteration, after ``scale.fill_delay_s``."""
     target = _in_volume(volume_source, "file")
-    return pod_with_command(name, files, f"touch {target}${{i}}.txt;", volume_source=volume_source)
+    return pod_with_command(
+        name,
+        files,
+        f"touch {target}${{i}}.txt;",
+        volume_source=volume_source,
+        delay_s=scale.fill_delay_s,
+    )
 
 
 def pid_consuming_pod(name: str, processes: int, *, priority_class: str | None = None) -> JSONDict:
@@ -389,7 +411,8 @@ def scenarios(scale: Scale) -> list[Scenario]:
                         "container-disk-hog",
                         LOTS_OF_DISK_MB,
                         _empty_dir(),
-                        sleep=s.disk_write_sleep,
+                        scale=s,
+                        fills=True,
                     ),
                 ),
                 PodEvictSpec(0, innocent_pod()),
@@ -410,7 +433,8 @@ def scenarios(scale: Scale) -> list[Scenario]:
                         "container-disk-hog",
                         LOTS_OF_DISK_MB,
                         _empty_dir(),
-                        sleep=s.disk_write_sleep,
+                        scale=s,
+                        fills=True,
                     ),
                 ),
                 PodEvictSpec(0, innocent_pod()),
@@ -432,12 +456,17 @@ def scenarios(scale: Scale) -> list[Scenario]:
                 PodEvictSpec(
                     1,
                     disk_consuming_pod(
-                        "emptydir-disk-sizelimit", over, _empty_dir(sizeLimit=_mi(s.limit_mib))
+                        "emptydir-disk-sizelimit",
+                        over,
+                        _empty_dir(sizeLimit=_mi(s.limit_mib)),
+                        scale=s,
                     ),
                 ),
                 PodEvictSpec(
                     1,
-                    disk_consuming_pod("container-disk-limit", over, None, {"limits": ephemeral}),
+                    disk_consuming_pod(
+                        "container-disk-limit", over, None, {"limits": ephemeral}, scale=s
+                    ),
                 ),
                 PodEvictSpec(
                     1,
@@ -446,6 +475,7 @@ def scenarios(scale: Scale) -> list[Scenario]:
                         over,
                         _empty_dir(),
                         {"limits": ephemeral},
+                        scale=s,
                     ),
                 ),
                 PodEvictSpec(
@@ -454,6 +484,7 @@ def scenarios(scale: Scale) -> list[Scenario]:
                         "emptydir-memory-sizelimit",
                         over,
                         _empty_dir(medium="Memory", sizeLimit=_mi(s.limit_mib)),
+                        scale=s,
                     ),
                 ),
                 PodEvictSpec(
@@ -462,12 +493,17 @@ def scenarios(scale: Scale) -> list[Scenario]:
                         "emptydir-disk-below-sizelimit",
                         under,
                         _empty_dir(sizeLimit=_mi(s.limit_mib)),
+                        scale=s,
                     ),
                 ),
                 PodEvictSpec(
                     0,
                     disk_consuming_pod(
-                        "container-disk-below-sizelimit", under, None, {"limits": ephemeral}
+                        "container-disk-below-sizelimit",
+                        under,
+                        None,
+                        {"limits": ephemeral},
+                        scale=s,
                     ),
                 ),
             ),
@@ -485,6 +521,7 @@ def scenarios(scale: Scale) -> list[Scenario]:
                         "emptydir-memory-over-volume-sizelimit",
                         2 * s.limit_mib,
                         _empty_dir(medium="Memory", sizeLimit=_mi(s.limit_mib)),
+                        scale=s,
                     ),
                 ),
                 PodEvictSpec(
@@ -494,6 +531,7 @@ def scenarios(scale: Scale) -> list[Scenario]:
                         2 * s.limit_mib,
                         _empty_dir(medium="Memory"),
                         {"limits": ephemeral},
+                        scale=s,
                     ),
                 ),
                 PodEvictSpec(
@@ -502,6 +540,7 @@ def scenarios(scale: Scale) -> list[Scenario]:
                         "emptydir-memory-innocent",
                         s.limit_mib * 4 // 5,
                         _empty_dir(medium="Memory", sizeLimit=_mi(s.limit_mib)),
+                        scale=s,
                     ),
                 ),
             ),
@@ -553,7 +592,7 @@ def scenarios(scale: Scale) -> list[Scenario]:
                 PodEvictSpec(
                     2,
                     disk_consuming_pod(
-                        "best-effort-disk", LOTS_OF_DISK_MB, _empty_dir(), sleep=s.disk_write_sleep
+                        "best-effort-disk", LOTS_OF_DISK_MB, _empty_dir(), scale=s, fills=True
                     ),
                 ),
                 PodEvictSpec(
@@ -563,13 +602,16 @@ def scenarios(scale: Scale) -> list[Scenario]:
                         LOTS_OF_DISK_MB,
                         _empty_dir(),
                         priority_class=HIGH_PRIORITY_CLASS,
-                        sleep=s.disk_write_sleep,
+                        scale=s,
+                        fills=True,
                     ),
                 ),
                 PodEvictSpec(
                     0,
                     # 99 % of its request: a file's own blocks must not tip it over
-                    disk_consuming_pod("guaranteed-disk", 29, _empty_dir(), guaranteed_disk),
+                    disk_consuming_pod(
+                        "guaranteed-disk", 29, _empty_dir(), guaranteed_disk, scale=s
+                    ),
                 ),
             ),
             condition=DISK_PRESSURE,
@@ -607,7 +649,7 @@ def scenarios(scale: Scale) -> list[Scenario]:
             node="inode",
             specs=(
                 PodEvictSpec(
-                    1, inode_consuming_pod("volume-inode-hog", LOTS_OF_FILES, _empty_dir())
+                    1, inode_consuming_pod("volume-inode-hog", LOTS_OF_FILES, _empty_dir(), scale=s)
                 ),
                 PodEvictSpec(0, innocent_pod()),
             ),
