@@ -90,6 +90,14 @@ class ScenarioResult:
     # pod name -> seconds from the pods' creation to its Evicted event, in eviction order
     evictions: list[tuple[str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # phase -> seconds it took (agent start, to the evictions, the condition clearing, ...)
+    phases: dict[str, float] = field(default_factory=dict)
+    _mark: float = field(default_factory=time.monotonic, repr=False)
+
+    def phase(self, name: str) -> None:
+        now = time.monotonic()
+        self.phases[name] = now - self._mark
+        self._mark = now
 
     def line(self) -> str:
         order = " → ".join(f"{name} ({t:.1f} s)" for name, t in self.evictions) or "none"
@@ -98,9 +106,10 @@ class ScenarioResult:
             if self.condition_after_s is not None
             else ""
         )
+        phases = ", ".join(f"{k} {v:.0f} s" for k, v in self.phases.items())
         return (
             f"{self.scenario} [{self.environment}]: passed in {self.seconds:.1f} s{seen};"
-            f" evicted: {order}"
+            f" evicted: {order} ({phases})"
         )
 
 
@@ -260,6 +269,7 @@ def run_scenario(
             " for c in o['status'].get('conditions', []))",
             timeout=scale.timeout_s,
         )
+        result.phase("agent up")
         created = time.time()
         for spec in scenario.specs:
             pod = json.loads(json.dumps(spec.pod))
@@ -288,6 +298,7 @@ def run_scenario(
             f"{evicted_names} >= {set(expected)!r} or bool({evicted_names} & {set(innocent)!r})",
             timeout=scale.timeout_s,
         )
+        result.phase("to evictions")
         events = evicted_events(answer)
         evicted_at = {e["regarding"]["name"]: parse_time(e["eventTime"]) for e in events}
         result.evictions = sorted(
@@ -315,6 +326,7 @@ def run_scenario(
             )
         # postTestConditionMonitoringPeriod: nothing more happens (looked at twice: each look
         # is a few calls, seconds under TCG)
+        result.phase("condition gone")
         for _ in range(2):
             time.sleep(scale.watch_after_s / 2)
             node_now = access.api("GET", node_path)
@@ -334,7 +346,9 @@ def run_scenario(
         ) from None
     finally:
         access.stop_agent(node.name)
+        result.phase("watch")
         _delete_pods(access, namespace, scale)
+    result.phase("cleanup")
     result.seconds = time.monotonic() - started
     return result
 

@@ -26,8 +26,10 @@ Two things differ from a kubelet's node, by design of the agent: it evicts throu
 (delete with a grace period), so an evicted pod is identified by the agent's ``Evicted`` event
 (``events.k8s.io``, reporting controller ``node-pressure-evictor.io/eviction-agent``) rather
 than a lingering ``Failed`` pod, and the node condition it writes is
-``NodePressureAgent<condition>``. A pod's files are addressed relative to its working
-directory (kubesim runs containers without a mount namespace: ``kubesim.node.volumes``).
+``NodePressureAgent<condition>``. kubesim runs commands, not images: the pods call busybox's
+shell, the shell of upstream's busybox image (the machine's static busybox: under TCG a
+dynamically linked ``sh`` and ``touch`` per file cost a second each), and address their files
+relative to their working directory (no mount namespace: ``kubesim.node.volumes``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 MIB: Final = 1 << 20
+SHELL: Final = ("busybox", "sh", "-c")
 NAMESPACE: Final = "eviction-e2e"
 HIGH_PRIORITY_CLASS: Final = "eviction-e2e-high-priority"
 HIGH_PRIORITY: Final = 999999999
@@ -227,7 +230,7 @@ def innocent_pod() -> JSONDict:
         {
             "name": "innocent-container",
             "image": "busybox",
-            "command": ["sh", "-c", "while true; do sleep 5; done"],
+            "command": [*SHELL, "while true; do sleep 5; done"],
             "resources": {"requests": dict(amounts), "limits": dict(amounts)},
         },
     )
@@ -249,8 +252,7 @@ def pod_with_command(
         "name": f"{name}-container",
         "image": "busybox",
         "command": [
-            "sh",
-            "-c",
+            *SHELL,
             f"{wait}i=0; while [ $i -lt {iterations} ]; do {command} i=$(($i+1)); done;"
             " while true; do sleep 5; done",
         ],
@@ -312,7 +314,7 @@ def pid_consuming_pod(name: str, processes: int, *, priority_class: str | None =
     return pod_with_command(
         name,
         processes,
-        "/bin/sleep 0.01; (/bin/sleep 3600)&",
+        "sleep 0.01; (sleep 3600)&",
         priority_class=priority_class,
     )
 
