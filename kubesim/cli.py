@@ -282,7 +282,8 @@ def _load_faults(path: str) -> FaultSet:
     multiple=True,
     metavar="NODE",
     help="Run the commands of this node's pods as real processes in kubepods memory cgroups "
-    "(repeatable; other nodes stay simulated).",
+    "(repeatable; other nodes stay simulated). A ProcessNode document in the state does the "
+    "same and gives the node its memory, its disk and kubelet settings.",
 )
 @click.option(
     "--cgroup-root",

@@ -34,8 +34,10 @@ each gets a ``ProcessRuntime`` (``runtimes[name]``) under ``cgroup_root``, its k
 limited to ``memory_capacity`` and its pod cgroups named as the kubelet's ``cgroup_driver``
 names them (``kubepods_at_root``: kubepods directly under the root, for one process node on a
 machine of its own, such as the guest VM of tests/node); the other nodes keep the simulated
-kubelet. The runtimes open
-with the server and are closed — every process killed, every cgroup removed — when it stops.
+kubelet. A ``ProcessNode`` document in the state (``kubesim.node.config``; ``node_configs`` in
+process) makes its node a process node with its own memory, disk and kubelet settings. The
+runtimes open with the server and are closed — every process killed, every cgroup and disk
+removed — when it stops.
 
 Authentication is kube-apiserver's (``kubesim.plugins.authentication``): static tokens
 (``tokens``, the admin's ``admin_token``), ServiceAccount tokens from the TokenRequest API
@@ -121,6 +123,7 @@ from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
 from kubesim.node.cgroups import CgroupDriver
+from kubesim.node.config import PROCESS_NODE_TYPE, NodeConfig, parse_process_node
 from kubesim.node.kubelet import Kubelet
 from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
 from kubesim.plugins import admission
@@ -318,6 +321,7 @@ class Simulator:
         process_nodes: Iterable[str] = (),
         cgroup_root: str | Path = "/sys/fs/cgroup",
         memory_capacity: int | None = None,
+        node_configs: Mapping[str, NodeConfig] | None = None,
         use_cgroups: bool = True,
         cgroup_driver: CgroupDriver | str = CgroupDriver.CGROUPFS,
         kubepods_at_root: bool = False,
@@ -406,20 +410,13 @@ class Simulator:
             for c in (list(controllers) if controllers is not None else default_controllers())
             if c.name not in off
         ]
-        if kubepods_at_root and len(set(process_nodes)) > 1:
-            raise ValueError("kubepods at the cgroup root: one process node at most")
-        self.runtimes: dict[str, ProcessRuntime] = {
-            name: ProcessRuntime(
-                cgroup_root=cgroup_root,
-                memory_capacity=memory_capacity,
-                use_cgroups=use_cgroups,
-                cgroup_driver=cgroup_driver,
-                kubepods_at_root=kubepods_at_root,
-                # the kubelet's 2 s floor, on the simulated clock like every other delay
-                minimum_grace_seconds=MINIMUM_GRACE_PERIOD_SECONDS * time_scale,
-            )
-            for name in sorted(set(process_nodes))
-        }
+        # Process nodes: named here, or by a ProcessNode document of the state (``_load``).
+        self.node_configs: dict[str, NodeConfig] = dict(node_configs or {})
+        self.node_configs.update(
+            {n: NodeConfig() for n in process_nodes if n not in self.node_configs}
+        )
+        self.runtimes: dict[str, ProcessRuntime] = {}
+        self._nodes_configured = False
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: str | None = None
         self._wrote_kubeconfig = False
@@ -449,6 +446,22 @@ class Simulator:
         self.server.authorizer = AUTHORIZATION_MODES[authorization](self)
         self._explicit_settings = explicit
         self._load(self._state)
+        if kubepods_at_root and len(self.node_configs) > 1:
+            raise ValueError("kubepods at the cgroup root: one process node at most")
+        self.runtimes = {
+            name: ProcessRuntime(
+                cgroup_root=cgroup_root,
+                memory_capacity=config.memory_capacity or memory_capacity,
+                node=config,
+                use_cgroups=use_cgroups,
+                cgroup_driver=cgroup_driver,
+                kubepods_at_root=kubepods_at_root,
+                # the kubelet's 2 s floor, on the simulated clock like every other delay
+                minimum_grace_seconds=MINIMUM_GRACE_PERIOD_SECONDS * time_scale,
+            )
+            for name, config in sorted(self.node_configs.items())
+        }
+        self._nodes_configured = True
 
     # --- setup ------------------------------------------------------------------------------
 
@@ -750,11 +763,22 @@ class Simulator:
         out = []
         loaded = load_state(
             sources,
-            with_settings(self.scheme),
+            Scheme([*with_settings(self.scheme).types, PROCESS_NODE_TYPE]),
             validation=self.validation,
             warnings=self.state_warnings,
         )
         for name, n, rt, manifest in loaded:
+            if rt is PROCESS_NODE_TYPE:
+                if self._nodes_configured:
+                    raise StateError(
+                        name, n, "kind", "process nodes are configured before the server starts"
+                    )
+                try:
+                    node, config = parse_process_node(manifest)
+                except ValueError as exc:
+                    raise StateError(name, n, "", str(exc), obj=describe(manifest)) from None
+                self.node_configs[node] = config
+                continue
             if rt is SETTINGS_TYPE:
                 try:
                     parsed, state_off = parse_settings(manifest, self.settings)

@@ -32,12 +32,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests that use the VM (`guest` fixture) `node`; without --node they are
-    deselected (the summary says why). The harness's own host-side tests run everywhere."""
+    deselected (the summary says why), and so are those marked `node` themselves (the eviction
+    suite on the host: minutes, as root). The harness's own host-side tests run everywhere."""
     run_node = config.getoption("--node")
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
-        if item.path.is_relative_to(NODE_DIR) and "guest" in getattr(item, "fixturenames", ()):
+        if item.path.is_relative_to(NODE_DIR) and (
+            "guest" in getattr(item, "fixturenames", ()) or item.get_closest_marker("node")
+        ):
             item.add_marker(pytest.mark.node)
             (keep if run_node else dropped).append(item)
         else:

@@ -101,6 +101,13 @@ def run(
     help="Working set to reach and then hold, in MiB.",
 )
 @click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Working set to reach in bytes, instead of --max-mib (agnhost stress's --mem-total, "
+    "so a pod can pass its limit from the downward API: --max-bytes $(MEMORY_LIMIT)).",
+)
+@click.option(
     "--step-ms",
     type=click.IntRange(min=1),
     default=100,
@@ -113,14 +120,21 @@ def run(
     default=None,
     help="Exit 0 this long after reaching --max-mib (default: hold until SIGTERM).",
 )
-def main(rate_mib_per_s: float, max_mib: float, step_ms: int, hold_seconds: float | None) -> None:
+def main(
+    rate_mib_per_s: float,
+    max_mib: float,
+    max_bytes: int | None,
+    step_ms: int,
+    hold_seconds: float | None,
+) -> None:
     """Allocate and touch memory at a steady rate up to a maximum, then hold it.
 
     SIGTERM or SIGINT ends it at once with exit code 0.
     """
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
-    max_bytes = int(max_mib * MIB) // PAGE * PAGE or PAGE
+    wanted = max_bytes if max_bytes is not None else int(max_mib * MIB)
+    max_bytes = wanted // PAGE * PAGE or PAGE
     print(
         f"allocating {max_bytes / MIB:.1f} MiB at {rate_mib_per_s:g} MiB/s",
         flush=True,

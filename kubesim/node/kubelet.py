@@ -49,7 +49,11 @@ What a real kubelet reports, without running anything:
   runtime does not restart it) and the pod stays Running, not Ready. A graceful deletion stops
   the containers as ``killContainer`` does (SIGTERM to the process group, SIGKILL after
   grace × time scale), removes the pod's cgroups and only then deletes the object. The node's
-  memory capacity and allocatable are the runtime's ``memory_capacity``.
+  memory capacity is the runtime's ``memory_capacity`` and its allocatable the kubelet's
+  capacity − reserved − hard eviction threshold (``kubesim.node.config``); its ephemeral
+  storage is its disk's size. Each process node serves ``/stats/summary`` from its real files
+  and cgroups (``kubesim.node.server``) on the port its status names in
+  ``daemonEndpoints.kubeletEndpoint``, as a kubelet serves it on 10250.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ from kubesim.core.objects import controller_ref
 from kubesim.core.store import DELETED, Event, Key, clone
 from kubesim.node.admission import admit, rejected_status
 from kubesim.node.runtime import ContainerStatus, PodSpecError, ProcessRuntime
+from kubesim.node.server import KubeletServer
 from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
@@ -201,6 +206,8 @@ class Kubelet:
         # Admitted, not terminal pods per node: what admission checks a new pod against.
         self._admitted: dict[str, dict[Key, Pod]] = {}
         self._admitted_on: dict[Key, str] = {}  # pod -> its node in ``_admitted``
+        # The servers of the process nodes (``/stats/summary``), by node name.
+        self._servers: dict[str, KubeletServer] = {}
 
     # --- hooks for tests and fault injection ------------------------------------------------
 
@@ -230,6 +237,13 @@ class Kubelet:
         try:
             for node in list(store.items("nodes")):
                 self._complete_node(node)
+            for name, rt in cluster.runtimes.items():
+                self._servers[name] = await KubeletServer(
+                    name, rt, port=rt.node.kubelet_port, clock=cluster.registry.clock
+                ).start()
+                current = store.get("nodes", ("", name))
+                if current is not None:  # its status names the server's port
+                    self._complete_node(current)
             for pod in list(store.items("pods")):
                 self._remember_ip(pod)
                 self._track(pod)
@@ -266,6 +280,10 @@ class Kubelet:
             store.unsubscribe(nodes)
             for rt in cluster.runtimes.values():
                 rt.on_exit = None
+            for server in self._servers.values():
+                with contextlib.suppress(Exception):
+                    await server.stop()
+            self._servers.clear()
             for task in [*self._starting.values(), *self._stopping.values()]:
                 task.cancel()
             for task in [*self._starting.values(), *self._stopping.values()]:
@@ -364,7 +382,10 @@ class Kubelet:
             status["allocatable"] = clone(status["capacity"])
         runtime = self.cluster.runtimes.get(name)
         if runtime is not None:
-            _set_memory_capacity(status, runtime.memory_capacity)
+            _set_memory_capacity(status, runtime.memory_capacity, runtime.allocatable_memory)
+            disk = runtime.disk_capacity
+            if disk is not None:
+                _set_ephemeral_storage(status, disk)
         addresses = [a for a in status.get("addresses") or [] if isinstance(a, Mapping)]
         types = {a.get("type") for a in addresses}
         if "InternalIP" not in types:
@@ -376,6 +397,9 @@ class Kubelet:
             addresses.append({"type": "Hostname", "address": name})
         status["addresses"] = addresses
         status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 10250}})
+        server = self._servers.get(name)
+        if server is not None:
+            status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": server.port}}
         now = format_time(self.cluster.registry.clock())
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
         have = {c.get("type") for c in conditions}
@@ -1007,22 +1031,35 @@ class Kubelet:
         self._stopping[uid] = asyncio.create_task(stop(), name=f"kubelet-stop-{uid}")
 
 
-def _set_memory_capacity(status: dict[str, Any], capacity: int) -> None:
-    """The node's memory as the kubelet reports it (Ki); allocatable never above capacity."""
+def _set_memory_capacity(
+    status: dict[str, Any], capacity: int, allocatable_bound: int | None = None
+) -> None:
+    """The node's memory as the kubelet reports it (Ki); allocatable never above capacity nor
+    above ``allocatable_bound`` (the node's own arithmetic: capacity − reserved − hard
+    eviction)."""
     from kube.quantity import QuantityError, parse_quantity
 
+    bound = capacity if allocatable_bound is None else min(capacity, allocatable_bound)
     quantity = f"{capacity // 1024}Ki"
     status["capacity"] = {**(status.get("capacity") or {}), "memory": quantity}
     allocatable = dict(status.get("allocatable") or {})
     try:
         fits = "memory" in allocatable and parse_quantity(allocatable["memory"]) <= (
-            capacity // 1024 * 1024
+            bound // 1024 * 1024
         )
     except QuantityError:
         fits = False
     if not fits:
-        allocatable["memory"] = quantity
+        allocatable["memory"] = f"{bound // 1024}Ki"
     status["allocatable"] = allocatable
+
+
+def _set_ephemeral_storage(status: dict[str, Any], capacity: int) -> None:
+    """The node's disk as the kubelet reports it: its root filesystem's size (Ki), allocatable
+    the same (no ephemeral-storage reservation)."""
+    quantity = f"{capacity // 1024}Ki"
+    status["capacity"] = {**(status.get("capacity") or {}), "ephemeral-storage": quantity}
+    status["allocatable"] = {**(status.get("allocatable") or {}), "ephemeral-storage": quantity}
 
 
 def _init_statuses(

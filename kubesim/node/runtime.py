@@ -33,10 +33,21 @@ to the kubelet: ``Completed`` for 0, ``Error`` otherwise, ``OOMKilled`` when the
 cgroup's OOM-kill counter moved (v1 ``memory.oom_control``, v2 ``memory.events``), and
 128 + signal as the exit code of a signalled process.
 
+Each node also has a disk of its own (``kubesim.node.filesystem``; ``NodeConfig`` sizes it, with
+the node's kube-reserved memory and its kubelet's other settings): a container's working
+directory is its writable layer there, its output goes to its log file there, and its pod's
+emptyDir volumes and etc-hosts are made there before it starts (``kubesim.node.volumes``), so
+that what a pod writes is where a kubelet measures it (``kubesim.node.stats``). The node's
+kubepods cgroup is limited to capacity less what is reserved when allocatable is enforced on
+pods, and the ``resourceFieldRef`` of the downward API gives a container its requests and
+limits (``kubesim.node.downward``). With a ``cgroupRoot`` configured (the kubelet's
+``--cgroup-root``) the node's cgroups go there instead of under the sub-root.
+
 Stopping follows the kubelet's ``killContainer``: SIGTERM to the process group, SIGKILL after
 the grace period (never less than ``minimumGracePeriodInSeconds`` = 2 s, unless the kubelet's
 ``gracePeriodOverride`` replaces it), then whatever is still in the cgroup is killed and the
-cgroups are removed leaf first, retrying while the kernel still counts tasks. Children die with
+cgroups are removed leaf first, retrying while the kernel still counts tasks, and the pod's
+files (layers, logs, volumes) are removed from the node's disk. Children die with
 the runtime (``PR_SET_PDEATHSIG``), and the next runtime removes the sub-roots a crashed one
 left. Where no writable memory cgroup exists (not root, read-only mount, no controller) the
 runtime still runs the processes and measures each process tree with psutil (RSS sum); ``mode``
@@ -62,7 +73,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Final, Literal
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
@@ -71,11 +82,21 @@ from kube.qos import QOS_GUARANTEED, InvalidPodResources, get_pod_qos
 from kube.quantity import QuantityError, quantity_value
 from kube.times import format_time
 from kubesim.node.cgroups import QOS_LEVELS, CgroupDriver, CgroupNames
+from kubesim.node.config import NodeConfig
+from kubesim.node.downward import DownwardAPIError, resource_field_value
+from kubesim.node.filesystem import NodeFilesystem
+from kubesim.node.volumes import (
+    EmptyDirVolume,
+    PodStorageError,
+    link_volume_mounts,
+    set_up_pod_volumes,
+)
 
 __all__ = [
     "MINIMUM_GRACE_PERIOD_SECONDS",
     "ContainerStatus",
     "MemoryUsage",
+    "PodLayout",
     "PodSpecError",
     "ProcessRuntime",
     "RuntimeMode",
@@ -462,6 +483,7 @@ class _Container:
     name: str
     container_id: str
     log_path: Path
+    layer: Path
     cgroup: Path | None
     started_at: float
     process: asyncio.subprocess.Process | None = None
@@ -498,7 +520,35 @@ class _Pod:
     name: str
     qos: str
     cgroup: Path | None
+    started_at: float = 0.0
+    volumes: dict[str, EmptyDirVolume] = field(default_factory=dict)
     containers: list[_Container] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ContainerLayout:
+    """Where one container's files are on the node's disk."""
+
+    name: str
+    container_id: str
+    started_at: float
+    writable_layer: Path
+    log_dir: Path
+
+
+@dataclass(frozen=True)
+class PodLayout:
+    """Where a pod's files are on the node's disk, for the summary: its containers' writable
+    layers and log directories, its emptyDir volumes, its log directory and etc-hosts."""
+
+    uid: str
+    namespace: str
+    name: str
+    started_at: float
+    containers: tuple[ContainerLayout, ...]
+    volumes: Mapping[str, EmptyDirVolume]
+    log_dir: Path
+    etc_hosts: Path
 
 
 ExitCallback = Callable[[str, ContainerStatus], None]
@@ -519,6 +569,7 @@ class ProcessRuntime:
         instance: str | None = None,
         state_dir: Path | str | None = None,
         memory_capacity: int | None = None,
+        node: NodeConfig | None = None,
         use_cgroups: bool = True,
         cgroup_driver: CgroupDriver | str = CgroupDriver.CGROUPFS,
         kubepods_at_root: bool = False,
@@ -538,7 +589,8 @@ class ProcessRuntime:
         self.prefix = prefix
         self.instance = instance or secrets.token_hex(3)
         self._state_dir_arg = Path(state_dir) if state_dir is not None else None
-        self._memory_capacity = memory_capacity
+        self.node = node or NodeConfig()
+        self._memory_capacity = memory_capacity or self.node.memory_capacity
         self._use_cgroups = use_cgroups
         try:
             self.names = CgroupNames(CgroupDriver(cgroup_driver))
@@ -560,6 +612,7 @@ class ProcessRuntime:
         self.state_dir: Path = Path()
         self._own_state_dir = False
         self._closed = False
+        self.filesystem: NodeFilesystem | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -583,6 +636,11 @@ class ProcessRuntime:
         else:
             self.state_dir = self._state_dir_arg
             self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.filesystem = NodeFilesystem(
+            self.node.filesystem,
+            default_path=self.state_dir / "fs",
+            source=f"{self.prefix}-{os.getpid()}-{self.instance}",
+        ).open()
         cg, reason = _detect(self.cgroup_root) if self._use_cgroups else (None, "cgroups disabled")
         if cg is not None:
             cg, reason = self._build_node(cg, reason)
@@ -608,14 +666,22 @@ class ProcessRuntime:
                     return None, f"{kubepods} exists and holds processes (another kubelet?)"
         else:
             self._remove_stale(cg)
-            sub_root = cg.base / f"{self.prefix}-{os.getpid()}-{self.instance}"
+            if self.node.cgroup_root:  # the kubelet's --cgroup-root: a crashed run's goes
+                sub_root = cg.base / self.node.cgroup_root
+                if sub_root.exists() and not cg.try_remove(sub_root):
+                    left = cg.tree_procs(sub_root)
+                    raise RuntimeError(f"cgroup root {sub_root} exists and holds processes {left}")
+            else:
+                sub_root = cg.base / f"{self.prefix}-{os.getpid()}-{self.instance}"
             kubepods = sub_root / self.names.kubepods
         made = sub_root or kubepods
         try:
             cg.enable_controllers_in(cg.base)
             if sub_root is not None:
+                for parent in reversed(sub_root.relative_to(cg.base).parents[:-1]):
+                    cg.create(cg.base / parent, limit=None, parent_of_leaves=True)
                 cg.create(sub_root, limit=None, parent_of_leaves=True)
-            cg.create(kubepods, limit=self._memory_capacity, parent_of_leaves=True)
+            cg.create(kubepods, limit=self._pods_cgroup_limit(), parent_of_leaves=True)
             for level in QOS_LEVELS:
                 cg.create(kubepods / self.names.qos(level), limit=None, parent_of_leaves=True)
         except OSError as exc:
@@ -646,14 +712,25 @@ class ProcessRuntime:
                 continue
             self._remove_leftover(cg, path)
 
+    def _pods_cgroup_limit(self) -> int | None:
+        """kubepods' limit: the node's capacity, less what is reserved when the node enforces
+        allocatable on its pods; None (no limit) when neither capacity nor reservation is set."""
+        if self._memory_capacity is None and not self.node.reserved_memory():
+            return None
+        capacity = self._memory_capacity or int(psutil.virtual_memory().total)
+        return self.node.pods_cgroup_limit(capacity)
+
     async def close(self, *, grace_seconds: float = 0.0) -> None:
-        """Stop every pod, remove the node cgroups and, if the runtime made it, the state dir."""
+        """Stop every pod, remove the node cgroups and disk and, if the runtime made it, the
+        state dir."""
         if self._closed:
             return
         for uid in list(self._pods):
             await self.kill(uid, grace_seconds)
         if self._cg is not None and (made := self.sub_root or self.kubepods) is not None:
             await self._cg.remove(made)
+        if self.filesystem is not None:
+            self.filesystem.close()
         if self._own_state_dir:
             shutil.rmtree(self.state_dir, ignore_errors=True)
         self._closed = True
@@ -668,14 +745,42 @@ class ProcessRuntime:
 
     @property
     def memory_capacity(self) -> int:
-        """The node's memory capacity: the node cgroup's effective limit, else the given one,
-        else the machine's memory."""
+        """The node's memory capacity: the given one, else the machine's memory, never more
+        than a limit on the cgroups above the node's."""
         physical = int(psutil.virtual_memory().total)
+        self.open()
+        capacity = min(self._memory_capacity or physical, physical)
+        if self._cg is not None and self.sub_root is not None:
+            limit = self._cg.effective_limit(self.sub_root)
+            if limit is not None:
+                capacity = min(capacity, limit)
+        return capacity
+
+    @property
+    def pods_memory_limit(self) -> int:
+        """The pods cgroup's memory limit (what ``allocatableMemory.available`` is read
+        against): its cgroup's, else capacity less what is reserved."""
         self.open()
         if self._cg is not None and self.kubepods is not None:
             limit = self._cg.effective_limit(self.kubepods)
-            return min(limit, physical) if limit is not None else physical
-        return self._memory_capacity or physical
+            if limit is not None:
+                return limit
+        return self.node.pods_cgroup_limit(self.memory_capacity)
+
+    @property
+    def disk_capacity(self) -> int | None:
+        """The size of the node's disk (its root filesystem); None when it cannot be read."""
+        self.open()
+        try:
+            st = os.statvfs(self._fs().kubelet_root)
+        except OSError:
+            return None
+        return st.f_blocks * st.f_frsize
+
+    @property
+    def allocatable_memory(self) -> int:
+        """The node's allocatable memory (``NodeConfig.allocatable_memory``)."""
+        return self.node.allocatable_memory(self.memory_capacity)
 
     def node_usage(self) -> MemoryUsage:
         """The node's kubepods cgroup (or, without cgroups, the sum over the pods)."""
@@ -731,7 +836,24 @@ class ProcessRuntime:
             limits = [container_memory_limit(c) for c, _ in specs]
         except PodSpecError as exc:
             raise PodSpecError(f"{where}: {exc}") from exc
-        state = _Pod(uid=uid, namespace=str(ns), name=str(name), qos=qos, cgroup=None)
+        state = _Pod(
+            uid=uid, namespace=str(ns), name=str(name), qos=qos, cgroup=None, started_at=time.time()
+        )
+        fs = self._fs()
+        try:
+            state.volumes = set_up_pod_volumes(
+                pod,
+                fs,
+                node_allocatable_memory=self.allocatable_memory,
+                pod_memory_limit=pod_limit,
+                size_memory_backed_volumes=self.node.size_memory_backed_volumes,
+            )
+        except PodStorageError as exc:
+            fs.remove_pod_dir(uid)
+            raise PodSpecError(f"{where}: {exc}") from exc
+        except OSError:
+            fs.remove_pod_dir(uid)
+            raise
         if self._cg is not None and self.kubepods is not None:
             level = None if qos == QOS_GUARANTEED else qos.lower()
             parent = self.kubepods if level is None else self.kubepods / self.names.qos(level)
@@ -747,8 +869,41 @@ class ProcessRuntime:
                     await asyncio.wait({ctr.waiter}, timeout=_REMOVE_TIMEOUT)
                 if self._cg is not None and state.cgroup is not None:
                     await self._cg.remove(state.cgroup)
+                self._remove_files(state)
                 break
         return self.status(uid) or []
+
+    def _fs(self) -> NodeFilesystem:
+        assert self.filesystem is not None, "the runtime is not open"
+        return self.filesystem
+
+    def _remove_files(self, pod: _Pod) -> None:
+        """What the pod left on the node's disk: writable layers, logs, volumes, etc-hosts."""
+        fs = self._fs()
+        for c in pod.containers:
+            shutil.rmtree(c.layer.parent, ignore_errors=True)
+        shutil.rmtree(fs.pod_log_dir(pod.namespace, pod.name, pod.uid), ignore_errors=True)
+        fs.remove_pod_dir(pod.uid)
+
+    def layout(self, pod_uid: str) -> PodLayout | None:
+        """Where a pod's files are on the node's disk; None for a pod the runtime does not hold."""
+        pod = self._pods.get(pod_uid)
+        if pod is None:
+            return None
+        fs = self._fs()
+        return PodLayout(
+            uid=pod.uid,
+            namespace=pod.namespace,
+            name=pod.name,
+            started_at=pod.started_at,
+            containers=tuple(
+                ContainerLayout(c.name, c.container_id, c.started_at, c.layer, c.log_path.parent)
+                for c in pod.containers
+            ),
+            volumes=dict(pod.volumes),
+            log_dir=fs.pod_log_dir(pod.namespace, pod.name, pod.uid),
+            etc_hosts=fs.etc_hosts(pod.uid),
+        )
 
     def _argv(
         self, pod: Mapping[str, Any], c: Mapping[str, Any], *, where: str
@@ -767,6 +922,8 @@ class ProcessRuntime:
         env = dict(os.environ) if self.inherit_env else {}
         env.update(declared)
         cwd = c.get("workingDir")
+        if isinstance(cwd, str) and ".." in PurePosixPath(cwd).parts:
+            raise PodSpecError(f"{where}.workingDir: must not contain '..'")
         return argv, env, cwd if isinstance(cwd, str) and cwd else None
 
     def _container_env(
@@ -786,11 +943,27 @@ class ProcessRuntime:
             if not isinstance(e, Mapping) or not isinstance(e.get("name"), str):
                 raise PodSpecError(f"{where}.env[{j}].name: required")
             value: str | None
-            if "valueFrom" in e:
-                ref = (e.get("valueFrom") or {}).get("fieldRef") or {}
+            source = e.get("valueFrom") or {}
+            if "resourceFieldRef" in source:
+                try:
+                    value = resource_field_value(
+                        source["resourceFieldRef"] or {},
+                        {str(x.get("name")): x for x in _containers(pod)},
+                        current=str(c.get("name", "")),
+                        node_allocatable={"memory": self.allocatable_memory},
+                        where=f"{where}.env[{j}].valueFrom.resourceFieldRef",
+                    )
+                except DownwardAPIError as exc:
+                    raise PodSpecError(str(exc)) from None
+            elif "valueFrom" in e:
+                ref = source.get("fieldRef") or {}
                 value = _field_ref(pod, str(ref.get("fieldPath", "")))
                 if value is None:
-                    log.warning("%s.env[%d]: only fieldRef is supported; left unset", where, j)
+                    log.warning(
+                        "%s.env[%d]: only fieldRef and resourceFieldRef are supported; left unset",
+                        where,
+                        j,
+                    )
                     continue
             else:
                 value = expand_references(str(e.get("value", "")), env)
@@ -808,18 +981,24 @@ class ProcessRuntime:
         limit: int | None,
     ) -> _Container:
         name = str(spec["name"])
-        log_dir = self.state_dir / "pods" / f"{pod.namespace}_{pod.name}_{pod.uid}" / name
+        fs = self._fs()
+        log_dir = fs.container_log_dir(pod.namespace, pod.name, pod.uid, name)
         log_dir.mkdir(parents=True, exist_ok=True)
         cid = secrets.token_hex(32)
         ctr = _Container(
             name=name,
             container_id=cid,
             log_path=log_dir / "0.log",
+            layer=fs.writable_layer(cid),
             cgroup=pod.cgroup / self.names.container(cid) if pod.cgroup is not None else None,
             started_at=time.time(),
         )
         procs_fd: int | None = None
         try:
+            ctr.layer.mkdir(parents=True)
+            link_volume_mounts(spec, ctr.layer, pod.volumes, where=f"container {name}")
+            cwd = str(ctr.layer / cwd.lstrip("/")) if cwd else str(ctr.layer)
+            Path(cwd).mkdir(parents=True, exist_ok=True)
             if self._cg is not None and ctr.cgroup is not None:
                 self._cg.create(ctr.cgroup, limit=limit, parent_of_leaves=False)
                 self._cg.set_oom_group(ctr.cgroup)
@@ -835,7 +1014,7 @@ class ProcessRuntime:
                     start_new_session=True,
                     preexec_fn=_child_setup(procs_fd, self._prctl),
                 )
-        except (OSError, subprocess.SubprocessError) as exc:
+        except (OSError, subprocess.SubprocessError, PodStorageError) as exc:
             ctr.finished_at = time.time()
             ctr.exit_code, ctr.reason = 128, "StartError"
             ctr.message = f"failed to start {argv[0]!r}: {exc}"
@@ -929,6 +1108,7 @@ class ProcessRuntime:
             await asyncio.wait(pending, timeout=_REMOVE_TIMEOUT)
         if self._cg is not None and pod.cgroup is not None:
             await self._cg.remove(pod.cgroup)
+        self._remove_files(pod)
         del self._pods[pod_uid]
         return [c.snapshot() for c in pod.containers]
 

@@ -8,8 +8,9 @@ second with `python -I -S`. One request per run, JSON in (stdin) and out (stdout
     kapi.py SERVER GET PATH --until EXPR [--timeout SECONDS]
 
 `--until` repeats the GET until the Python expression EXPR is true of the answer `o` (a 404 is
-`o = None`), then prints the answer; exit 3 if the timeout passes first (the last answer is
-printed). An API error answer exits 1 with the Status on stdout.
+`o = None`; a field EXPR reads that is missing yet makes it false), then prints the answer;
+exit 3 if the timeout passes first (the last answer is printed). An API error answer exits 1
+with the Status on stdout.
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ def request(server: str, method: str, path: str, body: bytes | None, ctype: str)
         return json.loads(answer.read() or b"null")
 
 
+def holds(expression: str, o: Any) -> bool:
+    """EXPR over the answer; a field it names that the answer lacks yet counts as false."""
+    try:
+        # `o` a global: a comprehension in EXPR sees it (class-like scoping hides locals)
+        return bool(eval(expression, {"o": o}))
+    except (KeyError, IndexError, TypeError):
+        return False
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("server")
@@ -52,7 +62,7 @@ def main() -> int:
             status = 1
             if args.until and error.code == 404:
                 o, status = None, 0
-        if not args.until or (status == 0 and eval(args.until, {}, {"o": o})):
+        if not args.until or (status == 0 and holds(args.until, o)):
             print(json.dumps(o))
             return status
         if time.monotonic() > deadline:
