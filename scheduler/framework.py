@@ -69,9 +69,6 @@ class Code(enum.Enum):
     Pending = 6
 
 
-_REJECTED: Final = frozenset({Code.Unschedulable, Code.UnschedulableAndUnresolvable, Code.Pending})
-
-
 class Status:
     """``framework.Status``: a code, the reasons shown to users, and the plugin that said so."""
 
@@ -97,7 +94,12 @@ class Status:
 
     def is_rejected(self) -> bool:
         """Unschedulable, UnschedulableAndUnresolvable or Pending."""
-        return self.code in _REJECTED
+        code = self.code  # identity tests: hashing an Enum member runs Python code
+        return (
+            code is Code.Unschedulable
+            or code is Code.UnschedulableAndUnresolvable
+            or code is Code.Pending
+        )
 
     def is_skip(self) -> bool:
         return self.code is Code.Skip

@@ -189,6 +189,27 @@ def _pre_filter_result(plugin: object) -> Callable[[CycleState], frozenset[str] 
     return result
 
 
+def _record_rejections(
+    failed: dict[str, Status], rejected: list[tuple[NodeInfo, Status]], plugin: str
+) -> None:
+    """``failed[node] = filter_status(rejection, plugin)`` for each rejected node. Plugins
+    answer with a few shared Status objects, so each distinct one is tagged once."""
+    names = [ni.name for ni, _ in rejected]
+    answers = [r for _, r in rejected]
+    ids = set(map(id, answers))
+    distinct: dict[int, Status] = {}
+    for r in answers:
+        if id(r) not in distinct:
+            distinct[id(r)] = r
+            if len(distinct) == len(ids):
+                break
+    tagged = {i: filter_status(r, plugin) for i, r in distinct.items()}
+    if all(tagged[i] is r for i, r in distinct.items()):
+        failed.update(zip(names, answers, strict=True))
+    else:
+        failed.update(zip(names, [tagged[i] for i in map(id, answers)], strict=True))
+
+
 def run_filter_plugins_batch(
     framework: Framework,
     state: CycleState,
@@ -211,8 +232,8 @@ def run_filter_plugins_batch(
         batch = _batch_filter(plugin)
         if batch is not None:
             alive, rejected = batch(state, pod, alive)
-            for ni, rejection in rejected:
-                failed[ni.name] = filter_status(rejection, plugin.name)
+            if rejected:
+                _record_rejections(failed, rejected, plugin.name)
         else:
             keep: list[NodeInfo] = []
             for ni in alive:
@@ -354,11 +375,14 @@ def _find_nodes_that_pass_filters(
     statuses = diagnosis.node_to_status
     evaluated = 0
     while evaluated < n and len(feasible) < num_nodes_to_find:
-        # A chunk no larger than the number still wanted cannot overshoot the target.
-        chunk = _window(
-            nodes, start_index, evaluated, min(n - evaluated, num_nodes_to_find - len(feasible))
-        )
-        evaluated += len(chunk)
+        want = num_nodes_to_find - len(feasible)
+        size = want
+        if evaluated and uniform is None:
+            # Sized from the pass rate so far, a chunk may pass more nodes than wanted: the
+            # nodes after the last one wanted are dropped as if never evaluated (filters have
+            # no side effects), so the outcome is the node-by-node walk's.
+            size = (want * evaluated // len(feasible) if feasible else 2 * evaluated) * 5 // 4 + 8
+        chunk = _window(nodes, start_index, evaluated, min(n - evaluated, size))
         special: dict[str, Status] = {}
         plain = chunk
         if nominated:
@@ -379,22 +403,42 @@ def _find_nodes_that_pass_filters(
             if not status.is_success():
                 failed[name] = status
         if not failed:
-            feasible.extend(passed if not special else chunk)
+            if len(passed) + len(special) > want:
+                chunk = chunk[:want]
+            feasible.extend(chunk if special else passed[:want])
+            evaluated += len(chunk)
             continue
-        error: Status | None = None
         explicit = statuses.statuses
-        for ni in chunk:  # evaluation order, as upstream fills its result slice
-            verdict = failed.get(ni.name)
-            if verdict is None:
-                feasible.append(ni)
-            elif verdict.code is Code.Error:
-                error = error or verdict
-            else:
-                explicit[ni.name] = verdict
-        if error is not None:
-            return error
+        kept: dict[str, Status]
+        if not special and not any([v.code is Code.Error for v in failed.values()]):  # noqa: C419 - a list is faster here
+            # The batch keeps evaluation order; the statuses go in in that order too.
+            if len(passed) > want:
+                chunk = chunk[: chunk.index(passed[want - 1]) + 1]
+                passed = passed[:want]
+            feasible.extend(passed)
+            names = [ni.name for ni in chunk]
+            kept = {name: failed[name] for name in names if name in failed}
+            explicit.update(kept)
+        else:
+            kept = {}
+            error: Status | None = None
+            for i, ni in enumerate(chunk):  # evaluation order, as upstream fills its slice
+                if len(feasible) == num_nodes_to_find:
+                    chunk = chunk[:i]
+                    break
+                verdict = failed.get(ni.name)
+                if verdict is None:
+                    feasible.append(ni)
+                elif verdict.code is Code.Error:
+                    error = error or verdict
+                else:
+                    explicit[ni.name] = kept[ni.name] = verdict
+            if error is not None:
+                return error
+        evaluated += len(chunk)
         # AddPluginStatus depends only on the plugin and the code: record each pair once.
-        for plugin, code in {(v.plugin, v.code) for v in failed.values()}:
+        distinct = {id(v): v for v in kept.values()}.values()  # hashing a Code is slow
+        for plugin, code in {(v.plugin, v.code) for v in distinct}:
             diagnosis.add_plugin_status(Status(code, plugin=plugin))
     return feasible
 
@@ -471,8 +515,13 @@ def find_nodes_that_fit_pod(
             diagnosis.node_to_status.set_absent_nodes_status(rejection)
             diagnosis.pre_filter_msg = rejection.message
             return [], diagnosis, start_index
-        # Snapshot order (upstream iterates a Go map here).
-        nodes = [ni for ni in all_nodes if ni.name in allowed]
+        # Snapshot order (upstream iterates a Go map here). A few names (a daemon pod's
+        # one node) are looked up rather than found by a walk over every node.
+        if len(allowed) * 8 < len(all_nodes):
+            positions = snapshot.node_positions()
+            nodes = [all_nodes[i] for i in sorted(positions[n] for n in allowed if n in positions)]
+        else:
+            nodes = [ni for ni in all_nodes if ni.name in allowed]
         diagnosis.node_to_status.set_absent_nodes_status(
             Status(
                 Code.UnschedulableAndUnresolvable,

@@ -123,12 +123,17 @@ def is_node_local(plugin: FilterPlugin) -> bool:
     return plugin.name in NODE_LOCAL_PLUGINS
 
 
-def preemptor_signature(pod: Pod) -> Hashable:
-    """Everything of the preemptor a Filter plugin may read, identity and status excluded."""
+def preemptor_signature(pod: Pod, *, metadata: bool = True) -> Hashable:
+    """Everything of the preemptor a Filter plugin may read, identity and status excluded.
+
+    ``metadata=False`` leaves out labels and annotations, which none of kube's node-local
+    plugins reads (a pod's unique labels, such as scheduler_perf's ``signature``, would
+    otherwise make every preemptor a stranger to the cache).
+    """
     return (
         pod.priority,
         pod.namespace,
-        tuple(sorted(pod.labels.items())),
+        tuple(sorted(pod.labels.items())) if metadata else None,
         tuple(sorted(pod.requests.items())),
         pod.node_name,
         tuple(sorted(pod.node_selector.items())),
@@ -141,7 +146,7 @@ def preemptor_signature(pod: Pod) -> Hashable:
         pod.volumes,
         pod.scheduler_name,
         pod.scheduling_gates,
-        tuple(sorted(pod.annotations.items())),
+        tuple(sorted(pod.annotations.items())) if metadata else None,
     )
 
 
@@ -692,7 +697,12 @@ def _preempt_fast(a: _Args) -> PreemptionResult:
     rejection = a.pre_filter_rejection
     cacheable = rejection is None and all(is_node_local(p) for p in active)
     if cacheable:
-        key = (fw, preemptor_signature(pod), tuple(a.pdbs), a.is_eligible_pod)
+        # kube's own node-local plugins (no node_local override) read no labels/annotations.
+        metadata = not all(
+            p.name in NODE_LOCAL_PLUGINS and getattr(p, "node_local", None) is None for p in active
+        )
+        signature = preemptor_signature(pod, metadata=metadata)
+        key = (fw, signature, tuple(a.pdbs), a.is_eligible_pod)
         ctx = _context(snapshot, key)
     else:
         ctx = _Context()
