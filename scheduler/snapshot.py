@@ -163,13 +163,18 @@ class NodeInfo:
             self.owner.node_resources_changed(self)
 
     def remove_pod(self, pod: Pod) -> bool:
-        """Remove the pod with ``pod.key``; False when it is not on this node."""
+        """Remove the pod with ``pod.key``; False when it is not on this node. Given the
+        stored object itself, it is found at C speed (a node may hold thousands of pods)."""
         key = pod.key
-        for i, p in enumerate(self.pods):  # noqa: B007 - used after the loop
-            if p.key == key:
-                break
-        else:
-            return False
+        try:
+            i = self.pods.index(pod)  # Pods compare by identity
+        except ValueError:
+            for i, p in enumerate(self.pods):  # noqa: B007 - used after the loop
+                if p.key == key:
+                    break
+            else:
+                return False
+        p = self.pods[i]
         del self.pods[i]
         req = self.requested
         for k, v in p.requests.items():
@@ -313,6 +318,7 @@ class Snapshot:
 
     __slots__ = (
         "__weakref__",  # lets callers keep derived indexes per snapshot (preemption's cache)
+        "_bound",
         "_by_name",
         "_change_base",
         "_change_log",
@@ -325,7 +331,6 @@ class Snapshot:
         "_nominated",
         "_orphans",
         "_pending",
-        "_pod_node",
         "_positions",
         "_with_affinity",
         "_with_required_anti_affinity",
@@ -344,7 +349,7 @@ class Snapshot:
     def __init__(self) -> None:
         self.node_info_list: list[NodeInfo] = []
         self._by_name: dict[str, NodeInfo] = {}
-        self._pod_node: dict[str, str] = {}  # bound pod key -> node name
+        self._bound: dict[str, Pod] = {}  # bound pod key -> the stored pod
         self._pending: dict[str, Pod] = {}  # unbound pods by key
         self._nominated: dict[str, dict[str, Pod]] = {}  # node -> {pod key: pod}, ordered
         self._orphans: dict[str, list[Pod]] = {}  # pods bound to nodes not (yet) known
@@ -595,7 +600,7 @@ class Snapshot:
         """Add a bound pod to its node, or an unbound one to the pending (and nominated) set."""
         self.remove_pod(pod)
         if pod.node_name:
-            self._pod_node[pod.key] = pod.node_name
+            self._bound[pod.key] = pod
             ni = self._by_name.get(pod.node_name)
             if ni is None:
                 self._orphans.setdefault(pod.node_name, []).append(pod)
@@ -613,15 +618,13 @@ class Snapshot:
     def remove_pod(self, pod: Pod | str) -> Pod | None:
         """Remove the pod with this key (or ``pod.key``); returns the stored value."""
         key = pod if isinstance(pod, str) else pod.key
-        node_name = self._pod_node.pop(key, None)
-        if node_name is not None:
+        stored = self._bound.pop(key, None)
+        if stored is not None:
+            node_name = stored.node_name
             self.generation += 1
             ni = self._by_name.get(node_name)
             if ni is not None:
-                for p in ni.pods:
-                    if p.key == key:
-                        ni.remove_pod(p)
-                        return p
+                return stored if ni.remove_pod(stored) else None
             orphans = self._orphans.get(node_name, [])
             for i, p in enumerate(orphans):
                 if p.key == key:
@@ -647,15 +650,8 @@ class Snapshot:
         return bound
 
     def get_pod(self, key: str) -> Pod | None:
-        node_name = self._pod_node.get(key)
-        if node_name is None:
-            return self._pending.get(key)
-        ni = self._by_name.get(node_name)
-        pods = ni.pods if ni is not None else self._orphans.get(node_name, [])
-        for p in pods:
-            if p.key == key:
-                return p
-        return None
+        stored = self._bound.get(key)
+        return stored if stored is not None else self._pending.get(key)
 
     def bound_pods(self) -> Iterator[Pod]:
         for ni in self.node_info_list:
