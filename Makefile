@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-latest lint types unit demo bench lock clean
+.PHONY: test test-node test-latest test-monitoring lint types unit demo bench lock clean
 
 # The exact versions of requirements/dev.lock, every file checked against its sha256, then the
 # project itself: a run is the same on every machine until `make lock` moves the versions.
@@ -16,23 +16,50 @@ $(STAMP): pyproject.toml requirements/dev.lock
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
+# ruff, then the import contract between our packages ([tool.importlinter] in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 # Every package is strictly typed, the agent's decision core (agent/eviction) included.
 types: $(STAMP)
-	$(VENV)/bin/mypy --strict scheduler kubesim evictor agent bench/startup.py examples/demo.py
+	$(VENV)/bin/mypy --strict kube scheduler kubesim evictor agent bench/startup.py examples/demo.py deploy/monitoring/generate.py
 
 # Six workers although the machine has two cores: the tests mostly wait (kubesim's time scale,
 # subprocesses), so more workers than cores shortens the run (9.8 min in one process, 3.6 in
 # four, 3.0 in six on 2 cores) without starving any of them.
 PYTEST_WORKERS ?= 6
 
+# The real Prometheus test (tests/monitoring, marked `prometheus`) is test-monitoring's.
 unit: $(STAMP)
-	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS)
+	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) -m "not prometheus"
 
 test: lint types unit
+
+# The guest-kernel tests (tests/node): Debian's kernel under QEMU (TCG) with the host's root
+# read-only, cgroup v2 and systemd as PID 1, one VM for the whole run (see tests/node/README.md).
+# Installs the Debian packages it needs when run as root; otherwise names them in one line
+# and the tests that need the VM are skipped with that reason.
+test-node: $(STAMP)
+	@$(PY) -m tests.node.image
+	$(VENV)/bin/pytest -q --node tests/node
+
+# The monitoring component (deploy/monitoring) against the real tools: promtool checks the alerts
+# and runs their unit tests, and a real Prometheus scrapes the demo's agent under pressure, where
+# every dashboard query must return data. Debian's prometheus package (2.42) is installed when
+# run as root (CI runs on a clean machine as root); otherwise the target says what is missing.
+test-monitoring: $(STAMP)
+	@if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	  else \
+	    echo "test-monitoring: skipped, needs prometheus and promtool (Debian: apt-get install prometheus, as root)"; \
+	    exit 0; \
+	  fi; \
+	fi; \
+	$(VENV)/bin/pytest -q -n 2 tests/monitoring
 
 # The same checks with the newest versions pyproject.toml allows, in a venv of their own: what
 # the next `make lock` would bring in, tried before it is taken.
@@ -40,7 +67,7 @@ LATEST := .venv-latest
 test-latest:
 	$(PYTHON) -m venv --clear $(LATEST)
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
-	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev,kubesim]'
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev,kubesim,plot]'
 	@touch $(LATEST)/.installed
 	$(MAKE) lint types unit VENV=$(LATEST)
 
@@ -52,11 +79,11 @@ bench: $(STAMP)
 	@set -e; for b in bench/*.py; do echo "# $$b"; $(PY) $$b; done
 
 # The dependency locks, every file with its sha256 (pip-tools): dev.lock for make test and CI
-# (runtime, dev and kubesim), runtime.lock (the agent and evict alone) and build.lock for the
+# (runtime, dev, kubesim and plot), runtime.lock (the agent and evict alone) and build.lock for the
 # image (Containerfile).
 LOCK_FLAGS := --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 lock: $(STAMP)
-	$(VENV)/bin/pip-compile $(LOCK_FLAGS) --extra dev --extra kubesim -o requirements/dev.lock pyproject.toml
+	$(VENV)/bin/pip-compile $(LOCK_FLAGS) --extra dev --extra kubesim --extra plot -o requirements/dev.lock pyproject.toml
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) -o requirements/runtime.lock pyproject.toml
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) -o requirements/build.lock requirements/build.in
 

@@ -40,12 +40,14 @@ from agent.eviction.pods import is_critical_pod
 from agent.eviction.preference import is_eviction_forbidden
 from agent.informer import pod_ref
 from evictor.api.calls import MERGE_PATCH, STRATEGIC_MERGE_PATCH, send
-from scheduler.objects import Pod, format_micro_time, format_time
+from kube.objects import Pod
+from kube.times import format_micro_time, format_time
 
 __all__ = [
     "DISRUPTION_REASON",
     "HELD_BACK_REASON",
     "NODE_CONDITION_PREFIX",
+    "OUTCOMES",
     "PRESSURE_TAINTS",
     "REPORTING_CONTROLLER",
     "ActionResult",
@@ -122,12 +124,17 @@ def build_event(
     }
 
 
+# every ActionResult.outcome, in the order of its docstring (the metrics start each at 0)
+OUTCOMES: Final = ("evicted", "already_gone", "dry_run", "refused", "blocked", "failed")
+
+
 @dataclass(frozen=True, slots=True)
 class ActionResult:
     """How one decision ended.
 
-    ``outcome``: ``evicted`` (delete or eviction accepted), ``already_gone``, ``dry_run``,
-    ``refused`` (critical / ``never``), ``blocked`` (PDB, eviction-api soft), ``failed``.
+    ``outcome`` (one of ``OUTCOMES``): ``evicted`` (delete or eviction accepted),
+    ``already_gone``, ``dry_run``, ``refused`` (critical / ``never``), ``blocked`` (PDB,
+    eviction-api soft), ``failed``.
     """
 
     outcome: str

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from scheduler.cliutil import CONTEXT_SETTINGS, PACKAGE
+from kube.cliutil import CONTEXT_SETTINGS, PACKAGE
 
 if TYPE_CHECKING:
     from agent.config import AgentConfig
@@ -65,6 +65,7 @@ _FIELD = {
     "kubelet_ca_file": "kubeletCAFile",
     "kubelet_token_file": "kubeletTokenFile",
     "max_evictions_per_minute": "maxEvictionsPerMinute",
+    "timeline_dir": "timelineDir",
 }
 _LANGLE_MAPS = ("eviction_hard", "eviction_soft")
 _EQ_MAPS = ("eviction_soft_grace_period", "eviction_minimum_reclaim")
@@ -239,8 +240,10 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--kubelet-summary-url",
             metavar="URL",
-            help="The kubelet's /stats/summary, for per-pod disk usage (optional). Must be "
-            "https; http only with --kubelet-token-file='' (no credential sent).",
+            help="The kubelet's /stats/summary, for per-pod disk usage (the DaemonSet sets "
+            "https://[$(NODE_IP)]:10250/stats/summary). Must be https; http only with "
+            "--kubelet-token-file='' (no credential sent). An IPv4 host may be bracketed like "
+            "an IPv6 one, so one manifest serves both.",
         ),
         click.option(
             "--kubelet-ca-file",
@@ -253,6 +256,14 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             metavar="FILE",
             help="Bearer token sent to the kubelet (default: the ServiceAccount token; '' "
             "sends none).",
+        ),
+        click.option(
+            "--timeline-dir",
+            metavar="DIR",
+            help="Write a timeline file per pressure incident here (an existing, writable "
+            "directory): the signals, thresholds and pods' working sets of every sync, and each "
+            "eviction with its reaction time; examples/plot_timeline.py draws one. Default: "
+            "none.",
         ),
     ]
     for opt in reversed(opts):
@@ -420,7 +431,7 @@ async def _rank(cfg: AgentConfig, signal_name: str | None, stats_file: str | Non
     from agent.daemon import WallClock
     from agent.eviction import EvictionManager, Summary, SummaryError
     from agent.rank import explain
-    from scheduler.objects import Pod
+    from kube.objects import Pod
 
     if stats_file is not None:
         try:

@@ -27,9 +27,11 @@ stays fast.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -99,6 +101,7 @@ AGENT_FIELDS: Final = (
     "kubeletTokenFile",
     "maxEvictionsPerMinute",
     "kernelMemcgNotification",
+    "timelineDir",
 )
 _ENFORCE_OPTIONS: Final = ("pods", "system-reserved", "kube-reserved", "none")
 _FLAG_OF: Final = {
@@ -181,7 +184,7 @@ def _duration(
     NaN compares false with everything, so the bounds are written to fail for it; the maximum
     defaults to the longest ``time.Duration`` (an int64 of nanoseconds, about 292 years).
     """
-    from scheduler.duration import (
+    from kube.duration import (
         MAX_DURATION_SECONDS,
         DurationError,
         DurationOverflowError,
@@ -215,7 +218,7 @@ def _duration(
 
 
 def _seconds(value: float) -> str:
-    from scheduler.duration import MAX_DURATION_SECONDS
+    from kube.duration import MAX_DURATION_SECONDS
 
     if value >= MAX_DURATION_SECONDS:
         return _GO_MAX_DURATION
@@ -299,6 +302,48 @@ def _max_evictions(value: Any) -> int:
     return n
 
 
+_BRACKETED_IPV4: Final = re.compile(r"(https?://)\[([0-9.]+)\]")
+
+
+def url_for_any_family(url: str) -> str:
+    """A URL whose host is an IPv4 address in brackets, without them.
+
+    A manifest cannot know its node's address family: ``https://$(NODE_IP):10250`` is a broken
+    URL on an IPv6 node (the address needs brackets) and ``https://[$(NODE_IP)]:10250`` on an
+    IPv4 node (it must not have them). So the agent takes the bracketed form for both: brackets
+    around an IPv4 literal are dropped; any other URL is returned as it is.
+    """
+    m = _BRACKETED_IPV4.match(url)
+    if m is None:
+        return url
+    try:
+        ipaddress.IPv4Address(m.group(2))
+    except ValueError:
+        return url
+    return m.group(1) + m.group(2) + url[m.end() :]
+
+
+def _timeline_dir(value: Any) -> str | None:
+    """An existing directory the agent may create files in; None or "" for none."""
+    if value is None:
+        return None
+    path = _string("timelineDir", value)
+    if not path:
+        return None
+    label = _label("timelineDir")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ConfigError(label, f"{path}: no such directory") from None
+    except OSError as exc:
+        raise ConfigError(label, f"{path}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(label, f"{path}: not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(label, f"{path}: not writable by this user")
+    return path
+
+
 def _check_kubelet_url(url: str, *, token_file: str) -> None:
     """https (verified), or http only when no credential would be sent.
 
@@ -370,6 +415,8 @@ class AgentConfig:
     kubelet_token_file: str = SERVICE_ACCOUNT_TOKEN
     # the brake: evictions per sliding minute (0 = unlimited); hard thresholds pass it
     max_evictions_per_minute: int = 10
+    # per-incident timeline files (agent.timeline); None: none written
+    timeline_dir: str | None = None
     source: str = "defaults"
 
     def manager_config(self) -> ManagerConfig:
@@ -419,6 +466,7 @@ class AgentConfig:
             "kubeletCAFile": self.kubelet_ca_file,
             "kubeletTokenFile": self.kubelet_token_file,
             "maxEvictionsPerMinute": self.max_evictions_per_minute,
+            "timelineDir": self.timeline_dir,
         }
 
 
@@ -607,7 +655,7 @@ def load_config(
         raise ConfigError(_label("listen"), str(exc)) from None
     capacity: int | None = None
     if raw.get("memoryCapacity") not in (None, ""):
-        from scheduler.quantity import QuantityError, parse_quantity, quantity_value
+        from kube.quantity import QuantityError, parse_quantity, quantity_value
 
         text = str(raw["memoryCapacity"])
         try:
@@ -631,6 +679,7 @@ def load_config(
             raise ConfigError(_label("kubeletCAFile"), f"{ca_file}: no such file")
     if url is not None:
         _check_kubelet_url(_string("kubeletSummaryUrl", url), token_file=token_file)
+        url = url_for_any_family(url)
     kubeconfig = raw.get("kubeconfig")
     node_cgroup = _string("nodeCgroup", raw.get("nodeCgroup") or "").strip("/")
     if ".." in node_cgroup.split("/"):
@@ -664,5 +713,6 @@ def load_config(
         kubelet_ca_file=ca_file,
         kubelet_token_file=token_file,
         max_evictions_per_minute=_max_evictions(raw.get("maxEvictionsPerMinute")),
+        timeline_dir=_timeline_dir(raw.get("timelineDir")),
         source=source,
     )

@@ -11,6 +11,13 @@ tell whether the agent can still see and act: when every API answer has been a 4
 for ``api_failure_bound`` seconds, ``/readyz`` answers 503 with the reason and the watchdog
 pings stop, so systemd restarts the agent (``Restart=`` in the unit) instead of leaving the node
 protected by a stale pod view. Failed answers count in ``eviction_agent_api_errors_total{code}``.
+
+What can start a sync between intervals depends on the kernel and the install (cgroup v1 or v2,
+root or the DaemonSet's read-only mounts, Linux before or after 6.5 for PSI): kernel
+announcements where allowed, polls where not (``agent.memwatch``, ``agent.sources.psi``).
+``wake_sources()`` says which, with the reasons for every refusal; it is logged once when the
+agent starts and again whenever it changes (kubepods created after the agent, a cgroup gone),
+and exported as ``eviction_agent_wake_source{source,target,mode}``.
 """
 
 from __future__ import annotations
@@ -24,21 +31,27 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from agent.actions import Actions
+from agent.actions import OUTCOMES, Actions
 from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
 from agent.eviction import (
     EvictionBrake,
     EvictionDecision,
     EvictionManager,
-    Signal,
-    get_threshold_quantity,
+)
+from agent.eviction.manager import (
+    SIGNAL_EMPTY_DIR_FS_LIMIT,
+    SIGNAL_EPHEMERAL_CONTAINER_FS_LIMIT,
+    SIGNAL_EPHEMERAL_POD_FS_LIMIT,
 )
 from agent.http import HttpLimits, HttpServer, health_from, make_app, start_http
 from agent.informer import PodInformer
 from agent.loop import EvictionLoop, psi_wakeups
+from agent.memwatch import MemoryWatches, WakeSource
 from agent.metrics import AgentMetrics
 from agent.systemd import Notifier, watchdog_loop
+from agent.timeline import TimelineRecorder
 from evictor.api.health import ApiHealth
+from kube.cliutil import VERSION
 
 __all__ = ["Agent", "WallClock"]
 
@@ -81,6 +94,7 @@ class Agent:
         http_limits: HttpLimits | None = None,
         condition_heartbeat: float = 10.0,
         memcg_notification: bool | None = None,
+        usage_watch: bool = True,
         api_failure_bound: float = 60.0,
     ) -> None:
         self.config = config
@@ -99,8 +113,6 @@ class Agent:
         self.memcg_notification = (
             config.kernel_memcg_notification if memcg_notification is None else memcg_notification
         )
-        # sources.memcg: "<signal><<bytes>" -> MemoryThreshold (v1), path -> MemoryEventsWatch (v2)
-        self._memcg: dict[str, Any] = {}
         self.use_psi = use_psi
         self.psi_triggers = psi_triggers
         self.psi_poll_interval = psi_poll_interval
@@ -113,6 +125,13 @@ class Agent:
             stats, default_fast, node_stats = self._default_stats()
             fast_check = fast_check or default_fast
         self.manager = EvictionManager(config.manager_config(), WallClock())
+        self.timeline = (
+            TimelineRecorder(config.timeline_dir, node=config.node_name, agent_version=VERSION)
+            if config.timeline_dir
+            else None
+        )
+        if self.timeline is not None:
+            node_stats = None  # the lead-in shows the pods' climb: every sync reads them
         self.actions = Actions(
             api_client,
             node_name=config.node_name,
@@ -135,12 +154,37 @@ class Agent:
             on_sync=self._after_sync,
             brake=EvictionBrake(config.max_evictions_per_minute, WallClock()),
             on_held_back=self._held_back,
+            timeline=self.timeline,
         )
+        self.memory_watches = MemoryWatches(
+            self.loop.wake,
+            node_cgroup=config.node_cgroup,
+            kernel_notification=self.memcg_notification,
+            usage_watch=usage_watch,
+        )
+        self._wake_sources: list[WakeSource] | None = None
+        self.metrics.start_at_zero(self._eviction_signals(), OUTCOMES)
+        # evaluated at each scrape: readiness as /readyz would answer it now
+        self.metrics.ready.set_function(lambda: 1.0 if self.ready()[0] else 0.0)
         self.http_port: int | None = None
         self._runner: HttpServer | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._ready_sent = False
         self._psi: list[Any] = []
+
+    def _eviction_signals(self) -> list[str]:
+        """The signals an eviction may name: the thresholds', and the local-storage limits'
+        where pods carry disk figures (the kubelet's summary)."""
+        signals = list(dict.fromkeys(t.signal for t in self.config.thresholds))
+        if self.config.eviction.local_storage_capacity_isolation and (
+            self.config.kubelet_summary_url
+        ):
+            signals += [
+                SIGNAL_EMPTY_DIR_FS_LIMIT,
+                SIGNAL_EPHEMERAL_POD_FS_LIMIT,
+                SIGNAL_EPHEMERAL_CONTAINER_FS_LIMIT,
+            ]
+        return signals
 
     def _default_stats(
         self,
@@ -188,14 +232,12 @@ class Agent:
             return result
 
         async def node_only() -> dict[str, Any]:
-            result: dict[str, Any] = collector.collect(
-                only={"memory", "fs", "runtime", "rlimit", "systemContainers"}
-            )
+            # no pod cgroup read; the kubelet's pod disk figures (local-storage limits, checked
+            # on every sync) still come along
+            result: dict[str, Any] = await collector.get_summary(pods=False)
             return result
 
-        # With the kubelet's summary, pods carry ephemeral-storage stats the core checks on
-        # every sync (local-storage limits): then every sync reads everything.
-        return collector.get_summary, fast, (None if kubelet is not None else node_only)
+        return collector.get_summary, fast, node_only
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -230,8 +272,12 @@ class Agent:
 
     def _after_sync(self) -> None:
         self.metrics.informer_connected.set(1 if self.informer.connected else 0)
-        if self.memcg_notification:
-            self._arm_memcg()
+        self.memory_watches.update(
+            getattr(self.collector, "layout", None),
+            self.manager.thresholds,
+            self.manager.last_observations,
+        )
+        self._report_wake_sources()
         if self.config.node_conditions or self.config.node_taints:
             active = dict(
                 zip(
@@ -258,61 +304,39 @@ class Agent:
                 extra={"node": self.config.node_name, "pods": len(self.informer.pods)},
             )
 
-    def _arm_memcg(self) -> None:
-        """(Re-)arm a kernel memory threshold per memory signal threshold (cgroup v1).
-
-        The kernel signals the moment usage crosses the value at which the threshold is met
-        (``agent.sources.memcg``), and the loop syncs at once instead of at its next poll:
-        ``memory.available`` on the node cgroup, ``allocatableMemory.available`` on kubepods.
-        On cgroup v2, ``memory.events`` of the same cgroups is watched instead.
-        """
-        from agent.sources.memcg import (
-            MemoryEventsWatch,
-            MemoryThreshold,
-            arm_at,
-            read_inactive_file,
-            read_usage,
-            usage_threshold,
-        )
-
-        layout = getattr(self.collector, "layout", None)
-        if layout is None:
-            return
-        if not layout.is_v1_memory:
-            # v2: no usage thresholds; the node cgroup's and kubepods' memory.events say when
-            # they reach memory.high or their limit (the root has no memory.events)
-            for watched in {self.config.node_cgroup, layout.kubepods} - {None, ""}:
-                path = layout.memory_root / str(watched) / "memory.events"
-                if str(path) not in self._memcg and path.exists():
-                    watch = MemoryEventsWatch(path, lambda: self.loop.wake("memcg"))
-                    watch.start()
-                    self._memcg[str(path)] = watch
-            return
-        for threshold in self.manager.thresholds:
-            if threshold.signal == Signal.MEMORY_AVAILABLE:
-                rel: str | None = self.config.node_cgroup
-            elif threshold.signal == Signal.ALLOCATABLE_MEMORY_AVAILABLE:
-                rel = layout.kubepods
-            else:
-                continue
-            observed = self.manager.last_observations.get(threshold.signal)
-            if observed is None or rel is None:
-                continue
-            cgroup = layout.memory_root / rel if rel else layout.memory_root
-            available = get_threshold_quantity(threshold.value, observed.capacity)
-            key = f"{threshold.signal}<{available}"
-            notifier = self._memcg.get(key)
-            if notifier is None:
-                notifier = MemoryThreshold(cgroup, lambda: self.loop.wake("memcg"), name=key)
-                self._memcg[key] = notifier
-            if notifier.refused is not None:
-                continue
-            inactive = read_inactive_file(cgroup)
-            if inactive is not None:
-                line = usage_threshold(
-                    capacity=observed.capacity, available=available, inactive_file=inactive
+    def wake_sources(self) -> list[WakeSource]:
+        """What can start a sync, and how: kernel announcements armed, files polled, refusals
+        with their reasons (logged once at start and on every change, and the
+        ``eviction_agent_wake_source`` metric)."""
+        out = self.memory_watches.report()
+        for monitor in self._psi:
+            mode = {"trigger": "announced", "poll": "polled"}.get(monitor.mode.value, "unavailable")
+            out.append(WakeSource("psi", str(monitor.path), mode, monitor.reason))
+        if self.loop.fast_check_active:
+            out.append(
+                WakeSource(
+                    "fast-check",
+                    "node memory",
+                    "polled",
+                    f"every {self.loop.fast_check_interval * 1000:g} ms",
                 )
-                notifier.update(arm_at(threshold=line, usage=read_usage(cgroup)))
+            )
+        out.append(WakeSource("interval", "full sync", "polled", f"every {self.loop.interval:g}s"))
+        return sorted(out)
+
+    def _report_wake_sources(self) -> None:
+        sources = self.wake_sources()
+        if sources == self._wake_sources:
+            return
+        self._wake_sources = sources
+        gauge = self.metrics.wake_source
+        gauge.clear()
+        for s in sources:
+            gauge.labels(s.source, s.target, s.mode).set(1)
+        log.info(
+            "wake sources",
+            extra={"sources": [f"{s.source} {s.target}: {s.mode} ({s.detail})" for s in sources]},
+        )
 
     def _held_back(self, decision: EvictionDecision, note: str) -> None:
         self._spawn(self.actions.write_held_back_event(decision, note))
@@ -346,6 +370,10 @@ class Agent:
         if self.use_psi:
             await self._start_psi()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="eviction-loop"))
+        if self.timeline is not None:
+            self._tasks.append(
+                asyncio.create_task(self._write_timeline(self.timeline), name="timeline")
+            )
         self._tasks.append(
             asyncio.create_task(
                 watchdog_loop(self.notifier, lambda: self.health()[0] and not self.api_problem()),
@@ -448,6 +476,13 @@ class Agent:
             await asyncio.sleep(self.psi_rescan_interval)
             await self._arm_psi()
 
+    async def _write_timeline(self, timeline: TimelineRecorder) -> None:
+        """Write the timeline's records every second, in a thread: a slow disk never delays a
+        sync (the recorder bounds what waits)."""
+        while True:
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(timeline.flush)
+
     async def stop(self) -> None:
         self.notifier.stopping()
         for task in self._tasks:
@@ -456,6 +491,9 @@ class Agent:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        if self.timeline is not None:  # bounded: a hung disk must not hold the agent's stop
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.to_thread(self.timeline.close), 5.0)
         # A taint or a True condition left by an agent that is gone would keep pods off the
         # node (or mislead whoever reads it) for good; the kubelet's own stay in force.
         # Both writes share one bound: the DaemonSet's grace period is 10 s.
@@ -472,9 +510,7 @@ class Agent:
         for monitor in list(self._psi):
             await monitor.aclose()
         self._psi.clear()
-        for notifier in self._memcg.values():
-            notifier.close()
-        self._memcg.clear()
+        self.memory_watches.close()
         if self.collector is not None:
             await self.collector.aclose()
         if self.actions.evictor is not None:

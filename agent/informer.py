@@ -9,7 +9,7 @@ silent — is ``evictor.api.watching``'s, shared with the PDB watch and the dele
 never stop the agent: it keeps running on the last known pods (the eviction loop only reads
 them).
 
-A malformed pod (one that ``scheduler.objects.Pod.from_dict`` refuses) is logged and skipped: it
+A malformed pod (one that ``kube.objects.Pod.from_dict`` refuses) is logged and skipped: it
 can never be ranked or evicted by mistake. Objects stay raw dicts until converted once here.
 
 Footprint: a pod as the API serves it is ~30 KB of JSON on a real node (``managedFields``, the
@@ -36,6 +36,7 @@ from typing import Any, Final
 
 import tenacity
 
+from agent.eviction.pods import stats_uid
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
 from agent.sources.pods import PodIdentity
 from evictor.api.watching import (
@@ -47,8 +48,8 @@ from evictor.api.watching import (
     list_and_watch,
 )
 from evictor.backoff import WATCH_BACKOFF
-from scheduler.objects import InvalidObject, Pod
-from scheduler.priority import CONFIG_MIRROR_ANNOTATION_KEY, CONFIG_SOURCE_ANNOTATION_KEY
+from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY, CONFIG_SOURCE_ANNOTATION_KEY
+from kube.objects import InvalidObject, Pod
 
 __all__ = ["PodEntry", "PodInformer", "is_active", "slim_pod"]
 
@@ -232,10 +233,14 @@ class PodInformer:
         return self.pods.get(uid)
 
     def lookup(self, uid: str) -> PodIdentity | None:
-        """``agent.sources`` asks who a pod cgroup belongs to."""
+        """``agent.sources`` asks who a pod cgroup belongs to: the pod with that UID, or the
+        mirror pod of the static pod the kubelet runs under it (``stats_uid``; a node has a
+        few static pods, so a miss scans the view rather than keeping an index in step)."""
         entry = self.pods.get(uid)
         if entry is None:
-            return None
+            entry = next((e for e in self.pods.values() if stats_uid(e.pod) == uid), None)
+            if entry is None:
+                return None
         return PodIdentity(entry.pod.name, entry.pod.namespace, dict(entry.containers))
 
     async def wait_gone(self, uid: str, timeout: float) -> bool:

@@ -30,14 +30,16 @@ eviction of a pod with a long grace period block hard evictions for hours
   core's rule, each followed by the cleanup wait) and counts in the window;
 - a Summary the core refuses (absurd figures: negative, non-finite, beyond int64, more available
   than capacity) is a skipped sync with a logged reason and ``eviction_agent_stats_rejected``
-  counted — never a decision.
+  counted — never a decision;
+- with a timeline (``--timeline-dir``, ``agent.timeline``) every sync, eviction attempt and
+  hold-back is also handed to it; whatever it raises is logged, never a failed sync.
 
 Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
 was active last sync, a sync may read the node-level figures alone (``node_stats``) — the
 decision is the same (no threshold met → nothing to rank or evict), and 110 pod cgroups are not
-read every second. The first sync and any sync with a met threshold read everything. The caller
-passes ``node_stats`` only when pods carry no stats the core checks on every sync (ephemeral
-storage from the kubelet's summary for the local-storage limit pass).
+read every second. The first sync and any sync with a met threshold read everything. What the
+core checks on every sync whatever the thresholds — the local-storage limits, on the kubelet's
+per-pod disk figures — must come with ``node_stats`` (the daemon's carries the kubelet's pods).
 """
 
 from __future__ import annotations
@@ -57,24 +59,24 @@ from agent.eviction import (
     EvictionBrake,
     EvictionDecision,
     EvictionManager,
-    Signal,
     Summary,
     SummaryError,
     Threshold,
     get_threshold_quantity,
+    is_hard_memory_threshold,
     make_signal_observations,
     thresholds_met,
 )
 from agent.eviction.brake import Slot
 from agent.informer import pod_ref
 from agent.metrics import AgentMetrics
-from scheduler.objects import Pod
+from agent.timeline import TimelineRecorder
+from kube.objects import Pod
 
 __all__ = ["EvictionLoop", "LoopStats", "StatsRejected", "psi_wakeups"]
 
 log = logging.getLogger(__name__)
 
-_MEMORY_SIGNALS = (Signal.MEMORY_AVAILABLE, Signal.ALLOCATABLE_MEMORY_AVAILABLE)
 _FORGET_EVICTED_AFTER = 600.0
 
 
@@ -134,6 +136,7 @@ class EvictionLoop:
         clock: Callable[[], float] = time.time,
         brake: EvictionBrake | None = None,
         on_held_back: Callable[[EvictionDecision, str], None] | None = None,
+        timeline: TimelineRecorder | None = None,
     ) -> None:
         self.manager = manager
         self.stats_source = stats
@@ -152,6 +155,7 @@ class EvictionLoop:
         self.clock = clock
         self.brake = brake
         self.on_held_back = on_held_back
+        self.timeline = timeline
         self._held: dict[str, float] = {}  # pod uid → when its hold was last reported
         self.stats = LoopStats()
         self.evicted: dict[str, float] = {}
@@ -198,13 +202,16 @@ class EvictionLoop:
                 await task
             self._soft = None
 
+    @property
+    def fast_check_active(self) -> bool:
+        """The fast memory check runs: a reader and a hard memory threshold to check."""
+        return self.fast_check is not None and any(
+            is_hard_memory_threshold(t) for t in self.manager.thresholds
+        )
+
     async def _fast_check_loop(self) -> None:
         assert self.fast_check is not None
-        hard = [
-            t
-            for t in self.manager.thresholds
-            if t.signal in _MEMORY_SIGNALS and t.grace_period == 0 and t.operator
-        ]
+        hard = [t for t in self.manager.thresholds if is_hard_memory_threshold(t)]
         if not hard:
             return
         while True:
@@ -265,6 +272,17 @@ class EvictionLoop:
         self.stats.syncs += 1
         self.stats.last_sync_at = self.clock()
         self._record_sync(trigger, time.perf_counter() - began)
+        record = self.manager.last_sync
+        if record is not None:
+            self._to_timeline(
+                lambda timeline: timeline.record_sync(
+                    at=self.stats.last_sync_at,
+                    observations=record.observations,
+                    thresholds=self.manager.thresholds,
+                    met=[t.signal for t in record.met],
+                    summary=summary,
+                )
+            )
         if self.on_sync is not None:
             self.on_sync()
         results: list[ActionResult] = []
@@ -348,6 +366,11 @@ class EvictionLoop:
         if self.metrics is not None:
             self.metrics.evictions_held_back.labels(decision.signal).inc()
         now = self.clock()
+        self._to_timeline(
+            lambda timeline: timeline.record_held_back(
+                at=now, pod=_key(decision.pod), signal=decision.signal
+            )
+        )
         for uid, at in list(self._held.items()):
             if now - at >= BRAKE_WINDOW_SECONDS:
                 del self._held[uid]
@@ -397,7 +420,7 @@ class EvictionLoop:
         self.stats.results.append((decision, result))
         if result.done and decision.pod.uid:
             self.evicted[decision.pod.uid] = self.clock()
-        self._record_action(decision, result, summary)
+        self._record_action(decision, result)
         log.info(
             "eviction result",
             extra={
@@ -439,9 +462,23 @@ class EvictionLoop:
                 1 if condition in self.manager.node_conditions else 0
             )
 
-    def _record_action(
-        self, decision: EvictionDecision, result: ActionResult, summary: Summary
-    ) -> None:
+    def _record_action(self, decision: EvictionDecision, result: ActionResult) -> None:
+        first = _first_observed(self.manager, decision.threshold)
+        reaction = (
+            max(result.requested_at - first, 0)
+            if result.requested_at and first is not None
+            else None
+        )
+        self._to_timeline(
+            lambda timeline: timeline.record_eviction(
+                at=result.requested_at or self.clock(),
+                pod=_key(decision.pod),
+                signal=decision.signal,
+                result=result.outcome,
+                reaction_seconds=reaction,
+                message=decision.message if result.done else result.message or decision.message,
+            )
+        )
         m = self.metrics
         if m is None:
             return
@@ -451,9 +488,21 @@ class EvictionLoop:
         obs_time = _observation_time(self.manager, decision.signal)
         if obs_time is not None:
             m.stats_age.labels(decision.signal).observe(max(result.requested_at - obs_time, 0))
-        first = _first_observed(self.manager, decision.threshold)
-        if first is not None:
-            m.reaction_latency.labels(decision.signal).observe(max(result.requested_at - first, 0))
+        if reaction is not None:
+            m.reaction_latency.labels(decision.signal).observe(reaction)
+
+    def _to_timeline(self, write: Callable[[TimelineRecorder], None]) -> None:
+        """Hand a record to the timeline (``--timeline-dir``); it must never stop a sync."""
+        if self.timeline is None:
+            return
+        try:
+            write(self.timeline)
+        except Exception as exc:
+            log.warning("timeline record failed", extra={"err": f"{type(exc).__name__}: {exc}"})
+
+
+def _key(pod: Pod) -> str:
+    return f"{pod.namespace}/{pod.name}"
 
 
 def _parse(raw: dict[str, Any]) -> Summary:

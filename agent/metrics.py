@@ -9,6 +9,8 @@ signal values (kubernetes/kubernetes#90464), and how fast the agent reacts.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["AgentMetrics"]
@@ -67,7 +69,8 @@ class AgentMetrics:
         )
         self.syncs = Counter(
             "eviction_agent_syncs",
-            "Syncs run, by what triggered them (interval, psi, memory, memcg, cleanup).",
+            "Syncs run, by what triggered them: interval; psi (a PSI event); memory (the fast "
+            "check); memcg (a kernel memory threshold, or memory.events); usage (the usage watch).",
             ["trigger"],
             registry=r,
         )
@@ -118,8 +121,40 @@ class AgentMetrics:
             ["code"],
             registry=r,
         )
+        self.wake_source = Gauge(
+            "eviction_agent_wake_source",
+            "1 per thing that can start a sync between intervals, by source (memcg-threshold, "
+            "memory-events, usage-watch, psi, fast-check, interval), target (the file or cgroup) "
+            "and mode: announced (the kernel signals), polled (the agent reads at a pace), "
+            "refused or unavailable (the reason is in the log).",
+            ["source", "target", "mode"],
+            registry=r,
+        )
+        self.ready = Gauge(
+            "eviction_agent_ready",
+            "1 while /readyz answers 200: pods listed, a sync done, the API server accepting"
+            " the agent and the pod watch live (see /readyz for the reason when 0).",
+            registry=r,
+        )
         self.informer_connected = Gauge(
             "eviction_agent_pod_watch_connected",
             "1 while the pod list/watch is connected to the API server.",
             registry=r,
         )
+
+    def start_at_zero(self, signals: Iterable[str], outcomes: Iterable[str]) -> None:
+        """Export every per-signal eviction series at 0 before the first eviction.
+
+        Prometheus's ``rate()`` and ``increase()`` count from a series' first sample, so a
+        labelled counter whose series appears at 1 (prometheus_client creates a child on its
+        first ``inc``) hides that first eviction from every dashboard and alert; on a node that
+        evicts once a week, that is every eviction. The signals are the configured thresholds'
+        (and the local-storage limits' when they can be evicted for).
+        """
+        results = tuple(outcomes)
+        for signal in signals:
+            for result in results:
+                self.evictions.labels(signal, result)
+            self.evictions_held_back.labels(signal)
+            self.reaction_latency.labels(signal)
+            self.stats_age.labels(signal)

@@ -42,7 +42,7 @@ from agent.eviction.pods import (
 from agent.eviction.preference import preference_of, requested_preference
 from agent.eviction.quantity import format_request
 from agent.eviction.types import FsStatsType, StatsFunc
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 __all__ = ["explain", "pick_signal"]
 

@@ -33,10 +33,10 @@ from typing import Any
 import aiohttp
 
 import kubesim
+from kube.objects import Node, Pod
 from kubesim.scheduler_loop import find_scheduler_loop
 from kubesim.sim import Simulator
 from scheduler.filters import default_framework
-from scheduler.objects import Node, Pod
 from scheduler.schedule import schedule_one
 from scheduler.snapshot import Snapshot
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from kube.objects import Container, Node, Pod
 from scheduler.framework import Code, Framework, NodeToStatus, Status
-from scheduler.objects import Container, Node, Pod
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.preemption.core import default_preemption_framework
 from scheduler.schedule import schedule_one

@@ -30,7 +30,7 @@ import random  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
-from scheduler.objects import Pod  # noqa: E402
+from kube.objects import Pod  # noqa: E402
 from scheduler.queue import SchedulingQueue  # noqa: E402
 from scheduler.queue import events as ev  # noqa: E402
 

@@ -23,8 +23,8 @@ import json
 import time
 from typing import Any
 
+from kube.objects import Node, Pod
 from scheduler.filters import default_framework
-from scheduler.objects import Node, Pod
 from scheduler.schedule import schedule_one
 from scheduler.snapshot import Snapshot
 

@@ -7,19 +7,31 @@ the end as ``There are pending nodes to be drained:``. Where this goes beyond ku
 defaults keep kubectl's behaviour: ``--concurrency`` (kubectl has no bound; 50 here),
 ``--order=priority`` (lowest priority first, ``scheduler``'s ordering), ``-o json`` (a report on
 stdout; the human lines then go to stderr), a live progress display only when stdout is a
-terminal, ``--uncordon-on-failure`` (kubernetes/kubernetes#37592) and, on timeout, a diagnosis
-of every blocking PodDisruptionBudget.
+terminal, ``--uncordon-on-failure`` (kubernetes/kubernetes#37592), on timeout a diagnosis
+of every blocking PodDisruptionBudget, ``--parallel N`` (up to N nodes drained at once; the
+Eviction API keeps every budget whole) and ``--plan`` (``evictor.plan``: the drain predicted
+from reads only, exit 3 when it would not finish), which ``--check-plan`` runs before a real
+drain to refuse one that cannot finish.
 
 Flags are read as kubectl's pflag reads them (``evictor.cliflags``): the global flags
-(``--kubeconfig``, ``--context``, ``-n``, ``--request-timeout``, ``-v``, and ``--debug``) before
-or after the subcommand, every boolean as ``--flag``, ``--flag=true`` or ``--flag=false``, so
-scripts written for ``kubectl drain`` run unchanged.
+(``--kubeconfig``, ``--context``, ``-n``, ``--request-timeout``, ``-v``, ``--debug``, and those
+over the kubeconfig: ``--cluster``, ``--user``, ``-s/--server``, ``--token``,
+``--certificate-authority``, ``--insecure-skip-tls-verify``, ``--tls-server-name``,
+``--client-certificate``, ``--client-key``) before or after the subcommand, every boolean as
+``--flag``, ``--flag=true`` or ``--flag=false``, so scripts written for ``kubectl drain`` run
+unchanged.
 
 Exit codes: 0 ok, 1 something failed at run time, 2 bad usage or input (nothing is cordoned or
-evicted then). kubectl exits 1 for usage errors too; the project's CLI rule wins here.
+evicted then), 3 the plan says the drain will not finish (``--plan``, ``--check-plan``).
+kubectl exits 1 for usage errors too; the project's CLI rule wins here.
 
-Only click is imported at start-up: kubernetes-asyncio (and ``scheduler``, which pulls it in
-through quantities) is imported inside the commands, so ``evict --help`` stays fast.
+Installed also as ``kubectl-evict``, a kubectl plugin (``kubectl evict drain ...``): kubectl
+passes the arguments after the plugin's name, global flags included, and the usage lines then
+name ``kubectl evict``.
+
+Only click (and ``kube.cliutil``, which needs nothing else) is imported at start-up:
+kubernetes-asyncio and the object views are imported inside the commands, so ``evict --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -37,8 +49,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from evictor.cliflags import BOOL, GoGroup, GoOption, bool_flag, persistent
-from scheduler.cliutil import CONTEXT_SETTINGS, EXIT_CODES, EXIT_INTERRUPTED, PACKAGE
-from scheduler.duration import parse_go_duration
+from kube.cliutil import CONTEXT_SETTINGS, EXIT_CODES, EXIT_INTERRUPTED, PACKAGE
+from kube.duration import parse_go_duration
 
 if TYPE_CHECKING:
     from evictor.client import Evictor
@@ -104,6 +116,16 @@ class Globals:
     v: int = 0
     debug: bool = False
     context_namespace: str | None = None
+    # kubectl's flags over the kubeconfig (``kube.kubeconfig.Overrides``)
+    cluster: str = ""
+    user: str = ""
+    server: str = ""
+    token: str = ""
+    certificate_authority: str = ""
+    insecure_skip_tls_verify: bool = False
+    tls_server_name: str = ""
+    client_certificate: str = ""
+    client_key: str = ""
 
 
 def _store_global(ctx: click.Context, name: str, value: Any) -> None:
@@ -151,6 +173,48 @@ def _global_options(f: F) -> F:
                 type=BOOL,
                 no_opt_default="true",
                 help="Show tracebacks of failures.",
+            ),
+            persistent(
+                "--cluster", store=_store_global, help="The name of the kubeconfig cluster to use."
+            ),
+            persistent(
+                "--user", store=_store_global, help="The name of the kubeconfig user to use."
+            ),
+            persistent(
+                "-s",
+                "--server",
+                store=_store_global,
+                help="The address and port of the Kubernetes API server (no kubeconfig needed).",
+            ),
+            persistent(
+                "--token",
+                store=_store_global,
+                help="Bearer token for authentication to the API server.",
+            ),
+            persistent(
+                "--certificate-authority",
+                store=_store_global,
+                help="Path to a cert file for the certificate authority.",
+            ),
+            persistent(
+                "--insecure-skip-tls-verify",
+                store=_store_global,
+                type=BOOL,
+                no_opt_default="true",
+                help="Do not check the server's certificate (insecure).",
+            ),
+            persistent(
+                "--tls-server-name",
+                store=_store_global,
+                help="Server name for the server certificate (else the server's hostname).",
+            ),
+            persistent(
+                "--client-certificate",
+                store=_store_global,
+                help="Path to a client certificate file for TLS.",
+            ),
+            persistent(
+                "--client-key", store=_store_global, help="Path to a client key file for TLS."
             ),
         ]
     ):
@@ -231,13 +295,26 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
     """A configured ApiClient (``evictor.api.connect``: credentials that refresh, the proxy
     rule); a bad kubeconfig or context is a usage error (exit 2)."""
     from evictor.api.connect import ConfigError, NoSuchKubeconfig, connect
+    from kube.kubeconfig import Overrides
 
+    overrides = Overrides(
+        cluster=glob.cluster,
+        user=glob.user,
+        server=glob.server,
+        token=glob.token,
+        certificate_authority=glob.certificate_authority,
+        insecure_skip_tls_verify=glob.insecure_skip_tls_verify,
+        tls_server_name=glob.tls_server_name,
+        client_certificate=glob.client_certificate,
+        client_key=glob.client_key,
+    )
     try:
         conn = await connect(
             kubeconfig=glob.kubeconfig,
             context=glob.context,
             prog="evict",
             pool_size=max(concurrency + 16, 32),
+            overrides=overrides or None,
         )
     except NoSuchKubeconfig as exc:
         if exc.from_env:
@@ -254,7 +331,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _check_selector(flag: str, text: str) -> None:
-    from scheduler.labels import SelectorError, parse_label_selector
+    from kube.labels import SelectorError, parse_label_selector
 
     try:
         parse_label_selector(text)
@@ -294,41 +371,30 @@ def _aggregate(errors: list[str]) -> str:
 async def _resolve_nodes(
     api: Any, names: tuple[str, ...], selector: str, chunk_size: int
 ) -> list[dict[str, Any]]:
-    from evictor.api.calls import TransportError, path_segment, send
+    from evictor.api.calls import APIError, TransportError, list_items, path_segment, send
 
     nodes: list[dict[str, Any]] = []
     try:
         if names:
             for name in names:
                 resp = await send(api, "GET", f"/api/v1/nodes/{path_segment(name)}")
-                if resp.status == 404:
-                    _fail_server(resp)
                 if not resp.ok:
                     _fail_server(resp)
                 nodes.append(resp.body)
             return nodes
-        token = ""
-        while True:
-            query = [
-                ("continue", token or None),
-                ("labelSelector", selector),
-                ("limit", chunk_size if chunk_size > 0 else None),
-            ]
-            resp = await send(api, "GET", "/api/v1/nodes", query=query)
-            if not resp.ok:
-                _fail_server(resp)
-            nodes.extend(resp.body.get("items") or [])
-            token = str((resp.body.get("metadata") or {}).get("continue") or "")
-            if not token:
-                return nodes
+        return await list_items(
+            api, "/api/v1/nodes", query=[("labelSelector", selector)], chunk_size=chunk_size
+        )
+    except APIError as exc:
+        raise RuntimeFailure(str(exc)) from None
     except TransportError as exc:
         _fail(f"unable to connect to the server: {exc}")
 
 
 def _fail_server(resp: Any) -> NoReturn:
-    from evictor.drain import _api_error
+    from evictor.api.calls import api_error_text
 
-    raise RuntimeFailure(_api_error(resp.status, resp.body, resp.message))
+    raise RuntimeFailure(api_error_text(resp.status, resp.body, resp.message))
 
 
 # --- click -------------------------------------------------------------------------------------
@@ -461,6 +527,25 @@ _dry_run_opt = click.option(
     "--uncordon-on-failure",
     help="Uncordon nodes whose drain failed (kubectl leaves them cordoned).",
 )
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Drain up to N nodes at once (each budget still bounds the disruption it allows).",
+)
+@bool_flag(
+    "--plan",
+    help="Only predict the drain, changing nothing: where each pod goes, which budget holds "
+    "it, whether the drain finishes (exit 0) or not (exit 3). Nodes are played in the order "
+    "that finishes soonest.",
+)
+@bool_flag(
+    "--check-plan",
+    help="Plan first; refuse to start (exit 3, nothing cordoned) when the plan says the drain "
+    "cannot finish, else drain the nodes in the plan's order.",
+)
 @_global_options
 @click.pass_obj
 def drain(  # noqa: PLR0917 - click passes options positionally
@@ -481,8 +566,13 @@ def drain(  # noqa: PLR0917 - click passes options positionally
     order: str,
     output: str,
     uncordon_on_failure: bool,
+    parallel: int,
+    plan: bool,
+    check_plan: bool,
 ) -> None:
-    """Drain NODE(s) in preparation for maintenance: cordon, then evict their pods."""
+    """Drain NODE(s) in preparation for maintenance: cordon, then evict their pods.
+
+    With --plan, predict the drain instead and change nothing."""
     if nodes and selector:
         raise click.UsageError("cannot specify both a node name and a --selector option")
     if not nodes and not selector:
@@ -511,8 +601,11 @@ def drain(  # noqa: PLR0917 - click passes options positionally
         order=order,
         output=output,
         uncordon_on_failure=uncordon_on_failure,
+        parallel=parallel,
+        plan=plan,
+        check_plan=check_plan,
     )
-    code = _run(glob, _drain(glob, opts))
+    code = _run(glob, _plan_only(glob, opts) if plan else _drain(glob, opts))
     sys.exit(code)
 
 
@@ -534,10 +627,95 @@ class _DrainArgs:
     order: str
     output: str
     uncordon_on_failure: bool
+    parallel: int = 1
+    plan: bool = False
+    check_plan: bool = False
+
+
+EXIT_WILL_NOT_FINISH = 3
+
+
+def _drain_options(a: _DrainArgs) -> Any:
+    """kubectl's filter flags (``evictor.drain.DrainOptions``)."""
+    from evictor.drain import DrainOptions
+
+    return DrainOptions(
+        force=a.force,
+        ignore_daemonsets=a.ignore_daemonsets,
+        delete_emptydir_data=a.delete_emptydir_data,
+        skip_wait_for_delete_timeout=a.skip_wait,
+    )
+
+
+def _plan_options(a: _DrainArgs) -> Any:
+    from evictor.plan import PlanOptions
+    from kube.labels import parse_label_selector
+
+    return PlanOptions(
+        drain=_drain_options(a),
+        order=a.order,
+        parallel=a.parallel,
+        grace_period=a.grace_period,
+        timeout=a.timeout,
+        disable_eviction=a.disable_eviction,
+        pod_selector=parse_label_selector(a.pod_selector) if a.pod_selector else None,
+    )
+
+
+async def _make_plan(api: Any, a: _DrainArgs, names: list[str] | None = None) -> Any:
+    """Read the cluster (GETs only) and play the drain of ``names`` (``evictor.plan``); None:
+    the nodes are looked up as a drain does, while the cluster is being read. None when no
+    node is selected."""
+    from evictor.plan import best_plan
+    from evictor.planread import read_cluster
+
+    reading = asyncio.ensure_future(read_cluster(api, chunk_size=a.chunk_size))
+    try:
+        if names is None:
+            nodes = await _resolve_nodes(api, a.nodes, a.selector, a.chunk_size)
+            names = [str(n["metadata"]["name"]) for n in nodes]
+        if not names:
+            reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
+            return None
+        view = await reading
+    except BaseException:
+        reading.cancel()
+        await asyncio.gather(reading, return_exceptions=True)
+        raise
+    return best_plan(view, names, _plan_options(a))
+
+
+def _print_plan(plan: Any, io: Output, output: str) -> None:
+    if output == "json":
+        click.echo(json.dumps(plan.to_dict(), indent=2))
+    else:
+        for line in plan.lines():
+            io.out(line)
+
+
+async def _plan_only(glob: Globals, a: _DrainArgs) -> int:
+    """``--plan``: the prediction, on stdout; 0 when the drain finishes, 3 when it does not."""
+    from evictor.api.calls import APIError, TransportError
+
+    io = Output()
+    api = await _client(glob, a.concurrency)
+    async with api:
+        try:
+            plan = await _make_plan(api, a)
+            if plan is None:
+                io.err("No resources found")
+                return 0
+        except TransportError as exc:
+            raise RuntimeFailure(f"unable to connect to the server: {exc}") from None
+        except APIError as exc:
+            raise RuntimeFailure(str(exc)) from None
+    _print_plan(plan, io, a.output)
+    return 0 if plan.finishes else EXIT_WILL_NOT_FINISH
 
 
 async def _drain(glob: Globals, a: _DrainArgs) -> int:
-    from evictor.api.calls import TURNS_TO_CONNECT, TransportError, let_requests_out
+    from evictor.api.calls import TURNS_TO_CONNECT, APIError, TransportError, let_requests_out
 
     started = time.time()
     io = Output(to_stderr=a.output == "json")
@@ -549,27 +727,26 @@ async def _drain(glob: Globals, a: _DrainArgs) -> int:
         try:
             await let_requests_out(TURNS_TO_CONNECT)
             from evictor.client import Evictor
-            from evictor.drain import DrainHelper, DrainOptions
+            from evictor.drain import DrainHelper
 
             evictor = Evictor(api, concurrency=a.concurrency)
-            helper = DrainHelper(
-                evictor,
-                options=DrainOptions(
-                    force=a.force,
-                    ignore_daemonsets=a.ignore_daemonsets,
-                    delete_emptydir_data=a.delete_emptydir_data,
-                    skip_wait_for_delete_timeout=a.skip_wait,
-                ),
-                grace_period_seconds=a.grace_period,
-                timeout=a.timeout,
-                pod_selector=a.pod_selector,
-                disable_eviction=a.disable_eviction,
-                chunk_size=a.chunk_size,
-                dry_run=a.dry_run,
-                order=a.order,
-                out=io.out,
-                err=io.err,
-            )
+
+            def new_helper() -> DrainHelper:
+                return DrainHelper(
+                    evictor,
+                    options=_drain_options(a),
+                    grace_period_seconds=a.grace_period,
+                    timeout=a.timeout,
+                    pod_selector=a.pod_selector,
+                    disable_eviction=a.disable_eviction,
+                    chunk_size=a.chunk_size,
+                    dry_run=a.dry_run,
+                    order=a.order,
+                    out=io.out,
+                    err=io.err,
+                )
+
+            helper = new_helper()
         except BaseException:
             lookup.cancel()
             await asyncio.gather(lookup, return_exceptions=True)
@@ -583,8 +760,19 @@ async def _drain(glob: Globals, a: _DrainArgs) -> int:
                 io.err("No resources found")
                 return 0
             names = [str(n["metadata"]["name"]) for n in nodes]
-            suffix = _suffix(a.dry_run)
             report: dict[str, Any] = {"kind": "DrainReport", "nodes": []}
+            if a.check_plan:
+                plan = await _make_plan(api, a, names)
+                if not plan.finishes:
+                    _print_plan(plan, Output(), a.output)
+                    io.err(f"error: {plan.summary()} (--check-plan: nothing was cordoned)")
+                    return EXIT_WILL_NOT_FINISH
+                io.err(f"plan: {plan.summary()}; order {' '.join(plan.order)}")
+                by_name = {str(n["metadata"]["name"]): n for n in nodes}
+                names = list(plan.order)
+                nodes = [by_name[name] for name in names]
+                report["plan"] = {"finishes": True, "order": names, "rounds": plan.rounds}
+            suffix = _suffix(a.dry_run)
             for node in nodes:
                 name = node["metadata"]["name"]
                 try:
@@ -594,37 +782,46 @@ async def _drain(glob: Globals, a: _DrainArgs) -> int:
                     io.err(f'error: unable to cordon node "{name}": {exc}')
             remaining: list[str] = []
             fatal: list[str] = []
-            progress = _Progress.start(helper, evictor, io) if _use_progress(a) else None
+            helpers: list[DrainHelper] = []
+            node_reports = {name: {"name": name, "drained": False} for name in names}
+            report["nodes"] = list(node_reports.values())
+
+            def reports() -> list[Any]:
+                return [r for h in helpers for r in h.reports]
+
+            async def drain_one(name: str) -> None:
+                mine = new_helper()
+                helpers.append(mine)
+                node_report: dict[str, Any] = node_reports[name]
+                errs = await _drain_node(mine, name, io, node_report)
+                node_report["pods"] = [_pod_report(r, evictor) for r in mine.reports]
+                if errs:
+                    io.err(
+                        f'error: unable to drain node "{name}" due to error: '
+                        f"{_aggregate(errs)}, continuing command..."
+                    )
+                    fatal.extend(errs)
+                    remaining.append(name)
+                    node_report["errors"] = errs
+                else:
+                    node_report["drained"] = True
+                    io.out(f"node/{name} drained{suffix}")
+
+            progress = _Progress.start(reports, evictor, io) if _use_progress(a) else None
             try:
-                for name in names:
-                    node_report: dict[str, Any] = {"name": name, "drained": False}
-                    report["nodes"].append(node_report)
-                    first = len(helper.reports)
-                    errs = await _drain_node(helper, name, io, node_report)
-                    node_report["pods"] = [_pod_report(r, evictor) for r in helper.reports[first:]]
-                    if errs:
-                        io.err(
-                            f'error: unable to drain node "{name}" due to error: '
-                            f"{_aggregate(errs)}, continuing command..."
-                        )
-                        fatal.extend(errs)
-                        remaining.append(name)
-                        node_report["errors"] = errs
-                    else:
-                        node_report["drained"] = True
-                        io.out(f"node/{name} drained{suffix}")
+                await _each(names, drain_one, a.parallel)
             finally:
                 if progress is not None:
                     progress.stop()
             if remaining:
+                remaining.sort(key=names.index)
                 io.err("There are pending nodes to be drained:")
                 for name in remaining:
                     io.err(f" {name}")
                 if any(
-                    r.result is not None and r.result.outcome == "blocked_by_pdb"
-                    for r in helper.reports
+                    r.result is not None and r.result.outcome == "blocked_by_pdb" for r in reports()
                 ):
-                    for line in await _diagnose(helper, evictor):
+                    for line in await _diagnose(reports(), evictor):
                         io.err(line)
                 if a.uncordon_on_failure:
                     for name in remaining:
@@ -645,8 +842,35 @@ async def _drain(glob: Globals, a: _DrainArgs) -> int:
             return 1 if remaining else 0
         except TransportError as exc:
             raise RuntimeFailure(f"unable to connect to the server: {exc}") from None
+        except APIError as exc:
+            raise RuntimeFailure(str(exc)) from None
         finally:
             await evictor.close()
+
+
+async def _each(
+    names: list[str], drain_one: Callable[[str], Coroutine[Any, Any, None]], parallel: int
+) -> None:
+    """``drain_one`` for every node: one after another (kubectl), or up to ``parallel`` at
+    once, started in order as slots free up."""
+    if parallel <= 1:
+        for name in names:
+            await drain_one(name)
+        return
+    slots = asyncio.Semaphore(parallel)
+
+    async def guarded(name: str) -> None:
+        async with slots:
+            await drain_one(name)
+
+    tasks = [asyncio.create_task(guarded(name)) for name in names]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _prefetch(coro: Coroutine[Any, Any, Any]) -> None:
@@ -711,12 +935,12 @@ def _pod_report(rep: Any, evictor: Evictor) -> dict[str, Any]:
     return out
 
 
-async def _diagnose(helper: DrainHelper, evictor: Evictor) -> list[str]:
+async def _diagnose(reports: list[Any], evictor: Evictor) -> list[str]:
     """Name each blocking PDB, why it is at zero, and the remedies (``evictor.diagnose``)."""
     from evictor.diagnose import diagnose
 
     blocked: dict[tuple[str, str], list[str]] = {}
-    for rep in helper.reports:
+    for rep in reports:
         res = rep.result
         if res is None or res.outcome != "blocked_by_pdb":
             continue
@@ -742,11 +966,11 @@ def _use_progress(a: _DrainArgs) -> bool:
 class _Progress:
     """A rich live line under kubectl's output: done/total, blocked pods, next retry."""
 
-    def __init__(self, helper: DrainHelper, evictor: Evictor, io: Output) -> None:
+    def __init__(self, reports: Callable[[], list[Any]], evictor: Evictor, io: Output) -> None:
         from rich.console import Console
         from rich.live import Live
 
-        self.helper = helper
+        self.reports = reports
         self.evictor = evictor
         self.io = io
         self.live = Live(
@@ -754,8 +978,8 @@ class _Progress:
         )
 
     @classmethod
-    def start(cls, helper: DrainHelper, evictor: Evictor, io: Output) -> _Progress:
-        p = cls(helper, evictor, io)
+    def start(cls, reports: Callable[[], list[Any]], evictor: Evictor, io: Output) -> _Progress:
+        p = cls(reports, evictor, io)
         p.live.start()
         io.live = p.live
         return p
@@ -767,7 +991,7 @@ class _Progress:
     def render(self) -> Any:
         from rich.text import Text
 
-        reps = self.helper.reports
+        reps = self.reports()
         done = sum(
             1
             for r in reps
@@ -939,7 +1163,7 @@ async def _evict_pod(  # noqa: PLR0917
             raw = await evictor.read_pod(namespace, name)
             if raw is None:
                 _fail(f'pods "{name}" not found')
-            from scheduler.objects import InvalidObject, Pod
+            from kube.objects import InvalidObject, Pod
 
             try:
                 pod = Pod.from_dict(raw)
@@ -959,6 +1183,7 @@ async def _evict_pod(  # noqa: PLR0917
 
 
 # Every subcommand's help ends with the exit status table, as the group's does.
+drain.epilog = EXIT_CODES + "\n  3  the plan says the drain will not finish (--plan, --check-plan)"
 for _command in main.commands.values():
     _command.epilog = _command.epilog or EXIT_CODES
 
@@ -973,9 +1198,17 @@ def run() -> Any:
     """
     gc.set_threshold(*_GC_THRESHOLD)
     try:
-        return main()
+        return main(prog_name=_prog_name(sys.argv[0]))
     finally:
         gc.freeze()
+
+
+def _prog_name(argv0: str) -> str:
+    """``kubectl evict`` when kubectl runs this as its plugin ``kubectl-evict`` (usage lines
+    and hints then name the command the user typed, as krew plugins do), else ``evict``."""
+    import os.path
+
+    return "kubectl evict" if os.path.basename(argv0) == "kubectl-evict" else "evict"
 
 
 if __name__ == "__main__":

@@ -655,7 +655,7 @@ class DeletionWait:
             return
         ts = meta.get("deletionTimestamp")
         if ts and self.skip > 0:
-            from scheduler.objects import parse_time
+            from kube.times import parse_time
 
             with contextlib.suppress(ValueError):
                 self._deleting[key] = parse_time(ts)
@@ -815,7 +815,7 @@ class DeletionWait:
 
 
 def refs(pods: Iterable[Any]) -> list[PodRef]:
-    """PodRefs from scheduler Pods or dicts."""
+    """PodRefs from ``kube.objects`` Pods or dicts."""
     out: list[PodRef] = []
     for p in pods:
         if isinstance(p, Mapping):

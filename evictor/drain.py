@@ -25,8 +25,9 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from evictor.api.calls import api_error_text
 from evictor.listener import EvictionListener
-from scheduler.objects import InvalidObject, Pod
+from kube.objects import InvalidObject, Pod
 
 if TYPE_CHECKING:
     from evictor.client import Evictor, WaitOutcome
@@ -368,7 +369,7 @@ class DrainHelper:
         if isinstance(node, str):
             resp = await send(api, "GET", f"/api/v1/nodes/{path_segment(node)}")
             if not resp.ok:
-                raise TransportError(_api_error(resp.status, resp.body, resp.message))
+                raise TransportError(api_error_text(resp.status, resp.body, resp.message))
             node = resp.body
         assert isinstance(node, Mapping)
         name = str((node.get("metadata") or {}).get("name", ""))
@@ -387,7 +388,7 @@ class DrainHelper:
                 content_type=STRATEGIC_MERGE_PATCH,
             )
             if not resp.ok:
-                raise TransportError(_api_error(resp.status, resp.body, resp.message))
+                raise TransportError(api_error_text(resp.status, resp.body, resp.message))
         return word
 
     # --- listing and planning -----------------------------------------------------------------
@@ -420,7 +421,7 @@ class DrainHelper:
             while True:
                 resp = await pending
                 if not resp.ok or not isinstance(resp.body, dict):
-                    raise TransportError(_api_error(resp.status, resp.body, resp.message))
+                    raise TransportError(api_error_text(resp.status, resp.body, resp.message))
                 page = [i for i in resp.body.get("items") or [] if isinstance(i, dict)]
                 if not rv:  # the first page's version: every page is read at it
                     rv = str((resp.body.get("metadata") or {}).get("resourceVersion") or "")
@@ -479,7 +480,7 @@ class DrainHelper:
             elif resp.status == 404:
                 found[(ns, name)] = False
             else:
-                found[(ns, name)] = _api_error(resp.status, resp.body, resp.message)
+                found[(ns, name)] = api_error_text(resp.status, resp.body, resp.message)
 
         await asyncio.gather(*(lookup(ns, n) for ns, n in owners))
 
@@ -511,15 +512,29 @@ class DrainHelper:
         return errors
 
     async def _evict_group(self, pods: Sequence[Pod], deadline: float | None) -> list[str]:
+        use_delete = self.disable_eviction or await self.evictor.eviction_version() is None
+        reports = {pod.key: PodReport(pod, started=self.clock()) for pod in pods}
+        self.reports.extend(reports.values())
+        routes = _Routes.of(self.evictor)
+        routes.add(_Lines(self, reports, use_delete=use_delete))
+        try:
+            return await self._evict_and_wait(pods, reports, deadline, use_delete=use_delete)
+        finally:
+            routes.remove(reports)
+
+    async def _evict_and_wait(
+        self,
+        pods: Sequence[Pod],
+        reports: Mapping[str, PodReport],
+        deadline: float | None,
+        *,
+        use_delete: bool,
+    ) -> list[str]:
         from evictor.result import Outcome
 
-        use_delete = self.disable_eviction or await self.evictor.eviction_version() is None
         verb = "deleted" if use_delete else "evicted"
         server_dry = self.dry_run == "server"
         errors: list[str] = []
-        reports = {pod.key: PodReport(pod, started=self.clock()) for pod in pods}
-        self.reports.extend(reports.values())
-        self.evictor.listener = _Lines(self, reports, use_delete=use_delete)
         timeout_text = go_duration(self.timeout)
 
         def done(pod: Any, outcome: WaitOutcome) -> None:
@@ -639,6 +654,44 @@ class DrainHelper:
         return self.grace_period_seconds if self.grace_period_seconds >= 0 else None
 
 
+class _Routes(EvictionListener):
+    """The ``Evictor``'s listener while drains share it (``--parallel``): each pod's hooks go
+    to the ``_Lines`` of the drain that evicts it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.routes: dict[str, _Lines] = {}
+
+    @classmethod
+    def of(cls, evictor: Evictor) -> _Routes:
+        if not isinstance(evictor.listener, _Routes):
+            evictor.listener = cls()
+        return evictor.listener
+
+    def add(self, lines: _Lines) -> None:
+        for key in lines.reports:
+            self.routes[key] = lines
+
+    def remove(self, reports: Mapping[str, PodReport]) -> None:
+        for key in reports:
+            self.routes.pop(key, None)
+
+    def attempt(self, namespace: str, name: str, attempt: int) -> None:
+        lines = self.routes.get(f"{namespace}/{name}")
+        if lines is not None:
+            lines.attempt(namespace, name, attempt)
+
+    def blocked(self, result: EvictionResult, wait: float) -> None:
+        lines = self.routes.get(f"{result.namespace}/{result.name}")
+        if lines is not None:
+            lines.blocked(result, wait)
+
+    def retry(self, result: EvictionResult, wait: float) -> None:
+        lines = self.routes.get(f"{result.namespace}/{result.name}")
+        if lines is not None:
+            lines.retry(result, wait)
+
+
 class _Lines(EvictionListener):
     """Evictor hooks printing kubectl's per-attempt lines and keeping progress state."""
 
@@ -677,11 +730,3 @@ class _Lines(EvictionListener):
             f'error when {what} pods/"{result.name}" -n "{result.namespace}" '
             f"(will retry after {go_duration(wait)}): {result.message}"
         )
-
-
-def _api_error(status: int, body: Any, message: str) -> str:
-    """kubectl's ``Error from server (Reason): message`` for a failed call."""
-    reason = body.get("reason") if isinstance(body, Mapping) else ""
-    if reason:
-        return f"Error from server ({reason}): {message}"
-    return f"Error from server: {message or status}"

@@ -36,7 +36,7 @@ from evictor.api.watching import (
     WatchState,
     list_and_watch,
 )
-from scheduler.labels import LabelSelector, SelectorError
+from kube.labels import LabelSelector, SelectorError
 
 __all__ = ["PdbState", "PdbTracker"]
 

@@ -48,9 +48,7 @@ sys.path.insert(0, str(ROOT))  # `python examples/demo.py` from a fresh clone, b
 from agent.eviction import EvictionManager, Summary  # noqa: E402
 from agent.rank import explain  # noqa: E402
 from agent.sources import Roots, SourceConfig, SummaryCollector  # noqa: E402
-from kubesim.node.runtime import ProcessRuntime, RuntimeMode, pod_qos_class  # noqa: E402
-from kubesim.sim import Simulator, StateError  # noqa: E402
-from scheduler.cliutil import (  # noqa: E402
+from kube.cliutil import (  # noqa: E402
     CONTEXT_SETTINGS,
     EXIT_CODES,
     BadInput,
@@ -58,8 +56,13 @@ from scheduler.cliutil import (  # noqa: E402
     common_options,
     run,
 )
-from scheduler.objects import Pod  # noqa: E402
-from scheduler.quantity import QuantityError, quantity_value  # noqa: E402
+from kube.objects import Pod  # noqa: E402
+from kube.qos import QOS_GUARANTEED, get_pod_qos  # noqa: E402
+from kube.quantity import QuantityError, quantity_value  # noqa: E402
+from kube.times import parse_rfc3339  # noqa: E402
+from kubesim.faults.file import FaultError  # noqa: E402
+from kubesim.node.runtime import ProcessRuntime, RuntimeMode  # noqa: E402
+from kubesim.sim import Simulator, StateError  # noqa: E402
 
 MIB = 1 << 20
 PRESSURE_CONDITION = "NodePressureAgentMemoryPressure"
@@ -143,8 +146,8 @@ class Mirror:
             statuses = self.runtime.status(uid)
             if usage is None or statuses is None:
                 continue
-            qos = pod_qos_class(pod)
-            parent = kubepods if qos == "Guaranteed" else kubepods / qos.lower()
+            qos = get_pod_qos(pod)
+            parent = kubepods if qos == QOS_GUARANTEED else kubepods / qos.lower()
             pod_dir = parent / f"pod{uid}"
             live.add(pod_dir)
             self._write(pod_dir, usage.working_set_bytes)
@@ -177,6 +180,10 @@ class Demo:
         use_cgroups: bool,
         rich_ui: bool,
         debug: bool,
+        agent_args: tuple[str, ...] = (),
+        faults: Path | None = None,
+        plot: Path | None = None,
+        timeline_dir: Path | None = None,
     ) -> None:
         self.manifest = manifest
         self.node = node
@@ -188,6 +195,10 @@ class Demo:
         self.use_cgroups = use_cgroups
         self.rich_ui = rich_ui
         self.debug = debug
+        self.agent_args = agent_args
+        self.faults = faults
+        self.plot = plot
+        self.timeline_dir = timeline_dir
         self.started = time.monotonic()
         self.log: list[str] = []
         self.report: Report | None = None
@@ -201,6 +212,10 @@ class Demo:
         self.ranking: list[dict[str, Any]] = []
         self.agent: subprocess.Popen[bytes] | None = None
         self.tmp = Path(tempfile.mkdtemp(prefix="eviction-demo-"))
+        if self.plot is not None and self.timeline_dir is None:
+            self.timeline_dir = self.tmp / "timeline"
+        if self.timeline_dir is not None:
+            self.timeline_dir.mkdir(parents=True, exist_ok=True)
 
     # --- output ---------------------------------------------------------------------------
 
@@ -277,9 +292,12 @@ class Demo:
                 memory_capacity=self.capacity,
                 use_cgroups=self.use_cgroups,
                 kubeconfig_path=self.tmp / "kubeconfig",
+                faults=self.faults,
             )
         except StateError as exc:
             raise BadInput(f"{self.manifest}: {exc}") from None
+        except FaultError as exc:
+            raise BadInput(f"--faults {self.faults}: {exc}") from None
         if self.node not in {n["metadata"]["name"] for n in sim.list_objects("Node")}:
             raise BadInput(f"--node {self.node}: no such node in {self.manifest}")
         runtime = sim.runtimes[self.node]
@@ -295,6 +313,9 @@ class Demo:
             )
             self.report = report
             await self._run(sim, runtime, report)
+            if self.plot is not None:
+                await self._stop_agent()  # its incident closes: the file is complete
+                self._plot(self.plot)
         finally:
             await self._stop_agent()
             await sim.stop()
@@ -304,6 +325,31 @@ class Demo:
 
                 shutil.rmtree(self.tmp)
         return report
+
+    def _plot(self, png: Path) -> None:
+        """Draw the agent's incident of this run (the one with most evictions, if several)."""
+        from agent.timeline import TimelineError, read_timeline, timeline_files
+        from examples.plot_timeline import plot
+
+        assert self.timeline_dir is not None
+        started = time.time() - self.elapsed()
+        found = []
+        for path in timeline_files(self.timeline_dir):
+            if path.stat().st_mtime < started:
+                continue  # an earlier run's, in a directory given with --timeline-dir
+            try:
+                found.append((path, read_timeline(path)))
+            except TimelineError as exc:
+                raise Failure(f"the agent's timeline: {exc}") from None
+        if not found:  # no threshold was met before the run ended: nothing happened to draw
+            self.say(f"nothing to plot: the agent saw no pressure incident ({png} not written)")
+            return
+        path, timeline = max(found, key=lambda f: len(f[1].evictions))
+        plot(timeline, png)
+        self.say(
+            f"plotted {png}: {len(timeline.evictions)} eviction(s) from the agent's timeline "
+            f"{path.name}" + (f" (one of {len(found)} incidents)" if len(found) > 1 else "")
+        )
 
     def _check_cleanup(self, runtime: ProcessRuntime) -> None:
         import psutil  # type: ignore[import-untyped, unused-ignore]
@@ -381,7 +427,7 @@ class Demo:
             report.pids += pids
             self.say(
                 f"{p['metadata']['namespace']}/{p['metadata']['name']} running on {self.node} "
-                f"(priority {p['spec'].get('priority', 0)}, {pod_qos_class(p)}, "
+                f"(priority {p['spec'].get('priority', 0)}, {get_pod_qos(p)}, "
                 f"pid {', '.join(map(str, pids))})"
             )
         for n in sim.list_objects("Node"):
@@ -445,9 +491,11 @@ class Demo:
             while True:
                 await asyncio.sleep(SAMPLE_INTERVAL)
                 if self.agent is not None and self.agent.poll() is not None:
+                    # the log goes with the demo's temporary directory: say its last line
+                    lines = (self.tmp / "agent.log").read_text(errors="replace").splitlines()
                     raise Failure(
-                        f"the agent exited with status {self.agent.returncode}; see "
-                        f"{self.tmp / 'agent.log'}"
+                        f"the agent exited with status {self.agent.returncode}: "
+                        f"{lines[-1] if lines else 'no output'}"
                     )
                 pods = {p["metadata"]["uid"]: p for p in self.pods_on_node(sim)}
                 self._watch(sim, report, runtime)
@@ -512,6 +560,8 @@ class Demo:
             "--node-conditions",
             "--listen",
             "127.0.0.1:0",
+            *(["--timeline-dir", str(self.timeline_dir)] if self.timeline_dir else []),
+            *self.agent_args,
         ]
         env = {
             **os.environ,
@@ -684,13 +734,11 @@ class Demo:
 
 
 def _parse_time(text: object) -> float | None:
-    """An RFC 3339 (micro)time as epoch seconds."""
-    from datetime import datetime
-
+    """An RFC 3339 (micro)time as epoch seconds; None when there is none."""
     if not isinstance(text, str) or not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        return parse_rfc3339(text)
     except ValueError:
         return None
 
@@ -826,6 +874,34 @@ def _quantity(text: str, option: str) -> int:
     help="rich: a live table (default on a terminal); plain: one line per event.",
 )
 @click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PNG",
+    help="Draw the incident as a PNG (matplotlib): the agent's timeline file of node-1's "
+    "memory, thresholds, evictions and pods' working sets (examples/plot_timeline.py).",
+)
+@click.option(
+    "--timeline-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Keep the agent's incident timeline files here (eviction-agent --timeline-dir; "
+    "default with --plot: a temporary directory).",
+)
+@click.option(
+    "--faults",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="kubesim's fault injection file (see examples/kubesim-faults.yaml): the API server "
+    "answers the agent as it says.",
+)
+@click.option(
+    "--agent-arg",
+    "agent_args",
+    multiple=True,
+    metavar="ARG",
+    help="One more argument for `eviction-agent run`, after the demo's own (repeat it; a later "
+    "flag overrides the demo's), e.g. --agent-arg=--eviction-mode=eviction-api.",
+)
+@click.option(
     "--summary-json",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the summary as JSON here.",
@@ -839,6 +915,10 @@ def main(  # noqa: PLR0917 - click passes options positionally
     cgroup_root: str,
     no_cgroups: bool,
     ui: str,
+    plot: Path | None,
+    timeline_dir: Path | None,
+    faults: Path | None,
+    agent_args: tuple[str, ...],
     summary_json: Path | None,
 ) -> int:
     """Run the node-pressure eviction demo (kubesim + a real node + the agent); see the
@@ -862,6 +942,10 @@ def main(  # noqa: PLR0917 - click passes options positionally
         use_cgroups=not no_cgroups,
         rich_ui=rich_ui,
         debug="--debug" in sys.argv,
+        agent_args=agent_args,
+        faults=faults,
+        plot=plot,
+        timeline_dir=timeline_dir,
     )
     report = asyncio.run(_until_signalled(demo))
     if summary_json is not None:

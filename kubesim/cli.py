@@ -10,16 +10,18 @@ A script therefore never reads a kubeconfig whose server is not answering:
   kubeconfig and the log file of the detached server;
 * ``kubesim wait KUBECONFIG`` blocks until the server a kubeconfig names answers ``/readyz``.
 
-``kubesim serve --tls`` serves HTTPS with a CA generated at start (``kubesim.auth.pki``); the
-kubeconfig then holds that CA and kubeadm's admin client certificate, and ``kubesim
-certificate USER --group G … --kubeconfig ADMIN -o FILE`` asks the running server (over TLS,
-as its admin, ``POST /_kubesim/certificates``) for a client certificate and writes a kubeconfig
-like a real cluster's. Credentials never travel in clear: ``serve`` refuses a non-loopback
-``--host`` without ``--tls`` once requests are authorized (exit 2,
-``kubesim.sim.check_clear_text``).
+``kubesim serve --tls`` serves HTTPS with a CA generated at start
+(``kubesim.plugins.authentication.pki``); the kubeconfig then holds that CA and kubeadm's admin
+client certificate, and ``kubesim certificate USER --group G … --kubeconfig ADMIN -o FILE`` asks
+the running server (over TLS, as its admin, ``POST /_kubesim/certificates``) for a client
+certificate and writes a kubeconfig like a real cluster's. ``--authorization rbac`` serves TLS
+unless ``--no-tls`` is given (``serves_tls``): kubectl sends a kubeconfig's bearer token only
+over HTTPS, so the kubeconfig of an authorizing server works with kubectl only over TLS.
+Credentials never travel in clear: ``serve`` refuses a non-loopback ``--host`` with
+``--no-tls`` once requests are authorized (exit 2, ``kubesim.sim.check_clear_text``).
 
 Bad files or flags exit 2 before anything is served, with one line naming the file, document,
-object and field; a port in use exits 1 (``scheduler.cliutil`` holds the shared conventions).
+object and field; a port in use exits 1 (``kube.cliutil`` holds the shared conventions).
 The heavy modules (aiohttp, the server) are imported only when a command runs, so ``--help``
 stays instant.
 """
@@ -44,9 +46,7 @@ from typing import TYPE_CHECKING, Final
 
 import click
 
-from kubesim.controllers import CONTROLLER_NAMES
-from scheduler.cli import validate_option
-from scheduler.cliutil import (
+from kube.cliutil import (
     CONTEXT_SETTINGS,
     EXIT_CODES,
     BadInput,
@@ -54,7 +54,9 @@ from scheduler.cliutil import (
     common_options,
     run,
 )
-from scheduler.strict import Validation
+from kube.strict import Validation
+from kubesim.controllers import CONTROLLER_NAMES
+from scheduler.cli import validate_option
 
 if TYPE_CHECKING:
     from kubesim.faults.file import FaultSet
@@ -105,7 +107,7 @@ def require_server_extra() -> None:
         )
 
 
-# ``kubesim.auth.AUTHORIZATION_MODES``'s names, spelled out: importing it would load aiohttp.
+# ``kubesim.sim.AUTHORIZATION_MODES``'s names, spelled out: importing it would load aiohttp.
 AUTHORIZATION_CHOICES: Final = ("always-allow", "rbac")
 
 
@@ -119,6 +121,19 @@ class Living:
     disabled: frozenset[str] = frozenset()
     eviction_subresource: bool = True
     authorization: str = AUTHORIZATION_CHOICES[0]
+
+
+def serves_tls(authorization: str, tls: bool | None) -> bool:
+    """``--tls``/``--no-tls`` as given, else TLS exactly when requests are authorized.
+
+    kubectl (client-go) sends a kubeconfig's bearer token only over HTTPS, so an authorizing
+    server on http would meet kubectl as ``system:anonymous`` (kubectl then prints ``Error from
+    server (Forbidden): unknown``); over TLS the kubeconfig carries kubeadm's admin client
+    certificate, which kubectl sends. ``always-allow`` has nothing to protect and stays on http.
+    """
+    if tls is not None:
+        return tls
+    return authorization != AUTHORIZATION_CHOICES[0]
 
 
 def _controller_names(
@@ -136,8 +151,8 @@ def _controller_names(
 
 
 def _load_faults(path: str) -> FaultSet:
+    from kube.strict import ManifestError, parse_yaml, read_text
     from kubesim.faults.file import FaultError, FaultSet, parse_faults
-    from scheduler.strict import ManifestError, parse_yaml, read_text
 
     out = FaultSet()
     try:
@@ -256,8 +271,9 @@ def _load_faults(path: str) -> FaultSet:
     show_default=True,
     help="always-allow: every request is allowed (the kubeconfig carries no credentials); "
     "rbac: requests are authorized with Roles, ClusterRoles and their bindings as "
-    "kube-apiserver's RBAC mode does (403 otherwise); the kubeconfig carries the admin's "
-    "system:masters token.",
+    "kube-apiserver's RBAC mode does (403 otherwise), over TLS unless --no-tls; the "
+    "kubeconfig carries the admin's system:masters client certificate (its token with "
+    "--no-tls).",
 )
 @click.option(
     "--process-node",
@@ -282,11 +298,13 @@ def _load_faults(path: str) -> FaultSet:
     "kubepods cgroup; default the machine's memory.",
 )
 @click.option(
-    "--tls",
-    is_flag=True,
+    "--tls/--no-tls",
+    default=None,
     help="Serve HTTPS with a certificate authority generated at start: the kubeconfig gets "
     "its CA and a client certificate for kubernetes-admin (system:masters); client "
-    "certificates it signs authenticate (see kubesim certificate).",
+    "certificates it signs authenticate (see kubesim certificate). Default: on with "
+    "--authorization rbac (kubectl sends no credentials over http), off with always-allow; "
+    "--no-tls keeps rbac on http for clients that send tokens there (Python clients).",
 )
 @click.option("--ready-fd", type=int, hidden=True)
 def serve(  # noqa: PLR0917 - click passes options positionally
@@ -311,7 +329,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     process_nodes: tuple[str, ...],
     cgroup_root: str,
     memory_capacity: str | None,
-    tls: bool,
+    tls: bool | None,
     ready_fd: int | None,
 ) -> int:
     """Serve the Kubernetes API until interrupted (SIGINT or SIGTERM: exit 0).
@@ -327,6 +345,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     _directory_of(pid_file, "--pid-file")
     _directory_of(log_file, "--log-file")
     capacity = parse_memory_capacity(memory_capacity)
+    tls = serves_tls(authorization, tls)
     if background:
         args = ["serve", "--host", host, "--port", str(port), "--time-scale", str(time_scale)]
         args += ["--validate", validation]
@@ -357,8 +376,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         args += ["--cgroup-root", cgroup_root]
         if memory_capacity:
             args += ["--memory-capacity", memory_capacity]
-        if tls:
-            args.append("--tls")
+        args.append("--tls" if tls else "--no-tls")
         return _background(args, log_file=log_file, timeout=ready_timeout)
     living = Living(
         ready_after=ready_after,
@@ -384,6 +402,13 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     )
     for warning in sim.state_warnings:
         click.echo(f"Warning: {warning}", err=True)
+    if authorization != AUTHORIZATION_CHOICES[0] and not tls:
+        click.echo(
+            f"Warning: --authorization {authorization} --no-tls: kubectl sends no bearer token"
+            " over http, so the kubeconfig's token serves other clients only; drop --no-tls"
+            " for kubectl",
+            err=True,
+        )
     asyncio.run(_serve(sim, pid_file=pid_file, ready_fd=ready_fd))
     return 0
 
@@ -438,7 +463,7 @@ def parse_memory_capacity(text: str | None, option: str = "--memory-capacity") -
     """A positive memory quantity in bytes; BadInput (exit 2) naming the option otherwise."""
     if text is None:
         return None
-    from scheduler.quantity import QuantityError, quantity_value
+    from kube.quantity import QuantityError, quantity_value
 
     try:
         value = quantity_value(text)

@@ -35,6 +35,8 @@ from typing import Any
 
 import yaml
 
+from kube.kubeconfig import KubeconfigError, ResolvedContext, load_kubeconfig
+
 __all__ = [
     "IssuedCertificate",
     "KubeconfigError",
@@ -47,10 +49,6 @@ __all__ = [
     "wait_answering",
     "write_kubeconfig",
 ]
-
-
-class KubeconfigError(ValueError):
-    """A kubeconfig that cannot be used: not YAML, or no server in its current context."""
 
 
 def kubeconfig_dict(
@@ -108,37 +106,21 @@ def write_kubeconfig(
     return target
 
 
-def _current(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The cluster and user entries of a kubeconfig's current context."""
+def _current(path: str | Path) -> ResolvedContext:
+    """The current context of a kubeconfig, which must name a server (``kube.kubeconfig``)."""
+    config = load_kubeconfig([path])
     try:
-        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise KubeconfigError(f"{path}: not a kubeconfig: {exc}") from None
-    if not isinstance(config, dict):
-        raise KubeconfigError(f"{path}: not a kubeconfig")
-    current = config.get("current-context")
-    context: dict[str, Any] = {}
-    for ctx in config.get("contexts") or []:
-        if isinstance(ctx, dict) and ctx.get("name") == current:
-            context = ctx.get("context") or {}
-
-    def entry(section: str, key: str) -> dict[str, Any]:
-        for item in config.get(section) or []:
-            if isinstance(item, dict) and item.get("name") == context.get(key):
-                found = item.get(key)
-                return found if isinstance(found, dict) else {}
-        return {}
-
-    cluster = entry("clusters", "cluster")
-    server = cluster.get("server")
-    if not isinstance(server, str) or not server:
-        raise KubeconfigError(f"{path}: no server for current context {current!r}")
-    return cluster, entry("users", "user")
+        resolved = config.resolve()
+    except KubeconfigError:
+        resolved = None
+    if resolved is None or not resolved.server:
+        raise KubeconfigError(f"{path}: no server for current context {config.current_context!r}")
+    return resolved
 
 
 def server_of(path: str | Path) -> str:
     """The server URL of a kubeconfig's current context."""
-    return str(_current(path)[0]["server"])
+    return _current(path).server
 
 
 def _pem(entry: Mapping[str, Any], key: str, path: str | Path) -> bytes | None:
@@ -152,7 +134,7 @@ def _pem(entry: Mapping[str, Any], key: str, path: str | Path) -> bytes | None:
     name = entry.get(key)
     if isinstance(name, str) and name:
         try:
-            return (Path(path).parent / name).read_bytes()
+            return Path(name).read_bytes()  # made absolute by load_kubeconfig
         except OSError as exc:
             raise KubeconfigError(f"{path}: {key} {name}: {exc.strerror or exc}") from None
     return None
@@ -162,8 +144,9 @@ def tls_context_of(path: str | Path, *, client: bool = False) -> ssl.SSLContext 
     """The TLS context to reach the current context's server: None for ``http://``; its
     ``certificate-authority(-data)`` trusted (the system CAs without one); with ``client``,
     the user's client certificate presented."""
-    cluster, user = _current(path)
-    if not str(cluster["server"]).startswith("https://"):
+    current = _current(path)
+    cluster, user = current.cluster, current.user
+    if not current.server.startswith("https://"):
         return None
     ca = _pem(cluster, "certificate-authority", path)
     try:

@@ -27,7 +27,7 @@ What is reproduced (``pkg/scheduler/eventhandlers.go``, ``schedule_one.go``,
   queue's periodic flushes (backoff every second, leftovers every 30 s) run on a clock scaled
   by ``time_scale``, so backoffs are ``time_scale`` times shorter in wall time;
 * a cycle: ``schedule_one`` with the round-robin ``nextStartNodeIndex``, then *assume* (bind in
-  the snapshot), then bind through the ``pods/binding`` REST logic (``BindingREST.bind``, the
+  the snapshot), then bind through the ``pods/binding`` REST logic (``BindingStorage.bind``, the
   same checks the HTTP subresource makes, with the pod's UID as precondition) and record the
   ``Scheduled`` event ``Successfully assigned ns/name to node``. A failed bind forgets the
   assumed pod, moves pods nominated to that node, and handles an error (``SchedulerError``,
@@ -77,16 +77,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from kubesim.apiserver.binding import BindingREST, set_pod_condition
-from kubesim.apiserver.rest import DeleteOptions
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import ADDED, DELETED, Event, Subscription, clone
-from kubesim.apiserver.timefields import format_micro_time
-from kubesim.scheduler_metrics import SchedulerMetrics
-from scheduler.apierrors import AdmissionError
-from scheduler.filters import default_framework
-from scheduler.framework import Code, Framework, fit_error_message
-from scheduler.objects import (
+from kube.apierrors import AdmissionError
+from kube.objects import (
     InvalidObject,
     Namespace,
     Node,
@@ -98,9 +90,15 @@ from scheduler.objects import (
     ReplicationController,
     Service,
     StatefulSet,
-    format_time,
-    parse_time,
 )
+from kube.times import format_micro_time, format_time, parse_time
+from kubesim.core.errors import StatusError
+from kubesim.core.store import ADDED, DELETED, Event, Subscription, clone
+from kubesim.plugins.binding import BindingStorage, set_pod_condition
+from kubesim.registry.generic import DeleteOptions
+from kubesim.scheduler_metrics import SchedulerMetrics
+from scheduler.filters import default_framework
+from scheduler.framework import Code, Framework, fit_error_message
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.preemption.core import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from scheduler.priority import PriorityAdmission
@@ -116,7 +114,7 @@ from scheduler.schedule import ScheduleResult, schedule_one
 from scheduler.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from kubesim.apiserver.resources import ResourceType
+    from kubesim.core.scheme import ResourceType
     from kubesim.sim import Simulator
 
 __all__ = [
@@ -329,7 +327,7 @@ class SchedulerLoop:
         self._clock_origin = (0.0, 0.0)
         self._time_scale = 1.0
         self._idle: asyncio.Event | None = None
-        self._binder: BindingREST | None = None
+        self._binder: BindingStorage | None = None
         self._pods_rt: ResourceType | None = None
         self._events_rt: ResourceType | None = None
         self._last_stamp = 0
@@ -359,19 +357,19 @@ class SchedulerLoop:
     async def run(self, sim: Simulator) -> None:
         self._sim = sim
         self._time_scale = max(float(sim.time_scale), 1e-9)
-        self._clock_origin = (time.monotonic(), sim.rest.clock())
-        self._binder = getattr(sim, "binding", None) or BindingREST(sim)
-        self._pods_rt = sim.registry.for_kind("v1", "Pod")
-        self._events_rt = sim.registry.for_kind("events.k8s.io/v1", "Event")
+        self._clock_origin = (time.monotonic(), sim.registry.clock())
+        self._binder = sim.binding
+        self._pods_rt = sim.scheme.for_kind("v1", "Pod")
+        self._events_rt = sim.scheme.for_kind("events.k8s.io/v1", "Event")
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         store = sim.store
         subs = self._subs = [store.subscribe(s) for s in WATCHED]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         ticker = asyncio.create_task(self._ticker())
-        registry = getattr(sim.server, "metrics", None)
-        if registry is not None:
-            registry.register(self.metrics)
+        collectors = getattr(sim.server, "metrics", None)
+        if collectors is not None:
+            collectors.register(self.metrics)
         try:
             await self._initial_list()
             while True:
@@ -388,8 +386,8 @@ class SchedulerLoop:
                 # Let the rest of a burst of writes land: one drain applies them all.
                 await asyncio.sleep(0)
         finally:
-            if registry is not None:
-                registry.unregister(self.metrics)
+            if collectors is not None:
+                collectors.unregister(self.metrics)
             ticker.cancel()
             for task in pumps:
                 task.cancel()
@@ -764,7 +762,7 @@ class SchedulerLoop:
             node_statuses=result.node_statuses,
             mode=self.preemption_mode,
             framework=self.framework,
-            now=self._sim.rest.clock() if self._sim is not None else None,
+            now=self._sim.registry.clock() if self._sim is not None else None,
             cross_node=self.cross_node_preemption,
         )
         nominating: NominatingInfo | None = None
@@ -799,12 +797,12 @@ class SchedulerLoop:
         sim = self._sim
         assert sim is not None and self._pods_rt is not None
         node = outcome.nominated_node_name or ""
-        rest = sim.rest
-        now = format_time(rest.clock())
-        preemptor_obj = rest.store.get("pods", (preemptor.namespace, preemptor.name))
+        registry = sim.registry
+        now = format_time(registry.clock())
+        preemptor_obj = registry.store.get("pods", (preemptor.namespace, preemptor.name))
         done: list[str] = []
         for victim in outcome.victims:
-            stored = rest.store.get("pods", (victim.namespace, victim.name))
+            stored = registry.store.get("pods", (victim.namespace, victim.name))
             if stored is None or (stored.get("metadata") or {}).get("uid") != victim.uid:
                 continue  # already gone
             done.append(victim.key)
@@ -822,10 +820,10 @@ class SchedulerLoop:
             )
             try:
                 if changed:
-                    rest.update(
+                    registry.update(
                         self._pods_rt, victim.namespace, victim.name, new, subresource="status"
                     )
-                rest.delete(
+                registry.delete(
                     self._pods_rt,
                     victim.namespace,
                     victim.name,
@@ -925,7 +923,7 @@ class SchedulerLoop:
                 cond_status="False",
                 reason=reason,
                 message=message,
-                now=format_time(sim.rest.clock()),
+                now=format_time(sim.registry.clock()),
             )
         if (
             nominated_node_name is not None
@@ -939,7 +937,7 @@ class SchedulerLoop:
         if not changed:
             return
         try:
-            sim.rest.update(self._pods_rt, pod.namespace, pod.name, new, subresource="status")
+            sim.registry.update(self._pods_rt, pod.namespace, pod.name, new, subresource="status")
         except StatusError as err:
             log.warning("kubesim: scheduler status update of %s failed: %s", pod.key, err.message)
 
@@ -962,7 +960,7 @@ class SchedulerLoop:
         sim = self._sim
         if sim is None or self._events_rt is None:
             return
-        now = sim.rest.clock()
+        now = sim.registry.clock()
         meta = regarding.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         event: dict[str, Any] = {
@@ -984,7 +982,7 @@ class SchedulerLoop:
         if related is not None:
             event["related"] = _reference(related)
         try:
-            sim.rest.create(self._events_rt, namespace, event)
+            sim.registry.create(self._events_rt, namespace, event)
         except StatusError as err:
             log.warning("kubesim: scheduler event %s failed: %s", reason, err.message)
 

@@ -3,12 +3,12 @@
 ``kubesim.serve(...)`` is the in-process entry point (an async context manager) and
 ``kubesim serve`` the command-line one; both build a ``Simulator``. Like a fresh
 kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` and
-``kube-node-lease`` namespaces (and, through admission, the system PriorityClasses), then
+``kube-node-lease`` namespaces (and, through priority, the system PriorityClasses), then
 loads the state manifests as they are — statuses included, so a test can start from pods that
 are already Running or Pending on given nodes.
 
-It serves ``pods/eviction`` (``kubesim.apiserver.eviction``), ``pods/binding``
-(``kubesim.apiserver.binding``) and ``<workload>/scale``, runs the controllers of
+It serves ``pods/eviction`` (``kubesim.plugins.eviction``), ``pods/binding``
+(``kubesim.plugins.binding``) and ``<workload>/scale``, runs the controllers of
 ``kubesim.controllers`` (namespace, disruption — ``pin_pdb`` freezes a budget's status —,
 ReplicaSet, ReplicationController, Deployment, StatefulSet, DaemonSet, Job, garbage collector),
 the node kubelet and the default scheduler (``kubesim.scheduler_loop``), each of which can be
@@ -24,12 +24,12 @@ each gets a ``ProcessRuntime`` (``runtimes[name]``) under ``cgroup_root``, its k
 limited to ``memory_capacity``; the other nodes keep the simulated kubelet. The runtimes open
 with the server and are closed — every process killed, every cgroup removed — when it stops.
 
-Authentication is kube-apiserver's (``kubesim.auth``): static tokens (``tokens``, the admin's
-``admin_token``), ServiceAccount tokens from the TokenRequest API
-(``service_account_tokens``, ``kubesim.auth.serviceaccounts``; its ``clock`` is the one token
-time, replaceable in tests), ``TokenReview``/``SelfSubjectReview``
-(``kubesim.auth.identityreviews``) and, with ``tls=True``, HTTPS and client certificates
-from a CA generated at start (``certificate_authority``, ``kubesim.auth.pki``).
+Authentication is kube-apiserver's (``kubesim.plugins.authentication``): static tokens
+(``tokens``, the admin's ``admin_token``), ServiceAccount tokens from the TokenRequest API
+(``service_account_tokens``, ``kubesim.plugins.authentication.serviceaccounts``; its
+``clock`` is the one token time, replaceable in tests), ``TokenReview``/``SelfSubjectReview``
+(``kubesim.plugins.authentication.reviews``) and, with ``tls=True``, HTTPS and client certificates
+from a CA generated at start (``certificate_authority``, ``kubesim.plugins.authentication.pki``).
 ``admin_kubeconfig_user`` is the one place that decides the admin's credentials: kubeadm's
 client certificate (CN=kubernetes-admin, O=system:masters) over TLS, none over HTTP while
 every request is allowed, the admin token otherwise; ``api_client`` and the written
@@ -42,7 +42,7 @@ the host — and so does any address under ``always-allow``, where a token grant
 anonymous request is not already granted, so kubesim's old ``--host 0.0.0.0`` use keeps working.
 
 State manifests are decoded as kube-apiserver decodes a create with ``fieldValidation``
-(``scheduler.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
+(``kube.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
 would otherwise be stored and ignored, and the test would run against a different cluster
 than the file says. Errors name the file, document, object and field. ``null`` fields count
 as unset, as in Go. The kubeconfig is written once the port accepts connections and removed
@@ -63,43 +63,13 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 from aiohttp import web
 
-from kubesim.admission import policies
-from kubesim.apiserver import admission, binding, eviction
-from kubesim.apiserver.requestlog import RequestLog
-from kubesim.apiserver.resources import Registry, ResourceType, default_registry
-from kubesim.apiserver.rest import Rest
-from kubesim.apiserver.server import ApiServer, json_response, status_response
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import Store, clone
-from kubesim.auth import (
-    ALWAYS_ALLOW,
-    AUTHORIZATION_MODES,
-    MASTERS,
-    UserInfo,
-    install_access_control,
-)
-from kubesim.auth import bootstrap as rbac_bootstrap
-from kubesim.auth.authn import Chain, StaticTokens, TokenAuthenticator, new_token
-from kubesim.auth.rbac import RuleResolver
-from kubesim.controllers import (
-    Controller,
-    ControllerSettings,
-    check_controller_names,
-    default_controllers,
-)
-from kubesim.controllers.disruption import find_controller
-from kubesim.controllers.settings import SETTINGS_TYPE, parse_settings, with_settings
-from kubesim.faults.file import FaultSet, load_faults, parse_faults
-from kubesim.faults.injection import FaultInjector
-from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
-from kubesim.node.kubelet import Kubelet
-from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
-from scheduler.strict import (
+from kube.net import is_loopback
+from kube.strict import (
     Document,
     ManifestError,
     Validation,
@@ -110,17 +80,53 @@ from scheduler.strict import (
     read_text,
     validate_document,
 )
+from kubesim.controllers import (
+    Controller,
+    ControllerSettings,
+    check_controller_names,
+    default_controllers,
+)
+from kubesim.controllers.disruption import find_controller
+from kubesim.controllers.settings import SETTINGS_TYPE, parse_settings, with_settings
+from kubesim.core.attributes import MASTERS, UserInfo
+from kubesim.core.errors import StatusError
+from kubesim.core.scheme import ResourceType, Scheme, default_scheme
+from kubesim.core.store import Store, clone
+from kubesim.endpoints import subresources
+from kubesim.endpoints.codec import json_response, status_response
+from kubesim.endpoints.impersonation import Impersonation
+from kubesim.endpoints.requestlog import RequestLog
+from kubesim.endpoints.server import ApiServer
+from kubesim.faults.file import FaultSet, load_faults, parse_faults
+from kubesim.faults.injection import FaultInjector
+from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
+from kubesim.node.kubelet import Kubelet
+from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
+from kubesim.plugins import admission
+from kubesim.plugins.admission.priority import bootstrap_priority_classes
+from kubesim.plugins.authentication.tokens import Chain, StaticTokens, TokenAuthenticator, new_token
+from kubesim.plugins.authorization import AlwaysAllow, Authorizer
+from kubesim.plugins.authorization import bootstrap as rbac_bootstrap
+from kubesim.plugins.authorization.rbac import RBACAuthorizer, RuleResolver
+from kubesim.plugins.authorization.reviews import GROUP as AUTHORIZATION_GROUP
+from kubesim.plugins.authorization.reviews import Reviews
+from kubesim.plugins.binding import BindingStorage
+from kubesim.plugins.eviction import EvictionStorage
+from kubesim.registry.generic import GenericStore
 
 if TYPE_CHECKING:
-    from kubesim.auth.pki import CertificateAuthority, Credentials
+    from kubesim.plugins.authentication.pki import CertificateAuthority, Credentials
+    from kubesim.plugins.authentication.reviews import IdentityReviews
 
 __all__ = [
+    "ALWAYS_ALLOW",
+    "AUTHORIZATION_MODES",
     "BOOTSTRAP_NAMESPACES",
+    "RBAC",
     "InsecureServing",
     "Simulator",
     "StateError",
     "check_clear_text",
-    "is_loopback",
     "load_state",
     "serve",
     "tune_collector_for_server",
@@ -169,7 +175,7 @@ def _documents(source: StateSource) -> list[Document]:
 
 def load_state(
     sources: Iterable[StateSource],
-    registry: Registry,
+    scheme: Scheme,
     *,
     validation: Validation = "strict",
     warnings: list[str] | None = None,
@@ -177,7 +183,7 @@ def load_state(
     """Manifests with their origin; ``kind: List`` flattened; unknown kinds rejected.
 
     Each manifest is decoded as kube-apiserver does with ``fieldValidation`` set to
-    ``validation`` (``scheduler.strict``): unknown or duplicate fields fail under ``strict``
+    ``validation`` (``kube.strict``): unknown or duplicate fields fail under ``strict``
     and are appended to ``warnings`` under ``warn``; wrong types always fail.
     """
     out: list[tuple[str, int, ResourceType, dict[str, Any]]] = []
@@ -196,7 +202,7 @@ def load_state(
                 raise fail("kind", "Required value")
             if not isinstance(api_version, str) or not api_version:
                 raise fail("apiVersion", "Required value")
-            rt = registry.for_kind(api_version, kind)
+            rt = scheme.for_kind(api_version, kind)
             if rt is None:
                 raise fail("kind", f'no matches for kind "{kind}" in version "{api_version}"')
             if model_for(api_version, kind) is not None:
@@ -210,20 +216,21 @@ def load_state(
     return out
 
 
+ALWAYS_ALLOW: Final = "always-allow"
+RBAC: Final = "rbac"
+
+# ``kubesim serve --authorization MODE``: the authorizer each mode puts behind the privileged
+# group (``system:masters`` is allowed first in every mode), as ``pkg/kubeapiserver/authorizer``
+# wires kube-apiserver's modes. What every mode has — impersonation, the reviews, RBAC's
+# escalation check, the bootstrap policy — ``Simulator`` installs whatever the mode.
+AUTHORIZATION_MODES: dict[str, Callable[[Simulator], Authorizer]] = {
+    ALWAYS_ALLOW: lambda sim: AlwaysAllow(),
+    RBAC: lambda sim: RBACAuthorizer(sim.rbac_resolver),
+}
+
+
 class InsecureServing(ValueError):
     """Serving credentials in clear text beyond loopback: refused (``Simulator.__init__``)."""
-
-
-def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_clear_text(host: str, *, tls: bool, authorization: str) -> None:
@@ -281,35 +288,41 @@ class Simulator:
         self.time_scale = time_scale
         self.host = host
         self.port = port
-        self.registry = default_registry(eviction_subresource=eviction_subresource)
+        self.scheme = default_scheme(eviction_subresource=eviction_subresource)
         self.store = Store(history_size=history_size)
-        self.rest = Rest(self.store, self.registry)
-        self.priority = admission.install(self.rest)
+        self.registry = GenericStore(self.store, self.scheme)
         self.requests = RequestLog()
-        # Fixed tokens (``--token-auth-file``); ``kubesim.auth.authn``.
+        # Fixed tokens (``--token-auth-file``); ``kubesim.plugins.authentication.tokens``.
         self.tokens = StaticTokens()
         self.server = ApiServer(
-            self.rest,
             self.registry,
+            self.scheme,
             request_log=self.requests,
             version_minor=version_minor,
             bookmark_interval=bookmark_interval,
         )
+        # RBAC's rules over the store: the rbac mode authorizes with them, and in every mode
+        # the escalation check and the rules review read them.
+        self.rbac_resolver: RuleResolver = RuleResolver(self.store)
+        self.admission = admission.install(self.registry, self.rbac_resolver, self.server.authorize)
+        self.priority = self.admission.priority
+        self.policies = self.admission.policies  # ValidatingAdmissionPolicies, in every mode
         # ServiceAccount tokens (TokenRequest), tried after the static tokens.
-        from kubesim.auth import identityreviews
-        from kubesim.auth.serviceaccounts import ServiceAccountTokens
+        from kubesim.plugins.authentication.reviews import IdentityReviews
+        from kubesim.plugins.authentication.serviceaccounts import ServiceAccountTokens
 
-        self.service_account_tokens = ServiceAccountTokens(self.rest)
-        self.server.subresources[("", "serviceaccounts", "token")] = (
-            self.service_account_tokens.handle
+        self.service_account_tokens = ServiceAccountTokens(self.registry)
+        self._serve_access_reviews(
+            IdentityReviews(
+                self.registry.clock, self.token_authenticators, self.service_account_tokens
+            )
         )
-        identityreviews.install(self)
         # TLS: a CA generated now; client certificates it signed authenticate their CN.
         self.tls = tls
         self.certificate_authority: CertificateAuthority | None = None
         certificates = None
         if tls:
-            from kubesim.auth.pki import CertificateAuthority, ClientCertificates
+            from kubesim.plugins.authentication.pki import CertificateAuthority, ClientCertificates
 
             self.certificate_authority = CertificateAuthority()
             certificates = ClientCertificates()
@@ -368,16 +381,19 @@ class Simulator:
         self.injector = FaultInjector(self)
         self.server.request_hooks.insert(0, self.injector.hook)
         # Without the subresource the eviction endpoint is a 404, as on a server lacking it.
-        self.eviction = eviction.install(self) if eviction_subresource else None
-        self.binding = binding.install(self)
-        self.policies = policies.install(self)  # ValidatingAdmissionPolicies, in every mode
+        self.eviction = EvictionStorage(self.registry) if eviction_subresource else None
+        if self.eviction is not None:
+            self.server.subresources[("", "pods", "eviction")] = subresources.eviction(
+                self.eviction
+            )
+        self.binding = BindingStorage(self.registry)
+        self.server.subresources[("", "pods", "binding")] = subresources.binding(self.binding)
+        self.server.impersonator = Impersonation(self.server.authorize)
         if faults is not None:
             self.add_faults(faults)
         self.validation: Validation = validation
         self.state_warnings: list[str] = []
         self._bootstrap()
-        self.rbac_resolver: RuleResolver
-        install_access_control(self)
         self.server.authorizer = AUTHORIZATION_MODES[authorization](self)
         self._explicit_settings = explicit
         self._load(self._state)
@@ -385,14 +401,41 @@ class Simulator:
     # --- setup ------------------------------------------------------------------------------
 
     def _bootstrap(self) -> None:
-        ns = self.registry.for_kind("v1", "Namespace")
+        ns = self.scheme.for_kind("v1", "Namespace")
         assert ns is not None
         for name in BOOTSTRAP_NAMESPACES:
-            self.rest.seed(
+            self.registry.seed(
                 ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             )
-        admission.bootstrap_priority_classes(self.rest)
-        rbac_bootstrap.seed(self.rest)
+        bootstrap_priority_classes(self.registry)
+        rbac_bootstrap.seed(self.registry)
+
+    def _serve_access_reviews(self, identity: IdentityReviews) -> None:
+        """The review kinds, answered in every mode: who am I, is this token valid, may this
+        user do that (the rules review reads RBAC's rules only in the rbac mode; under
+        AlwaysAllow everything is allowed, as upstream's AlwaysAllow rule resolver says)."""
+        server = self.server
+        server.subresources[("", "serviceaccounts", "token")] = subresources.token_request(
+            self.service_account_tokens
+        )
+        authn = "authentication.k8s.io"
+        server.virtual[(authn, "selfsubjectreviews")] = subresources.review(
+            identity.self_subject_review, lenient=True
+        )
+        server.virtual[(authn, "tokenreviews")] = subresources.review(
+            identity.token_review, lenient=True
+        )
+        reviews = Reviews(
+            server.authorize,
+            lambda: self.rbac_resolver if self.authorization == RBAC else None,
+        )
+        for plural, answer in (
+            ("subjectaccessreviews", reviews.subject_access_review),
+            ("localsubjectaccessreviews", reviews.local_subject_access_review),
+            ("selfsubjectaccessreviews", reviews.self_subject_access_review),
+            ("selfsubjectrulesreviews", reviews.self_subject_rules_review),
+        ):
+            server.virtual[(AUTHORIZATION_GROUP, plural)] = subresources.review(answer)
 
     @property
     def kubelet(self) -> Kubelet | None:
@@ -462,7 +505,7 @@ class Simulator:
         ca = self.certificate_authority
         if ca is None:
             return None
-        from kubesim.auth.pki import server_names
+        from kubesim.plugins.authentication.pki import server_names
 
         serving = ca.issue_server(server_names(self.host))
         key_dir = self._private_dir()
@@ -514,7 +557,8 @@ class Simulator:
         certificate from this server's CA (``kubesim certificate``). It mints credentials, so
         only ``system:masters`` may call it — whatever the authorization mode — and only over
         TLS, where the private key travels encrypted."""
-        from kubesim.auth import ANONYMOUS, Attributes, forbidden_error
+        from kubesim.core.attributes import ANONYMOUS, Attributes
+        from kubesim.plugins.authorization import forbidden_error
 
         try:
             user = self.server.authenticator.authenticate(request) or ANONYMOUS
@@ -586,11 +630,11 @@ class Simulator:
     # --- in-process API ---------------------------------------------------------------------
 
     def _type_for(self, kind: str) -> ResourceType:
-        for rt in self.registry.types:
+        for rt in self.scheme.types:
             names = (rt.kind, rt.plural, rt.singular, *rt.short_names)
             if kind in names and rt.group != "events.k8s.io":
                 return rt
-        for rt in self.registry.types:
+        for rt in self.scheme.types:
             if kind in (f"{rt.plural}.{rt.group}", f"{rt.kind}.{rt.group}"):
                 return rt
         raise KeyError(f"kubesim serves no kind {kind!r}")
@@ -598,8 +642,8 @@ class Simulator:
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """A copy of the stored object (``kind`` may be Kind, plural or short name)."""
         rt = self._type_for(kind)
-        obj = self.rest.find(rt, namespace or "", name)
-        return None if obj is None else clone(self.rest.to_wire(rt, obj))
+        obj = self.registry.find(rt, namespace or "", name)
+        return None if obj is None else clone(self.registry.to_wire(rt, obj))
 
     def update(
         self,
@@ -610,7 +654,7 @@ class Simulator:
         *,
         subresource: str = "",
     ) -> dict[str, Any] | None:
-        """Change a stored object as an API update (PUT) would: new resourceVersion, admission,
+        """Change a stored object as an API update (PUT) would: new resourceVersion, priority,
         watch events. ``change`` edits a copy in place; when it answers False nothing is
         written. Answers the object as stored afterwards, None when there is none."""
         rt = self._type_for(kind)
@@ -619,14 +663,14 @@ class Simulator:
             return None
         if change(obj) is False:
             return self.get(kind, namespace, name)
-        stored, _ = self.rest.update(rt, namespace or "", name, obj, subresource=subresource)
+        stored, _ = self.registry.update(rt, namespace or "", name, obj, subresource=subresource)
         return stored
 
     def list_objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Copies of the stored objects of a kind, in etcd order."""
         rt = self._type_for(kind)
         return [
-            clone(self.rest.to_wire(rt, o))
+            clone(self.registry.to_wire(rt, o))
             for o in self.store.items(rt.storage_name, namespace if rt.namespaced else None)
         ]
 
@@ -639,7 +683,7 @@ class Simulator:
         out = []
         loaded = load_state(
             sources,
-            with_settings(self.registry),
+            with_settings(self.scheme),
             validation=self.validation,
             warnings=self.state_warnings,
         )
@@ -663,7 +707,9 @@ class Simulator:
     def _apply_one(self, rt: ResourceType, manifest: dict[str, Any]) -> dict[str, Any]:
         meta = manifest.get("metadata") or {}
         ns = (meta.get("namespace") or "default") if rt.namespaced else ""
-        existing = self.rest.find(rt, ns, meta.get("name", "")) if isinstance(meta, dict) else None
+        existing = (
+            self.registry.find(rt, ns, meta.get("name", "")) if isinstance(meta, dict) else None
+        )
         if existing is not None:
             manifest = clone(manifest)
             m = manifest.setdefault("metadata", {})
@@ -671,7 +717,7 @@ class Simulator:
             for k in ("uid", "creationTimestamp"):
                 if k in old:
                     m.setdefault(k, old[k])
-        return self.rest.seed(rt, manifest)
+        return self.registry.seed(rt, manifest)
 
     def add_faults(self, faults: FaultSet | Mapping[str, Any] | str | Path) -> FaultSet:
         """Store faults (a FaultSet, a mapping in the fault-file schema, or a file path)."""
@@ -697,11 +743,11 @@ class Simulator:
         controller = find_controller(self)
         if controller is not None:
             controller.pin(namespace, name)
-        new: dict[str, Any] = clone(self.rest.get(rt, namespace, name))
+        new: dict[str, Any] = clone(self.registry.get(rt, namespace, name))
         if status is None:
             return new
         new["status"] = clone(dict(status))
-        obj, _ = self.rest.update(rt, namespace, name, new, subresource="status")
+        obj, _ = self.registry.update(rt, namespace, name, new, subresource="status")
         out: dict[str, Any] = clone(obj)
         return out
 

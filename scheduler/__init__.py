@@ -3,8 +3,9 @@
 No I/O, no asyncio, no wall-clock reads: a clock is passed in wherever time matters, and any
 randomness comes from a seeded RNG the caller provides.
 
-The names below are exported lazily (PEP 562): ``import scheduler.objects`` — what a command
-like ``evict`` needs — no longer imports the filters, preemption, queue and simulator with it.
+The names below are exported lazily (PEP 562): importing one module of the package (or one of
+the old names of the ``kube`` basics, such as ``scheduler.objects``) does not import the
+filters, preemption, queue and simulator with it.
 Each name is imported from its module on first access and then cached here.
 """
 
@@ -16,24 +17,9 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scheduler.apierrors import AdmissionError, FieldError, InvalidError, StatusError
-    from scheduler.filters import (
-        FILTER_REGISTRY,
-        PodTopologySpread,
-        default_filter_plugins,
-        default_framework,
-    )
-    from scheduler.framework import (
-        DEFAULT_PLUGIN_WEIGHTS,
-        Code,
-        CycleState,
-        Framework,
-        NodeToStatus,
-        Status,
-        fit_error_message,
-    )
-    from scheduler.labels import LabelSelector, Requirement, SelectorError, parse_label_selector
-    from scheduler.objects import (
+    from kube.apierrors import AdmissionError, FieldError, InvalidError, StatusError
+    from kube.labels import LabelSelector, Requirement, SelectorError, parse_label_selector
+    from kube.objects import (
         Affinity,
         Container,
         InvalidObject,
@@ -59,6 +45,22 @@ if TYPE_CHECKING:
         load_objects,
         object_from_dict,
     )
+    from kube.quantity import QuantityError, parse_quantity
+    from scheduler.filters import (
+        FILTER_REGISTRY,
+        PodTopologySpread,
+        default_filter_plugins,
+        default_framework,
+    )
+    from scheduler.framework import (
+        DEFAULT_PLUGIN_WEIGHTS,
+        Code,
+        CycleState,
+        Framework,
+        NodeToStatus,
+        Status,
+        fit_error_message,
+    )
     from scheduler.preemption import (
         Candidate,
         Explanation,
@@ -79,7 +81,6 @@ if TYPE_CHECKING:
         validate_priority_class,
         validate_priority_class_update,
     )
-    from scheduler.quantity import QuantityError, parse_quantity
     from scheduler.queue import (
         ClusterEvent,
         NominatingInfo,
@@ -108,16 +109,16 @@ _EXPORTS: dict[str, str] = {
     "PodTopologySpread": "scheduler.filters",
     "DEFAULT_PLUGIN_WEIGHTS": "scheduler.framework",
     "SCORE_REGISTRY": "scheduler.score",
-    "Service": "scheduler.objects",
-    "ReplicationController": "scheduler.objects",
-    "ReplicaSet": "scheduler.objects",
-    "StatefulSet": "scheduler.objects",
-    "TopologySpreadConstraint": "scheduler.objects",
+    "Service": "kube.objects",
+    "ReplicationController": "kube.objects",
+    "ReplicaSet": "kube.objects",
+    "StatefulSet": "kube.objects",
+    "TopologySpreadConstraint": "kube.objects",
     "unmodelled_warning": "scheduler.schedule",
-    "AdmissionError": "scheduler.apierrors",
-    "FieldError": "scheduler.apierrors",
-    "InvalidError": "scheduler.apierrors",
-    "StatusError": "scheduler.apierrors",
+    "AdmissionError": "kube.apierrors",
+    "FieldError": "kube.apierrors",
+    "InvalidError": "kube.apierrors",
+    "StatusError": "kube.apierrors",
     "default_filter_plugins": "scheduler.filters",
     "default_framework": "scheduler.filters",
     "Code": "scheduler.framework",
@@ -126,29 +127,29 @@ _EXPORTS: dict[str, str] = {
     "NodeToStatus": "scheduler.framework",
     "Status": "scheduler.framework",
     "fit_error_message": "scheduler.framework",
-    "LabelSelector": "scheduler.labels",
-    "Requirement": "scheduler.labels",
-    "SelectorError": "scheduler.labels",
-    "parse_label_selector": "scheduler.labels",
-    "Affinity": "scheduler.objects",
-    "Container": "scheduler.objects",
-    "InvalidObject": "scheduler.objects",
-    "Namespace": "scheduler.objects",
-    "Node": "scheduler.objects",
-    "NodeAffinity": "scheduler.objects",
-    "NodeSelector": "scheduler.objects",
-    "NodeSelectorTerm": "scheduler.objects",
-    "Pod": "scheduler.objects",
-    "PodAffinity": "scheduler.objects",
-    "PodAffinityTerm": "scheduler.objects",
-    "PodAntiAffinity": "scheduler.objects",
-    "PodDisruptionBudget": "scheduler.objects",
-    "PriorityClass": "scheduler.objects",
-    "Taint": "scheduler.objects",
-    "Toleration": "scheduler.objects",
-    "load_manifests": "scheduler.objects",
-    "load_objects": "scheduler.objects",
-    "object_from_dict": "scheduler.objects",
+    "LabelSelector": "kube.labels",
+    "Requirement": "kube.labels",
+    "SelectorError": "kube.labels",
+    "parse_label_selector": "kube.labels",
+    "Affinity": "kube.objects",
+    "Container": "kube.objects",
+    "InvalidObject": "kube.objects",
+    "Namespace": "kube.objects",
+    "Node": "kube.objects",
+    "NodeAffinity": "kube.objects",
+    "NodeSelector": "kube.objects",
+    "NodeSelectorTerm": "kube.objects",
+    "Pod": "kube.objects",
+    "PodAffinity": "kube.objects",
+    "PodAffinityTerm": "kube.objects",
+    "PodAntiAffinity": "kube.objects",
+    "PodDisruptionBudget": "kube.objects",
+    "PriorityClass": "kube.objects",
+    "Taint": "kube.objects",
+    "Toleration": "kube.objects",
+    "load_manifests": "kube.objects",
+    "load_objects": "kube.objects",
+    "object_from_dict": "kube.objects",
     "Candidate": "scheduler.preemption",
     "Explanation": "scheduler.preemption",
     "PreemptionResult": "scheduler.preemption",
@@ -165,8 +166,8 @@ _EXPORTS: dict[str, str] = {
     "system_priority_classes": "scheduler.priority",
     "validate_priority_class": "scheduler.priority",
     "validate_priority_class_update": "scheduler.priority",
-    "QuantityError": "scheduler.quantity",
-    "parse_quantity": "scheduler.quantity",
+    "QuantityError": "kube.quantity",
+    "parse_quantity": "kube.quantity",
     "ClusterEvent": "scheduler.queue",
     "NominatingInfo": "scheduler.queue",
     "NominatingMode": "scheduler.queue",

@@ -5,11 +5,11 @@
 JSON. This module is the only place in ``scheduler`` that prints.
 
 Manifests are decoded strictly, as kube-apiserver does with ``fieldValidation=Strict``
-(``scheduler.strict``): a misspelled field (``requets:``) or kind (``Nod``) would otherwise be
+(``kube.strict``): a misspelled field (``requets:``) or kind (``Nod``) would otherwise be
 dropped and the simulation would answer a different question. ``--validate`` takes kubectl's
 values to relax that for manifests written for a newer Kubernetes. Bad input exits 2 with one
 line naming the file, the document, the object and the field, before anything is simulated
-(exit codes and ``--debug`` come from ``scheduler.cliutil``).
+(exit codes and ``--debug`` come from ``kube.cliutil``).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import click
 
-from scheduler.cliutil import CONTEXT_SETTINGS, EXIT_CODES, BadInput, common_options, run
-from scheduler.strict import Validation, parse_validation
+from kube.cliutil import CONTEXT_SETTINGS, EXIT_CODES, BadInput, common_options, run
+from kube.strict import Validation, parse_validation
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from scheduler.objects import KubeObject
+    from kube.objects import KubeObject
     from scheduler.simulate import Decision, SimulationReport
 
 __all__ = ["VALIDATE_HELP", "cli", "main", "validate_option"]
@@ -69,7 +69,7 @@ def _warn(message: str) -> None:
 
 
 def _load(path: str, validation: Validation) -> list[KubeObject]:
-    from scheduler.objects import InvalidObject, load_objects
+    from kube.objects import InvalidObject, load_objects
 
     try:
         return load_objects(
@@ -135,7 +135,8 @@ def simulate(  # noqa: PLR0917 - click passes options positionally
     validation: Validation,
 ) -> None:
     """Schedule the pending pods of CLUSTER (a manifest file), preempting where needed."""
-    from scheduler.objects import Pod, parse_time
+    from kube.objects import Pod
+    from kube.times import parse_time
     from scheduler.simulate import SimulationError
     from scheduler.simulate import simulate as run_simulation
 

@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
-    from scheduler.objects import Pod
+    from kube.objects import Pod
     from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

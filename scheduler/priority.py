@@ -5,14 +5,15 @@ kube-apiserver does and the agent must recognise critical pods as the kubelet do
 
 * ``pkg/apis/scheduling/validation`` — field validation of PriorityClass objects
   (``validate_priority_class``, ``validate_priority_class_update``). A failure is a 422
-  ``Invalid`` Status; ``scheduler.apierrors.new_invalid`` builds its message and ``causes`` the way
+  ``Invalid`` Status; ``kube.apierrors.new_invalid`` builds its message and ``causes`` the way
   ``apierrors.NewInvalid`` does, and ``FieldError`` renders as ``field.Error.Error()``.
 * ``plugin/pkg/admission/priority`` — the ``Priority`` admission plugin
   (``PriorityAdmission``). Pods are mutated on create (class resolved to a value and a
   preemption policy, the lowest-value ``globalDefault`` class used when none is named) and
   keep their priority on update; PriorityClasses are checked for a second ``globalDefault``.
   A rejection is a 403 ``Forbidden`` Status built as ``admission.NewForbidden`` does.
-* ``pkg/kubelet/types`` — ``is_critical_pod`` and friends.
+* ``pkg/kubelet/types`` — ``is_critical_pod`` and friends, which live in ``kube.critical``
+  (the agent needs them too) and are re-exported here.
 
 The system classes (``system-node-critical``, ``system-cluster-critical``) are ordinary
 objects created at bootstrap (``system_priority_classes``); admission has no special case for
@@ -32,9 +33,24 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
-from scheduler.apierrors import AdmissionError, FieldError, GoNamedString, go_bool
-from scheduler.labels import dns1123_subdomain_errors, label_value_errors, qualified_name_errors
-from scheduler.objects import (
+from kube.apierrors import AdmissionError, FieldError, GoNamedString, go_bool
+from kube.critical import (
+    CONFIG_MIRROR_ANNOTATION_KEY,
+    CONFIG_SOURCE_ANNOTATION_KEY,
+    HIGHEST_USER_DEFINABLE_PRIORITY,
+    SYSTEM_CLUSTER_CRITICAL,
+    SYSTEM_CRITICAL_PRIORITY,
+    SYSTEM_NODE_CRITICAL,
+    SYSTEM_PRIORITY_CLASS_PREFIX,
+    is_critical_pod,
+    is_critical_pod_based_on_priority,
+    is_mirror_pod,
+    is_node_critical_pod,
+    is_static_pod,
+    preemptable,
+)
+from kube.labels import dns1123_subdomain_errors, label_value_errors, qualified_name_errors
+from kube.objects import (
     PREEMPT_LOWER_PRIORITY,
     PREEMPT_NEVER,
     InvalidObject,
@@ -71,19 +87,11 @@ __all__ = [
 # --- constants (pkg/apis/scheduling/types.go) ------------------------------------------------
 
 DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS_EXISTS: Final = 0
-HIGHEST_USER_DEFINABLE_PRIORITY: Final = 1_000_000_000
-SYSTEM_CRITICAL_PRIORITY: Final = 2 * HIGHEST_USER_DEFINABLE_PRIORITY
-SYSTEM_PRIORITY_CLASS_PREFIX: Final = "system-"
-SYSTEM_CLUSTER_CRITICAL: Final = SYSTEM_PRIORITY_CLASS_PREFIX + "cluster-critical"
-SYSTEM_NODE_CRITICAL: Final = SYSTEM_PRIORITY_CLASS_PREFIX + "node-critical"
 
 PRIORITY_CLASS_KIND: Final = "PriorityClass.scheduling.k8s.io"  # GroupKind.String()
 PRIORITY_CLASS_RESOURCE: Final = "priorityclasses.scheduling.k8s.io"  # GroupResource.String()
 POD_RESOURCE: Final = "pods"
 
-CONFIG_SOURCE_ANNOTATION_KEY: Final = "kubernetes.io/config.source"
-CONFIG_MIRROR_ANNOTATION_KEY: Final = "kubernetes.io/config.mirror"
-_API_SERVER_SOURCE: Final = "api"
 
 _PREEMPTION_POLICIES: Final = (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER)
 _FIELD_IMMUTABLE: Final = "field is immutable"
@@ -505,43 +513,3 @@ def _read_fields(manifest: Mapping[str, Any], name: str) -> _PriorityFields:
             "Pod", name, "spec.preemptionPolicy", f"must be a string, not {policy!r}"
         )
     return _PriorityFields(class_name or "", priority, policy)
-
-
-# --- critical pods (pkg/kubelet/types/pod_update.go) -----------------------------------------
-
-
-def is_static_pod(pod: Pod) -> bool:
-    """``IsStaticPod``: a config source other than the API server."""
-    source = pod.annotations.get(CONFIG_SOURCE_ANNOTATION_KEY)
-    return source is not None and source != _API_SERVER_SOURCE
-
-
-def is_mirror_pod(pod: Pod) -> bool:
-    """``IsMirrorPod``: the API-server copy of a static pod."""
-    return CONFIG_MIRROR_ANNOTATION_KEY in pod.annotations
-
-
-def is_critical_pod_based_on_priority(priority: int) -> bool:
-    return priority >= SYSTEM_CRITICAL_PRIORITY
-
-
-def is_critical_pod(pod: Pod) -> bool:
-    """``IsCriticalPod``: static, mirror, or ``spec.priority`` ≥ 2000000000."""
-    if is_static_pod(pod) or is_mirror_pod(pod):
-        return True
-    return pod.spec_priority is not None and is_critical_pod_based_on_priority(pod.spec_priority)
-
-
-def is_node_critical_pod(pod: Pod) -> bool:
-    """``IsNodeCriticalPod``: critical and in ``system-node-critical``."""
-    return is_critical_pod(pod) and pod.priority_class_name == SYSTEM_NODE_CRITICAL
-
-
-def preemptable(preemptor: Pod, preemptee: Pod) -> bool:
-    """``Preemptable`` (kubelet critical-pod admission): critical beats non-critical, else
-    strictly higher ``spec.priority`` when both are set."""
-    if is_critical_pod(preemptor) and not is_critical_pod(preemptee):
-        return True
-    if preemptor.spec_priority is not None and preemptee.spec_priority is not None:
-        return preemptor.spec_priority > preemptee.spec_priority
-    return False

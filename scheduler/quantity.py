@@ -1,28 +1,17 @@
-"""Kubernetes resource quantities as the scheduler counts them.
+"""``scheduler.quantity`` is now ``kube.quantity``.
 
-The parser follows the grammar of ``k8s.io/apimachinery/pkg/api/resource/quantity.go``:
-``<signedNumber><suffix>`` where the suffix is a binary SI one (``Ki`` … ``Ei``), a decimal SI
-one (``n u m "" k M G T P E``) or a decimal exponent (``e3``, ``E-2``). Values are exact
-``decimal.Decimal``.
-
-We keep our own parser rather than the client library's ``parse_quantity`` for two reasons:
-the library builds on ``Decimal()`` and so accepts strings kube-apiserver rejects ("NaN",
-"Infinity", "1_000", " 1"), and importing it pulls in the whole kubernetes-asyncio client
-(about 0.8 s), which every command would pay at start-up. A property test checks that both
-agree on every string the grammar accepts.
-
-Integer forms follow ``resource.Quantity``: CPU is counted in millicores (``MilliValue``),
-everything else in whole units (``Value``); both round up, as apimachinery does.
+The Kubernetes basics every package uses moved to the ``kube`` package (issue 21); this module
+keeps the old name working for users' code and the names API.md gives. New code imports
+``kube.quantity``.
 """
 
-from __future__ import annotations
-
-import decimal
-import math
-import re
-from decimal import Decimal
-from functools import lru_cache
-from typing import Final
+from kube.quantity import (
+    CPU,
+    QuantityError,
+    parse_quantity,
+    quantity_value,
+    resource_value,
+)
 
 __all__ = [
     "CPU",
@@ -31,90 +20,3 @@ __all__ = [
     "quantity_value",
     "resource_value",
 ]
-
-CPU: Final = "cpu"
-
-# <signedNumber><suffix> from k8s.io/apimachinery/pkg/api/resource/quantity.go.
-_GRAMMAR: Final = re.compile(
-    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<decimal>[numkMGTPE])|[eE](?P<exponent>[+-]?[0-9]+))?"
-)
-
-_BINARY: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL: Final = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-
-# resource.ErrFormatWrong, word for word, so errors read like kube-apiserver's.
-_UPSTREAM_MESSAGE: Final = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
-# resource.ErrNumeric: the exponent does not fit the integer apimachinery scales with.
-_NUMERIC_MESSAGE: Final = "unable to parse numeric part of quantity"
-_MAX_EXPONENT: Final = 2**31 - 1
-_INT64_MAX: Final = 2**63 - 1
-
-
-class QuantityError(ValueError):
-    """A string that is not a Kubernetes quantity."""
-
-
-@lru_cache(maxsize=4096)
-def _parse_text(text: str) -> Decimal:
-    match = _GRAMMAR.fullmatch(text)
-    if match is None:
-        raise QuantityError(_UPSTREAM_MESSAGE)
-    number = match["number"]
-    digits = len(number)
-    # Exact arithmetic: enough precision for every digit of the number and of the multiplier.
-    with decimal.localcontext() as ctx:
-        ctx.prec = digits + 40
-        ctx.Emax = decimal.MAX_EMAX
-        ctx.Emin = decimal.MIN_EMIN
-        ctx.traps[decimal.Inexact] = True
-        value = Decimal(number)
-        try:
-            if match["binary"]:
-                return value * (1 << _BINARY[match["binary"]])
-            exponent = 0
-            if match["decimal"]:
-                exponent = _DECIMAL[match["decimal"]]
-            elif match["exponent"] is not None:
-                exponent = int(match["exponent"])
-                if abs(exponent) > _MAX_EXPONENT:
-                    raise QuantityError(_NUMERIC_MESSAGE)
-            return value.scaleb(exponent)
-        except decimal.DecimalException as exc:
-            raise QuantityError(_NUMERIC_MESSAGE) from exc
-
-
-def parse_quantity(value: object) -> Decimal:
-    """The exact value of a quantity given as a string or a number."""
-    if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a quantity")
-    if isinstance(value, int | Decimal):
-        if isinstance(value, Decimal) and not value.is_finite():
-            raise QuantityError(f"{value!r} is not a quantity")
-        return Decimal(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise QuantityError(f"{value!r} is not a quantity")
-        return Decimal(str(value))
-    if isinstance(value, str):
-        return _parse_text(value)
-    raise QuantityError(f"{value!r} is not a quantity")
-
-
-def quantity_value(value: object, *, milli: bool = False) -> int:
-    """``Quantity.Value()`` (or ``MilliValue()`` with ``milli``): rounded up to an integer."""
-    exact = parse_quantity(value)
-    if milli:
-        exact = exact.scaleb(3)
-    # An int64 holds every real amount; clamping keeps a hostile "1e999999999" from turning
-    # into a billion-digit integer.
-    if exact.adjusted() >= 19:
-        return _INT64_MAX if exact > 0 else -_INT64_MAX - 1
-    return max(-_INT64_MAX - 1, min(_INT64_MAX, math.ceil(exact)))
-
-
-def resource_value(resource: str, value: object) -> int:
-    """The integer the scheduler stores for ``resource``: millicores for cpu, units otherwise."""
-    return quantity_value(value, milli=resource == CPU)

@@ -58,6 +58,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from kube.objects import Pod
 from scheduler.filters import default_framework
 from scheduler.filters.base import FilterBatchResult
 from scheduler.framework import (
@@ -70,7 +71,6 @@ from scheduler.framework import (
     filter_status,
     fit_error_message,
 )
-from scheduler.objects import Pod
 from scheduler.score import NodeScores, ScorePlugin, default_score_plugins, prioritize_nodes
 from scheduler.snapshot import NodeInfo, Snapshot
 

@@ -62,12 +62,12 @@ from itertools import repeat
 from types import MappingProxyType
 from typing import Final, Protocol
 
+from kube.objects import Node, Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm
 from scheduler.filters.base import SKIP, remember
 from scheduler.filters.interpodaffinity import required_affinity_terms
 from scheduler.filters.noderesources import is_scalar_resource_name
 from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, Code, CycleState, Status
-from scheduler.objects import Node, Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scheduler.apierrors import AdmissionError, FieldError, aggregate_message
-from scheduler.objects import KubeObject, Pod, PriorityClass
+from kube.apierrors import AdmissionError, FieldError, aggregate_message
+from kube.objects import KubeObject, Pod, PriorityClass
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.priority import (
     PriorityAdmission,

@@ -42,7 +42,7 @@ import itertools
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from scheduler.objects import (
+from kube.objects import (
     KubeObject,
     Namespace,
     Node,

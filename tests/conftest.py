@@ -1,5 +1,10 @@
-"""Test-wide settings: deterministic hypothesis runs so CI never flakes on a new example."""
+"""Test-wide settings: deterministic hypothesis runs so CI never flakes on a new example, and
+the guest-kernel tests of tests/node kept out of `make test` (they boot a VM: `make test-node`)."""
 
+from pathlib import Path
+from typing import Any
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -10,3 +15,48 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("default")
+
+
+# --- tests/node: the guest-kernel harness (boots a VM; `make test-node`) -----------------------
+
+NODE_DIR = Path(__file__).resolve().parent / "node"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--node",
+        action="store_true",
+        help="run the guest-kernel tests of tests/node (one VM for the session; make test-node)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests that use the VM (`guest` fixture) `node`; without --node they are
+    deselected (the summary says why). The harness's own host-side tests run everywhere."""
+    run_node = config.getoption("--node")
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        if item.path.is_relative_to(NODE_DIR) and "guest" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.node)
+            (keep if run_node else dropped).append(item)
+        else:
+            keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if config.getoption("--node"):
+        return
+    args = [Path(a.split("::")[0]).resolve() for a in config.args] or [NODE_DIR.parent]
+    if not any(NODE_DIR.is_relative_to(a) or a.is_relative_to(NODE_DIR) for a in args):
+        return
+    from tests.node.image import install_hint, missing_packages
+
+    missing = missing_packages()
+    why = f"; {install_hint(missing)}" if missing else ""
+    terminalreporter.write_line(
+        f"tests/node deselected: the guest-kernel tests run with `make test-node`{why}"
+    )

@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 
 import kubesim.cli
 import scheduler.cli
-from kubesim.apiserver.resources import default_registry
+from kube.objects import InvalidObject, load_objects
+from kube.strict import load_documents, model_for
+from kubesim.core.scheme import default_scheme
 from kubesim.sim import StateError, load_state
-from scheduler.objects import InvalidObject, load_objects
-from scheduler.strict import load_documents, model_for
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {
@@ -42,7 +42,7 @@ EXAMPLES = {
     "kubesim": ROOT / "examples" / "kubesim-state.yaml",
 }
 _TYPES: dict[str, dict[str, str]] = __import__("json").loads(
-    (ROOT / "scheduler" / "data" / "schema.json").read_text()
+    (ROOT / "kube" / "data" / "schema.json").read_text()
 )["types"]
 _LIST = re.compile(r"list\[(.+)\]")
 
@@ -245,6 +245,6 @@ def test_loaders_raise_their_own_error_naming_the_file(data: st.DataObject, whic
         except InvalidObject as exc:
             assert str(exc).startswith(f"{path}: ")
         try:
-            load_state([path], default_registry())
+            load_state([path], default_scheme())
         except StateError as exc:
             assert str(exc).startswith(f"{path}: ")

@@ -2,7 +2,7 @@
 
 ``project.license`` as a TOML table makes setuptools ≥ 77 print deprecation warnings on every
 install; the SPDX string form needs setuptools ≥ 77 (PEP 639), so the build requirement must
-ask for it. The strict decoder reads ``scheduler/data/schema.json`` at run time, so the file
+ask for it. The strict decoder reads ``kube/data/schema.json`` at run time, so the file
 must be package data. (Building a wheel needs the network for the build requirements, so this
 checks the declarations, not a build.)
 """
@@ -29,14 +29,15 @@ def test_license_is_an_spdx_string_with_a_setuptools_that_reads_it() -> None:
 
 def test_schema_data_is_shipped() -> None:
     data = PYPROJECT["tool"]["setuptools"]["package-data"]
-    assert "data/*.json" in data["scheduler"]
-    assert (ROOT / "scheduler" / "data" / "schema.json").is_file()
+    assert "data/*.json" in data["kube"]
+    assert (ROOT / "kube" / "data" / "schema.json").is_file()
 
 
 def test_console_scripts_and_module_aliases_exist() -> None:
     scripts = PYPROJECT["project"]["scripts"]
     assert scripts == {
         "evict": "evictor.cli:run",
+        "kubectl-evict": "evictor.cli:run",  # the kubectl plugin (kubectl evict ...)
         "eviction-agent": "agent.cli:main",
         "kubesim": "kubesim.cli:main",
     }
@@ -47,13 +48,11 @@ def test_console_scripts_and_module_aliases_exist() -> None:
 def test_the_version_has_one_source() -> None:
     from importlib.metadata import version
 
-    from scheduler.cliutil import PACKAGE, VERSION, user_agent
+    from kube.cliutil import PACKAGE, VERSION, user_agent
 
     assert "version" not in PYPROJECT["project"]
     assert "version" in PYPROJECT["project"]["dynamic"]
-    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "scheduler.cliutil.VERSION"
-    }
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "kube.cliutil.VERSION"}
     assert version(PACKAGE) == VERSION  # the installed metadata came from it
     assert user_agent("evict").startswith(f"evict/v{VERSION} (")
 

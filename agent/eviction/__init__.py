@@ -13,12 +13,14 @@ it) is our one documented extension to the decisions; without it every result is
 from agent.eviction.admission import PodAdmitResult, admit_pod
 from agent.eviction.api import (
     DEFAULT_EVICTION_HARD,
+    MEMORY_SIGNALS,
     SIGNALS,
     Signal,
     Threshold,
     ThresholdOperator,
     ThresholdValue,
     get_threshold_quantity,
+    is_hard_memory_threshold,
     resolve_eviction_hard,
 )
 from agent.eviction.brake import (
@@ -80,6 +82,7 @@ __all__ = [
     "DEFAULT_EVICTION_HARD",
     "DEFAULT_MAX_EVICTIONS_PER_MINUTE",
     "EVICTION_PREFERENCE_ANNOTATION",
+    "MEMORY_SIGNALS",
     "SIGNALS",
     "Clock",
     "EvictionBrake",
@@ -113,6 +116,7 @@ __all__ = [
     "get_reclaimable_threshold",
     "get_threshold_quantity",
     "has_node_condition",
+    "is_hard_memory_threshold",
     "make_signal_observations",
     "memcg_usage_threshold",
     "memory",

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from agent.eviction.helpers import REASON, has_node_condition
-from agent.eviction.pods import get_pod_qos, is_critical_pod
+from agent.eviction.pods import is_critical_pod
 from agent.eviction.types import NodeCondition
-from scheduler.objects import Pod, Taint
+from kube.objects import Pod, Taint
+from kube.qos import QOS_BEST_EFFORT, get_pod_qos
 
 __all__ = ["TAINT_NODE_MEMORY_PRESSURE", "PodAdmitResult", "admit_pod"]
 
@@ -44,7 +45,7 @@ def admit_pod(pod: Pod, node_conditions: Sequence[str]) -> PodAdmitResult:
         and len(node_conditions) == 1
     )
     if only_memory:
-        if get_pod_qos(pod) != "BestEffort":
+        if get_pod_qos(pod) != QOS_BEST_EFFORT:
             return PodAdmitResult(True)
         taint = Taint(key=TAINT_NODE_MEMORY_PRESSURE, effect="NoSchedule")
         if any(t.tolerates(taint) for t in pod.tolerations):

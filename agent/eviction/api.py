@@ -55,6 +55,11 @@ SIGNALS: Final[tuple[str, ...]] = (
     Signal.CONTAINER_FS_INODES_FREE,
     Signal.PID_AVAILABLE,
 )
+# the two memory signals: the node's and allocatable (kubepods)
+MEMORY_SIGNALS: Final[tuple[str, ...]] = (
+    Signal.MEMORY_AVAILABLE,
+    Signal.ALLOCATABLE_MEMORY_AVAILABLE,
+)
 
 
 class ThresholdOperator:
@@ -120,6 +125,16 @@ class Threshold:
     value: ThresholdValue
     grace_period: float = 0.0
     min_reclaim: ThresholdValue | None = None
+
+
+def is_hard_memory_threshold(threshold: Threshold) -> bool:
+    """A hard threshold (grace 0) on a memory signal, not inert: what between-sync memory
+    watches wake the loop for."""
+    return (
+        threshold.signal in MEMORY_SIGNALS
+        and threshold.grace_period == 0
+        and bool(threshold.operator)
+    )
 
 
 def get_threshold_quantity(value: ThresholdValue, capacity: int) -> int:

@@ -31,7 +31,7 @@ from agent.eviction.pods import (
 from agent.eviction.preference import is_eviction_forbidden, preference_of
 from agent.eviction.quantity import BINARY_SI, DECIMAL_SI, format_quantity
 from agent.eviction.types import StatsFunc
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 __all__ = ["RankEntry", "explain_ranking"]
 

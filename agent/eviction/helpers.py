@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Final
 
 from agent.eviction.api import (
+    MEMORY_SIGNALS,
     OP_FOR_SIGNAL,
     Signal,
     Threshold,
@@ -44,6 +45,7 @@ from agent.eviction.pods import (
     get_resource_request,
     local_volume_names,
     pod_volume_infos,
+    stats_uid,
 )
 from agent.eviction.quantity import (
     BINARY_SI,
@@ -62,10 +64,10 @@ from agent.eviction.summary import (
     Summary,
 )
 from agent.eviction.types import FsStatsType, NodeCondition, NodeReclaim, Observation, StatsFunc
-from scheduler.duration import DurationError
-from scheduler.duration import parse_go_duration as _go_duration
-from scheduler.objects import Pod
-from scheduler.quantity import QuantityError
+from kube.duration import DurationError
+from kube.duration import parse_go_duration as _go_duration
+from kube.objects import Pod
+from kube.quantity import QuantityError
 
 __all__ = [
     "NODE_ALLOCATABLE_ENFORCEMENT_KEY",
@@ -428,11 +430,11 @@ def is_allocatable_eviction_threshold(threshold: Threshold) -> bool:
 
 
 def cached_stats_func(pod_stats: Iterable[PodStats]) -> StatsFunc:
-    """``cachedStatsFunc``: pod stats looked up by pod UID."""
+    """``cachedStatsFunc``: pod stats looked up by pod UID (a mirror pod's: its static pod's)."""
     by_uid = {s.pod_ref.uid: s for s in pod_stats}
 
     def stats(pod: Pod) -> PodStats | None:
-        return by_uid.get(pod.uid)
+        return by_uid.get(stats_uid(pod))
 
     return stats
 
@@ -609,7 +611,7 @@ def sort_thresholds_by_eviction_priority(thresholds: list[Threshold]) -> list[Th
     thresholds whose signal has no resource last. Sorts in place and returns the list."""
 
     def key(t: Threshold) -> int:
-        if t.signal in (Signal.MEMORY_AVAILABLE, Signal.ALLOCATABLE_MEMORY_AVAILABLE):
+        if t.signal in MEMORY_SIGNALS:
             return 0
         return 1 if t.signal in SIGNAL_TO_RESOURCE else 2
 

@@ -85,7 +85,7 @@ from agent.eviction.types import (
     Observation,
     StatsFunc,
 )
-from scheduler.objects import Pod, PodCondition
+from kube.objects import Pod, PodCondition
 
 __all__ = [
     "DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS",

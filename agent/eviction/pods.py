@@ -1,15 +1,20 @@
-"""What the eviction manager needs to know about a pod that ``scheduler.objects.Pod`` does not say.
+"""What the eviction manager needs to know about a pod that ``kube.objects.Pod`` does not say.
 
 - Requests as ``v1resource.GetResourceRequestQuantity`` computes them for ranking: containers
   plus restartable-init (sidecar) containers, maxed with ordinary init containers, pod-level
   requests when ``PodLevelResources`` is on and set, overhead only when the total is non-zero.
 - Ephemeral-storage limits as ``resourcehelper.PodLimits`` sums them for the local-storage pass.
-- The QoS class (``v1qos.GetPodQOS``), which only admission uses: ranking ignores QoS (#78561).
-- Volumes with their emptyDir ``medium`` and ``sizeLimit``, as ``scheduler.objects.Volume``
+- Volumes with their emptyDir ``medium`` and ``sizeLimit``, as ``kube.objects.Volume``
   carries them from the manifest: an emptyDir over its limit is a local-storage eviction, and only
   one on the default medium counts as the pod's disk usage (``IsLocalEphemeralVolume``; a
   ``Memory`` emptyDir is tmpfs, charged to the pod's memory cgroup and so to its working set).
   ``volume_infos_from_manifest`` reads the same from a raw manifest (for tests and tools).
+- The UID a pod's stats are filed under (``stats_uid``): the kubelet names a static pod by the
+  hash of its source and runs it, cgroup and stats, under that UID; the API holds a mirror pod
+  with a UID of its own and the hash in ``kubernetes.io/config.mirror``
+  (``pkg/kubelet/pod/mirror_client.go``). The kubelet ranks its own static pod; the agent ranks
+  the mirror pod, so it finds the stats by the annotation, as the kubelet's pod manager
+  translates a mirror pod to its static pod.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scheduler.objects import Container, Pod
-from scheduler.priority import is_critical_pod
-from scheduler.quantity import QuantityError, quantity_value
+from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY, is_critical_pod
+from kube.objects import Container, Pod
+from kube.quantity import QuantityError, quantity_value
 
 __all__ = [
     "EPHEMERAL_STORAGE",
@@ -29,12 +34,12 @@ __all__ = [
     "RESOURCE_PIDS",
     "VolumeInfo",
     "VolumesFunc",
-    "get_pod_qos",
     "get_resource_request",
     "is_critical_pod",
     "local_volume_names",
     "pod_ephemeral_storage_limit",
     "pod_volume_infos",
+    "stats_uid",
     "volume_infos_from_manifest",
 ]
 
@@ -42,7 +47,11 @@ MEMORY: Final = "memory"
 EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 RESOURCE_INODES: Final = "inodes"
 RESOURCE_PIDS: Final = "pids"
-_QOS_RESOURCES: Final = ("cpu", "memory")
+
+
+def stats_uid(pod: Pod) -> str:
+    """The UID the node's stats name this pod by: a mirror pod's static pod UID, else its own."""
+    return pod.annotations.get(CONFIG_MIRROR_ANNOTATION_KEY) or pod.uid
 
 
 def _aggregate(
@@ -91,32 +100,6 @@ def pod_ephemeral_storage_limit(pod: Pod) -> int | None:
     if total is not None:
         total += pod.overhead.get(EPHEMERAL_STORAGE, 0)
     return total
-
-
-def get_pod_qos(pod: Pod) -> str:
-    """``ComputePodQOS`` from container requests and limits (cpu and memory only)."""
-    requests: dict[str, int] = {}
-    limits: dict[str, int] = {}
-    guaranteed = True
-    for c in (*pod.containers, *pod.init_containers):
-        for name in _QOS_RESOURCES:
-            if c.requests.get(name, 0) > 0:
-                requests[name] = requests.get(name, 0) + c.requests[name]
-        found = set()
-        for name in _QOS_RESOURCES:
-            if c.limits.get(name, 0) > 0:
-                limits[name] = limits.get(name, 0) + c.limits[name]
-                found.add(name)
-        if found != set(_QOS_RESOURCES):
-            guaranteed = False
-    for name in _QOS_RESOURCES:
-        if pod.pod_requests.get(name, 0) > 0:
-            requests[name] = pod.pod_requests[name]
-    if not requests and not limits:
-        return "BestEffort"
-    if guaranteed and requests == limits:
-        return "Guaranteed"
-    return "Burstable"
 
 
 @dataclass(frozen=True, slots=True)

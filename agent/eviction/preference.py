@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Final
 
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 __all__ = [
     "ALL_NAMESPACES",

@@ -14,7 +14,7 @@ import math
 import re
 from typing import Final, Literal
 
-from scheduler.quantity import QuantityError, parse_quantity
+from kube.quantity import QuantityError, parse_quantity
 
 __all__ = [
     "BINARY_SI",
@@ -89,7 +89,7 @@ def format_quantity(value: int, fmt: QuantityFormat = BINARY_SI) -> str:
 def format_request(value: int) -> str:
     """A container request as the API server would print it back.
 
-    ``scheduler.objects`` keeps requests as integers, so the suffix the manifest used is lost. We
+    ``kube.objects`` keeps requests as integers, so the suffix the manifest used is lost. We
     print the shorter canonical form (``128M`` rather than ``125000Ki``; ``1Gi`` rather than
     ``1073741824``), decimal on a tie — which is what a manifest written with the natural suffix
     gives back.

@@ -19,12 +19,11 @@ refused: the caller skips the sync, as the kubelet skips a sync whose stats it c
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from functools import lru_cache
 from typing import Any, Final
+
+from kube.times import parse_rfc3339
 
 __all__ = [
     "SYSTEM_CONTAINER_PODS",
@@ -41,13 +40,11 @@ __all__ = [
     "Summary",
     "SummaryError",
     "VolumeStats",
-    "parse_stats_time",
 ]
 
 SYSTEM_CONTAINER_PODS: Final = "pods"  # statsapi.SystemContainerPods: the kubepods cgroup
 # observations are int64 in the kubelet (resource.Quantity); nothing real comes close
 MAX_STAT_VALUE: Final = 2**63 - 1
-_FRACTION: Final = re.compile(r"\.(\d+)")
 
 
 class SummaryError(ValueError):
@@ -57,20 +54,6 @@ class SummaryError(ValueError):
         self.path = path
         self.detail = detail
         super().__init__(f"stats summary: {path}: {detail}")
-
-
-@lru_cache(maxsize=1024)  # one summary carries few distinct timestamps
-def parse_stats_time(value: str) -> float:
-    """RFC 3339 with up to nanosecond fractions (``metav1.Time`` in stats) to epoch seconds."""
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    # Python keeps microseconds; stats carry nanoseconds.
-    text = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], text, count=1)
-    parsed = datetime.fromisoformat(text)
-    if parsed.tzinfo is None:
-        raise ValueError("no time zone")
-    return parsed.timestamp()
 
 
 class _Reader:
@@ -130,7 +113,7 @@ class _Reader:
         if not isinstance(value, str):
             raise SummaryError(path, f"must be an RFC 3339 time, not {value!r}")
         try:
-            return parse_stats_time(value)
+            return parse_rfc3339(value)
         except ValueError as exc:
             raise SummaryError(path, f"invalid RFC 3339 time {value!r}: {exc}") from None
 

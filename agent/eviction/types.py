@@ -14,7 +14,7 @@ from typing import Final, Protocol
 
 from agent.eviction.api import Threshold
 from agent.eviction.summary import PodStats, Summary
-from scheduler.objects import Pod, PodCondition
+from kube.objects import Pod, PodCondition
 
 __all__ = [
     "DEFAULT_FEATURE_GATES",

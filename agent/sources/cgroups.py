@@ -4,7 +4,11 @@ The kubelet names pod cgroups from the abstract path `{"kubepods", "<qos>", "pod
 (`pkg/kubelet/cm/cgroup_manager_linux.go`): the cgroupfs driver joins it as directories
 (`kubepods/burstable/pod<uid>`), the systemd driver expands each element into a nested slice and
 escapes `-` as `_` (`kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice`).
-Guaranteed pods have no QoS level and sit directly under kubepods. On cgroup v1 each controller
+Guaranteed pods have no QoS level and sit directly under kubepods. A pod's UID is the API
+server's dashed UUID, except for static pods: the kubelet names a pod read from a manifest file
+or URL by the MD5 of its source, 32 hex digits without dashes (`pkg/kubelet/config/common.go`),
+and the mirror pod the API shows carries that UID in its `kubernetes.io/config.mirror` annotation
+(`agent.eviction.pods.stats_uid` matches them). On cgroup v1 each controller
 has its own tree (`memory/`, `pids/`, ...); on v2 there is one tree; a "hybrid" host mounts the v1
 controllers plus an empty v2 tree at `unified/` (systemd's hybrid mode), so memory is read the v1
 way there.
@@ -27,7 +31,8 @@ from pathlib import Path
 MEMORY_UNLIMITED = 1 << 62
 
 _POD_DIR = re.compile(
-    r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})(?:\.slice)?$"
+    r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})"
+    r"(?:\.slice)?$"
 )
 _CONTAINER_SCOPE = re.compile(r"^(?:cri-containerd|crio|docker|cri-o)-([0-9a-f]{12,})\.scope$")
 _CONTAINER_PLAIN = re.compile(r"^([0-9a-f]{64})$")
@@ -138,7 +143,8 @@ class PodCgroup:
 
 
 def parse_pod_uid(name: str) -> str | None:
-    """UID from a pod cgroup directory name, in the API's dashed form; None if not a pod."""
+    """UID from a pod cgroup directory name, None if not a pod: the API's dashed form for an API
+    pod (the systemd driver's `_` turned back into `-`), the 32 hex digits of a static pod."""
     m = _POD_DIR.search(name)
     if m is None:
         return None
@@ -311,43 +317,47 @@ def read_cgroup_memory(layout: CgroupLayout, rel: str) -> CgroupMemory | None:
     )
 
 
-def _collect_procs(directory: str, pids: set[bytes]) -> None:
+def _procs_lines(directory: str) -> int | None:
     data = _read(directory + "/cgroup.procs")
-    if data:
-        pids.update(data.split())
+    return None if data is None else len(data.split())
+
+
+def _count_subtree(directory: str) -> int:
+    n = _procs_lines(directory) or 0
     try:
         with os.scandir(directory) as it:
             subdirs = [e.path for e in it if e.is_dir(follow_symlinks=False)]
     except OSError:
-        return
-    for sub in subdirs:
-        _collect_procs(sub, pids)
+        return n
+    return n + sum(_count_subtree(sub) for sub in subdirs)
 
 
 def count_processes(root: Path, rel: str, *, children: list[str] | None = None) -> int | None:
-    """Distinct processes (thread-group leaders) in a cgroup and its descendants.
+    """Processes (thread-group leaders) in a cgroup and its descendants: lines of `cgroup.procs`.
 
-    cAdvisor's ProcessCount counts the PIDs listed in `cgroup.procs`, and the kubelet sums it
-    over the pod's containers. With `children` (the pod's child cgroup names, already listed)
-    only the pod cgroup and those children are read — the kubelet's two-level layout, and the
-    cheap path for the per-second loop; without, the whole subtree is walked. None if absent.
+    cAdvisor's ProcessCount is the number of lines of a container cgroup's `cgroup.procs`
+    (`processStatsFromProcs`), and the kubelet sums it over the pod's containers. Lines, not
+    distinct PIDs: read from another PID namespace (the DaemonSet's, without hostPID), cgroup v2
+    prints `0` for every process the reader cannot see, so the line count stays right where a
+    set of PIDs collapses to one; a process belongs to one cgroup at a time, so the sum over
+    cgroups counts it once. cgroup v1 leaves such processes out of the list instead.
+    With `children` (the pod's child cgroup names, already listed) only the pod cgroup and those
+    children are read — the kubelet's two-level layout, and the cheap path for the per-second
+    loop; without, the whole subtree is walked. None if the cgroup is absent.
     """
     top = f"{root}/{rel}" if rel else str(root)
-    pids: set[bytes] = set()
     if children is None:
-        if not os.path.isdir(top):
-            return None
-        _collect_procs(top, pids)
-        return len(pids)
-    data = _read(top + "/cgroup.procs")
-    if data is None:
+        return _count_subtree(top) if os.path.isdir(top) else None
+    n = _procs_lines(top)
+    if n is None:
         return None
-    pids.update(data.split())
-    for child in children:
-        more = _read(f"{top}/{child}/cgroup.procs")
-        if more:
-            pids.update(more.split())
-    return len(pids)
+    return n + sum(_procs_lines(f"{top}/{child}") or 0 for child in children)
+
+
+def count_tasks(root: Path, rel: str) -> int | None:
+    """`pids.current` of a cgroup: every task (thread) in it and its descendants, whatever the
+    reader's PID namespace; None where the pids controller is not there."""
+    return read_int(f"{root}/{rel}/pids.current" if rel else f"{root}/pids.current")
 
 
 def pressure_path(layout: CgroupLayout, rel: str, resource: str = "memory") -> Path | None:

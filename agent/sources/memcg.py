@@ -20,15 +20,22 @@ is ``usage − inactive_file``, so a threshold of ``T`` available is crossed whe
 ``capacity − T + inactive_file``. ``inactive_file`` moves, so the daemon re-arms after every sync
 (``update``: only when the value moved by a MiB or more, as re-arming costs a few syscalls).
 
+Registering needs write access to ``cgroup.event_control``, a root-owned ``0200`` file: root, or
+CAP_DAC_OVERRIDE (which also lets a process read every root-only file it can see). The DaemonSet
+(uid 65534, read-only mounts) and the shipped systemd unit (no CAP_DAC_OVERRIDE) do not have it;
+there the usage watch (``usagewatch.py``) stands in, reading only.
+
 cgroup v2 has no usage thresholds (the kubelet's notifier is a no-op there,
 kubernetes/kubernetes#106331). What it has: PSI triggers (``psi.py``: the node's
-``/proc/pressure/memory`` and kubepods' ``memory.pressure``, a stall-based wake) and
-``memory.events``, whose ``high``/``max``/``oom``/``oom_kill`` counters move when the cgroup
+``/proc/pressure/memory`` and kubepods' ``memory.pressure``, a stall-based wake) and the
+``high``/``max``/``oom``/``oom_kill`` counters of ``memory.events``, which move when a cgroup
 reaches ``memory.high`` or its limit; the kernel raises a "file modified" event on the file
 (cgroup-v2.rst), which ``MemoryEventsWatch`` receives through inotify — an ordinary readable
 descriptor again, and read access is all it needs (the DaemonSet's read-only mounts will do).
-It is the last moment before the OOM killer, not the crossing of the agent's line, so on v2 the
-agent still relies first on PSI and its fast check.
+Since Linux 5.2 ``memory.events`` counts every descendant's events, so every container hitting
+its own limit would wake the agent; ``memory.events.local`` counts the cgroup's own, and that is
+the file watched where it exists. It is the last moment before the OOM killer, not the crossing
+of the agent's line: on v2 the usage watch is what sees the line crossed.
 
 Refusals (no ``cgroup.event_control``: a kernel without memcg events; EACCES or EROFS: not root,
 a read-only mount; no inotify) are logged once and leave the agent on polling — never an error.

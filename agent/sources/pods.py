@@ -2,9 +2,17 @@
 
 The kubelet's pod-level `memory.workingSetBytes` is the pod cgroup's cAdvisor working set (the pod
 cgroup includes every container and the pod overhead), and `process_stats.process_count` sums the
-containers' process counts — the figures the memory and PID rankers read (spec §5). The pod cgroup
-only knows the pod's UID; name and namespace come from whoever watches the API (the agent's pod
-informer) through `PodIdentity`, and the kubelet summary can fill them too.
+containers' process counts — the figures the memory and PID rankers read (spec §5).
+
+The process count must not depend on the reader's PID namespace: the DaemonSet runs in a
+namespace of its own (`hostPID: false`, least privilege: the host's process list, command lines
+and `/proc/<pid>` stay out of its view). cgroup v2 lists the processes it cannot map there as
+`0`, so counting lines of `cgroup.procs` (what cAdvisor counts) stays exact; cgroup v1 leaves
+them out, and there the pod's `pids.current` (every task, so threads count too) stands in when
+the list comes back empty while the pids controller counts tasks.
+
+The pod cgroup only knows the pod's UID; name and namespace come from whoever watches the API
+(the agent's pod informer) through `PodIdentity`, and the kubelet summary can fill them too.
 
 The kubepods cgroup itself is the kubelet's "pods" system container: `allocatableMemory.available`
 is its limit minus its working set (spec §1), so it is reported in `node.systemContainers`.
@@ -16,19 +24,20 @@ import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from agent.sources.cgroups import (
     CgroupLayout,
     PodCgroup,
     count_processes,
+    count_tasks,
     iter_container_cgroups,
     iter_pod_cgroups,
     list_subdirs,
     read_cgroup_memory,
 )
 from agent.sources.node import memory_stats
+from kube.times import format_time
 
 JSONDict = dict[str, Any]
 
@@ -58,13 +67,19 @@ def _start_time(path: str) -> str:
         ts = os.stat(path).st_ctime
     except OSError:
         ts = 0.0
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(ts)
 
 
 def _process_count(layout: CgroupLayout, rel: str, subdirs: list[str]) -> int | None:
     n = count_processes(layout.procs_root, rel, children=subdirs)
     if n is None and layout.procs_root != layout.memory_root:
         n = count_processes(layout.memory_root, rel, children=subdirs)
+    if n == 0 and layout.is_v1_memory:
+        # v1 lists only the processes the reader's PID namespace sees: none at all from the
+        # DaemonSet's own namespace. The pids controller still counts them (threads included).
+        tasks = count_tasks(layout.procs_root, rel)
+        if tasks:
+            return tasks
     return n
 
 

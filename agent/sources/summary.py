@@ -33,7 +33,6 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -49,15 +48,12 @@ from agent.sources.kubelet import (
 from agent.sources.node import read_fs_stats, read_node_memory, read_rlimit, read_runtime_fs
 from agent.sources.pods import PodLookup, read_pods, read_pods_system_container
 from agent.sources.roots import Roots
+from kube.times import format_micro_time
 
 log = logging.getLogger(__name__)
 
 JSONDict = dict[str, Any]
 KUBELET_SUMMARY_MAX_AGE_INTERVALS = 3
-
-
-def rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)
@@ -134,6 +130,9 @@ def _system_containers(ctx: CollectContext) -> Any:
     return [pods] if pods is not None else []
 
 
+# the sections that are not per pod
+NODE_SECTIONS: frozenset[str] = frozenset({"memory", "fs", "runtime", "rlimit", "systemContainers"})
+
 DEFAULT_READERS: Mapping[str, Reader] = {
     "memory": _memory,
     "fs": _fs,
@@ -185,7 +184,7 @@ class SummaryCollector:
         self.lookup = lookup
         self.readers = {**DEFAULT_READERS, **(readers or {})}
         self._clock = wall_clock
-        self._start = rfc3339(start_time if start_time is not None else wall_clock())
+        self._start = format_micro_time(start_time if start_time is not None else wall_clock())
         self._layout: CgroupLayout | None = None
         self.layout_error: str | None = None
         self.errors: list[str] = []
@@ -218,7 +217,10 @@ class SummaryCollector:
         memory check between full syncs.
         """
         ctx = CollectContext(
-            config=self.config, layout=self.layout, time=rfc3339(self._clock()), lookup=self.lookup
+            config=self.config,
+            layout=self.layout,
+            time=format_micro_time(self._clock()),
+            lookup=self.lookup,
         )
         self.errors = [self.layout_error] if self.layout_error else []
         node: JSONDict = {"nodeName": self.config.node_name, "startTime": self._start}
@@ -238,9 +240,14 @@ class SummaryCollector:
                 node[name] = value
         return {"node": node, "pods": pods}
 
-    async def get_summary(self) -> JSONDict:
-        """Fresh local readings plus the latest kubelet disk figures (refreshed in background)."""
-        summary = self.collect()
+    async def get_summary(self, *, pods: bool = True) -> JSONDict:
+        """Fresh local readings plus the latest kubelet disk figures (refreshed in background).
+
+        ``pods=False`` reads the node-level sections only (``NODE_SECTIONS``); the kubelet's
+        per-pod disk figures are still merged in, as pods of their own, so the local-storage
+        limit pass sees them on a sync that reads no pod cgroup.
+        """
+        summary = self.collect(only=None if pods else NODE_SECTIONS)
         if self.config.kubelet_summary is not None:
             self._maybe_refresh_kubelet()
             self._expire_kubelet()

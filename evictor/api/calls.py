@@ -38,10 +38,13 @@ __all__ = [
     "STRATEGIC_MERGE_PATCH",
     "TURNS_TO_CONNECT",
     "TURNS_TO_SEND",
+    "APIError",
     "Response",
     "TransportError",
+    "api_error_text",
     "current_request_timeout",
     "let_requests_out",
+    "list_items",
     "path_segment",
     "request",
     "request_timeout",
@@ -215,3 +218,45 @@ async def send(
             timeout=timeout,
         )
     )
+
+
+def api_error_text(status: int, body: Any, message: str) -> str:
+    """kubectl's ``Error from server (Reason): message`` for a failed call."""
+    reason = body.get("reason") if isinstance(body, Mapping) else ""
+    if reason:
+        return f"Error from server ({reason}): {message}"
+    return f"Error from server: {message or status}"
+
+
+class APIError(Exception):
+    """An HTTP answer that is not 2xx where the caller needed one; ``response`` is it."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(api_error_text(response.status, response.body, response.message))
+        self.response = response
+
+
+async def list_items(
+    api_client: Any,
+    path: str,
+    *,
+    query: Sequence[tuple[str, Any]] = (),
+    chunk_size: int = 500,
+) -> list[dict[str, Any]]:
+    """Every item of a list, ``chunk_size`` at a time (``limit``/``continue``, as kubectl's
+    ``--chunk-size``; 0 lists all at once). A failed page is ``APIError``."""
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        page = [
+            *query,
+            ("continue", token or None),
+            ("limit", chunk_size if chunk_size > 0 else None),
+        ]
+        resp = await send(api_client, "GET", path, query=page)
+        if not resp.ok or not isinstance(resp.body, Mapping):
+            raise APIError(resp)
+        items.extend(i for i in resp.body.get("items") or [] if isinstance(i, dict))
+        token = str((resp.body.get("metadata") or {}).get("continue") or "")
+        if not token:
+            return items

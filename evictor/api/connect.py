@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
-import ipaddress
 import json
 import logging
 import os
@@ -47,6 +45,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from evictor.api.health import ApiHealth
+from kube.kubeconfig import Kubeconfig, Overrides, load_kubeconfig
+from kube.net import is_loopback
+from kube.times import parse_rfc3339
 
 __all__ = [
     "CERT_CHECK",
@@ -193,11 +194,7 @@ class _Exec:
                 f"exec plugin {self.command}: no token and no client certificate in its output"
             )
         expiry = status.get("expirationTimestamp")
-        self.expiry = _parse_time(str(expiry)) if expiry else None
-
-
-def _parse_time(value: str) -> float:
-    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        self.expiry = parse_rfc3339(str(expiry)) if expiry else None
 
 
 @dataclass(slots=True)
@@ -409,58 +406,6 @@ def _kubeconfig_paths(explicit: str | None) -> list[str]:
     return [default] if os.path.isfile(default) else []
 
 
-def _resolve(base: str, path: Any) -> Any:
-    if isinstance(path, str) and path and not os.path.isabs(path):
-        return os.path.join(base, path)
-    return path
-
-
-def _merged(paths: Sequence[str]) -> dict[str, Any]:
-    """client-go's loading rules: the first file that sets a map entry or
-    ``current-context`` wins; relative paths resolve against the file that names them."""
-    import yaml
-
-    merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
-    names: dict[str, set[str]] = {k: set() for k in merged}
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f) or {}
-        if not isinstance(doc, dict):
-            raise InvalidConfiguration(f"{path}: not a kubeconfig")
-        base = os.path.dirname(os.path.abspath(path))
-        if not merged.get("current-context"):
-            merged["current-context"] = doc.get("current-context") or ""
-        for kind, inner, keys in (
-            ("clusters", "cluster", ("certificate-authority",)),
-            ("users", "user", ("client-certificate", "client-key", "tokenFile")),
-            ("contexts", "context", ()),
-        ):
-            for entry in doc.get(kind) or []:
-                if not isinstance(entry, dict) or entry.get("name") in names[kind]:
-                    continue
-                body = dict(entry.get(inner) or {})
-                for key in keys:
-                    body[key] = _resolve(base, body.get(key))
-                    if body[key] is None:
-                        body.pop(key)
-                if kind == "users" and isinstance(body.get("exec"), dict):
-                    spec = dict(body["exec"])
-                    command = spec.get("command")
-                    if isinstance(command, str) and os.sep in command:
-                        spec["command"] = _resolve(base, command)
-                    body["exec"] = spec
-                names[kind].add(str(entry.get("name")))
-                merged[kind].append({"name": entry.get("name"), inner: body})
-    return merged
-
-
-def _pick(merged: Mapping[str, Any], kind: str, inner: str, name: str) -> dict[str, Any]:
-    for entry in merged.get(kind) or []:
-        if entry.get("name") == name:
-            return dict(entry.get(inner) or {})
-    return {}
-
-
 def _credentials(user: Mapping[str, Any], clock: Callable[[], float]) -> Credentials:
     creds = Credentials(clock=clock)
     if user.get("tokenFile"):
@@ -494,10 +439,12 @@ async def connect(
     pool_size: int | None = None,
     clock: Callable[[], float] = time.time,
     service_account_dir: str = SERVICE_ACCOUNT_DIR,
+    overrides: Overrides | None = None,
 ) -> Connection:
     """The API client for ``prog`` from ``kubeconfig`` (else ``$KUBECONFIG``, else
-    ``~/.kube/config``), or in-cluster when there is none and neither a kubeconfig nor a
-    context was named. Raises ``ConfigError``."""
+    ``~/.kube/config``) changed by kubectl's global ``overrides`` (``--server``, ``--token``,
+    ``--cluster``, ``--user`` …), or in-cluster when there is none and neither a kubeconfig,
+    a context nor an override was named. Raises ``ConfigError``."""
     from evictor.api.deferred import defer_client_models, defer_system_cas
 
     defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
@@ -508,27 +455,30 @@ async def connect(
     paths = _kubeconfig_paths(kubeconfig)
     namespace: str | None = None
     try:
-        if not paths:
+        if paths:
+            merged = load_kubeconfig(paths)
+        elif overrides is not None and overrides.server:
+            merged = Kubeconfig()  # kubectl --server URL --token T needs no kubeconfig
+        else:
             raise InvalidConfiguration("no kubeconfig found")
-        merged = _merged(paths)
-        name = context or merged.get("current-context") or ""
-        ctx = _pick(merged, "contexts", "context", name)
-        if not ctx:
-            raise InvalidConfiguration(f'context "{name}" does not exist')
-        user = _pick(merged, "users", "user", str(ctx.get("user") or ""))
-        creds = _credentials(user, clock)
-        await _load_static(merged, name, cfg)
-        namespace = str(ctx.get("namespace") or "") or None
+        name = context
+        if overrides:
+            merged = merged.overridden(context, overrides)
+            name = None  # the overridden context is the current one
+        resolved = merged.resolve(name)
+        creds = _credentials(resolved.user, clock)
+        await _load_static(merged.as_dict(), resolved.name, cfg)
+        namespace = resolved.namespace or None
         used_cluster = False
     except (ConfigError, OSError, ValueError, TypeError, KeyError) as exc:
-        if kubeconfig is not None or context is not None or not in_cluster:
+        if kubeconfig is not None or context is not None or overrides or not in_cluster:
             raise _invalid(exc) from None
         creds = _in_cluster(cfg, service_account_dir, clock, exc)
         used_cluster = True
     if pool_size is not None:
         cfg.connection_pool_maxsize = pool_size
     api = _client_class()(cfg, creds)
-    from scheduler.cliutil import user_agent
+    from kube.cliutil import user_agent
 
     api.user_agent = user_agent(prog)
     proxy = resolve_proxy_once(api)
@@ -608,7 +558,7 @@ def resolve_proxy_once(api_client: Any) -> str | None:
         host = url.hostname or ""
         proxies = urllib.request.getproxies_environment()
         proxy = proxies.get(url.scheme or "https")
-        if proxy and not _loopback(host) and not _no_proxy(url.netloc, proxies):
+        if proxy and not is_loopback(host) and not _no_proxy(url.netloc, proxies):
             rest.proxy = proxy
     session = rest.pool_manager
     if session.trust_env:
@@ -629,12 +579,3 @@ def _no_proxy(netloc: str, proxies: dict[str, str]) -> bool:
     from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]
 
     return bool(proxy_bypass_environment(netloc, proxies))
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -213,7 +213,7 @@ def new_api_client(configuration: Any, *, prog: str) -> Any:
     named in ``User-Agent`` as kubectl names itself."""
     from kubernetes_asyncio.client.api_client import ApiClient
 
-    from scheduler.cliutil import user_agent
+    from kube.cliutil import user_agent
 
     with system_cas_on_first_use():  # none for an http:// server; a given CA loads at once
         api = ApiClient(configuration=configuration)

@@ -6,8 +6,9 @@ writes through the API. kubesim's are the same shape: ``WorkloadController.run``
 the store's watch for the storages it cares about, maps each event to the keys of the owners to
 sync (the owner itself, or the controller of a changed pod), waits the configured reaction time
 (``ControllerSettings.reaction_delay`` × time scale; 0 reacts in the same event-loop burst)
-and calls ``sync``, which writes through ``sim.rest`` as an API client does. No
-"expectations" are needed: a create through ``Rest`` is in the store before the next sync.
+and calls ``sync``, which writes through ``sim.registry`` (the generic store) as an API
+client does. No "expectations" are needed: a create through the generic store is in the store
+before the next sync.
 
 The helpers reproduce ``pkg/controller/controller_utils.go``: ``GetPodFromTemplate``
 (labels, annotations, finalizers and spec of the template, ``generateName`` of the owner's name
@@ -25,14 +26,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.rest import DeleteOptions
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import DELETED, Event, Key, Subscription, clone
+from kube.labels import LabelSelector, SelectorError
+from kube.times import parse_time
 from kubesim.controllers.events import EventRecorder
-from scheduler.labels import LabelSelector, SelectorError
-from scheduler.objects import parse_time
+from kubesim.core.conditions import is_pod_ready
+from kubesim.core.errors import StatusError
+from kubesim.core.objects import controller_ref, meta_of
+from kubesim.core.scheme import ResourceType
+from kubesim.core.store import DELETED, Event, Key, Subscription, clone
+from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -42,7 +44,6 @@ __all__ = [
     "RUN_FOR_ANNOTATION",
     "ControllerSettings",
     "WorkloadController",
-    "controller_ref",
     "is_pod_active",
     "is_pod_available",
     "owner_reference",
@@ -102,19 +103,6 @@ def annotation_seconds(obj: Mapping[str, Any], key: str) -> float | None:
 
 
 # --- object helpers ----------------------------------------------------------------------------
-
-
-def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}  # stored objects are plain dicts
-
-
-def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """``metav1.GetControllerOf``."""
-    for ref in meta_of(obj).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:
@@ -261,15 +249,15 @@ class WorkloadController:
         return self._sim
 
     def owner_type(self) -> ResourceType:
-        return self.sim.registry.for_storage(self.storage)
+        return self.sim.scheme.for_storage(self.storage)
 
     def pod_type(self) -> ResourceType:
-        rt = self.sim.registry.for_kind("v1", "Pod")
+        rt = self.sim.scheme.for_kind("v1", "Pod")
         assert rt is not None
         return rt
 
     def now(self) -> float:
-        return self.sim.rest.clock()
+        return self.sim.registry.clock()
 
     def enqueue(self, key: Key) -> None:
         self._dirty.add(key)
@@ -480,7 +468,7 @@ class WorkloadController:
         else:
             new["metadata"].pop("ownerReferences", None)
         try:
-            self.sim.rest.update(
+            self.sim.registry.update(
                 self.pod_type(), str(meta.get("namespace", "")), str(meta.get("name", "")), new
             )
         except StatusError as err:
@@ -508,7 +496,7 @@ class WorkloadController:
         # A taken generated name is retried by the API server (RetryGenerateName), not here.
         self._pod_writes += 1
         try:
-            pod = self.sim.rest.create(self.pod_type(), namespace, manifest)
+            pod = self.sim.registry.create(self.pod_type(), namespace, manifest)
         except StatusError as err:
             log.warning(
                 "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
@@ -526,7 +514,7 @@ class WorkloadController:
         name = str(meta.get("name", ""))
         self._pod_writes += 1
         try:
-            self.sim.rest.delete(
+            self.sim.registry.delete(
                 self.pod_type(),
                 str(meta.get("namespace", "")),
                 name,
@@ -548,7 +536,7 @@ class WorkloadController:
         meta = meta_of(owner)
         new = clone(dict(owner))
         new["status"] = status
-        self.sim.rest.update(
+        self.sim.registry.update(
             self.owner_type(),
             str(meta.get("namespace", "")),
             str(meta.get("name", "")),

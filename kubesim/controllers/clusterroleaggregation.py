@@ -8,82 +8,20 @@ only when they differ (an empty union and no rules are the same). That is how th
 ``admin``, ``edit`` and ``view`` get their rules, and how a CRD's
 ``aggregate-to-view: "true"`` role widens ``view``. A change to any ClusterRole re-syncs every
 aggregated role until nothing changes (aggregation chains: ``view`` into ``edit`` into
-``admin``).
+``admin``). The aggregation itself is ``kubesim.plugins.authorization.aggregation``'s, which
+the bootstrap policy also runs once it is seeded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
 
-from kubesim.apiserver.rest import Rest
-from kubesim.apiserver.store import clone
-from kubesim.auth import in_process
-from scheduler.labels import LabelSelector, SelectorError
+from kubesim.plugins.authorization.aggregation import aggregate_all
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
 
-__all__ = ["ClusterRoleAggregationController", "aggregate_all", "aggregated_rules"]
-
-FIELD_MANAGER: Final = "clusterrole-aggregation-controller"
-_MAX_ROUNDS: Final = 32
-
-
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    labels = (obj.get("metadata") or {}).get("labels")
-    return labels if isinstance(labels, dict) else {}
-
-
-def aggregated_rules(
-    role: Mapping[str, Any], roles: Mapping[str, Mapping[str, Any]]
-) -> list[Any] | None:
-    """The rules ``role`` should hold, or None when it has no aggregation rule."""
-    rule = role.get("aggregationRule")
-    if not isinstance(rule, dict):
-        return None
-    name = (role.get("metadata") or {}).get("name")
-    out: list[Any] = []
-    for raw in rule.get("clusterRoleSelectors") or ():
-        try:
-            selector = LabelSelector.from_dict(raw)
-        except SelectorError:
-            continue
-        for other_name in sorted(roles):
-            other = roles[other_name]
-            if other_name == name or not selector.matches(_labels(other)):
-                continue
-            for r in other.get("rules") or ():
-                if r not in out:
-                    out.append(clone(r))
-    return out
-
-
-def aggregate_all(rest: Rest) -> int:
-    """Bring every aggregated ClusterRole up to date; the number of roles written."""
-    rt = rest.registry.lookup("rbac.authorization.k8s.io", "v1", "clusterroles")
-    assert rt is not None
-    written = 0
-    for _ in range(_MAX_ROUNDS):
-        roles = {
-            str((o.get("metadata") or {}).get("name", "")): o
-            for o in rest.store.items(rt.storage_name)
-        }
-        changed = False
-        for name, role in roles.items():
-            want = aggregated_rules(role, roles)
-            if want is None or want == (role.get("rules") or []):
-                continue
-            new = clone(role)
-            new["rules"] = want
-            with in_process():
-                rest.update(rt, "", name, rest.to_wire(rt, new))
-            written += 1
-            changed = True
-            break  # the roles changed: read them again
-        if not changed:
-            return written
-    return written
+__all__ = ["ClusterRoleAggregationController"]
 
 
 class ClusterRoleAggregationController:
@@ -95,11 +33,11 @@ class ClusterRoleAggregationController:
         store = sim.store
         sub = store.subscribe("clusterroles")
         try:
-            aggregate_all(sim.rest)
+            aggregate_all(sim.registry)
             while True:
                 await sub.queue.get()
                 while not sub.queue.empty():
                     sub.queue.get_nowait()
-                aggregate_all(sim.rest)
+                aggregate_all(sim.registry)
         finally:
             store.unsubscribe(sub)

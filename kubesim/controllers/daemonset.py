@@ -31,18 +31,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Event, Key, clone
-from kubesim.controllers.base import (
-    WorkloadController,
-    is_pod_available,
-    meta_of,
-    pod_from_template,
-)
+from kube.objects import InvalidObject, Node, Pod
+from kube.times import parse_time
+from kubesim.controllers.base import WorkloadController, is_pod_available, pod_from_template
 from kubesim.controllers.deployment import pod_template_hash
+from kubesim.core.conditions import is_pod_ready
+from kubesim.core.objects import meta_of
+from kubesim.core.store import Event, Key, clone
 from scheduler.filters.nodeaffinity import RequiredNodeAffinity
 from scheduler.filters.tainttoleration import find_matching_untolerated_taint
-from scheduler.objects import InvalidObject, Node, Pod, parse_time
 
 __all__ = ["DaemonSetController", "daemon_pod_tolerations", "node_should_run_daemon_pod"]
 

@@ -27,19 +27,18 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import Event, Key, clone
+from kube.times import format_time
 from kubesim.controllers.base import (
     WorkloadController,
-    controller_ref,
     labels_of,
-    meta_of,
     owner_reference,
     selector_of,
     set_condition,
 )
 from kubesim.controllers.replicaset import spec_replicas
-from scheduler.objects import format_time
+from kubesim.core.errors import StatusError
+from kubesim.core.objects import controller_ref, meta_of
+from kubesim.core.store import Event, Key, clone
 
 __all__ = ["POD_TEMPLATE_HASH", "DeploymentController", "pod_template_hash", "safe_encode"]
 
@@ -100,7 +99,7 @@ class DeploymentController(WorkloadController):
         namespace = str(meta.get("namespace", ""))
         uid = str(meta.get("uid", ""))
         sel = selector_of(dep)
-        rs_type = self.sim.registry.for_storage("replicasets")
+        rs_type = self.sim.scheme.for_storage("replicasets")
         out: list[dict[str, Any]] = []
         for rs in list(self.sim.store.items("replicasets", namespace)):
             ref = controller_ref(rs)
@@ -116,7 +115,7 @@ class DeploymentController(WorkloadController):
                     owner_reference(dep),
                 ]
                 try:
-                    adopted, _ = self.sim.rest.update(
+                    adopted, _ = self.sim.registry.update(
                         rs_type, namespace, str(meta_of(rs).get("name", "")), new
                     )
                 except StatusError:
@@ -149,7 +148,7 @@ class DeploymentController(WorkloadController):
                 return
             created = True
             rss.append(new_rs)
-        rs_type = self.sim.registry.for_storage("replicasets")
+        rs_type = self.sim.scheme.for_storage("replicasets")
         revision = _revision(new_rs) or max(revisions, default=0) + 1
         for rs in rss:
             is_new = rs is new_rs
@@ -164,7 +163,7 @@ class DeploymentController(WorkloadController):
             new = clone(rs)
             new["spec"]["replicas"] = want
             new["metadata"]["annotations"] = annotations
-            updated, _ = self.sim.rest.update(
+            updated, _ = self.sim.registry.update(
                 rs_type, key[0], str(meta_of(rs).get("name", "")), new
             )
             old_count = spec_replicas(rs)
@@ -200,7 +199,7 @@ class DeploymentController(WorkloadController):
         new = clone(dict(dep))
         new["metadata"]["annotations"] = annotations
         meta = meta_of(dep)
-        self.sim.rest.update(
+        self.sim.registry.update(
             self.owner_type(), str(meta.get("namespace", "")), str(meta.get("name", "")), new
         )
 
@@ -238,9 +237,9 @@ class DeploymentController(WorkloadController):
             },
             "spec": rs_spec,
         }
-        rs_type = self.sim.registry.for_storage("replicasets")
+        rs_type = self.sim.scheme.for_storage("replicasets")
         try:
-            created = self.sim.rest.create(rs_type, str(meta.get("namespace", "")), manifest)
+            created = self.sim.registry.create(rs_type, str(meta.get("namespace", "")), manifest)
             if replicas:
                 self.record(
                     dep,

@@ -45,10 +45,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.eviction import is_pod_ready, pdb_selects, set_status_condition
-from kubesim.apiserver.status import StatusError, qualified_resource
-from kubesim.apiserver.store import DELETED, Event, clone
-from scheduler.objects import format_time, parse_time
+from kube.times import format_time, parse_time
+from kubesim.core.conditions import is_pod_ready, set_status_condition
+from kubesim.core.errors import StatusError, qualified_resource
+from kubesim.core.objects import controller_ref, pdb_selects
+from kubesim.core.store import DELETED, Event, clone
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -117,13 +118,6 @@ class ExpectedCount:
     unmanaged: tuple[str, ...] = ()
 
 
-def _controller_ref(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
-
-
 def get_expected_scale(
     pods: Iterable[Mapping[str, Any]], find: ScaleFinder
 ) -> tuple[int, tuple[str, ...]]:
@@ -132,7 +126,7 @@ def get_expected_scale(
     unmanaged: list[str] = []
     for pod in pods:
         meta = pod.get("metadata") or {}
-        ref = _controller_ref(pod)
+        ref = controller_ref(pod)
         if ref is None:
             unmanaged.append(str(meta.get("name", "")))
             continue
@@ -330,7 +324,7 @@ class DisruptionController:
         if self._clock is not None:
             return self._clock()
         assert self._sim is not None
-        return self._sim.rest.clock()
+        return self._sim.registry.clock()
 
     def pin(self, namespace: str, name: str) -> None:
         self.pinned.add((namespace, name))
@@ -425,7 +419,7 @@ class DisruptionController:
         sim = self._sim
         if sim is None:
             return
-        pdb_rt = sim.registry.for_kind("policy/v1", "PodDisruptionBudget")
+        pdb_rt = sim.scheme.for_kind("policy/v1", "PodDisruptionBudget")
         assert pdb_rt is not None
         pdb = sim.store.get("poddisruptionbudgets", (namespace, name))
         if pdb is None or self.is_static(pdb):
@@ -449,7 +443,7 @@ class DisruptionController:
             new = clone(pdb)
             new["status"] = status
             try:
-                sim.rest.update(pdb_rt, namespace, name, new, subresource="status")
+                sim.registry.update(pdb_rt, namespace, name, new, subresource="status")
             except StatusError as err:
                 log.warning("kubesim: PDB %s/%s status write failed: %s", namespace, name, err)
         if recheck is not None:
@@ -516,7 +510,7 @@ class DisruptionController:
         if kind == "ReplicaSet" and group in ("apps", "extensions"):
             rs = sim.store.get("replicasets", (namespace, name))
             if rs is not None and _uid(rs) == uid:
-                owner = _controller_ref(rs)
+                owner = controller_ref(rs)
                 if owner is None:
                     return uid, _replicas(rs)
                 if owner.get("kind") == "Deployment":
@@ -532,7 +526,7 @@ class DisruptionController:
             if ss is not None and _uid(ss) == uid:
                 return uid, _replicas(ss)
         # getScaleController: the scale subresource of whatever the reference names.
-        rt = sim.registry.for_kind(api_version, kind)
+        rt = sim.scheme.for_kind(api_version, kind)
         if rt is None:
             raise SyncError(f'no matches for kind "{kind}" in version "{api_version}"')
         if kind not in SCALABLE_KINDS:

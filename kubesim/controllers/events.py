@@ -17,8 +17,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kubesim.apiserver.status import StatusError
-from scheduler.objects import format_time
+from kube.times import format_time
+from kubesim.core.errors import StatusError
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -52,13 +52,13 @@ class EventRecorder:
         host: str | None = None,
         field_path: str = "",
     ) -> dict[str, Any] | None:
-        rt = sim.registry.for_kind("v1", "Event")
+        rt = sim.scheme.for_kind("v1", "Event")
         if rt is None:
             return None
         meta = obj.get("metadata") or {}
         name = str(meta.get("name", ""))
         namespace = str(meta.get("namespace") or "default")
-        now = sim.rest.clock()
+        now = sim.registry.clock()
         stamp = format_time(now)
         source: dict[str, str] = {"component": self.component}
         instance = host if host is not None else self.host
@@ -92,7 +92,7 @@ class EventRecorder:
             "reportingInstance": instance,
         }
         try:
-            return sim.rest.create(rt, namespace, body)
+            return sim.registry.create(rt, namespace, body)
         except StatusError as err:
             log.info("kubesim: %s event %s dropped: %s", self.component, reason, err.message)
             return None

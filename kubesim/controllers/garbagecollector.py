@@ -26,10 +26,11 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.resources import ResourceType
-from kubesim.apiserver.rest import DeleteOptions
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import DELETED, Event, Key, clone
+from kubesim.core.errors import StatusError
+from kubesim.core.objects import meta_of
+from kubesim.core.scheme import ResourceType
+from kubesim.core.store import DELETED, Event, Key, clone
+from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -41,11 +42,6 @@ log = logging.getLogger("kubesim")
 FOREGROUND: Final = "foregroundDeletion"
 ORPHAN: Final = "orphan"
 SKIPPED: Final = frozenset({"events"})
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 class GarbageCollector:
@@ -62,7 +58,7 @@ class GarbageCollector:
     async def run(self, sim: Simulator) -> None:
         self._sim = sim
         self._wake = asyncio.Event()
-        storages = [s for s in sim.registry.storages() if s not in SKIPPED]
+        storages = [s for s in sim.scheme.storages() if s not in SKIPPED]
         subs = [sim.store.subscribe(s) for s in storages]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         try:
@@ -103,10 +99,10 @@ class GarbageCollector:
             ev: Event = await sub.queue.get()
             try:
                 if ev.type == DELETED:
-                    uid = str(_meta(ev.obj).get("uid", ""))
+                    uid = str(meta_of(ev.obj).get("uid", ""))
                     for dep in self._dependents.pop(uid, set()):
                         self._mark(dep)
-                    for ref in _meta(ev.obj).get("ownerReferences") or []:
+                    for ref in meta_of(ev.obj).get("ownerReferences") or []:
                         deps = self._dependents.get(str(ref.get("uid", "")))
                         if deps is not None:
                             deps.discard((ev.storage, ev.key))
@@ -126,17 +122,17 @@ class GarbageCollector:
         """A dependent went away: owners waiting in foreground deletion may finish."""
         sim = self._sim
         assert sim is not None
-        for ref in _meta(obj).get("ownerReferences") or []:
+        for ref in meta_of(obj).get("ownerReferences") or []:
             if not isinstance(ref, Mapping):
                 continue
-            found = self._find_owner(ref, str(_meta(obj).get("namespace", "")))
+            found = self._find_owner(ref, str(meta_of(obj).get("namespace", "")))
             if found is not None:
                 self._owners_dirty.add(found)
                 if self._wake is not None:
                     self._wake.set()
 
     def _observe(self, storage: str, key: Key, obj: Mapping[str, Any]) -> None:
-        meta = _meta(obj)
+        meta = meta_of(obj)
         refs = meta.get("ownerReferences") or []
         for ref in refs:
             if isinstance(ref, Mapping) and ref.get("uid"):
@@ -152,7 +148,7 @@ class GarbageCollector:
     def _type_of(self, ref: Mapping[str, Any]) -> ResourceType | None:
         sim = self._sim
         assert sim is not None
-        return sim.registry.for_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
+        return sim.scheme.for_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
 
     def _find_owner(self, ref: Mapping[str, Any], namespace: str) -> tuple[str, Key] | None:
         """The live owner a reference names (UID must match), as (storage, key)."""
@@ -163,7 +159,7 @@ class GarbageCollector:
             return None
         key = (namespace if rt.namespaced else "", str(ref.get("name", "")))
         obj = sim.store.get(rt.storage_name, key)
-        if obj is None or str(_meta(obj).get("uid", "")) != str(ref.get("uid", "")):
+        if obj is None or str(meta_of(obj).get("uid", "")) != str(ref.get("uid", "")):
             return None
         return rt.storage_name, key
 
@@ -173,25 +169,25 @@ class GarbageCollector:
         obj = sim.store.get(storage, key)
         if obj is None:
             return
-        meta = _meta(obj)
+        meta = meta_of(obj)
         refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, Mapping)]
         if not refs:
             return
         dangling = [r for r in refs if self._find_owner(r, key[0]) is None]
         if not dangling:
             return
-        rt = sim.registry.for_storage(storage)
+        rt = sim.scheme.for_storage(storage)
         if len(dangling) < len(refs):
             gone = {str(r.get("uid", "")) for r in dangling}
             new = clone(dict(obj))
             new["metadata"]["ownerReferences"] = [
                 r for r in refs if str(r.get("uid", "")) not in gone
             ]
-            sim.rest.update(rt, key[0], key[1], new)
+            sim.registry.update(rt, key[0], key[1], new)
             return
         if meta.get("deletionTimestamp"):
             return
-        sim.rest.delete(rt, key[0], key[1], DeleteOptions(uid=str(meta.get("uid", "")) or None))
+        sim.registry.delete(rt, key[0], key[1], DeleteOptions(uid=str(meta.get("uid", "")) or None))
 
     def _process_deleting_owner(self, storage: str, key: Key) -> None:
         sim = self._sim
@@ -199,7 +195,7 @@ class GarbageCollector:
         owner = sim.store.get(storage, key)
         if owner is None:
             return
-        meta = _meta(owner)
+        meta = meta_of(owner)
         finalizers = list(meta.get("finalizers") or [])
         if not meta.get("deletionTimestamp"):
             return
@@ -211,12 +207,12 @@ class GarbageCollector:
                 continue
             refs = [
                 r
-                for r in _meta(dep).get("ownerReferences") or []
+                for r in meta_of(dep).get("ownerReferences") or []
                 if isinstance(r, Mapping) and str(r.get("uid", "")) == uid
             ]
             if refs:
                 dependents.append((dep_storage, dep_key, dep, refs[0]))
-        rt = sim.registry.for_storage(storage)
+        rt = sim.scheme.for_storage(storage)
         if ORPHAN in finalizers:
             for dep_storage, dep_key, dep, _ in dependents:
                 new = clone(dep)
@@ -227,7 +223,7 @@ class GarbageCollector:
                 ]
                 if not new["metadata"]["ownerReferences"]:
                     del new["metadata"]["ownerReferences"]
-                sim.rest.update(sim.registry.for_storage(dep_storage), *dep_key, new)
+                sim.registry.update(sim.scheme.for_storage(dep_storage), *dep_key, new)
             self._remove_finalizer(rt, key, ORPHAN)
             return
         if FOREGROUND not in finalizers:
@@ -236,16 +232,16 @@ class GarbageCollector:
         for dep_storage, dep_key, dep, ref in dependents:
             if ref.get("blockOwnerDeletion") is True:
                 blocking = True
-            if _meta(dep).get("deletionTimestamp"):
+            if meta_of(dep).get("deletionTimestamp"):
                 continue
-            dep_rt = sim.registry.for_storage(dep_storage)
-            dep_finalizers = _meta(dep).get("finalizers") or []
+            dep_rt = sim.scheme.for_storage(dep_storage)
+            dep_finalizers = meta_of(dep).get("finalizers") or []
             if dep_rt.kind != "Pod" and FOREGROUND not in dep_finalizers:
                 # Dependents are deleted in the foreground too, so the chain waits.
                 new = clone(dep)
                 new["metadata"]["finalizers"] = [*dep_finalizers, FOREGROUND]
-                sim.rest.update(dep_rt, *dep_key, new)
-            sim.rest.delete(dep_rt, dep_key[0], dep_key[1], DeleteOptions())
+                sim.registry.update(dep_rt, *dep_key, new)
+            sim.registry.delete(dep_rt, dep_key[0], dep_key[1], DeleteOptions())
         if not blocking:
             self._remove_finalizer(rt, key, FOREGROUND)
 
@@ -261,4 +257,4 @@ class GarbageCollector:
         ]
         if not new["metadata"]["finalizers"]:
             del new["metadata"]["finalizers"]
-        sim.rest.update(rt, key[0], key[1], new)
+        sim.registry.update(rt, key[0], key[1], new)

@@ -27,18 +27,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Key, clone
+from kube.labels import LabelSelector, SelectorError
+from kube.times import format_time
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
-    meta_of,
     pod_from_template,
     pods_to_delete_order,
     set_condition,
 )
-from scheduler.labels import LabelSelector, SelectorError
-from scheduler.objects import format_time
+from kubesim.core.conditions import is_pod_ready
+from kubesim.core.objects import meta_of
+from kubesim.core.store import Key, clone
 
 __all__ = ["JobController"]
 

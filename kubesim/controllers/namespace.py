@@ -12,9 +12,9 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from kubesim.apiserver.rest import DeleteOptions
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import DELETED
+from kubesim.core.errors import StatusError
+from kubesim.core.store import DELETED
+from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -55,12 +55,12 @@ class NamespaceController:
         self._active[name] = asyncio.create_task(self._drain(sim, name))
 
     async def _drain(self, sim: Simulator, namespace: str) -> None:
-        rest = sim.rest
+        registry = sim.registry
         try:
             while True:
                 remaining = 0
                 for storage in sim.store.storages():
-                    rt = sim.registry.for_storage(storage)
+                    rt = sim.scheme.for_storage(storage)
                     if not rt.namespaced:
                         continue
                     for obj in list(sim.store.items(storage, namespace)):
@@ -69,9 +69,9 @@ class NamespaceController:
                         if meta.get("deletionTimestamp"):
                             continue
                         with contextlib.suppress(StatusError):
-                            rest.delete(rt, namespace, meta.get("name", ""), DeleteOptions())
+                            registry.delete(rt, namespace, meta.get("name", ""), DeleteOptions())
                 if remaining == 0:
-                    rest.finalize_namespace(namespace)
+                    registry.finalize_namespace(namespace)
                     return
                 await asyncio.sleep(self.poll)
         finally:

@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Key, clone
+from kube.labels import LabelSelector, SelectorError
 from kubesim.controllers.base import (
     WorkloadController,
     is_pod_active,
@@ -37,7 +36,8 @@ from kubesim.controllers.base import (
     pods_to_delete_order,
     ready_since,
 )
-from scheduler.labels import LabelSelector, SelectorError
+from kubesim.core.conditions import is_pod_ready
+from kubesim.core.store import Key, clone
 
 __all__ = ["BURST_REPLICAS", "ReplicaSetController", "ReplicationControllerController"]
 

@@ -17,8 +17,8 @@ import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import DELETED, Event
+from kubesim.core.errors import StatusError
+from kubesim.core.store import DELETED, Event
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -63,9 +63,9 @@ class ServiceAccountController:
             return
         if ev.type == DELETED:
             meta = ev.obj.get("metadata") or {}
-            ns_rt = sim.registry.for_kind("v1", "Namespace")
+            ns_rt = sim.scheme.for_kind("v1", "Namespace")
             assert ns_rt is not None
-            ns = sim.rest.find(ns_rt, "", str(meta.get("namespace", "")))
+            ns = sim.registry.find(ns_rt, "", str(meta.get("namespace", "")))
             if ns is not None:
                 self._ensure(sim, ns)
 
@@ -77,10 +77,10 @@ class ServiceAccountController:
         ):
             return
         ns = str(meta.get("name", ""))
-        rt = sim.registry.for_kind("v1", "ServiceAccount")
+        rt = sim.scheme.for_kind("v1", "ServiceAccount")
         assert rt is not None
         for name in self.names:
-            if sim.rest.find(rt, ns, name) is not None:
+            if sim.registry.find(rt, ns, name) is not None:
                 continue
             with contextlib.suppress(StatusError):  # the namespace went away meanwhile
-                sim.rest.create(rt, ns, {"metadata": {"name": name, "namespace": ns}})
+                sim.registry.create(rt, ns, {"metadata": {"name": name, "namespace": ns}})

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-from kubesim.apiserver.resources import Registry, ResourceType
 from kubesim.controllers import check_controller_names
 from kubesim.controllers.base import ControllerSettings
+from kubesim.core.scheme import ResourceType, Scheme
 
 __all__ = [
     "SETTINGS_API_VERSION",
@@ -82,6 +82,6 @@ def parse_settings(
     return replace(settings, **changes), disabled
 
 
-def with_settings(registry: Registry) -> Registry:
+def with_settings(scheme: Scheme) -> Scheme:
     """A registry for loading state files: the served kinds plus ``ClusterSettings``."""
-    return Registry([*registry.types, SETTINGS_TYPE])
+    return Scheme([*scheme.types, SETTINGS_TYPE])

@@ -28,16 +28,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubesim.apiserver.eviction import is_pod_ready
-from kubesim.apiserver.store import Key, clone
-from kubesim.controllers.base import (
-    WorkloadController,
-    is_pod_available,
-    meta_of,
-    pod_from_template,
-)
+from kubesim.controllers.base import WorkloadController, is_pod_available, pod_from_template
 from kubesim.controllers.deployment import pod_template_hash
 from kubesim.controllers.replicaset import spec_replicas
+from kubesim.core.conditions import is_pod_ready
+from kubesim.core.objects import meta_of
+from kubesim.core.store import Key, clone
 
 __all__ = ["StatefulSetController", "pod_ordinal"]
 

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import yaml
 
-from kubesim.apiserver.status import Cause, StatusError
+from kubesim.core.errors import Cause, StatusError
 
 __all__ = [
     "CallRange",
@@ -203,7 +203,7 @@ def _respond(p: _P, data: Mapping[str, Any], path: str) -> StatusError:
     retry = data.get("retryAfterSeconds", 0)
     if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
         raise p.fail(f"{path}.retryAfterSeconds", f"must be a non-negative integer, not {retry!r}")
-    from kubesim.apiserver.status import REASON_FOR_CODE
+    from kubesim.core.errors import REASON_FOR_CODE
 
     return StatusError(
         code,

@@ -46,12 +46,13 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from kubesim.apiserver.rest import DeleteOptions
-from kubesim.apiserver.server import DropConnection, RequestContext
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import DELETED, clone
+from kube.times import format_time
+from kubesim.core.errors import StatusError
+from kubesim.core.store import DELETED, clone
+from kubesim.endpoints.request import RequestContext
+from kubesim.endpoints.server import DropConnection
 from kubesim.faults.file import Fault, FaultSet, PodFault, TimelineStep
-from scheduler.objects import format_time
+from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -216,25 +217,25 @@ class FaultInjector:
             self._later(step.after, self._run_step, pf, step)
 
     def _pod_type(self) -> Any:
-        rt = self.sim.registry.for_kind("v1", "Pod")
+        rt = self.sim.scheme.for_kind("v1", "Pod")
         assert rt is not None
         return rt
 
     def _run_step(self, pf: PodFault, step: TimelineStep) -> None:
         rt = self._pod_type()
-        rest = self.sim.rest
-        pod = rest.find(rt, pf.namespace, pf.name)
+        registry = self.sim.registry
+        pod = registry.find(rt, pf.namespace, pf.name)
         if pod is None:
             log.warning("kubesim: timeline step for missing pod %s/%s", pf.namespace, pf.name)
             return
         if step.set:
             self._apply_set(pod, step.set)
         if step.delete:
-            rest.delete(rt, pf.namespace, pf.name, DeleteOptions())
+            registry.delete(rt, pf.namespace, pf.name, DeleteOptions())
 
     def _apply_set(self, pod: dict[str, Any], values: Mapping[str, Any]) -> None:
         rt = self._pod_type()
-        rest = self.sim.rest
+        registry = self.sim.registry
         meta = pod.get("metadata") or {}
         ns, name = meta.get("namespace", ""), meta.get("name", "")
         new = clone(pod)
@@ -242,7 +243,7 @@ class FaultInjector:
         other_paths = False
         prefix = "status.conditions."
         explicit_conditions = {p[len(prefix) :] for p in values if p.startswith(prefix)}
-        now = format_time(rest.clock())
+        now = format_time(registry.clock())
         for path, value in values.items():
             parts = path.split(".")
             if parts[0] == "status":
@@ -261,17 +262,17 @@ class FaultInjector:
                     if ctype not in explicit_conditions:
                         _set_condition(new, ctype, "False", now, reason=reason)
         if other_paths:
-            updated, _ = rest.update(rt, ns, name, new)
+            updated, _ = registry.update(rt, ns, name, new)
             if status_paths:
                 new["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"]
         if status_paths:
-            rest.update(rt, ns, name, new, subresource="status")
+            registry.update(rt, ns, name, new, subresource="status")
 
     def _recreate_pod(self, pf: PodFault, last: Mapping[str, Any]) -> None:
         spec_r = pf.recreate_after_delete
         assert spec_r is not None
         rt = self._pod_type()
-        if self.sim.rest.find(rt, pf.namespace, pf.name) is not None:
+        if self.sim.registry.find(rt, pf.namespace, pf.name) is not None:
             log.warning("kubesim: %s/%s exists again; not recreating it", pf.namespace, pf.name)
             return
         old_meta = last.get("metadata") or {}
@@ -283,7 +284,9 @@ class FaultInjector:
         spec = clone(last.get("spec") or {})
         if spec_r.node is not None:
             spec["nodeName"] = spec_r.node
-        self.sim.rest.seed(rt, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+        self.sim.registry.seed(
+            rt, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        )
 
 
 def _condition_status(value: Any) -> str:

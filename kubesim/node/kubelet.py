@@ -64,19 +64,17 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.apiserver.rest import DeleteOptions
-from kubesim.apiserver.status import StatusError
-from kubesim.apiserver.store import DELETED, Event, Key, clone
-from kubesim.controllers.base import (
-    READY_AFTER_ANNOTATION,
-    RUN_FOR_ANNOTATION,
-    annotation_seconds,
-    controller_ref,
-)
+from kube.objects import InvalidObject, Node, Pod
+from kube.qos import InvalidPodResources, compute_pod_qos
+from kube.times import format_micro_time, format_time
+from kubesim.controllers.base import READY_AFTER_ANNOTATION, RUN_FOR_ANNOTATION, annotation_seconds
 from kubesim.controllers.events import EventRecorder
+from kubesim.core.errors import StatusError
+from kubesim.core.objects import controller_ref
+from kubesim.core.store import DELETED, Event, Key, clone
 from kubesim.node.admission import admit, rejected_status
 from kubesim.node.runtime import ContainerStatus, PodSpecError, ProcessRuntime
-from scheduler.objects import InvalidObject, Node, Pod, format_micro_time, format_time
+from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -86,7 +84,6 @@ __all__ = [
     "LEASE_NAMESPACE",
     "DeletionDelay",
     "Kubelet",
-    "format_micro_time",
     "node_is_up",
 ]
 
@@ -294,7 +291,7 @@ class Kubelet:
             was_up = ev.prev is not None and node_is_up(ev.prev)
             if node_is_up(ev.obj) and not was_up:
                 node_name = ev.key[1]
-                for key in sorted(self.sim.rest.pods_to_start):
+                for key in sorted(self.sim.registry.pods_to_start):
                     pod = store.get("pods", key)
                     if pod is not None and (pod.get("spec") or {}).get("nodeName") == node_name:
                         self._consider_start(pod)
@@ -378,7 +375,7 @@ class Kubelet:
             addresses.append({"type": "Hostname", "address": name})
         status["addresses"] = addresses
         status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 10250}})
-        now = format_time(self.sim.rest.clock())
+        now = format_time(self.sim.registry.clock())
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
         have = {c.get("type") for c in conditions}
         for type_, value, reason, message in NODE_CONDITIONS:
@@ -421,7 +418,7 @@ class Kubelet:
 
     def _complete_node(self, node: Mapping[str, Any]) -> None:
         self._node_network(node)
-        rt = self.sim.registry.for_kind("v1", "Node")
+        rt = self.sim.scheme.for_kind("v1", "Node")
         assert rt is not None
         name = str((node.get("metadata") or {}).get("name", ""))
         labels = self.node_label_defaults(node)
@@ -429,7 +426,7 @@ class Kubelet:
             new = clone(dict(node))
             new.setdefault("metadata", {})["labels"] = labels
             try:
-                node, _ = self.sim.rest.update(rt, "", name, new)
+                node, _ = self.sim.registry.update(rt, "", name, new)
             except StatusError as err:
                 if err.code != 409:
                     log.warning("kubesim: kubelet could not label node %s: %s", name, err)
@@ -440,7 +437,7 @@ class Kubelet:
         new = clone(dict(node))
         new["status"] = status
         try:
-            self.sim.rest.update(rt, "", name, new, subresource="status")
+            self.sim.registry.update(rt, "", name, new, subresource="status")
         except StatusError as err:
             if err.code != 409:  # a concurrent write: the next event completes it
                 log.warning("kubesim: kubelet could not complete node %s: %s", name, err)
@@ -460,14 +457,14 @@ class Kubelet:
 
     def renew_lease(self, node: Mapping[str, Any]) -> dict[str, Any]:
         """Create or renew the node's Lease (``ensureLease`` / ``retryUpdateLease``)."""
-        rt = self.sim.registry.for_kind("coordination.k8s.io/v1", "Lease")
+        rt = self.sim.scheme.for_kind("coordination.k8s.io/v1", "Lease")
         assert rt is not None
         meta = node.get("metadata") or {}
         name = str(meta.get("name", ""))
-        now = format_micro_time(self.sim.rest.clock())
-        lease = self.sim.rest.find(rt, LEASE_NAMESPACE, name)
+        now = format_micro_time(self.sim.registry.clock())
+        lease = self.sim.registry.find(rt, LEASE_NAMESPACE, name)
         if lease is None:
-            return self.sim.rest.create(
+            return self.sim.registry.create(
                 rt,
                 LEASE_NAMESPACE,
                 {
@@ -497,7 +494,7 @@ class Kubelet:
         spec["holderIdentity"] = name
         spec["leaseDurationSeconds"] = LEASE_DURATION_SECONDS
         spec["renewTime"] = now
-        obj, _ = self.sim.rest.update(rt, LEASE_NAMESPACE, name, new)
+        obj, _ = self.sim.registry.update(rt, LEASE_NAMESPACE, name, new)
         return obj
 
     # --- starting ---------------------------------------------------------------------------
@@ -533,7 +530,7 @@ class Kubelet:
         if not node_name or phase in TERMINAL_PHASES:
             self._untrack(key)
             return
-        if key in self.sim.rest.pods_to_start:
+        if key in self.sim.registry.pods_to_start:
             return
         held = self._admitted.get(str(node_name), {})
         known = held.get(key)
@@ -570,7 +567,7 @@ class Kubelet:
             self.sim, pod, type_="Warning", reason=reason, message=message, host=node_name
         )
         new = clone(pod)
-        now = format_time(self.sim.rest.clock())
+        now = format_time(self.sim.registry.clock())
         new["status"] = rejected_status(new.get("status") or {}, reason, message, now)
         with contextlib.suppress(StatusError):
             self._write_status(_key(pod), new)
@@ -579,7 +576,7 @@ class Kubelet:
         sim = self.sim
         meta = pod.get("metadata") or {}
         key = (meta.get("namespace", ""), meta.get("name", ""))
-        if key not in sim.rest.pods_to_start:
+        if key not in sim.registry.pods_to_start:
             return
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name or meta.get("deletionTimestamp"):
@@ -587,7 +584,7 @@ class Kubelet:
         node = sim.store.get("nodes", ("", node_name))
         if node is None or not node_is_up(node):
             return
-        sim.rest.pods_to_start.discard(key)
+        sim.registry.pods_to_start.discard(key)
         self._start(pod, node)
 
     def ready_delay(self, pod: Mapping[str, Any]) -> float:
@@ -620,7 +617,7 @@ class Kubelet:
         if rejection is not None:
             self._reject(pod, node_name, *rejection)
             return
-        now = format_time(sim.rest.clock())
+        now = format_time(sim.registry.clock())
         new = clone(pod)
         spec = new.get("spec") or {}
         status = new.setdefault("status", {})
@@ -668,7 +665,9 @@ class Kubelet:
         inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping)]
         if inits:
             status["initContainerStatuses"] = _init_statuses(inits, uid=uid, now=now, ready=ready)
-        status.setdefault("qosClass", "BestEffort")
+        if not status.get("qosClass"):  # generateAPIPodStatus: v1qos.GetPodQOS
+            with contextlib.suppress(InvalidPodResources):  # the API server stores none such
+                status["qosClass"] = compute_pod_qos(new)
         unready = [str(c.get("name", "")) for c in containers]
         _set_pod_conditions(status, now, ready=ready, unready=unready)
         try:
@@ -745,9 +744,9 @@ class Kubelet:
         return pod
 
     def _write_status(self, key: Key, pod: dict[str, Any]) -> None:
-        rt = self.sim.registry.for_kind("v1", "Pod")
+        rt = self.sim.scheme.for_kind("v1", "Pod")
         assert rt is not None
-        self.sim.rest.update(rt, key[0], key[1], pod, subresource="status")
+        self.sim.registry.update(rt, key[0], key[1], pod, subresource="status")
 
     def _become_ready(self, key: Key, uid: str) -> None:
         pod = self._current(key, uid)
@@ -766,14 +765,14 @@ class Kubelet:
         ]:
             if isinstance(cs, dict):
                 cs["ready"] = True
-        _set_pod_conditions(status, format_time(self.sim.rest.clock()), ready=True, unready=[])
+        _set_pod_conditions(status, format_time(self.sim.registry.clock()), ready=True, unready=[])
         self._write_status(key, new)
 
     def _succeed(self, key: Key, uid: str) -> None:
         pod = self._current(key, uid)
         if pod is None:
             return
-        now = format_time(self.sim.rest.clock())
+        now = format_time(self.sim.registry.clock())
         new = clone(pod)
         status = new["status"]
         status["phase"] = "Succeeded"
@@ -853,10 +852,10 @@ class Kubelet:
         self._timers.pop(key, None)
         if sim is None:
             return
-        rt = sim.registry.for_kind("v1", "Pod")
+        rt = sim.scheme.for_kind("v1", "Pod")
         assert rt is not None
         try:
-            sim.rest.delete(rt, key[0], key[1], DeleteOptions(grace_period_seconds=0, uid=uid))
+            sim.registry.delete(rt, key[0], key[1], DeleteOptions(grace_period_seconds=0, uid=uid))
         except StatusError as err:
             if err.code not in (404, 409):
                 log.warning("kubelet: deleting pod %s/%s failed: %s", key[0], key[1], err)
@@ -897,7 +896,7 @@ class Kubelet:
             if isinstance(cs, dict) and cs.get("name") in run:
                 cs["state"] = {"waiting": {"reason": "CreateContainerError", "message": message}}
                 cs["ready"] = cs["started"] = False
-        now = format_time(self.sim.rest.clock())
+        now = format_time(self.sim.registry.clock())
         for type_ in ("Ready", "ContainersReady"):
             _set_condition(
                 status.setdefault("conditions", []),
@@ -963,7 +962,7 @@ class Kubelet:
         status["containerStatuses"] = out
         exited = [s for s in statuses if s.state == "exited"]
         others_run = len(out) > len(statuses)  # simulated containers never stop
-        now = format_time(self.sim.rest.clock())
+        now = format_time(self.sim.registry.clock())
         conditions = status.setdefault("conditions", [])
         terminal = None
         if exited and len(exited) == len(statuses) and not others_run and not restarting:
@@ -1020,7 +1019,7 @@ class Kubelet:
 
 def _set_memory_capacity(status: dict[str, Any], capacity: int) -> None:
     """The node's memory as the kubelet reports it (Ki); allocatable never above capacity."""
-    from scheduler.quantity import QuantityError, parse_quantity
+    from kube.quantity import QuantityError, parse_quantity
 
     quantity = f"{capacity // 1024}Ki"
     status["capacity"] = {**(status.get("capacity") or {}), "memory": quantity}

@@ -13,7 +13,7 @@ pod-container and QoS-container managers):
 The sub-root (``<prefix>-<owner pid>-<instance>``) keeps a demo or a test away from a real
 kubelet's ``kubepods`` and from other runtimes on the same machine; the owner pid in the name lets
 the next runtime remove what a crashed one left behind. The QoS class is ``qos.GetPodQOS``
-(requests defaulted from limits, as the API server does before a kubelet sees the pod); the pod
+(``kube.qos``, the one the API server and the agent use too); the pod
 cgroup gets the sum of the containers' memory limits when every container declares one
 (``ResourceConfigForPod``), each container cgroup its own limit, as runc does for a container.
 
@@ -56,20 +56,17 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
-from scheduler.objects import format_time
-from scheduler.quantity import QuantityError, parse_quantity, quantity_value
+from kube.qos import QOS_GUARANTEED, InvalidPodResources, get_pod_qos
+from kube.quantity import QuantityError, quantity_value
+from kube.times import format_time
 
 __all__ = [
     "MINIMUM_GRACE_PERIOD_SECONDS",
-    "QOS_BEST_EFFORT",
-    "QOS_BURSTABLE",
-    "QOS_GUARANTEED",
     "ContainerStatus",
     "MemoryUsage",
     "PodSpecError",
@@ -83,14 +80,10 @@ __all__ = [
 
 log = logging.getLogger("kubesim.runtime")
 
-QOS_GUARANTEED: Final = "Guaranteed"
-QOS_BURSTABLE: Final = "Burstable"
-QOS_BEST_EFFORT: Final = "BestEffort"
 # kuberuntime's minimumGracePeriodInSeconds: a stop never gives less than this before SIGKILL.
 MINIMUM_GRACE_PERIOD_SECONDS: Final = 2.0
 RUNTIME_NAME: Final = "kubesim"
 
-_QOS_RESOURCES: Final = ("cpu", "memory")
 _PYTHON_NAMES: Final = frozenset({"python", "python3"})
 _UNLIMITED_V1: Final = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX pages, near 2**63
 _PR_SET_PDEATHSIG: Final = 1
@@ -113,40 +106,6 @@ class PodSpecError(ValueError):
 # --- pure helpers over the pod dict -----------------------------------------------------------
 
 
-def _quantity(value: object, *, where: str) -> Decimal:
-    try:
-        return parse_quantity(value)
-    except QuantityError as exc:
-        raise PodSpecError(f"{where}: {exc}") from exc
-
-
-def _container_resources(
-    container: Mapping[str, Any], *, where: str
-) -> tuple[dict[str, Decimal], dict[str, Decimal]]:
-    """Non-zero cpu/memory requests and limits, requests defaulted from limits (API defaulting)."""
-    res = container.get("resources") or {}
-    if not isinstance(res, Mapping):
-        raise PodSpecError(f"{where}.resources: must be an object")
-    out: list[dict[str, Decimal]] = []
-    for kind in ("limits", "requests"):
-        raw = res.get(kind) or {}
-        if not isinstance(raw, Mapping):
-            raise PodSpecError(f"{where}.resources.{kind}: must be an object")
-        out.append(
-            {
-                k: q
-                for k in _QOS_RESOURCES
-                if k in raw and (q := _quantity(raw[k], where=f"{where}.resources.{kind}.{k}"))
-            }
-        )
-    limits, requests = out
-    raw_requests = res.get("requests") or {}
-    for k, q in limits.items():
-        if k not in raw_requests:
-            requests[k] = q
-    return requests, limits
-
-
 def _containers(pod: Mapping[str, Any], key: str = "containers") -> list[Mapping[str, Any]]:
     spec = pod.get("spec") or {}
     if not isinstance(spec, Mapping):
@@ -158,42 +117,29 @@ def _containers(pod: Mapping[str, Any], key: str = "containers") -> list[Mapping
 
 
 def pod_qos_class(pod: Mapping[str, Any]) -> str:
-    """``qos.PodQOSClass``: ``status.qosClass`` when set, else ``GetPodQOS`` on the spec."""
-    status = pod.get("status") or {}
-    if isinstance(status, Mapping) and status.get("qosClass") in (
-        QOS_GUARANTEED,
-        QOS_BURSTABLE,
-        QOS_BEST_EFFORT,
-    ):
-        return str(status["qosClass"])
-    requests: dict[str, Decimal] = {}
-    limits: dict[str, Decimal] = {}
-    guaranteed = True
-    for key in ("containers", "initContainers"):
-        for i, c in enumerate(_containers(pod, key)):
-            req, lim = _container_resources(c, where=f"spec.{key}[{i}]")
-            for k, q in req.items():
-                requests[k] = requests.get(k, Decimal(0)) + q
-            for k, q in lim.items():
-                limits[k] = limits.get(k, Decimal(0)) + q
-            if set(lim) != set(_QOS_RESOURCES):
-                guaranteed = False
-    if not requests and not limits:
-        return QOS_BEST_EFFORT
-    if (
-        guaranteed
-        and all(limits.get(k) == q for k, q in requests.items())
-        and len(requests) == len(limits)
-    ):
-        return QOS_GUARANTEED
-    return QOS_BURSTABLE
+    """``qos.GetPodQOS`` (``kube.qos``: ``status.qosClass`` when set, else from the spec), with a
+    pod whose resources do not parse as a ``PodSpecError``."""
+    try:
+        return get_pod_qos(pod)
+    except InvalidPodResources as exc:
+        raise PodSpecError(str(exc)) from None
 
 
 def container_memory_limit(container: Mapping[str, Any], *, where: str = "container") -> int | None:
     """The container's memory limit in bytes, or None when it declares none (or zero)."""
-    _, limits = _container_resources(container, where=where)
-    memory = limits.get("memory")
-    return None if memory is None else quantity_value(memory)
+    res = container.get("resources") or {}
+    if not isinstance(res, Mapping):
+        raise PodSpecError(f"{where}.resources: must be an object")
+    limits = res.get("limits") or {}
+    if not isinstance(limits, Mapping):
+        raise PodSpecError(f"{where}.resources.limits: must be an object")
+    if "memory" not in limits:
+        return None
+    try:
+        memory = quantity_value(limits["memory"])
+    except QuantityError as exc:
+        raise PodSpecError(f"{where}.resources.limits.memory: {exc}") from None
+    return memory if memory > 0 else None
 
 
 def pod_memory_limit(pod: Mapping[str, Any]) -> int | None:

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
+from kube.objects import Pod, Taint, Toleration
 from scheduler.framework import Code, CycleState, Status
-from scheduler.objects import Pod, Taint, Toleration
 from scheduler.snapshot import NodeInfo
 
 __all__ = [

@@ -44,9 +44,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
+from kube.objects import Node, Pod, PodAffinityTerm
 from scheduler.filters.base import SKIP, FilterBatchResult, split_by_filter
 from scheduler.framework import Code, CycleState, Status
-from scheduler.objects import Node, Pod, PodAffinityTerm
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from kube.labels import IN
+from kube.objects import Node, NodeSelector, Pod
 from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions, remember
 from scheduler.framework import Code, CycleState, Status
-from scheduler.labels import IN
-from scheduler.objects import Node, NodeSelector, Pod
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

@@ -29,9 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from kube.objects import Pod
 from scheduler.filters.base import FilterBatchResult, NoPreFilterExtensions, remember
 from scheduler.framework import SUCCESS, Code, CycleState, Status
-from scheduler.objects import Pod
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from kube.objects import Pod, Taint
 from scheduler.filters.base import (
     SKIP,
     FilterBatchResult,
@@ -20,7 +21,6 @@ from scheduler.filters.base import (
     tolerations_tolerate_taint,
 )
 from scheduler.framework import Code, CycleState, Status
-from scheduler.objects import Pod, Taint
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "NAME", "UNSCHEDULABLE_TAINT", "NodeUnschedulable"]

@@ -60,18 +60,18 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import Any, Final, Literal
 
-from scheduler.filters.base import SKIP, FilterBatchResult, remember
-from scheduler.filters.nodeaffinity import RequiredNodeAffinity
-from scheduler.filters.tainttoleration import find_matching_untolerated_taint
-from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, Code, CycleState, Status
-from scheduler.labels import LabelSelector
-from scheduler.objects import (
+from kube.labels import LabelSelector
+from kube.objects import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
     Node,
     Pod,
     TopologySpreadConstraint,
 )
+from scheduler.filters.base import SKIP, FilterBatchResult, remember
+from scheduler.filters.nodeaffinity import RequiredNodeAffinity
+from scheduler.filters.tainttoleration import find_matching_untolerated_taint
+from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, Code, CycleState, Status
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

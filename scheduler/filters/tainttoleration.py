@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from kube.objects import Pod, Taint, Toleration
 from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions, remember
 from scheduler.framework import Code, CycleState, Status
-from scheduler.objects import Pod, Taint, Toleration
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
+from kube.objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
-from scheduler.objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
 
 if TYPE_CHECKING:
     import random

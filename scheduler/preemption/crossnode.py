@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kube.objects import Pod, PodDisruptionBudget
 from scheduler.filters.interpodaffinity import required_anti_affinity_terms
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
-from scheduler.objects import Pod, PodDisruptionBudget
 from scheduler.preemption.core import (
     Candidate,
     IsEligiblePod,

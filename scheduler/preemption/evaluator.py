@@ -45,6 +45,7 @@ from itertools import chain, compress, count
 from operator import ne
 from typing import Final
 
+from kube.objects import Pod, PodDisruptionBudget
 from scheduler.framework import (
     Code,
     CycleState,
@@ -54,7 +55,6 @@ from scheduler.framework import (
     Status,
     fit_error_message,
 )
-from scheduler.objects import Pod, PodDisruptionBudget
 from scheduler.preemption.core import (
     NOT_HELPFUL_MESSAGE,
     IsEligiblePod,

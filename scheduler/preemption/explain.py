@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kube.objects import Pod
+from kube.times import format_time
 from scheduler.framework import Code, Status
-from scheduler.objects import Pod, format_time
 from scheduler.preemption.core import (
     NOT_HELPFUL_MESSAGE,
     PICK_CRITERIA,

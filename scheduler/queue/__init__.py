@@ -10,7 +10,6 @@ in ``scheduler.queue.scheduling_queue``; the pieces live in their own modules:
 * ``validation`` — ``validate_pod_update_while_gated`` (KEP-3838 mutable scheduling directives).
 """
 
-from scheduler.queue import events
 from scheduler.queue.events import ActionType, ClusterEvent
 from scheduler.queue.gates import (
     PreEnqueuePlugin,
@@ -40,7 +39,6 @@ __all__ = [
     "SchedulingGates",
     "SchedulingQueue",
     "backoff_duration",
-    "events",
     "is_pod_updated",
     "less",
     "scheduling_gates_pre_enqueue",

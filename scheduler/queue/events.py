@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 __all__ = [
     "ALL_RESOURCES_EVENTS",

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final, Protocol, runtime_checkable
 
+from kube.objects import Pod
 from scheduler.framework import Code, Status
-from scheduler.objects import Pod
 from scheduler.queue.events import ClusterEvent
 
 __all__ = [

@@ -21,7 +21,7 @@ import enum
 from dataclasses import dataclass
 from typing import Protocol
 
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 __all__ = ["NominatingInfo", "NominatingMode", "Nominator", "PodLister", "pod_identity"]
 

@@ -64,9 +64,9 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Protocol
 
+import scheduler.queue.events as ev
+from kube.objects import Pod
 from scheduler.framework import Code
-from scheduler.objects import Pod
-from scheduler.queue import events as ev
 from scheduler.queue.events import ClusterEvent
 from scheduler.queue.gates import EnqueueExtensions, PreEnqueuePlugin, SchedulingGates
 from scheduler.queue.heaps import KeyedHeap

@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable
 from typing import overload
 
-from scheduler.objects import Pod, PodAffinityTerm
+from kube.objects import Pod, PodAffinityTerm
 from scheduler.queue.events import ClusterEvent
 
 __all__ = ["QueuedPodInfo", "backoff_duration", "less"]

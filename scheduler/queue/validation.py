@@ -24,7 +24,7 @@ selector/affinity of a pod that is not gated, is reported the way the final spec
 …``). Upstream appends a ``cmp.Diff`` of the two specs to that message; it is not reproduced.
 Other immutable fields are not checked here.
 
-Errors are ``scheduler.apierrors.FieldError`` values, whose ``str`` is kube's ``Error()``.
+Errors are ``kube.apierrors.FieldError`` values, whose ``str`` is kube's ``Error()``.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from scheduler.apierrors import FieldError
-from scheduler.labels import Requirement
-from scheduler.objects import NodeAffinity, NodeSelectorTerm, Pod
+from kube.apierrors import FieldError
+from kube.labels import Requirement
+from kube.objects import NodeAffinity, NodeSelectorTerm, Pod
 
 __all__ = ["FieldError", "validate_pod_update_while_gated"]
 

@@ -8,7 +8,7 @@ from typing import Any
 from agent.eviction import Summary
 from agent.eviction.pods import VolumeInfo, volume_infos_from_manifest
 from agent.eviction.types import ManagerConfig
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 MI = 1024 * 1024
 GI = 1024 * MI

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agent.actions import REPORTING_CONTROLLER, ActionResult, Actions, build_event
 from agent.eviction import EvictionDecision
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 # apimachinery validation of events.k8s.io/v1 (ValidateEventCreate): qualified names, lengths.
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

@@ -15,6 +15,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 import kubesim
 from agent.config import load_config
@@ -80,6 +81,19 @@ def drain(server: socket.socket, into: list[str]) -> None:
         pass
 
 
+async def scraped(base: str, name: str) -> float:
+    """The value of an unlabelled sample in the agent's /metrics, as Prometheus reads it."""
+    async with aiohttp.ClientSession() as session, session.get(base + "/metrics") as r:
+        text = await r.text()
+    [value] = [
+        s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name
+    ]
+    return value
+
+
 async def test_an_unrenewable_credential_turns_readyz_red_and_stops_the_watchdog(
     sim: Simulator, tmp_path: Path
 ) -> None:
@@ -119,6 +133,7 @@ async def test_an_unrenewable_credential_turns_readyz_red_and_stops_the_watchdog
         base = f"http://127.0.0.1:{agent.http_port}"
         await until(lambda: agent.ready()[0])
         await until(lambda: messages.count("WATCHDOG=1") >= 2)
+        assert await scraped(base, "eviction_agent_ready") == 1.0
         # the token expires and nothing renews it: the file still holds the refused one
         sim.service_account_tokens.clock.offset += 7200  # type: ignore[attr-defined]
         await until(lambda: not agent.ready()[0], timeout=5)
@@ -136,6 +151,7 @@ async def test_an_unrenewable_credential_turns_readyz_red_and_stops_the_watchdog
             async with session.get(base + "/metrics") as r:
                 metrics = await r.text()
         assert 'eviction_agent_api_errors_total{code="401"}' in metrics
+        assert await scraped(base, "eviction_agent_ready") == 0.0  # what alerts see
         # the watchdog is no longer pinged (every 50 ms while healthy), the loop still syncs
         before, syncs = messages.count("WATCHDOG=1"), agent.loop.stats.syncs
         await asyncio.sleep(0.3)

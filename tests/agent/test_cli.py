@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent.cli import cli
-from scheduler.cliutil import user_agent
+from kube.cliutil import user_agent
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -377,3 +377,25 @@ def test_the_brake_defaults_to_ten_a_minute_and_zero_is_unlimited() -> None:
         with pytest.raises(ConfigError) as info:
             load_config({"maxEvictionsPerMinute": bad}, env={})
         assert info.value.field.startswith("maxEvictionsPerMinute") and rule in str(info.value)
+
+
+@given(st.ip_addresses(v=4), st.integers(min_value=1, max_value=65535))
+def test_a_bracketed_ipv4_kubelet_address_loses_its_brackets(address: object, port: int) -> None:
+    """One manifest for both families: ``https://[$(NODE_IP)]:10250`` works for IPv4 too."""
+    cfg = load_config({"kubeletSummaryUrl": f"https://[{address}]:{port}/stats/summary"})
+    assert cfg.kubelet_summary_url == f"https://{address}:{port}/stats/summary"
+
+
+@given(st.ip_addresses(v=6), st.integers(min_value=1, max_value=65535))
+def test_an_ipv6_kubelet_address_keeps_its_brackets(address: object, port: int) -> None:
+    url = f"https://[{address}]:{port}/stats/summary"
+    assert load_config({"kubeletSummaryUrl": url}).kubelet_summary_url == url
+
+
+def test_other_kubelet_urls_are_kept_as_written() -> None:
+    for url in (
+        "https://node-1.example:10250/stats/summary",
+        "https://10.0.0.1:10250/stats/summary",
+        "https://[not-an-address]:10250/stats/summary",
+    ):
+        assert load_config({"kubeletSummaryUrl": url}).kubelet_summary_url == url

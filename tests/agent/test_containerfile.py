@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scheduler.cliutil import VERSION
+from kube.cliutil import VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTAINERFILE = ROOT / "Containerfile"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.quantity import parse_quantity
+from kube.quantity import parse_quantity
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 MIB = 1024 * 1024
@@ -71,8 +71,17 @@ def test_every_manifest_parses_and_names_its_kind() -> None:
         assert d["apiVersion"] and d["metadata"]["name"]
 
 
+def _role(name: str) -> dict[str, Any]:
+    [role] = [d for d in _base() if d["kind"] == "ClusterRole" and d["metadata"]["name"] == name]
+    return role
+
+
 def test_cluster_role_is_least_privilege() -> None:
-    role = _one("ClusterRole")
+    roles = {d["metadata"]["name"] for d in _base() if d["kind"] == "ClusterRole"}
+    assert roles == {"eviction-agent", "eviction-agent-kubelet-stats"}
+    # the kubelet's summary (per-pod disk figures) is read as installed: one read-only grant
+    assert _grants(_role("eviction-agent-kubelet-stats")) == {("", "nodes/stats"): {"get"}}
+    role = _role("eviction-agent")
     assert _grants(role) == {
         ("", "pods"): {"get", "list", "watch", "delete"},
         ("", "pods/eviction"): {"create"},
@@ -94,7 +103,6 @@ def test_optional_roles_are_one_grant_each() -> None:
     assert roles == {
         "eviction-agent-node-conditions": {("", "nodes/status"): {"patch"}},
         "eviction-agent-node-taints": {("", "nodes"): {"get", "patch"}},
-        "eviction-agent-kubelet-stats": {("", "nodes/stats"): {"get"}},
     }
 
 
@@ -199,3 +207,43 @@ def test_metrics_port_and_probes(pod_spec: dict[str, Any]) -> None:
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     # dual-stack: the probes reach the pod over IPv4 or IPv6, whichever its IP is
     assert "--http-address=[::]:9808" in c["args"]
+
+
+def daemonset_args(env: dict[str, str]) -> list[str]:
+    """The agent's command line as the kubelet starts it: ``$(VAR)`` expanded from the
+    container's environment (the downward API's values given here), ``run`` dropped."""
+    c = _container(_one("DaemonSet")["spec"]["template"]["spec"])
+    assert c["command"] == ["eviction-agent"] and c["args"][0] == "run"
+    names = {e["name"] for e in c["env"]}
+    assert set(env) <= names
+    out = []
+    for arg in c["args"][1:]:
+        expanded = arg
+        for name, value in env.items():
+            expanded = expanded.replace(f"$({name})", value)
+        assert "$(" not in expanded, expanded
+        out.append(expanded)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("node_ip", "url"),
+    [
+        ("10.0.0.7", "https://10.0.0.7:10250/stats/summary"),
+        ("fd00::7", "https://[fd00::7]:10250/stats/summary"),
+    ],
+)
+def test_the_daemonset_reads_the_kubelets_summary_on_either_address_family(
+    node_ip: str, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Per-pod disk figures as installed: the DaemonSet's own flags, with the node's IPv4 or
+    IPv6 address from the downward API, give an https URL to the kubelet on that address."""
+    import json
+
+    from agent.cli import main
+
+    args = daemonset_args({"NODE_NAME": "node-1", "NODE_IP": node_ip})
+    assert main(["check-config", "-o", "json", *args]) == 0
+    effective = json.loads(capsys.readouterr().out)
+    assert effective["kubeletSummaryUrl"] == url
+    assert effective["nodeName"] == "node-1"

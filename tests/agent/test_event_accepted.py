@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 import kubesim
 from agent.actions import DISRUPTION_REASON, REPORTING_CONTROLLER, build_event
 from agent.eviction import EvictionDecision
-from kubesim.apiserver.events import from_events_v1, validate_event_create
+from kube.objects import Pod
+from kubesim.core.events import from_events_v1
+from kubesim.registry.events import validate_event_create
 from kubesim.sim import Simulator
-from scheduler.objects import Pod
 from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
 from tests.agent.test_loop_e2e import config, start, stop, until
 

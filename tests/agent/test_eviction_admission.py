@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.eviction import admit_pod
-from agent.eviction.pods import get_pod_qos
+from kube.qos import get_pod_qos
 from tests.agent.eviction_builders import make_pod
 
 BEST_EFFORT = make_pod("be")

@@ -38,7 +38,7 @@ from agent.eviction.helpers import build_signal_to_rank_func, cached_stats_func
 from agent.eviction.pods import get_resource_request, pod_ephemeral_storage_limit
 from agent.eviction.summary import Summary
 from agent.eviction.types import FsStatsType
-from scheduler.objects import Pod
+from kube.objects import Pod
 from tests.agent.eviction_builders import (
     GI,
     MI,
@@ -325,6 +325,25 @@ def test_pods_without_stats_rank_first_in_usage_comparators() -> None:
     assert names(rank_memory_pressure([a, b], stats)) == ["b", "a"]
 
 
+def test_a_mirror_pod_finds_its_static_pods_stats() -> None:
+    """The node's stats name a static pod by the hash the kubelet runs it under; the API's
+    mirror pod has a UID of its own and that hash in ``kubernetes.io/config.mirror``."""
+    mirror = make_pod(
+        "etcd",
+        annotations={
+            "kubernetes.io/config.mirror": "uid-static",
+            "kubernetes.io/config.source": "file",
+        },
+    )
+    other = make_pod("static")  # an API pod whose UID happens to be the hash: matched as itself
+    stats = cached_stats_func(summary(pods=[PodUsage("static", memory=7 * MI)]).pods)
+    found = stats(mirror)
+    assert found is not None and found.memory is not None
+    assert found.memory.working_set_bytes == 7 * MI
+    assert stats(other) is found
+    assert stats(make_pod("unrelated")) is None
+
+
 def test_ordered_by_is_stable_on_ties() -> None:
     pods = [make_pod(f"p{i}") for i in range(30)]
     stats = cached_stats_func(summary(pods=[PodUsage(f"p{i}", memory=7) for i in range(30)]).pods)
@@ -389,7 +408,7 @@ def test_rank_disk_pressure_single_fs_measures_everything() -> None:
 def test_the_pod_value_carries_the_medium_a_memory_emptydir_is_not_disk() -> None:
     pods, usage = disk_pods()
     _, stats = make_signal_observations(summary(pods=usage))
-    # the default volumes function reads scheduler.objects.Volume, which keeps the medium now:
+    # the default volumes function reads kube.objects.Volume, which keeps the medium now:
     # the 5Gi memory-backed emptyDir is not disk usage, exactly as from the manifest
     rank = build_signal_to_rank_func(False, False)[Signal.NODE_FS_AVAILABLE]
     assert names(rank(list(pods), stats)) == ["root-heavy", "logs-heavy", "volume-heavy"]

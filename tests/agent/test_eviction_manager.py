@@ -15,7 +15,7 @@ from agent.eviction import (
     parse_threshold_config,
 )
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
-from scheduler.objects import Pod
+from kube.objects import Pod
 from tests.agent.eviction_builders import (
     GI,
     MI,
@@ -111,12 +111,13 @@ def test_equal_to_the_threshold_is_not_pressure() -> None:
 
 def test_critical_pods_are_skipped_but_stay_in_the_ranking() -> None:
     static = make_pod("static", annotations={"kubernetes.io/config.source": "file"})
-    mirror = make_pod("mirror", annotations={"kubernetes.io/config.mirror": "abc"})
+    # a mirror pod's stats are its static pod's, filed under the UID in its annotation
+    mirror = make_pod("mirror", annotations={"kubernetes.io/config.mirror": "uid-hash"})
     system = make_pod("system", priority=2000000000)
     user = make_pod("user", priority=1999999999)
     usage = [
         PodUsage("static", memory=3 * GI),
-        PodUsage("mirror", memory=2 * GI),
+        PodUsage("hash", memory=2 * GI),
         PodUsage("system", memory=1 * GI),
         PodUsage("user", memory=1),
     ]

@@ -68,7 +68,7 @@ def test_pod_volume_infos_from_the_pod_value() -> None:
         {"name": "cfg", "configMap": {"name": "c"}},
     ]
     pod = make_pod("p", volumes=volumes)
-    # what the daemon's pods carry (scheduler.objects.Volume) is what the manifest says
+    # what the daemon's pods carry (kube.objects.Volume) is what the manifest says
     assert pod_volume_infos(pod) == (
         VolumeInfo("v", "emptyDir", "", 2**20),
         VolumeInfo("ram", "emptyDir", "Memory", 64 * 2**20),

@@ -23,8 +23,8 @@ from agent.eviction.preference import (
     is_eviction_forbidden,
 )
 from agent.eviction.summary import Summary
-from scheduler.objects import Pod
-from scheduler.priority import is_critical_pod
+from kube.critical import is_critical_pod
+from kube.objects import Pod
 from tests.agent.eviction_builders import MI, FakeClock, PodUsage, make_pod, pod_stats
 
 LOCAL_STORAGE_SIGNALS = {"emptydirfs.limit", "ephemeralpodfs.limit", "ephemeralcontainerfs.limit"}

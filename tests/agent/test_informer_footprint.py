@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 
 import kubesim
-from agent.eviction.pods import get_pod_qos
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION, is_eviction_forbidden
 from agent.informer import PodInformer, container_names, slim_pod
+from kube.critical import is_critical_pod, is_node_critical_pod
+from kube.objects import Pod
+from kube.qos import get_pod_qos
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
-from scheduler.objects import Pod
-from scheduler.priority import is_critical_pod, is_node_critical_pod
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "agent_footprint.py"
 

@@ -51,6 +51,59 @@ async def test_informer_lists_only_this_node_and_follows_changes(sim: Simulator)
         await api.close()
 
 
+STATIC_UID = "0123456789abcdef0123456789abcdef"
+
+
+async def test_a_static_pods_cgroup_is_named_and_ranked_as_its_mirror_pod(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    """The kubelet runs a static pod under the hash of its manifest (the cgroup's name) and
+    the API shows a mirror pod with its own UID and that hash in ``kubernetes.io/config.mirror``:
+    the collected stats are the static pod's, named by the mirror pod, and the core finds them
+    for the mirror pod."""
+    from agent.eviction import Summary, make_signal_observations
+    from agent.sources import Roots, SourceConfig, SummaryCollector
+    from tests.agent.sources.treebuilder import (
+        FakeCgroup,
+        FakePod,
+        build_cgroup_tree,
+        build_proc_tree,
+    )
+
+    mirror = {"kubernetes.io/config.mirror": STATIC_UID, "kubernetes.io/config.source": "file"}
+    sim.apply(pod("etcd-node-1", namespace="kube-system", annotations=mirror))
+    cg = build_cgroup_tree(
+        tmp_path,
+        version="v2",
+        driver="systemd",
+        root=FakeCgroup(usage=6 << 30),
+        kubepods=FakeCgroup(usage=3 << 30),
+        pods=[FakePod(STATIC_UID, "besteffort", FakeCgroup(usage=64 * MI, procs=[5, 6]))],
+    )
+    api = sim.api_client()
+    informer = PodInformer(api, "node-1")
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 5)
+        [entry] = [e for e in informer.pods.values() if e.pod.name == "etcd-node-1"]
+        assert entry.pod.uid != STATIC_UID
+        identity = informer.lookup(STATIC_UID)
+        assert identity is not None
+        assert (identity.namespace, identity.name) == ("kube-system", "etcd-node-1")
+        roots = Roots(proc_root=build_proc_tree(tmp_path), cgroup_root=cg, kubelet_root=tmp_path)
+        collected = SummaryCollector(SourceConfig(roots=roots), lookup=informer.lookup).collect()
+        [static] = collected["pods"]
+        assert static["podRef"]["uid"] == STATIC_UID
+        _, stats = make_signal_observations(Summary.from_dict(collected))
+        found = stats(entry.pod)
+        assert found is not None and found.memory is not None
+        assert found.memory.working_set_bytes == 64 * MI
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await api.close()
+
+
 async def test_410_on_watch_relists(sim: Simulator) -> None:
     sim.add_faults(
         {

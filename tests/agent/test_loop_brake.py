@@ -13,7 +13,7 @@ import pytest
 from agent.eviction import EvictionBrake, EvictionDecision
 from agent.loop import EvictionLoop
 from agent.metrics import AgentMetrics
-from scheduler.objects import Pod, Volume
+from kube.objects import Pod, Volume
 from tests.agent.agent_fakes import MI, ts
 from tests.agent.eviction_builders import FakeClock
 from tests.agent.test_loop_triggers import Actions, Node, manager, summary

@@ -12,7 +12,7 @@ from agent.config import load_config
 from agent.daemon import WallClock
 from agent.eviction import EvictionDecision, EvictionManager
 from agent.loop import EvictionLoop, psi_wakeups
-from scheduler.objects import Pod
+from kube.objects import Pod
 from tests.agent.agent_fakes import MI, ts
 from tests.agent.test_loop_e2e import until
 

@@ -184,8 +184,9 @@ async def test_agent_evicts_on_the_kernels_signal_alone(node_cgroup: Path) -> No
         child = None
         try:
             await agent.start()
-            await until(lambda: agent.loop.stats.syncs >= 1 and bool(agent._memcg))
-            [notifier] = agent._memcg.values()
+            watches = agent.memory_watches
+            await until(lambda: agent.loop.stats.syncs >= 1 and bool(watches.thresholds))
+            [notifier] = watches.thresholds.values()
             await until(lambda: notifier.armed)
             child = _allocate_in(pod_cgroup, 12)  # 96 MiB: well past 56 MiB of working set
             # the allocation, the kernel's event and the eviction take ~0.1 s on an idle machine;
@@ -208,7 +209,7 @@ async def test_agent_evicts_on_the_kernels_signal_alone(node_cgroup: Path) -> No
                 child.wait()
             await agent.stop()
             await api.close()
-        assert not agent._memcg  # closed with the agent
+        assert not agent.memory_watches.thresholds  # closed with the agent
 
 
 EVENTS = "low 0\nhigh 0\nmax {max}\noom 0\noom_kill 0\noom_group_kill 0\n"
@@ -250,7 +251,8 @@ async def test_agent_on_cgroup_v2_syncs_when_kubepods_reaches_its_limit(tmp_path
         kubepods=FakeCgroup(usage=50 * MIB, limit=900 * MIB),
         pods=[],
     )
-    kubepods_events = cg / "kubepods" / "memory.events"
+    # the cgroup's own events: memory.events counts every descendant's since Linux 5.2
+    kubepods_events = cg / "kubepods" / "memory.events.local"
     kubepods_events.write_text(EVENTS.format(max=0))
     state = (
         "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\n"
@@ -271,11 +273,16 @@ async def test_agent_on_cgroup_v2_syncs_when_kubepods_reaches_its_limit(tmp_path
         )
         api = sim.api_client()
         agent = Agent(
-            cfg, api_client=api, use_psi=False, serve_http=False, fast_check_interval=3600
+            cfg,
+            api_client=api,
+            use_psi=False,
+            serve_http=False,
+            fast_check_interval=3600,
+            usage_watch=False,
         )
         try:
             await agent.start()
-            await until(lambda: str(kubepods_events) in agent._memcg)
+            await until(lambda: str(kubepods_events) in agent.memory_watches.events)
             syncs = agent.loop.stats.syncs
             kubepods_events.write_text(EVENTS.format(max=1))
             await until(lambda: agent.loop.stats.syncs > syncs)

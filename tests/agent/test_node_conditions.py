@@ -17,8 +17,8 @@ import pytest
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
+from kube.times import format_time
 from kubesim.sim import Simulator
-from scheduler.objects import format_time
 from tests.agent.agent_fakes import MI, FakeNode
 from tests.agent.test_loop_e2e import until
 from tests.agent.test_node_taints import MEMORY_TAINT, OPERATOR_TAINT, STATE, taints

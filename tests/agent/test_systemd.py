@@ -167,16 +167,14 @@ def test_unit_declares_notify_watchdog_and_hardening() -> None:
         assert u[key] == [value], key
     assert "@system-service" in u["SystemCallFilter"]
     assert "User" not in u  # never root: the transient DynamicUser
-    # no CAP_KILL: the agent sends no signals; nothing beyond triggers and root-only trigger files
+    # no CAP_KILL: the agent sends no signals; no CAP_DAC_OVERRIDE: it would read every
+    # root-only file it sees (ProtectSystem= blocks writes only). PSI triggers before 6.5 only.
     caps = set(u["CapabilityBoundingSet"][0].split())
-    assert caps == {"CAP_SYS_RESOURCE", "CAP_DAC_OVERRIDE"}
+    assert caps == {"CAP_SYS_RESOURCE"}
     assert set(u["AmbientCapabilities"][0].split()) == caps
-    # writable: exactly the files where the kernel announces memory pressure, never a tree
-    writable = [p.removeprefix("-") for p in u["ReadWritePaths"]]
-    assert writable
-    for path in writable:
-        assert path.startswith("/sys/fs/cgroup/")
-        assert path.rsplit("/", 1)[1] in ("cgroup.event_control", "memory.pressure"), path
+    # nothing in cgroupfs is writable, so nothing is bound at start to paths the kubelet may
+    # create later: the usage watch reads, and follows kubepods when it appears
+    assert "ReadWritePaths" not in u
     # the credential is not read from a world-readable path by the service itself
     assert u["LoadCredential"] == ["kubeconfig:/etc/eviction-agent/kubeconfig"]
     assert "--kubeconfig %d/kubeconfig" in u["ExecStart"][0]
@@ -246,6 +244,15 @@ def test_agent_runs_without_writable_executable_memory() -> None:
         from agent.sources.memcg import _inotify_watch
         with tempfile.NamedTemporaryFile() as f:  # the v2 memory.events watch: plain libc calls
             os.close(_inotify_watch(Path(f.name)))
+        from agent.sources.usagewatch import UsageWatch
+        async def watch():  # the usage watch: a thread, a pipe and poll(2)
+            with tempfile.NamedTemporaryFile("w") as f:
+                f.write("1"); f.flush()
+                fired = asyncio.Event()
+                w = UsageWatch(Path(f.name), fired.set)
+                assert w.start(); w.arm(1)
+                await asyncio.wait_for(fired.wait(), 10); w.close()
+        asyncio.run(watch())
         print("MDWE-OK")
         """
     )

@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 import pytest
 
+from agent.timeline import read_timeline, timeline_files
 from kubesim.node.runtime import ProcessRuntime, RuntimeMode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,10 +77,19 @@ async def test_demo_with_cgroups(tmp_path: Path) -> None:
     assert report["cgroup_removed"] is True and not Path(report["cgroup"]).exists()
 
 
-def test_demo_without_cgroups(tmp_path: Path) -> None:
-    report = run_demo(tmp_path, "--duration", "15", "--no-cgroups")
+def test_demo_without_cgroups_plots_the_agents_timeline(tmp_path: Path) -> None:
+    timelines = tmp_path / "timelines"
+    # long enough for the first eviction on a loaded machine (it comes at ~12 s)
+    argv = ["--duration", "30", "--no-cgroups", "--plot", "incident.png"]
+    report = run_demo(tmp_path, *argv, "--timeline-dir", str(timelines))
     assert report["mode"] == "process"
     check(report, at_least=1)
+    # the picture is the agent's own incident file, drawn with one marker per eviction
+    [path] = timeline_files(timelines)
+    timeline = read_timeline(path)
+    evicted = [e.pod for e in timeline.evictions if e.result == "evicted"]
+    assert evicted == [e["pod"] for e in report["evictions"]]
+    assert (tmp_path / "incident.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_demo_rejects_bad_flags(tmp_path: Path) -> None:

@@ -11,17 +11,19 @@ projected token is), through a memory-pressure episode in each ``--eviction-mode
 itself, and RBAC refuses Secrets. Finally every grant of the roles is shown to be needed: the
 requests the agent made, authorized again without that one grant, include one it would deny.
 
-``deploy/optional/kubelet-stats-rbac.yaml`` (``--kubelet-summary-url``) is proven against a
-kubelet that authorizes ``/stats/summary`` through the API server (TokenReview and
-SubjectAccessReview, as ``--authorization-mode=Webhook`` does): refused without it, served
-with it. The ClusterRole documented for ``evict`` (``deploy/evict/drain-clusterrole.yaml``) is
-proven the same way as the agent's, with drains of a living cluster by a user bound to it
-through a group.
+``deploy/kubelet-stats-rbac.yaml`` (the DaemonSet's ``--kubelet-summary-url``) is proven against
+a kubelet that authorizes ``/stats/summary`` through the API server (TokenReview and
+SubjectAccessReview, as ``--authorization-mode=Webhook`` does): refused without it, served with
+it, and with it the agent configured by the DaemonSet's own flags evicts a pod over its emptyDir
+limit on the kubelet's figures. The ClusterRole documented for ``evict``
+(``deploy/evict/drain-clusterrole.yaml``) is proven the same way as the agent's, with drains of
+a living cluster by a user bound to it through a group.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
@@ -35,7 +37,8 @@ from aiohttp import web
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
-from kubesim.auth import Attributes, Decision, UserInfo
+from kubesim.core.attributes import Attributes, UserInfo
+from kubesim.plugins.authorization import Decision
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
 from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, replicaset, settle
@@ -43,6 +46,7 @@ from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, rep
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 AGENT = "system:serviceaccount:kube-system:eviction-agent"
+KUBELET_STATS_ROLE = "eviction-agent-kubelet-stats"
 
 NODES = """
 apiVersion: v1
@@ -118,7 +122,7 @@ class Admin:
 
     async def apply(self, manifests: Iterable[dict[str, Any]]) -> None:
         for doc in manifests:
-            rt = self.sim.registry.for_kind(doc["apiVersion"], doc["kind"])
+            rt = self.sim.scheme.for_kind(doc["apiVersion"], doc["kind"])
             assert rt is not None, doc["kind"]
             prefix = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
             ns = doc["metadata"].get("namespace", "default") if rt.namespaced else ""
@@ -330,8 +334,13 @@ async def test_the_agent_runs_with_exactly_the_shipped_permissions(
         r.resource == "poddisruptionbudgets" and r.verb == "watch" for r in agent_requests(sim)
     )
 
-    # Least privilege: each grant of the base role is used by the runs in the two modes.
-    base_roles = [d for d in docs(*base_manifests()) if d["kind"] == "ClusterRole"]
+    # Least privilege: each grant of the base role is used by the runs in the two modes (the
+    # kubelet-stats role is authorized by the kubelet, not the API server: proven below).
+    base_roles = [
+        d
+        for d in docs(*base_manifests())
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] != KUBELET_STATS_ROLE
+    ]
     await assert_every_grant_is_needed(sim, admin, base_roles, agent_requests(sim))
     base_runs = len(sim.requests)
 
@@ -439,6 +448,21 @@ async def assert_every_grant_is_needed(
     assert unneeded == []
 
 
+def group_binding(name: str, role: dict[str, Any], group: str) -> dict[str, Any]:
+    """A ClusterRoleBinding of ``role`` to the users of ``group``."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": role["metadata"]["name"],
+        },
+        "subjects": [{"kind": "Group", "name": group, "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+
+
 async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: Path) -> None:
     """``deploy/evict/drain-clusterrole.yaml``, bound to a group, is all a drain needs."""
     objs = [
@@ -454,20 +478,7 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
         await settle(sim)
         admin = Admin(sim, session)
         [role] = docs(DEPLOY / "evict" / "drain-clusterrole.yaml")
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "drain-operators"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role["metadata"]["name"],
-            },
-            "subjects": [
-                {"kind": "Group", "name": "node-operators", "apiGroup": "rbac.authorization.k8s.io"}
-            ],
-        }
-        await admin.apply([role, binding])
+        await admin.apply([role, group_binding("drain-operators", role, "node-operators")])
         token = sim.tokens.add("drainer-token", UserInfo("ops", groups=("node-operators",)))
         kubeconfig = write_kubeconfig(tmp_path, sim, token)
 
@@ -500,6 +511,44 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
         assert {r.subresource for r in ops if r.verb == "create"} == {"eviction"}
         assert any(r.verb == "delete" and r.resource == "pods" for r in ops)
         await assert_every_grant_is_needed(sim, admin, [role], ops)
+
+
+async def test_evict_plans_with_exactly_the_documented_read_only_role(tmp_path: Path) -> None:
+    """``deploy/evict/plan-clusterrole.yaml`` alone is all ``evict drain --plan`` needs."""
+    objs = [
+        node("node-1"),
+        node("node-2"),
+        replicaset("web"),
+        daemonset("agent"),
+        *[pod(f"web-{i}", app="web") for i in range(3)],
+        pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent")),
+        pdb("web", min_available=2),
+    ]
+    async with living(objs, authorization="rbac") as sim, aiohttp.ClientSession() as session:
+        await settle(sim)
+        admin = Admin(sim, session)
+        [role] = docs(DEPLOY / "evict" / "plan-clusterrole.yaml")
+        await admin.apply([role, group_binding("drain-planners", role, "planners")])
+        token = sim.tokens.add("planner-token", UserInfo("planner", groups=("planners",)))
+        kubeconfig = write_kubeconfig(tmp_path, sim, token)
+        proc = await asyncio.create_subprocess_exec(
+            EVICT,
+            "drain",
+            "node-1",
+            "--ignore-daemonsets",
+            "--plan",
+            "--kubeconfig",
+            str(kubeconfig),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+        assert "the drain finishes" in out.decode()
+        mine = [r for r in sim.requests if r.user == "planner"]
+        assert [(r.code, r.path) for r in mine if r.code in (401, 403)] == []
+        assert {r.method for r in mine} == {"GET"}
+        await assert_every_grant_is_needed(sim, admin, [role], mine)
 
 
 class WebhookKubelet:
@@ -557,43 +606,121 @@ class WebhookKubelet:
         return web.json_response(self.summary)
 
 
-async def test_kubelet_stats_needs_exactly_its_optional_role(
-    sim: Simulator, admin: Admin, tmp_path: Path
+async def test_the_kubelets_summary_serves_the_agent_as_installed(
+    sim: Simulator, admin: Admin, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``--kubelet-summary-url`` with ``deploy/optional/kubelet-stats-rbac.yaml``: the agent's
-    own fetch, with a token bound to its pod, is refused by a webhook-authorizing kubelet
-    without the file and served with it."""
+    """The DaemonSet reads per-pod disk figures from the kubelet (``--kubelet-summary-url``,
+    authorized by ``deploy/kubelet-stats-rbac.yaml``). The agent's fetch, with a token bound to
+    its pod, is refused by a webhook-authorizing kubelet without that file and served with it;
+    configured by the DaemonSet's own flags, the agent then evicts a pod whose emptyDir is over
+    its ``sizeLimit`` on the kubelet's figures — the local-storage limit, working as installed."""
+    from agent.cli import _api_client, main
     from agent.sources.kubelet import KubeletSummaryConfig, KubeletSummaryError, fetch_summary
-    from kubesim.auth.pki import CertificateAuthority
+    from kubesim.plugins.authentication.pki import CertificateAuthority
+    from tests.agent.sources.treebuilder import FakeCgroup, build_cgroup_tree, build_proc_tree
+    from tests.agent.test_deploy import daemonset_args
 
-    await admin.apply(docs(*base_manifests()))
+    install = docs(*base_manifests())
+    await admin.apply([d for d in install if d["metadata"]["name"] != KUBELET_STATS_ROLE])
     token = await admin.token_for_agent_pod("node-1")
     token_file = tmp_path / "token"
     token_file.write_text(token)
+    scratch = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "scratch", "namespace": "default"},
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{"name": "c", "image": "app"}],
+            "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Mi"}}],
+        },
+    }
+    code, body = await admin.request("POST", "/api/v1/namespaces/default/pods", scratch)
+    assert code == 201, body
+    summary = FakeNode(sim).summary()
+    [entry] = [p for p in summary["pods"] if p["podRef"]["name"] == "scratch"]
+    entry["volume"] = [
+        {"name": "tmp", "usedBytes": 5 * MI, "time": summary["node"]["memory"]["time"]}
+    ]
+
     ca = CertificateAuthority(common_name="node-1-kubelet-ca")
     serving = ca.issue_server(["127.0.0.1"])
     context = ca.server_context(serving, str(tmp_path))
     ca_file = tmp_path / "kubelet-ca.crt"
     ca_file.write_bytes(ca.certificate_pem)
-    kubelet = WebhookKubelet(admin, "node-1", FakeNode(sim).summary())
+    kubelet = WebhookKubelet(admin, "node-1", summary)
     app = web.Application()
     app.router.add_get("/stats/summary", kubelet.handle)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
     await site.start()
+    api = None
+    agent = None
     try:
         port = runner.addresses[0][1]
-        cfg = KubeletSummaryConfig(
-            url=f"https://127.0.0.1:{port}/stats/summary", token_path=token_file, ca_path=ca_file
+        # the DaemonSet's flags, the downward API's values in; the test's kubelet listens on a
+        # free port rather than 10250
+        assert (
+            main(
+                [
+                    "check-config",
+                    "-o",
+                    "json",
+                    *daemonset_args({"NODE_NAME": "node-1", "NODE_IP": "127.0.0.1"}),
+                ]
+            )
+            == 0
         )
+        installed = json.loads(capsys.readouterr().out)
+        installed.pop("thresholds")
+        url = installed["kubeletSummaryUrl"]
+        assert url == "https://127.0.0.1:10250/stats/summary"
+        url = url.replace(":10250/", f":{port}/")
+        cfg = KubeletSummaryConfig(url=url, token_path=token_file, ca_path=ca_file)
         with pytest.raises(KubeletSummaryError, match="HTTP 403"):
             await fetch_summary(cfg)
-        await admin.apply(docs(optional("kubelet-stats-rbac.yaml")))
-        summary = await fetch_summary(cfg)
-        assert summary["node"]["nodeName"] == "node-1"
+        await admin.apply(docs(DEPLOY / "kubelet-stats-rbac.yaml"))
+        assert (await fetch_summary(cfg))["node"]["nodeName"] == "node-1"
+
+        # the host trees the DaemonSet mounts, here as files; its token and the kubelet's CA
+        cgroups = build_cgroup_tree(
+            tmp_path,
+            version="v2",
+            driver="systemd",
+            root=FakeCgroup(usage=100 * MI, anon=100 * MI),
+            kubepods=FakeCgroup(usage=50 * MI),
+            pods=[],
+        )
+        cfg_agent = load_config(
+            {
+                **installed,
+                "kubeletSummaryUrl": url,
+                "kubeletTokenFile": str(token_file),
+                "kubeletCAFile": str(ca_file),
+                "cgroupRoot": str(cgroups),
+                "procRoot": str(build_proc_tree(tmp_path)),
+                "kubeletRoot": str(tmp_path),
+                "runtimeRoot": str(tmp_path),
+                "memoryCapacity": "1Gi",
+                "evictionHard": {"memory.available": "100Mi"},  # not this host's disk
+                "housekeepingInterval": "50ms",
+                "listen": "127.0.0.1:0",
+            }
+        )
+        api = await _api_client(str(write_kubeconfig(tmp_path, sim, token)))
+        agent = Agent(cfg_agent, api_client=api, serve_http=False, use_psi=False)
+        await agent.start()
+        await until(lambda: sim.get("Pod", "default", "scratch") is None, timeout=20)
     finally:
+        if agent is not None:
+            await agent.stop()
+        if api is not None:
+            await api.close()
         await runner.cleanup()
+    [decision] = [d for d in agent.loop.stats.decisions if d.pod.name == "scratch"]
+    assert decision.message.startswith('Usage of EmptyDir volume "tmp" exceeds the limit "1Mi".')
+    assert_no_401_or_403(sim)
 
 
 async def test_without_one_grant_the_run_fails(

@@ -402,7 +402,7 @@ def test_progress_line_names_blocking_pdbs() -> None:
     from evictor.drain import PodReport
     from evictor.pdbwatch import PdbState
     from evictor.result import EvictionResult, Outcome
-    from scheduler.objects import Pod
+    from kube.objects import Pod
 
     reps = [PodReport(Pod.from_dict(pod(f"web-{i}", app="web"))) for i in range(3)]
     reps[0].result = EvictionResult("default", "web-0", Outcome.EVICTED)
@@ -411,10 +411,9 @@ def test_progress_line_names_blocking_pdbs() -> None:
         r.blocked_by = ("web",)
         r.next_retry = time.time() + 4
     state = PdbState("web", "default", current_healthy=2, desired_healthy=3)
-    helper = SimpleNamespace(reports=reps)
     evictor = SimpleNamespace(pdb_state=lambda _ns, _n: state)
     progress = _Progress.__new__(_Progress)
-    progress.helper, progress.evictor, progress.io = helper, evictor, Output()  # type: ignore[assignment]
+    progress.reports, progress.evictor, progress.io = lambda: reps, evictor, Output()  # type: ignore[assignment]
     text = progress.render().plain
     assert text.startswith("1/3 pods done")
     assert "2 blocked by PDB web 2/3 healthy" in text

@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 import kubesim
-from kubesim.auth.pki import CertificateAuthority
 from kubesim.controllers import FROZEN
+from kubesim.plugins.authentication.pki import CertificateAuthority
 from kubesim.sim import Simulator
 
 from .conftest import EVICT, node

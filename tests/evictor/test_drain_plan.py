@@ -22,7 +22,7 @@ from evictor.drain import (
     go_duration,
     order_by_priority,
 )
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 from .conftest import pod
 

@@ -292,10 +292,10 @@ async def test_namespace_terminating_ends_when_the_pod_is_terminating() -> None:
         pod("job-0", namespace="doomed", grace=600),
     )
     async for sim in _serve(objs):
-        ns_type = sim.registry.for_kind("v1", "Namespace")
-        from kubesim.apiserver.rest import DeleteOptions
+        ns_type = sim.scheme.for_kind("v1", "Namespace")
+        from kubesim.registry.generic import DeleteOptions
 
-        sim.rest.delete(ns_type, "", "doomed", DeleteOptions())
+        sim.registry.delete(ns_type, "", "doomed", DeleteOptions())
         async with sim.api_client() as api:
             ev = Evictor(api)
             result = await asyncio.wait_for(ev.evict("default", "web-0"), 5)
@@ -388,7 +388,7 @@ async def test_wait_for_deletion_falls_back_to_polling() -> None:
 async def test_wait_for_deletion_counts_a_new_uid_as_gone_and_times_out(
     sim: Simulator, evictor: Evictor
 ) -> None:
-    sim.rest.delete(sim.registry.for_kind("v1", "Pod"), "default", "web-0", _force())
+    sim.registry.delete(sim.scheme.for_kind("v1", "Pod"), "default", "web-0", _force())
     sim.apply(pod("web-0", app="web", uid="new"))
     refs = [
         PodRef("default", "web-0", WEB[0]["metadata"]["uid"], "node-1"),
@@ -422,7 +422,7 @@ async def test_concurrency_bounds_requests_in_flight() -> None:
 
 
 def _force() -> Any:
-    from kubesim.apiserver.rest import DeleteOptions
+    from kubesim.registry.generic import DeleteOptions
 
     return DeleteOptions(grace_period_seconds=0)
 

@@ -18,7 +18,7 @@ import pytest
 
 from evictor.client import Evictor
 from evictor.result import Outcome
-from kubesim.apiserver.rest import DeleteOptions
+from kubesim.registry.generic import DeleteOptions
 from kubesim.sim import Simulator
 
 from .conftest import living, node, pdb, pod, replicaset, settle, statefulset, wait_until
@@ -108,9 +108,9 @@ async def test_statefulset_replacement_with_a_new_uid_is_never_evicted() -> None
             task = asyncio.create_task(ev.evict("default", "db-0", expected_uid=old))
             await wait_until(lambda: len(evictions(sim, "db-0")) == 1)
             # Meanwhile someone deletes db-0; its StatefulSet recreates it under the same name.
-            rt = sim.registry.for_kind("v1", "Pod")
+            rt = sim.scheme.for_kind("v1", "Pod")
             assert rt is not None
-            sim.rest.delete(rt, "default", "db-0", DeleteOptions(grace_period_seconds=0))
+            sim.registry.delete(rt, "default", "db-0", DeleteOptions(grace_period_seconds=0))
             await wait_until(lambda: recreated(sim, "db-0", old))
             result = await asyncio.wait_for(task, 10)
         assert result.outcome is Outcome.POD_REPLACED
@@ -128,9 +128,9 @@ async def test_eviction_of_a_recreated_pod_is_refused_by_its_uid_precondition() 
     async with living(DB, time_scale=TIME_SCALE) as sim:
         await settle(sim)
         old = uid(sim, "db-1")
-        rt = sim.registry.for_kind("v1", "Pod")
+        rt = sim.scheme.for_kind("v1", "Pod")
         assert rt is not None
-        sim.rest.delete(rt, "default", "db-1", DeleteOptions(grace_period_seconds=0))
+        sim.registry.delete(rt, "default", "db-1", DeleteOptions(grace_period_seconds=0))
         await wait_until(lambda: recreated(sim, "db-1", old))
         async for ev in _evictor(sim):
             result = await ev.evict("default", "db-1", expected_uid=old)

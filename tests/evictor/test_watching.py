@@ -205,7 +205,7 @@ async def test_a_silent_watch_is_restarted_within_the_bound_and_sees_new_pods(
 
 async def test_watch_from_a_given_version_skips_the_list(sim: Simulator) -> None:
     view, state = View(), WatchState()
-    rv = str(sim.rest.store.resource_version)
+    rv = str(sim.registry.store.resource_version)
     task = await running(sim, view, state, resource_version=rv)
     try:
         await until(lambda: state.live)

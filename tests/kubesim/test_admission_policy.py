@@ -14,9 +14,9 @@ import aiohttp
 import pytest
 
 import kubesim
-from kubesim.admission import policies
-from kubesim.auth import UserInfo
 from kubesim.controllers import FROZEN
+from kubesim.core.attributes import UserInfo
+from kubesim.plugins.admission import policies
 from kubesim.sim import Simulator
 
 from .conftest import STATE
@@ -866,7 +866,7 @@ def test_cel_library_is_imported_only_when_a_policy_is_compiled() -> None:
         "import sys, kubesim.sim, kubesim.cli\n"
         "sim = kubesim.sim.Simulator()\n"
         "assert 'cel' not in sys.modules, 'imported at start-up'\n"
-        "from kubesim.admission.cel import compile_expression\n"
+        "from kubesim.core.cel import compile_expression\n"
         "compile_expression('true', declared=())\n"
         "assert 'cel' in sys.modules\n"
     )

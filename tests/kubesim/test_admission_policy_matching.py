@@ -1,5 +1,5 @@
-"""``kubesim.admission.matching``: the cases of upstream's ``policy/matching`` and webhook rule
-matcher tables that translate to kubesim (one served version per resource, so the
+"""``kubesim.plugins.admission.matching``: the cases of upstream's ``policy/matching`` and
+webhook rule matcher tables that translate to kubesim (one served version per resource, so the
 Equivalent-versus-Exact cases that need a second version do not)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubesim.admission.matching import Request, matches_resources
+from kubesim.plugins.admission.matching import Request, matches_resources
 
 
 def req(

@@ -12,9 +12,10 @@ import aiohttp
 import pytest
 
 import kubesim
-from kubesim.apiserver.rest import AdmissionCall
-from kubesim.auth import MASTERS, Attributes, Decision, UserInfo, forbidden_error
 from kubesim.controllers import FROZEN
+from kubesim.core.attributes import MASTERS, Attributes, UserInfo
+from kubesim.plugins.authorization import Decision, forbidden_error
+from kubesim.registry.admission import AdmissionCall
 from kubesim.sim import Simulator
 
 from .conftest import STATE
@@ -146,7 +147,7 @@ async def test_validating_admission_sees_the_eviction_not_the_inner_delete(
     sim: Simulator,
 ) -> None:
     calls: list[AdmissionCall] = []
-    sim.rest.validating_admission.append(calls.append)
+    sim.registry.validating_admission.append(calls.append)
     token = sim.tokens.add("sa", UserInfo(SA))
     eviction = {
         "apiVersion": "policy/v1",

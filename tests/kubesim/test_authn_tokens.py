@@ -15,10 +15,10 @@ import pytest
 from jwt.utils import base64url_decode, base64url_encode
 
 import kubesim
-from kubesim.auth.serviceaccounts import ISSUER
+from kube.times import format_time, parse_time
 from kubesim.controllers import FROZEN
+from kubesim.plugins.authentication.serviceaccounts import ISSUER
 from kubesim.sim import BOOTSTRAP_NAMESPACES, Simulator
-from scheduler.objects import format_time, parse_time
 
 from .conftest import STATE
 

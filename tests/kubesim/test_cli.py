@@ -474,7 +474,7 @@ def test_living_flags_reach_the_simulator(
     assert running.isdisjoint({"replicaset", "deployment", "scheduler"})
     assert {"kubelet", "disruption", "statefulset", "replicationcontroller"} <= running
     assert sim.eviction is None
-    assert "eviction" not in {s.name for s in sim.registry.for_storage("pods").subresources}
+    assert "eviction" not in {s.name for s in sim.scheme.for_storage("pods").subresources}
 
 
 def test_living_defaults_run_every_controller_with_the_eviction_subresource(

@@ -11,8 +11,8 @@ import pytest
 from kubernetes_asyncio import client
 
 import kubesim
+from kube.times import format_micro_time
 from kubesim.controllers import ControllerSettings
-from kubesim.node.kubelet import format_micro_time
 from kubesim.sim import Simulator
 
 from .living import eventually, is_ready
@@ -51,9 +51,9 @@ def pod(name: str, node: str, **annotations: str) -> dict[str, Any]:
 
 
 async def create(sim: Simulator, manifest: dict[str, Any]) -> None:
-    rt = sim.registry.for_kind("v1", "Pod")
+    rt = sim.scheme.for_kind("v1", "Pod")
     assert rt is not None
-    sim.rest.create(rt, "default", manifest)
+    sim.registry.create(rt, "default", manifest)
     await asyncio.sleep(0)
 
 
@@ -289,9 +289,9 @@ async def test_a_not_ready_node_starts_nothing_until_ready() -> None:
             dict(c, status="True") if c["type"] == "Ready" else c
             for c in node["status"]["conditions"]
         ]
-        rt = sim.registry.for_kind("v1", "Node")
+        rt = sim.scheme.for_kind("v1", "Node")
         assert rt is not None
-        sim.rest.update(rt, "", "sick", node, subresource="status")
+        sim.registry.update(rt, "", "sick", node, subresource="status")
         await eventually(
             lambda: (sim.get("Pod", "default", "stuck") or {})["status"]["phase"] == "Running"
         )

@@ -114,12 +114,12 @@ async def test_replicaset_creates_owned_pods_with_generated_names(sim: Simulator
 async def test_replicaset_scales_down_and_up_and_observes_generation(sim: Simulator) -> None:
     sim.apply(replicaset("web", 4))
     await eventually(lambda: rs_status(sim, "web").get("readyReplicas") == 4)
-    rt = sim.registry.for_kind("apps/v1", "ReplicaSet")
+    rt = sim.scheme.for_kind("apps/v1", "ReplicaSet")
     assert rt is not None
     current = sim.get("ReplicaSet", "default", "web")
     assert current is not None
     current["spec"]["replicas"] = 1
-    sim.rest.update(rt, "default", "web", current)
+    sim.registry.update(rt, "default", "web", current)
     status = await eventually(
         lambda: rs_status(sim, "web").get("replicas") == 1 and rs_status(sim, "web")
     )
@@ -130,7 +130,7 @@ async def test_replicaset_scales_down_and_up_and_observes_generation(sim: Simula
     current = sim.get("ReplicaSet", "default", "web")
     assert current is not None
     current["spec"]["replicas"] = 2
-    sim.rest.update(rt, "default", "web", current)
+    sim.registry.update(rt, "default", "web", current)
     await eventually(lambda: rs_status(sim, "web").get("readyReplicas") == 2)
     assert rs_status(sim, "web")["observedGeneration"] == 3
 
@@ -176,10 +176,10 @@ async def test_orphans_are_adopted_and_mismatching_pods_released(sim: Simulator)
     assert stray is not None
     assert stray["metadata"]["ownerReferences"][0]["name"] == "web"
     # Relabelled out of the selector, the pod is released and replaced.
-    rt = sim.registry.for_kind("v1", "Pod")
+    rt = sim.scheme.for_kind("v1", "Pod")
     assert rt is not None
     stray["metadata"]["labels"] = {"app": "other"}
-    sim.rest.update(rt, "default", "stray", stray)
+    sim.registry.update(rt, "default", "stray", stray)
     await eventually(lambda: len(live(pods(sim, app="web"))) == 2)
     released = await eventually(
         lambda: (
@@ -251,12 +251,12 @@ async def test_deployment_owns_one_replicaset_per_template(sim: Simulator) -> No
         f'ReplicaSet "web-{hash_}" has successfully progressed.'
     )
     # A template change makes a second ReplicaSet; the first goes to 0.
-    rt = sim.registry.for_kind("apps/v1", "Deployment")
+    rt = sim.scheme.for_kind("apps/v1", "Deployment")
     assert rt is not None
     current = sim.get("Deployment", "default", "web")
     assert current is not None
     current["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.28"
-    sim.rest.update(rt, "default", "web", current)
+    sim.registry.update(rt, "default", "web", current)
     await eventually(lambda: len(sim.list_objects("ReplicaSet", "default")) == 2)
 
     def revisions() -> dict[str, dict[str, Any]] | None:
@@ -355,11 +355,11 @@ async def test_dependent_with_another_live_owner_only_loses_the_dangling_referen
 async def test_foreground_and_orphan_finalizers_are_honoured(sim: Simulator) -> None:
     sim.apply(replicaset("fg", 1, finalizers=["foregroundDeletion"]))
     await eventually(lambda: len(live(pods(sim, app="fg"))) == 1)
-    rt = sim.registry.for_kind("apps/v1", "ReplicaSet")
+    rt = sim.scheme.for_kind("apps/v1", "ReplicaSet")
     assert rt is not None
-    from kubesim.apiserver.rest import DeleteOptions
+    from kubesim.registry.generic import DeleteOptions
 
-    sim.rest.delete(rt, "default", "fg", DeleteOptions())
+    sim.registry.delete(rt, "default", "fg", DeleteOptions())
     # Held by the finalizer until its pod (blockOwnerDeletion) is gone.
     assert sim.get("ReplicaSet", "default", "fg") is not None
     await eventually(lambda: not pods(sim, app="fg"), what="foreground dependents gone")
@@ -367,7 +367,7 @@ async def test_foreground_and_orphan_finalizers_are_honoured(sim: Simulator) -> 
 
     sim.apply(replicaset("keep", 1, finalizers=["orphan"]))
     await eventually(lambda: len(live(pods(sim, app="keep"))) == 1)
-    sim.rest.delete(rt, "default", "keep", DeleteOptions())
+    sim.registry.delete(rt, "default", "keep", DeleteOptions())
     await eventually(lambda: sim.get("ReplicaSet", "default", "keep") is None)
     left = pods(sim, app="keep")
     assert len(left) == 1 and not left[0]["metadata"].get("ownerReferences")
@@ -403,8 +403,8 @@ async def test_generated_name_collision_is_retried(sim: Simulator) -> None:
         }
     )
     chars = iter("bbbbb" + "ccccc")
-    real = sim.rest.rng.choice
-    sim.rest.rng.choice = lambda seq: next(chars, None) or real(seq)  # type: ignore[method-assign,assignment]
+    real = sim.registry.rng.choice
+    sim.registry.rng.choice = lambda seq: next(chars, None) or real(seq)  # type: ignore[method-assign,assignment]
     sim.apply(replicaset("web", 1))
     made = await eventually(lambda: live(pods(sim, app="web")))
     assert [p["metadata"]["name"] for p in made] == ["web-ccccc"]

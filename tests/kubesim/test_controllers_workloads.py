@@ -137,12 +137,12 @@ async def test_statefulset_pod_comes_back_with_same_name_new_uid(sim: Simulator)
 async def test_statefulset_parallel_scale_down_removes_highest_ordinals(sim: Simulator) -> None:
     sim.apply(statefulset("db", 4, policy="Parallel"))
     await eventually(lambda: len(live(pods(sim, app="db"))) == 4, what="4 pods at once")
-    rt = sim.registry.for_kind("apps/v1", "StatefulSet")
+    rt = sim.scheme.for_kind("apps/v1", "StatefulSet")
     assert rt is not None
     current = sim.get("StatefulSet", "default", "db")
     assert current is not None
     current["spec"]["replicas"] = 2
-    sim.rest.update(rt, "default", "db", current)
+    sim.registry.update(rt, "default", "db", current)
     await eventually(
         lambda: sorted(p["metadata"]["name"] for p in pods(sim, app="db")) == ["db-0", "db-1"],
         what="db-2 and db-3 removed",
@@ -230,9 +230,9 @@ async def test_daemonset_follows_nodes_selectors_and_cordons(sim: Simulator) -> 
     node = sim.get("Node", None, "node-1")
     assert node is not None
     node["metadata"]["labels"]["disk"] = "hdd"
-    rt = sim.registry.for_kind("v1", "Node")
+    rt = sim.scheme.for_kind("v1", "Node")
     assert rt is not None
-    sim.rest.update(rt, "", "node-1", node)
+    sim.registry.update(rt, "", "node-1", node)
     await eventually(
         lambda: (
             "node-1"
@@ -327,7 +327,7 @@ async def test_job_fails_past_its_backoff_limit(sim: Simulator) -> None:
     manifest = job("flaky", completions=1, parallelism=1, run_for="1000")
     manifest["spec"]["backoffLimit"] = 1
     sim.apply(manifest)
-    rt = sim.registry.for_kind("v1", "Pod")
+    rt = sim.scheme.for_kind("v1", "Pod")
     assert rt is not None
     for _ in range(2):
         pod = await eventually(
@@ -336,7 +336,7 @@ async def test_job_fails_past_its_backoff_limit(sim: Simulator) -> None:
         )
         failed = dict(pod[0])
         failed["status"] = {**failed["status"], "phase": "Failed"}
-        sim.rest.update(rt, "default", failed["metadata"]["name"], failed, subresource="status")
+        sim.registry.update(rt, "default", failed["metadata"]["name"], failed, subresource="status")
     status = await eventually(
         lambda: (
             job_status(sim, "flaky").get("failed") == 2

@@ -47,6 +47,26 @@ async def test_create_sets_server_fields_and_defaults(
     assert created.spec.preemption_policy == "PreemptLowerPriority"
 
 
+async def test_create_decides_the_qos_class_by_value(api: client.ApiClient) -> None:
+    """Equal amounts written differently are equal (issue 21: they were compared as text, and
+    this pod was Burstable); the class comes from kube.qos, the agent's and the node's too."""
+    v1 = client.CoreV1Api(api)
+    body = pod("qos", node=None)
+    body["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "1", "memory": "1Gi"},
+        "limits": {"cpu": "1000m", "memory": "1024Mi"},
+    }
+    created = await v1.create_namespaced_pod("default", body)
+    assert created.status.qos_class == "Guaranteed"
+    body = pod("qos-2", node=None)
+    body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1", "memory": "2Gi"}}
+    body["spec"]["initContainers"] = [
+        {"name": "init", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}
+    ]
+    created = await v1.create_namespaced_pod("default", body)
+    assert created.status.qos_class == "Burstable"  # an init container without limits
+
+
 async def test_create_wipes_status_and_kubelet_starts_bound_pod(
     sim: Simulator, api: client.ApiClient
 ) -> None:

@@ -10,8 +10,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
+from kube.times import parse_time
 from kubesim.sim import Simulator
-from scheduler.objects import parse_time
 
 from .conftest import status_of
 

@@ -14,8 +14,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
-from kubesim.apiserver.eviction import EVICTION_MESSAGE
-from kubesim.apiserver.status import StatusError, conflict
+from kubesim.core.errors import StatusError, conflict
+from kubesim.plugins.eviction import EVICTION_MESSAGE
 from kubesim.sim import Simulator
 
 from .conftest import raw
@@ -576,7 +576,7 @@ async def test_unhealthy_pod_conflict_is_still_processing(
         # Another writer changed the pod between the handler's read and its delete.
         raise conflict("pods", "", "web-0", "the object has been modified")
 
-    monkeypatch.setattr(sim.rest, "delete", racing_delete)
+    monkeypatch.setattr(sim.registry, "delete", racing_delete)
     code, headers, out = await evict(core, "web-0")
     assert code == 429
     assert headers["Retry-After"] == "10"

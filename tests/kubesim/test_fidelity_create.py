@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 
 import kubesim
-from kubesim.apiserver.rest import NAME_CHARS
+from kubesim.core.names import NAME_CHARS
 from kubesim.sim import Simulator
 
 from .living import eventually
@@ -58,7 +58,7 @@ def pod(name: str = "", *, generate: str = "", gates: bool = False) -> dict[str,
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
     async with kubesim.serve(state=NODE, time_scale=0.01) as s:
-        s.rest.rng = random.Random(SEED)
+        s.registry.rng = random.Random(SEED)
         yield s
 
 
@@ -170,7 +170,7 @@ async def test_a_gated_pod_is_created_with_scheduling_gated(sim: Simulator) -> N
     stored = sim.get("Pod", "default", "gated")
     assert stored is not None and not stored["spec"].get("nodeName")
     stored["spec"]["schedulingGates"] = []
-    sim.rest.update(sim.registry.for_storage("pods"), "default", "gated", stored)
+    sim.registry.update(sim.scheme.for_storage("pods"), "default", "gated", stored)
 
     def bound() -> bool:
         now = sim.get("Pod", "default", "gated") or {}

@@ -11,7 +11,7 @@ import json
 
 from kubernetes_asyncio import client
 
-from kubesim.apiserver.protobuf import decode_object
+from kubesim.endpoints.protobuf import decode_object
 from kubesim.sim import Simulator
 
 from .conftest import raw

@@ -12,7 +12,7 @@ import pytest
 from kubernetes_asyncio import client
 
 import kubesim
-from kubesim.apiserver.discovery import AGGREGATED_V2
+from kubesim.endpoints.discovery import AGGREGATED_V2
 from kubesim.sim import Simulator
 
 from .conftest import STATE, raw

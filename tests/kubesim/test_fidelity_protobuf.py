@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesim.apiserver.protobuf import KINDS, ProtobufError, decode_object
+from kubesim.endpoints.protobuf import KINDS, ProtobufError, decode_object
 from kubesim.sim import Simulator
 
 from .conftest import raw

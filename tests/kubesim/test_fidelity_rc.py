@@ -10,7 +10,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
-from kubesim.apiserver.tables import TABLE_MEDIA
+from kubesim.core.tables import TABLE_MEDIA
 from kubesim.sim import Simulator
 
 from .conftest import raw, status_of

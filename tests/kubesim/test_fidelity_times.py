@@ -13,12 +13,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
-from kubesim.apiserver.timefields import (
-    TimeParseError,
-    format_micro_time,
-    normalize_times,
-    reencode,
-)
+from kube.times import format_micro_time
+from kubesim.core.timefields import TimeParseError, normalize_times, reencode
 from kubesim.sim import Simulator, StateError
 
 from .conftest import raw, status_of

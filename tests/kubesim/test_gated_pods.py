@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import kubesim
-from kubesim.apiserver.status import StatusError
+from kubesim.core.errors import StatusError
 from kubesim.sim import Simulator
 
 NODE = """
@@ -52,17 +52,17 @@ async def sim() -> AsyncIterator[Simulator]:
 
 
 def update(sim: Simulator, name: str, change: Any) -> dict[str, Any]:
-    rt = sim.registry.for_storage("pods")
+    rt = sim.scheme.for_storage("pods")
     stored = sim.get("Pod", "default", name)
     assert stored is not None
     change(stored["spec"])
-    obj, _ = sim.rest.update(rt, "default", name, stored)
+    obj, _ = sim.registry.update(rt, "default", name, stored)
     return obj
 
 
 def create(sim: Simulator, pod: dict[str, Any]) -> None:
-    rt = sim.registry.for_storage("pods")
-    sim.rest.create(rt, "default", pod)
+    rt = sim.scheme.for_storage("pods")
+    sim.registry.create(rt, "default", pod)
 
 
 async def test_a_gated_pod_may_gain_a_node_selector_key(sim: Simulator) -> None:

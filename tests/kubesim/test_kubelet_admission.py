@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import kubesim
+from kube.objects import Node, Pod
 from kubesim.node.admission import admit
 from kubesim.sim import Simulator
-from scheduler.objects import Node, Pod
 
 from .living import eventually
 
@@ -62,7 +62,7 @@ async def sim() -> AsyncIterator[Simulator]:
 
 
 def create(sim: Simulator, obj: dict[str, Any]) -> None:
-    sim.rest.create(sim.registry.for_storage("pods"), "default", obj)
+    sim.registry.create(sim.scheme.for_storage("pods"), "default", obj)
 
 
 def phase(sim: Simulator, name: str) -> str:

@@ -8,13 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesim.apiserver.patch import (
-    json_merge_patch,
-    json_patch,
-    patch_meta_for,
-    strategic_merge_patch,
-)
-from kubesim.apiserver.status import StatusError
+from kubesim.core.errors import StatusError
+from kubesim.core.patch import json_merge_patch, json_patch, patch_meta_for, strategic_merge_patch
 
 POD = patch_meta_for("Pod")
 

@@ -18,12 +18,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kubesim
-from kubesim.apiserver.rest import DeleteOptions
+from kube.quantity import parse_quantity
 from kubesim.cli import cli
 from kubesim.node.kubelet import _set_memory_capacity
 from kubesim.node.runtime import ProcessRuntime, RuntimeMode
+from kubesim.registry.generic import DeleteOptions
 from kubesim.sim import Simulator
-from scheduler.quantity import parse_quantity
 from tests.kubesim.living import eventually
 
 MIB = 1 << 20
@@ -90,9 +90,9 @@ async def sim(request: pytest.FixtureRequest) -> AsyncIterator[Simulator]:
 
 
 def create(sim: Simulator, manifest: dict[str, Any]) -> dict[str, Any]:
-    rt = sim.registry.for_kind("v1", "Pod")
+    rt = sim.scheme.for_kind("v1", "Pod")
     assert rt is not None
-    return sim.rest.create(rt, "default", manifest)
+    return sim.registry.create(rt, "default", manifest)
 
 
 def container(sim: Simulator, name: str) -> dict[str, Any] | None:
@@ -125,9 +125,9 @@ async def test_a_pod_with_a_command_runs_is_measured_and_deletion_kills_and_clea
     cgroup = rt.pod_cgroup(uid)
     assert (cgroup is not None) == (rt.mode is not RuntimeMode.PROCESS)
 
-    rest = sim.registry.for_kind("v1", "Pod")
-    assert rest is not None
-    sim.rest.delete(rest, "default", "hold", DeleteOptions())
+    pods_rt = sim.scheme.for_kind("v1", "Pod")
+    assert pods_rt is not None
+    sim.registry.delete(pods_rt, "default", "hold", DeleteOptions())
     assert sim.get("Pod", "default", "hold") is not None  # Terminating until the kubelet is done
     await eventually(lambda: sim.get("Pod", "default", "hold") is None, timeout=10, what="delete")
     # the object goes only after the processes and the cgroups
@@ -206,9 +206,9 @@ async def test_a_force_delete_kills_at_once(sim: Simulator) -> None:
     await eventually(lambda: (s := rt.status(uid)) and s[0].pid, timeout=10, what="a process")
     statuses = rt.status(uid)
     assert statuses is not None and statuses[0].pid is not None
-    rest = sim.registry.for_kind("v1", "Pod")
-    assert rest is not None
-    sim.rest.delete(rest, "default", "forced", DeleteOptions(grace_period_seconds=0))
+    pods_rt = sim.scheme.for_kind("v1", "Pod")
+    assert pods_rt is not None
+    sim.registry.delete(pods_rt, "default", "forced", DeleteOptions(grace_period_seconds=0))
     await eventually(lambda: not alive(statuses[0].pid or 0), timeout=5, what="the kill")
     await eventually(lambda: rt.pods() == [], what="the runtime to let go of the pod")
 

@@ -12,10 +12,11 @@ import aiohttp
 import pytest
 
 import kubesim
-from kubesim.apiserver.status import StatusError
-from kubesim.auth import Attributes, Decision, UserInfo
-from kubesim.auth.impersonation import Impersonation, impersonation_requests
 from kubesim.controllers import FROZEN
+from kubesim.core.attributes import Attributes, UserInfo
+from kubesim.core.errors import StatusError
+from kubesim.endpoints.impersonation import Impersonation, impersonation_requests
+from kubesim.plugins.authorization import Decision
 from kubesim.sim import Simulator
 
 from .conftest import STATE

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 import kubesim
-from kubesim.auth import UserInfo
+from kubesim.core.attributes import UserInfo
 
 from .test_kubectl import STATE
 

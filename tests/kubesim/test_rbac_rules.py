@@ -12,18 +12,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.apiserver.store import Store
-from kubesim.auth import ALL_AUTHENTICATED, Attributes, Decision, UserInfo
-from kubesim.auth.bootstrap import BOOTSTRAP_CLUSTER_ROLE_BINDINGS, BOOTSTRAP_CLUSTER_ROLES
-from kubesim.auth.escalation import FULL_AUTHORITY, compact_rules, covers, missing_rules
-from kubesim.auth.rbac import (
+from kubesim.core.attributes import ALL_AUTHENTICATED, Attributes, UserInfo
+from kubesim.core.store import Store
+from kubesim.plugins.authorization import Decision
+from kubesim.plugins.authorization.aggregation import aggregated_rules
+from kubesim.plugins.authorization.bootstrap import (
+    BOOTSTRAP_CLUSTER_ROLE_BINDINGS,
+    BOOTSTRAP_CLUSTER_ROLES,
+)
+from kubesim.plugins.authorization.escalation import (
+    FULL_AUTHORITY,
+    compact_rules,
+    covers,
+    missing_rules,
+)
+from kubesim.plugins.authorization.rbac import (
     PolicyRule,
     RBACAuthorizer,
     RuleResolver,
     applies_to_user,
     rule_allows,
 )
-from kubesim.controllers.clusterroleaggregation import aggregated_rules
 
 GROUP = "rbac.authorization.k8s.io"
 
@@ -651,12 +660,12 @@ def test_covered_rules_allow_nothing_the_owner_does_not(
 
 
 def _bootstrapped() -> RuleResolver:
-    from kubesim.apiserver.resources import default_registry
-    from kubesim.apiserver.rest import Rest
-    from kubesim.auth import bootstrap
+    from kubesim.core.scheme import default_scheme
+    from kubesim.plugins.authorization import bootstrap
+    from kubesim.registry.generic import GenericStore
 
     store = Store()
-    bootstrap.seed(Rest(store, default_registry()))
+    bootstrap.seed(GenericStore(store, default_scheme()))
     return RuleResolver(store)
 
 

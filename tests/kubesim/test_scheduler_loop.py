@@ -26,7 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kubesim
-from kubesim.apiserver.status import StatusError
+from kube.objects import Pod
+from kubesim.core.errors import StatusError
 from kubesim.scheduler_loop import (
     SchedulerLoop,
     find_scheduler_loop,
@@ -35,7 +36,6 @@ from kubesim.scheduler_loop import (
 )
 from kubesim.sim import Simulator
 from scheduler import build_snapshot, object_from_dict, schedule_one, simulate
-from scheduler.objects import Pod
 from scheduler.queue import events as qev
 
 NODE = """
@@ -110,7 +110,7 @@ async def wait_for(check: Callable[[], Any], timeout: float = 5.0) -> Any:
 
 def create_pod(sim: Simulator, manifest: dict[str, Any]) -> dict[str, Any]:
     """A client's create: through the REST layer, admission included."""
-    out: dict[str, Any] = sim.rest.create(sim._type_for("Pod"), "default", manifest)
+    out: dict[str, Any] = sim.registry.create(sim._type_for("Pod"), "default", manifest)
     return out
 
 
@@ -237,12 +237,14 @@ async def test_unschedulable_pod_gets_condition_and_event_with_the_fit_error() -
         assert not pod(sim, "big")["spec"].get("nodeName")
         assert "nominatedNodeName" not in pod(sim, "big")["status"]
         # Freeing room (a bound pod deleted) moves the pod back and it binds.
-        sim.rest.delete(sim._type_for("Pod"), "default", "filler", kubesim_delete_options(grace=0))
+        sim.registry.delete(
+            sim._type_for("Pod"), "default", "filler", kubesim_delete_options(grace=0)
+        )
         await wait_for(lambda: pod(sim, "big")["spec"].get("nodeName") == "node-a")
 
 
 def kubesim_delete_options(*, grace: int) -> Any:
-    from kubesim.apiserver.rest import DeleteOptions
+    from kubesim.registry.generic import DeleteOptions
 
     return DeleteOptions(grace_period_seconds=grace)
 
@@ -258,7 +260,7 @@ async def test_cordoned_node_keeps_pod_pending_until_uncordoned() -> None:
         await loop_of(sim).wait_idle()
         assert loop_of(sim).queue.where("default/web") == "Unschedulable"
         assert not pod(sim, "web")["spec"].get("nodeName")
-        sim.rest.patch(
+        sim.registry.patch(
             sim._type_for("Node"),
             "",
             "node-a",
@@ -301,7 +303,7 @@ async def test_gated_pod_waits_until_its_gates_are_removed() -> None:
         assert loop_of(sim).queue.where("default/gated") == "Unschedulable"
         assert loop_of(sim).queue.get_pod("gated").gated  # type: ignore[union-attr]
         assert not events_for(sim, "gated", "FailedScheduling")
-        sim.rest.patch(
+        sim.registry.patch(
             sim._type_for("Pod"),
             "default",
             "gated",

@@ -75,7 +75,7 @@ async def scrape(
 
 
 def create(sim: Simulator, obj: dict[str, Any]) -> None:
-    sim.rest.create(sim.registry.for_storage("pods"), "default", obj)
+    sim.registry.create(sim.scheme.for_storage("pods"), "default", obj)
 
 
 def node_of(sim: Simulator, name: str) -> str:

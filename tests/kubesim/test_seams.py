@@ -10,8 +10,10 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kubesim.apiserver.server import DropConnection, RequestContext, json_response
-from kubesim.apiserver.status import Cause, StatusError
+from kubesim.core.errors import Cause, StatusError
+from kubesim.endpoints.codec import json_response
+from kubesim.endpoints.request import RequestContext
+from kubesim.endpoints.server import DropConnection
 from kubesim.sim import Simulator
 
 from .conftest import raw, status_of

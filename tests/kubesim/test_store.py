@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesim.apiserver.store import ADDED, DELETED, MODIFIED, Store, TooOld
+from kubesim.core.store import ADDED, DELETED, MODIFIED, Store, TooOld
 
 
 def _obj(name: str, value: int) -> dict[str, Any]:

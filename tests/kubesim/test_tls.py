@@ -19,11 +19,12 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 import kubesim
-from kubesim.auth import AUTHORIZATION_MODES, Attributes, Decision
-from kubesim.auth.pki import CertificateAuthority, Credentials
 from kubesim.cli import main
 from kubesim.controllers import FROZEN
-from kubesim.sim import InsecureServing, Simulator
+from kubesim.core.attributes import Attributes
+from kubesim.plugins.authentication.pki import CertificateAuthority, Credentials
+from kubesim.plugins.authorization import Decision
+from kubesim.sim import AUTHORIZATION_MODES, InsecureServing, Simulator
 
 from .conftest import STATE
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kube.objects import Namespace, Node, Pod
 from scheduler.framework import Code, CycleState, FilterPlugin, Status
-from scheduler.objects import Namespace, Node, Pod
 from scheduler.snapshot import NodeInfo, Snapshot
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.objects import KubeObject, Node, Pod
+from kube.objects import KubeObject, Node, Pod
 
 FOO: Mapping[str, Any] = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
 BAR: Mapping[str, Any] = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
@@ -145,7 +145,7 @@ def on(
 
 
 def service(selector: Mapping[str, str], *, name: str = "svc") -> KubeObject:
-    from scheduler.objects import Service
+    from kube.objects import Service
 
     return Service.from_dict(
         {"kind": "Service", "metadata": {"name": name}, "spec": {"selector": dict(selector)}}
@@ -153,7 +153,7 @@ def service(selector: Mapping[str, str], *, name: str = "svc") -> KubeObject:
 
 
 def replica_set(name: str, selector: Mapping[str, Any]) -> KubeObject:
-    from scheduler.objects import ReplicaSet
+    from kube.objects import ReplicaSet
 
     return ReplicaSet.from_dict(
         {"kind": "ReplicaSet", "metadata": {"name": name}, "spec": {"selector": dict(selector)}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kube.objects import Taint, Toleration
 from scheduler.filters import (
     NodeName,
     NodePorts,
@@ -17,7 +18,6 @@ from scheduler.filters import (
 from scheduler.filters.nodeports import check_conflict
 from scheduler.filters.tainttoleration import find_matching_untolerated_taint
 from scheduler.framework import Code, CycleState, Status
-from scheduler.objects import Taint, Toleration
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.scheduler.filters_helpers import node, pod, run_plugin
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kube.objects import Pod
 from scheduler.filters.base import NoPreFilterExtensions
 from scheduler.framework import Code, CycleState, Framework, Status
-from scheduler.objects import Pod
 from scheduler.snapshot import NodeInfo, Snapshot
 
 

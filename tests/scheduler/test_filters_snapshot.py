@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.objects import Node, Pod, Taint
+from kube.objects import Node, Pod, Taint
 from scheduler.snapshot import NodeInfo, Snapshot, host_ports
 
 

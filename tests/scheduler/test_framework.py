@@ -1,3 +1,4 @@
+from kube.objects import Container, Node, Pod
 from scheduler.filters import default_framework
 from scheduler.framework import (
     Code,
@@ -8,7 +9,6 @@ from scheduler.framework import (
     fit_error_message,
     is_success,
 )
-from scheduler.objects import Container, Node, Pod
 from scheduler.snapshot import NodeInfo, Snapshot
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kube.objects import Pod
 from scheduler.filters.base import split_by_filter
 from scheduler.filters.podtopologyspread import (
     PRE_FILTER_STATE_KEY,
@@ -20,7 +21,6 @@ from scheduler.filters.podtopologyspread import (
     PodTopologySpread,
 )
 from scheduler.framework import CycleState
-from scheduler.objects import Pod
 from scheduler.schedule import schedule_one
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import BAR, DNS, FOO, HOSTNAME, SA, ZONE, mknode, mkpod, tsc

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kube.objects import KubeObject, Node, Pod
 from scheduler.filters.podtopologyspread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
@@ -24,7 +25,6 @@ from scheduler.filters.podtopologyspread import (
     PreFilterState,
 )
 from scheduler.framework import Code, CycleState
-from scheduler.objects import KubeObject, Node, Pod
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import (
     BAR,

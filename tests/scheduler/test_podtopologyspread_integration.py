@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kube.objects import KubeObject, Pod, load_objects
 from scheduler.framework import Code
-from scheduler.objects import KubeObject, Pod, load_objects
 from scheduler.preemption import preempt
 from scheduler.schedule import schedule_one, unmodelled_features
 from scheduler.simulate import simulate

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kube.objects import KubeObject, Pod
 from scheduler.filters.podtopologyspread import PRE_FILTER_STATE_KEY, PodTopologySpread
 from scheduler.framework import Code, CycleState
-from scheduler.objects import KubeObject, Pod
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import DNS, SA, mknode, mkpod, tsc
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from kube.objects import KubeObject, Node, Pod
 from scheduler.filters.podtopologyspread import (
     PRE_SCORE_STATE_KEY,
     PodTopologySpread,
     PreScoreState,
 )
 from scheduler.framework import Code, CycleState
-from scheduler.objects import KubeObject, Node, Pod
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import (
     BAR,

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
-from scheduler.objects import (
+from kube.objects import (
     Container,
     ContainerPort,
     Node,
@@ -23,6 +22,7 @@ from scheduler.objects import (
     PodCondition,
     PodDisruptionBudget,
 )
+from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
 from scheduler.preemption import (
     UNSET_START_TIME,
     Candidate,

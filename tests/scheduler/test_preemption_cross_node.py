@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kube.objects import Node, Pod, PodDisruptionBudget
 from scheduler import build_snapshot, load_objects, schedule_one
 from scheduler.framework import CycleState
-from scheduler.objects import Node, Pod, PodDisruptionBudget
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.preemption.core import default_preemption_framework
 from scheduler.simulate import simulate

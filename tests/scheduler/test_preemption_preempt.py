@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from kube.objects import Pod, Taint
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
-from scheduler.objects import Pod, Taint
 from scheduler.preemption import PreemptionResult, evaluator, preempt
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.scheduler.test_preemption_core import (

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kube.objects import Node, Pod, PodDisruptionBudget
 from scheduler.framework import Code, NodeToStatus, Status
-from scheduler.objects import Node, Pod, PodDisruptionBudget
 from scheduler.preemption import (
     Candidate,
     PreemptionResult,

@@ -3,7 +3,7 @@
 import gc
 import weakref
 
-from scheduler.objects import Node
+from kube.objects import Node
 from scheduler.snapshot import Snapshot
 
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.apierrors import (
+from kube.apierrors import (
     AdmissionError,
     ErrorType,
     FieldError,
@@ -24,7 +24,7 @@ from scheduler.apierrors import (
     new_forbidden,
     new_invalid,
 )
-from scheduler.objects import InvalidObject, Pod, PriorityClass
+from kube.objects import InvalidObject, Pod, PriorityClass
 from scheduler.priority import (
     DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS_EXISTS,
     HIGHEST_USER_DEFINABLE_PRIORITY,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.objects import Pod, PodCondition
+from kube.objects import Pod, PodCondition
 from scheduler.queue import (
     PodAlreadyPresentError,
     QueuedPodInfo,
@@ -587,7 +587,7 @@ def test_assigned_pod_added_moves_spread_rejected_pods_of_same_namespace() -> No
 
 
 def test_assigned_pod_updated_scale_down_moves_all_fit_rejected_pods() -> None:
-    from scheduler.objects import Container
+    from kube.objects import Container
 
     q, c = make_queue()
     pool_of(q, ("fit", "NodeResourcesFit"), ("aff", "NodeAffinity"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.objects import Container, Toleration
+from kube.objects import Container, Toleration
 from scheduler.queue import events as ev
 from scheduler.queue.events import ActionType, ClusterEvent
 from tests.scheduler.test_queue_helpers import mkpod

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kube.objects import Pod
 from scheduler.framework import Code, Status
-from scheduler.objects import Pod
 from scheduler.queue import (
     ClusterEvent,
     FieldError,

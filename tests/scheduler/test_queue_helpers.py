@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.objects import Pod
+from kube.objects import Pod
 
 T0 = 1_700_000_000.0  # a whole second, so backoff windows are easy to reason about
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from kube.objects import KubeObject, Pod
 from scheduler.framework import Code, CycleState, Status
-from scheduler.objects import KubeObject, Pod
 from scheduler.schedule import schedule_one
 from scheduler.score import (
     InterPodAffinityScorer,

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kube.objects import Node, Pod
 from scheduler.filters import FILTER_REGISTRY, default_filter_plugins
 from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, CycleState
-from scheduler.objects import Node, Pod
 from scheduler.score import (
     SCORE_REGISTRY,
     BalancedAllocationScorer,

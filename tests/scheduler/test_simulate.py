@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.objects import load_objects
+from kube.objects import load_objects
 from scheduler.simulate import SimulationError, simulate
 
 ROOT = Path(__file__).resolve().parents[2]

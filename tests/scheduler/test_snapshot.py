@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.objects import Container, ContainerPort, Node, Pod, PodDisruptionBudget
+from kube.objects import Container, ContainerPort, Node, Pod, PodDisruptionBudget
 from scheduler.snapshot import NodeInfo, Snapshot
 
 

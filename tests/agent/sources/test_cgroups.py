@@ -6,7 +6,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.sources.cgroups import (
@@ -111,6 +111,47 @@ def test_pod_uid_round_trips_through_both_drivers(u: uuid.UUID) -> None:
             assert parse_pod_uid(name) == uid
 
 
+STATIC_UID = "0123456789abcdef0123456789abcdef"
+
+
+def test_static_pod_cgroups_are_pods() -> None:
+    """A static pod's UID is the 32 hex digits of its source's hash, with no dashes to escape."""
+    assert parse_pod_uid(f"kubepods-besteffort-pod{STATIC_UID}.slice") == STATIC_UID
+    assert parse_pod_uid(f"kubepods-pod{STATIC_UID}.slice") == STATIC_UID
+    assert parse_pod_uid(f"pod{STATIC_UID}") == STATIC_UID
+    assert parse_pod_uid(f"pod{STATIC_UID[:-1]}") is None
+    assert parse_pod_uid(f"pod{STATIC_UID}0") is None
+    assert parse_pod_uid(f"pod{STATIC_UID.upper()}") is None
+
+
+@given(st.binary(min_size=16, max_size=16))
+def test_static_pod_uid_round_trips_through_both_drivers(digest: bytes) -> None:
+    uid = digest.hex()
+    for driver in DRIVERS:
+        for qos in ("guaranteed", "burstable", "besteffort"):
+            name = pod_dir(driver, "kp", qos, uid).rsplit("/", 1)[1]
+            assert parse_pod_uid(name) == uid
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_static_pods_are_found_on_every_layout(tmp_path: Path, version: str, driver: str) -> None:
+    build_cgroup_tree(
+        tmp_path,
+        version=version,
+        driver=driver,
+        root=FakeCgroup(usage=6 << 30),
+        kubepods=FakeCgroup(usage=3 << 30),
+        pods=[
+            FakePod(STATIC_UID, "besteffort", FakeCgroup(usage=1 << 20, procs=[5, 6])),
+            FakePod(UID_B, "burstable", FakeCgroup(usage=1 << 20)),
+        ],
+    )
+    layout = detect_layout(tmp_path / "cgroup")
+    found = {p.uid: p.qos for p in iter_pod_cgroups(layout)}
+    assert found == {STATIC_UID: QOSClass.BEST_EFFORT, UID_B: QOSClass.BURSTABLE}
+
+
 def test_parse_container_id() -> None:
     cid = "fc6e" + "0" * 60
     assert parse_container_id(f"cri-containerd-{cid}.scope") == cid
@@ -169,9 +210,45 @@ def test_read_cgroup_memory(tmp_path: Path, version: str) -> None:
 def test_count_processes_walks_the_subtree(tmp_path: Path) -> None:
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "cgroup.procs").write_text("10\n11\n")
-    (tmp_path / "a" / "b" / "cgroup.procs").write_text("12\n11\n")
+    (tmp_path / "a" / "b" / "cgroup.procs").write_text("12\n")
     assert count_processes(tmp_path, "a") == 3
+    assert count_processes(tmp_path, "a", children=["b"]) == 3
     assert count_processes(tmp_path, "missing") is None
+
+
+def test_processes_another_pid_namespace_cannot_see_still_count(tmp_path: Path) -> None:
+    """cgroup v2 prints 0 for every process the reader's PID namespace cannot map: three
+    processes read from the DaemonSet's namespace are three lines of 0, not one PID."""
+    (tmp_path / "pod" / "ctr").mkdir(parents=True)
+    (tmp_path / "pod" / "cgroup.procs").write_text("")
+    (tmp_path / "pod" / "ctr" / "cgroup.procs").write_text("0\n0\n0\n")
+    assert count_processes(tmp_path, "pod") == 3
+    assert count_processes(tmp_path, "pod", children=["ctr"]) == 3
+
+
+@settings(max_examples=40)
+@given(st.lists(st.integers(min_value=0, max_value=6), max_size=6), st.booleans())
+def test_the_count_is_the_lines_whatever_the_pids_read(sizes: list[int], hidden: bool) -> None:
+    """Property: the count is the number of processes listed, whether their PIDs are distinct
+    (the host's namespace) or all 0 (another namespace's view on v2)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pod = Path(tmp) / "pod"
+        pod.mkdir()
+        (pod / "cgroup.procs").write_text("")
+        pid = 100
+        names = []
+        for i, size in enumerate(sizes):
+            (pod / f"c{i}").mkdir()
+            listed = []
+            for _ in range(size):
+                pid += 1
+                listed.append(0 if hidden else pid)
+            (pod / f"c{i}" / "cgroup.procs").write_text("".join(f"{p}\n" for p in listed))
+            names.append(f"c{i}")
+        assert count_processes(Path(tmp), "pod", children=names) == sum(sizes)
+        assert count_processes(Path(tmp), "pod") == sum(sizes)
 
 
 def test_large_files_are_read_whole(tmp_path: Path) -> None:

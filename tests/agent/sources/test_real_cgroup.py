@@ -6,6 +6,9 @@ saying why, only when the machine has no writable memory cgroup.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -147,3 +150,112 @@ def test_working_set_of_a_real_allocating_process(pod_cgroup: tuple[str, str, Pa
     after = detect_layout(CGROUP_ROOT, kubepods_parent=parent, driver=CgroupDriver.CGROUPFS)
     [pod] = [p for p in read_pods(after, time="t") if p["podRef"]["uid"] == uid]
     assert pod["process_stats"] == {"process_count": 0}
+
+
+PIDNS_PROBE = """
+import json, sys
+from pathlib import Path
+from agent.sources import Roots, SourceConfig, SummaryCollector
+from agent.sources.cgroups import CgroupDriver
+
+col = SummaryCollector(
+    SourceConfig(
+        roots=Roots(cgroup_root=Path(sys.argv[1])),
+        cgroup_driver=CgroupDriver.CGROUPFS,
+        kubepods_parent=sys.argv[2],
+    )
+)
+pods = col.collect(only={"pods"})["pods"]
+print(json.dumps({p["podRef"]["uid"]: p["process_stats"]["process_count"] for p in pods}))
+"""
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def pid_pod() -> Iterator[tuple[str, str, list[Path]]]:
+    """A pod cgroup with one container cgroup, in the memory and the pids hierarchy (v1) or
+    in the one tree with both controllers enabled (v2): (parent, pod UID, container dirs)."""
+    hierarchy, v2 = _memory_hierarchy()
+    if v2:
+        controllers = (CGROUP_ROOT / "cgroup.controllers").read_text().split()
+        if "pids" not in controllers:
+            pytest.skip("cgroup v2 without the pids controller")
+        roots = [CGROUP_ROOT]
+    else:
+        if not (CGROUP_ROOT / "pids").is_dir():
+            pytest.skip("cgroup v1 without a pids hierarchy at /sys/fs/cgroup/pids")
+        roots = [hierarchy, CGROUP_ROOT / "pids"]
+    parent = f"evagent-pidns-{uuid.uuid4().hex[:12]}"
+    uid = str(uuid.uuid4())
+    rel = [parent, f"{parent}/kubepods", f"{parent}/kubepods/besteffort"]
+    rel += [f"{rel[-1]}/pod{uid}", f"{rel[-1]}/pod{uid}/{'ab' * 32}"]
+    made: list[Path] = []
+    try:
+        for root in roots:
+            for i, r in enumerate(rel):
+                d = root / r
+                try:
+                    d.mkdir()
+                except OSError as exc:
+                    pytest.skip(f"no writable cgroup: mkdir {d} failed: {exc.strerror}")
+                made.append(d)
+                if v2 and i < len(rel) - 1:
+                    (d / "cgroup.subtree_control").write_text("+memory +pids")
+        yield parent, uid, [root / rel[-1] for root in roots]
+    finally:
+        for d in reversed(made):
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+def test_process_count_from_another_pid_namespace(pid_pod: tuple[str, str, list[Path]]) -> None:
+    """Finding: the DaemonSet runs in a PID namespace of its own, where a cgroup's process
+    list hides (v1) or zeroes (v2) the pod's processes. Three processes in a pod's container
+    are counted three from the host's namespace and from a new one (`unshare -p -f
+    --mount-proc`, what the DaemonSet's namespace looks like)."""
+    parent, uid, containers = pid_pod
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+
+    def join() -> None:
+        for d in containers:
+            (d / "cgroup.procs").write_text(str(os.getpid()))
+
+    sleepers = [
+        subprocess.Popen(["sleep", "infinity"], preexec_fn=join)  # noqa: PLW1509 - joins first
+        for _ in range(3)
+    ]
+    try:
+        argv = [sys.executable, "-c", PIDNS_PROBE, str(CGROUP_ROOT), parent]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        host = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+        assert json.loads(host.stdout) == {uid: 3}
+        isolated = subprocess.run(
+            ["unshare", "-p", "-f", "--mount-proc", *argv],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        if isolated.returncode != 0 and "Operation not permitted" in isolated.stderr:
+            pytest.skip(f"unshare -p is not permitted here: {isolated.stderr.strip()}")
+        assert isolated.returncode == 0, isolated.stderr
+        # the namespace really hides them: v1 lists none, v2 lists each as 0
+        seen = subprocess.run(
+            ["unshare", "-p", "-f", "--mount-proc", "cat", str(containers[0] / "cgroup.procs")],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert seen in ([], ["0", "0", "0"])
+        assert json.loads(isolated.stdout) == {uid: 3}
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()

@@ -10,7 +10,8 @@ import pytest
 from agent.sources.cgroups import detect_layout, pressure_path
 from agent.sources.pods import PodIdentity, read_pods, read_pods_system_container
 from agent.sources.roots import Roots
-from agent.sources.summary import CollectContext, SourceConfig, SummaryCollector, rfc3339
+from agent.sources.summary import CollectContext, SourceConfig, SummaryCollector
+from kube.times import format_micro_time
 from tests.agent.sources.treebuilder import (
     FakeCgroup,
     FakePod,
@@ -46,7 +47,7 @@ def _build(tmp_path: Path, version: str, driver: str, *, kubepods_limit: int | N
                 FakeCgroup(usage=200 << 20, inactive_file=250 << 20, procs=[10, 11]),
                 containers={
                     f"cri-containerd-{CID}.scope" if driver == "systemd" else CID: FakeCgroup(
-                        usage=150 << 20, inactive_file=10 << 20, procs=[11, 12]
+                        usage=150 << 20, inactive_file=10 << 20, procs=[12]
                     ),
                 },
             ),
@@ -81,7 +82,7 @@ def test_summary_schema_on_every_layout(tmp_path: Path, version: str, driver: st
     assert node["startTime"] == "2023-11-14T22:13:20.250000Z"
     assert node["memory"]["workingSetBytes"] == 5 << 30
     assert node["memory"]["availableBytes"] == 3 << 30
-    assert node["memory"]["time"] == rfc3339(T0)
+    assert node["memory"]["time"] == format_micro_time(T0)
     assert set(node["fs"]) == {
         "time",
         "availableBytes",
@@ -98,8 +99,9 @@ def test_summary_schema_on_every_layout(tmp_path: Path, version: str, driver: st
     assert set(image_fs) == set(node["fs"])
     for key in ("capacityBytes", "inodes", "time"):
         assert image_fs[key] == node["fs"][key], key
-    assert node["runtime"]["containerFs"] == node["fs"]
-    assert node["rlimit"] == {"time": rfc3339(T0), "maxpid": 63704, "curproc": 1234}
+    # containerFs is imageFs's reading (the runtime does not split them), not a third statvfs
+    assert node["runtime"]["containerFs"] == image_fs
+    assert node["rlimit"] == {"time": format_micro_time(T0), "maxpid": 63704, "curproc": 1234}
     [pods_sc] = node["systemContainers"]
     assert pods_sc["name"] == "pods"
     assert pods_sc["memory"]["workingSetBytes"] == (3 << 30) - (512 << 20)
@@ -117,7 +119,7 @@ def test_summary_schema_on_every_layout(tmp_path: Path, version: str, driver: st
     # inactive_file above usage floors the working set at zero.
     assert b["memory"]["workingSetBytes"] == 0
     assert "availableBytes" not in b["memory"]
-    # pids 10, 11 in the pod cgroup and 11, 12 in its container: three processes.
+    # pids 10, 11 in the pod cgroup and 12 in its container: three processes.
     assert b["process_stats"] == {"process_count": 3}
     [app] = b["containers"]
     assert app["name"] == "app"
@@ -205,8 +207,88 @@ def test_kubepods_created_after_start_is_picked_up(tmp_path: Path) -> None:
     assert [p["podRef"]["uid"] for p in col.collect()["pods"]] == [UID_B]
 
 
+STATIC_UID = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.mark.parametrize("version", ["v1", "v2", "hybrid"])
+@pytest.mark.parametrize("driver", ["systemd", "cgroupfs"])
+def test_static_pods_are_collected_under_their_static_uid(
+    tmp_path: Path, version: str, driver: str
+) -> None:
+    """The kubelet files a static pod's stats under the UID it runs it by (the hash), the
+    cgroup's name; the lookup may name it from its mirror pod."""
+    cid = "d1" * 32
+    cg = build_cgroup_tree(
+        tmp_path,
+        version=version,
+        driver=driver,
+        root=FakeCgroup(usage=6 << 30),
+        kubepods=FakeCgroup(usage=3 << 30),
+        pods=[
+            FakePod(
+                STATIC_UID,
+                "besteffort",
+                FakeCgroup(usage=64 << 20),
+                containers={
+                    f"cri-containerd-{cid}.scope" if driver == "systemd" else cid: FakeCgroup(
+                        usage=60 << 20, procs=[41, 42]
+                    )
+                },
+            )
+        ],
+    )
+
+    def lookup(uid: str) -> PodIdentity | None:
+        if uid == STATIC_UID:
+            return PodIdentity(
+                name="etcd-node-1", namespace="kube-system", containers={cid: "etcd"}
+            )
+        return None
+
+    roots = Roots(proc_root=build_proc_tree(tmp_path), cgroup_root=cg, kubelet_root=tmp_path)
+    [static] = SummaryCollector(SourceConfig(roots=roots), lookup=lookup).collect()["pods"]
+    assert static["podRef"] == {
+        "name": "etcd-node-1",
+        "namespace": "kube-system",
+        "uid": STATIC_UID,
+    }
+    assert static["memory"]["workingSetBytes"] == 64 << 20
+    assert static["process_stats"] == {"process_count": 2}
+    assert [c["name"] for c in static["containers"]] == ["etcd"]
+
+
+@pytest.mark.parametrize("version", ["v1", "v2", "hybrid"])
+def test_process_counts_from_another_pid_namespace(tmp_path: Path, version: str) -> None:
+    """What the DaemonSet (its own PID namespace) reads: v2 lists the pod's three processes as
+    `0` lines, v1 leaves them out and its pids controller still counts three tasks."""
+    cid = "e1" * 32
+    hidden = [0, 0, 0] if version == "v2" else []
+    cg = build_cgroup_tree(
+        tmp_path,
+        version=version,
+        driver="cgroupfs",
+        root=FakeCgroup(usage=6 << 30),
+        kubepods=FakeCgroup(usage=3 << 30),
+        pods=[
+            FakePod(
+                UID_B,
+                "burstable",
+                FakeCgroup(usage=1 << 20, tasks=3),
+                containers={cid: FakeCgroup(usage=1 << 20, procs=hidden, tasks=3)},
+            ),
+            FakePod(UID_BE, "besteffort", FakeCgroup(usage=1 << 20, tasks=0)),
+        ],
+    )
+    roots = Roots(proc_root=build_proc_tree(tmp_path), cgroup_root=cg, kubelet_root=tmp_path)
+    pods = {
+        p["podRef"]["uid"]: p["process_stats"]["process_count"]
+        for p in SummaryCollector(SourceConfig(roots=roots)).collect()["pods"]
+    }
+    assert pods == {UID_B: 3, UID_BE: 0}
+
+
 def test_timestamps_are_rfc3339_with_microseconds() -> None:
-    assert rfc3339(0.5) == "1970-01-01T00:00:00.500000Z"
+    assert format_micro_time(0.5) == "1970-01-01T00:00:00.500000Z"
 
 
 def test_collect_only_some_sections(tmp_path: Path) -> None:

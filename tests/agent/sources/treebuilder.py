@@ -21,6 +21,8 @@ class FakeCgroup:
     anon: int = 0
     limit: int | None = None
     procs: list[int] = field(default_factory=list)
+    # pids.current (tasks, whatever the reader sees of them); None: no pids.current file
+    tasks: int | None = None
 
 
 @dataclass
@@ -56,6 +58,8 @@ def _write_v1(d: Path, cg: FakeCgroup, *, pids_dir: Path | None) -> None:
     if pids_dir is not None:
         pids_dir.mkdir(parents=True, exist_ok=True)
         (pids_dir / "cgroup.procs").write_text("".join(f"{p}\n" for p in cg.procs))
+        if cg.tasks is not None:
+            (pids_dir / "pids.current").write_text(f"{cg.tasks}\n")
 
 
 def _write_v2(d: Path, cg: FakeCgroup, *, root: bool = False) -> None:
@@ -67,6 +71,8 @@ def _write_v2(d: Path, cg: FakeCgroup, *, root: bool = False) -> None:
         "pgfault 42\npgmajfault 3\n"
     )
     (d / "cgroup.procs").write_text("".join(f"{p}\n" for p in cg.procs))
+    if cg.tasks is not None:
+        (d / "pids.current").write_text(f"{cg.tasks}\n")
     (d / "memory.pressure").write_text(
         "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
         "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"

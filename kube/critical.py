@@ -1,0 +1,83 @@
+"""Critical pods as the kubelet recognises them (``pkg/kubelet/types/pod_update.go``), with the
+system priority constants they are measured against (``pkg/apis/scheduling/types.go``).
+
+The kubelet's eviction manager never evicts a critical pod for node pressure, its admission
+lets a critical pod preempt others (``preemptable``), and kube-apiserver's Priority admission
+creates the two system classes at their fixed values: the agent, kubesim and ``scheduler``
+all need the same answer, so it lives here once.
+
+A pod is critical when it is static (its ``kubernetes.io/config.source`` annotation names a
+source other than the API server), a mirror pod (the API copy of a static pod), or when its
+resolved ``spec.priority`` is at least ``SYSTEM_CRITICAL_PRIORITY`` (2000000000). The priority
+class *name* alone does not make a pod critical: only the value admission resolved from it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from kube.objects import Pod
+
+__all__ = [
+    "CONFIG_MIRROR_ANNOTATION_KEY",
+    "CONFIG_SOURCE_ANNOTATION_KEY",
+    "HIGHEST_USER_DEFINABLE_PRIORITY",
+    "SYSTEM_CLUSTER_CRITICAL",
+    "SYSTEM_CRITICAL_PRIORITY",
+    "SYSTEM_NODE_CRITICAL",
+    "SYSTEM_PRIORITY_CLASS_PREFIX",
+    "is_critical_pod",
+    "is_critical_pod_based_on_priority",
+    "is_mirror_pod",
+    "is_node_critical_pod",
+    "is_static_pod",
+    "preemptable",
+]
+
+HIGHEST_USER_DEFINABLE_PRIORITY: Final = 1_000_000_000
+SYSTEM_CRITICAL_PRIORITY: Final = 2 * HIGHEST_USER_DEFINABLE_PRIORITY
+SYSTEM_PRIORITY_CLASS_PREFIX: Final = "system-"
+SYSTEM_CLUSTER_CRITICAL: Final = SYSTEM_PRIORITY_CLASS_PREFIX + "cluster-critical"
+SYSTEM_NODE_CRITICAL: Final = SYSTEM_PRIORITY_CLASS_PREFIX + "node-critical"
+
+CONFIG_SOURCE_ANNOTATION_KEY: Final = "kubernetes.io/config.source"
+CONFIG_MIRROR_ANNOTATION_KEY: Final = "kubernetes.io/config.mirror"
+_API_SERVER_SOURCE: Final = "api"
+
+
+def is_static_pod(pod: Pod) -> bool:
+    """``IsStaticPod``: a config source other than the API server."""
+    source = pod.annotations.get(CONFIG_SOURCE_ANNOTATION_KEY)
+    return source is not None and source != _API_SERVER_SOURCE
+
+
+def is_mirror_pod(pod: Pod) -> bool:
+    """``IsMirrorPod``: the API-server copy of a static pod."""
+    return CONFIG_MIRROR_ANNOTATION_KEY in pod.annotations
+
+
+def is_critical_pod_based_on_priority(priority: int) -> bool:
+    return priority >= SYSTEM_CRITICAL_PRIORITY
+
+
+def is_critical_pod(pod: Pod) -> bool:
+    """``IsCriticalPod``: static, mirror, or ``spec.priority`` ≥ 2000000000."""
+    if is_static_pod(pod) or is_mirror_pod(pod):
+        return True
+    return pod.spec_priority is not None and is_critical_pod_based_on_priority(pod.spec_priority)
+
+
+def is_node_critical_pod(pod: Pod) -> bool:
+    """``IsNodeCriticalPod``: critical and in ``system-node-critical``."""
+    return is_critical_pod(pod) and pod.priority_class_name == SYSTEM_NODE_CRITICAL
+
+
+def preemptable(preemptor: Pod, preemptee: Pod) -> bool:
+    """``Preemptable`` (kubelet critical-pod admission): critical beats non-critical, else
+    strictly higher ``spec.priority`` when both are set."""
+    if is_critical_pod(preemptor) and not is_critical_pod(preemptee):
+        return True
+    if preemptor.spec_priority is not None and preemptee.spec_priority is not None:
+        return preemptor.spec_priority > preemptee.spec_priority
+    return False

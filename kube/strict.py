@@ -1,0 +1,554 @@
+"""Strict decoding of manifests, as kube-apiserver does with ``fieldValidation=Strict``.
+
+kube-apiserver decodes a body into Go structs; with ``fieldValidation=Strict`` (kubectl's
+default since 1.27, ``--validate=strict``) a field the struct does not have, or a key given
+twice, fails the request with ``strict decoding error: unknown field "spec.foo"``, and a value
+of the wrong JSON type fails it with Go's ``json: cannot unmarshal …`` message whatever the
+validation level. Without this a misspelled ``requets:`` or ``priorityClasName:`` is silently
+dropped and the object behaves as if the field were absent.
+
+The schema of every kind we load lives in ``kube/data/schema.json``, generated from
+kubernetes-asyncio's models by ``kube.schemagen`` so that no command imports the client
+at run time. Problems are worded like kube-apiserver's and placed: file, document, object and
+field path (list indices included, which Go's messages omit).
+
+Levels follow kubectl's ``--validate``: ``strict`` (or ``true``) fails on unknown or duplicate
+fields, ``warn`` reports them and goes on, ``ignore`` (or ``false``) drops them silently — the
+opt-out for manifests written for a newer Kubernetes. Wrong types and unknown kinds fail at
+every level, as they do on the server.
+
+Also here: reading a manifest file defensively (size limit, binary and non-UTF-8 content) and
+a YAML loader that reports duplicate keys and keeps timestamps as strings, as the YAML-to-JSON
+conversion of ``sigs.k8s.io/yaml`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import yaml
+
+__all__ = [
+    "MAX_MANIFEST_BYTES",
+    "Document",
+    "ManifestError",
+    "Problems",
+    "Validation",
+    "check_object",
+    "decode_json",
+    "describe",
+    "drop_nulls",
+    "known_kinds",
+    "load_documents",
+    "model_for",
+    "parse_validation",
+    "parse_yaml",
+    "read_text",
+    "strict_message",
+    "validate_document",
+]
+
+Validation = Literal["strict", "warn", "ignore"]
+
+# A state or cluster file larger than this is a mistake (kube-apiserver takes 3 MiB a request).
+MAX_MANIFEST_BYTES: Final = 32 * 1024 * 1024
+# Containers visited per document: YAML aliases can expand a small file exponentially.
+MAX_NODES: Final = 1_000_000
+
+_SCHEMA_PATH: Final = Path(__file__).with_name("data") / "schema.json"
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be loaded: what is wrong, and where."""
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        source: str = "",
+        document: int = 0,
+        item: str = "",
+        obj: str = "",
+    ) -> None:
+        self.detail = detail
+        self.source = source
+        self.document = document
+        self.item = item
+        self.obj = obj
+        parts = [source] if source else []
+        if document:
+            parts.append(f"document {document}" + (f" {item}" if item else ""))
+        if obj:
+            parts.append(obj)
+        parts.append(detail)
+        super().__init__(": ".join(parts))
+
+
+def parse_validation(value: str | bool) -> Validation:
+    """kubectl's ``--validate`` values: strict|warn|ignore, true = strict, false = ignore."""
+    text = str(value).lower()
+    if text in ("strict", "true"):
+        return "strict"
+    if text == "warn":
+        return "warn"
+    if text in ("ignore", "false"):
+        return "ignore"
+    raise ValueError(
+        f'invalid - validate option "{value}"; must be one of: strict (or true), warn, '
+        "ignore (or false)"
+    )
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def read_text(path: str | Path, *, limit: int = MAX_MANIFEST_BYTES) -> str:
+    """A manifest file's text, or a ``ManifestError`` saying in one line why not."""
+    name = str(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except IsADirectoryError:
+        raise ManifestError("is a directory, not a file", source=name) from None
+    except OSError as exc:
+        raise ManifestError(f"cannot read: {exc.strerror or exc}", source=name) from None
+    if len(data) > limit:
+        raise ManifestError(f"larger than {limit // (1024 * 1024)} MiB", source=name)
+    if b"\x00" in data:
+        raise ManifestError("binary file (contains NUL bytes), not YAML or JSON", source=name)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})", source=name
+        ) from None
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that records duplicate keys and leaves timestamps as strings."""
+
+    def __init__(self, stream: str, name: str) -> None:
+        super().__init__(stream)
+        self.name = name
+        # id(dict) → (dict, duplicate keys); the dict is kept so its id stays unique.
+        self.duplicates: dict[int, tuple[dict[Any, Any], list[str]]] = {}
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
+    data: dict[Any, Any] = {}
+    yield data
+    seen: set[Any] = set()
+    dups: list[str] = []
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            if key in seen:
+                dups.append(str(key))
+            seen.add(key)
+        except TypeError:
+            break  # unhashable: construct_mapping reports it
+    data.update(loader.construct_mapping(node))
+    if dups:
+        loader.duplicates[id(data)] = (data, dups)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One manifest of a file: ``document`` counts from 1; ``item`` is ``items[i]`` in a List."""
+
+    manifest: dict[str, Any]
+    source: str = ""
+    document: int = 1
+    item: str = ""
+    duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    @property
+    def obj(self) -> str:
+        return describe(self.manifest)
+
+    def error(self, detail: str) -> ManifestError:
+        return ManifestError(
+            detail, source=self.source, document=self.document, item=self.item, obj=self.obj
+        )
+
+
+def describe(manifest: Mapping[str, Any]) -> str:
+    """``Pod "shop/web"`` — as much of kind, namespace and name as the manifest has."""
+    kind = manifest.get("kind")
+    kind = kind if isinstance(kind, str) and kind else "object"
+    meta = manifest.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return kind if kind != "object" else ""
+    ns = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return f'{kind} "{ns}/{name}"' if isinstance(ns, str) and ns else f'{kind} "{name}"'
+
+
+def parse_yaml(
+    text: str, *, source: str = ""
+) -> tuple[list[Any], dict[int, tuple[dict[Any, Any], list[str]]]]:
+    """The documents of a YAML stream (``None`` for empty ones) and their duplicate keys."""
+    raw: list[Any] = []
+    loader: _Loader | None = None
+    try:
+        loader = _Loader(text, source or "<text>")
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            raw.append(loader.get_data())
+    except yaml.YAMLError as exc:
+        raise ManifestError(
+            f"invalid YAML: {_yaml_problem(exc)}", source=source, document=len(raw) + 1
+        ) from None
+    except RecursionError:
+        raise ManifestError(
+            "invalid YAML: nested too deeply", source=source, document=len(raw) + 1
+        ) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return raw, loader.duplicates
+
+
+def load_documents(text: str, *, source: str = "") -> list[Document]:
+    """The manifests of a YAML (or JSON) stream, ``kind: List`` flattened, empty ones skipped."""
+    raw, duplicates = parse_yaml(text, source=source)
+    out: list[Document] = []
+
+    def add(doc: object, n: int, item: str) -> None:
+        if not isinstance(doc, dict):
+            what = "a list" if isinstance(doc, list) else f"a {type(doc).__name__}"
+            raise ManifestError(
+                f"a manifest must be a mapping, not {what}", source=source, document=n, item=item
+            )
+        kind = doc.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
+            items = doc.get("items") or []
+            if not isinstance(items, list):
+                raise ManifestError("items: must be a list", source=source, document=n, item=item)
+            for i, element in enumerate(items):
+                add(element, n, f"{item}items[{i}]")
+            return
+        out.append(Document(doc, source, n, item, duplicates))
+
+    for n, doc in enumerate(raw, 1):
+        if doc is not None:
+            add(doc, n, "")
+    return out
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.reader.ReaderError):
+        return f"character #x{exc.character:04x} at offset {exc.position}: {exc.reason}"
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "syntax error"
+        if mark is not None:
+            return f"line {mark.line + 1}, column {mark.column + 1}: {what}"
+        return what
+    return str(exc).splitlines()[0]
+
+
+def decode_json(text: str | bytes) -> tuple[Any, dict[int, tuple[dict[Any, Any], list[str]]]]:
+    """A JSON body and its duplicate keys (``json.loads`` keeps the last value silently)."""
+    duplicates: dict[int, tuple[dict[Any, Any], list[str]]] = {}
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        dups: list[str] = []
+        for k, v in items:
+            if k in data:
+                dups.append(k)
+            data[k] = v
+        if dups:
+            duplicates[id(data)] = (data, dups)
+        return data
+
+    return json.loads(text, object_pairs_hook=pairs), duplicates
+
+
+# --- checking --------------------------------------------------------------------------------
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+    return data
+
+
+def known_kinds() -> frozenset[tuple[str, str]]:
+    """(apiVersion, kind) of every kind the schema covers."""
+    return frozenset((k.rsplit("/", 1)[0], k.rsplit("/", 1)[1]) for k in _schema()["kinds"])
+
+
+@dataclass(slots=True)
+class Problems:
+    """What a strict decode finds: a type error fails at every level, the rest under Strict."""
+
+    type_error: str | None = None
+    strict: list[str] = field(default_factory=list)
+    # (mapping, key) of each unknown field, for a server that drops them (Warn, Ignore).
+    unknown: list[tuple[dict[Any, Any], Any]] = field(default_factory=list)
+
+    def drop_unknown(self) -> None:
+        """Remove the unknown fields from the checked object, as decoding into a struct does."""
+        for parent, key in self.unknown:
+            parent.pop(key, None)
+
+
+_LIST = re.compile(r"list\[(.+)\]")
+_DICT = re.compile(r"dict\(str, (.+)\)")
+_PREFIX = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:alpha\d+|beta\d+)?(?=[A-Z])")
+_GO_SCALARS: Final = {
+    "str": "string",
+    "int": "int",
+    "float": "float64",
+    "bool": "bool",
+    "datetime": "v1.Time",
+    "date": "v1.Time",
+    "quantity": "resource.Quantity",
+}
+
+
+def _go_type(type_name: str) -> str:
+    if m := _LIST.fullmatch(type_name):
+        return "[]" + _go_type(m[1])
+    if m := _DICT.fullmatch(type_name):
+        return "map[string]" + _go_type(m[1])
+    if type_name in _GO_SCALARS:
+        return _GO_SCALARS[type_name]
+    return "v1." + _PREFIX.sub("", type_name)
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+class _Walk:
+    __slots__ = ("duplicates", "fold_case", "nodes", "problems", "types")
+
+    def __init__(
+        self, duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]], *, fold_case: bool
+    ) -> None:
+        self.types: dict[str, dict[str, str]] = _schema()["types"]
+        self.duplicates = duplicates
+        self.problems = Problems()
+        self.nodes = 0
+        self.fold_case = fold_case
+
+    def _count(self) -> None:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise ManifestError(f"more than {MAX_NODES} nested values (YAML alias expansion?)")
+
+    def _dups(self, value: Mapping[Any, Any], path: str) -> None:
+        entry = self.duplicates.get(id(value))
+        if entry is not None and entry[0] is value:
+            for key in entry[1]:
+                self.problems.strict.append(f'duplicate field "{_join(path, key)}"')
+
+    def type_error(self, value: object, struct: str, path: str, type_name: str) -> None:
+        if self.problems.type_error is None:
+            kind = _json_kind(value)
+            if kind == "number" and type_name == "int":
+                kind = f"number {value}"
+            self.problems.type_error = (
+                f"json: cannot unmarshal {kind} into Go struct field {struct}.{path} of type "
+                f"{_go_type(type_name)}"
+            )
+
+    def any(self, value: object, path: str) -> None:
+        """Free-form JSON (``object``): only duplicates and size are checked."""
+        if isinstance(value, Mapping):
+            self._count()
+            self._dups(value, path)
+            for k, v in value.items():
+                self.any(v, _join(path, str(k)))
+        elif isinstance(value, list):
+            self._count()
+            for i, v in enumerate(value):
+                self.any(v, f"{path}[{i}]")
+
+    def value(self, value: object, type_name: str, struct: str, path: str) -> None:
+        if value is None or type_name == "object":
+            self.any(value, path)
+            return
+        ok = True
+        if type_name == "str":
+            ok = isinstance(value, str)
+        elif type_name == "int":
+            ok = not isinstance(value, bool) and (
+                isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+            )
+        elif type_name == "float":
+            ok = not isinstance(value, bool) and isinstance(value, int | float)
+        elif type_name == "bool":
+            ok = isinstance(value, bool)
+        elif type_name in ("datetime", "date"):
+            ok = isinstance(value, str) or hasattr(value, "isoformat")
+        elif type_name == "quantity":
+            ok = not isinstance(value, bool) and isinstance(value, str | int | float)
+        elif m := _LIST.fullmatch(type_name):
+            if isinstance(value, list):
+                self._count()
+                for i, item in enumerate(value):
+                    self.value(item, m[1], struct, f"{path}[{i}]")
+                return
+            ok = False
+        elif m := _DICT.fullmatch(type_name):
+            if isinstance(value, Mapping):
+                self._count()
+                self._dups(value, path)
+                for k, item in value.items():
+                    self.value(item, m[1], struct, _join(path, str(k)))
+                return
+            ok = False
+        elif isinstance(value, Mapping):
+            self.model(value, type_name, path)
+            return
+        else:
+            ok = False
+        if not ok:
+            self.type_error(value, struct, path, type_name)
+
+    def model(self, value: Mapping[Any, Any], type_name: str, path: str) -> None:
+        self._count()
+        self._dups(value, path)
+        fields = self.types[type_name]
+        struct = _PREFIX.sub("", type_name)
+        if self.fold_case and isinstance(value, dict):
+            self._fold(value, fields)
+        for key, item in value.items():
+            sub = _join(path, str(key))
+            field_type = fields.get(key) if isinstance(key, str) else None
+            if field_type is None:
+                self.problems.strict.append(f'unknown field "{sub}"')
+                if isinstance(value, dict):
+                    self.problems.unknown.append((value, key))
+                self.any(item, sub)
+            else:
+                self.value(item, field_type, struct, sub)
+
+    @staticmethod
+    def _fold(value: dict[Any, Any], fields: Mapping[str, str]) -> None:
+        """Rename keys that name a field only case-insensitively (``encoding/json``)."""
+        renames = []
+        for key in value:
+            if isinstance(key, str) and key not in fields:
+                for name in fields:
+                    if name.lower() == key.lower():
+                        renames.append((key, name))
+                        break
+        for key, name in renames:
+            item = value.pop(key)
+            value.setdefault(name, item)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def model_for(api_version: object, kind: object) -> str | None:
+    """The schema type of a kind, or None when the schema does not cover it."""
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    found: str | None = _schema()["kinds"].get(f"{api_version}/{kind}")
+    return found
+
+
+def check_object(
+    obj: Mapping[str, Any],
+    *,
+    model: str | None = None,
+    duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]] | None = None,
+    fold_case: bool = False,
+) -> Problems:
+    """Walk ``obj`` against its kind's schema (``model`` or found from apiVersion/kind).
+
+    ``fold_case`` decodes as Go's ``encoding/json`` (``sigs.k8s.io/yaml``) does rather than
+    kube-apiserver: a key that names a field only case-insensitively (``NodeTaintsPolicy``)
+    is that field, and is renamed in ``obj``.
+
+    Raises ``ManifestError`` for a kind the schema does not cover or a hostile document.
+    """
+    if model is None:
+        kind, api_version = obj.get("kind"), obj.get("apiVersion")
+        if not isinstance(kind, str) or not kind:
+            raise ManifestError("Object 'Kind' is missing")
+        if not isinstance(api_version, str) or not api_version:
+            raise ManifestError("Object 'apiVersion' is missing")
+        model = model_for(api_version, kind)
+        if model is None:
+            raise ManifestError(f'no matches for kind "{kind}" in version "{api_version}"')
+    walk = _Walk(duplicates or {}, fold_case=fold_case)
+    try:
+        walk.model(obj, model, "")
+    except RecursionError:
+        raise ManifestError("nested too deeply") from None
+    return walk.problems
+
+
+def drop_nulls(value: Any) -> Any:
+    """A copy without ``null`` mapping values: decoding ``null`` into a Go field leaves it
+    unset, so ``metadata: null`` or ``spec: null`` mean the field is absent."""
+    if isinstance(value, dict):
+        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_nulls(v) for v in value]
+    return value
+
+
+def strict_message(problems: list[str]) -> str:
+    """kube-apiserver's wording for the strict problems of one object."""
+    return "strict decoding error: " + ", ".join(problems)
+
+
+def validate_document(
+    doc: Document, *, validation: Validation = "strict", drop_unknown: bool = False
+) -> list[str]:
+    """Check one document; raise ``ManifestError`` or return the warnings to show (``warn``).
+
+    With ``drop_unknown``, unknown fields of an accepted document are removed from its
+    manifest, as the API server does when decoding.
+    """
+    try:
+        problems = check_object(doc.manifest, duplicates=doc.duplicates)
+    except ManifestError as exc:
+        raise doc.error(exc.detail) from None
+    if problems.type_error is not None:
+        raise doc.error(problems.type_error)
+    if problems.strict and validation == "strict":
+        raise doc.error(strict_message(problems.strict))
+    if drop_unknown:
+        problems.drop_unknown()
+    if not problems.strict or validation == "ignore":
+        return []
+    prefix = str(doc.error(""))[:-2]
+    return [f"{prefix}: {p}" for p in problems.strict]

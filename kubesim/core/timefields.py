@@ -1,0 +1,298 @@
+"""Time fields decoded and re-encoded as kube-apiserver's JSON codec does.
+
+kube-apiserver decodes every body into Go types, so a timestamp is whatever
+``metav1.Time``/``metav1.MicroTime`` make of it (``k8s.io/apimachinery/pkg/apis/meta/v1``):
+
+* ``metav1.Time`` reads ``time.Parse(time.RFC3339, s)`` — any offset, any fraction — and
+  writes ``t.UTC().Format(time.RFC3339)``: UTC, ``Z``, whole seconds (the fraction is cut, not
+  rounded). ``2026-01-01T12:00:00.7+02:00`` is stored as ``2026-01-01T10:00:00Z``;
+* ``metav1.MicroTime`` (Event ``eventTime``, ``series.lastObservedTime``, Lease ``acquireTime``/
+  ``renewTime``) reads ``time.Parse("2006-01-02T15:04:05.000000Z07:00", s)``: exactly six
+  fractional digits, which is why a Python client's ``datetime.isoformat()`` without
+  microseconds is refused by a real cluster; it writes UTC with six digits and ``Z``;
+* ``null`` is the zero time; anything else that does not parse — a timestamp without a zone
+  above all — makes the whole body a 400 ``<Kind> in version "<v>" cannot be handled as a
+  <Kind>: parsing time "..." as "...": cannot parse "..." as "..."`` (the decoder returns the
+  ``time.ParseError`` unwrapped).
+
+The parser here walks the layout element by element as Go's ``time.parse`` does, so the error
+names the same remaining text and layout element. Only the known time fields of the kinds
+kubesim serves are converted; a field of another kind is left as sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any, Final
+
+__all__ = [
+    "MICRO_TIME",
+    "RFC3339",
+    "RFC3339_MICRO",
+    "TIME",
+    "TimeParseError",
+    "normalize_times",
+    "parse_go_time",
+    "reencode",
+    "time_fields",
+]
+
+RFC3339: Final = "2006-01-02T15:04:05Z07:00"
+RFC3339_MICRO: Final = "2006-01-02T15:04:05.000000Z07:00"
+TIME: Final = "Time"
+MICRO_TIME: Final = "MicroTime"
+
+_DAYS: Final = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+class TimeParseError(ValueError):
+    """``time.ParseError``; ``str()`` is Go's message, ``path`` the field (when known)."""
+
+    path: str = ""
+
+
+def _quote(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass(slots=True)
+class _Parsed:
+    year: int = 0
+    month: int = 0
+    day: int = 0
+    hour: int = 0
+    minute: int = 0
+    second: int = 0
+    micros: int = 0
+    offset: int = 0  # seconds east of UTC
+
+
+def _digits(value: str, n: int) -> int | None:
+    head = value[:n]
+    if len(head) != n or not head.isascii() or not head.isdigit():
+        return None
+    return int(head)
+
+
+def _leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
+def parse_go_time(text: str, *, micro: bool) -> _Parsed:
+    """``time.Parse(RFC3339 or RFC3339Micro, text)`` with Go's error messages."""
+    layout = RFC3339_MICRO if micro else RFC3339
+    value = text
+    out = _Parsed()
+
+    def fail(value_elem: str, layout_elem: str) -> TimeParseError:
+        return TimeParseError(
+            f"parsing time {_quote(text)} as {_quote(layout)}: cannot parse"
+            f" {_quote(value_elem)} as {_quote(layout_elem)}"
+        )
+
+    def literal(lit: str) -> None:
+        nonlocal value
+        if not value.startswith(lit):
+            raise fail(value, lit)
+        value = value[len(lit) :]
+
+    def number(elem: str, width: int, *, fixed: bool = True) -> int:
+        nonlocal value
+        got = _digits(value, width)
+        if got is None and not fixed:
+            got = _digits(value, 1)
+            width = 1
+        if got is None:
+            raise fail(value, elem)
+        value = value[width:]
+        return got
+
+    out.year = number("2006", 4)
+    literal("-")
+    out.month = number("01", 2)
+    literal("-")
+    out.day = number("02", 2)
+    literal("T")
+    out.hour = number("15", 2, fixed=False)
+    literal(":")
+    out.minute = number("04", 2)
+    literal(":")
+    out.second = number("05", 2)
+    if micro:
+        if len(value) < 7 or value[0] not in ".," or _digits(value[1:], 6) is None:
+            raise fail(value, ".000000")
+        out.micros = int(value[1:7])
+        value = value[7:]
+    elif len(value) >= 2 and value[0] in ".," and value[1].isdigit():
+        n = 1
+        while n < len(value) and value[n].isascii() and value[n].isdigit():
+            n += 1
+        out.micros = int(value[1:n][:6].ljust(6, "0"))
+        value = value[n:]
+    if value.startswith("Z"):
+        value = value[1:]
+    else:
+        if len(value) < 6 or value[3] != ":":
+            raise fail(value, "Z07:00")
+        sign = value[0]
+        hh, mm = _digits(value[1:3], 2), _digits(value[4:6], 2)
+        if sign not in "+-" or hh is None or mm is None:
+            raise fail(value[6:], "Z07:00")  # Go has consumed the six characters by then
+        out.offset = (hh * 3600 + mm * 60) * (-1 if sign == "-" else 1)
+        value = value[6:]
+    if value:
+        raise TimeParseError(f"parsing time {_quote(text)}: extra text: {_quote(value)}")
+    bad = ""
+    if not 1 <= out.month <= 12:
+        bad = "month"
+    elif not 1 <= out.day <= _DAYS[out.month - 1] + (out.month == 2 and _leap(out.year)):
+        bad = "day"
+    elif out.hour >= 24:
+        bad = "hour"
+    elif out.minute >= 60:
+        bad = "minute"
+    elif out.second >= 60:
+        bad = "second"
+    if bad:
+        raise TimeParseError(f"parsing time {_quote(text)}: {bad} out of range")
+    return out
+
+
+def _encode(p: _Parsed, *, micro: bool) -> str:
+    try:
+        local = datetime(
+            p.year,
+            p.month,
+            p.day,
+            p.hour,
+            p.minute,
+            p.second,
+            p.micros,
+            tzinfo=timezone(timedelta(seconds=p.offset)),
+        )
+        utc = local.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:  # years Python's datetime cannot hold
+        raise TimeParseError(f"parsing time: {exc}") from None
+    if micro:
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond:06d}Z"
+    return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def reencode(value: Any, *, micro: bool) -> Any:
+    """The stored form of one time value (``None`` stays the zero time)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime | date):
+        # A YAML body or state file parsed by PyYAML: the text the client wrote.
+        value = value.isoformat()
+    if not isinstance(value, str):
+        raise TimeParseError(
+            f"json: cannot unmarshal {_json_type(value)} into Go value of type string"
+        )
+    return _encode(parse_go_time(value, micro=micro), micro=micro)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+# --- which fields are times --------------------------------------------------------------------
+
+# A path is dotted keys; "[]" steps into every list item, "{}" into every map value.
+_META: Final = (
+    ("metadata.creationTimestamp", TIME),
+    ("metadata.deletionTimestamp", TIME),
+    ("metadata.managedFields.[].time", TIME),
+)
+_TEMPLATE_META: Final = (("spec.template.metadata.creationTimestamp", TIME),)
+_CONDITIONS: Final = (("status.conditions.[].lastTransitionTime", TIME),)
+
+
+def _container_statuses() -> tuple[tuple[str, str], ...]:
+    out: list[tuple[str, str]] = []
+    for group in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+        for state in ("state", "lastState"):
+            out.append((f"status.{group}.[].{state}.running.startedAt", TIME))
+            out.append((f"status.{group}.[].{state}.terminated.startedAt", TIME))
+            out.append((f"status.{group}.[].{state}.terminated.finishedAt", TIME))
+    return tuple(out)
+
+
+_BY_KIND: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    "Pod": (
+        ("status.startTime", TIME),
+        ("status.conditions.[].lastProbeTime", TIME),
+        ("status.conditions.[].lastTransitionTime", TIME),
+        *_container_statuses(),
+    ),
+    "Node": (
+        ("spec.taints.[].timeAdded", TIME),
+        ("status.conditions.[].lastHeartbeatTime", TIME),
+        ("status.conditions.[].lastTransitionTime", TIME),
+    ),
+    "Namespace": _CONDITIONS,
+    "PodDisruptionBudget": (*_CONDITIONS, ("status.disruptedPods.{}", TIME)),
+    "Deployment": (
+        *_TEMPLATE_META,
+        ("status.conditions.[].lastUpdateTime", TIME),
+        *_CONDITIONS,
+    ),
+    "ReplicaSet": (*_TEMPLATE_META, *_CONDITIONS),
+    "StatefulSet": (*_TEMPLATE_META, *_CONDITIONS),
+    "DaemonSet": (*_TEMPLATE_META, *_CONDITIONS),
+    "ReplicationController": (*_TEMPLATE_META, *_CONDITIONS),
+    "Job": (
+        *_TEMPLATE_META,
+        ("status.startTime", TIME),
+        ("status.completionTime", TIME),
+        ("status.conditions.[].lastProbeTime", TIME),
+        *_CONDITIONS,
+    ),
+    # core v1 shape (events.k8s.io is converted to it before this runs)
+    "Event": (
+        ("firstTimestamp", TIME),
+        ("lastTimestamp", TIME),
+        ("eventTime", MICRO_TIME),
+        ("series.lastObservedTime", MICRO_TIME),
+    ),
+    "Lease": (("spec.acquireTime", MICRO_TIME), ("spec.renewTime", MICRO_TIME)),
+}
+
+
+def time_fields(kind: str) -> tuple[tuple[str, str], ...]:
+    """The (path, Time or MicroTime) pairs of ``kind``, metadata included."""
+    return _META + _BY_KIND.get(kind, ())
+
+
+def _visit(node: Any, steps: list[str], micro: bool, where: str) -> None:
+    step, rest = steps[0], steps[1:]
+    if step == "[]":
+        items: Iterable[tuple[Any, Any]] = enumerate(node) if isinstance(node, list) else ()
+    elif step == "{}":
+        items = list(node.items()) if isinstance(node, dict) else ()
+    else:
+        items = [(step, node[step])] if isinstance(node, dict) and step in node else ()
+    for key, child in items:
+        path = f"{where}[{key}]" if step == "[]" else f"{where}.{key}" if where else str(key)
+        if rest:
+            _visit(child, rest, micro, path)
+            continue
+        try:
+            node[key] = reencode(child, micro=micro)
+        except TimeParseError as exc:
+            exc.path = path
+            raise
+
+
+def normalize_times(kind: str, obj: Mapping[str, Any]) -> None:
+    """Re-encode ``obj``'s time fields in place; TimeParseError as the decoder's error."""
+    for path, time_type in time_fields(kind):
+        _visit(obj, path.split("."), time_type == MICRO_TIME, "")

@@ -1,0 +1,52 @@
+"""Admission: kube-apiserver's admission plugins, installed in kube's order.
+
+kube-apiserver runs its admission chain in one fixed order (``AllOrderedPlugins`` in
+``pkg/kubeapiserver/options/plugins.go``): mutating plugins before the registry validates the
+object, validating ones after. kubesim's chain, in that order:
+
+1. ``NamespaceLifecycle`` — a create in a missing namespace is a 404, in a terminating one a
+   403 (the generic store's ``admit_namespace``, first of all, as upstream lists it first);
+2. ``Priority`` (``priority``) — a pod's ``priorityClassName`` resolved into ``spec.priority``
+   and ``spec.preemptionPolicy``, PriorityClasses checked (one ``globalDefault``);
+3. RBAC escalation prevention (``kubesim.plugins.authorization.escalation``) — not an
+   admission plugin in kube but the RBAC registry's check on writes of roles and bindings,
+   run here with the mutating plugins, before validation, since it needs the authorizer;
+4. ``ValidatingAdmissionPolicy`` (``policies``, with ``matching`` and ``kubesim.core.cel``) —
+   validating, after the registry's validation, for API requests only.
+
+``install`` puts them on a generic store; the plugins are served in every authorization mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubesim.plugins.admission.policies import ValidatingAdmissionPolicies
+from kubesim.plugins.admission.priority import PriorityPlugin
+from kubesim.plugins.authorization.escalation import Authorize, EscalationCheck
+from kubesim.plugins.authorization.rbac import RuleResolver
+from kubesim.registry.generic import GenericStore
+
+__all__ = ["AdmissionChain", "install"]
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionChain:
+    """The plugins installed on one generic store."""
+
+    priority: PriorityPlugin
+    escalation: EscalationCheck
+    policies: ValidatingAdmissionPolicies
+
+
+def install(registry: GenericStore, resolver: RuleResolver, authorize: Authorize) -> AdmissionChain:
+    """Install the chain on ``registry`` in kube's order; ``resolver`` and ``authorize`` are the
+    server's RBAC rules and authorizer chain, which the escalation check consults."""
+    chain = AdmissionChain(
+        priority=PriorityPlugin(registry),
+        escalation=EscalationCheck(registry, resolver, authorize),
+        policies=ValidatingAdmissionPolicies(registry),
+    )
+    registry.admission.extend([chain.priority, chain.escalation])
+    registry.validating_admission.append(chain.policies)
+    return chain

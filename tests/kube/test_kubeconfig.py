@@ -1,0 +1,180 @@
+"""``kube.kubeconfig`` (client-go's loading rules, once for the API room and kubesim) and
+``kube.net.is_loopback``."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kube.kubeconfig import Kubeconfig, KubeconfigError, Overrides, load_kubeconfig
+from kube.net import is_loopback
+
+
+def _write(path: Path, doc: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return path
+
+
+def _config(name: str, server: str, **user: object) -> dict[str, object]:
+    return {
+        "current-context": name,
+        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "users": [{"name": name, "user": dict(user)}],
+        "contexts": [
+            {"name": name, "context": {"cluster": name, "user": name, "namespace": f"{name}-ns"}}
+        ],
+    }
+
+
+def test_first_file_wins(tmp_path: Path) -> None:
+    first = _write(tmp_path / "a" / "config", _config("a", "https://a:6443", token="ta"))
+    second_doc = _config("b", "https://b:6443", token="tb")
+    second_doc["clusters"].append({"name": "a", "cluster": {"server": "https://other"}})  # type: ignore[attr-defined]
+    second = _write(tmp_path / "b" / "config", second_doc)
+    config = load_kubeconfig([first, second])
+    assert config.current_context == "a"
+    current = config.resolve()
+    assert (current.name, current.server, current.namespace) == ("a", "https://a:6443", "a-ns")
+    assert current.user == {"token": "ta"}
+    other = config.resolve("b")
+    assert (other.server, other.user) == ("https://b:6443", {"token": "tb"})
+    # the first file set current-context: a later one does not move it
+    assert load_kubeconfig([second, first]).current_context == "b"
+
+
+def test_file_references_are_relative_to_their_file(tmp_path: Path) -> None:
+    doc = _config(
+        "k",
+        "https://k",
+        **{
+            "client-certificate": "certs/tls.crt",
+            "client-key": "/abs/tls.key",
+            "tokenFile": "token",
+            "exec": {"command": "./bin/plugin", "apiVersion": "v1"},
+        },
+    )
+    doc["clusters"][0]["cluster"]["certificate-authority"] = "ca.crt"  # type: ignore[index]
+    path = _write(tmp_path / "dir" / "config", doc)
+    current = load_kubeconfig([path]).resolve()
+    base = str(path.resolve().parent)
+    assert current.cluster["certificate-authority"] == f"{base}/ca.crt"
+    assert current.user["client-certificate"] == f"{base}/certs/tls.crt"
+    assert current.user["client-key"] == "/abs/tls.key"
+    assert current.user["tokenFile"] == f"{base}/token"
+    assert current.user["exec"]["command"] == f"{base}/bin/plugin"
+    # a bare command is looked up on PATH, not next to the file
+    doc["users"][0]["user"]["exec"]["command"] = "gke-auth"  # type: ignore[index]
+    _write(path, doc)
+    assert load_kubeconfig([path]).resolve().user["exec"]["command"] == "gke-auth"
+
+
+def test_missing_entries(tmp_path: Path) -> None:
+    doc = {
+        "current-context": "gone",
+        "contexts": [{"name": "bare", "context": {"cluster": "nowhere"}}],
+    }
+    config = load_kubeconfig([_write(tmp_path / "config", doc)])
+    with pytest.raises(KubeconfigError, match='context "gone" does not exist'):
+        config.resolve()
+    bare = config.resolve("bare")
+    assert (bare.cluster, bare.user, bare.server, bare.namespace) == ({}, {}, "", "")
+
+
+def test_as_dict_has_the_file_shape(tmp_path: Path) -> None:
+    doc = _config("k", "https://k", token="t")
+    config = load_kubeconfig([_write(tmp_path / "config", doc)])
+    assert config.as_dict() == doc
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("- just\n- a list\n", "not a kubeconfig$"),
+        ("clusters: [unclosed\n", "not a kubeconfig: "),
+        ("clusters: 3\n", "clusters: must be a list"),
+        ("contexts: [{name: a, context: 3}]\n", "contexts 'a': not an object"),
+    ],
+)
+def test_not_a_kubeconfig(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "config"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(KubeconfigError, match=f"^{path}: {message}"):
+        load_kubeconfig([path])
+
+
+def test_binary_and_empty_files(tmp_path: Path) -> None:
+    binary = tmp_path / "bin"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(KubeconfigError, match="not a kubeconfig"):
+        load_kubeconfig([binary])
+    empty = tmp_path / "empty"
+    empty.write_text("", encoding="utf-8")
+    assert load_kubeconfig([empty]).current_context == ""
+    with pytest.raises(FileNotFoundError):  # the caller decides what a missing file means
+        load_kubeconfig([tmp_path / "missing"])
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("localhost", True),
+        ("127.0.0.1", True),
+        ("127.200.3.4", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("10.0.0.1", False),
+        ("::2", False),
+        ("localhost.example.com", False),
+        ("", False),
+    ],
+)
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+@given(st.ip_addresses())
+def test_is_loopback_agrees_with_the_address_class(
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> None:
+    assert is_loopback(str(address)) is address.is_loopback
+
+
+def test_kubectls_global_flags_override_the_context(tmp_path: Path) -> None:
+    doc = _config("a", "https://a:6443", tokenFile="t", **{"client-key-data": "eA=="})
+    doc["clusters"][0]["cluster"].update(  # type: ignore[index]
+        {"certificate-authority-data": "Y2E=", "tls-server-name": "a.internal"}
+    )
+    doc["users"].append({"name": "ops", "user": {"token": "ops-token"}})  # type: ignore[attr-defined]
+    config = load_kubeconfig([_write(tmp_path / "config", doc)])
+    # --user picks another entry; the context's cluster and namespace stay
+    resolved = config.overridden(None, Overrides(user="ops")).resolve()
+    assert resolved.user == {"token": "ops-token"}
+    assert resolved.server == "https://a:6443" and resolved.namespace == "a-ns"
+    # --server clears the TLS server name unless one is given; --insecure-skip-tls-verify the CA
+    flags = Overrides(server="https://b:6443", insecure_skip_tls_verify=True, token="t2")
+    resolved = config.overridden("a", flags).resolve()
+    assert resolved.cluster == {"server": "https://b:6443", "insecure-skip-tls-verify": True}
+    assert resolved.user == {"token": "t2", "client-key-data": "eA=="}  # instead of tokenFile
+    resolved = config.overridden(None, Overrides(certificate_authority="/ca.crt")).resolve()
+    assert "certificate-authority-data" not in resolved.cluster
+    assert resolved.cluster["certificate-authority"] == "/ca.crt"
+    resolved = config.overridden(None, Overrides(client_key="/k.pem")).resolve()
+    assert resolved.user == {"tokenFile": str(tmp_path / "t"), "client-key": "/k.pem"}
+    for flags, message in (
+        (Overrides(user="nobody"), 'auth info "nobody" does not exist'),
+        (Overrides(cluster="nowhere"), 'cluster "nowhere" does not exist'),
+    ):
+        with pytest.raises(KubeconfigError, match=message):
+            config.overridden(None, flags)
+    with pytest.raises(KubeconfigError, match='context "b" does not exist'):
+        config.overridden("b", Overrides(token="x"))
+    # no kubeconfig at all: --server makes the cluster, --token the user
+    bare = Kubeconfig().overridden(None, Overrides(server="https://c", token="t")).resolve()
+    assert (bare.server, bare.user) == ("https://c", {"token": "t"})
+    assert not Overrides() and Overrides(insecure_skip_tls_verify=True)

@@ -1,0 +1,61 @@
+"""Fixtures of the guest-kernel tests: one VM for the whole session (`guest`).
+
+Run with `make test-node` (or `pytest --node tests/node`, without xdist: each worker would boot
+its own VM). A failing test's report gets the guest's console tail and journal tail.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Iterator
+from typing import Any
+
+import pytest
+
+from tests.node import image
+from tests.node.vm import Guest, GuestConfig
+
+GUEST_FIGURES = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture(scope="session")
+def guest(pytestconfig: pytest.Config) -> Iterator[Guest]:
+    """The booted guest (see tests/node/README.md); powered off at the end of the session."""
+    missing = image.missing_packages()
+    if missing:
+        pytest.skip(image.install_hint(missing))
+    config = GuestConfig(
+        memory_mib=int(os.environ.get("NODE_GUEST_MEMORY_MIB", GuestConfig.memory_mib)),
+        cpus=int(os.environ.get("NODE_GUEST_CPUS", GuestConfig.cpus)),
+    )
+    vm = Guest(config).start()
+    pytestconfig.stash.setdefault(GUEST_FIGURES, []).append(
+        f"guest booted to {image.TARGET} in {vm.boot_seconds:.1f} s wall "
+        f"(guest uptime {vm.guest_uptime_at_hello:.1f} s); console log {vm.console_log}"
+    )
+    try:
+        yield vm
+    finally:
+        vm.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    vm = getattr(item, "funcargs", {}).get("guest")
+    if not report.failed or not isinstance(vm, Guest):
+        return report
+    report.sections.append(("guest console (tail)", vm.console_tail(60)))
+    if vm.alive:
+        try:
+            report.sections.append(("guest journal (tail)", vm.journal(lines=120)))
+        except Exception as error:  # the report must not hide the failure behind another
+            report.sections.append(("guest journal", f"unavailable: {error}"))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    for line in config.stash.get(GUEST_FIGURES, []):
+        terminalreporter.write_line(line)
