@@ -54,7 +54,7 @@ another scheduler or profile). ``schedule_one`` puts them in one line,
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -318,11 +318,16 @@ def _all_rejected(
     else:
         diagnosis.node_to_status.statuses = explicit = dict.fromkeys(walked, rejection)
     explicit.update(special)
-    for plugin, code in {(rejection.plugin, rejection.code)} | {
-        (v.plugin, v.code) for v in special.values()
-    }:
-        diagnosis.add_plugin_status(Status(code, plugin=plugin))
+    _add_plugin_statuses(diagnosis, [rejection, *special.values()])
     return True
+
+
+def _add_plugin_statuses(diagnosis: Diagnosis, statuses: Iterable[Status]) -> None:
+    """``AddPluginStatus`` for each status; it depends only on the plugin and the code, so
+    each pair is recorded once (distinct objects first: hashing a Code runs Python code)."""
+    distinct = {id(v): v for v in statuses}.values()
+    for plugin, code in {(v.plugin, v.code) for v in distinct}:
+        diagnosis.add_plugin_status(Status(code, plugin=plugin))
 
 
 def _window(nodes: list[NodeInfo], start: int, offset: int, count: int) -> list[NodeInfo]:
@@ -436,10 +441,7 @@ def _find_nodes_that_pass_filters(
             if error is not None:
                 return error
         evaluated += len(chunk)
-        # AddPluginStatus depends only on the plugin and the code: record each pair once.
-        distinct = {id(v): v for v in kept.values()}.values()  # hashing a Code is slow
-        for plugin, code in {(v.plugin, v.code) for v in distinct}:
-            diagnosis.add_plugin_status(Status(code, plugin=plugin))
+        _add_plugin_statuses(diagnosis, kept.values())
     return feasible
 
 
