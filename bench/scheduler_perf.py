@@ -77,6 +77,7 @@ import sys
 import tempfile
 import threading
 import time
+from bisect import bisect_right
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -98,6 +99,7 @@ from kube.objects import (
     object_from_dict,
 )
 from kube.strict import ManifestError, check_object, model_for, parse_yaml, read_text
+from kube.times import parse_rfc3339
 from scheduler.framework import Code
 from scheduler.preemption import preempt
 from scheduler.preemption.core import default_preemption_framework
@@ -1177,52 +1179,64 @@ def _labels_match(labels: Mapping[str, str], selector: Mapping[str, str]) -> boo
 @dataclass(slots=True)
 class Collector:
     """upstream's ``throughputCollector``: pods of ``namespaces`` (matching ``selector``)
-    seen going from unbound to bound, sampled each second."""
+    seen going from unbound to bound, sampled each second from ``started`` to ``stopped``.
+
+    Bind times are recorded and the samples taken afterwards at the ticks (``samples``), so
+    an observer that hears of binds late (a watch behind a busy server) still counts each
+    one in the second it happened.
+    """
 
     name: str
     namespaces: frozenset[str]
     selector: Mapping[str, str]
     started: float
-    scheduled: int = 0
-    samples: list[float] = field(default_factory=list)
-    last_count: int = 0
-    last_time: float = 0.0
-    began: bool = False
-    skipped: int = 0
-    first_bound: float | None = None
-    last_bound: float | None = None
+    binds: list[float] = field(default_factory=list)
+    stopped: float | None = None
 
-    def bound(self, namespace: str, labels: Mapping[str, str], now: float) -> None:
+    def bound(self, namespace: str, labels: Mapping[str, str], at: float) -> None:
         if namespace in self.namespaces and (
             not self.selector or _labels_match(labels, self.selector)
         ):
-            self.scheduled += 1
-            if self.first_bound is None:
-                self.first_bound = now
-            self.last_bound = now
+            self.binds.append(at)
 
-    def sample(self, now: float) -> None:
-        scheduled = self.scheduled
-        if scheduled == 0:
-            return
-        if not self.began:
-            # The first sample only starts the clock (it is likely an outlier).
-            self.began = True
-            self.last_count, self.last_time = scheduled, now
-            return
-        new = scheduled - self.last_count
-        if new == 0:
-            self.skipped += 1
-            return
-        rate = new / (now - self.last_time)
-        self.samples.extend([rate] * (self.skipped + 1))
-        self.skipped = 0
-        self.last_count, self.last_time = scheduled, now
+    @property
+    def scheduled(self) -> int:
+        return len(self.binds)
+
+    @property
+    def last_bound(self) -> float | None:
+        return max(self.binds) if self.binds else None
+
+    def samples(self) -> list[float]:
+        """The throughput samples of the ticks up to ``stopped``: nothing until a pod is
+        bound; the first tick after that only starts the clock; a tick with nothing new is
+        merged into the next; each sample is new pods over its seconds, repeated once per
+        tick it covers."""
+        binds = sorted(self.binds)
+        end = self.stopped if self.stopped is not None else (binds[-1] if binds else 0.0)
+        out: list[float] = []
+        last_count, last_time, began, skipped = 0, 0.0, False, 0
+        tick = self.started + SAMPLE_INTERVAL
+        while tick <= end:
+            scheduled = bisect_right(binds, tick)
+            if scheduled and not began:
+                began = True
+                last_count, last_time = scheduled, tick
+            elif scheduled:
+                if scheduled == last_count:
+                    skipped += 1
+                else:
+                    rate = (scheduled - last_count) / (tick - last_time)
+                    out.extend([rate] * (skipped + 1))
+                    skipped = 0
+                    last_count, last_time = scheduled, tick
+            tick += SAMPLE_INTERVAL
+        return out
 
     def summary(self) -> dict[str, float] | None:
-        if not self.samples:
+        s = sorted(self.samples())
+        if not s:
             return None
-        s = sorted(self.samples)
         n = len(s)
 
         def perc(p: int) -> float:
@@ -1622,13 +1636,47 @@ class _PodView:
     attempted: bool
 
 
+class _LoopThread:
+    """An event loop running in a thread of its own, with an HTTP session on it."""
+
+    def __init__(self, aiohttp: Any, url: str, *, limit: int) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+        async def open_session() -> Any:
+            return aiohttp.ClientSession(
+                url,
+                connector=aiohttp.TCPConnector(limit=limit),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+            )
+
+        self.session: Any = self.call(open_session())
+
+    def submit(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call(self, coro: Any) -> Any:
+        return self.submit(coro).result()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.call(self.session.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
 class KubesimBackend:
     """The same ops against ``kubesim serve`` (a process of its own) over HTTP.
 
     Requests go out from an event loop in a thread of this process, as many at once as
     ``CONCURRENT_REQUESTS`` (upstream's client allows 5000 QPS); a watch on every pod plays
-    the informer: the pods' latest node and PodScheduled condition, and each bind, delivered
-    to the listeners from ``step`` (so in the executor's thread).
+    the informer (the pods' latest node and PodScheduled condition). Each bind's time is the
+    ``eventTime`` of the scheduler's ``Scheduled`` event (microseconds, the server's clock,
+    which is this machine's), watched beside the pods and delivered to the listeners from
+    ``step`` (so in the executor's thread): a busy server may stream its watches late, but
+    every bind still counts in the second it happened. The watches have an event loop of
+    their own, so thousands of requests in flight do not hold them up.
     """
 
     name = "kubesim"
@@ -1636,21 +1684,23 @@ class KubesimBackend:
     def __init__(self, *, url: str | None = None) -> None:
         import aiohttp  # only this backend needs the HTTP client
 
-        self._aiohttp = aiohttp
         self.listeners: list[BoundListener] = []
         self._proc: subprocess.Popen[str] | None = None
         self._log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by close()
+        self._api: _LoopThread | None = None
+        self._watcher: _LoopThread | None = None
         self.url = url or self._start()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-        self._session: Any = self._call(self._open())
+        self._api = _LoopThread(aiohttp, self.url, limit=CONCURRENT_REQUESTS)
+        self._watcher = _LoopThread(aiohttp, self.url, limit=2)
         self.pods: dict[str, _PodView] = {}
-        self._events: deque[tuple[str, Mapping[str, str], float]] = deque()
         self._last_event = time.monotonic()
         self.requests = 0
         self.refused: Counter[str] = Counter()  # creations the API server refused, by reason
-        self._watch = asyncio.run_coroutine_threadsafe(self._watch_pods(), self._loop)
+        self._clock_offset = time.time() - time.monotonic()
+        self._binds: deque[tuple[str, float]] = deque()  # (pod key, monotonic bind time)
+        self._watch = self._watcher.submit(self._watch_pods(self._watcher.session))
+        self._scheduled_watch = self._watcher.submit(self._watch_binds(self._watcher.session))
+        self._pending_creates: list[Any] = []
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -1672,19 +1722,18 @@ class KubesimBackend:
         self._log.seek(0)
         raise WorkloadFailed(f"kubesim did not start: {self._log.read()[-500:]}")
 
-    async def _open(self) -> Any:
-        connector = self._aiohttp.TCPConnector(limit=CONCURRENT_REQUESTS)
-        return self._aiohttp.ClientSession(
-            self.url, connector=connector, timeout=self._aiohttp.ClientTimeout(total=120)
-        )
-
     def _call(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        assert self._api is not None
+        return self._api.call(coro)
 
-    async def _request(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
+    async def _request(
+        self, method: str, path: str, body: object = None, *, session: Any = None
+    ) -> tuple[int, Any]:
         self.requests += 1
         headers = {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else {}
-        async with self._session.request(method, path, json=body, headers=headers) as resp:
+        assert self._api is not None
+        client = session if session is not None else self._api.session
+        async with client.request(method, path, json=body, headers=headers) as resp:
             data = await resp.json(content_type=None)
             return resp.status, data
 
@@ -1697,14 +1746,37 @@ class KubesimBackend:
 
         await asyncio.gather(*(one(path, body) for path, body in items))
 
-    async def _watch_pods(self) -> None:
-        status, listed = await self._request("GET", "/api/v1/pods")
+    async def _watch_pods(self, session: Any) -> None:
+        status, listed = await self._request("GET", "/api/v1/pods", session=session)
         rv = listed["metadata"]["resourceVersion"] if status == 200 else "0"
         params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "86400"}
-        async with self._session.get("/api/v1/pods", params=params) as resp:
+        async with session.get("/api/v1/pods", params=params) as resp:
             async for line in resp.content:
                 if line.strip():
                     self._on_pod_event(json.loads(line))
+
+    async def _watch_binds(self, session: Any) -> None:
+        path = "/apis/events.k8s.io/v1/events"
+        status, listed = await self._request("GET", path, session=session)
+        rv = listed["metadata"]["resourceVersion"] if status == 200 else "0"
+        params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "86400"}
+        async with session.get(path, params=params) as resp:
+            async for line in resp.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                regarding = obj.get("regarding") or {}
+                if (
+                    event.get("type") == "ADDED"
+                    and obj.get("reason") == "Scheduled"
+                    and regarding.get("kind") == "Pod"
+                    and obj.get("eventTime")
+                ):
+                    at = parse_rfc3339(obj["eventTime"]) - self._clock_offset
+                    self._binds.append(
+                        (f"{regarding.get('namespace')}/{regarding.get('name')}", at)
+                    )
 
     def _on_pod_event(self, event: Mapping[str, Any]) -> None:
         obj = event.get("object") or {}
@@ -1719,11 +1791,9 @@ class KubesimBackend:
         attempted = any(
             c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conditions
         )
-        old = self.pods.get(key)
-        view = _PodView(str(meta.get("namespace")), meta.get("labels") or {}, node, attempted)
-        self.pods[key] = view
-        if node and (old is None or not old.node):
-            self._events.append((view.namespace, view.labels, self._last_event))
+        self.pods[key] = _PodView(
+            str(meta.get("namespace")), meta.get("labels") or {}, node, attempted
+        )
 
     # --- Backend ----------------------------------------------------------------------------
 
@@ -1761,8 +1831,11 @@ class KubesimBackend:
         ]
 
     def submit_pods(self, prepared: object) -> None:
+        """Start creating the pods and return: the executor samples and waits meanwhile, as
+        upstream's collector runs beside ``createPodsRapidly``."""
         assert isinstance(prepared, list)
-        self._call(self._create_all(prepared))
+        assert self._api is not None
+        self._pending_creates.append(self._api.submit(self._create_all(prepared)))
 
     def create_object(self, manifest: Mapping[str, Any]) -> None:
         kind = str(manifest.get("kind"))
@@ -1797,17 +1870,23 @@ class KubesimBackend:
         """Deliver the binds the watch saw; wait a little. False once nothing moved for
         ``STALL_SECONDS``."""
         self._deliver()
-        if self._watch.done():
-            self._watch.result()  # raises what ended the watch
-            raise WorkloadFailed("kubesim's pod watch ended")
+        for done in [f for f in self._pending_creates if f.done()]:
+            self._pending_creates.remove(done)
+            done.result()  # raises what failed the requests
+        for watch in (self._watch, self._scheduled_watch):
+            if watch.done():
+                watch.result()  # raises what ended the watch
+                raise WorkloadFailed("a watch on kubesim ended")
         time.sleep(max(0.0, min(0.01, until - time.monotonic())))
         return time.monotonic() - self._last_event < STALL_SECONDS
 
     def _deliver(self) -> None:
-        while self._events:
-            namespace, labels, at = self._events.popleft()
+        while self._binds:
+            key, at = self._binds.popleft()
+            view = self.pods.get(key)
+            labels: Mapping[str, str] = view.labels if view is not None else {}
             for listener in self.listeners:
-                listener(namespace, labels, at)
+                listener(key.split("/", 1)[0], labels, at)
 
     def pending_summary(self) -> str:
         pending = sum(1 for p in list(self.pods.values()) if not p.node)
@@ -1821,17 +1900,12 @@ class KubesimBackend:
         return out
 
     def close(self) -> None:
-        loop = getattr(self, "_loop", None)
-        if loop is not None:
-            watch = getattr(self, "_watch", None)
-            if watch is not None:
-                loop.call_soon_threadsafe(watch.cancel)
-            session = getattr(self, "_session", None)
-            if session is not None:
-                with contextlib.suppress(Exception):
-                    asyncio.run_coroutine_threadsafe(session.close(), loop).result(5)
-            loop.call_soon_threadsafe(loop.stop)
-            self._thread.join(5)
+        if self._watcher is not None:
+            self._watch.cancel()
+            self._scheduled_watch.cancel()
+            self._watcher.close()
+        if self._api is not None:
+            self._api.close()
         if self._proc is not None and self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
             try:
@@ -1860,7 +1934,6 @@ class Timer:
     due: float
     period: float
     fire: Callable[[], bool]
-    background: bool = True
 
 
 @dataclass(slots=True)
@@ -1930,7 +2003,7 @@ class Executor:
             next_due = min((t.due for t in self.timers), default=deadline)
             if self.backend.step(next_due):
                 continue
-            if not any(t.background for t in self.timers):
+            if not self.timers:
                 raise WorkloadFailed(
                     f"nothing left to schedule while waiting for {what}:"
                     f" {self.backend.pending_summary()}"
@@ -2031,10 +2104,15 @@ class Executor:
         if op.skip_wait:
             self.ns_counts[namespace] += op.count
         else:
-            self.run_until(
-                lambda: self.backend.count(namespace, {}, attempted=False) >= op.count,
-                f"{op.count} pods of namespace {namespace} to be scheduled",
-            )
+            collector = self.collector
+
+            def done() -> bool:
+                return self.backend.count(namespace, {}, attempted=False) >= op.count and (
+                    # and the collector has heard of every bind (a watch may lag)
+                    collector is None or collector.scheduled >= op.count
+                )
+
+            self.run_until(done, f"{op.count} pods of namespace {namespace} to be scheduled")
         if op.collect_metrics:
             self._stop_collecting(op.count, began)
 
@@ -2052,16 +2130,8 @@ class Executor:
         # lands in.
         gc.collect()
         gc.freeze()
-        now = time.monotonic()
-        collector = Collector(name, frozenset(namespaces), selector, started=now)
+        self.collector = Collector(name, frozenset(namespaces), selector, time.monotonic())
         self.cpu_started = time.process_time()
-        self.collector = collector
-
-        def sample() -> bool:
-            collector.sample(time.monotonic())
-            return self.collector is collector
-
-        self.timers.append(Timer(now + SAMPLE_INTERVAL, SAMPLE_INTERVAL, sample, background=False))
 
     def _stop_collecting(self, pods: int, began: float | None = None) -> None:
         collector = self.collector
@@ -2071,7 +2141,8 @@ class Executor:
                 " stopping"
             )
         self.collector = None
-        end = collector.last_bound or time.monotonic()
+        collector.stopped = time.monotonic()
+        end = collector.last_bound or collector.stopped
         start = began if began is not None else collector.started
         self.results.append(
             Result(
@@ -2229,7 +2300,7 @@ def run_workload(
     overall = collector.scheduled / measured.seconds if measured.seconds > 0 else None
     if summary is not None:
         value = summary.get(w.bucket)
-        measure = f"SchedulingThroughput {w.bucket} of {len(collector.samples)} samples"
+        measure = f"SchedulingThroughput {w.bucket} of {len(collector.samples())} samples"
     else:
         # Upstream warns and reports nothing; here the op's pods over its seconds stand in.
         value = overall if collector.scheduled else None
@@ -2244,7 +2315,7 @@ def run_workload(
         ),
         measured_pods=measured.pods,
         scheduled=measured.collector.scheduled,
-        samples=len(measured.collector.samples),
+        samples=len(measured.collector.samples()),
         percentiles=(
             None
             if summary is None

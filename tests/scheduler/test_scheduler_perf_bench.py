@@ -259,23 +259,29 @@ def test_pods_that_never_fit_fail_the_workload_with_exit_1(tmp_path: Path) -> No
 
 def test_throughput_is_sampled_as_scheduler_perf_samples_it() -> None:
     c = SP.Collector("x", frozenset({"ns"}), {}, started=0.0)
-    c.sample(1.0)  # nothing yet: no sample
     for t in (1.5, 1.6, 1.7):
         c.bound("ns", {}, t)
     c.bound("other", {}, 1.8)  # not measured
-    c.sample(2.0)  # the first sample only starts the clock
-    for _ in range(10):
+    c.bound("ns", {"app": "a"}, 2.2)
+    for _ in range(9):
         c.bound("ns", {}, 2.5)
-    c.sample(3.0)  # 10 pods in 1 s
-    c.sample(4.0)  # nothing new: merged into the next
     for _ in range(30):
         c.bound("ns", {}, 4.5)
-    c.sample(5.0)  # 30 pods in 2 s, counted for both seconds
-    assert c.samples == [10.0, 15.0, 15.0]
+    c.bound("ns", {}, 5.9)  # after the last tick before the end: not sampled
+    c.stopped = 5.95
+    # Tick 1: nothing bound yet. Tick 2 only starts the clock (3 bound). Tick 3: 10 more in
+    # 1 s. Tick 4: nothing new, merged into tick 5: 30 in 2 s, counted for both seconds.
+    assert c.samples() == [10.0, 15.0, 15.0]
     summary = c.summary()
     assert summary is not None
     assert summary["Average"] == pytest.approx(40 / 3)
     assert summary["Perc50"] == 15.0
+    assert c.scheduled == 44
+    selective = SP.Collector("y", frozenset({"ns"}), {"app": "a"}, started=0.0)
+    selective.bound("ns", {"app": "a"}, 1.0)
+    selective.bound("ns", {}, 1.0)
+    assert selective.scheduled == 1
+    assert selective.summary() is None  # one bind: no sample
 
 
 @pytest.mark.parametrize(
