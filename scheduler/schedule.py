@@ -60,7 +60,7 @@ from typing import Final
 
 from kube.objects import Pod
 from scheduler.filters import default_framework
-from scheduler.filters.base import FilterBatchResult
+from scheduler.filters.base import FilterBatchResult, remember
 from scheduler.framework import (
     SUCCESS,
     Code,
@@ -70,6 +70,7 @@ from scheduler.framework import (
     Status,
     filter_status,
     fit_error_message,
+    node_local_signature,
 )
 from scheduler.score import NodeScores, ScorePlugin, default_score_plugins, prioritize_nodes
 from scheduler.snapshot import NodeInfo, Snapshot
@@ -297,15 +298,13 @@ def _all_rejected(
     special: dict[str, Status] = {}
     nominated = snapshot.nominated_node_names()
     if nominated:
-        order = {name: i for i, name in enumerate(names)} if len(nominated) > 1 else None
+        order = snapshot.node_positions()
         walk = sorted(
-            (n for n in nominated if snapshot.get_node_info(n) is not None),
-            key=lambda n: ((order[n] if order else names.index(n)) - start) % len(names),
+            (n for n in nominated if n in order), key=lambda n: (order[n] - start) % len(names)
         )
+        with_nominated = _WithNominated(framework, state, pod, snapshot)
         for name in walk:
-            status = framework.run_filter_plugins_with_nominated_pods(
-                state, pod, snapshot.node_info(name), snapshot.nominated_pods_for_node(name)
-            )
+            status = with_nominated(snapshot.node_info(name))
             if status.code is Code.Error:
                 return status
             if status.is_success():
@@ -328,6 +327,51 @@ def _add_plugin_statuses(diagnosis: Diagnosis, statuses: Iterable[Status]) -> No
     distinct = {id(v): v for v in statuses}.values()
     for plugin, code in {(v.plugin, v.code) for v in distinct}:
         diagnosis.add_plugin_status(Status(code, plugin=plugin))
+
+
+_UNSET: Final = object()
+
+
+class _WithNominated:
+    """``RunFilterPluginsWithNominatedPods`` on nodes that have nominated pods, for one cycle.
+
+    When every active Filter plugin is node-local the verdict depends only on the pod's
+    ``node_local_signature``, the node and the nominated pods added to it, so it is kept in
+    the node's memo (emptied when the node changes): pods of one shape waiting on their
+    nominations (hundreds, while preemptors back off) cost one evaluation per node, not one
+    per node and cycle.
+    """
+
+    __slots__ = ("framework", "key", "pod", "snapshot", "state")
+
+    def __init__(
+        self, framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> None:
+        self.framework = framework
+        self.state = state
+        self.pod = pod
+        self.snapshot = snapshot
+        self.key: object = _UNSET  # worked out on first use
+
+    def __call__(self, ni: NodeInfo) -> Status:
+        fwk, pod = self.framework, self.pod
+        nominated = self.snapshot.nominated_pods_for_node(ni.name)
+        key = self.key
+        if key is _UNSET:
+            skip = self.state.skip_filter_plugins
+            active = [p for p in fwk.filter_plugins if p.name not in skip]
+            signature = node_local_signature(active, pod)
+            key = self.key = None if signature is None else ("WithNominatedPods", fwk, signature)
+        if key is None:
+            return fwk.run_filter_plugins_with_nominated_pods(self.state, pod, ni, nominated)
+        prio, own = pod.priority, pod.key
+        memo_key = (key, tuple(p for p in nominated if p.priority >= prio and p.key != own))
+        found: Status | None = ni.memo.get(memo_key)
+        if found is None:
+            found = fwk.run_filter_plugins_with_nominated_pods(self.state, pod, ni, nominated)
+            if found.code is not Code.Error:
+                remember(ni.memo, memo_key, found)
+        return found
 
 
 def _window(nodes: list[NodeInfo], start: int, offset: int, count: int) -> list[NodeInfo]:
@@ -376,6 +420,7 @@ def _find_nodes_that_pass_filters(
             return []
         uniform = None
     nominated = set(snapshot.nominated_node_names())
+    with_nominated = _WithNominated(framework, state, pod, snapshot)
     feasible: list[NodeInfo] = []
     statuses = diagnosis.node_to_status
     evaluated = 0
@@ -394,9 +439,7 @@ def _find_nodes_that_pass_filters(
             plain = []
             for ni in chunk:
                 if ni.name in nominated:
-                    special[ni.name] = framework.run_filter_plugins_with_nominated_pods(
-                        state, pod, ni, snapshot.nominated_pods_for_node(ni.name)
-                    )
+                    special[ni.name] = with_nominated(ni)
                 else:
                     plain.append(ni)
         failed: dict[str, Status]

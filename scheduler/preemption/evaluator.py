@@ -47,13 +47,14 @@ from typing import Final
 
 from kube.objects import Pod, PodDisruptionBudget
 from scheduler.framework import (
+    NODE_LOCAL_PLUGINS,
     Code,
     CycleState,
-    FilterPlugin,
     Framework,
     NodeToStatus,
     Status,
     fit_error_message,
+    node_local_signature,
 )
 from scheduler.preemption.core import (
     NOT_HELPFUL_MESSAGE,
@@ -77,18 +78,6 @@ from scheduler.snapshot import NodeInfo, Snapshot
 __all__ = ["MODES", "NODE_LOCAL_PLUGINS", "PreemptionResult", "preempt"]
 
 MODES: Final = ("exhaustive", "sampled")
-
-#: kube Filter plugins whose verdict on a node depends only on the pod and that node.
-NODE_LOCAL_PLUGINS: Final = frozenset(
-    {
-        "NodeResourcesFit",
-        "NodeName",
-        "NodeUnschedulable",
-        "NodeAffinity",
-        "TaintToleration",
-        "NodePorts",
-    }
-)
 
 PREFIX: Final = "preemption: "
 _MAX_CONTEXTS: Final = 8
@@ -114,40 +103,6 @@ class PreemptionResult:
 
 
 # --- the per-snapshot cache ------------------------------------------------------------------
-
-
-def is_node_local(plugin: FilterPlugin) -> bool:
-    flag = getattr(plugin, "node_local", None)
-    if isinstance(flag, bool):
-        return flag
-    return plugin.name in NODE_LOCAL_PLUGINS
-
-
-def preemptor_signature(pod: Pod, *, metadata: bool = True) -> Hashable:
-    """Everything of the preemptor a Filter plugin may read, identity and status excluded.
-
-    ``metadata=False`` leaves out labels and annotations, which none of kube's node-local
-    plugins reads (a pod's unique labels, such as scheduler_perf's ``signature``, would
-    otherwise make every preemptor a stranger to the cache).
-    """
-    return (
-        pod.priority,
-        pod.namespace,
-        tuple(sorted(pod.labels.items())) if metadata else None,
-        tuple(sorted(pod.requests.items())),
-        pod.node_name,
-        tuple(sorted(pod.node_selector.items())),
-        repr(pod.affinity) if pod.affinity is not None else None,
-        pod.tolerations,
-        repr(pod.containers),
-        repr(pod.init_containers) if pod.init_containers else None,
-        tuple(sorted(pod.overhead.items())),
-        tuple(sorted(pod.pod_requests.items())),
-        pod.volumes,
-        pod.scheduler_name,
-        pod.scheduling_gates,
-        tuple(sorted(pod.annotations.items())) if metadata else None,
-    )
 
 
 class _Context:
@@ -695,13 +650,8 @@ def _preempt_fast(a: _Args) -> PreemptionResult:
     snapshot, pod, fw = a.snapshot, a.pod, a.framework
     active = [p for p in fw.filter_plugins if p.name not in a.state.skip_filter_plugins]
     rejection = a.pre_filter_rejection
-    cacheable = rejection is None and all(is_node_local(p) for p in active)
-    if cacheable:
-        # kube's own node-local plugins (no node_local override) read no labels/annotations.
-        metadata = not all(
-            p.name in NODE_LOCAL_PLUGINS and getattr(p, "node_local", None) is None for p in active
-        )
-        signature = preemptor_signature(pod, metadata=metadata)
+    signature = node_local_signature(active, pod) if rejection is None else None
+    if signature is not None:
         key = (fw, signature, tuple(a.pdbs), a.is_eligible_pod)
         ctx = _context(snapshot, key)
     else:

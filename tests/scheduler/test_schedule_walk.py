@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.filters import default_framework
-from scheduler.framework import CycleState, Framework
+from scheduler.framework import Code, CycleState, Framework, Status
 from scheduler.objects import Pod
 from scheduler.schedule import find_nodes_that_fit_pod, num_feasible_nodes_to_find
 from scheduler.snapshot import Snapshot
@@ -117,3 +117,56 @@ def test_batched_search_equals_the_node_by_node_walk(
             next_start,
         )
         assert got == want
+
+
+class CountingFit:
+    """A node-local filter that counts its calls and admits at most ``limit`` pods."""
+
+    name = "CountingFit"
+    node_local = True
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.calls = 0
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: Any) -> Any:
+        self.calls += 1
+        if len(node_info.pods) >= self.limit:
+            return Status(Code.Unschedulable, "full")
+        return None
+
+    def add_pod(self, *args: object) -> None:
+        return None
+
+    def remove_pod(self, *args: object) -> None:
+        return None
+
+
+def test_nominated_nodes_are_judged_once_per_pod_shape_until_they_change() -> None:
+    plugin = CountingFit(limit=1)
+    fwk = Framework([plugin])
+    nodes = [mknode(f"n{i}", {HOSTNAME: f"n{i}"}) for i in range(3)]
+    waiting = [
+        mkpod(f"w{i}", labels={"n": str(i)}).with_changes(nominated_node_name=f"n{i}")
+        for i in range(3)
+    ]
+    snap = Snapshot.from_objects([*nodes, *waiting])
+
+    def cycle(name: str) -> tuple[list[str], list[str]]:
+        feasible, diagnosis, _ = find_nodes_that_fit_pod(
+            mkpod(name, labels={"app": "web"}), snap, framework=fwk
+        )
+        return [ni.name for ni in feasible], [n for n, _ in diagnosis.node_to_status]
+
+    assert cycle("a") == ([], ["n0", "n1", "n2"])
+    first = plugin.calls
+    assert first == 3  # each node once, with its nominated pod: full
+    assert cycle("b") == ([], ["n0", "n1", "n2"])
+    assert plugin.calls == first  # same shape, nothing changed: remembered
+    snap.remove_pod(waiting[1])  # n1 has no nominated pod now: judged as a plain node
+    snap.add_pod(mkpod("x", node="n2"))  # n2 changed: judged again
+    assert cycle("c") == (["n1"], ["n0", "n2"])
+    assert plugin.calls == first + 2
