@@ -1602,21 +1602,9 @@ API_PATHS: Final[dict[str, tuple[str, bool]]] = {
     "PodDisruptionBudget": ("/apis/policy/v1/{ns}poddisruptionbudgets", True),
     "PriorityClass": ("/apis/scheduling.k8s.io/v1/priorityclasses", False),
 }
-# kubesim controllers an integration cluster does not run (no kubelets, no workload
-# controllers): only the scheduler and the namespace controller stay.
-KUBESIM_OFF: Final = (
-    "kubelet",
-    "disruption",
-    "replicaset",
-    "replicationcontroller",
-    "deployment",
-    "statefulset",
-    "daemonset",
-    "job",
-    "garbagecollector",
-    "serviceaccount",
-    "clusterrole-aggregation",
-)
+# The kubesim controllers an integration cluster has: the scheduler and the namespace
+# controller (no kubelets, no workload controllers).
+KUBESIM_ON: Final = frozenset({"scheduler", "namespace"})
 CONCURRENT_REQUESTS: Final = 32
 STALL_SECONDS: Final = 30.0  # no pod event for this long while waiting: nothing moves
 
@@ -1704,9 +1692,12 @@ class KubesimBackend:
     # --- plumbing ---------------------------------------------------------------------------
 
     def _start(self) -> str:
+        from kubesim.controllers import CONTROLLER_NAMES
+
         cmd = [sys.executable, "-m", "kubesim", "serve", "--port", "0"]
-        for name in KUBESIM_OFF:
-            cmd += ["--disable-controller", name]
+        for name in CONTROLLER_NAMES:
+            if name not in KUBESIM_ON:
+                cmd += ["--disable-controller", name]
         self._proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True
         )
