@@ -34,7 +34,7 @@ import aiohttp
 
 import kubesim
 from kube.objects import Node, Pod
-from kubesim.scheduler_loop import find_scheduler_loop
+from kubesim.scheduler_loop import SchedulerLoop
 from kubesim.sim import Simulator
 from scheduler.filters import default_framework
 from scheduler.schedule import schedule_one
@@ -130,7 +130,7 @@ def _ready(pod: dict[str, Any]) -> bool:
 async def run_cluster(nodes: int, replicas: int) -> dict[str, Any]:
     state = [node_manifest(i) for i in range(nodes)] + [deployment_manifest()]
     async with kubesim.serve(state=state, ready_after=0) as sim:
-        loop = find_scheduler_loop(sim)
+        loop = sim.find_controller(SchedulerLoop)
         assert loop is not None
         # The Deployment's (empty) ReplicaSet exists before the clock starts.
         while not sim.store.objects("replicasets"):

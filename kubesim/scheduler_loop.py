@@ -78,6 +78,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kube.apierrors import AdmissionError
+from kube.conditions import update_pod_condition
 from kube.objects import (
     InvalidObject,
     Namespace,
@@ -94,7 +95,7 @@ from kube.objects import (
 from kube.times import format_micro_time, format_time, parse_time
 from kubesim.core.errors import StatusError
 from kubesim.core.store import ADDED, DELETED, Event, Subscription, clone
-from kubesim.plugins.binding import BindingStorage, set_pod_condition
+from kubesim.plugins.binding import BindingStorage
 from kubesim.registry.generic import DeleteOptions
 from kubesim.scheduler_metrics import SchedulerMetrics
 from scheduler.filters import default_framework
@@ -114,14 +115,13 @@ from scheduler.schedule import ScheduleResult, schedule_one
 from scheduler.snapshot import Snapshot
 
 if TYPE_CHECKING:
+    from kubesim.cluster import Cluster
     from kubesim.core.scheme import ResourceType
-    from kubesim.sim import Simulator
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "Decision",
     "SchedulerLoop",
-    "find_scheduler_loop",
     "node_update_events",
     "status_update",
 ]
@@ -315,7 +315,7 @@ class SchedulerLoop:
         self.next_start_index = 0
         self.decisions: list[Decision] = []
         self.bound = 0  # pods bound by this loop since it started
-        self._sim: Simulator | None = None
+        self._cluster: Cluster | None = None
         self._pods: dict[str, Pod] = {}  # key -> latest typed pod (all pods we track)
         self._nodes: dict[str, dict[str, Any]] = {}  # name -> latest stored node
         # storage -> key -> typed Service / ReplicationController / ReplicaSet / StatefulSet
@@ -354,22 +354,21 @@ class SchedulerLoop:
 
     # --- lifecycle ------------------------------------------------------------------------------
 
-    async def run(self, sim: Simulator) -> None:
-        self._sim = sim
-        self._time_scale = max(float(sim.time_scale), 1e-9)
-        self._clock_origin = (time.monotonic(), sim.registry.clock())
-        self._binder = sim.binding
-        self._pods_rt = sim.scheme.for_kind("v1", "Pod")
-        self._events_rt = sim.scheme.for_kind("events.k8s.io/v1", "Event")
+    async def run(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+        self._time_scale = max(float(cluster.time_scale), 1e-9)
+        self._clock_origin = (time.monotonic(), cluster.registry.clock())
+        self._binder = cluster.binding
+        self._pods_rt = cluster.scheme.for_kind("v1", "Pod")
+        self._events_rt = cluster.scheme.for_kind("events.k8s.io/v1", "Event")
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
-        store = sim.store
+        store = cluster.store
         subs = self._subs = [store.subscribe(s) for s in WATCHED]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         ticker = asyncio.create_task(self._ticker())
-        collectors = getattr(sim.server, "metrics", None)
-        if collectors is not None:
-            collectors.register(self.metrics)
+        collectors = cluster.metrics
+        collectors.register(self.metrics)
         try:
             await self._initial_list()
             while True:
@@ -386,8 +385,7 @@ class SchedulerLoop:
                 # Let the rest of a burst of writes land: one drain applies them all.
                 await asyncio.sleep(0)
         finally:
-            if collectors is not None:
-                collectors.unregister(self.metrics)
+            collectors.unregister(self.metrics)
             ticker.cancel()
             for task in pumps:
                 task.cancel()
@@ -395,7 +393,7 @@ class SchedulerLoop:
                 store.unsubscribe(sub)
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
-            self._sim = None
+            self._cluster = None
 
     async def _pump(self, sub: Subscription) -> None:
         queue = sub.queue
@@ -441,9 +439,9 @@ class SchedulerLoop:
     async def _initial_list(self) -> None:
         """List everything at one resourceVersion, then apply it in slices so a large state
         does not stall the API server; later events wait in the watch queues."""
-        sim = self._sim
-        assert sim is not None
-        store = sim.store
+        cluster = self._cluster
+        assert cluster is not None
+        store = cluster.store
         list_rv = store.resource_version
         listed = [(s, list(store.objects(s).items())) for s in WATCHED]
         done = 0
@@ -762,7 +760,7 @@ class SchedulerLoop:
             node_statuses=result.node_statuses,
             mode=self.preemption_mode,
             framework=self.framework,
-            now=self._sim.registry.clock() if self._sim is not None else None,
+            now=self._cluster.registry.clock() if self._cluster is not None else None,
             cross_node=self.cross_node_preemption,
         )
         nominating: NominatingInfo | None = None
@@ -794,10 +792,10 @@ class SchedulerLoop:
 
     def _prepare_candidate(self, preemptor: Pod, outcome: PreemptionResult) -> tuple[str, ...]:
         """``prepareCandidate``: condition, delete and event per victim; clear nominations."""
-        sim = self._sim
-        assert sim is not None and self._pods_rt is not None
+        cluster = self._cluster
+        assert cluster is not None and self._pods_rt is not None
         node = outcome.nominated_node_name or ""
-        registry = sim.registry
+        registry = cluster.registry
         now = format_time(registry.clock())
         preemptor_obj = registry.store.get("pods", (preemptor.namespace, preemptor.name))
         done: list[str] = []
@@ -809,13 +807,15 @@ class SchedulerLoop:
             if (stored.get("metadata") or {}).get("deletionTimestamp"):
                 continue  # already terminating
             new = clone(stored)
-            changed = set_pod_condition(
+            changed = update_pod_condition(
                 new.setdefault("status", {}),
-                type_=DISRUPTION_TARGET,
-                cond_status="True",
-                reason=PREEMPTION_BY_SCHEDULER,
-                message=f"{preemptor.scheduler_name or DEFAULT_SCHEDULER_NAME}: preempting to"
-                " accommodate a higher priority pod",
+                {
+                    "type": DISRUPTION_TARGET,
+                    "status": "True",
+                    "reason": PREEMPTION_BY_SCHEDULER,
+                    "message": f"{preemptor.scheduler_name or DEFAULT_SCHEDULER_NAME}: preempting"
+                    " to accommodate a higher priority pod",
+                },
                 now=now,
             )
             try:
@@ -892,9 +892,9 @@ class SchedulerLoop:
     # --- API writes -----------------------------------------------------------------------------
 
     def _stored(self, pod: Pod) -> dict[str, Any] | None:
-        sim = self._sim
-        assert sim is not None
-        obj = sim.store.get("pods", (pod.namespace, pod.name))
+        cluster = self._cluster
+        assert cluster is not None
+        obj = cluster.store.get("pods", (pod.namespace, pod.name))
         if obj is None or (obj.get("metadata") or {}).get("uid") != pod.uid:
             return None
         return obj
@@ -907,8 +907,8 @@ class SchedulerLoop:
         nominated_node_name: str | None = None,
     ) -> None:
         """``updatePod``: one status write, only when the condition or nomination changes."""
-        sim = self._sim
-        assert sim is not None and self._pods_rt is not None
+        cluster = self._cluster
+        assert cluster is not None and self._pods_rt is not None
         stored = self._stored(pod)
         if stored is None:
             return
@@ -917,13 +917,10 @@ class SchedulerLoop:
         changed = False
         if condition is not None:
             reason, message = condition
-            changed = set_pod_condition(
+            changed = update_pod_condition(
                 status,
-                type_="PodScheduled",
-                cond_status="False",
-                reason=reason,
-                message=message,
-                now=format_time(sim.registry.clock()),
+                {"type": "PodScheduled", "status": "False", "reason": reason, "message": message},
+                now=cluster.registry.clock(),
             )
         if (
             nominated_node_name is not None
@@ -937,7 +934,9 @@ class SchedulerLoop:
         if not changed:
             return
         try:
-            sim.registry.update(self._pods_rt, pod.namespace, pod.name, new, subresource="status")
+            cluster.registry.update(
+                self._pods_rt, pod.namespace, pod.name, new, subresource="status"
+            )
         except StatusError as err:
             log.warning("kubesim: scheduler status update of %s failed: %s", pod.key, err.message)
 
@@ -957,10 +956,10 @@ class SchedulerLoop:
         related: Mapping[str, Any] | None = None,
     ) -> None:
         """An ``events.k8s.io/v1`` Event from ``default-scheduler``, through the REST layer."""
-        sim = self._sim
-        if sim is None or self._events_rt is None:
+        cluster = self._cluster
+        if cluster is None or self._events_rt is None:
             return
-        now = sim.registry.clock()
+        now = cluster.registry.clock()
         meta = regarding.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         event: dict[str, Any] = {
@@ -982,7 +981,7 @@ class SchedulerLoop:
         if related is not None:
             event["related"] = _reference(related)
         try:
-            sim.registry.create(self._events_rt, namespace, event)
+            cluster.registry.create(self._events_rt, namespace, event)
         except StatusError as err:
             log.warning("kubesim: scheduler event %s failed: %s", reason, err.message)
 
@@ -997,10 +996,3 @@ def _reference(obj: Mapping[str, Any]) -> dict[str, Any]:
         "uid": meta.get("uid", ""),
         "resourceVersion": meta.get("resourceVersion", ""),
     }
-
-
-def find_scheduler_loop(sim: Simulator) -> SchedulerLoop | None:
-    for c in sim.controllers:
-        if isinstance(c, SchedulerLoop):
-            return c
-    return None

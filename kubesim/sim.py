@@ -1,11 +1,21 @@
-"""The simulator: store + registry + API server + controllers, started and stopped together.
+"""The simulator: kubesim's layers assembled, started and stopped together.
+
+``Simulator`` is where the layers meet (ARCHITECTURE.md draws them): the object store and the
+scheme (``kubesim.core``), the generic store over them (``sim.registry``,
+``kubesim.registry``), the admission chain in kube's order, the authenticators, the
+authorization mode (``AUTHORIZATION_MODES``, as ``pkg/kubeapiserver/authorizer`` wires
+kube-apiserver's), the eviction and binding storage (``kubesim.plugins``), the API server
+with its subresources and reviews (``kubesim.endpoints``), and the actors — controllers,
+kubelets, the scheduler loop, fault injection — each given the simulator as its
+``kubesim.cluster.Cluster`` and nothing more.
 
 ``kubesim.serve(...)`` is the in-process entry point (an async context manager) and
 ``kubesim serve`` the command-line one; both build a ``Simulator``. Like a fresh
 kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` and
-``kube-node-lease`` namespaces (and, through priority, the system PriorityClasses), then
-loads the state manifests as they are — statuses included, so a test can start from pods that
-are already Running or Pending on given nodes.
+``kube-node-lease`` namespaces (and the system PriorityClasses and the bootstrap RBAC policy,
+as kube-apiserver's post-start hooks do), then loads the state manifests as they are —
+statuses included, so a test can start from pods that are already Running or Pending on given
+nodes.
 
 It serves ``pods/eviction`` (``kubesim.plugins.eviction``), ``pods/binding``
 (``kubesim.plugins.binding``) and ``<workload>/scale``, runs the controllers of
@@ -28,8 +38,9 @@ Authentication is kube-apiserver's (``kubesim.plugins.authentication``): static 
 (``tokens``, the admin's ``admin_token``), ServiceAccount tokens from the TokenRequest API
 (``service_account_tokens``, ``kubesim.plugins.authentication.serviceaccounts``; its
 ``clock`` is the one token time, replaceable in tests), ``TokenReview``/``SelfSubjectReview``
-(``kubesim.plugins.authentication.reviews``) and, with ``tls=True``, HTTPS and client certificates
-from a CA generated at start (``certificate_authority``, ``kubesim.plugins.authentication.pki``).
+(``kubesim.plugins.authentication.reviews``) and, with ``tls=True``, HTTPS and client
+certificates from a CA generated at start (``certificate_authority``,
+``kubesim.plugins.authentication.pki``).
 ``admin_kubeconfig_user`` is the one place that decides the admin's credentials: kubeadm's
 client certificate (CN=kubernetes-admin, O=system:masters) over TLS, none over HTTP while
 every request is allowed, the admin token otherwise; ``api_client`` and the written
@@ -63,10 +74,11 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import yaml
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from kube.net import is_loopback
 from kube.strict import (
@@ -80,14 +92,19 @@ from kube.strict import (
     read_text,
     validate_document,
 )
-from kubesim.controllers import (
-    Controller,
-    ControllerSettings,
-    check_controller_names,
-    default_controllers,
-)
-from kubesim.controllers.disruption import find_controller
+from kubesim.cluster import ControllerSettings
+from kubesim.controllers import Controller, check_controller_names
+from kubesim.controllers.clusterroleaggregation import ClusterRoleAggregationController
+from kubesim.controllers.daemonset import DaemonSetController
+from kubesim.controllers.deployment import DeploymentController
+from kubesim.controllers.disruption import DisruptionController
+from kubesim.controllers.garbagecollector import GarbageCollector
+from kubesim.controllers.job import JobController
+from kubesim.controllers.namespace import NamespaceController
+from kubesim.controllers.replicaset import ReplicaSetController, ReplicationControllerController
+from kubesim.controllers.serviceaccount import ServiceAccountController
 from kubesim.controllers.settings import SETTINGS_TYPE, parse_settings, with_settings
+from kubesim.controllers.statefulset import StatefulSetController
 from kubesim.core.attributes import MASTERS, UserInfo
 from kubesim.core.errors import StatusError
 from kubesim.core.scheme import ResourceType, Scheme, default_scheme
@@ -113,6 +130,7 @@ from kubesim.plugins.authorization.reviews import Reviews
 from kubesim.plugins.binding import BindingStorage
 from kubesim.plugins.eviction import EvictionStorage
 from kubesim.registry.generic import GenericStore
+from kubesim.scheduler_loop import SchedulerLoop
 
 if TYPE_CHECKING:
     from kubesim.plugins.authentication.pki import CertificateAuthority, Credentials
@@ -135,6 +153,7 @@ __all__ = [
 BOOTSTRAP_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 StateSource = str | Path | Mapping[str, Any]
+C = TypeVar("C")
 
 
 class StateError(ValueError):
@@ -227,6 +246,27 @@ AUTHORIZATION_MODES: dict[str, Callable[[Simulator], Authorizer]] = {
     ALWAYS_ALLOW: lambda sim: AlwaysAllow(),
     RBAC: lambda sim: RBACAuthorizer(sim.rbac_resolver),
 }
+
+
+def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
+    """The built-in controllers, in ``CONTROLLER_NAMES`` order, but those ``disabled``."""
+    off = check_controller_names(disabled)
+    every: list[Controller] = [
+        NamespaceController(),
+        Kubelet(),
+        DisruptionController(),
+        ReplicaSetController(),
+        ReplicationControllerController(),
+        DeploymentController(),
+        StatefulSetController(),
+        DaemonSetController(),
+        JobController(),
+        GarbageCollector(),
+        ServiceAccountController(),
+        ClusterRoleAggregationController(),
+        SchedulerLoop(),
+    ]
+    return [c for c in every if c.name not in off]
 
 
 class InsecureServing(ValueError):
@@ -378,16 +418,18 @@ class Simulator:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.server.control["faults"] = self._control_faults
-        self.injector = FaultInjector(self)
+        self.injector = FaultInjector(
+            self, faults=self.faults, request_log=self.requests, kubelet=lambda: self.kubelet
+        )
         self.server.request_hooks.insert(0, self.injector.hook)
         # Without the subresource the eviction endpoint is a 404, as on a server lacking it.
         self.eviction = EvictionStorage(self.registry) if eviction_subresource else None
         if self.eviction is not None:
-            self.server.subresources[("", "pods", "eviction")] = subresources.eviction(
+            self.server.subresources[("", "pods", "eviction")] = subresources.named_create(
                 self.eviction
             )
         self.binding = BindingStorage(self.registry)
-        self.server.subresources[("", "pods", "binding")] = subresources.binding(self.binding)
+        self.server.subresources[("", "pods", "binding")] = subresources.named_create(self.binding)
         self.server.impersonator = Impersonation(self.server.authorize)
         if faults is not None:
             self.add_faults(faults)
@@ -437,12 +479,27 @@ class Simulator:
         ):
             server.virtual[(AUTHORIZATION_GROUP, plural)] = subresources.review(answer)
 
-    @property
-    def kubelet(self) -> Kubelet | None:
+    def find_controller(self, kind: type[C]) -> C | None:
+        """The controller of this type that runs here (the scheduler loop, the disruption
+        controller...); None when it was switched off."""
         for c in self.controllers:
-            if isinstance(c, Kubelet):
+            if isinstance(c, kind):
                 return c
         return None
+
+    @property
+    def kubelet(self) -> Kubelet | None:
+        return self.find_controller(Kubelet)
+
+    @property
+    def metrics(self) -> CollectorRegistry:
+        """The registry ``/metrics`` serves (``Cluster.metrics``)."""
+        return self.server.metrics
+
+    @property
+    def version_minor(self) -> str:
+        """The minor version the server reports (``Cluster.version_minor``)."""
+        return self.server.version_minor
 
     def add_controller(self, controller: Controller) -> None:
         self.controllers.append(controller)
@@ -740,7 +797,7 @@ class Simulator:
         subresource, so watchers see it). Evictions still decrement a pinned budget.
         """
         rt = self._type_for("PodDisruptionBudget")
-        controller = find_controller(self)
+        controller = self.find_controller(DisruptionController)
         if controller is not None:
             controller.pin(namespace, name)
         new: dict[str, Any] = clone(self.registry.get(rt, namespace, name))
@@ -753,7 +810,7 @@ class Simulator:
 
     def unpin_pdb(self, namespace: str, name: str) -> None:
         """Hand a pinned PDB back to the disruption controller (re-synced at once)."""
-        controller = find_controller(self)
+        controller = self.find_controller(DisruptionController)
         if controller is not None:
             controller.unpin(namespace, name)
 

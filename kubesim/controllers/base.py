@@ -6,7 +6,7 @@ writes through the API. kubesim's are the same shape: ``WorkloadController.run``
 the store's watch for the storages it cares about, maps each event to the keys of the owners to
 sync (the owner itself, or the controller of a changed pod), waits the configured reaction time
 (``ControllerSettings.reaction_delay`` × time scale; 0 reacts in the same event-loop burst)
-and calls ``sync``, which writes through ``sim.registry`` (the generic store) as an API
+and calls ``sync``, which writes through ``cluster.registry`` (the generic store) as an API
 client does. No "expectations" are needed: a create through the generic store is in the store
 before the next sync.
 
@@ -23,9 +23,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from kube.conditions import get_pod_condition
 from kube.labels import LabelSelector, SelectorError
 from kube.times import parse_time
 from kubesim.controllers.events import EventRecorder
@@ -37,12 +37,9 @@ from kubesim.core.store import DELETED, Event, Key, Subscription, clone
 from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+    from kubesim.cluster import Cluster
 
 __all__ = [
-    "READY_AFTER_ANNOTATION",
-    "RUN_FOR_ANNOTATION",
-    "ControllerSettings",
     "WorkloadController",
     "is_pod_active",
     "is_pod_available",
@@ -61,45 +58,6 @@ MIN_ROUND_GAP: Final = 0.005  # seconds of wall time between two rounds of syncs
 # (progress towards spec.replicas) is followed by a pause as long as itself.
 ROUND_GAP_FACTOR: Final = 3.0
 RETRY_AFTER: Final = 0.05  # seconds before a sync that met a conflict runs again
-READY_AFTER_ANNOTATION: Final = "kubesim.io/ready-after"
-RUN_FOR_ANNOTATION: Final = "kubesim.io/run-for"
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerSettings:
-    """Timing of the living cluster, in seconds before ``time_scale``.
-
-    ``reaction_delay``: how long a controller waits after a change before syncing;
-    ``ready_after``: from a pod's start on its node to Ready (the annotation
-    ``kubesim.io/ready-after`` on a pod or pod template overrides it); ``job_duration``: how
-    long a Job's pod runs before it Succeeds (``kubesim.io/run-for`` overrides it).
-    """
-
-    reaction_delay: float = 0.0
-    ready_after: float = 0.0
-    job_duration: float = 5.0
-
-    def __post_init__(self) -> None:
-        for name in ("reaction_delay", "ready_after", "job_duration"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"{name}: must be a number of seconds >= 0, not {value!r}")
-
-
-def annotation_seconds(obj: Mapping[str, Any], key: str) -> float | None:
-    """A non-negative number of seconds from an annotation; None when absent or malformed."""
-    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
-    if raw is None:
-        return None
-    try:
-        value = float(str(raw))
-    except ValueError:
-        log.warning("kubesim: annotation %s=%r is not a number of seconds; ignored", key, raw)
-        return None
-    if not 0 <= value < float("inf"):
-        log.warning("kubesim: annotation %s=%r must be >= 0; ignored", key, raw)
-        return None
-    return value
 
 
 # --- object helpers ----------------------------------------------------------------------------
@@ -139,15 +97,14 @@ def is_pod_active(pod: Mapping[str, Any]) -> bool:
 
 
 def ready_since(pod: Mapping[str, Any]) -> float | None:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            if cond.get("status") != "True":
-                return None
-            try:
-                return parse_time(cond.get("lastTransitionTime"))
-            except ValueError:
-                return 0.0
-    return None
+    """When the pod became Ready (None while it is not; 0 for an unreadable time)."""
+    _, ready = get_pod_condition(pod.get("status"), "Ready")
+    if ready is None or ready.get("status") != "True":
+        return None
+    try:
+        return parse_time(ready.get("lastTransitionTime"))
+    except ValueError:
+        return 0.0
 
 
 def is_pod_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> bool:
@@ -232,7 +189,7 @@ class WorkloadController:
 
     def __init__(self) -> None:
         self.recorder = EventRecorder(self.component or f"{self.name}-controller")
-        self._sim: Simulator | None = None
+        self._cluster: Cluster | None = None
         self._dirty: set[Key] = set()
         self._wake: asyncio.Event | None = None
         self._timers: dict[Key, asyncio.TimerHandle] = {}
@@ -244,20 +201,15 @@ class WorkloadController:
         self._pod_writes = 0  # pods created or deleted, for the pause between rounds
 
     @property
-    def sim(self) -> Simulator:
-        assert self._sim is not None, f"{self.name} controller is not running"
-        return self._sim
+    def cluster(self) -> Cluster:
+        assert self._cluster is not None, f"{self.name} controller is not running"
+        return self._cluster
 
     def owner_type(self) -> ResourceType:
-        return self.sim.scheme.for_storage(self.storage)
-
-    def pod_type(self) -> ResourceType:
-        rt = self.sim.scheme.for_kind("v1", "Pod")
-        assert rt is not None
-        return rt
+        return self.cluster.scheme.for_storage(self.storage)
 
     def now(self) -> float:
-        return self.sim.registry.clock()
+        return self.cluster.registry.clock()
 
     def enqueue(self, key: Key) -> None:
         self._dirty.add(key)
@@ -276,10 +228,10 @@ class WorkloadController:
         self._timers.pop(key, None)
         self.enqueue(key)
 
-    async def run(self, sim: Simulator) -> None:
-        self._sim = sim
+    async def run(self, cluster: Cluster) -> None:
+        self._cluster = cluster
         self._wake = asyncio.Event()
-        store = sim.store
+        store = cluster.store
         self._subs = [store.subscribe(s) for s in self.watched]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in self._subs]
         try:
@@ -292,7 +244,7 @@ class WorkloadController:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
-                delay = sim.settings.reaction_delay * sim.time_scale
+                delay = cluster.settings.reaction_delay * cluster.time_scale
                 # Let a burst of writes land first (one sync per owner per burst).
                 await asyncio.sleep(delay)
                 started = time.monotonic()
@@ -326,7 +278,7 @@ class WorkloadController:
             self._by_owner.clear()
             self._orphans.clear()
             self._pod_owner.clear()
-            self._sim = None
+            self._cluster = None
             self._wake = None
 
     async def _pump(self, sub: Subscription) -> None:
@@ -397,7 +349,7 @@ class WorkloadController:
         namespace = str(meta_of(pod).get("namespace", ""))
         labels = labels_of(pod)
         out: list[Key] = []
-        for owner in self.sim.store.items(self.storage, namespace):
+        for owner in self.cluster.store.items(self.storage, namespace):
             sel = selector_of(owner)
             if sel is not None and not sel.is_empty() and sel.matches(labels):
                 out.append((namespace, str(meta_of(owner).get("name", ""))))
@@ -411,7 +363,7 @@ class WorkloadController:
     def controlled_pods(self, uid: str, namespace: str) -> list[dict[str, Any]]:
         """Pods whose controller reference has this UID (from the index, current)."""
         self.drain()
-        pods = self.sim.store.objects("pods")
+        pods = self.cluster.store.objects("pods")
         out = []
         for key in sorted(self._by_owner.get(uid, ())):
             pod = pods.get(key)
@@ -439,7 +391,7 @@ class WorkloadController:
                 self._set_owner(pod, None, uid)
         if not adopt or deleting:
             return out
-        pods = self.sim.store.objects("pods")
+        pods = self.cluster.store.objects("pods")
         for key in sorted(self._orphans.get(namespace, ())):
             orphan = pods.get(key)
             if (
@@ -468,8 +420,11 @@ class WorkloadController:
         else:
             new["metadata"].pop("ownerReferences", None)
         try:
-            self.sim.registry.update(
-                self.pod_type(), str(meta.get("namespace", "")), str(meta.get("name", "")), new
+            self.cluster.registry.update(
+                self.cluster.scheme.for_storage("pods"),
+                str(meta.get("namespace", "")),
+                str(meta.get("name", "")),
+                new,
             )
         except StatusError as err:
             log.info("kubesim: %s could not adopt/release pod %s: %s", self.name, meta, err)
@@ -486,7 +441,7 @@ class WorkloadController:
         self, obj: Mapping[str, Any], reason: str, message: str, *, warn: bool = False
     ) -> None:
         self.recorder.event(
-            self.sim, obj, type_="Warning" if warn else "Normal", reason=reason, message=message
+            self.cluster, obj, type_="Warning" if warn else "Normal", reason=reason, message=message
         )
 
     def create_pod(
@@ -496,7 +451,9 @@ class WorkloadController:
         # A taken generated name is retried by the API server (RetryGenerateName), not here.
         self._pod_writes += 1
         try:
-            pod = self.sim.registry.create(self.pod_type(), namespace, manifest)
+            pod = self.cluster.registry.create(
+                self.cluster.scheme.for_storage("pods"), namespace, manifest
+            )
         except StatusError as err:
             log.warning(
                 "kubesim: %s failed to create pod in %s: %s", self.name, namespace, err.message
@@ -514,8 +471,8 @@ class WorkloadController:
         name = str(meta.get("name", ""))
         self._pod_writes += 1
         try:
-            self.sim.registry.delete(
-                self.pod_type(),
+            self.cluster.registry.delete(
+                self.cluster.scheme.for_storage("pods"),
                 str(meta.get("namespace", "")),
                 name,
                 DeleteOptions(uid=str(meta.get("uid", "")) or None),
@@ -536,7 +493,7 @@ class WorkloadController:
         meta = meta_of(owner)
         new = clone(dict(owner))
         new["status"] = status
-        self.sim.registry.update(
+        self.cluster.registry.update(
             self.owner_type(),
             str(meta.get("namespace", "")),
             str(meta.get("name", "")),

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from kubesim.plugins.authorization.aggregation import aggregate_all
 
 if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+    from kubesim.cluster import Cluster
 
 __all__ = ["ClusterRoleAggregationController"]
 
@@ -29,15 +29,15 @@ class ClusterRoleAggregationController:
 
     name = "clusterrole-aggregation"
 
-    async def run(self, sim: Simulator) -> None:
-        store = sim.store
+    async def run(self, cluster: Cluster) -> None:
+        store = cluster.store
         sub = store.subscribe("clusterroles")
         try:
-            aggregate_all(sim.registry)
+            aggregate_all(cluster.registry)
             while True:
                 await sub.queue.get()
                 while not sub.queue.empty():
                     sub.queue.get_nowait()
-                aggregate_all(sim.registry)
+                aggregate_all(cluster.registry)
         finally:
             store.unsubscribe(sub)

@@ -150,12 +150,12 @@ class DaemonSetController(WorkloadController):
         if ev.storage == "nodes":
             return [
                 (str(meta_of(ds).get("namespace", "")), str(meta_of(ds).get("name", "")))
-                for ds in self.sim.store.items(self.storage)
+                for ds in self.cluster.store.items(self.storage)
             ]
         return super().keys_for(ev)
 
     def sync(self, key: Key) -> None:
-        ds = self.sim.store.get(self.storage, key)
+        ds = self.cluster.store.get(self.storage, key)
         if ds is None:
             return
         by_node: dict[str, list[dict[str, Any]]] = {}
@@ -167,13 +167,13 @@ class DaemonSetController(WorkloadController):
             for pod in self.owned_pods(ds, adopt=False):
                 node_name = str((pod.get("spec") or {}).get("nodeName") or "")
                 by_node.setdefault(node_name, []).append(pod)
-        ds = self.sim.store.get(self.storage, key)
+        ds = self.cluster.store.get(self.storage, key)
         if ds is not None:
             self.write_status(ds, self._status(ds, by_node, key))
 
     def _manage(self, ds: Mapping[str, Any], by_node: dict[str, list[dict[str, Any]]]) -> bool:
         changed = False
-        for node in list(self.sim.store.items("nodes")):
+        for node in list(self.cluster.store.items("nodes")):
             node_name = str(meta_of(node).get("name", ""))
             should_run, keep_running = node_should_run_daemon_pod(ds, node)
             pods = [
@@ -195,7 +195,7 @@ class DaemonSetController(WorkloadController):
                 for pod in sorted(pods, key=_created)[1:]:
                     self.delete_pod(pod, owner=ds)
                 changed = True
-        nodes = {str(meta_of(n).get("name", "")) for n in self.sim.store.items("nodes")}
+        nodes = {str(meta_of(n).get("name", "")) for n in self.cluster.store.items("nodes")}
         for node_name, pods in by_node.items():
             if node_name not in nodes:  # pods of a node that is gone (or unbound)
                 for pod in pods:
@@ -213,7 +213,7 @@ class DaemonSetController(WorkloadController):
         now = self.now()
         desired = current = misscheduled = ready = available = updated = 0
         waiting = False
-        for node in self.sim.store.items("nodes"):
+        for node in self.cluster.store.items("nodes"):
             node_name = str(meta_of(node).get("name", ""))
             should_run, _ = node_should_run_daemon_pod(ds, node)
             pods = [

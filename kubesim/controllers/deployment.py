@@ -99,9 +99,9 @@ class DeploymentController(WorkloadController):
         namespace = str(meta.get("namespace", ""))
         uid = str(meta.get("uid", ""))
         sel = selector_of(dep)
-        rs_type = self.sim.scheme.for_storage("replicasets")
+        rs_type = self.cluster.scheme.for_storage("replicasets")
         out: list[dict[str, Any]] = []
-        for rs in list(self.sim.store.items("replicasets", namespace)):
+        for rs in list(self.cluster.store.items("replicasets", namespace)):
             ref = controller_ref(rs)
             matches = sel is not None and not sel.is_empty() and sel.matches(labels_of(rs))
             if ref is not None:
@@ -115,7 +115,7 @@ class DeploymentController(WorkloadController):
                     owner_reference(dep),
                 ]
                 try:
-                    adopted, _ = self.sim.registry.update(
+                    adopted, _ = self.cluster.registry.update(
                         rs_type, namespace, str(meta_of(rs).get("name", "")), new
                     )
                 except StatusError:
@@ -124,7 +124,7 @@ class DeploymentController(WorkloadController):
         return out
 
     def sync(self, key: Key) -> None:
-        dep = self.sim.store.get(self.storage, key)
+        dep = self.cluster.store.get(self.storage, key)
         if dep is None or meta_of(dep).get("deletionTimestamp"):
             return
         spec = dep.get("spec") or {}
@@ -148,7 +148,7 @@ class DeploymentController(WorkloadController):
                 return
             created = True
             rss.append(new_rs)
-        rs_type = self.sim.scheme.for_storage("replicasets")
+        rs_type = self.cluster.scheme.for_storage("replicasets")
         revision = _revision(new_rs) or max(revisions, default=0) + 1
         for rs in rss:
             is_new = rs is new_rs
@@ -163,7 +163,7 @@ class DeploymentController(WorkloadController):
             new = clone(rs)
             new["spec"]["replicas"] = want
             new["metadata"]["annotations"] = annotations
-            updated, _ = self.sim.registry.update(
+            updated, _ = self.cluster.registry.update(
                 rs_type, key[0], str(meta_of(rs).get("name", "")), new
             )
             old_count = spec_replicas(rs)
@@ -177,17 +177,17 @@ class DeploymentController(WorkloadController):
                 )
             if is_new:
                 new_rs = updated
-        dep = self.sim.store.get(self.storage, key)
+        dep = self.cluster.store.get(self.storage, key)
         if dep is None:
             return
         rss = [
-            self.sim.store.get("replicasets", (key[0], str(meta_of(rs).get("name", "")))) or rs
+            self.cluster.store.get("replicasets", (key[0], str(meta_of(rs).get("name", "")))) or rs
             for rs in rss
         ]
         new_name = str(meta_of(new_rs).get("name", ""))
         new_rs = next((rs for rs in rss if meta_of(rs).get("name") == new_name), new_rs)
         self._write_revision(dep, revision)
-        dep = self.sim.store.get(self.storage, key)
+        dep = self.cluster.store.get(self.storage, key)
         if dep is not None:
             self.write_status(dep, self._status(dep, new_rs, rss, created=created))
 
@@ -199,7 +199,7 @@ class DeploymentController(WorkloadController):
         new = clone(dict(dep))
         new["metadata"]["annotations"] = annotations
         meta = meta_of(dep)
-        self.sim.registry.update(
+        self.cluster.registry.update(
             self.owner_type(), str(meta.get("namespace", "")), str(meta.get("name", "")), new
         )
 
@@ -237,9 +237,11 @@ class DeploymentController(WorkloadController):
             },
             "spec": rs_spec,
         }
-        rs_type = self.sim.scheme.for_storage("replicasets")
+        rs_type = self.cluster.scheme.for_storage("replicasets")
         try:
-            created = self.sim.registry.create(rs_type, str(meta.get("namespace", "")), manifest)
+            created = self.cluster.registry.create(
+                rs_type, str(meta.get("namespace", "")), manifest
+            )
             if replicas:
                 self.record(
                     dep,

@@ -52,7 +52,7 @@ from kubesim.core.objects import controller_ref, pdb_selects
 from kubesim.core.store import DELETED, Event, clone
 
 if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+    from kubesim.cluster import Cluster
 
 __all__ = [
     "DELETION_TIMEOUT",
@@ -304,7 +304,7 @@ class DisruptionController:
         self._deletion_timeout = deletion_timeout
         self._clock = clock
         self.pinned: set[tuple[str, str]] = set()
-        self._sim: Simulator | None = None
+        self._cluster: Cluster | None = None
         self._dirty: set[tuple[str, str]] = set()
         self._wake: asyncio.Event | None = None
         self._rechecks: dict[tuple[str, str], tuple[float, asyncio.TimerHandle]] = {}
@@ -317,14 +317,14 @@ class DisruptionController:
     def deletion_timeout(self) -> float:
         if self._deletion_timeout is not None:
             return self._deletion_timeout
-        scale = self._sim.time_scale if self._sim is not None else 1.0
+        scale = self._cluster.time_scale if self._cluster is not None else 1.0
         return DELETION_TIMEOUT * scale
 
     def now(self) -> float:
         if self._clock is not None:
             return self._clock()
-        assert self._sim is not None
-        return self._sim.registry.clock()
+        assert self._cluster is not None
+        return self._cluster.registry.clock()
 
     def pin(self, namespace: str, name: str) -> None:
         self.pinned.add((namespace, name))
@@ -340,10 +340,10 @@ class DisruptionController:
 
     # --- the loop ---------------------------------------------------------------------------
 
-    async def run(self, sim: Simulator) -> None:
-        self._sim = sim
+    async def run(self, cluster: Cluster) -> None:
+        self._cluster = cluster
         self._wake = asyncio.Event()
-        store = sim.store
+        store = cluster.store
         subs = [store.subscribe(s) for s in WATCHED]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         try:
@@ -366,7 +366,7 @@ class DisruptionController:
             for _, handle in self._rechecks.values():
                 handle.cancel()
             self._rechecks.clear()
-            self._sim = None
+            self._cluster = None
             self._wake = None
 
     async def _pump(self, sub: Any) -> None:
@@ -378,8 +378,8 @@ class DisruptionController:
                 log.exception("kubesim: disruption controller event failed")
 
     def _on_event(self, ev: Event) -> None:
-        sim = self._sim
-        if sim is None:
+        cluster = self._cluster
+        if cluster is None:
             return
         namespace = ev.key[0]
         if ev.storage == "poddisruptionbudgets":
@@ -388,7 +388,7 @@ class DisruptionController:
             else:
                 self.enqueue(namespace, ev.key[1])
             return
-        pdbs = list(sim.store.items("poddisruptionbudgets", namespace))
+        pdbs = list(cluster.store.items("poddisruptionbudgets", namespace))
         if ev.storage != "pods":
             for pdb in pdbs:
                 self.enqueue(namespace, str((pdb.get("metadata") or {}).get("name", "")))
@@ -416,17 +416,19 @@ class DisruptionController:
 
     def sync(self, namespace: str, name: str) -> None:
         """``DisruptionController.sync`` for one PDB (no-op when gone or static)."""
-        sim = self._sim
-        if sim is None:
+        cluster = self._cluster
+        if cluster is None:
             return
-        pdb_rt = sim.scheme.for_kind("policy/v1", "PodDisruptionBudget")
+        pdb_rt = cluster.scheme.for_kind("policy/v1", "PodDisruptionBudget")
         assert pdb_rt is not None
-        pdb = sim.store.get("poddisruptionbudgets", (namespace, name))
+        pdb = cluster.store.get("poddisruptionbudgets", (namespace, name))
         if pdb is None or self.is_static(pdb):
             return
         now = self.now()
         timeout = self.deletion_timeout()
-        pods = [p for p in sim.store.items("pods", namespace) if pdb_selects(pdb, self._labels(p))]
+        pods = [
+            p for p in cluster.store.items("pods", namespace) if pdb_selects(pdb, self._labels(p))
+        ]
         recheck: float | None = None
         try:
             status, recheck = compute_status(
@@ -443,7 +445,7 @@ class DisruptionController:
             new = clone(pdb)
             new["status"] = status
             try:
-                sim.registry.update(pdb_rt, namespace, name, new, subresource="status")
+                cluster.registry.update(pdb_rt, namespace, name, new, subresource="status")
             except StatusError as err:
                 log.warning("kubesim: PDB %s/%s status write failed: %s", namespace, name, err)
         if recheck is not None:
@@ -494,8 +496,8 @@ class DisruptionController:
     # --- controller lookups (the finders) ---------------------------------------------------
 
     def _find_scale(self, ref: Mapping[str, Any], namespace: str) -> tuple[str, int] | None:
-        sim = self._sim
-        assert sim is not None
+        cluster = self._cluster
+        assert cluster is not None
         api_version = str(ref.get("apiVersion", ""))
         group = api_version.rpartition("/")[0]
         if api_version.count("/") > 1:
@@ -504,11 +506,11 @@ class DisruptionController:
         name = str(ref.get("name", ""))
         uid = str(ref.get("uid", ""))
         if kind == "ReplicationController" and group == "":  # getPodReplicationController
-            rc = sim.store.get("replicationcontrollers", (namespace, name))
+            rc = cluster.store.get("replicationcontrollers", (namespace, name))
             if rc is not None and _uid(rc) == uid:
                 return uid, _replicas(rc)
         if kind == "ReplicaSet" and group in ("apps", "extensions"):
-            rs = sim.store.get("replicasets", (namespace, name))
+            rs = cluster.store.get("replicasets", (namespace, name))
             if rs is not None and _uid(rs) == uid:
                 owner = controller_ref(rs)
                 if owner is None:
@@ -516,17 +518,19 @@ class DisruptionController:
                 if owner.get("kind") == "Deployment":
                     owner_group = str(owner.get("apiVersion", "")).rpartition("/")[0]
                     if owner_group in ("apps", "extensions"):
-                        dep = sim.store.get("deployments", (namespace, str(owner.get("name", ""))))
+                        dep = cluster.store.get(
+                            "deployments", (namespace, str(owner.get("name", "")))
+                        )
                         if dep is not None and _uid(dep) == str(owner.get("uid", "")):
                             return _uid(dep), _replicas(dep)
                     return None
                 return uid, _replicas(rs)
         if kind == "StatefulSet" and group == "apps":
-            ss = sim.store.get("statefulsets", (namespace, name))
+            ss = cluster.store.get("statefulsets", (namespace, name))
             if ss is not None and _uid(ss) == uid:
                 return uid, _replicas(ss)
         # getScaleController: the scale subresource of whatever the reference names.
-        rt = sim.scheme.for_kind(api_version, kind)
+        rt = cluster.scheme.for_kind(api_version, kind)
         if rt is None:
             raise SyncError(f'no matches for kind "{kind}" in version "{api_version}"')
         if kind not in SCALABLE_KINDS:
@@ -544,10 +548,3 @@ def _uid(obj: Mapping[str, Any]) -> str:
 def _replicas(obj: Mapping[str, Any]) -> int:
     replicas = (obj.get("spec") or {}).get("replicas")
     return 1 if replicas is None else int(replicas)  # SetDefaults: replicas 1
-
-
-def find_controller(sim: Simulator) -> DisruptionController | None:
-    for c in sim.controllers:
-        if isinstance(c, DisruptionController):
-            return c
-    return None

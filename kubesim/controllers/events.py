@@ -21,7 +21,7 @@ from kube.times import format_time
 from kubesim.core.errors import StatusError
 
 if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+    from kubesim.cluster import Cluster
 
 __all__ = ["EventRecorder"]
 
@@ -43,7 +43,7 @@ class EventRecorder:
 
     def event(
         self,
-        sim: Simulator,
+        cluster: Cluster,
         obj: Mapping[str, Any],
         *,
         type_: str,
@@ -52,13 +52,13 @@ class EventRecorder:
         host: str | None = None,
         field_path: str = "",
     ) -> dict[str, Any] | None:
-        rt = sim.scheme.for_kind("v1", "Event")
+        rt = cluster.scheme.for_kind("v1", "Event")
         if rt is None:
             return None
         meta = obj.get("metadata") or {}
         name = str(meta.get("name", ""))
         namespace = str(meta.get("namespace") or "default")
-        now = sim.registry.clock()
+        now = cluster.registry.clock()
         stamp = format_time(now)
         source: dict[str, str] = {"component": self.component}
         instance = host if host is not None else self.host
@@ -92,7 +92,7 @@ class EventRecorder:
             "reportingInstance": instance,
         }
         try:
-            return sim.registry.create(rt, namespace, body)
+            return cluster.registry.create(rt, namespace, body)
         except StatusError as err:
             log.info("kubesim: %s event %s dropped: %s", self.component, reason, err.message)
             return None

@@ -33,7 +33,7 @@ from kubesim.core.store import DELETED, Event, Key, clone
 from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+    from kubesim.cluster import Cluster
 
 __all__ = ["GarbageCollector"]
 
@@ -48,30 +48,30 @@ class GarbageCollector:
     name = "garbagecollector"
 
     def __init__(self) -> None:
-        self._sim: Simulator | None = None
+        self._cluster: Cluster | None = None
         # owner uid -> dependents (storage, key)
         self._dependents: dict[str, set[tuple[str, Key]]] = {}
         self._dirty: set[tuple[str, Key]] = set()
         self._owners_dirty: set[tuple[str, Key]] = set()
         self._wake: asyncio.Event | None = None
 
-    async def run(self, sim: Simulator) -> None:
-        self._sim = sim
+    async def run(self, cluster: Cluster) -> None:
+        self._cluster = cluster
         self._wake = asyncio.Event()
-        storages = [s for s in sim.scheme.storages() if s not in SKIPPED]
-        subs = [sim.store.subscribe(s) for s in storages]
+        storages = [s for s in cluster.scheme.storages() if s not in SKIPPED]
+        subs = [cluster.store.subscribe(s) for s in storages]
         pumps = [asyncio.create_task(self._pump(sub)) for sub in subs]
         try:
             for storage in storages:
-                for key in list(sim.store.keys(storage)):
-                    obj = sim.store.get(storage, key)
+                for key in list(cluster.store.keys(storage)):
+                    obj = cluster.store.get(storage, key)
                     if obj is not None:
                         self._observe(storage, key, obj)
             self._wake.set()
             while True:
                 await self._wake.wait()
                 self._wake.clear()
-                await asyncio.sleep(sim.settings.reaction_delay * sim.time_scale)
+                await asyncio.sleep(cluster.settings.reaction_delay * cluster.time_scale)
                 owners, self._owners_dirty = self._owners_dirty, set()
                 for storage, key in sorted(owners):
                     self._guard(self._process_deleting_owner, storage, key)
@@ -82,8 +82,8 @@ class GarbageCollector:
             for task in pumps:
                 task.cancel()
             for sub in subs:
-                sim.store.unsubscribe(sub)
-            self._sim = None
+                cluster.store.unsubscribe(sub)
+            self._cluster = None
             self._wake = None
 
     def _guard(self, fn: Any, storage: str, key: Key) -> None:
@@ -120,8 +120,8 @@ class GarbageCollector:
 
     def _mark_owner_parent(self, obj: Mapping[str, Any]) -> None:
         """A dependent went away: owners waiting in foreground deletion may finish."""
-        sim = self._sim
-        assert sim is not None
+        cluster = self._cluster
+        assert cluster is not None
         for ref in meta_of(obj).get("ownerReferences") or []:
             if not isinstance(ref, Mapping):
                 continue
@@ -146,27 +146,27 @@ class GarbageCollector:
                 self._wake.set()
 
     def _type_of(self, ref: Mapping[str, Any]) -> ResourceType | None:
-        sim = self._sim
-        assert sim is not None
-        return sim.scheme.for_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
+        cluster = self._cluster
+        assert cluster is not None
+        return cluster.scheme.for_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
 
     def _find_owner(self, ref: Mapping[str, Any], namespace: str) -> tuple[str, Key] | None:
         """The live owner a reference names (UID must match), as (storage, key)."""
-        sim = self._sim
-        assert sim is not None
+        cluster = self._cluster
+        assert cluster is not None
         rt = self._type_of(ref)
         if rt is None:
             return None
         key = (namespace if rt.namespaced else "", str(ref.get("name", "")))
-        obj = sim.store.get(rt.storage_name, key)
+        obj = cluster.store.get(rt.storage_name, key)
         if obj is None or str(meta_of(obj).get("uid", "")) != str(ref.get("uid", "")):
             return None
         return rt.storage_name, key
 
     def _attempt_to_delete(self, storage: str, key: Key) -> None:
-        sim = self._sim
-        assert sim is not None
-        obj = sim.store.get(storage, key)
+        cluster = self._cluster
+        assert cluster is not None
+        obj = cluster.store.get(storage, key)
         if obj is None:
             return
         meta = meta_of(obj)
@@ -176,23 +176,25 @@ class GarbageCollector:
         dangling = [r for r in refs if self._find_owner(r, key[0]) is None]
         if not dangling:
             return
-        rt = sim.scheme.for_storage(storage)
+        rt = cluster.scheme.for_storage(storage)
         if len(dangling) < len(refs):
             gone = {str(r.get("uid", "")) for r in dangling}
             new = clone(dict(obj))
             new["metadata"]["ownerReferences"] = [
                 r for r in refs if str(r.get("uid", "")) not in gone
             ]
-            sim.registry.update(rt, key[0], key[1], new)
+            cluster.registry.update(rt, key[0], key[1], new)
             return
         if meta.get("deletionTimestamp"):
             return
-        sim.registry.delete(rt, key[0], key[1], DeleteOptions(uid=str(meta.get("uid", "")) or None))
+        cluster.registry.delete(
+            rt, key[0], key[1], DeleteOptions(uid=str(meta.get("uid", "")) or None)
+        )
 
     def _process_deleting_owner(self, storage: str, key: Key) -> None:
-        sim = self._sim
-        assert sim is not None
-        owner = sim.store.get(storage, key)
+        cluster = self._cluster
+        assert cluster is not None
+        owner = cluster.store.get(storage, key)
         if owner is None:
             return
         meta = meta_of(owner)
@@ -202,7 +204,7 @@ class GarbageCollector:
         uid = str(meta.get("uid", ""))
         dependents = []
         for dep_storage, dep_key in list(self._dependents.get(uid, set())):
-            dep = sim.store.get(dep_storage, dep_key)
+            dep = cluster.store.get(dep_storage, dep_key)
             if dep is None:
                 continue
             refs = [
@@ -212,7 +214,7 @@ class GarbageCollector:
             ]
             if refs:
                 dependents.append((dep_storage, dep_key, dep, refs[0]))
-        rt = sim.scheme.for_storage(storage)
+        rt = cluster.scheme.for_storage(storage)
         if ORPHAN in finalizers:
             for dep_storage, dep_key, dep, _ in dependents:
                 new = clone(dep)
@@ -223,7 +225,7 @@ class GarbageCollector:
                 ]
                 if not new["metadata"]["ownerReferences"]:
                     del new["metadata"]["ownerReferences"]
-                sim.registry.update(sim.scheme.for_storage(dep_storage), *dep_key, new)
+                cluster.registry.update(cluster.scheme.for_storage(dep_storage), *dep_key, new)
             self._remove_finalizer(rt, key, ORPHAN)
             return
         if FOREGROUND not in finalizers:
@@ -234,21 +236,21 @@ class GarbageCollector:
                 blocking = True
             if meta_of(dep).get("deletionTimestamp"):
                 continue
-            dep_rt = sim.scheme.for_storage(dep_storage)
+            dep_rt = cluster.scheme.for_storage(dep_storage)
             dep_finalizers = meta_of(dep).get("finalizers") or []
             if dep_rt.kind != "Pod" and FOREGROUND not in dep_finalizers:
                 # Dependents are deleted in the foreground too, so the chain waits.
                 new = clone(dep)
                 new["metadata"]["finalizers"] = [*dep_finalizers, FOREGROUND]
-                sim.registry.update(dep_rt, *dep_key, new)
-            sim.registry.delete(dep_rt, dep_key[0], dep_key[1], DeleteOptions())
+                cluster.registry.update(dep_rt, *dep_key, new)
+            cluster.registry.delete(dep_rt, dep_key[0], dep_key[1], DeleteOptions())
         if not blocking:
             self._remove_finalizer(rt, key, FOREGROUND)
 
     def _remove_finalizer(self, rt: ResourceType, key: Key, finalizer: str) -> None:
-        sim = self._sim
-        assert sim is not None
-        obj = sim.store.get(rt.storage_name, key)
+        cluster = self._cluster
+        assert cluster is not None
+        obj = cluster.store.get(rt.storage_name, key)
         if obj is None:
             return
         new = clone(obj)
@@ -257,4 +259,4 @@ class GarbageCollector:
         ]
         if not new["metadata"]["finalizers"]:
             del new["metadata"]["finalizers"]
-        sim.registry.update(rt, key[0], key[1], new)
+        cluster.registry.update(rt, key[0], key[1], new)

@@ -69,7 +69,7 @@ class JobController(WorkloadController):
         return LabelSelector.from_labels({CONTROLLER_UID: uid})
 
     def sync(self, key: Key) -> None:
-        job = self.sim.store.get(self.storage, key)
+        job = self.cluster.store.get(self.storage, key)
         if job is None:
             return
         meta = meta_of(job)
@@ -174,7 +174,7 @@ class JobController(WorkloadController):
                 del status[field]
         if conditions:
             status["conditions"] = conditions
-        job = self.sim.store.get(self.storage, key)
+        job = self.cluster.store.get(self.storage, key)
         if job is not None:
             self.write_status(job, status)
 

@@ -17,7 +17,7 @@ from kubesim.core.store import DELETED
 from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+    from kubesim.cluster import Cluster
 
 __all__ = ["NamespaceController"]
 
@@ -31,39 +31,39 @@ class NamespaceController:
         self.poll = poll
         self._active: dict[str, asyncio.Task[None]] = {}
 
-    async def run(self, sim: Simulator) -> None:
-        store = sim.store
+    async def run(self, cluster: Cluster) -> None:
+        store = cluster.store
         sub = store.subscribe("namespaces")
         try:
             for ns in list(store.items("namespaces")):
-                self._consider(sim, ns)
+                self._consider(cluster, ns)
             while True:
                 ev = await sub.queue.get()
                 if ev.type != DELETED:
-                    self._consider(sim, ev.obj)
+                    self._consider(cluster, ev.obj)
         finally:
             store.unsubscribe(sub)
             for task in self._active.values():
                 task.cancel()
 
-    def _consider(self, sim: Simulator, ns: dict[str, object]) -> None:
+    def _consider(self, cluster: Cluster, ns: dict[str, object]) -> None:
         meta = ns.get("metadata") or {}
         assert isinstance(meta, dict)
         name = str(meta.get("name", ""))
         if not meta.get("deletionTimestamp") or name in self._active:
             return
-        self._active[name] = asyncio.create_task(self._drain(sim, name))
+        self._active[name] = asyncio.create_task(self._drain(cluster, name))
 
-    async def _drain(self, sim: Simulator, namespace: str) -> None:
-        registry = sim.registry
+    async def _drain(self, cluster: Cluster, namespace: str) -> None:
+        registry = cluster.registry
         try:
             while True:
                 remaining = 0
-                for storage in sim.store.storages():
-                    rt = sim.scheme.for_storage(storage)
+                for storage in cluster.store.storages():
+                    rt = cluster.scheme.for_storage(storage)
                     if not rt.namespaced:
                         continue
-                    for obj in list(sim.store.items(storage, namespace)):
+                    for obj in list(cluster.store.items(storage, namespace)):
                         remaining += 1
                         meta = obj.get("metadata") or {}
                         if meta.get("deletionTimestamp"):

@@ -56,14 +56,14 @@ class ReplicaSetController(WorkloadController):
     watched = ("replicasets", "pods")
 
     def sync(self, key: Key) -> None:
-        rs = self.sim.store.get(self.storage, key)
+        rs = self.cluster.store.get(self.storage, key)
         if rs is None:
             return  # the garbage collector removes its pods
         pods = [p for p in self.owned_pods(rs) if is_pod_active(p)]
         if not (rs.get("metadata") or {}).get("deletionTimestamp"):
             self.manage_replicas(rs, pods)
             pods = [p for p in self.owned_pods(rs, adopt=False) if is_pod_active(p)]
-        rs = self.sim.store.get(self.storage, key)
+        rs = self.cluster.store.get(self.storage, key)
         if rs is None:
             return
         self.write_status(rs, self.calculate_status(rs, pods, key))

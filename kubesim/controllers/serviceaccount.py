@@ -21,7 +21,7 @@ from kubesim.core.errors import StatusError
 from kubesim.core.store import DELETED, Event
 
 if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+    from kubesim.cluster import Cluster
 
 __all__ = ["DEFAULT_SERVICE_ACCOUNT", "ServiceAccountController"]
 
@@ -34,8 +34,8 @@ class ServiceAccountController:
     def __init__(self, *, names: tuple[str, ...] = (DEFAULT_SERVICE_ACCOUNT,)) -> None:
         self.names = names
 
-    async def run(self, sim: Simulator) -> None:
-        store = sim.store
+    async def run(self, cluster: Cluster) -> None:
+        store = cluster.store
         merged: asyncio.Queue[tuple[bool, Event]] = asyncio.Queue()
         subs = {True: store.subscribe("namespaces"), False: store.subscribe("serviceaccounts")}
 
@@ -44,32 +44,32 @@ class ServiceAccountController:
                 merged.put_nowait((is_namespace, await subs[is_namespace].queue.get()))
 
         for ns in list(store.items("namespaces")):
-            self._ensure(sim, ns)
+            self._ensure(cluster, ns)
         forwarders = [asyncio.create_task(forward(kind)) for kind in subs]
         try:
             while True:
                 is_namespace, ev = await merged.get()
-                self._on_event(sim, ev, is_namespace)
+                self._on_event(cluster, ev, is_namespace)
         finally:
             for task in forwarders:
                 task.cancel()
             for sub in subs.values():
                 store.unsubscribe(sub)
 
-    def _on_event(self, sim: Simulator, ev: Event, is_namespace: bool) -> None:
+    def _on_event(self, cluster: Cluster, ev: Event, is_namespace: bool) -> None:
         if is_namespace:
             if ev.type != DELETED:
-                self._ensure(sim, ev.obj)
+                self._ensure(cluster, ev.obj)
             return
         if ev.type == DELETED:
             meta = ev.obj.get("metadata") or {}
-            ns_rt = sim.scheme.for_kind("v1", "Namespace")
+            ns_rt = cluster.scheme.for_kind("v1", "Namespace")
             assert ns_rt is not None
-            ns = sim.registry.find(ns_rt, "", str(meta.get("namespace", "")))
+            ns = cluster.registry.find(ns_rt, "", str(meta.get("namespace", "")))
             if ns is not None:
-                self._ensure(sim, ns)
+                self._ensure(cluster, ns)
 
-    def _ensure(self, sim: Simulator, namespace: Mapping[str, Any]) -> None:
+    def _ensure(self, cluster: Cluster, namespace: Mapping[str, Any]) -> None:
         meta = namespace.get("metadata") or {}
         if (
             meta.get("deletionTimestamp")
@@ -77,10 +77,10 @@ class ServiceAccountController:
         ):
             return
         ns = str(meta.get("name", ""))
-        rt = sim.scheme.for_kind("v1", "ServiceAccount")
+        rt = cluster.scheme.for_kind("v1", "ServiceAccount")
         assert rt is not None
         for name in self.names:
-            if sim.registry.find(rt, ns, name) is not None:
+            if cluster.registry.find(rt, ns, name) is not None:
                 continue
             with contextlib.suppress(StatusError):  # the namespace went away meanwhile
-                sim.registry.create(rt, ns, {"metadata": {"name": name, "namespace": ns}})
+                cluster.registry.create(rt, ns, {"metadata": {"name": name, "namespace": ns}})

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
+from kubesim.cluster import ControllerSettings
 from kubesim.controllers import check_controller_names
-from kubesim.controllers.base import ControllerSettings
 from kubesim.core.scheme import ResourceType, Scheme
 
 __all__ = [

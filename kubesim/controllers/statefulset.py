@@ -63,7 +63,7 @@ class StatefulSetController(WorkloadController):
         return f"delete Pod {pod_name} in StatefulSet {meta_of(owner).get('name', '')} successful"
 
     def sync(self, key: Key) -> None:
-        sts = self.sim.store.get(self.storage, key)
+        sts = self.cluster.store.get(self.storage, key)
         if sts is None:
             return
         set_name = key[1]
@@ -84,7 +84,7 @@ class StatefulSetController(WorkloadController):
                 for p in self.owned_pods(sts, adopt=False)
                 if (n := pod_ordinal(set_name, str(meta_of(p).get("name", "")))) is not None
             }
-        sts = self.sim.store.get(self.storage, key)
+        sts = self.cluster.store.get(self.storage, key)
         if sts is not None:
             self.write_status(sts, self._status(sts, pods, revision, key))
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kube.conditions import get_pod_condition
 from kube.times import format_time
 
 __all__ = [
@@ -30,10 +31,8 @@ DISRUPTION_ALLOWED: Final = "DisruptionAllowed"
 
 def is_pod_ready(pod: Mapping[str, Any]) -> bool:
     """``podutil.IsPodReady``: a ``Ready`` condition with status ``True``."""
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
+    _, ready = get_pod_condition(pod.get("status"), "Ready")
+    return ready is not None and ready.get("status") == "True"
 
 
 def set_status_condition(

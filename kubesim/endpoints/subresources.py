@@ -18,8 +18,8 @@ empty request.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
@@ -33,10 +33,8 @@ from kubesim.registry.generic import check_dry_run
 
 if TYPE_CHECKING:  # the storage is built where the server is assembled
     from kubesim.plugins.authentication.serviceaccounts import ServiceAccountTokens
-    from kubesim.plugins.binding import BindingStorage
-    from kubesim.plugins.eviction import EvictionStorage
 
-__all__ = ["Review", "binding", "eviction", "review", "token_request"]
+__all__ = ["NamedCreater", "Review", "named_create", "review", "token_request"]
 
 # A review kind's storage: (its type, the URL's namespace, the requester, the decoded body)
 # -> the answered review.
@@ -52,23 +50,23 @@ def _create_only(ctx: RequestContext) -> list[str]:
     return dry_run
 
 
-def eviction(storage: EvictionStorage) -> SubresourceHandler:
-    """``pods/eviction``: the body's dry run must agree with the query's (the storage checks)."""
+class NamedCreater(Protocol):
+    """Create-only storage of a named subresource (kube's ``rest.NamedCreater``): eviction and
+    binding. ``body_type`` is what a request body is decoded as."""
+
+    body_type: ResourceType
+
+    def create(
+        self, namespace: str, name: str, body: Mapping[str, Any], *, dry_run: list[str]
+    ) -> dict[str, Any]: ...
+
+
+def named_create(storage: NamedCreater) -> SubresourceHandler:
+    """``pods/eviction`` or ``pods/binding``: the storage answers the 201's body (an eviction
+    also checks the body's dry run against the query's)."""
 
     async def handle(ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         dry_run = _create_only(ctx)
-        body = decode_body(ctx, storage.body_type)
-        status = storage.create(ctx.info.namespace, ctx.info.name, body, dry_run=dry_run)
-        return json_response(status, 201)
-
-    return handle
-
-
-def binding(storage: BindingStorage) -> SubresourceHandler:
-    """``pods/binding``."""
-
-    async def handle(ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
-        dry_run = bool(_create_only(ctx))
         body = decode_body(ctx, storage.body_type)
         status = storage.create(ctx.info.namespace, ctx.info.name, body, dry_run=dry_run)
         return json_response(status, 201)

@@ -40,12 +40,13 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from kube.conditions import update_pod_condition
 from kube.times import format_time
 from kubesim.core.errors import StatusError
 from kubesim.core.store import DELETED, clone
@@ -55,7 +56,9 @@ from kubesim.faults.file import Fault, FaultSet, PodFault, TimelineStep
 from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+    from kubesim.cluster import Cluster
+    from kubesim.endpoints.requestlog import RequestLog
+    from kubesim.node.kubelet import Kubelet
 
 __all__ = ["ActiveFault", "FaultInjector"]
 
@@ -97,10 +100,23 @@ class ActiveFault:
 
 
 class FaultInjector:
-    """Applies a simulator's faults; see the module docstring."""
+    """Applies faults to a cluster; see the module docstring. ``faults`` is the set the
+    server's latency is read from (it grows as faults are added), ``request_log`` where a
+    silenced request is logged, ``kubelet`` the node kubelet deletion faults are given to
+    (None while the cluster runs none)."""
 
-    def __init__(self, sim: Simulator) -> None:
-        self.sim = sim
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        faults: FaultSet,
+        request_log: RequestLog,
+        kubelet: Callable[[], Kubelet | None],
+    ) -> None:
+        self.cluster = cluster
+        self.faults = faults
+        self.request_log = request_log
+        self.kubelet = kubelet
         self.active: list[ActiveFault] = []
         self._recreate: dict[tuple[str, str], PodFault] = {}
         self._pending_timelines: list[PodFault] = []
@@ -112,7 +128,7 @@ class FaultInjector:
     def load(self, faults: FaultSet) -> None:
         """Activate faults; timelines start now when serving, else at ``start``."""
         self.active.extend(ActiveFault(f) for f in faults.faults)
-        kubelet = self.sim.kubelet
+        kubelet = self.kubelet()
         for pf in faults.pods:
             key = (pf.namespace, pf.name)
             if kubelet is not None:
@@ -131,7 +147,7 @@ class FaultInjector:
     # --- requests ---------------------------------------------------------------------------
 
     async def hook(self, ctx: RequestContext) -> web.StreamResponse | None:
-        latency = self.sim.faults.latency
+        latency = self.faults.latency
         if latency > 0:
             await asyncio.sleep(latency)
         if not self.active:
@@ -168,7 +184,7 @@ class FaultInjector:
         resp.headers["Transfer-Encoding"] = "chunked"
         await resp.prepare(ctx.request)
         ctx.record.code = 200
-        self.sim.server.log.append(ctx.record)
+        self.request_log.append(ctx.record)
         transport = ctx.request.transport
         while transport is not None and not transport.is_closing():
             await asyncio.sleep(SILENT_POLL)
@@ -178,7 +194,7 @@ class FaultInjector:
 
     async def run(self) -> None:
         """Background part: timelines and recreation after deletion."""
-        store = self.sim.store
+        store = self.cluster.store
         sub = store.subscribe("pods")
         self._running = True
         try:
@@ -216,14 +232,9 @@ class FaultInjector:
         for step in pf.timeline:
             self._later(step.after, self._run_step, pf, step)
 
-    def _pod_type(self) -> Any:
-        rt = self.sim.scheme.for_kind("v1", "Pod")
-        assert rt is not None
-        return rt
-
     def _run_step(self, pf: PodFault, step: TimelineStep) -> None:
-        rt = self._pod_type()
-        registry = self.sim.registry
+        rt = self.cluster.scheme.for_storage("pods")
+        registry = self.cluster.registry
         pod = registry.find(rt, pf.namespace, pf.name)
         if pod is None:
             log.warning("kubesim: timeline step for missing pod %s/%s", pf.namespace, pf.name)
@@ -234,8 +245,8 @@ class FaultInjector:
             registry.delete(rt, pf.namespace, pf.name, DeleteOptions())
 
     def _apply_set(self, pod: dict[str, Any], values: Mapping[str, Any]) -> None:
-        rt = self._pod_type()
-        registry = self.sim.registry
+        rt = self.cluster.scheme.for_storage("pods")
+        registry = self.cluster.registry
         meta = pod.get("metadata") or {}
         ns, name = meta.get("namespace", ""), meta.get("name", "")
         new = clone(pod)
@@ -251,7 +262,8 @@ class FaultInjector:
             else:
                 other_paths = True
             if path.startswith("status.conditions.") and len(parts) >= 3:
-                _set_condition(new, ".".join(parts[2:]), _condition_status(value), now)
+                condition = {"type": ".".join(parts[2:]), "status": _condition_status(value)}
+                update_pod_condition(new.setdefault("status", {}), condition, now=now)
             elif parts[0] == "metadata" and parts[1:2] in (["labels"], ["annotations"]):
                 new["metadata"].setdefault(parts[1], {})[".".join(parts[2:])] = value
             else:
@@ -260,7 +272,8 @@ class FaultInjector:
                 reason = "PodFailed" if value == "Failed" else "PodCompleted"
                 for ctype in ("Ready", "ContainersReady"):
                     if ctype not in explicit_conditions:
-                        _set_condition(new, ctype, "False", now, reason=reason)
+                        condition = {"type": ctype, "status": "False", "reason": reason}
+                        update_pod_condition(new["status"], condition, now=now)
         if other_paths:
             updated, _ = registry.update(rt, ns, name, new)
             if status_paths:
@@ -271,8 +284,8 @@ class FaultInjector:
     def _recreate_pod(self, pf: PodFault, last: Mapping[str, Any]) -> None:
         spec_r = pf.recreate_after_delete
         assert spec_r is not None
-        rt = self._pod_type()
-        if self.sim.registry.find(rt, pf.namespace, pf.name) is not None:
+        rt = self.cluster.scheme.for_storage("pods")
+        if self.cluster.registry.find(rt, pf.namespace, pf.name) is not None:
             log.warning("kubesim: %s/%s exists again; not recreating it", pf.namespace, pf.name)
             return
         old_meta = last.get("metadata") or {}
@@ -284,7 +297,7 @@ class FaultInjector:
         spec = clone(last.get("spec") or {})
         if spec_r.node is not None:
             spec["nodeName"] = spec_r.node
-        self.sim.registry.seed(
+        self.cluster.registry.seed(
             rt, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
         )
 
@@ -293,29 +306,6 @@ def _condition_status(value: Any) -> str:
     if isinstance(value, bool):
         return "True" if value else "False"
     return str(value)
-
-
-def _set_condition(
-    pod: dict[str, Any], ctype: str, status: str, now: str, *, reason: str | None = None
-) -> None:
-    conditions = pod.setdefault("status", {}).setdefault("conditions", [])
-    for cond in conditions:
-        if isinstance(cond, dict) and cond.get("type") == ctype:
-            if cond.get("status") != status:
-                cond["lastTransitionTime"] = now
-            cond["status"] = status
-            if reason is not None:
-                cond["reason"] = reason
-            return
-    new: dict[str, Any] = {
-        "type": ctype,
-        "status": status,
-        "lastProbeTime": None,
-        "lastTransitionTime": now,
-    }
-    if reason is not None:
-        new["reason"] = reason
-    conditions.append(new)
 
 
 def _set_path(obj: dict[str, Any], parts: list[str], value: Any) -> None:

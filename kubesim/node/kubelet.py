@@ -64,10 +64,11 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from kube.conditions import update_pod_condition
 from kube.objects import InvalidObject, Node, Pod
 from kube.qos import InvalidPodResources, compute_pod_qos
 from kube.times import format_micro_time, format_time
-from kubesim.controllers.base import READY_AFTER_ANNOTATION, RUN_FOR_ANNOTATION, annotation_seconds
+from kubesim.cluster import READY_AFTER_ANNOTATION, RUN_FOR_ANNOTATION, annotation_seconds
 from kubesim.controllers.events import EventRecorder
 from kubesim.core.errors import StatusError
 from kubesim.core.objects import controller_ref
@@ -77,7 +78,7 @@ from kubesim.node.runtime import ContainerStatus, PodSpecError, ProcessRuntime
 from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
-    from kubesim.sim import Simulator
+    from kubesim.cluster import Cluster
 
 __all__ = [
     "LEASE_DURATION_SECONDS",
@@ -192,7 +193,7 @@ class Kubelet:
         self._networks: dict[str, _PodNetwork] = {}
         self._pod_ips: dict[Key, tuple[str, str]] = {}  # pod -> (node, ip)
         self._lease_task: asyncio.Task[None] | None = None
-        self._sim: Simulator | None = None
+        self._cluster: Cluster | None = None
         # Pods run by a process runtime: uid -> (node, key), and their start / stop tasks.
         self._process_pods: dict[str, tuple[str, Key]] = {}
         self._starting: dict[str, asyncio.Task[None]] = {}
@@ -206,8 +207,8 @@ class Kubelet:
     def set_deletion_override(self, namespace: str, name: str, delay: float | None) -> None:
         """Finish the deletion of this pod after ``delay`` seconds, or never (None)."""
         self.overrides[(namespace, name)] = delay
-        if self._sim is not None:
-            pod = self._sim.store.get("pods", (namespace, name))
+        if self._cluster is not None:
+            pod = self._cluster.store.get("pods", (namespace, name))
             if pod is not None:
                 self._consider_deletion(pod, force=True)
 
@@ -216,13 +217,13 @@ class Kubelet:
 
     # --- the loop ---------------------------------------------------------------------------
 
-    async def run(self, sim: Simulator) -> None:
-        self._sim = sim
-        store = sim.store
+    async def run(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+        store = cluster.store
         pods = store.subscribe("pods")
         nodes = store.subscribe("nodes")
         getters: dict[str, asyncio.Future[Event]] = {}
-        for rt in sim.runtimes.values():
+        for rt in cluster.runtimes.values():
             rt.on_exit = self._container_exited
         self._admitted.clear()
         self._admitted_on.clear()
@@ -263,7 +264,7 @@ class Kubelet:
                 self._lease_task = None
             store.unsubscribe(pods)
             store.unsubscribe(nodes)
-            for rt in sim.runtimes.values():
+            for rt in cluster.runtimes.values():
                 rt.on_exit = None
             for task in [*self._starting.values(), *self._stopping.values()]:
                 task.cancel()
@@ -280,10 +281,10 @@ class Kubelet:
                     h.cancel()
                 timers.clear()
             self._timers.clear()
-            self._sim = None
+            self._cluster = None
 
     def _on_event(self, which: str, ev: Event) -> None:
-        store = self.sim.store
+        store = self.cluster.store
         if which == "nodes":
             if ev.type == DELETED:
                 return
@@ -291,7 +292,7 @@ class Kubelet:
             was_up = ev.prev is not None and node_is_up(ev.prev)
             if node_is_up(ev.obj) and not was_up:
                 node_name = ev.key[1]
-                for key in sorted(self.sim.registry.pods_to_start):
+                for key in sorted(self.cluster.registry.pods_to_start):
                     pod = store.get("pods", key)
                     if pod is not None and (pod.get("spec") or {}).get("nodeName") == node_name:
                         self._consider_start(pod)
@@ -310,9 +311,9 @@ class Kubelet:
         self._consider_deletion(ev.obj)
 
     @property
-    def sim(self) -> Simulator:
-        assert self._sim is not None, "the kubelet is not running"
-        return self._sim
+    def cluster(self) -> Cluster:
+        assert self._cluster is not None, "the kubelet is not running"
+        return self._cluster
 
     # --- node status ------------------------------------------------------------------------
 
@@ -339,7 +340,7 @@ class Kubelet:
         uid = str(meta.get("uid", ""))
         old = node.get("status") or {}
         status: dict[str, Any] = clone(dict(old))
-        version = f"v1.{self.sim.server.version_minor}.0"
+        version = f"v1.{self.cluster.version_minor}.0"
         info = status.setdefault("nodeInfo", {})
         machine = _digest("machine", name)[:32]
         defaults = {
@@ -361,13 +362,13 @@ class Kubelet:
             status["capacity"] = dict(DEFAULT_CAPACITY)
         if not status.get("allocatable"):
             status["allocatable"] = clone(status["capacity"])
-        runtime = self.sim.runtimes.get(name)
+        runtime = self.cluster.runtimes.get(name)
         if runtime is not None:
             _set_memory_capacity(status, runtime.memory_capacity)
         addresses = [a for a in status.get("addresses") or [] if isinstance(a, Mapping)]
         types = {a.get("type") for a in addresses}
         if "InternalIP" not in types:
-            index = sorted(self.sim.store.objects("nodes")).index(("", name)) + 10
+            index = sorted(self.cluster.store.objects("nodes")).index(("", name)) + 10
             addresses.insert(
                 0, {"type": "InternalIP", "address": f"10.0.{index >> 8}.{index & 255}"}
             )
@@ -375,7 +376,7 @@ class Kubelet:
             addresses.append({"type": "Hostname", "address": name})
         status["addresses"] = addresses
         status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 10250}})
-        now = format_time(self.sim.registry.clock())
+        now = format_time(self.cluster.registry.clock())
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
         have = {c.get("type") for c in conditions}
         for type_, value, reason, message in NODE_CONDITIONS:
@@ -404,7 +405,7 @@ class Kubelet:
         name = str(meta.get("name", ""))
         info = (node.get("status") or {}).get("nodeInfo") or {}
         arch = info.get("architecture") or (
-            machine_arch() if name in self.sim.runtimes else "amd64"
+            machine_arch() if name in self.cluster.runtimes else "amd64"
         )
         wanted = {
             HOSTNAME_LABEL: name,
@@ -418,7 +419,7 @@ class Kubelet:
 
     def _complete_node(self, node: Mapping[str, Any]) -> None:
         self._node_network(node)
-        rt = self.sim.scheme.for_kind("v1", "Node")
+        rt = self.cluster.scheme.for_kind("v1", "Node")
         assert rt is not None
         name = str((node.get("metadata") or {}).get("name", ""))
         labels = self.node_label_defaults(node)
@@ -426,7 +427,7 @@ class Kubelet:
             new = clone(dict(node))
             new.setdefault("metadata", {})["labels"] = labels
             try:
-                node, _ = self.sim.registry.update(rt, "", name, new)
+                node, _ = self.cluster.registry.update(rt, "", name, new)
             except StatusError as err:
                 if err.code != 409:
                     log.warning("kubesim: kubelet could not label node %s: %s", name, err)
@@ -437,7 +438,7 @@ class Kubelet:
         new = clone(dict(node))
         new["status"] = status
         try:
-            self.sim.registry.update(rt, "", name, new, subresource="status")
+            self.cluster.registry.update(rt, "", name, new, subresource="status")
         except StatusError as err:
             if err.code != 409:  # a concurrent write: the next event completes it
                 log.warning("kubesim: kubelet could not complete node %s: %s", name, err)
@@ -446,25 +447,25 @@ class Kubelet:
 
     async def _renew_leases(self) -> None:
         while True:
-            for node in list(self.sim.store.items("nodes")):
+            for node in list(self.cluster.store.items("nodes")):
                 if not node_is_up(node):
                     continue  # a dead kubelet renews nothing: its lease goes stale
                 try:
                     self.renew_lease(node)
                 except StatusError as err:
                     log.info("kubesim: lease renewal failed: %s", err.message)
-            await asyncio.sleep(max(LEASE_RENEW_INTERVAL * self.sim.time_scale, MIN_RENEW_WALL))
+            await asyncio.sleep(max(LEASE_RENEW_INTERVAL * self.cluster.time_scale, MIN_RENEW_WALL))
 
     def renew_lease(self, node: Mapping[str, Any]) -> dict[str, Any]:
         """Create or renew the node's Lease (``ensureLease`` / ``retryUpdateLease``)."""
-        rt = self.sim.scheme.for_kind("coordination.k8s.io/v1", "Lease")
+        rt = self.cluster.scheme.for_kind("coordination.k8s.io/v1", "Lease")
         assert rt is not None
         meta = node.get("metadata") or {}
         name = str(meta.get("name", ""))
-        now = format_micro_time(self.sim.registry.clock())
-        lease = self.sim.registry.find(rt, LEASE_NAMESPACE, name)
+        now = format_micro_time(self.cluster.registry.clock())
+        lease = self.cluster.registry.find(rt, LEASE_NAMESPACE, name)
         if lease is None:
-            return self.sim.registry.create(
+            return self.cluster.registry.create(
                 rt,
                 LEASE_NAMESPACE,
                 {
@@ -494,7 +495,7 @@ class Kubelet:
         spec["holderIdentity"] = name
         spec["leaseDurationSeconds"] = LEASE_DURATION_SECONDS
         spec["renewTime"] = now
-        obj, _ = self.sim.registry.update(rt, LEASE_NAMESPACE, name, new)
+        obj, _ = self.cluster.registry.update(rt, LEASE_NAMESPACE, name, new)
         return obj
 
     # --- starting ---------------------------------------------------------------------------
@@ -503,7 +504,7 @@ class Kubelet:
         meta = pod.get("metadata") or {}
         ip = (pod.get("status") or {}).get("podIP")
         node_name = (pod.get("spec") or {}).get("nodeName")
-        node = self.sim.store.get("nodes", ("", str(node_name))) if node_name else None
+        node = self.cluster.store.get("nodes", ("", str(node_name))) if node_name else None
         if ip and node is not None:
             self._node_network(node).in_use.add(str(ip))
             self._pod_ips[(str(meta.get("namespace", "")), str(meta.get("name", "")))] = (
@@ -530,7 +531,7 @@ class Kubelet:
         if not node_name or phase in TERMINAL_PHASES:
             self._untrack(key)
             return
-        if key in self.sim.registry.pods_to_start:
+        if key in self.cluster.registry.pods_to_start:
             return
         held = self._admitted.get(str(node_name), {})
         known = held.get(key)
@@ -564,35 +565,35 @@ class Kubelet:
     def _reject(self, pod: dict[str, Any], node_name: str, reason: str, message: str) -> None:
         """``rejectPod``: a Warning event with the message, then the pod Failed."""
         self.recorder.event(
-            self.sim, pod, type_="Warning", reason=reason, message=message, host=node_name
+            self.cluster, pod, type_="Warning", reason=reason, message=message, host=node_name
         )
         new = clone(pod)
-        now = format_time(self.sim.registry.clock())
+        now = format_time(self.cluster.registry.clock())
         new["status"] = rejected_status(new.get("status") or {}, reason, message, now)
         with contextlib.suppress(StatusError):
             self._write_status(_key(pod), new)
 
     def _consider_start(self, pod: dict[str, Any]) -> None:
-        sim = self.sim
+        cluster = self.cluster
         meta = pod.get("metadata") or {}
         key = (meta.get("namespace", ""), meta.get("name", ""))
-        if key not in sim.registry.pods_to_start:
+        if key not in cluster.registry.pods_to_start:
             return
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name or meta.get("deletionTimestamp"):
             return
-        node = sim.store.get("nodes", ("", node_name))
+        node = cluster.store.get("nodes", ("", node_name))
         if node is None or not node_is_up(node):
             return
-        sim.registry.pods_to_start.discard(key)
+        cluster.registry.pods_to_start.discard(key)
         self._start(pod, node)
 
     def ready_delay(self, pod: Mapping[str, Any]) -> float:
         """Seconds of wall time from start to Ready for this pod."""
         seconds = annotation_seconds(pod, READY_AFTER_ANNOTATION)
         if seconds is None:
-            seconds = self.sim.settings.ready_after
-        return seconds * self.sim.time_scale
+            seconds = self.cluster.settings.ready_after
+        return seconds * self.cluster.time_scale
 
     def run_duration(self, pod: Mapping[str, Any]) -> float | None:
         """Seconds of wall time until the pod Succeeds, or None when it runs forever."""
@@ -604,11 +605,11 @@ class Kubelet:
             ref = controller_ref(pod)
             if ref is None or ref.get("kind") != "Job":
                 return None
-            seconds = self.sim.settings.job_duration
-        return seconds * self.sim.time_scale
+            seconds = self.cluster.settings.job_duration
+        return seconds * self.cluster.time_scale
 
     def _start(self, pod: dict[str, Any], node: dict[str, Any]) -> None:
-        sim = self.sim
+        cluster = self.cluster
         meta = pod.get("metadata") or {}
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         uid = str(meta.get("uid", ""))
@@ -617,7 +618,7 @@ class Kubelet:
         if rejection is not None:
             self._reject(pod, node_name, *rejection)
             return
-        now = format_time(sim.registry.clock())
+        now = format_time(cluster.registry.clock())
         new = clone(pod)
         spec = new.get("spec") or {}
         status = new.setdefault("status", {})
@@ -679,7 +680,7 @@ class Kubelet:
         self._container_events(pod, node_name=node_name)
         if not ready:
             self._later(self._ready_timers, key, uid, delay, self._become_ready)
-        runtime = sim.runtimes.get(node_name)
+        runtime = cluster.runtimes.get(node_name)
         if runtime is not None and any(c.get("command") for c in containers):
             self._process_pods[uid] = (node_name, key)
             self._starting[uid] = asyncio.create_task(
@@ -703,7 +704,7 @@ class Kubelet:
                 ("Started", f"Started container {name}"),
             ):
                 self.recorder.event(
-                    self.sim,
+                    self.cluster,
                     pod,
                     type_="Normal",
                     reason=reason,
@@ -736,7 +737,7 @@ class Kubelet:
         timers[key] = (uid, asyncio.get_running_loop().call_later(max(0.0, delay), fire))
 
     def _current(self, key: Key, uid: str) -> dict[str, Any] | None:
-        pod = self.sim.store.get("pods", key)
+        pod = self.cluster.store.get("pods", key)
         if pod is None or str((pod.get("metadata") or {}).get("uid", "")) != uid:
             return None
         if (pod.get("status") or {}).get("phase") != "Running":
@@ -744,9 +745,8 @@ class Kubelet:
         return pod
 
     def _write_status(self, key: Key, pod: dict[str, Any]) -> None:
-        rt = self.sim.scheme.for_kind("v1", "Pod")
-        assert rt is not None
-        self.sim.registry.update(rt, key[0], key[1], pod, subresource="status")
+        rt = self.cluster.scheme.for_storage("pods")
+        self.cluster.registry.update(rt, key[0], key[1], pod, subresource="status")
 
     def _become_ready(self, key: Key, uid: str) -> None:
         pod = self._current(key, uid)
@@ -765,14 +765,16 @@ class Kubelet:
         ]:
             if isinstance(cs, dict):
                 cs["ready"] = True
-        _set_pod_conditions(status, format_time(self.sim.registry.clock()), ready=True, unready=[])
+        _set_pod_conditions(
+            status, format_time(self.cluster.registry.clock()), ready=True, unready=[]
+        )
         self._write_status(key, new)
 
     def _succeed(self, key: Key, uid: str) -> None:
         pod = self._current(key, uid)
         if pod is None:
             return
-        now = format_time(self.sim.registry.clock())
+        now = format_time(self.cluster.registry.clock())
         new = clone(pod)
         status = new["status"]
         status["phase"] = "Succeeded"
@@ -791,9 +793,9 @@ class Kubelet:
             }
             cs["ready"] = False
             cs["started"] = False
-        conditions = status.setdefault("conditions", [])
         for type_ in ("PodReadyToStartContainers", "Ready", "ContainersReady"):
-            _set_condition(conditions, type_, "False", now, reason="PodCompleted")
+            condition = {"type": type_, "status": "False", "reason": "PodCompleted"}
+            update_pod_condition(status, condition, now=now)
         self._write_status(key, new)
         held = self._pod_ips.pop(key, None)
         if held is not None and held[0] in self._networks:
@@ -802,7 +804,7 @@ class Kubelet:
     # --- deleting ---------------------------------------------------------------------------
 
     def _consider_deletion(self, pod: dict[str, Any], *, force: bool = False) -> None:
-        sim = self.sim
+        cluster = self.cluster
         meta = pod.get("metadata") or {}
         if not meta.get("deletionTimestamp"):
             return
@@ -819,7 +821,7 @@ class Kubelet:
             for c in (pod.get("spec") or {}).get("containers") or []:
                 if isinstance(c, Mapping) and (pod.get("status") or {}).get("phase") == "Running":
                     self.recorder.event(
-                        sim,
+                        cluster,
                         pod,
                         type_="Normal",
                         reason="Killing",
@@ -830,12 +832,12 @@ class Kubelet:
         self._cancel(key)
         if uid in self._process_pods and key not in self.overrides:
             if uid not in self._stopping:
-                self._stop_process_pod(key, uid, grace * sim.time_scale, finish=True)
+                self._stop_process_pod(key, uid, grace * cluster.time_scale, finish=True)
             return
         if key in self.overrides:
             delay = self.overrides[key]
         else:
-            delay = self.deletion_delay(pod, float(grace), sim.time_scale)
+            delay = self.deletion_delay(pod, float(grace), cluster.time_scale)
         if delay is None:
             return
         loop = asyncio.get_running_loop()
@@ -848,14 +850,15 @@ class Kubelet:
             entry[2].cancel()
 
     def _finish(self, key: Key, uid: str) -> None:
-        sim = self._sim
+        cluster = self._cluster
         self._timers.pop(key, None)
-        if sim is None:
+        if cluster is None:
             return
-        rt = sim.scheme.for_kind("v1", "Pod")
-        assert rt is not None
+        rt = cluster.scheme.for_storage("pods")
         try:
-            sim.registry.delete(rt, key[0], key[1], DeleteOptions(grace_period_seconds=0, uid=uid))
+            cluster.registry.delete(
+                rt, key[0], key[1], DeleteOptions(grace_period_seconds=0, uid=uid)
+            )
         except StatusError as err:
             if err.code not in (404, 409):
                 log.warning("kubelet: deleting pod %s/%s failed: %s", key[0], key[1], err)
@@ -896,24 +899,18 @@ class Kubelet:
             if isinstance(cs, dict) and cs.get("name") in run:
                 cs["state"] = {"waiting": {"reason": "CreateContainerError", "message": message}}
                 cs["ready"] = cs["started"] = False
-        now = format_time(self.sim.registry.clock())
+        now = format_time(self.cluster.registry.clock())
+        message = f"containers with unready status: [{' '.join(sorted(run))}]"
         for type_ in ("Ready", "ContainersReady"):
-            _set_condition(
-                status.setdefault("conditions", []),
-                type_,
-                "False",
-                now,
-                reason="ContainersNotReady",
-                message=f"containers with unready status: [{' '.join(sorted(run))}]",
-            )
+            update_pod_condition(status, _not_ready(type_, message), now=now)
         with contextlib.suppress(StatusError):
             self._write_status(key, new)
 
     def _container_exited(self, uid: str, _status: ContainerStatus) -> None:
         entry = self._process_pods.get(uid)
-        if entry is None or self._sim is None or uid in self._starting:
+        if entry is None or self._cluster is None or uid in self._starting:
             return
-        runtime = self.sim.runtimes.get(entry[0])
+        runtime = self.cluster.runtimes.get(entry[0])
         statuses = runtime.status(uid) if runtime is not None else None
         if statuses is not None:
             self._sync_process_status(entry[1], uid, statuses)
@@ -962,8 +959,7 @@ class Kubelet:
         status["containerStatuses"] = out
         exited = [s for s in statuses if s.state == "exited"]
         others_run = len(out) > len(statuses)  # simulated containers never stop
-        now = format_time(self.sim.registry.clock())
-        conditions = status.setdefault("conditions", [])
+        now = format_time(self.cluster.registry.clock())
         terminal = None
         if exited and len(exited) == len(statuses) and not others_run and not restarting:
             terminal = "Succeeded" if all(s.exit_code == 0 for s in exited) else "Failed"
@@ -971,18 +967,12 @@ class Kubelet:
             status["phase"] = terminal
             reason = "PodCompleted" if terminal == "Succeeded" else "PodFailed"
             for type_ in ("PodReadyToStartContainers", "Ready", "ContainersReady"):
-                _set_condition(conditions, type_, "False", now, reason=reason)
+                condition = {"type": type_, "status": "False", "reason": reason}
+                update_pod_condition(status, condition, now=now)
         elif exited:
-            names = " ".join(s.name for s in exited)
+            message = f"containers with unready status: [{' '.join(s.name for s in exited)}]"
             for type_ in ("Ready", "ContainersReady"):
-                _set_condition(
-                    conditions,
-                    type_,
-                    "False",
-                    now,
-                    reason="ContainersNotReady",
-                    message=f"containers with unready status: [{names}]",
-                )
+                update_pod_condition(status, _not_ready(type_, message), now=now)
         try:
             self._write_status(key, new)
         except StatusError as err:
@@ -1000,7 +990,7 @@ class Kubelet:
         entry = self._process_pods.get(uid)
         if entry is None:
             return
-        runtime = self.sim.runtimes[entry[0]]
+        runtime = self.cluster.runtimes[entry[0]]
 
         async def stop() -> None:
             try:
@@ -1087,39 +1077,6 @@ def _image_id(image: str) -> str:
     return f"{repo}@sha256:{_digest('image', image)}"
 
 
-def _set_condition(
-    conditions: list[dict[str, Any]],
-    type_: str,
-    value: str,
-    now: str,
-    *,
-    reason: str | None = None,
-    message: str | None = None,
-) -> None:
-    for cond in conditions:
-        if isinstance(cond, dict) and cond.get("type") == type_:
-            if cond.get("status") != value:
-                cond["lastTransitionTime"] = now
-            cond["status"] = value
-            for k, v in (("reason", reason), ("message", message)):
-                if v is None:
-                    cond.pop(k, None)
-                else:
-                    cond[k] = v
-            return
-    new: dict[str, Any] = {
-        "type": type_,
-        "status": value,
-        "lastProbeTime": None,
-        "lastTransitionTime": now,
-    }
-    if reason is not None:
-        new["reason"] = reason
-    if message is not None:
-        new["message"] = message
-    conditions.append(new)
-
-
 _CONDITION_ORDER: Final = {
     t: i
     for i, t in enumerate(
@@ -1132,21 +1089,22 @@ def _set_pod_conditions(
     status: dict[str, Any], now: str, *, ready: bool, unready: list[str]
 ) -> None:
     """The conditions ``generateAPIPodStatus`` reports for a started pod."""
-    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    status["conditions"] = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
     for type_ in ("PodReadyToStartContainers", "Initialized", "PodScheduled"):
-        _set_condition(conditions, type_, "True", now)
+        update_pod_condition(status, {"type": type_, "status": "True"}, now=now)
     message = f"containers with unready status: [{' '.join(unready)}]"
     for type_ in ("Ready", "ContainersReady"):
         if ready:
-            _set_condition(conditions, type_, "True", now)
+            update_pod_condition(status, {"type": type_, "status": "True"}, now=now)
         else:
-            _set_condition(
-                conditions, type_, "False", now, reason="ContainersNotReady", message=message
-            )
-    conditions.sort(
+            update_pod_condition(status, _not_ready(type_, message), now=now)
+    status["conditions"].sort(
         key=lambda c: _CONDITION_ORDER.get(str(c.get("type", "")), len(_CONDITION_ORDER))
     )
-    status["conditions"] = conditions
+
+
+def _not_ready(type_: str, message: str) -> dict[str, str]:
+    return {"type": type_, "status": "False", "reason": "ContainersNotReady", "message": message}
 
 
 def _key(pod: Mapping[str, Any]) -> Key:

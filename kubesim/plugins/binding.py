@@ -36,7 +36,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kube.times import format_time
+from kube.conditions import update_pod_condition
 from kubesim.core.attributes import in_process
 from kubesim.core.errors import (
     Cause,
@@ -50,48 +50,9 @@ from kubesim.core.errors import (
 from kubesim.core.store import clone
 from kubesim.registry.generic import GenericStore
 
-__all__ = ["BindingStorage", "set_pod_condition"]
+__all__ = ["BindingStorage"]
 
 POD_SCHEDULED: Final = "PodScheduled"
-
-
-def set_pod_condition(
-    status: dict[str, Any],
-    *,
-    type_: str,
-    cond_status: str,
-    reason: str = "",
-    message: str = "",
-    now: str,
-) -> bool:
-    """``podutil.UpdatePodCondition``: add or replace a condition; True when it changed.
-
-    The transition time is kept when the condition's status does not change, and the write is
-    skipped by callers when nothing but the probe time would differ.
-    """
-    conditions = status.get("conditions")
-    if not isinstance(conditions, list):
-        conditions = []
-        status["conditions"] = conditions
-    new: dict[str, Any] = {"type": type_, "status": cond_status}
-    if reason:
-        new["reason"] = reason
-    if message:
-        new["message"] = message
-    for i, old in enumerate(conditions):
-        if not isinstance(old, Mapping) or old.get("type") != type_:
-            continue
-        same_status = old.get("status") == cond_status
-        new["lastProbeTime"] = old.get("lastProbeTime")
-        new["lastTransitionTime"] = old.get("lastTransitionTime") if same_status else now
-        if same_status and old.get("reason", "") == reason and old.get("message", "") == message:
-            return False
-        conditions[i] = new
-        return True
-    new["lastProbeTime"] = None
-    new["lastTransitionTime"] = now
-    conditions.append(new)
-    return True
 
 
 class BindingStorage:
@@ -106,9 +67,10 @@ class BindingStorage:
         self.body_type = dataclasses.replace(pods, kind="Binding")
 
     def create(
-        self, namespace: str, name: str, binding: Mapping[str, Any], *, dry_run: bool = False
+        self, namespace: str, name: str, binding: Mapping[str, Any], *, dry_run: list[str]
     ) -> dict[str, Any]:
         """``BindingREST.Create`` for a decoded body: the Success ``Status`` it answers with.
+        ``dry_run``: the request's ``dryRun`` values, which the endpoints validated.
 
         Validating admission sees the Binding (for an API request); the pod's own write is the
         storage's, not admitted again."""
@@ -118,11 +80,11 @@ class BindingStorage:
             binding,
             None,
             subresource="binding",
-            dry_run=dry_run,
+            dry_run=bool(dry_run),
             kind=("", "v1", "Binding"),
         )
         with in_process():
-            self._create(namespace, name, binding, dry_run=dry_run)
+            self._create(namespace, name, binding, dry_run=bool(dry_run))
         return success_status(code=201)
 
     def _create(
@@ -230,8 +192,8 @@ class BindingStorage:
                 **{str(k): str(v) for k, v in annotations.items()},
             }
         status = clone(pod.get("status") or {})
-        set_pod_condition(
-            status, type_=POD_SCHEDULED, cond_status="True", now=format_time(registry.clock())
+        update_pod_condition(
+            status, {"type": POD_SCHEDULED, "status": "True"}, now=registry.clock()
         )
         new["status"] = status
         if dry_run:

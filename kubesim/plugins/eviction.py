@@ -51,6 +51,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kube.conditions import update_pod_condition
 from kube.times import format_time
 from kubesim.core.attributes import in_process
 from kubesim.core.conditions import is_pod_ready, update_disruption_allowed_condition
@@ -310,23 +311,16 @@ class EvictionStorage:
 
 
 def _with_disruption_target(pod: Mapping[str, Any], now: float) -> dict[str, Any]:
-    """``podutil.UpdatePodCondition`` with ``DisruptionTarget=True``."""
+    """The pod with ``DisruptionTarget=True`` (``EvictionByEvictionAPI``)."""
     new: dict[str, Any] = clone(pod)
-    status = new.setdefault("status", {})
-    conditions = status.setdefault("conditions", [])
-    cond = {
-        "type": "DisruptionTarget",
-        "status": "True",
-        "lastProbeTime": None,
-        "lastTransitionTime": format_time(now),
-        "reason": "EvictionByEvictionAPI",
-        "message": "Eviction API: evicting",
-    }
-    for i, old in enumerate(conditions):
-        if isinstance(old, Mapping) and old.get("type") == "DisruptionTarget":
-            if old.get("status") == "True" and old.get("lastTransitionTime"):
-                cond["lastTransitionTime"] = old["lastTransitionTime"]
-            conditions[i] = cond
-            return new
-    conditions.append(cond)
+    update_pod_condition(
+        new.setdefault("status", {}),
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting",
+        },
+        now=now,
+    )
     return new

@@ -30,7 +30,6 @@ from kube.objects import Pod
 from kubesim.core.errors import StatusError
 from kubesim.scheduler_loop import (
     SchedulerLoop,
-    find_scheduler_loop,
     node_update_events,
     status_update,
 )
@@ -115,7 +114,7 @@ def create_pod(sim: Simulator, manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def loop_of(sim: Simulator) -> SchedulerLoop:
-    loop = find_scheduler_loop(sim)
+    loop = sim.find_controller(SchedulerLoop)
     assert loop is not None
     return loop
 
@@ -197,7 +196,7 @@ async def test_pods_of_another_scheduler_and_a_disabled_loop_stay_pending() -> N
         assert not pod(sim, "other")["spec"].get("nodeName")
         assert condition(pod(sim, "other"), "PodScheduled") is None
     async with kubesim.serve(state=[node("node-a")], time_scale=0.01, scheduler_loop=False) as sim:
-        assert find_scheduler_loop(sim) is None
+        assert sim.find_controller(SchedulerLoop) is None
         create_pod(sim, pod_manifest("idle"))
         await asyncio.sleep(0.1)
         assert not pod(sim, "idle")["spec"].get("nodeName")

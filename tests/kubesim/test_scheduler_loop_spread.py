@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import kubesim
-from kubesim.scheduler_loop import find_scheduler_loop
+from kubesim.scheduler_loop import SchedulerLoop
 from kubesim.sim import Simulator
 from scheduler import build_snapshot, load_objects, schedule_one
 
@@ -84,7 +84,7 @@ async def test_do_not_schedule_spread_places_the_pod_as_simulate_does() -> None:
     async with kubesim.serve(state=path, time_scale=0.01) as sim:
         host = await eventually(lambda: node_of(sim, "web-4"), what="web-4 bound")
         assert host == expected
-        loop = find_scheduler_loop(sim)
+        loop = sim.find_controller(SchedulerLoop)
         assert loop is not None
         assert [d.node for d in loop.decisions if d.pod == "default/web-4"] == [expected]
 

@@ -15,7 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import kubesim
-from kubesim.scheduler_loop import find_scheduler_loop
+from kubesim.scheduler_loop import SchedulerLoop
 from kubesim.sim import Simulator
 
 from .living import eventually
@@ -83,7 +83,7 @@ def node_of(sim: Simulator, name: str) -> str:
 
 
 async def test_metrics_count_attempts_queues_and_preemption(sim: Simulator) -> None:
-    loop = find_scheduler_loop(sim)
+    loop = sim.find_controller(SchedulerLoop)
     assert loop is not None
     text, samples = await scrape(sim)
     assert "# TYPE scheduler_pending_pods gauge" in text

@@ -7,12 +7,14 @@ its own VM). A failing test's report gets the guest's console tail and journal t
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Iterator
+import time
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import pytest
 
 from tests.node import image
+from tests.node.cluster import GuestCluster
 from tests.node.vm import Guest, GuestConfig
 
 GUEST_FIGURES = pytest.StashKey[list[str]]()
@@ -37,6 +39,30 @@ def guest(pytestconfig: pytest.Config) -> Iterator[Guest]:
         yield vm
     finally:
         vm.close()
+
+
+@pytest.fixture(scope="session")
+def figure(pytestconfig: pytest.Config) -> Callable[[str], None]:
+    """Record a measured figure: printed in the session's summary (and the -s output)."""
+
+    def record(line: str) -> None:
+        print(f"\n# {line}")
+        pytestconfig.stash.setdefault(GUEST_FIGURES, []).append(line)
+
+    return record
+
+
+@pytest.fixture(scope="session")
+def cluster(guest: Guest, figure: Callable[[str], None]) -> Iterator[GuestCluster]:
+    """kubesim serving in the guest, its node-1 a process node (tests/node/cluster.py)."""
+    started = time.monotonic()
+    running = GuestCluster(guest).start()
+    figure(f"kubesim in the guest answered after {time.monotonic() - started:.1f} s")
+    try:
+        yield running
+    finally:
+        if guest.alive:
+            running.stop()
 
 
 @pytest.hookimpl(wrapper=True)

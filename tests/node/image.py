@@ -34,6 +34,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 INIT_SCRIPT = HERE / "guest_init.sh"
 RUNNER_SCRIPT = HERE / "guest_runner.py"
+KAPI_SCRIPT = HERE / "guest_kapi.py"
 
 # What the initramfs must load before the root can be mounted and the channel opened; their
 # dependencies come from modules.dep. virtio_console is the virtio-serial port of the channel.
@@ -385,6 +386,7 @@ def write_overlay_tree(root: Path, *, host_venv: Path | None = None) -> Path:
     opt = root / GUEST_OPT.lstrip("/")
     opt.mkdir(parents=True)
     shutil.copy(RUNNER_SCRIPT, opt / "runner.py")
+    shutil.copy(KAPI_SCRIPT, opt / "kapi.py")
     version = sys.version_info[:2]
     guest_python = f"{GUEST_PYTHON_PREFIX}/bin/python{version[0]}.{version[1]}"
     (units / TARGET).write_text(HARNESS_TARGET.format(runner=RUNNER_UNIT))
@@ -408,10 +410,17 @@ def write_overlay_tree(root: Path, *, host_venv: Path | None = None) -> Path:
     (site / "harness-host-venv.pth").write_text(
         f"import site; site.addsitedir({str(host_site)!r})\n"
     )
-    for script, module in (("eviction-agent", "agent.cli"), ("kubesim", "kubesim.cli")):
+    # The entry points, as an install outside /root would have them. LD_LIBRARY_PATH: an
+    # interpreter built with --enable-shared (pyenv) finds libpython by a RUNPATH under /root,
+    # which ProtectHome= (the unit) and uid 65534 (the DaemonSet) cannot reach; the loader
+    # would then take the system's libpython of another patch release.
+    for script, module in (("eviction-agent", "agent"), ("kubesim", "kubesim")):
         path = guest_venv / "bin" / script
         path.write_text(
-            f"#!{GUEST_VENV}/bin/python\nimport sys\nfrom {module} import main\nsys.exit(main())\n"
+            "#!/bin/sh\n"
+            f"export LD_LIBRARY_PATH={GUEST_PYTHON_PREFIX}/lib"
+            "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n"
+            f'exec {GUEST_VENV}/bin/python -m {module} "$@"\n'
         )
         path.chmod(0o755)
 

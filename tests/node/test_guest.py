@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import uuid
 
-from tests.node import image
+from tests.node import kubelet_cgroups as kc
 from tests.node.vm import Guest
-
-GUEST_PYTHON = f"{image.GUEST_PYTHON_PREFIX}/bin/python3"
 
 
 def test_systemd_is_pid1_on_the_unified_cgroup_hierarchy(guest: Guest) -> None:
@@ -36,7 +34,7 @@ def test_loopback_is_up_and_no_other_interface(guest: Guest) -> None:
         "import socket; s = socket.create_server(('127.0.0.1', 0));"
         "c = socket.create_connection(s.getsockname(), timeout=5); print('ok')"
     )
-    assert guest.run([GUEST_PYTHON, "-I", "-S", "-c", listen], check=True).stdout == "ok\n"
+    assert guest.run([kc.GUEST_PYTHON, "-I", "-S", "-c", listen], check=True).stdout == "ok\n"
     assert guest.run("ls /sys/class/net", check=True).stdout.split() == ["lo"]
 
 
@@ -64,75 +62,36 @@ def test_files_go_in_and_out_over_the_channel(guest: Guest) -> None:
     assert guest.run("stat -c %a /run/harness-test/blob", check=True).stdout == "600\n"
 
 
-# The kubelet's systemd cgroup driver: QoS slices under kubepods.slice, the pod UID's dashes
-# escaped to underscores, a Guaranteed pod directly under kubepods.slice, containers as scopes.
 BURSTABLE_UID = "6c0e1d2a-1b3c-4d5e-8f90-a1b2c3d4e5f6"
 GUARANTEED_UID = "0f1e2d3c-4b5a-4968-8776-655443322110"
-# No quotes: it goes inside a sh -c '...' line. bytes * n writes every page (charged at once).
-HOLD = "b = bytes([120]) * ({mib} << 20); import signal; signal.pause()"
-
-
-def systemd_pod_slice(qos: str | None, uid: str) -> str:
-    """The pod cgroup the kubelet's systemd driver names (relative to the cgroup root)."""
-    uid_ = uid.replace("-", "_")
-    if qos is None:
-        return f"kubepods.slice/kubepods-pod{uid_}.slice"
-    return f"kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{uid_}.slice"
-
-
-def start_in_scope(pod_slice: str, container: str, *, limit: str, argv: str) -> str:
-    """A sh line: the container's scope with a memory.max, `argv` started inside it, detached."""
-    pod_dir = f"/sys/fs/cgroup/{pod_slice}"
-    scope = f"{pod_dir}/cri-containerd-{container}.scope"
-    return (
-        f"mkdir -p {scope} && echo '+memory +pids' > {pod_dir}/cgroup.subtree_control"
-        f" && echo {limit} > {scope}/memory.max"
-        f" && setsid sh -c 'echo $$ > {scope}/cgroup.procs && exec {argv}'"
-        " </dev/null >/dev/null 2>&1 &"
-    )
-
-
-def holder(mib: int) -> str:
-    return f'{GUEST_PYTHON} -I -S -c "{HOLD.format(mib=mib)}"'
 
 
 def test_the_agents_collector_reads_kubelet_systemd_cgroups_on_v2(guest: Guest) -> None:
-    burstable_ctr = "b" * 64
-    guaranteed_ctr = "a" * 64
-    setup = " && ".join(
-        [
-            "mkdir -p /sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice",
-            "echo '+memory +pids' > /sys/fs/cgroup/cgroup.subtree_control",
-            "echo '+memory +pids' > /sys/fs/cgroup/kubepods.slice/cgroup.subtree_control",
-            "echo '+memory +pids' > "
-            "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/cgroup.subtree_control",
-            start_in_scope(
-                systemd_pod_slice("burstable", BURSTABLE_UID),
-                burstable_ctr,
-                limit="300M",
-                argv=holder(200),
+    burstable = kc.container_scope(kc.pod_slice("burstable", BURSTABLE_UID), "b" * 64)
+    guaranteed = kc.container_scope(kc.pod_slice(None, GUARANTEED_UID), "a" * 64)
+    try:
+        guest.run(
+            " && ".join(
+                [
+                    kc.make_kubepods(),
+                    kc.start_in_scope(burstable, kc.holder(200), memory_max="300M"),
+                    kc.start_in_scope(guaranteed, kc.holder(20), memory_max="64M"),
+                ]
             ),
-        ]
-    )
-    guest.run(setup, check=True)
-    guaranteed = start_in_scope(
-        systemd_pod_slice(None, GUARANTEED_UID), guaranteed_ctr, limit="64M", argv=holder(20)
-    )
-    guest.run(guaranteed, check=True)
-    code = (
-        "import json\n"
-        "from agent.sources.summary import SourceConfig, SummaryCollector\n"
-        "c = SummaryCollector(SourceConfig(node_name='guest'))\n"
-        "s = c.collect()\n"
-        "print(json.dumps({'layout': [c.layout.version.value, c.layout.driver.value],"
-        " 'pods': {p['podRef']['uid']: p for p in s['pods']}}))\n"
-    )
-    wait = (
-        f"for i in $(seq 300); do test $(cat /sys/fs/cgroup/kubepods.slice/memory.current)"
-        f" -gt {210 << 20} && exit 0; sleep 0.2; done; exit 1"
-    )
-    guest.run(wait, timeout=120, check=True)
-    result = json.loads(guest.python(code, check=True).stdout)
+            check=True,
+        )
+        guest.run(kc.wait_for_usage(kc.KUBEPODS, 220 << 20), timeout=150, check=True)
+        code = (
+            "import json\n"
+            "from agent.sources.summary import SourceConfig, SummaryCollector\n"
+            "c = SummaryCollector(SourceConfig(node_name='guest'))\n"
+            "s = c.collect()\n"
+            "print(json.dumps({'layout': [c.layout.version.value, c.layout.driver.value],"
+            " 'pods': {p['podRef']['uid']: p for p in s['pods']}}))\n"
+        )
+        result = json.loads(guest.python(code, check=True).stdout)
+    finally:
+        guest.run(kc.remove_tree(), timeout=60, check=True)
     assert result["layout"] == ["v2", "systemd"]
     pods = result["pods"]
     assert set(pods) == {BURSTABLE_UID, GUARANTEED_UID}

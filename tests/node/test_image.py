@@ -145,7 +145,9 @@ def test_the_overlay_tree_gives_the_guest_a_venv_outside_home(tmp_path: Path) ->
     venv = root / image.GUEST_VENV.lstrip("/")
     assert "home = /opt/harness/python/bin" in (venv / "pyvenv.cfg").read_text()
     assert str(Path(sys.prefix)) in next(venv.glob("lib/python3*/site-packages/*.pth")).read_text()
-    assert (venv / "bin/eviction-agent").read_text().startswith(f"#!{image.GUEST_VENV}/bin/python")
+    assert (
+        f"exec {image.GUEST_VENV}/bin/python -m agent " in (venv / "bin/eviction-agent").read_text()
+    )
 
 
 def test_the_install_hint_is_one_line_naming_the_packages() -> None:
