@@ -1694,7 +1694,10 @@ class KubesimBackend:
     def _start(self) -> str:
         from kubesim.controllers import CONTROLLER_NAMES
 
+        # kube's integration-test servers run without Priority admission: scheduler_perf's
+        # templates set spec.priority without a PriorityClass.
         cmd = [sys.executable, "-m", "kubesim", "serve", "--port", "0"]
+        cmd += ["--disable-admission-plugins", "Priority"]
         for name in CONTROLLER_NAMES:
             if name not in KUBESIM_ON:
                 cmd += ["--disable-controller", name]
