@@ -245,10 +245,6 @@ def parse_duration(text: str, where: str) -> float:
 # --- Go templates (the subset scheduler_perf's templates use) --------------------------------
 
 
-class _Num(float):
-    """A number from JSON (Go float64) or an index (Go int): kept apart for printing."""
-
-
 def _go_float(value: float) -> str:
     """Go's ``%v`` of a float64 (``strconv`` ``'g'``, shortest): the fewest digits that read
     back the same, in exponent form when the exponent is below -4 or at least 6."""
@@ -295,13 +291,13 @@ def _div(a: object, b: object) -> float:
 
 
 TEMPLATE_FUNCS: Final[dict[str, Callable[..., object]]] = {
-    "AddFloat": lambda *n: _Num(sum(_to_float(x) for x in n)),
+    "AddFloat": lambda *n: sum(_to_float(x) for x in n),
     "AddInt": lambda *n: int(sum(_to_float(x) for x in n)),
-    "SubtractFloat": lambda a, b: _Num(_to_float(a) - _to_float(b)),
+    "SubtractFloat": lambda a, b: _to_float(a) - _to_float(b),
     "SubtractInt": lambda a, b: int(_to_float(a) - _to_float(b)),
-    "MultiplyFloat": lambda *n: _Num(math.prod(_to_float(x) for x in n)),
+    "MultiplyFloat": lambda *n: math.prod(_to_float(x) for x in n),
     "MultiplyInt": lambda *n: int(math.prod(_to_float(x) for x in n)),
-    "DivideFloat": lambda a, b: _Num(_div(a, b)),
+    "DivideFloat": _div,
     "DivideInt": lambda a, b: int(_div(a, b)),
     "Mod": lambda a, b: int(math.fmod(int(_to_float(a)), int(_to_float(b)))),
 }
@@ -313,7 +309,7 @@ def _go_print(value: object) -> str:
     """``%v`` as ``html/template`` prints it in text context (HTML-escaped)."""
     if isinstance(value, bool):
         text = "true" if value else "false"
-    elif isinstance(value, _Num | float):
+    elif isinstance(value, float):
         text = _go_float(float(value))
     else:
         text = str(value)
@@ -361,7 +357,7 @@ def _evaluate(action: str, env: Mapping[str, object], source: str) -> object:
                 raise ConfigError(f"{source}: template has no value for .{m[1]}")
             args.append(env[m[1]])
         elif m[2] is not None:
-            args.append(_Num(m[2]) if "." in m[2] else int(m[2]))
+            args.append(float(m[2]) if "." in m[2] else int(m[2]))
         else:
             args.append(json.loads(f'"{m[3]}"'))
         pos = m.end()
@@ -708,7 +704,9 @@ class Params:
                     raise ConfigError(f'{where}: parameter "{given[1:]}" not found')
                 self.used.add(given[1:])
                 value = self.values[given[1:]]
-            out[str(k)] = _Num(value) if isinstance(value, float) else value
+            # JSON numbers are float64 in Go: they print as floats (1e+06), unlike .Index.
+            is_number = isinstance(value, int | float) and not isinstance(value, bool)
+            out[str(k)] = float(value) if is_number else value
         return out
 
 

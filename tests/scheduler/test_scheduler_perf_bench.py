@@ -289,7 +289,8 @@ def test_throughput_is_sampled_as_scheduler_perf_samples_it() -> None:
     [(5.0, "5"), (0.5, "0.5"), (123456.0, "123456"), (1e6, "1e+06"), (1.5e-5, "1.5e-05")],
 )
 def test_template_numbers_print_as_gos_percent_v(value: float, text: str) -> None:
-    assert SP.render_template("{{.X}}", {"X": SP._Num(value)}, "t") == text
+    assert SP.render_template("{{.X}}", {"X": value}, "t") == text
+    assert SP.render_template("{{ .N -}} x", {"N": 1000000}, "t") == "1000000x"  # Go int
 
 
 def test_through_kubesim_binds_every_measured_pod() -> None:
