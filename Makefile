@@ -24,7 +24,7 @@ lint: $(STAMP)
 
 # Every package is strictly typed, the agent's decision core (agent/eviction) included.
 types: $(STAMP)
-	$(VENV)/bin/mypy --strict kube scheduler kubesim evictor agent bench/startup.py examples/demo.py deploy/monitoring/generate.py
+	$(VENV)/bin/mypy --strict kube scheduler kubesim evictor agent bench/startup.py bench/scheduler_perf.py examples/demo.py deploy/monitoring/generate.py
 
 # Six workers although the machine has two cores: the tests mostly wait (kubesim's time scale,
 # subprocesses), so more workers than cores shortens the run (9.8 min in one process, 3.6 in

@@ -352,13 +352,16 @@ def _json_kind(value: object) -> str:
 
 
 class _Walk:
-    __slots__ = ("duplicates", "nodes", "problems", "types")
+    __slots__ = ("duplicates", "fold_case", "nodes", "problems", "types")
 
-    def __init__(self, duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]]) -> None:
+    def __init__(
+        self, duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]], *, fold_case: bool
+    ) -> None:
         self.types: dict[str, dict[str, str]] = _schema()["types"]
         self.duplicates = duplicates
         self.problems = Problems()
         self.nodes = 0
+        self.fold_case = fold_case
 
     def _count(self) -> None:
         self.nodes += 1
@@ -440,6 +443,8 @@ class _Walk:
         self._dups(value, path)
         fields = self.types[type_name]
         struct = _PREFIX.sub("", type_name)
+        if self.fold_case and isinstance(value, dict):
+            self._fold(value, fields)
         for key, item in value.items():
             sub = _join(path, str(key))
             field_type = fields.get(key) if isinstance(key, str) else None
@@ -450,6 +455,20 @@ class _Walk:
                 self.any(item, sub)
             else:
                 self.value(item, field_type, struct, sub)
+
+    @staticmethod
+    def _fold(value: dict[Any, Any], fields: Mapping[str, str]) -> None:
+        """Rename keys that name a field only case-insensitively (``encoding/json``)."""
+        renames = []
+        for key in value:
+            if isinstance(key, str) and key not in fields:
+                for name in fields:
+                    if name.lower() == key.lower():
+                        renames.append((key, name))
+                        break
+        for key, name in renames:
+            item = value.pop(key)
+            value.setdefault(name, item)
 
 
 def _join(path: str, key: str) -> str:
@@ -469,8 +488,13 @@ def check_object(
     *,
     model: str | None = None,
     duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]] | None = None,
+    fold_case: bool = False,
 ) -> Problems:
     """Walk ``obj`` against its kind's schema (``model`` or found from apiVersion/kind).
+
+    ``fold_case`` decodes as Go's ``encoding/json`` (``sigs.k8s.io/yaml``) does rather than
+    kube-apiserver: a key that names a field only case-insensitively (``NodeTaintsPolicy``)
+    is that field, and is renamed in ``obj``.
 
     Raises ``ManifestError`` for a kind the schema does not cover or a hostile document.
     """
@@ -483,7 +507,7 @@ def check_object(
         model = model_for(api_version, kind)
         if model is None:
             raise ManifestError(f'no matches for kind "{kind}" in version "{api_version}"')
-    walk = _Walk(duplicates or {})
+    walk = _Walk(duplicates or {}, fold_case=fold_case)
     try:
         walk.model(obj, model, "")
     except RecursionError:

@@ -120,6 +120,7 @@ class Living:
     reaction_delay: float | None = None
     job_duration: float | None = None
     disabled: frozenset[str] = frozenset()
+    disabled_admission: frozenset[str] = frozenset()
     eviction_subresource: bool = True
     authorization: str = AUTHORIZATION_CHOICES[0]
 
@@ -149,6 +150,25 @@ def _controller_names(
                 param=param,
             )
     return value
+
+
+def _admission_plugins(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """``--disable-admission-plugins``: comma-separated (repeatable), each one kubesim can
+    leave out (exit 2 otherwise)."""
+    from kubesim.plugins.admission import DISABLEABLE_PLUGINS
+
+    names = tuple(n.strip() for v in value for n in v.split(",") if n.strip())
+    for name in names:
+        if name not in DISABLEABLE_PLUGINS:
+            raise click.BadParameter(
+                f"admission plugin {name!r} cannot be disabled; kubesim can leave out: "
+                + ", ".join(DISABLEABLE_PLUGINS),
+                ctx=ctx,
+                param=param,
+            )
+    return names
 
 
 def _load_faults(path: str) -> FaultSet:
@@ -255,6 +275,16 @@ def _load_faults(path: str) -> FaultSet:
     help="Do not run this built-in controller (repeatable): " + ", ".join(CONTROLLER_NAMES) + ".",
 )
 @click.option(
+    "--disable-admission-plugins",
+    "disabled_admission",
+    multiple=True,
+    metavar="NAMES",
+    callback=_admission_plugins,
+    help="Admission plugins to leave out, comma-separated, as kube-apiserver's flag: Priority "
+    "(pods may then set spec.priority without a class, as on kube's integration-test "
+    "servers), ValidatingAdmissionPolicy.",
+)
+@click.option(
     "--no-scheduler",
     is_flag=True,
     help="Run no scheduler (same as --disable-controller scheduler): unbound pods stay Pending.",
@@ -341,6 +371,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     reaction_delay: float | None,
     job_duration: float | None,
     disabled: tuple[str, ...],
+    disabled_admission: tuple[str, ...],
     no_scheduler: bool,
     no_eviction_subresource: bool,
     authorization: str,
@@ -388,6 +419,8 @@ def serve(  # noqa: PLR0917 - click passes options positionally
                 args += [flag, repr(seconds)]
         for name in disabled:
             args += ["--disable-controller", name]
+        if disabled_admission:
+            args += ["--disable-admission-plugins", ",".join(disabled_admission)]
         if no_scheduler:
             args.append("--no-scheduler")
         if no_eviction_subresource:
@@ -408,6 +441,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         reaction_delay=reaction_delay,
         job_duration=job_duration,
         disabled=frozenset(disabled) | ({"scheduler"} if no_scheduler else set()),
+        disabled_admission=frozenset(disabled_admission),
         eviction_subresource=not no_eviction_subresource,
         authorization=authorization,
     )
@@ -475,6 +509,7 @@ def _simulator(  # noqa: PLR0917
             reaction_delay=living.reaction_delay,
             job_duration=living.job_duration,
             disabled_controllers=living.disabled,
+            disabled_admission_plugins=living.disabled_admission,
             eviction_subresource=living.eviction_subresource,
             authorization=living.authorization,
             process_nodes=process_nodes,

@@ -327,6 +327,7 @@ class Simulator:
         kubepods_at_root: bool = False,
         authorization: str = ALWAYS_ALLOW,
         tls: bool = False,
+        disabled_admission_plugins: Iterable[str] = (),
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -354,7 +355,12 @@ class Simulator:
         # RBAC's rules over the store: the rbac mode authorizes with them, and in every mode
         # the escalation check and the rules review read them.
         self.rbac_resolver: RuleResolver = RuleResolver(self.store)
-        self.admission = admission.install(self.registry, self.rbac_resolver, self.server.authorize)
+        self.admission = admission.install(
+            self.registry,
+            self.rbac_resolver,
+            self.server.authorize,
+            disabled=frozenset(disabled_admission_plugins),
+        )
         self.priority = self.admission.priority
         self.policies = self.admission.policies  # ValidatingAdmissionPolicies, in every mode
         # ServiceAccount tokens (TokenRequest), tried after the static tokens.

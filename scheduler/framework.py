@@ -12,6 +12,11 @@ run again without them, so the pod must fit both with and without the room they 
 
 ``fit_error_message`` builds ``FitError.Error()``: ``0/N nodes are available: …``.
 
+``NODE_LOCAL_PLUGINS`` are the Filter plugins whose verdict on a node depends only on the
+pod and that node; ``node_local_signature`` says what of a pod such plugins can read, so a
+verdict found once (preemption's outcomes, a nominated node's filter result) can be reused
+for another pod with the same signature on the same, unchanged node.
+
 ``DEFAULT_PLUGIN_WEIGHTS`` is the one table of the default profile's Score weights
 (``pkg/scheduler/apis/config/v1/default_plugins.go`` in 1.32); every scorer's default weight
 comes from it.
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_PLUGIN_WEIGHTS",
+    "NODE_LOCAL_PLUGINS",
     "Code",
     "CycleState",
     "FilterPlugin",
@@ -39,7 +45,9 @@ __all__ = [
     "Status",
     "filter_status",
     "fit_error_message",
+    "is_node_local",
     "is_success",
+    "node_local_signature",
 ]
 
 
@@ -56,6 +64,58 @@ DEFAULT_PLUGIN_WEIGHTS: Final[Mapping[str, int]] = MappingProxyType(
 )
 """Score plugin -> weight in kube 1.32's default profile, in the profile's Score order."""
 
+#: kube Filter plugins whose verdict on a node depends only on the pod and that node.
+NODE_LOCAL_PLUGINS: Final = frozenset(
+    {
+        "NodeResourcesFit",
+        "NodeName",
+        "NodeUnschedulable",
+        "NodeAffinity",
+        "TaintToleration",
+        "NodePorts",
+    }
+)
+
+
+def is_node_local(plugin: FilterPlugin) -> bool:
+    """``plugin.node_local`` when it says, else whether it is one of ``NODE_LOCAL_PLUGINS``."""
+    flag = getattr(plugin, "node_local", None)
+    if isinstance(flag, bool):
+        return flag
+    return plugin.name in NODE_LOCAL_PLUGINS
+
+
+def node_local_signature(active: Sequence[FilterPlugin], pod: Pod) -> Hashable | None:
+    """Everything of ``pod`` the ``active`` Filter plugins may read (identity and status
+    excluded), or None when one of them is not node-local. Labels and annotations are left
+    out when every plugin is one of kube's own node-local ones (no ``node_local`` override):
+    none of those reads them, and a pod's unique labels (scheduler_perf's ``signature``)
+    would otherwise make every pod a stranger."""
+    if not all(is_node_local(p) for p in active):
+        return None
+    metadata = not all(
+        p.name in NODE_LOCAL_PLUGINS and getattr(p, "node_local", None) is None for p in active
+    )
+    return (
+        frozenset(p.name for p in active),
+        pod.priority,
+        pod.namespace,
+        tuple(sorted(pod.labels.items())) if metadata else None,
+        tuple(sorted(pod.requests.items())),
+        pod.node_name,
+        tuple(sorted(pod.node_selector.items())),
+        repr(pod.affinity) if pod.affinity is not None else None,
+        pod.tolerations,
+        repr(pod.containers),
+        repr(pod.init_containers) if pod.init_containers else None,
+        tuple(sorted(pod.overhead.items())),
+        tuple(sorted(pod.pod_requests.items())),
+        pod.volumes,
+        pod.scheduler_name,
+        pod.scheduling_gates,
+        tuple(sorted(pod.annotations.items())) if metadata else None,
+    )
+
 
 class Code(enum.Enum):
     """``framework.Code``; the member names are the Go constant names."""
@@ -67,9 +127,6 @@ class Code(enum.Enum):
     Wait = 4
     Skip = 5
     Pending = 6
-
-
-_REJECTED: Final = frozenset({Code.Unschedulable, Code.UnschedulableAndUnresolvable, Code.Pending})
 
 
 class Status:
@@ -97,7 +154,12 @@ class Status:
 
     def is_rejected(self) -> bool:
         """Unschedulable, UnschedulableAndUnresolvable or Pending."""
-        return self.code in _REJECTED
+        code = self.code  # identity tests: hashing an Enum member runs Python code
+        return (
+            code is Code.Unschedulable
+            or code is Code.UnschedulableAndUnresolvable
+            or code is Code.Pending
+        )
 
     def is_skip(self) -> bool:
         return self.code is Code.Skip

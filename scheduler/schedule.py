@@ -54,13 +54,13 @@ another scheduler or profile). ``schedule_one`` puts them in one line,
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from kube.objects import Pod
 from scheduler.filters import default_framework
-from scheduler.filters.base import FilterBatchResult
+from scheduler.filters.base import FilterBatchResult, remember
 from scheduler.framework import (
     SUCCESS,
     Code,
@@ -70,6 +70,7 @@ from scheduler.framework import (
     Status,
     filter_status,
     fit_error_message,
+    node_local_signature,
 )
 from scheduler.score import NodeScores, ScorePlugin, default_score_plugins, prioritize_nodes
 from scheduler.snapshot import NodeInfo, Snapshot
@@ -189,6 +190,27 @@ def _pre_filter_result(plugin: object) -> Callable[[CycleState], frozenset[str] 
     return result
 
 
+def _record_rejections(
+    failed: dict[str, Status], rejected: list[tuple[NodeInfo, Status]], plugin: str
+) -> None:
+    """``failed[node] = filter_status(rejection, plugin)`` for each rejected node. Plugins
+    answer with a few shared Status objects, so each distinct one is tagged once."""
+    names = [ni.name for ni, _ in rejected]
+    answers = [r for _, r in rejected]
+    ids = set(map(id, answers))
+    distinct: dict[int, Status] = {}
+    for r in answers:
+        if id(r) not in distinct:
+            distinct[id(r)] = r
+            if len(distinct) == len(ids):
+                break
+    tagged = {i: filter_status(r, plugin) for i, r in distinct.items()}
+    if all(tagged[i] is r for i, r in distinct.items()):
+        failed.update(zip(names, answers, strict=True))
+    else:
+        failed.update(zip(names, [tagged[i] for i in map(id, answers)], strict=True))
+
+
 def run_filter_plugins_batch(
     framework: Framework,
     state: CycleState,
@@ -211,8 +233,8 @@ def run_filter_plugins_batch(
         batch = _batch_filter(plugin)
         if batch is not None:
             alive, rejected = batch(state, pod, alive)
-            for ni, rejection in rejected:
-                failed[ni.name] = filter_status(rejection, plugin.name)
+            if rejected:
+                _record_rejections(failed, rejected, plugin.name)
         else:
             keep: list[NodeInfo] = []
             for ni in alive:
@@ -276,15 +298,13 @@ def _all_rejected(
     special: dict[str, Status] = {}
     nominated = snapshot.nominated_node_names()
     if nominated:
-        order = {name: i for i, name in enumerate(names)} if len(nominated) > 1 else None
+        order = snapshot.node_positions()
         walk = sorted(
-            (n for n in nominated if snapshot.get_node_info(n) is not None),
-            key=lambda n: ((order[n] if order else names.index(n)) - start) % len(names),
+            (n for n in nominated if n in order), key=lambda n: (order[n] - start) % len(names)
         )
+        with_nominated = _WithNominated(framework, state, pod, snapshot)
         for name in walk:
-            status = framework.run_filter_plugins_with_nominated_pods(
-                state, pod, snapshot.node_info(name), snapshot.nominated_pods_for_node(name)
-            )
+            status = with_nominated(snapshot.node_info(name))
             if status.code is Code.Error:
                 return status
             if status.is_success():
@@ -297,11 +317,61 @@ def _all_rejected(
     else:
         diagnosis.node_to_status.statuses = explicit = dict.fromkeys(walked, rejection)
     explicit.update(special)
-    for plugin, code in {(rejection.plugin, rejection.code)} | {
-        (v.plugin, v.code) for v in special.values()
-    }:
-        diagnosis.add_plugin_status(Status(code, plugin=plugin))
+    _add_plugin_statuses(diagnosis, [rejection, *special.values()])
     return True
+
+
+def _add_plugin_statuses(diagnosis: Diagnosis, statuses: Iterable[Status]) -> None:
+    """``AddPluginStatus`` for each status; it depends only on the plugin and the code, so
+    each pair is recorded once (distinct objects first: hashing a Code runs Python code)."""
+    distinct = {id(v): v for v in statuses}.values()
+    for plugin, code in {(v.plugin, v.code) for v in distinct}:
+        diagnosis.add_plugin_status(Status(code, plugin=plugin))
+
+
+_UNSET: Final = object()
+
+
+class _WithNominated:
+    """``RunFilterPluginsWithNominatedPods`` on nodes that have nominated pods, for one cycle.
+
+    When every active Filter plugin is node-local the verdict depends only on the pod's
+    ``node_local_signature``, the node and the nominated pods added to it, so it is kept in
+    the node's memo (emptied when the node changes): pods of one shape waiting on their
+    nominations (hundreds, while preemptors back off) cost one evaluation per node, not one
+    per node and cycle.
+    """
+
+    __slots__ = ("framework", "key", "pod", "snapshot", "state")
+
+    def __init__(
+        self, framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> None:
+        self.framework = framework
+        self.state = state
+        self.pod = pod
+        self.snapshot = snapshot
+        self.key: object = _UNSET  # worked out on first use
+
+    def __call__(self, ni: NodeInfo) -> Status:
+        fwk, pod = self.framework, self.pod
+        nominated = self.snapshot.nominated_pods_for_node(ni.name)
+        key = self.key
+        if key is _UNSET:
+            skip = self.state.skip_filter_plugins
+            active = [p for p in fwk.filter_plugins if p.name not in skip]
+            signature = node_local_signature(active, pod)
+            key = self.key = None if signature is None else ("WithNominatedPods", fwk, signature)
+        if key is None:
+            return fwk.run_filter_plugins_with_nominated_pods(self.state, pod, ni, nominated)
+        prio, own = pod.priority, pod.key
+        memo_key = (key, tuple(p for p in nominated if p.priority >= prio and p.key != own))
+        found: Status | None = ni.memo.get(memo_key)
+        if found is None:
+            found = fwk.run_filter_plugins_with_nominated_pods(self.state, pod, ni, nominated)
+            if found.code is not Code.Error:
+                remember(ni.memo, memo_key, found)
+        return found
 
 
 def _window(nodes: list[NodeInfo], start: int, offset: int, count: int) -> list[NodeInfo]:
@@ -350,24 +420,26 @@ def _find_nodes_that_pass_filters(
             return []
         uniform = None
     nominated = set(snapshot.nominated_node_names())
+    with_nominated = _WithNominated(framework, state, pod, snapshot)
     feasible: list[NodeInfo] = []
     statuses = diagnosis.node_to_status
     evaluated = 0
     while evaluated < n and len(feasible) < num_nodes_to_find:
-        # A chunk no larger than the number still wanted cannot overshoot the target.
-        chunk = _window(
-            nodes, start_index, evaluated, min(n - evaluated, num_nodes_to_find - len(feasible))
-        )
-        evaluated += len(chunk)
+        want = num_nodes_to_find - len(feasible)
+        size = want
+        if evaluated and uniform is None:
+            # Sized from the pass rate so far, a chunk may pass more nodes than wanted: the
+            # nodes after the last one wanted are dropped as if never evaluated (filters have
+            # no side effects), so the outcome is the node-by-node walk's.
+            size = (want * evaluated // len(feasible) if feasible else 2 * evaluated) * 5 // 4 + 8
+        chunk = _window(nodes, start_index, evaluated, min(n - evaluated, size))
         special: dict[str, Status] = {}
         plain = chunk
         if nominated:
             plain = []
             for ni in chunk:
                 if ni.name in nominated:
-                    special[ni.name] = framework.run_filter_plugins_with_nominated_pods(
-                        state, pod, ni, snapshot.nominated_pods_for_node(ni.name)
-                    )
+                    special[ni.name] = with_nominated(ni)
                 else:
                     plain.append(ni)
         failed: dict[str, Status]
@@ -379,23 +451,40 @@ def _find_nodes_that_pass_filters(
             if not status.is_success():
                 failed[name] = status
         if not failed:
-            feasible.extend(passed if not special else chunk)
+            if len(passed) + len(special) > want:
+                chunk = chunk[:want]
+            feasible.extend(chunk if special else passed[:want])
+            evaluated += len(chunk)
             continue
-        error: Status | None = None
         explicit = statuses.statuses
-        for ni in chunk:  # evaluation order, as upstream fills its result slice
-            verdict = failed.get(ni.name)
-            if verdict is None:
-                feasible.append(ni)
-            elif verdict.code is Code.Error:
-                error = error or verdict
-            else:
-                explicit[ni.name] = verdict
-        if error is not None:
-            return error
-        # AddPluginStatus depends only on the plugin and the code: record each pair once.
-        for plugin, code in {(v.plugin, v.code) for v in failed.values()}:
-            diagnosis.add_plugin_status(Status(code, plugin=plugin))
+        kept: dict[str, Status]
+        if not special and not any([v.code is Code.Error for v in failed.values()]):  # noqa: C419 - a list is faster here
+            # The batch keeps evaluation order; the statuses go in in that order too.
+            if len(passed) > want:
+                chunk = chunk[: chunk.index(passed[want - 1]) + 1]
+                passed = passed[:want]
+            feasible.extend(passed)
+            names = [ni.name for ni in chunk]
+            kept = {name: failed[name] for name in names if name in failed}
+            explicit.update(kept)
+        else:
+            kept = {}
+            error: Status | None = None
+            for i, ni in enumerate(chunk):  # evaluation order, as upstream fills its slice
+                if len(feasible) == num_nodes_to_find:
+                    chunk = chunk[:i]
+                    break
+                verdict = failed.get(ni.name)
+                if verdict is None:
+                    feasible.append(ni)
+                elif verdict.code is Code.Error:
+                    error = error or verdict
+                else:
+                    explicit[ni.name] = kept[ni.name] = verdict
+            if error is not None:
+                return error
+        evaluated += len(chunk)
+        _add_plugin_statuses(diagnosis, kept.values())
     return feasible
 
 
@@ -471,8 +560,13 @@ def find_nodes_that_fit_pod(
             diagnosis.node_to_status.set_absent_nodes_status(rejection)
             diagnosis.pre_filter_msg = rejection.message
             return [], diagnosis, start_index
-        # Snapshot order (upstream iterates a Go map here).
-        nodes = [ni for ni in all_nodes if ni.name in allowed]
+        # Snapshot order (upstream iterates a Go map here). A few names (a daemon pod's
+        # one node) are looked up rather than found by a walk over every node.
+        if len(allowed) * 8 < len(all_nodes):
+            positions = snapshot.node_positions()
+            nodes = [all_nodes[i] for i in sorted(positions[n] for n in allowed if n in positions)]
+        else:
+            nodes = [ni for ni in all_nodes if ni.name in allowed]
         diagnosis.node_to_status.set_absent_nodes_status(
             Status(
                 Code.UnschedulableAndUnresolvable,

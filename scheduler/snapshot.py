@@ -22,6 +22,12 @@ smallest and largest value ("no node has 3 CPU free") instead of a Python step p
 must always equal what the NodeInfos hold (``ResourceColumns.of`` rebuilds it from them, and
 the tests compare the two after random changes).
 
+``Snapshot.layout_generation`` changes whenever a node is added, removed or replaced, and
+``pod_changes`` lists the nodes whose pods changed since a cursor (a bounded log), so an index
+over every node (PodTopologySpread's counts per topology domain) can be brought up to date by
+looking at those nodes only, and rebuilt when the layout changed or the log no longer reaches
+back.
+
 ``NodeInfo.resource_class`` numbers the nodes' resource amounts (allocatable, requested,
 non-zero requested): two owned nodes share a class only when those are equal (and nearly
 always when they are). The resource scorers compute one score per class and spread it to the
@@ -55,6 +61,7 @@ _generation: Final = itertools.count(1)
 
 
 _MAX_RESOURCE_CLASSES: Final = 65536
+_CHANGE_LOG_MIN: Final = 4096  # the pod-change log keeps at least this many entries
 
 COLUMN_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
 """The resources ``ResourceColumns`` keeps (plus pod slots); scalar resources have none."""
@@ -127,6 +134,7 @@ class NodeInfo:
         self.generation = next_generation()
         self.memo.clear()
         if self.owner is not None:
+            self.owner.layout_generation += 1
             self.owner.count_node_traits(old, -1)
             self.owner.count_node_traits(node, 1)
             self.owner.node_resources_changed(self)
@@ -155,13 +163,18 @@ class NodeInfo:
             self.owner.node_resources_changed(self)
 
     def remove_pod(self, pod: Pod) -> bool:
-        """Remove the pod with ``pod.key``; False when it is not on this node."""
+        """Remove the pod with ``pod.key``; False when it is not on this node. Given the
+        stored object itself, it is found at C speed (a node may hold thousands of pods)."""
         key = pod.key
-        for i, p in enumerate(self.pods):  # noqa: B007 - used after the loop
-            if p.key == key:
-                break
-        else:
-            return False
+        try:
+            i = self.pods.index(pod)  # Pods compare by identity
+        except ValueError:
+            for i, p in enumerate(self.pods):  # noqa: B007 - used after the loop
+                if p.key == key:
+                    break
+            else:
+                return False
+        p = self.pods[i]
         del self.pods[i]
         req = self.requested
         for k, v in p.requests.items():
@@ -305,7 +318,10 @@ class Snapshot:
 
     __slots__ = (
         "__weakref__",  # lets callers keep derived indexes per snapshot (preemption's cache)
+        "_bound",
         "_by_name",
+        "_change_base",
+        "_change_log",
         "_classes",
         "_columns",
         "_image_nodes",
@@ -315,10 +331,11 @@ class Snapshot:
         "_nominated",
         "_orphans",
         "_pending",
-        "_pod_node",
+        "_positions",
         "_with_affinity",
         "_with_required_anti_affinity",
         "generation",
+        "layout_generation",
         "namespaces",
         "node_info_list",
         "pdbs",
@@ -332,7 +349,7 @@ class Snapshot:
     def __init__(self) -> None:
         self.node_info_list: list[NodeInfo] = []
         self._by_name: dict[str, NodeInfo] = {}
-        self._pod_node: dict[str, str] = {}  # bound pod key -> node name
+        self._bound: dict[str, Pod] = {}  # bound pod key -> the stored pod
         self._pending: dict[str, Pod] = {}  # unbound pods by key
         self._nominated: dict[str, dict[str, Pod]] = {}  # node -> {pod key: pod}, ordered
         self._orphans: dict[str, list[Pod]] = {}  # pods bound to nodes not (yet) known
@@ -352,6 +369,10 @@ class Snapshot:
         self._columns: ResourceColumns | None = None  # built on first use
         self._classes: dict[Hashable, int] = {}  # resource amounts -> NodeInfo.resource_class
         self._names: list[str] | None = None
+        self._positions: dict[str, int] | None = None
+        self.layout_generation = 0
+        self._change_log: list[NodeInfo] = []  # nodes whose pods changed, oldest first
+        self._change_base = 0  # the cursor of _change_log[0]
 
     @classmethod
     def from_objects(cls, objects: Iterable[KubeObject]) -> Snapshot:
@@ -383,6 +404,7 @@ class Snapshot:
     # --- nodes -------------------------------------------------------------------------------
 
     def add_node(self, node: Node) -> NodeInfo:
+        self.layout_generation += 1
         existing = self._by_name.get(node.name)
         if existing is not None:
             existing.set_node(node)
@@ -397,6 +419,7 @@ class Snapshot:
         self._by_name[node.name] = ni
         self._columns = None
         self._names = None
+        self._positions = None
         self.generation += 1
         return ni
 
@@ -407,6 +430,7 @@ class Snapshot:
         ni = self._by_name.pop(name, None)
         if ni is None:
             return
+        self.layout_generation += 1
         self.node_info_list.remove(ni)
         ni.owner = None
         ni.resource_class = -1
@@ -417,6 +441,7 @@ class Snapshot:
             self._orphans[name] = list(ni.pods)
         self._columns = None
         self._names = None
+        self._positions = None
         self.generation += 1
 
     def node_info(self, name: str) -> NodeInfo:
@@ -434,14 +459,36 @@ class Snapshot:
             self._names = [ni.name for ni in self.node_info_list]
         return self._names
 
+    def node_positions(self) -> Mapping[str, int]:
+        """Node name -> its index in ``node_info_list`` (shared: do not change it)."""
+        if self._positions is None:
+            self._positions = {name: i for i, name in enumerate(self.node_names())}
+        return self._positions
+
     def resource_columns(self) -> ResourceColumns:
         """The columnar view of free capacity (shared: do not change it)."""
         if self._columns is None:
             self._columns = ResourceColumns.of(self.node_info_list)
         return self._columns
 
+    def pod_changes(self, since: int) -> tuple[int, list[NodeInfo] | None]:
+        """The cursor of now, and the nodes whose pods changed after cursor ``since`` (in
+        order, repeats included); None instead of the nodes when the log no longer goes back
+        that far. Node additions and replacements are not listed: they change
+        ``layout_generation``."""
+        end = self._change_base + len(self._change_log)
+        if since < self._change_base or since > end:
+            return end, None
+        return end, self._change_log[since - self._change_base :]
+
     def node_resources_changed(self, ni: NodeInfo) -> None:
         """Called by an owned NodeInfo after its pods or its Node changed."""
+        log = self._change_log
+        log.append(ni)
+        if len(log) > _CHANGE_LOG_MIN and len(log) > 4 * len(self.node_info_list):
+            drop = len(log) // 2
+            del log[:drop]
+            self._change_base += drop
         if self._columns is not None:
             self._columns.update(ni)
         key = (
@@ -553,7 +600,7 @@ class Snapshot:
         """Add a bound pod to its node, or an unbound one to the pending (and nominated) set."""
         self.remove_pod(pod)
         if pod.node_name:
-            self._pod_node[pod.key] = pod.node_name
+            self._bound[pod.key] = pod
             ni = self._by_name.get(pod.node_name)
             if ni is None:
                 self._orphans.setdefault(pod.node_name, []).append(pod)
@@ -571,15 +618,13 @@ class Snapshot:
     def remove_pod(self, pod: Pod | str) -> Pod | None:
         """Remove the pod with this key (or ``pod.key``); returns the stored value."""
         key = pod if isinstance(pod, str) else pod.key
-        node_name = self._pod_node.pop(key, None)
-        if node_name is not None:
+        stored = self._bound.pop(key, None)
+        if stored is not None:
+            node_name = stored.node_name
             self.generation += 1
             ni = self._by_name.get(node_name)
             if ni is not None:
-                for p in ni.pods:
-                    if p.key == key:
-                        ni.remove_pod(p)
-                        return p
+                return stored if ni.remove_pod(stored) else None
             orphans = self._orphans.get(node_name, [])
             for i, p in enumerate(orphans):
                 if p.key == key:
@@ -605,15 +650,8 @@ class Snapshot:
         return bound
 
     def get_pod(self, key: str) -> Pod | None:
-        node_name = self._pod_node.get(key)
-        if node_name is None:
-            return self._pending.get(key)
-        ni = self._by_name.get(node_name)
-        pods = ni.pods if ni is not None else self._orphans.get(node_name, [])
-        for p in pods:
-            if p.key == key:
-                return p
-        return None
+        stored = self._bound.get(key)
+        return stored if stored is not None else self._pending.get(key)
 
     def bound_pods(self) -> Iterator[Pod]:
         for ni in self.node_info_list:

@@ -38,19 +38,26 @@ nodes missing a topology key (when the pod has its own constraints or defaults a
 system's) are ignored and score 0. NormalizeScore maps ``s`` to
 ``100 * (max + min - s) / max`` (100 for all when ``max`` is 0).
 
-Speed. PreFilter, PreScore and the hostname Score count a node's matching pods for every node
-of the cluster, every cycle. The count depends only on the node's pods, the selector and the
-namespace, so it is kept in ``NodeInfo.memo`` (emptied whenever the node changes): between two
-cycles only the node the last pod went to is counted again. ``filter_nodes`` judges a batch of
-nodes with the per-constraint numbers (minimum, self match) worked out once; both must equal
-``filter`` and ``count_pods_match_selector`` node by node (the property tests check it).
+Speed. PreFilter and PreScore sum a node's matching pods over every node of the cluster,
+every cycle. A node's count depends only on its pods, the selector and the namespace, so it is
+kept in ``NodeInfo.memo`` (emptied whenever the node changes). The sums per topology pair are
+kept too (``SpreadCounts``, per snapshot and per constraint set and pod shape): built once by
+the walk over every node, then brought up to date from ``Snapshot.pod_changes`` — only the
+nodes whose pods changed are counted again — and rebuilt when a node is added, removed or
+replaced. The pairs stay in the order the walk first meets them, so the critical paths (the
+two smallest counts of a key, ties to the first met) are those of the walk. ``filter_nodes``
+judges a batch of nodes with the per-constraint numbers (minimum, self match) worked out once.
+All must equal ``filter``, ``count_pods_match_selector`` and the walk node by node (the
+property tests check it; ``use_index = False`` on an instance takes the walk).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, Final, Literal
 
 from kube.labels import LabelSelector
@@ -175,6 +182,139 @@ def _match_count(ni: NodeInfo, selector: LabelSelector | None, ns: str, key: str
     return count
 
 
+class SpreadCounts:
+    """Pods matching each counted constraint, summed per topology pair over every node.
+
+    ``pairs`` are in the order the walk over ``snapshot.node_info_list`` first meets them
+    (node by node, constraint by constraint); ``by_pair`` holds their sums in that order, and
+    ``key_values`` / ``key_nums`` the same per topology key. A node counts for a constraint
+    when it has the keys in ``required_keys``, passes the pod's required node affinity if
+    inclusion policies are off, and passes the constraint's inclusion policies (checked only
+    where ``checks`` says they can exclude a node); its pair is ``(topology key, label value
+    or "")``. ``refresh`` follows ``Snapshot.pod_changes``.
+    """
+
+    __slots__ = (
+        "by_pair",
+        "cursor",
+        "entries",
+        "key_nums",
+        "key_values",
+        "layout",
+        "pairs",
+    )
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        pod: Pod,
+        constraints: Sequence[SpreadConstraint],
+        *,
+        required_keys: Sequence[str],
+        checks: Sequence[bool],
+        policies: bool,
+    ) -> None:
+        self.layout = snapshot.layout_generation
+        self.cursor, _ = snapshot.pod_changes(0)
+        self.pairs: list[TopologyPair] = []
+        self.by_pair: dict[TopologyPair, int] = {}  # the sums, in the order pairs were met
+        self.key_values: dict[str, list[str]] = {}
+        self.key_nums: dict[str, list[int]] = {}
+        # node name -> [[pair position, key position, selector, count key, count], ...]
+        self.entries: dict[str, list[list[Any]]] = {}
+        required = RequiredNodeAffinity(pod)
+        ns = pod.namespace
+        count_keys = [_count_key(c.selector, ns) for c in constraints]
+        index: dict[TopologyPair, tuple[int, int]] = {}  # pair -> (position, key position)
+        pairs, by_pair = self.pairs, self.by_pair
+        key_values, key_nums = self.key_values, self.key_nums
+        for ni in snapshot.node_info_list:
+            node = ni.node
+            if node is None:
+                continue
+            if not policies and not required.match(node):
+                continue
+            labels = node.labels
+            if not all(map(labels.__contains__, required_keys)):
+                continue
+            mine: list[list[Any]] = []
+            for c, count_key, check in zip(constraints, count_keys, checks, strict=True):
+                if check and not c.match_node_inclusion_policies(pod, node, required):
+                    continue
+                key = c.topology_key
+                pair = (key, labels.get(key, ""))
+                at = index.get(pair)
+                if at is None:
+                    values = key_values.setdefault(key, [])
+                    at = index[pair] = (len(pairs), len(values))
+                    pairs.append(pair)
+                    by_pair[pair] = 0
+                    values.append(pair[1])
+                    key_nums.setdefault(key, []).append(0)
+                pos, kpos = at
+                count = _match_count(ni, c.selector, ns, count_key)
+                if count:
+                    by_pair[pair] += count
+                    key_nums[key][kpos] += count
+                mine.append([pos, kpos, c.selector, count_key, count])
+            if mine:
+                self.entries[ni.name] = mine
+
+    def refresh(self, snapshot: Snapshot, ns: str) -> bool:
+        """Take the pod changes since the last call; False when a rebuild is needed."""
+        if snapshot.layout_generation != self.layout:
+            return False
+        cursor, changed = snapshot.pod_changes(self.cursor)
+        if changed is None:
+            return False
+        self.cursor = cursor
+        if not changed:
+            return True
+        entries, by_pair, pairs, key_nums = self.entries, self.by_pair, self.pairs, self.key_nums
+        seen: set[str] = set()
+        for ni in changed:
+            name = ni.name
+            if name in seen:
+                continue
+            seen.add(name)
+            mine = entries.get(name)
+            if mine is None:
+                continue
+            for entry in mine:
+                pos, kpos, selector, count_key, old = entry
+                new = _match_count(ni, selector, ns, count_key)
+                if new != old:
+                    entry[4] = new
+                    pair = pairs[pos]
+                    by_pair[pair] += new - old
+                    key_nums[pair[0]][kpos] += new - old
+        return True
+
+    def counts(self) -> dict[TopologyPair, int]:
+        """A copy of the sums (copying a dict does not rehash its keys)."""
+        return self.by_pair.copy()
+
+    def critical_paths(self, key: str) -> CriticalPaths:
+        """What ``CriticalPaths.update`` over the key's pairs in order leaves: the first met
+        pair of the smallest count, then the first met of the smallest among the others."""
+        values, nums = self.key_values.get(key), self.key_nums.get(key)
+        if not values or not nums:
+            return CriticalPaths()
+        m0 = min(nums)
+        i0 = nums.index(m0)
+        if len(nums) == 1:
+            return CriticalPaths((values[i0], m0))
+        try:
+            i1 = nums.index(m0, i0 + 1)
+        except ValueError:
+            rest = nums[:i0] + nums[i0 + 1 :]
+            i1 = nums.index(min(rest))
+        return CriticalPaths((values[i0], m0), (values[i1], nums[i1]))
+
+
+_MAX_INDEXES: Final = 64  # SpreadCounts kept per snapshot
+
+
 class CriticalPaths:
     """``criticalPaths``: the two smallest match counts of a topology key, kept cheaply.
 
@@ -239,6 +379,8 @@ class PreFilterState:
 
     __slots__ = (
         "constraints",
+        "domain_counts",
+        "over_limit",
         "tp_key_to_critical_paths",
         "tp_key_to_domains_num",
         "tp_pair_to_match_num",
@@ -249,9 +391,17 @@ class PreFilterState:
         self.tp_key_to_critical_paths: dict[str, CriticalPaths] = {}
         self.tp_key_to_domains_num: dict[str, int] = {}
         self.tp_pair_to_match_num: dict[TopologyPair, int] = {}
+        # filter_nodes' per-constraint (key, domain values over the limit, or None when the
+        # skew is not checked) for one incoming pod; dropped when the counts change.
+        self.over_limit: tuple[Pod, list[tuple[str, frozenset[str] | None]]] | None = None
+        # key -> (domain values, their counts) as PreFilter found them, for over_limit;
+        # None once add_pod/remove_pod changed the counts.
+        self.domain_counts: dict[str, tuple[list[str], list[int]]] | None = None
 
     def clone(self) -> PreFilterState:
         out = PreFilterState.__new__(PreFilterState)
+        out.over_limit = None
+        out.domain_counts = None
         out.constraints = self.constraints
         out.tp_key_to_critical_paths = {
             k: p.copy() for k, p in self.tp_key_to_critical_paths.items()
@@ -390,6 +540,7 @@ class PodTopologySpread:
 
     name = NAME
     scores_in_range = True  # 100 * (max + min - s) / max with min <= s <= max
+    use_index = True  # False: PreFilter and PreScore walk every node (the reference form)
 
     def __init__(
         self,
@@ -414,6 +565,9 @@ class PodTopologySpread:
         self.enable_node_inclusion_policy = enable_node_inclusion_policy
         self.enable_match_label_keys = enable_match_label_keys
         self.enable_min_domains = enable_min_domains
+        self._indexes: weakref.WeakKeyDictionary[Snapshot, dict[Hashable, SpreadCounts]] = (
+            weakref.WeakKeyDictionary()
+        )
         # Defaults without matchLabelKeys do not depend on the pod: filter them once per action.
         self._defaults_by_action: dict[str, list[SpreadConstraint]] | None = None
         if not any(c.match_label_keys for c in self.default_constraints):
@@ -501,6 +655,67 @@ class PodTopologySpread:
             return []
         return self.build_default_constraints(pod, snapshot, action)
 
+    def _inclusion_checks(
+        self, pod: Pod, constraints: Sequence[SpreadConstraint], required: RequiredNodeAffinity
+    ) -> list[bool]:
+        """Per constraint, whether its inclusion policies can exclude a node at all (Honor
+        with a pod that has node constraints, or Honor for taints); when they cannot, the
+        check is left out."""
+        if not self.enable_node_inclusion_policy:
+            return [False] * len(constraints)
+        trivial_affinity = not required.node_selector and required.required is None
+        return [
+            (c.node_affinity_policy == HONOR and not trivial_affinity)
+            or c.node_taints_policy == HONOR
+            for c in constraints
+        ]
+
+    def spread_counts(
+        self,
+        snapshot: Snapshot,
+        pod: Pod,
+        constraints: Sequence[SpreadConstraint],
+        *,
+        required_keys: Sequence[str],
+    ) -> SpreadCounts:
+        """The ``SpreadCounts`` of these constraints for this pod, kept per snapshot."""
+        required = RequiredNodeAffinity(pod)
+        checks = self._inclusion_checks(pod, constraints, required)
+        policies = self.enable_node_inclusion_policy
+        ns = pod.namespace
+        key = (
+            tuple(
+                (
+                    _count_key(c.selector, ns),
+                    c.topology_key,
+                    check,
+                    c.node_affinity_policy,
+                    c.node_taints_policy,
+                )
+                for c, check in zip(constraints, checks, strict=True)
+            ),
+            tuple(required_keys),
+            policies,
+            (required.memo_key, repr(pod.tolerations)) if not policies or any(checks) else None,
+        )
+        indexes = self._indexes.get(snapshot)
+        if indexes is None:
+            indexes = self._indexes[snapshot] = {}
+        found = indexes.get(key)
+        if found is not None and found.refresh(snapshot, ns):
+            return found
+        if len(indexes) >= _MAX_INDEXES:
+            indexes.clear()
+        built = indexes[key] = SpreadCounts(
+            snapshot,
+            pod,
+            constraints,
+            required_keys=required_keys,
+            checks=checks,
+            policies=policies,
+        )
+        return built
+
     # --- PreFilter / Filter ------------------------------------------------------------------
 
     def cal_pre_filter_state(self, pod: Pod, snapshot: Snapshot) -> PreFilterState:
@@ -509,28 +724,27 @@ class PodTopologySpread:
         s = PreFilterState(constraints)
         if not constraints:
             return s
+        topology_keys = tuple(c.topology_key for c in constraints)
+        if self.use_index:
+            index = self.spread_counts(snapshot, pod, constraints, required_keys=topology_keys)
+            s.tp_pair_to_match_num = index.counts()
+            s.domain_counts = {}
+            for key, values in index.key_values.items():
+                s.tp_key_to_domains_num[key] = len(values)
+                s.domain_counts[key] = (values, list(index.key_nums[key]))
+            for c in constraints:
+                key = c.topology_key
+                s.tp_key_to_critical_paths[key] = index.critical_paths(key)
+            return s
         required = RequiredNodeAffinity(pod)
         policies = self.enable_node_inclusion_policy
         counts = s.tp_pair_to_match_num
         ns = pod.namespace
-        # Per constraint: its count key, topology key, and whether the inclusion policies
-        # can exclude a node at all (Honor with a pod that has node constraints, or Honor
-        # for taints); when they cannot, the check is left out.
-        trivial_affinity = not required.node_selector and required.required is None
+        checks = self._inclusion_checks(pod, constraints, required)
         plan = [
-            (
-                c,
-                _count_key(c.selector, ns),
-                c.topology_key,
-                policies
-                and (
-                    (c.node_affinity_policy == HONOR and not trivial_affinity)
-                    or c.node_taints_policy == HONOR
-                ),
-            )
-            for c in constraints
+            (c, _count_key(c.selector, ns), c.topology_key, check)
+            for c, check in zip(constraints, checks, strict=True)
         ]
-        topology_keys = tuple(c.topology_key for c in constraints)
         for ni in snapshot.node_info_list:
             node = ni.node
             if node is None:
@@ -593,26 +807,39 @@ class PodTopologySpread:
             return [], [(ni, s) for ni in node_infos]
         if not s.constraints:
             return node_infos, []
-        counts = s.tp_pair_to_match_num
-        # Per constraint: key, the count a domain may reach (None: not checked), max skew.
-        checks: list[tuple[str, int | None]] = []
-        for c in s.constraints:
-            minimum = s.min_match_num(c.topology_key, c.min_domains)
-            self_match = 1 if c.selects(pod.labels) else 0
-            limit = None if minimum is None else c.max_skew + minimum - self_match
-            checks.append((c.topology_key, limit))
+        cached = s.over_limit
+        if cached is not None and cached[0] is pod:
+            checks = cached[1]
+        else:
+            checks = self._over_limit(s, pod)
+            s.over_limit = (pod, checks)
+        if len(checks) == 1:
+            # One constraint (the usual case): each node is one label lookup, at C speed.
+            key, over = checks[0]
+            values = [ni.node.labels.get(key) if ni.node is not None else None for ni in node_infos]
+            if over:
+                verdicts = [
+                    _LABEL_REJECT if v is None else _SKEW_REJECT if v in over else None
+                    for v in values
+                ]
+            else:
+                verdicts = [_LABEL_REJECT if v is None else None for v in values]
+            pairs = list(zip(node_infos, verdicts, strict=True))
+            return [ni for ni, v in pairs if v is None], [
+                (ni, v) for ni, v in pairs if v is not None
+            ]
         passed: list[NodeInfo] = []
         rejected: list[tuple[NodeInfo, Status]] = []
         for ni in node_infos:
             node = ni.node
             labels: Mapping[str, str] = node.labels if node is not None else {}
             verdict: Status | None = None
-            for key, limit in checks:
+            for key, over in checks:
                 value = labels.get(key)
                 if value is None:
                     verdict = _LABEL_REJECT
                     break
-                if limit is not None and counts.get((key, value), 0) > limit:
+                if over and value in over:
                     verdict = _SKEW_REJECT
                     break
             if verdict is None:
@@ -620,6 +847,30 @@ class PodTopologySpread:
             else:
                 rejected.append((ni, verdict))
         return passed, rejected
+
+    @staticmethod
+    def _over_limit(s: PreFilterState, pod: Pod) -> list[tuple[str, frozenset[str] | None]]:
+        """Per constraint: its key and the domain values whose count exceeds what the pod
+        may reach there (``maxSkew + minimum - self match``); None when the skew is not
+        checked (no minimum recorded). ``maxSkew`` is at least 1, so the limit is never
+        negative and a domain without a count never exceeds it."""
+        counts = s.tp_pair_to_match_num
+        by_key = s.domain_counts
+        checks: list[tuple[str, frozenset[str] | None]] = []
+        for c in s.constraints:
+            key = c.topology_key
+            minimum = s.min_match_num(key, c.min_domains)
+            if minimum is None:
+                checks.append((key, None))
+                continue
+            limit = c.max_skew + minimum - (1 if c.selects(pod.labels) else 0)
+            if by_key is not None:
+                values, nums = by_key.get(key, ((), ()))
+                over = frozenset(compress(values, [n > limit for n in nums]))
+            else:
+                over = frozenset([v for (k, v), n in counts.items() if k == key and n > limit])
+            checks.append((key, over))
+        return checks
 
     def add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
@@ -652,6 +903,8 @@ class PodTopologySpread:
         if not self.enable_node_inclusion_policy and not required.match(node):
             return
         counts = s.tp_pair_to_match_num
+        s.over_limit = None
+        s.domain_counts = None
         for c in s.constraints:
             if not c.selects(updated.labels):
                 continue
@@ -697,7 +950,18 @@ class PodTopologySpread:
             )
             for i, c in enumerate(constraints)
         ]
-        if pair_counts:
+        if pair_counts and self.use_index:
+            # Hostname pairs are not in pair_counts: only the other constraints are summed.
+            index = self.spread_counts(
+                snapshot,
+                pod,
+                [c for c in constraints if c.topology_key != LABEL_HOSTNAME],
+                required_keys=tuple(c.topology_key for c in constraints) if require_all else (),
+            )
+            totals = index.by_pair
+            for pair in pair_counts:
+                pair_counts[pair] = totals.get(pair, 0)
+        elif pair_counts:
             required = RequiredNodeAffinity(pod)
             policies = self.enable_node_inclusion_policy
             ns = pod.namespace

@@ -47,13 +47,14 @@ from typing import Final
 
 from kube.objects import Pod, PodDisruptionBudget
 from scheduler.framework import (
+    NODE_LOCAL_PLUGINS,
     Code,
     CycleState,
-    FilterPlugin,
     Framework,
     NodeToStatus,
     Status,
     fit_error_message,
+    node_local_signature,
 )
 from scheduler.preemption.core import (
     NOT_HELPFUL_MESSAGE,
@@ -77,18 +78,6 @@ from scheduler.snapshot import NodeInfo, Snapshot
 __all__ = ["MODES", "NODE_LOCAL_PLUGINS", "PreemptionResult", "preempt"]
 
 MODES: Final = ("exhaustive", "sampled")
-
-#: kube Filter plugins whose verdict on a node depends only on the pod and that node.
-NODE_LOCAL_PLUGINS: Final = frozenset(
-    {
-        "NodeResourcesFit",
-        "NodeName",
-        "NodeUnschedulable",
-        "NodeAffinity",
-        "TaintToleration",
-        "NodePorts",
-    }
-)
 
 PREFIX: Final = "preemption: "
 _MAX_CONTEXTS: Final = 8
@@ -114,35 +103,6 @@ class PreemptionResult:
 
 
 # --- the per-snapshot cache ------------------------------------------------------------------
-
-
-def is_node_local(plugin: FilterPlugin) -> bool:
-    flag = getattr(plugin, "node_local", None)
-    if isinstance(flag, bool):
-        return flag
-    return plugin.name in NODE_LOCAL_PLUGINS
-
-
-def preemptor_signature(pod: Pod) -> Hashable:
-    """Everything of the preemptor a Filter plugin may read, identity and status excluded."""
-    return (
-        pod.priority,
-        pod.namespace,
-        tuple(sorted(pod.labels.items())),
-        tuple(sorted(pod.requests.items())),
-        pod.node_name,
-        tuple(sorted(pod.node_selector.items())),
-        repr(pod.affinity) if pod.affinity is not None else None,
-        pod.tolerations,
-        repr(pod.containers),
-        repr(pod.init_containers) if pod.init_containers else None,
-        tuple(sorted(pod.overhead.items())),
-        tuple(sorted(pod.pod_requests.items())),
-        pod.volumes,
-        pod.scheduler_name,
-        pod.scheduling_gates,
-        tuple(sorted(pod.annotations.items())),
-    )
 
 
 class _Context:
@@ -679,9 +639,9 @@ def _filter_statuses(
         get, absent = d.get, node_statuses.absent_nodes_status
         statuses = [get(name, absent) for name in names]
     unschedulable = _U
-    if statuses and statuses.count(statuses[0]) == len(statuses):
-        # One status for every node (the failed cycle's usual shape): equal statuses have
-        # equal codes, and list.count compares identical objects by pointer.
+    if statuses and len(set(map(id, statuses))) == 1:
+        # One status object for every node (the failed cycle's usual shape), told at C
+        # speed (comparing distinct Status objects runs Python code).
         return statuses, [statuses[0].code is unschedulable] * len(statuses)
     return statuses, [s.code is unschedulable for s in statuses]
 
@@ -690,9 +650,9 @@ def _preempt_fast(a: _Args) -> PreemptionResult:
     snapshot, pod, fw = a.snapshot, a.pod, a.framework
     active = [p for p in fw.filter_plugins if p.name not in a.state.skip_filter_plugins]
     rejection = a.pre_filter_rejection
-    cacheable = rejection is None and all(is_node_local(p) for p in active)
-    if cacheable:
-        key = (fw, preemptor_signature(pod), tuple(a.pdbs), a.is_eligible_pod)
+    signature = node_local_signature(active, pod) if rejection is None else None
+    if signature is not None:
+        key = (fw, signature, tuple(a.pdbs), a.is_eligible_pod)
         ctx = _context(snapshot, key)
     else:
         ctx = _Context()

@@ -45,6 +45,15 @@ backing off and to activeQ otherwise (a *pending* plugin's event skips the backo
 namespace or whose *required pod-affinity* terms match the new pod. Upstream uses
 ``PodInfo.RequiredAffinityTerms`` here, which excludes anti-affinity terms (a new pod can only
 make anti-affinity worse), and so does this port.
+
+Speed (kubernetes#124384: thousands of gated pods in the pool, a bind or a deletion every few
+milliseconds). The pool keeps, beside itself and in its order, the pods that could have a
+cross-topology term (PodTopologySpread among their rejectors, or required pod-affinity terms)
+and the pods that were not gated when they entered; an event that no gating plugin of the
+pool's gated pods registered can move only the latter, so ``assigned_pod_added`` and
+``move_all_to_active_or_backoff_queue`` do not walk the gated pods. Whether an event moves a
+gated pod is worked out once per (gating plugin, event), not once per pod. Pods are still
+judged one by one, in pool order, so what moves and in which order does not change.
 """
 
 from __future__ import annotations
@@ -111,6 +120,11 @@ class _Strategy(enum.Enum):
     SKIP = 0
     AFTER_BACKOFF = 1
     IMMEDIATELY = 2
+
+
+def _may_cross_topology(pinfo: QueuedPodInfo) -> bool:
+    """Whether ``getUnschedulablePodsWithCrossTopologyTerm`` may return the pod."""
+    return POD_TOPOLOGY_SPREAD in pinfo.unschedulable_plugins or bool(pinfo.required_affinity_terms)
 
 
 def _klog_kobj(pod: Pod) -> str:
@@ -221,6 +235,17 @@ class SchedulingQueue:
         self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap()  # podBackoffQ
         self._error_backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap()  # podErrorBackoffQ
         self._unschedulable: dict[str, QueuedPodInfo] = {}
+        # Pool pods that may have a cross-topology term, in pool order (see _pool_set);
+        # None: to be rebuilt from the pool.
+        self._cross: dict[str, QueuedPodInfo] | None = {}
+        # Pool pods that were not gated when they entered (a superset of the ungated ones
+        # there), in pool order; None: to be rebuilt.
+        self._ungated: dict[str, QueuedPodInfo] | None = {}
+        # Event tuples of every gating plugin that gated a pod of this queue, by identity.
+        self._gating_events: dict[int, tuple[ClusterEvent, ...]] = {}
+        self._moves_gated: dict[ClusterEvent, bool] = {}  # event -> may move a gated pod
+        self._gate_match: dict[tuple[int, ClusterEvent], bool] = {}
+        self._events_by_plugin: dict[str, tuple[ClusterEvent, ...]] = {}
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
 
@@ -286,10 +311,32 @@ class SchedulingQueue:
         self._note_plugins((plugin.name,))
         pinfo.gating_plugin = plugin.name
         pinfo.gating_plugin_events = self._events_for(plugin.name)
+        self._note_gating(pinfo.gating_plugin_events)
         return False
 
     def _events_for(self, plugin: str) -> tuple[ClusterEvent, ...]:
-        return ev.events_for_plugin(plugin, self.plugin_events)
+        """The events ``plugin`` registered (one shared tuple per plugin)."""
+        events = self._events_by_plugin.get(plugin)
+        if events is None:
+            events = self._events_by_plugin[plugin] = ev.events_for_plugin(
+                plugin, self.plugin_events
+            )
+        return events
+
+    def _note_gating(self, events: tuple[ClusterEvent, ...]) -> None:
+        if id(events) not in self._gating_events:
+            self._gating_events[id(events)] = events
+            self._moves_gated.clear()
+
+    def _gated_pod_moves(self, events: tuple[ClusterEvent, ...], event: ClusterEvent) -> bool:
+        """Whether ``event`` moves a pod gated by a plugin that registered ``events``."""
+        found = self._gate_match.get((id(events), event))
+        if found is None:
+            self._note_gating(events)  # kept alive, so the id stays this tuple's
+            found = self._gate_match[(id(events), event)] = ev.match_any_cluster_event(
+                event, events
+            )
+        return found
 
     def _note_plugins(self, plugins: Iterable[str]) -> None:
         """A plugin that rejects pods is enabled; one missing from the registry registered
@@ -320,11 +367,11 @@ class SchedulingQueue:
         if pinfo.gated:
             if key in self._active or self._in_backoff(key) or key in self._unschedulable:
                 return False
-            self._unschedulable[key] = pinfo
+            self._pool_set(key, pinfo)
             return False
         if pinfo.initial_attempt_timestamp is None:
             pinfo.initial_attempt_timestamp = self._now()
-        self._unschedulable.pop(key, None)
+        self._pool_pop(key)
         self._delete_from_backoff(key)
         self._active.add_or_update(key, self._active_key(pinfo), pinfo)
         if event in (_UNSCHEDULED_POD_ADD, _UNSCHEDULED_POD_UPDATE):
@@ -337,9 +384,9 @@ class SchedulingQueue:
         key = pinfo.pod.key
         if pinfo.gated:
             if key not in self._unschedulable:
-                self._unschedulable[key] = pinfo
+                self._pool_set(key, pinfo)
             return False
-        self._unschedulable.pop(key, None)
+        self._pool_pop(key)
         self._add_to_backoff(pinfo)
         return True
 
@@ -411,7 +458,7 @@ class SchedulingQueue:
         if self.move_request_cycle >= cycle or not pinfo.rejector_plugins():
             self._move_to_backoff_q(pinfo, ev.ScheduleAttemptFailure)
         else:
-            self._unschedulable[key] = pinfo
+            self._pool_set(key, pinfo)
 
     def flush_backoff_q_completed(self) -> list[QueuedPodInfo]:
         """``flushBackoffQCompleted``: move every pod whose backoff is over to activeQ.
@@ -466,6 +513,8 @@ class SchedulingQueue:
         pinfo = self._unschedulable.get(new.key)
         if pinfo is not None:
             pinfo.pod = new
+            if self._cross is not None and _may_cross_topology(pinfo) != (new.key in self._cross):
+                self._cross = None  # qualifies differently in place (is_pod_updated moves it)
             self.nominator.update_nominated_pod(old, new)
             if old is None or is_pod_updated(old, new):
                 if self.is_pod_backing_off(pinfo):
@@ -483,7 +532,7 @@ class SchedulingQueue:
             return
         if self._delete_from_backoff(key) is not None:
             return
-        self._unschedulable.pop(key, None)
+        self._pool_pop(key)
 
     def activate(self, pods: Iterable[Pod] | Mapping[str, Pod]) -> None:
         """``Activate``: move pods from the pool or the backoff queue to activeQ.
@@ -519,9 +568,21 @@ class SchedulingQueue:
         """``MoveAllToActiveOrBackoffQueue``: pool pods passing ``pre_check`` may move on."""
         if not self.is_event_of_interest(event):
             return
-        candidates = [
-            p for p in self._unschedulable.values() if pre_check is None or pre_check(p.pod)
-        ]
+        moves_gated = self._moves_gated.get(event)
+        if moves_gated is None:
+            moves_gated = self._moves_gated[event] = any(
+                self._gated_pod_moves(events, event) for events in self._gating_events.values()
+            )
+        if moves_gated:
+            pool: Iterable[QueuedPodInfo] = self._unschedulable.values()
+        else:  # gated pods stay where they are: leave them out
+            ungated = self._ungated
+            if ungated is None:
+                ungated = self._ungated = {
+                    k: p for k, p in self._unschedulable.items() if not p.gated
+                }
+            pool = ungated.values()
+        candidates = [p for p in pool if pre_check is None or pre_check(p.pod)]
         self._move_pods_to_active_or_backoff_queue(candidates, event, old_obj, new_obj)
 
     def assigned_pod_added(self, pod: Pod) -> None:
@@ -588,7 +649,7 @@ class SchedulingQueue:
     def _requeue(self, pinfo: QueuedPodInfo, strategy: _Strategy, event: str) -> str:
         """``requeuePodWithQueueingStrategy``; returns the queue the pod went to."""
         if strategy is _Strategy.SKIP:
-            self._unschedulable[pinfo.pod.key] = pinfo
+            self._pool_set(pinfo.pod.key, pinfo)
             return UNSCHEDULABLE_Q
         if strategy is _Strategy.AFTER_BACKOFF and self.is_pod_backing_off(pinfo):
             return BACKOFF_Q if self._move_to_backoff_q(pinfo, event) else UNSCHEDULABLE_Q
@@ -605,12 +666,12 @@ class SchedulingQueue:
         if not self.is_event_of_interest(event):
             return
         for pinfo in pods:
-            if pinfo.gated and not ev.match_any_cluster_event(event, pinfo.gating_plugin_events):
+            if pinfo.gated and not self._gated_pod_moves(pinfo.gating_plugin_events, event):
                 continue
             strategy = self._is_pod_worth_requeuing(pinfo, event, new_obj)
             if strategy is _Strategy.SKIP:
                 continue
-            self._unschedulable.pop(pinfo.pod.key, None)
+            self._pool_pop(pinfo.pod.key)
             self._requeue(pinfo, strategy, event.label)
         self.move_request_cycle = self.scheduling_cycle
 
@@ -619,11 +680,37 @@ class SchedulingQueue:
             return self._namespace_labels(namespace)
         return {"kubernetes.io/metadata.name": namespace}
 
+    def _pool_set(self, key: str, pinfo: QueuedPodInfo) -> None:
+        """``self._unschedulable[key] = pinfo``, keeping the side indexes in pool order."""
+        if pinfo.gated:
+            self._note_gating(pinfo.gating_plugin_events)
+        if key in self._unschedulable:  # keeps its place in the pool: rebuild the indexes
+            self._cross = self._ungated = None
+        else:
+            if self._cross is not None and _may_cross_topology(pinfo):
+                self._cross[key] = pinfo
+            if self._ungated is not None and not pinfo.gated:
+                self._ungated[key] = pinfo
+        self._unschedulable[key] = pinfo
+
+    def _pool_pop(self, key: str) -> None:
+        if self._unschedulable.pop(key, None) is not None:
+            if self._cross is not None:
+                self._cross.pop(key, None)
+            if self._ungated is not None:
+                self._ungated.pop(key, None)
+
     def _pods_with_cross_topology_term(self, pod: Pod) -> list[QueuedPodInfo]:
-        """``getUnschedulablePodsWithCrossTopologyTerm``."""
+        """``getUnschedulablePodsWithCrossTopologyTerm``, over the pool pods that may have
+        such a term (in pool order)."""
+        cross = self._cross
+        if cross is None:
+            cross = self._cross = {
+                k: p for k, p in self._unschedulable.items() if _may_cross_topology(p)
+            }
         ns_labels: Mapping[str, str] | None = None
         out: list[QueuedPodInfo] = []
-        for pinfo in self._unschedulable.values():
+        for pinfo in cross.values():
             if (
                 POD_TOPOLOGY_SPREAD in pinfo.unschedulable_plugins
                 and pod.namespace == pinfo.pod.namespace

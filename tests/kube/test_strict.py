@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -280,3 +281,40 @@ def test_a_missing_manifest_path_is_reported_as_missing() -> None:
     with pytest.raises(InvalidObject) as err:
         load_objects("no/such/cluster.yaml")
     assert str(err.value) == "no/such/cluster.yaml: cannot read: No such file or directory"
+
+
+def test_fold_case_decodes_field_names_as_gos_encoding_json() -> None:
+    """scheduler_perf's templates go through sigs.k8s.io/yaml into typed structs, where
+    ``NodeTaintsPolicy`` is ``nodeTaintsPolicy``; kube-apiserver itself would refuse it."""
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [{"name": "c", "Image": "pause"}],
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "k",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "NodeTaintsPolicy": "Honor",
+                }
+            ],
+        },
+    }
+    strict = check_object(json_copy(manifest))
+    assert sorted(strict.strict) == [
+        'unknown field "spec.containers[0].Image"',
+        'unknown field "spec.topologySpreadConstraints[0].NodeTaintsPolicy"',
+    ]
+    folded = json_copy(manifest)
+    assert check_object(folded, fold_case=True).strict == []
+    assert folded["spec"]["topologySpreadConstraints"][0]["nodeTaintsPolicy"] == "Honor"
+    assert folded["spec"]["containers"][0] == {"name": "c", "image": "pause"}
+    folded["spec"]["Nope"] = 1
+    assert check_object(folded, fold_case=True).strict == ['unknown field "spec.Nope"']
+
+
+def json_copy(value: dict[str, object]) -> dict[str, object]:
+    copied: dict[str, object] = json.loads(json.dumps(value))
+    return copied

@@ -477,6 +477,18 @@ def test_living_flags_reach_the_simulator(
     assert "eviction" not in {s.name for s in sim.scheme.for_storage("pods").subresources}
 
 
+def test_disabled_admission_plugins_are_left_out_of_the_chain(
+    state: Path, captured: list[Simulator], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(capsys, "--state", str(state), "--disable-admission-plugins", "Priority") == (
+        0,
+        "",
+    )
+    (sim,) = captured
+    assert sim.priority not in sim.registry.admission
+    assert sim.policies in sim.registry.validating_admission
+
+
 def test_living_defaults_run_every_controller_with_the_eviction_subresource(
     state: Path, captured: list[Simulator], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -511,6 +523,12 @@ def test_flags_override_the_state_settings_and_absent_flags_keep_them(
             ["--disable-controller", "replicaset", "--disable-controller", "replicasets"],
             "Invalid value for '--disable-controller': unknown controller 'replicasets'; known:"
             " namespace, kubelet, disruption, replicaset,",
+        ),
+        (
+            ["--disable-admission-plugins", "Priority,NamespaceLifecycle"],
+            "Invalid value for '--disable-admission-plugins': admission plugin"
+            " 'NamespaceLifecycle' cannot be disabled; kubesim can leave out: Priority,"
+            " ValidatingAdmissionPolicy",
         ),
         (["--ready-after", "-1"], "Invalid value for '--ready-after': -1.0 is not in the range"),
         (["--job-duration", "soon"], "Invalid value for '--job-duration': 'soon' is not"),

@@ -6,6 +6,8 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+import kubesim
+from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 
 from .conftest import status_of
@@ -206,3 +208,30 @@ async def test_system_priority_classes_exist_at_start(api: client.ApiClient) -> 
         ("system-cluster-critical", 2000000000),
         ("system-node-critical", 2000001000),
     }
+
+
+async def test_priority_admission_can_be_left_out_as_on_kubes_integration_servers() -> None:
+    """``disabled_admission_plugins={"Priority"}`` (``--disable-admission-plugins Priority``):
+    a pod may carry ``spec.priority`` without a class, as scheduler_perf's templates do."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "high"},
+        "spec": {"priority": 10, "containers": [{"name": "c", "image": "x"}]},
+    }
+    async with kubesim.serve(disabled_controllers=FROZEN) as sim:
+        api = sim.api_client()
+        with pytest.raises(ApiException) as info:
+            await client.CoreV1Api(api).create_namespaced_pod("default", pod)
+        await api.close()
+    assert info.value.status == 403
+    assert "must not be provided in pod spec" in status_of(info.value)["message"]
+    async with kubesim.serve(
+        disabled_controllers=FROZEN, disabled_admission_plugins={"Priority"}
+    ) as sim:
+        api = sim.api_client()
+        created = await client.CoreV1Api(api).create_namespaced_pod("default", pod)
+        await api.close()
+    assert created.spec.priority == 10
+    with pytest.raises(ValueError, match="cannot be disabled"):
+        Simulator(disabled_admission_plugins={"NamespaceLifecycle"})

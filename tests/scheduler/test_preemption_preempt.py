@@ -13,7 +13,7 @@ import pytest
 
 from kube.objects import Pod, Taint
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
-from scheduler.preemption import PreemptionResult, preempt
+from scheduler.preemption import PreemptionResult, evaluator, preempt
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.scheduler.test_preemption_core import (
     HIGH,
@@ -504,6 +504,50 @@ def test_node_local_plugins_are_not_reevaluated() -> None:
     r = preempt(mk_pod("q", prio=HIGH), snap, node_statuses=statuses, framework=fw)
     assert plugin.calls == first  # same signature, nothing changed: all outcomes reused
     assert r.nominated_node_name == "n0"
+
+
+def test_preemptors_differing_only_in_labels_share_outcomes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kube's node-local plugins read no labels: a second preemptor with other labels (as
+    scheduler_perf's unique ``signature`` label) reuses every node outcome."""
+    calls: list[str] = []
+    real = evaluator.evaluate_node
+
+    def counting(pod: Pod, node_info: NodeInfo, **kw: Any) -> Any:
+        calls.append(node_info.name)
+        return real(pod, node_info, **kw)
+
+    monkeypatch.setattr(evaluator, "evaluate_node", counting)
+    nodes = [mk_node(f"n{i}", cpu=4000) for i in range(20)]
+    pods = [mk_pod(f"low-{i}", prio=0, cpu=3500, node=f"n{i}") for i in range(20)]
+    snap = mk_snapshot(nodes, pods)
+    statuses = unschedulable(*(f"n{i}" for i in range(20)))
+    first = preempt(
+        mk_pod("a", prio=HIGH, cpu=3000, labels={"signature": "1"}), snap, node_statuses=statuses
+    )
+    assert len(calls) == 20
+    second = preempt(
+        mk_pod("b", prio=HIGH, cpu=3000, labels={"signature": "2"}), snap, node_statuses=statuses
+    )
+    assert len(calls) == 20  # nothing re-evaluated
+    assert second.nominated_node_name == first.nominated_node_name == "n0"
+    # A plugin that declares itself node-local may read labels: then they count.
+    fw = Framework([CountingFit(node_local=True, limit={"pods": 1})])
+    preempt(
+        mk_pod("c", prio=HIGH, labels={"signature": "3"}),
+        snap,
+        node_statuses=statuses,
+        framework=fw,
+    )
+    before = len(calls)
+    preempt(
+        mk_pod("d", prio=HIGH, labels={"signature": "4"}),
+        snap,
+        node_statuses=statuses,
+        framework=fw,
+    )
+    assert len(calls) == before + 20
 
 
 def test_other_plugins_are_reevaluated_every_decision() -> None:

@@ -113,3 +113,41 @@ def test_aggregates_always_equal_a_fresh_sum(sequence: list[tuple[str, int, str]
     for ni in snap.node_info_list:
         assert ni.requested.get("cpu", 0) == sum(p.requests["cpu"] for p in ni.pods)
         assert ni.non_zero_requested["cpu"] == sum(p.non_zero_requests["cpu"] for p in ni.pods)
+
+
+def test_pod_changes_list_the_nodes_whose_pods_changed_since_a_cursor() -> None:
+    snap = Snapshot.from_objects([node("a"), node("b")])
+    layout = snap.layout_generation
+    cursor, _ = snap.pod_changes(0)
+    snap.add_pod(pod("p1", node_name="a"))
+    snap.add_pod(pod("p2", node_name="b"))
+    snap.remove_pod("default/p1")
+    end, changed = snap.pod_changes(cursor)
+    assert changed is not None
+    assert [ni.name for ni in changed] == ["a", "b", "a"]
+    assert snap.pod_changes(end) == (end, [])
+    assert snap.layout_generation == layout  # pods do not change the layout
+    assert snap.node_positions() == {"a": 0, "b": 1}
+    snap.add_node(node("c"))
+    assert snap.layout_generation > layout
+    assert snap.node_positions() == {"a": 0, "b": 1, "c": 2}
+    layout = snap.layout_generation
+    snap.add_node(node("a"))  # replaced
+    assert snap.layout_generation > layout
+    layout = snap.layout_generation
+    snap.remove_node("b")
+    assert snap.layout_generation > layout
+    assert snap.node_positions() == {"a": 0, "c": 1}
+
+
+def test_the_change_log_is_bounded_and_says_when_it_no_longer_reaches_back() -> None:
+    snap = Snapshot.from_objects([node("a")])
+    cursor, _ = snap.pod_changes(0)
+    for i in range(5000):
+        snap.add_pod(pod(f"p{i}", node_name="a"))
+        snap.remove_pod(f"default/p{i}")
+    end, changed = snap.pod_changes(cursor)
+    assert changed is None  # too old: the caller rebuilds
+    assert end == cursor + 10000
+    _, recent = snap.pod_changes(end - 10)
+    assert recent is not None and len(recent) == 10

@@ -15,11 +15,17 @@ object, validating ones after. kubesim's chain, in that order:
    validating, after the registry's validation, for API requests only.
 
 ``install`` puts them on a generic store; the plugins are served in every authorization mode.
+``Priority`` and ``ValidatingAdmissionPolicy`` can be left out, as kube-apiserver's
+``--disable-admission-plugins`` leaves plugins out (kube's integration-test servers, which
+scheduler_perf runs against, disable Priority so that pods may carry ``spec.priority``
+without a class); the other two are not admission plugins one can switch off there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Final
 
 from kubesim.plugins.admission.policies import ValidatingAdmissionPolicies
 from kubesim.plugins.admission.priority import PriorityPlugin
@@ -27,7 +33,9 @@ from kubesim.plugins.authorization.escalation import Authorize, EscalationCheck
 from kubesim.plugins.authorization.rbac import RuleResolver
 from kubesim.registry.generic import GenericStore
 
-__all__ = ["AdmissionChain", "install"]
+__all__ = ["DISABLEABLE_PLUGINS", "AdmissionChain", "install"]
+
+DISABLEABLE_PLUGINS: Final = ("Priority", "ValidatingAdmissionPolicy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +47,30 @@ class AdmissionChain:
     policies: ValidatingAdmissionPolicies
 
 
-def install(registry: GenericStore, resolver: RuleResolver, authorize: Authorize) -> AdmissionChain:
+def install(
+    registry: GenericStore,
+    resolver: RuleResolver,
+    authorize: Authorize,
+    *,
+    disabled: Collection[str] = (),
+) -> AdmissionChain:
     """Install the chain on ``registry`` in kube's order; ``resolver`` and ``authorize`` are the
-    server's RBAC rules and authorizer chain, which the escalation check consults."""
+    server's RBAC rules and authorizer chain, which the escalation check consults. Plugins
+    named in ``disabled`` (of ``DISABLEABLE_PLUGINS``) are left out of it."""
+    unknown = sorted(set(disabled) - set(DISABLEABLE_PLUGINS))
+    if unknown:
+        raise ValueError(
+            f"admission plugins {unknown} cannot be disabled: kubesim can leave out"
+            f" {', '.join(DISABLEABLE_PLUGINS)}"
+        )
     chain = AdmissionChain(
         priority=PriorityPlugin(registry),
         escalation=EscalationCheck(registry, resolver, authorize),
         policies=ValidatingAdmissionPolicies(registry),
     )
-    registry.admission.extend([chain.priority, chain.escalation])
-    registry.validating_admission.append(chain.policies)
+    if "Priority" not in disabled:
+        registry.admission.append(chain.priority)
+    registry.admission.append(chain.escalation)
+    if "ValidatingAdmissionPolicy" not in disabled:
+        registry.validating_admission.append(chain.policies)
     return chain
