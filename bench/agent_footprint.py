@@ -327,6 +327,7 @@ class CuttableProxy:
     def __init__(self, port: int) -> None:
         self.port = port
         self.pairs: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self.handlers: set[asyncio.Task[Any]] = set()
         self.server: asyncio.Server | None = None
 
     async def start(self) -> int:
@@ -334,6 +335,9 @@ class CuttableProxy:
         return int(self.server.sockets[0].getsockname()[1])
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if (task := asyncio.current_task()) is not None:
+            self.handlers.add(task)
+            task.add_done_callback(self.handlers.discard)
         up_r, up_w = await asyncio.open_connection("127.0.0.1", self.port)
         pair = (writer, up_w)
         self.pairs.add(pair)
@@ -362,6 +366,9 @@ class CuttableProxy:
         self.cut()
         if self.server is not None:
             self.server.close()
+        # the cut connections' handlers end on their own; left to the loop's shutdown, they
+        # would be cancelled, which Python 3.11's stream callback reports as an error
+        await asyncio.gather(*self.handlers, return_exceptions=True)
 
 
 RELISTS = 3
