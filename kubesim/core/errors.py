@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kube.apierrors import REASON_FOR_CODE, Cause, StatusError
+from kube.apierrors import REASON_FOR_CODE, Cause, StatusError, aggregate_message, go_quote
 
 __all__ = [
     "REASON_FOR_CODE",
@@ -111,15 +111,18 @@ MODIFIED_CONFLICT = (
 
 
 def invalid(kind: str, group: str, name: str, causes: Iterable[Cause]) -> StatusError:
-    """``errors.NewInvalid``: ``Kind.group "name" is invalid: <errors>``."""
+    """``errors.NewInvalid``: ``Kind.group "name" is invalid: <errors>``.
+
+    As upstream, the name is Go-quoted (``%q``) and the message is the error list's aggregate
+    (a repeated error once); the causes keep every error.
+    """
     cause_list = tuple(causes)
-    texts = [_field_error_text(c) for c in cause_list]
-    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    joined = aggregate_message(_field_error_text(c) for c in cause_list)
     qualified_kind = f"{kind}.{group}" if group else kind
     return StatusError(
         422,
         "Invalid",
-        f'{qualified_kind} "{name}" is invalid: {joined}',
+        f"{qualified_kind} {go_quote(name)} is invalid: {joined}",
         name=name,
         group=group,
         kind=kind,
