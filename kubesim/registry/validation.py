@@ -7,9 +7,10 @@ strategy's ``Validate``: every problem becomes a ``field.Error`` and the answer 
 ``<Kind> "<name>" is invalid: <field>: <detail>`` with one cause per error (type
 ``FieldValueRequired``, ``FieldValueInvalid``, ``FieldValueNotSupported``, ...).
 
-For the kinds the policy core models (Pod, Node, PodDisruptionBudget, PriorityClass,
-Namespace), the typed conversion ``kube.objects.X.from_dict`` is the validator: its
-``InvalidObject`` names the field, and is mapped here to the kube error shape. Names are
+For the kinds the policy core models (Pod, Node, PodDisruptionBudget, Namespace), the typed
+conversion ``kube.objects.X.from_dict`` is the validator: its ``InvalidObject`` names the
+field, and is mapped here to the kube error shape. PriorityClasses are validated by their own
+strategy (``kubesim.registry.scheduling``), as upstream's scheduling validation. Names are
 checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
 
 Events are validated by ``kubesim.core.events`` (the request's group matters), time fields
@@ -32,12 +33,11 @@ from kube.objects import (
     Node,
     Pod,
     PodDisruptionBudget,
-    PriorityClass,
 )
 from kubesim.core.errors import Cause, StatusError, bad_request, invalid
 from kubesim.core.scheme import ResourceType
 from kubesim.core.timefields import TimeParseError, normalize_times
-from kubesim.registry import admissionregistration, events, rbac
+from kubesim.registry import admissionregistration, events, rbac, scheduling
 from kubesim.registry.strategy import Causes, Strategy, field_error_cause
 from scheduler.queue.validation import validate_pod_update_while_gated
 
@@ -539,11 +539,6 @@ def _default_rc(obj: dict[str, Any]) -> None:
         _default_replication_controller(obj, spec)
 
 
-def _default_priority_class(obj: dict[str, Any]) -> None:
-    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    obj.setdefault("value", 0)
-
-
 def _default_namespace(obj: dict[str, Any]) -> None:
     meta = obj.setdefault("metadata", {})
     labels = meta.get("labels")
@@ -642,7 +637,6 @@ _BUILT_IN: Final[dict[str, Strategy]] = {
         decode=Namespace.from_dict, defaults=_default_namespace, name_errors=dns1123_label_errors
     ),
     "PodDisruptionBudget": Strategy(decode=PodDisruptionBudget.from_dict),
-    "PriorityClass": Strategy(decode=PriorityClass.from_dict, defaults=_default_priority_class),
     "ReplicationController": Strategy(
         validate=_causes_of(_replication_controller_causes), defaults=_default_rc
     ),
@@ -657,6 +651,7 @@ STRATEGIES: Final[Mapping[str, Strategy]] = {
     **events.STRATEGIES,
     **rbac.STRATEGIES,
     **admissionregistration.STRATEGIES,
+    **scheduling.STRATEGIES,
 }
 _DEFAULT: Final = Strategy()
 
