@@ -34,6 +34,7 @@ from kube.objects import (
     Pod,
     PodDisruptionBudget,
 )
+from kube.strict import model_for, quantity_error
 from kubesim.core.errors import Cause, StatusError, bad_request, invalid
 from kubesim.core.scheme import ResourceType
 from kubesim.core.timefields import TimeParseError, normalize_times
@@ -156,10 +157,7 @@ def _is_type_error(exc: InvalidObject) -> bool:
 
 
 def _decode_error(rt: ResourceType, exc: InvalidObject) -> StatusError:
-    return bad_request(
-        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}:'
-        f" {exc.field}: {exc.detail}"
-    )
+    return _cannot_handle(rt, f"{exc.field}: {exc.detail}")
 
 
 def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -178,17 +176,27 @@ def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
         ) from None
 
 
+def _cannot_handle(rt: ResourceType, detail: str) -> StatusError:
+    return bad_request(
+        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {detail}'
+    )
+
+
 def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
     """The decoding step: a field of the wrong JSON type is a 400, before admission runs.
 
-    Time fields are re-encoded here as the Go types would (``kubesim.core.timefields``).
+    Time fields are re-encoded here as the Go types would (``kubesim.core.timefields``), and
+    every ``resource.Quantity`` (containers' resources, a pod's overhead, an emptyDir's
+    sizeLimit, a node's capacity, in templates too) must decode: ``cpu: abc`` is kube's 400
+    ``... cannot be handled as a Pod: quantities must match the regular expression ...``.
     """
     try:
         normalize_times(rt.kind, obj)
     except TimeParseError as exc:
-        raise bad_request(
-            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
-        ) from None
+        raise _cannot_handle(rt, str(exc)) from None
+    model = model_for(rt.api_version, rt.kind)
+    if model is not None and (error := quantity_error(obj, model)) is not None:
+        raise _cannot_handle(rt, error)
     decode = strategy_for(rt.kind).decode
     if decode is None:
         return
