@@ -35,8 +35,6 @@ __all__ = [
     "internal_error",
     "invalid",
     "method_not_allowed",
-    "method_not_supported",
-    "not_acceptable",
     "not_found",
     "not_found_path",
     "qualified_resource",
@@ -172,16 +170,6 @@ def method_not_allowed() -> StatusError:
     )
 
 
-def method_not_supported(resource: str, group: str, action: str) -> StatusError:
-    return StatusError(
-        405,
-        "MethodNotAllowed",
-        f'{action} is not supported on resources of kind "{qualified_resource(resource, group)}"',
-        group=group,
-        kind=resource,
-    )
-
-
 def expired(message: str) -> StatusError:
     """``errors.NewResourceExpired``: 410 with reason Expired and no details."""
     return StatusError(410, "Expired", message, has_details=False)
@@ -222,15 +210,6 @@ def unsupported_media_type(content_type: str, accepted: Iterable[str]) -> Status
         "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
         f"{', '.join(accepted)}",
-        has_details=False,
-    )
-
-
-def not_acceptable(accepted: Iterable[str]) -> StatusError:
-    return StatusError(
-        406,
-        "NotAcceptable",
-        "only the following media types are accepted: " + ", ".join(accepted),
         has_details=False,
     )
 
