@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from evictor.api.calls import list_items, send
 from evictor.plan import ClusterView, Workload
+from kube.documents import controller_ref, meta_of
 from kube.objects import (
     InvalidObject,
     KubeObject,
@@ -71,11 +72,6 @@ def _typed(items: list[dict[str, Any]], convert: Callable[[Mapping[str, Any]], T
     return out
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     spec = obj.get("spec")
     return spec if isinstance(spec, Mapping) else {}
@@ -92,7 +88,7 @@ def _int(value: Any, default: int) -> int:
 
 def template_pod(owner: Mapping[str, Any], api_version: str, kind: str) -> Pod | None:
     """``spec.template`` of ``owner`` as the unbound pod its controller would create."""
-    meta = _meta(owner)
+    meta = meta_of(owner)
     template = _spec(owner).get("template")
     if not isinstance(template, Mapping):
         return None
@@ -127,10 +123,8 @@ def template_pod(owner: Mapping[str, Any], api_version: str, kind: str) -> Pod |
 
 
 def _controller(obj: Mapping[str, Any]) -> tuple[str, str] | None:
-    for ref in _meta(obj).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return str(ref.get("kind", "")), str(ref.get("name", ""))
-    return None
+    ref = controller_ref(obj)
+    return None if ref is None else (str(ref.get("kind", "")), str(ref.get("name", "")))
 
 
 def _job_active(job: Mapping[str, Any]) -> int:
@@ -157,12 +151,12 @@ def workloads(lists: Mapping[str, list[dict[str, Any]]]) -> dict[tuple[str, str,
     """The controllers of pods, by ``(kind, namespace, name)``."""
     out: dict[tuple[str, str, str], Workload] = {}
     deployments = {
-        (str(_meta(d).get("namespace", "")), str(_meta(d).get("name", "")))
+        (str(meta_of(d).get("namespace", "")), str(meta_of(d).get("name", "")))
         for d in lists.get("deployments", [])
     }
 
     def add(obj: Mapping[str, Any], api_version: str, kind: str, replicas: int, **kw: Any) -> None:
-        meta = _meta(obj)
+        meta = meta_of(obj)
         ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
         out[(kind, ns, name)] = Workload(
             kind=kind,
@@ -178,7 +172,7 @@ def workloads(lists: Mapping[str, list[dict[str, Any]]]) -> dict[tuple[str, str,
         via = ""
         ctl = _controller(rs)
         if ctl is not None and ctl[0] == "Deployment":
-            known = (str(_meta(rs).get("namespace", "")), ctl[1]) in deployments
+            known = (str(meta_of(rs).get("namespace", "")), ctl[1]) in deployments
             via = f"Deployment {ctl[1]}" + ("" if known else " (not found)")
         add(rs, "apps/v1", "ReplicaSet", _int(_spec(rs).get("replicas"), 1), via=via)
     for rc in lists.get("replicationcontrollers", []):
@@ -248,7 +242,7 @@ def view_from_lists(
         objects=tuple(objects),
         workloads=workloads(lists),
         daemonsets=frozenset(
-            (str(_meta(d).get("namespace", "")), str(_meta(d).get("name", "")))
+            (str(meta_of(d).get("namespace", "")), str(meta_of(d).get("name", "")))
             for d in raw("daemonsets")
         ),
         eviction=eviction,

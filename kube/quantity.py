@@ -27,6 +27,7 @@ from typing import Final
 __all__ = [
     "CPU",
     "QuantityError",
+    "json_error",
     "parse_quantity",
     "quantity_value",
     "resource_value",
@@ -49,6 +50,12 @@ _UPSTREAM_MESSAGE: Final = (
 )
 # resource.ErrNumeric: the exponent does not fit the integer apimachinery scales with.
 _NUMERIC_MESSAGE: Final = "unable to parse numeric part of quantity"
+# resource.ErrSuffix: what apimachinery's scanner takes for a suffix is none it knows ("1ki").
+_SUFFIX_MESSAGE: Final = "unable to parse quantity's suffix"
+# What apimachinery's scanner (parseQuantityString) reads without complaint: a signed number,
+# then letters of the suffix alphabet and a signed exponent; only then is the suffix looked up.
+_SCANNED: Final = re.compile(r"[+-]?[0-9]*(?:\.[0-9]*)?[eEinumkKMGTP]*[+-]?[0-9]*")
+_SCANNED_NUMBER: Final = re.compile(r"[+-]?[0-9]*(?:\.[0-9]*)?")
 _MAX_EXPONENT: Final = 2**31 - 1
 _INT64_MAX: Final = 2**63 - 1
 
@@ -61,7 +68,7 @@ class QuantityError(ValueError):
 def _parse_text(text: str) -> Decimal:
     match = _GRAMMAR.fullmatch(text)
     if match is None:
-        raise QuantityError(_UPSTREAM_MESSAGE)
+        raise QuantityError(_rejection(text))
     number = match["number"]
     digits = len(number)
     # Exact arithmetic: enough precision for every digit of the number and of the multiplier.
@@ -84,6 +91,41 @@ def _parse_text(text: str) -> Decimal:
             return value.scaleb(exponent)
         except decimal.DecimalException as exc:
             raise QuantityError(_NUMERIC_MESSAGE) from exc
+
+
+def _rejection(text: str) -> str:
+    """Which of apimachinery's errors a string outside the grammar gets.
+
+    What the scanner reads but whose suffix is none it knows ("1ki", "K") is ``ErrSuffix``;
+    anything else ``ErrFormatWrong``. (A number without digits and a known suffix, such as
+    "m", "." or "e5", apimachinery reads as zero; it is refused here, as ``ErrFormatWrong``.)
+    """
+    number = _SCANNED_NUMBER.match(text)
+    if text and number is not None and _SCANNED.fullmatch(text):
+        known_suffix = _GRAMMAR.fullmatch("1" + text[number.end() :]) is not None
+        if not known_suffix:
+            return _SUFFIX_MESSAGE
+    return _UPSTREAM_MESSAGE
+
+
+def json_error(value: object) -> str | None:
+    """The error ``resource.Quantity``'s ``UnmarshalJSON`` gives a decoded JSON value, or None.
+
+    Go hands it any JSON value: ``null`` is a zero quantity, a string or a number is parsed,
+    and anything else (``true``, an object, a list) fails the scanner (``ErrFormatWrong``).
+    kube-apiserver answers such a body with a 400 at decoding.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return _UPSTREAM_MESSAGE
+    if isinstance(value, float) and not math.isfinite(value):
+        return _UPSTREAM_MESSAGE
+    try:
+        parse_quantity(value)
+    except QuantityError as exc:
+        return str(exc)
+    return None
 
 
 def parse_quantity(value: object) -> Decimal:

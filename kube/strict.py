@@ -34,6 +34,8 @@ from typing import Any, Final, Literal
 
 import yaml
 
+from kube.quantity import json_error
+
 __all__ = [
     "MAX_MANIFEST_BYTES",
     "Document",
@@ -49,6 +51,7 @@ __all__ = [
     "model_for",
     "parse_validation",
     "parse_yaml",
+    "quantity_error",
     "read_text",
     "strict_message",
     "validate_document",
@@ -513,6 +516,59 @@ def check_object(
     except RecursionError:
         raise ManifestError("nested too deeply") from None
     return walk.problems
+
+
+def _inner(type_name: str) -> str:
+    while m := _LIST.fullmatch(type_name) or _DICT.fullmatch(type_name):
+        type_name = m[1]
+    return type_name
+
+
+@cache
+def _quantity_models() -> frozenset[str]:
+    """The schema types with a ``resource.Quantity`` somewhere below them (a fixed point: the
+    schema's types may refer to each other in circles)."""
+    types: dict[str, dict[str, str]] = _schema()["types"]
+    holding: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for model, fields in types.items():
+            if model not in holding and any(
+                _inner(t) == "quantity" or _inner(t) in holding for t in fields.values()
+            ):
+                holding.add(model)
+                changed = True
+    return frozenset(holding)
+
+
+def _quantity_error(value: object, type_name: str) -> str | None:
+    if type_name == "quantity":
+        return json_error(value)
+    if (m := _LIST.fullmatch(type_name)) and isinstance(value, list):
+        return next((e for v in value if (e := _quantity_error(v, m[1])) is not None), None)
+    if (m := _DICT.fullmatch(type_name)) and isinstance(value, Mapping):
+        return next(
+            (e for v in value.values() if (e := _quantity_error(v, m[1])) is not None), None
+        )
+    if isinstance(value, Mapping) and type_name in _quantity_models():
+        fields: dict[str, str] = _schema()["types"][type_name]
+        for key, item in value.items():
+            field_type = fields.get(key) if isinstance(key, str) else None
+            if field_type is not None and (
+                _inner(field_type) == "quantity" or _inner(field_type) in _quantity_models()
+            ):
+                err = _quantity_error(item, field_type)
+                if err is not None:
+                    return err
+    return None
+
+
+def quantity_error(obj: Mapping[str, Any], model: str) -> str | None:
+    """The first ``resource.Quantity`` of ``obj`` (a ``model`` of the schema) that Go's decoder
+    refuses, as ``UnmarshalJSON`` words it (``kube.quantity.json_error``), in document order;
+    None when every quantity decodes. Only the fields that can hold a quantity are visited."""
+    return _quantity_error(obj, model)
 
 
 def drop_nulls(value: Any) -> Any:

@@ -127,7 +127,6 @@ from kubesim.node.config import PROCESS_NODE_TYPE, NodeConfig, parse_process_nod
 from kubesim.node.kubelet import Kubelet
 from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
 from kubesim.plugins import admission
-from kubesim.plugins.admission.priority import bootstrap_priority_classes
 from kubesim.plugins.authentication.tokens import Chain, StaticTokens, TokenAuthenticator, new_token
 from kubesim.plugins.authorization import AlwaysAllow, Authorizer
 from kubesim.plugins.authorization import bootstrap as rbac_bootstrap
@@ -136,6 +135,7 @@ from kubesim.plugins.authorization.reviews import GROUP as AUTHORIZATION_GROUP
 from kubesim.plugins.authorization.reviews import Reviews
 from kubesim.plugins.binding import BindingStorage
 from kubesim.plugins.eviction import EvictionStorage
+from kubesim.registry import scheduling
 from kubesim.registry.generic import GenericStore
 from kubesim.scheduler_loop import SchedulerLoop
 
@@ -478,7 +478,12 @@ class Simulator:
             self.registry.seed(
                 ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
             )
-        bootstrap_priority_classes(self.registry)
+        # The scheduling storage's post-start hook: the system PriorityClasses.
+        pc = self.scheme.for_kind(scheduling.API_VERSION, scheduling.KIND)
+        assert pc is not None
+        for manifest in scheduling.system_priority_class_manifests():
+            if self.registry.find(pc, "", manifest["metadata"]["name"]) is None:
+                self.registry.seed(pc, manifest)
         rbac_bootstrap.seed(self.registry)
 
     def _serve_access_reviews(self, identity: IdentityReviews) -> None:

@@ -8,6 +8,7 @@ keeps the old name working for users' code and the names API.md gives. New code 
 from kube.quantity import (
     CPU,
     QuantityError,
+    json_error,
     parse_quantity,
     quantity_value,
     resource_value,
@@ -16,6 +17,7 @@ from kube.quantity import (
 __all__ = [
     "CPU",
     "QuantityError",
+    "json_error",
     "parse_quantity",
     "quantity_value",
     "resource_value",

@@ -24,7 +24,6 @@ from typing import Final
 __all__ = [
     "ALL_AUTHENTICATED",
     "ANONYMOUS",
-    "LOOPBACK",
     "MASTERS",
     "UNAUTHENTICATED",
     "Attributes",
@@ -61,7 +60,6 @@ class UserInfo:
 
 
 ANONYMOUS: Final = UserInfo("system:anonymous", groups=(UNAUTHENTICATED,))
-LOOPBACK: Final = UserInfo("system:apiserver", groups=(MASTERS, ALL_AUTHENTICATED))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kube.apierrors import REASON_FOR_CODE, Cause, StatusError
+from kube.apierrors import REASON_FOR_CODE, Cause, StatusError, aggregate_message, go_quote
 
 __all__ = [
     "REASON_FOR_CODE",
@@ -35,8 +35,6 @@ __all__ = [
     "internal_error",
     "invalid",
     "method_not_allowed",
-    "method_not_supported",
-    "not_acceptable",
     "not_found",
     "not_found_path",
     "qualified_resource",
@@ -111,15 +109,18 @@ MODIFIED_CONFLICT = (
 
 
 def invalid(kind: str, group: str, name: str, causes: Iterable[Cause]) -> StatusError:
-    """``errors.NewInvalid``: ``Kind.group "name" is invalid: <errors>``."""
+    """``errors.NewInvalid``: ``Kind.group "name" is invalid: <errors>``.
+
+    As upstream, the name is Go-quoted (``%q``) and the message is the error list's aggregate
+    (a repeated error once); the causes keep every error.
+    """
     cause_list = tuple(causes)
-    texts = [_field_error_text(c) for c in cause_list]
-    joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    joined = aggregate_message(_field_error_text(c) for c in cause_list)
     qualified_kind = f"{kind}.{group}" if group else kind
     return StatusError(
         422,
         "Invalid",
-        f'{qualified_kind} "{name}" is invalid: {joined}',
+        f"{qualified_kind} {go_quote(name)} is invalid: {joined}",
         name=name,
         group=group,
         kind=kind,
@@ -169,16 +170,6 @@ def method_not_allowed() -> StatusError:
     )
 
 
-def method_not_supported(resource: str, group: str, action: str) -> StatusError:
-    return StatusError(
-        405,
-        "MethodNotAllowed",
-        f'{action} is not supported on resources of kind "{qualified_resource(resource, group)}"',
-        group=group,
-        kind=resource,
-    )
-
-
 def expired(message: str) -> StatusError:
     """``errors.NewResourceExpired``: 410 with reason Expired and no details."""
     return StatusError(410, "Expired", message, has_details=False)
@@ -219,15 +210,6 @@ def unsupported_media_type(content_type: str, accepted: Iterable[str]) -> Status
         "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
         f"{', '.join(accepted)}",
-        has_details=False,
-    )
-
-
-def not_acceptable(accepted: Iterable[str]) -> StatusError:
-    return StatusError(
-        406,
-        "NotAcceptable",
-        "only the following media types are accepted: " + ", ".join(accepted),
         has_details=False,
     )
 

@@ -3,7 +3,8 @@
 The store holds objects as the JSON documents clients sent (plain dicts), so every layer reads
 them the same few ways; each reading lives here once. Typed views of the kinds the policy core
 models are ``kube.objects``'; these helpers stay on the documents, where a malformed field
-reads as absent rather than failing.
+reads as absent rather than failing. The metadata and the controller are read as every package
+reads them (``kube.documents``, re-exported here for kubesim's layers).
 """
 
 from __future__ import annotations
@@ -11,23 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kube.documents import controller_ref, meta_of
 from kube.labels import LabelSelector, SelectorError
 
 __all__ = ["controller_ref", "meta_of", "pdb_selects", "selector_string"]
-
-
-def meta_of(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """``metadata`` of a stored object; empty (and detached) when it has none."""
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
-def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """``metav1.GetControllerOf``: the owner reference with ``controller: true``."""
-    for ref in meta_of(obj).get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def selector_string(selector: Any, *, plain_map: bool = False) -> str:

@@ -27,13 +27,10 @@ from typing import Any
 from kubesim.core.scheme import ResourceType, Scheme
 
 __all__ = [
-    "OPENAPI_V2_PROTOBUF",
     "openapi_v2_protobuf",
     "openapi_v3_discovery",
     "openapi_v3_group_version",
 ]
-
-OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 
 def _pb_string(field: int, text: str) -> bytes:

@@ -52,7 +52,6 @@ __all__ = [
     "parse_process_node",
 ]
 
-PROCESS_NODE_API_VERSION: Final = "kubesim.io/v1alpha1"
 PROCESS_NODE_KIND: Final = "ProcessNode"
 # Known to the state loader only, never served by the API.
 PROCESS_NODE_TYPE: Final = ResourceType(

@@ -219,9 +219,6 @@ class Kubelet:
             if pod is not None:
                 self._consider_deletion(pod, force=True)
 
-    def clear_deletion_override(self, namespace: str, name: str) -> None:
-        self.overrides.pop((namespace, name), None)
-
     # --- the loop ---------------------------------------------------------------------------
 
     async def run(self, cluster: Cluster) -> None:

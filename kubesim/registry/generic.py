@@ -16,8 +16,9 @@ Reproduced behaviour (``rest.BeforeCreate``/``BeforeUpdate``/``BeforeDelete``):
   kinds with a spec, status reset (pods start ``Pending``; a pod with ``schedulingGates`` gets
   ``PodScheduled=False``, reason ``SchedulingGated``), defaults, admission
   (NamespaceLifecycle: 404 for a missing namespace, 403 ``NamespaceTerminating`` while it is
-  being deleted; then the plugins of ``kubesim.plugins.admission``), validation (422), 409
-  ``AlreadyExists``; ``dryRun=All`` answers without storing;
+  being deleted; then the mutating plugins of ``kubesim.plugins.admission``), validation
+  (422), the validating plugins (403), 409 ``AlreadyExists``; ``dryRun=All`` answers without
+  storing;
 * update: URL/body name and namespace must agree (400), a stale ``resourceVersion`` is a 409
   ``the object has been modified; ...``, an empty one is an unconditional update; the main
   resource keeps the stored status and the status subresource keeps everything but status;
@@ -74,6 +75,7 @@ from kubesim.registry.validation import (
     check_type,
     decode_check,
     normalize_seed_times,
+    strategy_for,
     validate,
     validate_update,
 )
@@ -254,7 +256,10 @@ class GenericStore:
         self.clock = clock
         self.rng = rng or random.Random()
         self.admission: list[AdmissionPlugin] = []
-        # Run after validation, for API requests only (kubesim's own calls are not admitted).
+        # The validating phase of the built-in plugins (Priority's one-globalDefault rule):
+        # after the registry's validation, kubesim's own calls included.
+        self.validating_plugins: list[AdmissionPlugin] = []
+        # Run after those, for API requests only (kubesim's own calls are not admitted).
         self.validating_admission: list[ValidatingAdmission] = []
         # Pods the kubelet should start once bound to an existing node.
         self.pods_to_start: set[Key] = set()
@@ -399,6 +404,12 @@ class GenericStore:
         for plugin in self.admission:
             plugin(op, rt, obj, old)
 
+    def run_validating_plugins(
+        self, op: str, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        for plugin in self.validating_plugins:
+            plugin(op, rt, obj, old)
+
     def run_validating_admission(
         self,
         operation: str,
@@ -454,6 +465,7 @@ class GenericStore:
                 meta["name"] = generate_name(meta["generateName"], self.rng)
             name = meta.get("name") or ""
             validate(self.storage_type(rt), obj, request_group=rt.group)
+            self.run_validating_plugins("CREATE", rt, obj, None)
             key = _key(rt, meta.get("namespace", ""), name)
             if self.store.get(rt.storage_name, key) is None:
                 break
@@ -521,6 +533,8 @@ class GenericStore:
         validate(self.storage_type(rt), new, request_group=rt.group, old=old)
         if not subresource:
             validate_update(self.storage_type(rt), new, old)
+        if not subresource or rt.kind == "Pod":
+            self.run_validating_plugins("UPDATE", rt, new, old)
         self.run_validating_admission(
             "UPDATE",
             rt,
@@ -637,6 +651,9 @@ class GenericStore:
         self, rt: ResourceType, namespace: str, name: str, options: DeleteOptions
     ) -> dict[str, Any]:
         """DELETE: the body kube answers with (object or Success Status)."""
+        refuse = strategy_for(self.storage_type(rt).kind).validate_delete
+        if refuse is not None:
+            refuse(name)
         key = _key(rt, namespace, name)
         obj = self.store.get(rt.storage_name, key)
         if obj is None:

@@ -4,7 +4,8 @@ kube-apiserver's generic ``registry.Store`` is the same for every resource; each
 a strategy (``pkg/registry/<group>/<resource>/strategy.go``) with its defaulting (the
 ``SetDefaults_*`` functions the decoder runs), its decoding into a Go type (a field of the
 wrong type is a 400 before anything else), ``Validate``/``ValidateUpdate`` (a 422 naming each
-bad field) and the name rule of its ``ValidateObjectMeta``. kubesim's generic store
+bad field), the name rule of its ``ValidateObjectMeta``, and what its storage refuses to delete
+(a PriorityClass storage's ``Delete`` keeps the system classes). kubesim's generic store
 (``kubesim.registry.generic``) asks ``kubesim.registry.validation`` for the ``Strategy`` of a
 kind; each kind declares its own in the module of its group — core and apps kinds in
 ``validation``, RBAC's in ``rbac``, events' in ``events``, admission policies' in
@@ -38,7 +39,9 @@ class Strategy:
     ``defaults`` fills the defaults on create (and on every update with
     ``default_on_update``); ``name_errors`` is the rule ``metadata.name`` must follow;
     ``own_error_group`` answers the kind's field errors first, in a 422 of their own naming
-    the group the request wrote through (events: ``events.k8s.io`` validates more strictly).
+    the group the request wrote through (events: ``events.k8s.io`` validates more strictly;
+    PriorityClasses: their validation checks metadata itself); ``validate_delete`` refuses
+    the delete of the named object before anything else is looked at (raises a StatusError).
     """
 
     decode: Callable[[Mapping[str, Any]], object] | None = None
@@ -48,6 +51,7 @@ class Strategy:
     default_on_update: bool = False
     name_errors: Callable[[str], list[str]] = dns1123_subdomain_errors
     own_error_group: bool = False
+    validate_delete: Callable[[str], None] | None = None
 
 
 # field.Error's words ("Required value") back to its type ("FieldValueRequired"); the first

@@ -7,9 +7,10 @@ strategy's ``Validate``: every problem becomes a ``field.Error`` and the answer 
 ``<Kind> "<name>" is invalid: <field>: <detail>`` with one cause per error (type
 ``FieldValueRequired``, ``FieldValueInvalid``, ``FieldValueNotSupported``, ...).
 
-For the kinds the policy core models (Pod, Node, PodDisruptionBudget, PriorityClass,
-Namespace), the typed conversion ``kube.objects.X.from_dict`` is the validator: its
-``InvalidObject`` names the field, and is mapped here to the kube error shape. Names are
+For the kinds the policy core models (Pod, Node, PodDisruptionBudget, Namespace), the typed
+conversion ``kube.objects.X.from_dict`` is the validator: its ``InvalidObject`` names the
+field, and is mapped here to the kube error shape. PriorityClasses are validated by their own
+strategy (``kubesim.registry.scheduling``), as upstream's scheduling validation. Names are
 checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
 
 Events are validated by ``kubesim.core.events`` (the request's group matters), time fields
@@ -32,12 +33,12 @@ from kube.objects import (
     Node,
     Pod,
     PodDisruptionBudget,
-    PriorityClass,
 )
+from kube.strict import model_for, quantity_error
 from kubesim.core.errors import Cause, StatusError, bad_request, invalid
 from kubesim.core.scheme import ResourceType
 from kubesim.core.timefields import TimeParseError, normalize_times
-from kubesim.registry import admissionregistration, events, rbac
+from kubesim.registry import admissionregistration, events, rbac, scheduling
 from kubesim.registry.strategy import Causes, Strategy, field_error_cause
 from scheduler.queue.validation import validate_pod_update_while_gated
 
@@ -156,10 +157,7 @@ def _is_type_error(exc: InvalidObject) -> bool:
 
 
 def _decode_error(rt: ResourceType, exc: InvalidObject) -> StatusError:
-    return bad_request(
-        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}:'
-        f" {exc.field}: {exc.detail}"
-    )
+    return _cannot_handle(rt, f"{exc.field}: {exc.detail}")
 
 
 def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -178,17 +176,27 @@ def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
         ) from None
 
 
+def _cannot_handle(rt: ResourceType, detail: str) -> StatusError:
+    return bad_request(
+        f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {detail}'
+    )
+
+
 def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
     """The decoding step: a field of the wrong JSON type is a 400, before admission runs.
 
-    Time fields are re-encoded here as the Go types would (``kubesim.core.timefields``).
+    Time fields are re-encoded here as the Go types would (``kubesim.core.timefields``), and
+    every ``resource.Quantity`` (containers' resources, a pod's overhead, an emptyDir's
+    sizeLimit, a node's capacity, in templates too) must decode: ``cpu: abc`` is kube's 400
+    ``... cannot be handled as a Pod: quantities must match the regular expression ...``.
     """
     try:
         normalize_times(rt.kind, obj)
     except TimeParseError as exc:
-        raise bad_request(
-            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {exc}'
-        ) from None
+        raise _cannot_handle(rt, str(exc)) from None
+    model = model_for(rt.api_version, rt.kind)
+    if model is not None and (error := quantity_error(obj, model)) is not None:
+        raise _cannot_handle(rt, error)
     decode = strategy_for(rt.kind).decode
     if decode is None:
         return
@@ -539,11 +547,6 @@ def _default_rc(obj: dict[str, Any]) -> None:
         _default_replication_controller(obj, spec)
 
 
-def _default_priority_class(obj: dict[str, Any]) -> None:
-    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    obj.setdefault("value", 0)
-
-
 def _default_namespace(obj: dict[str, Any]) -> None:
     meta = obj.setdefault("metadata", {})
     labels = meta.get("labels")
@@ -642,7 +645,6 @@ _BUILT_IN: Final[dict[str, Strategy]] = {
         decode=Namespace.from_dict, defaults=_default_namespace, name_errors=dns1123_label_errors
     ),
     "PodDisruptionBudget": Strategy(decode=PodDisruptionBudget.from_dict),
-    "PriorityClass": Strategy(decode=PriorityClass.from_dict, defaults=_default_priority_class),
     "ReplicationController": Strategy(
         validate=_causes_of(_replication_controller_causes), defaults=_default_rc
     ),
@@ -657,6 +659,7 @@ STRATEGIES: Final[Mapping[str, Strategy]] = {
     **events.STRATEGIES,
     **rbac.STRATEGIES,
     **admissionregistration.STRATEGIES,
+    **scheduling.STRATEGIES,
 }
 _DEFAULT: Final = Strategy()
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib.util
 import json
 import tracemalloc
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,19 +25,9 @@ from kube.objects import Pod
 from kube.qos import get_pod_qos
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
+from tests.benchutil import load_bench
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "agent_footprint.py"
-
-
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("agent_footprint", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-FP = _bench()
+FP = load_bench("agent_footprint")
 
 
 def _read_by_agent(pod: Pod) -> tuple[Any, ...]:

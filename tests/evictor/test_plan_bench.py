@@ -3,31 +3,14 @@ have the agreed format (the figure, its anchor and the ratio)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import kubesim
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "drain_plan.py"
-
-
-def load_bench() -> ModuleType:
-    name = "bench_drain_plan"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.benchutil import load_bench
 
 
 async def test_a_tiny_cluster_is_planned_and_reported() -> None:
-    bench = load_bench()
+    bench = load_bench("drain_plan")
     state = bench.make_state(6, 3, 4)
     assert sum(1 for o in state if o["kind"] == "PodDisruptionBudget") == 2
     async with kubesim.serve(state=state, time_scale=1.0) as sim:

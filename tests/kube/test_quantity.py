@@ -1,3 +1,4 @@
+import re
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -5,7 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kube.quantity import QuantityError, parse_quantity, quantity_value, resource_value
+from kube.quantity import (
+    QuantityError,
+    json_error,
+    parse_quantity,
+    quantity_value,
+    resource_value,
+)
 
 
 @pytest.mark.parametrize(
@@ -35,11 +42,32 @@ def test_parses_the_apimachinery_grammar(text: str, expected: Decimal) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "abc", "1ki", "1 Gi", " 1", "NaN", "Infinity", "1_000", "1.2.3", "Mi", "1Gb", "--1"],
+    ["", "abc", "1 Gi", " 1", "NaN", "Infinity", "1_000", "1.2.3", "Mi", "1Gb"],
 )
 def test_rejects_what_kube_apiserver_rejects(text: str) -> None:
     with pytest.raises(QuantityError, match="quantities must match the regular expression"):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize("text", ["1ki", "32MMi", "1K", "1e", "2Mi5", "0.5iE", "--1", "K"])
+def test_a_number_with_suffix_letters_kube_does_not_know_is_errsuffix(text: str) -> None:
+    """apimachinery's scanner reads these (digits, then letters of eEinumkKMGTP, a signed
+    exponent) and only then fails to interpret the suffix: ``ErrSuffix``."""
+    with pytest.raises(QuantityError, match=r"^unable to parse quantity's suffix$"):
+        parse_quantity(text)
+
+
+def test_json_error_is_what_unmarshaljson_says() -> None:
+    assert json_error(None) is None
+    assert json_error(2) is None
+    assert json_error(0.5) is None
+    assert json_error("100m") is None
+    assert json_error("1ki") == "unable to parse quantity's suffix"
+    for bad in (True, [1], {"n": 1}, "abc", float("inf")):
+        assert json_error(bad) == (
+            "quantities must match the regular expression"
+            " '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        )
 
 
 def test_numbers_are_quantities_but_booleans_and_nan_are_not() -> None:
@@ -123,3 +151,78 @@ def test_value_rounds_up(text: str) -> None:
     value = quantity_value(text)
     assert value >= exact or value == 2**63 - 1
     assert value - exact < 1 or value == -(2**63)
+
+
+_KNOWN_SUFFIXES = {
+    "",
+    "n",
+    "u",
+    "m",
+    "k",
+    "M",
+    "G",
+    "T",
+    "P",
+    "E",
+    "Ki",
+    "Mi",
+    "Gi",
+    "Ti",
+    "Pi",
+    "Ei",
+}
+
+
+def _apimachinery_verdict(text: str) -> str:
+    """parseQuantityString and the suffix lookup of ParseQuantity, step by step: "format",
+    "suffix" or "ok" (with the number scanned)."""
+    if not text:
+        return "format"
+    pos, end = 0, len(text)
+    if text[0] in "+-":
+        pos += 1
+    while pos < end and text[pos].isdigit():
+        pos += 1
+    if pos < end and text[pos] == ".":
+        pos += 1
+        while pos < end and text[pos].isdigit():
+            pos += 1
+    start = pos
+    while pos < end and text[pos] in "eEinumkKMGTP":
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos].isdigit():
+        pos += 1
+    if pos < end:
+        return "format"
+    suffix = text[start:]
+    exponent = suffix[1:]
+    if suffix in _KNOWN_SUFFIXES or (
+        len(suffix) > 1 and suffix[0] in "eE" and exponent.lstrip("+-").isdigit()
+    ):
+        return "ok"
+    return "suffix"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="0123456789.+-eEKMGTPikmnuxB ", max_size=7))
+def test_refusals_name_the_error_apimachinery_gives(text: str) -> None:
+    verdict = _apimachinery_verdict(text)
+    try:
+        parse_quantity(text)
+    except QuantityError as exc:
+        if str(exc) == "unable to parse numeric part of quantity":
+            return
+        if verdict == "ok":
+            # Numbers without a digit that apimachinery reads as zero ("m", ".", "e5") are
+            # refused here, as the grammar's ErrFormatWrong.
+            number = re.match(r"[+-]?[0-9]*(\.[0-9]*)?", text)
+            assert number is not None
+            assert not any(c.isdigit() for c in number[0])
+            assert "regular expression" in str(exc)
+        else:
+            expected = "unable to parse quantity's suffix" if verdict == "suffix" else "regular"
+            assert expected in str(exc)
+    else:
+        assert verdict == "ok"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -10,7 +12,7 @@ import kubesim
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 
-from .conftest import status_of
+from .conftest import raw, status_of
 
 
 async def test_core_event_visible_in_events_k8s_io(sim: Simulator, api: client.ApiClient) -> None:
@@ -235,3 +237,99 @@ async def test_priority_admission_can_be_left_out_as_on_kubes_integration_server
     assert created.spec.priority == 10
     with pytest.raises(ValueError, match="cannot be disabled"):
         Simulator(disabled_admission_plugins={"NamespaceLifecycle"})
+
+
+def _priority_class(name: str, value: int, **fields: object) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            **fields,
+        }
+    )
+
+
+PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+@pytest.mark.parametrize("disabled", [(), ("Priority",)])
+async def test_priority_class_validation_is_the_registrys_not_the_plugins(
+    disabled: tuple[str, ...],
+) -> None:
+    """PriorityClasses are validated by their registry strategy (pkg/registry/scheduling), so
+    leaving the Priority plugin out (``--disable-admission-plugins Priority``) leaves the 422s
+    and the system classes' protection in force; only the one-default rule is the plugin's."""
+    async with kubesim.serve(
+        disabled_controllers=FROZEN, disabled_admission_plugins=disabled
+    ) as sim:
+        code, _, body = await raw(sim, "POST", PCS, body=_priority_class("system-x", 5))
+        assert (code, body["reason"]) == (422, "Invalid")
+        assert body["message"] == (
+            'PriorityClass.scheduling.k8s.io "system-x" is invalid: metadata.name: Forbidden:'
+            " priority class names with 'system-' prefix are reserved for system use only."
+            " error: system-x is not a known system priority class"
+        )
+        code, _, body = await raw(
+            sim, "POST", PCS, body=_priority_class("p", 5, preemptionPolicy="Sometimes")
+        )
+        assert (code, body["details"]["causes"]) == (
+            422,
+            [
+                {
+                    "reason": "FieldValueNotSupported",
+                    "message": 'Unsupported value: "Sometimes": supported values:'
+                    ' "PreemptLowerPriority", "Never"',
+                    "field": "preemptionPolicy",
+                }
+            ],
+        )
+        code, _, _ = await raw(sim, "POST", PCS, body=_priority_class("d1", 5, globalDefault=True))
+        assert code == 201
+        code, _, body = await raw(sim, "PUT", PCS + "/d1", body=_priority_class("d1", 6))
+        assert (code, body["message"]) == (
+            422,
+            'PriorityClass.scheduling.k8s.io "d1" is invalid: value: Forbidden: may not be'
+            " changed in an update.",
+        )
+        # The storage refuses before it looks at the preconditions (REST.Delete, then the
+        # generic store's Delete), so a stale resourceVersion still gets the 403.
+        code, _, body = await raw(
+            sim,
+            "DELETE",
+            PCS + "/system-cluster-critical",
+            body='{"preconditions": {"resourceVersion": "1"}}',
+        )
+        assert (code, body["message"]) == (
+            403,
+            'priorityclasses.scheduling.k8s.io "system-cluster-critical" is forbidden: this is'
+            " a system priority class and cannot be deleted",
+        )
+        # A second default: the plugin's 403, and only after validation — an invalid second
+        # default gets the registry's 422.
+        code, _, body = await raw(
+            sim, "POST", PCS, body=_priority_class("too-high", 2000000000, globalDefault=True)
+        )
+        assert (code, body["details"]["causes"][0]["field"]) == (422, "value")
+        code, _, body = await raw(
+            sim, "POST", PCS, body=_priority_class("d2", 6, globalDefault=True)
+        )
+        if disabled:
+            assert code == 201
+        else:
+            assert (code, body["message"]) == (
+                403,
+                'priorityclasses.scheduling.k8s.io "d2" is forbidden: PriorityClass d1 is'
+                " already marked as default. Only one default can exist",
+            )
+
+
+async def test_priority_class_without_a_name_is_refused_as_object_meta_says() -> None:
+    async with kubesim.serve(disabled_controllers=FROZEN) as sim:
+        code, _, body = await raw(sim, "POST", PCS, body=_priority_class("", 5))
+    assert (code, body["message"]) == (
+        422,
+        'PriorityClass.scheduling.k8s.io "" is invalid: metadata.name: Required value: name or'
+        " generateName is required",
+    )

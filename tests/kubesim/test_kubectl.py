@@ -259,3 +259,21 @@ async def test_get_missing_pod_message(kubectl: Kubectl) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+async def test_apply_of_a_pod_with_an_unparsable_quantity_shows_kubes_decode_error(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n"
+        "  containers: [{name: c, image: nginx, resources: {requests: {cpu: abc}}}]\n"
+    )
+    code, _, err = await kubectl("apply", "-f", str(manifest), check=False)
+    assert code == 1
+    assert err.strip() == (
+        f'Error from server (BadRequest): error when creating "{manifest}": Pod in version "v1"'
+        " cannot be handled as a Pod: quantities must match the regular expression"
+        " '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )
+    assert kubectl.sim.get("Pod", "default", "bad") is None

@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 from kubernetes_asyncio import client
 
 import kubesim
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "kubesim_list.py"
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kubesim_list_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.benchutil import load_bench
 
 
 async def test_ten_thousand_pods_list_fully_and_in_pages() -> None:
-    bench = _bench()
+    bench = load_bench("kubesim_list")
     async with kubesim.serve(state=bench.make_state(10000)) as sim, sim.api_client() as api:
         v1 = client.CoreV1Api(api)
         resp = await v1.list_pod_for_all_namespaces(_preload_content=False)
@@ -57,7 +42,7 @@ async def test_ten_thousand_pods_list_fully_and_in_pages() -> None:
 
 
 async def test_benchmark_core_runs_on_a_small_size() -> None:
-    bench = _bench()
+    bench = load_bench("kubesim_list")
     lines = await bench.run(50, 1)
     assert [line["bench"] for line in lines] == [
         "kubesim_list_full_50_pods",

@@ -10,11 +10,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-import importlib.util
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +34,7 @@ from kubesim.scheduler_loop import (
 from kubesim.sim import Simulator
 from scheduler import build_snapshot, object_from_dict, schedule_one, simulate
 from scheduler.queue import events as qev
+from tests.benchutil import load_bench
 
 NODE = """
 apiVersion: v1
@@ -739,12 +738,7 @@ async def test_every_decision_is_schedule_one_on_the_same_snapshot() -> None:
 
 async def test_cluster_benchmark_core_binds_and_readies_every_replica() -> None:
     """bench/kubesim_cluster.py on a tiny size (its figures live in the bench, not here)."""
-    path = Path(__file__).resolve().parents[2] / "bench" / "kubesim_cluster.py"
-    spec = importlib.util.spec_from_file_location("kubesim_cluster_bench", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = load_bench("kubesim_cluster")
     result = await bench.run_cluster(5, 40)
     assert result["nodes_used"] == 5
     assert 0 < result["bind_seconds"] <= result["ready_seconds"]

@@ -1,30 +1,17 @@
 """The benchmark's core on a small size, so it cannot rot (timings are not asserted)."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "preemption.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_preemption", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.benchutil import load_bench
 
 
 @pytest.mark.parametrize(
     ("mode", "with_filter_pass"), [("exhaustive", False), ("sampled", False), ("exhaustive", True)]
 )
 def test_bench_core_preempts_every_pod_once(mode: str, with_filter_pass: bool) -> None:
-    bench = _load()
+    bench = load_bench("preemption")
     nodes = 12
     r = bench.run(nodes, nodes, mode=mode, with_filter_pass=with_filter_pass)
     assert r.decisions == nodes - 1
@@ -32,14 +19,14 @@ def test_bench_core_preempts_every_pod_once(mode: str, with_filter_pass: bool) -
 
 
 def test_bench_cluster_shape_and_final_state() -> None:
-    bench = _load()
+    bench = load_bench("preemption")
     snap = bench.make_cluster(3)
     assert [len(ni.pods) for ni in snap.node_info_list] == [4, 4, 4]
     assert all(ni.requested["cpu"] == 3600 for ni in snap.node_info_list)
 
 
 def test_bench_prints_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
-    bench = _load()
+    bench = load_bench("preemption")
     assert bench.main(["--quick", "--nodes", "8", "--preemptors", "8"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [x["bench"] for x in lines] == [

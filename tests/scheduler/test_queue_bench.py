@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "queue.py"
-
-
-def load_bench() -> ModuleType:
-    name = "bench_scheduling_queue"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.benchutil import load_bench
 
 
 def test_workloads_run_on_a_small_size() -> None:
-    bench = load_bench()
+    bench = load_bench("queue")
     add_pop = bench.bench_add_pop(300)
     assert add_pop.bench == "queue_add_pop" and add_pop.ops == 600
     requeue = bench.bench_requeue(300)
@@ -35,7 +19,7 @@ def test_workloads_run_on_a_small_size() -> None:
 
 
 def test_main_prints_one_json_object_per_workload(capsys: pytest.CaptureFixture[str]) -> None:
-    bench = load_bench()
+    bench = load_bench("queue")
     assert bench.main(["--pods", "200"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["bench"] for line in lines] == ["queue_add_pop", "queue_requeue"]

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
-from types import ModuleType
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "schedule.py"
+from tests.benchutil import BENCH_DIR, load_bench
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_schedule", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+BENCH = BENCH_DIR / "schedule.py"
 
 
 def test_scheduling_basic_core_spreads_pods() -> None:
-    bench = _load()
+    bench = load_bench("schedule")
     result = bench.run_scheduling_basic(20, 10, 30)
     # LeastAllocated spreads identical pods: 40 pods over 20 nodes, two each.
     assert result["nodes_used"] == 20
@@ -44,7 +35,7 @@ def test_quick_run_prints_json_lines() -> None:
 
 
 def test_spread_pods_use_every_node_before_doubling_up() -> None:
-    bench = _load()
+    bench = load_bench("schedule")
     result = bench.run_scheduling_basic(20, 0, 25, percentage_of_nodes_to_score=100, spread=True)
     assert result["nodes_used"] == 20  # hostname ScheduleAnyway and zone DoNotSchedule
     assert result["max_pods_per_node"] == 2

@@ -8,29 +8,20 @@ case-insensitive field names, ``$params``) and refuse what upstream refuses, nam
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "scheduler_perf.py"
+from tests.benchutil import BENCH_DIR, load_bench
+
+BENCH = BENCH_DIR / "scheduler_perf.py"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_scheduler_perf", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-SP = _load()
+SP = load_bench("scheduler_perf")
 NAMED = {name.split("/")[0] for name in SP.DEFAULT_TABLE}
 
 

@@ -6,8 +6,9 @@ object, validating ones after. kubesim's chain, in that order:
 
 1. ``NamespaceLifecycle`` — a create in a missing namespace is a 404, in a terminating one a
    403 (the generic store's ``admit_namespace``, first of all, as upstream lists it first);
-2. ``Priority`` (``priority``) — a pod's ``priorityClassName`` resolved into ``spec.priority``
-   and ``spec.preemptionPolicy``, PriorityClasses checked (one ``globalDefault``);
+2. ``Priority`` (``priority``) — mutating: a pod's ``priorityClassName`` resolved into
+   ``spec.priority`` and ``spec.preemptionPolicy``; validating, after the registry's
+   validation: one ``globalDefault`` PriorityClass;
 3. RBAC escalation prevention (``kubesim.plugins.authorization.escalation``) — not an
    admission plugin in kube but the RBAC registry's check on writes of roles and bindings,
    run here with the mutating plugins, before validation, since it needs the authorizer;
@@ -69,7 +70,8 @@ def install(
         policies=ValidatingAdmissionPolicies(registry),
     )
     if "Priority" not in disabled:
-        registry.admission.append(chain.priority)
+        registry.admission.append(chain.priority.admit)
+        registry.validating_plugins.append(chain.priority.validate)
     registry.admission.append(chain.escalation)
     if "ValidatingAdmissionPolicy" not in disabled:
         registry.validating_admission.append(chain.policies)
