@@ -101,6 +101,7 @@ from kube.objects import (
 )
 from kube.strict import ManifestError, check_object, model_for, parse_yaml, read_text
 from kube.times import parse_rfc3339
+from scheduler import eventhandlers as handlers
 from scheduler.framework import Code
 from scheduler.preemption import preempt
 from scheduler.preemption.core import default_preemption_framework
@@ -1319,9 +1320,7 @@ class LibraryBackend:
 
     def create_nodes(self, manifests: Sequence[Mapping[str, Any]]) -> None:
         for m in manifests:
-            node = _typed(Node.from_dict, m)
-            self.snapshot.add_node(node)
-            self.queue.move_all_to_active_or_backoff_queue(qev.NodeAdd, new_obj=node)
+            handlers.add_node(self.snapshot, self.queue, _typed(Node.from_dict, m))
 
     def label_nodes(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         for name, extra in labels.items():
@@ -1360,12 +1359,9 @@ class LibraryBackend:
         self.by_namespace.setdefault(pod.namespace, {})[pod.key] = pod
         if pod.node_name:
             self.scheduled_in[pod.namespace] += 1
-            self.snapshot.add_pod(pod)
-            self.queue.assigned_pod_added(pod)
+            handlers.add_assigned_pod(self.snapshot, self.queue, pod)
             return
-        if not pod.scheduling_gates:
-            self.snapshot.add_pod(pod)
-        self.queue.add(pod)
+        handlers.add_pending_pod(self.snapshot, self.queue, pod)
         if pod.scheduling_gates:
             self._attempted(pod)  # PodScheduled=False, reason SchedulingGated
 
@@ -1410,8 +1406,7 @@ class LibraryBackend:
         if kind == "Pod":
             self.delete_pod(f"{namespace}/{name}")
         elif kind == "Node":
-            self.snapshot.remove_node(name)
-            self.queue.move_all_to_active_or_backoff_queue(qev.NodeDelete)
+            handlers.delete_node(self.snapshot, self.queue, name)
         elif kind == "Service":
             self.snapshot.services = [
                 s for s in self.snapshot.services if (s.namespace, s.name) != (namespace, name)
@@ -1440,15 +1435,7 @@ class LibraryBackend:
         self._forget_attempt(pod)
         if pod.node_name:
             self.scheduled_in[pod.namespace] -= 1
-        self.snapshot.remove_pod(pod)
-        if pod.node_name:
-            self.queue.move_all_to_active_or_backoff_queue(qev.AssignedPodDelete, old_obj=pod)
-        else:
-            self.queue.delete(pod)
-            if pod.nominated_node_name:
-                self.queue.move_all_to_active_or_backoff_queue(
-                    qev.UnscheduledPodDelete, old_obj=pod
-                )
+        handlers.delete_pod(self.snapshot, self.queue, pod)
 
     def pod_names(self, namespace: str, selector: Mapping[str, str]) -> list[str]:
         pods = self.by_namespace.get(namespace, {}).values()

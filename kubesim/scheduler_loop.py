@@ -98,6 +98,7 @@ from kubesim.core.store import ADDED, DELETED, Event, Subscription, clone
 from kubesim.plugins.binding import BindingStorage
 from kubesim.registry.generic import DeleteOptions
 from kubesim.scheduler_metrics import SchedulerMetrics
+from scheduler.eventhandlers import add_node, add_pending_pod, delete_node, delete_pod
 from scheduler.filters import default_framework
 from scheduler.framework import Code, Framework, fit_error_message
 from scheduler.preemption import PreemptionResult, preempt
@@ -535,8 +536,7 @@ class SchedulerLoop:
         queue = self.queue
         if ev.type == DELETED:
             self._nodes.pop(name, None)
-            self.snapshot.remove_node(name)
-            queue.move_all_to_active_or_backoff_queue(qev.NodeDelete)
+            delete_node(self.snapshot, queue, name)
             return
         try:
             node = Node.from_dict(ev.obj)
@@ -545,10 +545,10 @@ class SchedulerLoop:
             return
         old = self._nodes.get(name)
         self._nodes[name] = ev.obj
-        self.snapshot.add_node(node)
         if old is None:
-            queue.move_all_to_active_or_backoff_queue(qev.NodeAdd, new_obj=node)
+            add_node(self.snapshot, queue, node)
             return
+        self.snapshot.add_node(node)  # the node's new version replaces the old
         for event in node_update_events(old, ev.obj):
             queue.move_all_to_active_or_backoff_queue(event, new_obj=node)
 
@@ -625,28 +625,10 @@ class SchedulerLoop:
             if old is not None:
                 queue.delete(old)
             return
-        # A pending pod's nomination reserves room only once it is queued (the nominator
-        # holds queued pods; a gated pod is not).
-        if new.scheduling_gates:
-            snapshot.remove_pod(new)
-        else:
-            snapshot.add_pod(new)
-        if old is None:
-            queue.add(new)
-        else:
-            queue.update(old, new)
+        add_pending_pod(snapshot, queue, new, old)
 
     def _pod_gone(self, old: Pod) -> None:
-        self.snapshot.remove_pod(old)
-        if old.node_name:
-            self.queue.move_all_to_active_or_backoff_queue(qev.AssignedPodDelete, old_obj=old)
-        else:
-            self.queue.delete(old)
-            if old.nominated_node_name:
-                # Its reservation on that node is gone: others may fit now.
-                self.queue.move_all_to_active_or_backoff_queue(
-                    qev.UnscheduledPodDelete, old_obj=old
-                )
+        delete_pod(self.snapshot, self.queue, old)
 
     # --- scheduling cycles ------------------------------------------------------------------
 
