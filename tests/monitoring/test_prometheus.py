@@ -39,6 +39,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kube.times import parse_rfc3339
 from tests.monitoring.promql import (
     ROOT,
     RULES,
@@ -131,6 +132,19 @@ class Run:
         return result
 
 
+def _wait_evaluated_after(run: Run, timeout: float = 60) -> None:
+    """Until every rule group was evaluated after the run's end (Prometheus's own clock:
+    it scrapes and evaluates every SCRAPE_SECONDS, so what was scraped before is in)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        groups = run.get("/api/v1/rules")["groups"]
+        last = [parse_rfc3339(g["lastEvaluation"]) for g in groups]
+        if groups and min(last) > run.end + SCRAPE_SECONDS:
+            return
+        assert time.monotonic() < deadline, f"rules not evaluated after the run: {groups}"
+        time.sleep(0.1)
+
+
 def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -212,8 +226,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             check=False,
         )
         assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr
-        time.sleep(2 * SCRAPE_SECONDS)  # the last scrapes and rule evaluations are in
-        yield Run(url, start, time.time(), json.loads((tmp / "demo.json").read_text()))
+        run = Run(url, start, time.time(), json.loads((tmp / "demo.json").read_text()))
+        _wait_evaluated_after(run)  # the last scrapes are in and the rules have seen them
+        yield run
     finally:
         prom.terminate()
         try:

@@ -25,10 +25,12 @@ done </modules.order
 
 overlay_src=
 memory_rw=
+repo=
 for word in $(cat /proc/cmdline); do
     case "$word" in
         harness.overlay=*) overlay_src="${word#harness.overlay=}" ;;
         harness.rwsize=*) memory_rw="${word#harness.rwsize=}" ;;
+        harness.repo=*) repo="${word#harness.repo=}" ;;
     esac
 done
 
@@ -50,8 +52,19 @@ if [ -f /newroot/etc/harness/binds ]; then
 fi
 
 # The host's /tmp and /var/tmp stay out of reach: the guest's own, and nothing walks the host's.
+# A repository checked out under them (harness.repo=, e.g. CI's clone in /tmp) is kept at its
+# own path, through the overlay like every other host file.
+case "$repo" in
+    /tmp/*|/var/tmp/*)
+        mkdir -p /repo && mount --bind "/newroot$repo" /repo || fail "keep the repository $repo" ;;
+    *) repo= ;;
+esac
 mount -t tmpfs -o mode=1777 tmp /newroot/tmp || fail "tmpfs on /tmp"
 mount -t tmpfs -o mode=1777 vartmp /newroot/var/tmp || fail "tmpfs on /var/tmp"
+if [ -n "$repo" ]; then
+    mkdir -p "/newroot$repo" && mount --move /repo "/newroot$repo" \
+        || fail "put the repository back at $repo"
+fi
 
 # Markers of a container in the host's root (this host may itself run in one) would make
 # systemd take the guest for a container: no kernel command line, no systemd.unit=.

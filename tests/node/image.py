@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]  # the repository, kept at its path in the guest even under /tmp
 INIT_SCRIPT = HERE / "guest_init.sh"
 RUNNER_SCRIPT = HERE / "guest_runner.py"
 KAPI_SCRIPT = HERE / "guest_kapi.py"

@@ -250,7 +250,7 @@ def test_an_agent_started_before_kubepods_is_woken_once_kubepods_appears(
             f"    text = u.urlopen({METRICS!r}, timeout=20).read().decode()\n"
             "    if 'kubepods.slice/memory.current' in text:\n"
             "        raise SystemExit(0)\n"
-            "    time.sleep(0.5)\n"
+            "    time.sleep(0.2)\n"
             "raise SystemExit(1)\n"
         )
         guest.run([kc.GUEST_PYTHON, "-I", "-S", "-c", code], timeout=180, check=True)

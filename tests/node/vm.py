@@ -136,6 +136,7 @@ class Guest:
             # under TCG on a loaded host the IO-APIC timer check can miss its window and panic
             "no_timer_check",
             f"harness.overlay={overlay}",
+            f"harness.repo={image.REPO}",
             f"systemd.unit={image.TARGET}",
             "systemd.unified_cgroup_hierarchy=1",
             "cgroup_no_v1=all",
