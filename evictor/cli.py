@@ -43,7 +43,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
@@ -51,6 +51,7 @@ import click
 from evictor.cliflags import BOOL, GoGroup, GoOption, bool_flag, persistent
 from kube.cliutil import CONTEXT_SETTINGS, EXIT_CODES, EXIT_INTERRUPTED, PACKAGE
 from kube.duration import parse_go_duration
+from kube.kubeconfig import Overrides
 
 if TYPE_CHECKING:
     from evictor.client import Evictor
@@ -116,20 +117,19 @@ class Globals:
     v: int = 0
     debug: bool = False
     context_namespace: str | None = None
-    # kubectl's flags over the kubeconfig (``kube.kubeconfig.Overrides``)
-    cluster: str = ""
-    user: str = ""
-    server: str = ""
-    token: str = ""
-    certificate_authority: str = ""
-    insecure_skip_tls_verify: bool = False
-    tls_server_name: str = ""
-    client_certificate: str = ""
-    client_key: str = ""
+    # kubectl's flags over the kubeconfig (--cluster, --user, --server, --token, ...)
+    overrides: Overrides = field(default_factory=Overrides)
+
+
+_OVERRIDE_FLAGS: frozenset[str] = frozenset(f.name for f in fields(Overrides))
 
 
 def _store_global(ctx: click.Context, name: str, value: Any) -> None:
-    setattr(ctx.ensure_object(Globals), name, value)
+    glob = ctx.ensure_object(Globals)
+    if name in _OVERRIDE_FLAGS:
+        glob.overrides = replace(glob.overrides, **{name: value})
+    else:
+        setattr(glob, name, value)
 
 
 def _global_options(f: F) -> F:
@@ -295,26 +295,14 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
     """A configured ApiClient (``evictor.api.connect``: credentials that refresh, the proxy
     rule); a bad kubeconfig or context is a usage error (exit 2)."""
     from evictor.api.connect import ConfigError, NoSuchKubeconfig, connect
-    from kube.kubeconfig import Overrides
 
-    overrides = Overrides(
-        cluster=glob.cluster,
-        user=glob.user,
-        server=glob.server,
-        token=glob.token,
-        certificate_authority=glob.certificate_authority,
-        insecure_skip_tls_verify=glob.insecure_skip_tls_verify,
-        tls_server_name=glob.tls_server_name,
-        client_certificate=glob.client_certificate,
-        client_key=glob.client_key,
-    )
     try:
         conn = await connect(
             kubeconfig=glob.kubeconfig,
             context=glob.context,
             prog="evict",
             pool_size=max(concurrency + 16, 32),
-            overrides=overrides or None,
+            overrides=glob.overrides or None,
         )
     except NoSuchKubeconfig as exc:
         if exc.from_env:
