@@ -463,9 +463,10 @@ def group_binding(name: str, role: dict[str, Any], group: str) -> dict[str, Any]
     }
 
 
-async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: Path) -> None:
-    """``deploy/evict/drain-clusterrole.yaml``, bound to a group, is all a drain needs."""
-    objs = [
+def drain_cluster() -> list[dict[str, Any]]:
+    """Two node pools, a budgeted ReplicaSet on node-1 and a DaemonSet pod: what the drain
+    and the plan roles are proven on."""
+    return [
         node("node-1", labels={"pool": "blue"}),
         node("node-2", labels={"pool": "green"}),
         replicaset("web"),
@@ -474,6 +475,11 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
         pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent")),
         pdb("web", min_available=2),
     ]
+
+
+async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: Path) -> None:
+    """``deploy/evict/drain-clusterrole.yaml``, bound to a group, is all a drain needs."""
+    objs = drain_cluster()
     async with living(objs, authorization="rbac") as sim, aiohttp.ClientSession() as session:
         await settle(sim)
         admin = Admin(sim, session)
@@ -515,15 +521,7 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
 
 async def test_evict_plans_with_exactly_the_documented_read_only_role(tmp_path: Path) -> None:
     """``deploy/evict/plan-clusterrole.yaml`` alone is all ``evict drain --plan`` needs."""
-    objs = [
-        node("node-1"),
-        node("node-2"),
-        replicaset("web"),
-        daemonset("agent"),
-        *[pod(f"web-{i}", app="web") for i in range(3)],
-        pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent")),
-        pdb("web", min_available=2),
-    ]
+    objs = drain_cluster()
     async with living(objs, authorization="rbac") as sim, aiohttp.ClientSession() as session:
         await settle(sim)
         admin = Admin(sim, session)
