@@ -21,7 +21,7 @@ GUEST_FIGURES = pytest.StashKey[list[str]]()
 
 
 @pytest.fixture(scope="session")
-def guest(pytestconfig: pytest.Config) -> Iterator[Guest]:
+def guest(figure: Callable[[str], None]) -> Iterator[Guest]:
     """The booted guest (see tests/node/README.md); powered off at the end of the session."""
     missing = image.missing_packages()
     if missing:
@@ -35,7 +35,7 @@ def guest(pytestconfig: pytest.Config) -> Iterator[Guest]:
         ),
     )
     vm = Guest(config).start()
-    pytestconfig.stash.setdefault(GUEST_FIGURES, []).append(
+    figure(
         f"guest booted to {image.TARGET} in {vm.boot_seconds:.1f} s wall "
         f"(guest uptime {vm.guest_uptime_at_hello:.1f} s); console log {vm.console_log}"
     )

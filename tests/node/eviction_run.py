@@ -23,8 +23,9 @@ from __future__ import annotations
 import datetime
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -418,6 +419,50 @@ class ScenarioPool:
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+class ScenarioCluster(ClusterAccess, Protocol):
+    """A kubesim with the scenarios' nodes (host or guest), started and stopped as a whole."""
+
+    @property
+    def nodes(self) -> Mapping[str, NodeInfo]: ...
+
+    @property
+    def kubelet_ports(self) -> Mapping[str, int]: ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+
+@contextmanager
+def running(
+    cluster: ScenarioCluster,
+    scenarios: Iterable[Scenario],
+    *,
+    scale: Scale,
+    environment: str,
+    workers: int,
+) -> Iterator[ScenarioPool]:
+    """The cluster started and the scenarios running on it, longest first; at the end every
+    scenario is waited for and the cluster stopped."""
+    pool = None
+    try:
+        cluster.start()
+        pool = ScenarioPool(
+            cluster,
+            longest_first(scenarios),
+            nodes=cluster.nodes,
+            kubelet_ports=cluster.kubelet_ports,
+            scale=scale,
+            environment=environment,
+            workers=workers,
+        )
+        yield pool
+    finally:
+        if pool is not None:
+            pool.close()
+        cluster.stop()
 
 
 def longest_first(scenarios: Iterable[Scenario]) -> list[Scenario]:

@@ -9,13 +9,12 @@ watch, ``cgroup.procs`` listing processes as v2 does. They run at once, three at
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.node.conftest import GUEST_FIGURES
 from tests.node.eviction_guest import GuestEvictionCluster
-from tests.node.eviction_run import ScenarioPool, longest_first, selected
+from tests.node.eviction_run import ScenarioPool, running, selected
 from tests.node.eviction_scenarios import GUEST, Scenario, scenarios
 from tests.node.vm import Guest
 
@@ -25,36 +24,21 @@ WORKERS = 3
 
 @pytest.fixture(scope="module")
 def guest_pool(
-    guest: Guest, pytestconfig: pytest.Config, request: pytest.FixtureRequest
+    guest: Guest, request: pytest.FixtureRequest, figure: Callable[[str], None]
 ) -> Iterator[ScenarioPool]:
     chosen = selected(request.session.items, __name__, SCENARIOS)
     cluster = GuestEvictionCluster(guest, chosen, GUEST)
-    pool = None
-    try:
-        cluster.start()
-        pytestconfig.stash.setdefault(GUEST_FIGURES, []).append(
-            f"eviction suite: kubesim and the agents' imports ready in the guest after"
+    environment = "guest, cgroup v2"
+    with running(cluster, chosen, scale=GUEST, environment=environment, workers=WORKERS) as pool:
+        figure(
+            "eviction suite: kubesim and the agents' imports ready in the guest after"
             f" {cluster.started_in:.1f} s"
         )
-        pool = ScenarioPool(
-            cluster,
-            longest_first(chosen),
-            nodes=cluster.nodes,
-            kubelet_ports=cluster.kubelet_ports,
-            scale=GUEST,
-            environment="guest, cgroup v2",
-            workers=WORKERS,
-        )
         yield pool
-    finally:
-        if pool is not None:
-            pool.close()
-        cluster.stop()
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_scenario_in_the_guest(
-    guest_pool: ScenarioPool, scenario: Scenario, pytestconfig: pytest.Config
+    guest_pool: ScenarioPool, scenario: Scenario, figure: Callable[[str], None]
 ) -> None:
-    result = guest_pool.result(scenario.name)
-    pytestconfig.stash.setdefault(GUEST_FIGURES, []).append(result.line())
+    figure(guest_pool.result(scenario.name).line())

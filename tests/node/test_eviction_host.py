@@ -10,14 +10,13 @@ cgroups) and take minutes, so they run in ``make test-node``, not ``make test``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.node.conftest import GUEST_FIGURES
 from tests.node.eviction_host import HostCluster, cgroup_version, why_not_runnable
-from tests.node.eviction_run import ScenarioPool, longest_first, selected
+from tests.node.eviction_run import ScenarioPool, running, selected
 from tests.node.eviction_scenarios import HOST, Scenario, scenarios
 
 pytestmark = pytest.mark.node
@@ -35,28 +34,13 @@ def host_pool(
         pytest.skip(reason)
     chosen = selected(request.session.items, __name__, SCENARIOS)
     cluster = HostCluster(Path(tmp_path_factory.mktemp("eviction-host")), chosen, HOST)
-    pool = None
-    try:
-        cluster.start()
-        pool = ScenarioPool(
-            cluster,
-            longest_first(chosen),
-            nodes=cluster.nodes,
-            kubelet_ports=cluster.kubelet_ports,
-            scale=HOST,
-            environment=f"host, cgroup {cgroup_version()}",
-            workers=WORKERS,
-        )
+    environment = f"host, cgroup {cgroup_version()}"
+    with running(cluster, chosen, scale=HOST, environment=environment, workers=WORKERS) as pool:
         yield pool
-    finally:
-        if pool is not None:
-            pool.close()
-        cluster.stop()
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_scenario_on_the_host(
-    host_pool: ScenarioPool, scenario: Scenario, pytestconfig: pytest.Config
+    host_pool: ScenarioPool, scenario: Scenario, figure: Callable[[str], None]
 ) -> None:
-    result = host_pool.result(scenario.name)
-    pytestconfig.stash.setdefault(GUEST_FIGURES, []).append(result.line())
+    figure(host_pool.result(scenario.name).line())
