@@ -47,10 +47,15 @@ def shipped_exec_start() -> str:
 
 
 def drop_in() -> str:
-    """ExecStart with only its executable's path changed: the guest's venv."""
+    """ExecStart with only its executable's path changed: the guest's venv. A checkout under
+    /tmp (the guest keeps it there, tests/node/guest_init.sh) is bound into the unit's view:
+    its PrivateTmp= would hide the venv's packages, which the installed agent does not need."""
     argv0, _, args = shipped_exec_start().partition(" ")
     assert argv0 == "/usr/local/bin/eviction-agent", argv0
-    return f"[Service]\nExecStart=\nExecStart={image.GUEST_VENV}/bin/eviction-agent {args}\n"
+    text = f"[Service]\nExecStart=\nExecStart={image.GUEST_VENV}/bin/eviction-agent {args}\n"
+    if image.REPO.is_relative_to("/tmp") or image.REPO.is_relative_to("/var/tmp"):
+        text += f"BindReadOnlyPaths={image.REPO}\n"
+    return text
 
 
 def metrics(guest: Guest) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
