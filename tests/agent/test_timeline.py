@@ -312,14 +312,15 @@ def test_the_timeline_dir_must_be_an_existing_directory(tmp_path: Path) -> None:
 
 
 def test_a_directory_the_agent_cannot_write_exits_2_naming_the_field() -> None:
-    """As the DaemonSet's user (65534) meets a host directory owned by root (under /tmp, which
-    every user may traverse, unlike pytest's own temporary directories)."""
+    """As the DaemonSet's agent (without CAP_DAC_OVERRIDE) meets a read-only host directory."""
     locked = Path(tempfile.mkdtemp(prefix="timeline-locked-"))
     try:
         locked.chmod(0o555)
         argv = [sys.executable, "-m", "agent", "check-config", "--timeline-dir", str(locked)]
-        if os.geteuid() == 0:  # root may write anywhere: ask as nobody
-            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        if os.geteuid() == 0:
+            # root writes anywhere through CAP_DAC_OVERRIDE: ask without it (as root still, so
+            # the checkout stays readable wherever it is, e.g. in a mode-700 mktemp directory)
+            argv = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *argv]
         done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False)
     finally:
         locked.rmdir()
