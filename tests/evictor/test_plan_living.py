@@ -134,7 +134,21 @@ def predicted(plan: dict[str, Any]) -> dict[str, list[str | None]]:
 
 
 def quiet(sim: Simulator) -> bool:
-    """Nothing is terminating and the scheduler has tried every unbound pod."""
+    """Nothing is terminating, every ReplicaSet and StatefulSet has made all its replacements,
+    and the scheduler has tried every unbound pod.
+
+    The replacement count matters: the drain returns once its last pod is deleted, and until
+    the controller has seen that deletion there is neither a terminating pod nor a new one."""
+    owned: dict[tuple[str, str], int] = {}
+    for p in sim.list_objects("Pod"):
+        for ref in p["metadata"].get("ownerReferences") or []:
+            key = (ref.get("kind", ""), ref.get("name", ""))
+            owned[key] = owned.get(key, 0) + 1
+    for kind in ("ReplicaSet", "StatefulSet"):
+        for w in sim.list_objects(kind):
+            want = (w.get("spec") or {}).get("replicas", 1)
+            if owned.get((kind, w["metadata"]["name"]), 0) < want:
+                return False
     for p in sim.list_objects("Pod"):
         if p["metadata"].get("deletionTimestamp"):
             return False
