@@ -1,5 +1,6 @@
-"""Test-wide settings: deterministic hypothesis runs so CI never flakes on a new example, and
-the guest-kernel tests of tests/node kept out of `make test` (they boot a VM: `make test-node`)."""
+"""Test-wide settings: deterministic hypothesis runs so CI never flakes on a new example, the
+guest-kernel tests of tests/node kept out of `make test` (they boot a VM: `make test-node`), and
+the `long` tests started first."""
 
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+    # Tests marked `long` (a whole program for tens of seconds, mostly waiting) go first: xdist
+    # deals the first tests out one per worker, so they wait while the others compute instead of
+    # being the last thing a run waits for.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

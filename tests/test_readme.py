@@ -28,6 +28,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(sys.prefix)
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 NOT_RUN = re.compile(r"^make (test|bench)\b.*$", re.MULTILINE)
+RUNS_DEMO = re.compile(r"\bmake demo\b|examples/demo\.py")
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,13 @@ def _stop_leftovers(cwd: Path, group: int) -> None:
         os.killpg(group, signal.SIGTERM)
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"{b.lang}-block{b.index}" for b in BLOCKS])
+def _param(block: Block) -> Any:
+    """The blocks that run the demo (tens of seconds) are marked `long`: started first."""
+    marks = [pytest.mark.long] if RUNS_DEMO.search(NOT_RUN.sub("", block.code)) else []
+    return pytest.param(block, marks=marks, id=f"{block.lang}-block{block.index}")
+
+
+@pytest.mark.parametrize("block", [_param(b) for b in BLOCKS])
 def test_readme_block_runs(block: Block, clone: Path, tmp_path: Path) -> None:
     code = NOT_RUN.sub("", block.code)
     if "kubectl" in code and shutil.which("kubectl") is None:

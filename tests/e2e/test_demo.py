@@ -68,6 +68,7 @@ def check(report: dict[str, Any], *, at_least: int) -> None:
             assert "kubesim.node.allocator" not in " ".join(psutil.Process(pid).cmdline())
 
 
+@pytest.mark.long
 async def test_demo_with_cgroups(tmp_path: Path) -> None:
     probe = ProcessRuntime(prefix="kubesimprobe")
     try:
@@ -81,6 +82,7 @@ async def test_demo_with_cgroups(tmp_path: Path) -> None:
     assert report["cgroup_removed"] is True and not Path(report["cgroup"]).exists()
 
 
+@pytest.mark.long
 def test_demo_without_cgroups_plots_the_agents_timeline(tmp_path: Path) -> None:
     timelines = tmp_path / "timelines"
     argv = ["--no-cgroups", "--plot", "incident.png"]
