@@ -32,11 +32,11 @@ types: $(STAMP)
 # neighbours, so no worker is left with a queue of slow ones at the end.
 PYTEST_WORKERS ?= 10
 
-# Bytecode is kept, under the venv rather than in the tree, even where the environment asks
-# Python not to write it (PYTHONDONTWRITEBYTECODE): each worker would otherwise compile and
-# assertion-rewrite every test module again (8 s of CPU apiece), and every Python the tests
-# start would compile the modules it imports.
-KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache
+# Bytecode is written (in __pycache__, which git ignores) even where the environment asks Python
+# not to (PYTHONDONTWRITEBYTECODE): each worker would otherwise compile and assertion-rewrite
+# every test module again (8 s of CPU apiece), and every Python the tests start would compile
+# the modules it imports.
+KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 
 # The real Prometheus test (tests/monitoring, marked `prometheus`) is test-monitoring's.
 UNIT := $(KEEP_BYTECODE) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --maxschedchunk 1 \
