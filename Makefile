@@ -42,9 +42,11 @@ KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 UNIT := $(KEEP_BYTECODE) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --maxschedchunk 1 \
 	-m "not prometheus"
 
-# The tests' bytecode, assertion rewriting included, made once before the workers start.
+# The tests' bytecode, assertion rewriting included, made once before the workers start (the
+# collection's output is shown only when it fails).
 bytecode: $(STAMP)
-	$(KEEP_BYTECODE) $(VENV)/bin/pytest -q --collect-only -p no:cacheprovider >/dev/null
+	@out=$$($(KEEP_BYTECODE) $(VENV)/bin/pytest -q --collect-only -p no:cacheprovider 2>&1) \
+	  || { printf '%s\n' "$$out"; exit 1; }
 
 unit: bytecode
 	$(UNIT)
