@@ -13,19 +13,33 @@ namespace" from a kubeconfig; the rules live here once (``clientcmd``'s loading 
 * a context names a cluster and a user by name; a context, cluster or user a file does not
   define resolves to an empty entry, except the context itself, which must exist.
 
+A user entry may also ask to act as someone else (``as``, ``as-uid``, ``as-groups``,
+``as-user-extra``: client-go's ``rest.ImpersonationConfig``, kubectl's ``--as``); what it asks is
+read and checked here (``Impersonation``), as ``clientcmd``'s validation checks it: a uid, groups
+or extras without a user to act as is refused before any request (``validateAuthInfo``), and a
+value an HTTP header cannot carry is refused too.
+
 Which files to read (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``, in-cluster) is the
 caller's policy; so is what to do with the credentials.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["Kubeconfig", "KubeconfigError", "Overrides", "ResolvedContext", "load_kubeconfig"]
+__all__ = [
+    "Impersonation",
+    "Kubeconfig",
+    "KubeconfigError",
+    "Overrides",
+    "ResolvedContext",
+    "load_kubeconfig",
+]
 
 _SECTIONS: Final = (("clusters", "cluster"), ("users", "user"), ("contexts", "context"))
 # Keys holding file names, per section (clientcmd's GetClusterFileReferences and
@@ -39,6 +53,66 @@ _FILE_KEYS: Final = {
 
 class KubeconfigError(ValueError):
     """A kubeconfig that cannot be used; the message names the file or the context."""
+
+
+@dataclass(frozen=True, slots=True)
+class Impersonation:
+    """Whom every request acts as: a user entry's ``as``, ``as-uid``, ``as-groups`` and
+    ``as-user-extra`` (client-go's ``rest.ImpersonationConfig``), sent as ``Impersonate-*``
+    headers. ``user`` is never empty."""
+
+    user: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (key, values), in the file's order
+
+
+def _unimpersonated(user_name: str) -> str:
+    """clientcmd's ``validateAuthInfo`` sentence, naming the kubeconfig user (if any)."""
+    named = f" for {user_name}" if user_name else ""
+    return f"requesting uid, groups or user-extra{named} without impersonating a user"
+
+
+def _header_safe(value: str, what: str) -> str:
+    """``value``, unless an HTTP header cannot carry it (a control character other than a
+    tab, as Go's ``httpguts.ValidHeaderFieldValue`` says): then ``KubeconfigError``."""
+    if any((ord(c) < 0x20 and c != "\t") or c == "\x7f" for c in value):
+        raise KubeconfigError(f"{what}: {json.dumps(value)} holds a control character")
+    return value
+
+
+def _strings(value: object, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise KubeconfigError(f"{what}: must be a list of strings")
+    return tuple(_header_safe(v, what) for v in value)
+
+
+def _impersonation_of(user: Mapping[str, Any], user_name: str) -> Impersonation | None:
+    """What the user entry ``user_name`` asks to act as (None: itself). ``KubeconfigError`` for
+    a uid, groups or extras without ``as`` (clientcmd's wording) or a malformed field."""
+    where = f'user "{user_name}"' if user_name else "user"
+    fields_: dict[str, Any] = {}
+    for key, name in (("as", "user"), ("as-uid", "uid")):
+        value = user.get(key)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            raise KubeconfigError(f"{where}: {key}: must be a string")
+        fields_[name] = _header_safe(value, f"{where}: {key}")
+    if user.get("as-groups") is not None:
+        fields_["groups"] = _strings(user["as-groups"], f"{where}: as-groups")
+    raw_extra = user.get("as-user-extra")
+    if raw_extra is not None:
+        if not isinstance(raw_extra, Mapping):
+            raise KubeconfigError(f"{where}: as-user-extra: must be a map of lists of strings")
+        fields_["extra"] = tuple(
+            (str(k), _strings(v, f"{where}: as-user-extra: {k}")) for k, v in raw_extra.items()
+        )
+    if not fields_.get("user"):
+        if fields_.get("uid") or fields_.get("groups") or fields_.get("extra"):
+            raise KubeconfigError(_unimpersonated(user_name))
+        return None
+    return Impersonation(**fields_)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +133,18 @@ class ResolvedContext:
         """The context's namespace, "" when it names none."""
         return str(self.context.get("namespace") or "")
 
+    def impersonation(self) -> Impersonation | None:
+        """Whom the user asks to act as (see ``_impersonation_of``)."""
+        return _impersonation_of(self.user, str(self.context.get("user") or ""))
+
 
 @dataclass(frozen=True, slots=True)
 class Overrides:
     """kubectl's global flags over the kubeconfig (client-go's ``ConfigOverrides``):
     ``--cluster``, ``--user``, ``--server``, ``--token``, ``--certificate-authority``,
-    ``--insecure-skip-tls-verify``, ``--tls-server-name``, ``--client-certificate`` and
-    ``--client-key``. Empty values override nothing."""
+    ``--insecure-skip-tls-verify``, ``--tls-server-name``, ``--client-certificate``,
+    ``--client-key``, and the impersonation flags ``--as``, ``--as-uid`` and ``--as-group``
+    (repeated: one group each). Empty values override nothing."""
 
     cluster: str = ""
     user: str = ""
@@ -76,6 +155,9 @@ class Overrides:
     tls_server_name: str = ""
     client_certificate: str = ""
     client_key: str = ""
+    impersonate: str = ""
+    impersonate_uid: str = ""
+    impersonate_groups: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return any(getattr(self, f.name) for f in fields(self))
@@ -113,7 +195,10 @@ class Kubeconfig:
         (and the TLS server name, with ``--tls-server-name`` or none); a CA file or
         ``--insecure-skip-tls-verify`` replaces the CA settings; client certificate and key
         files replace their inline data. ``--token`` is the bearer token, instead of a token
-        file or an exec plugin. Without a kubeconfig, ``--server`` alone makes one."""
+        file or an exec plugin. ``--as``, ``--as-uid`` and ``--as-group`` replace the user's
+        ``as``, ``as-uid`` and ``as-groups`` one by one (its ``as-user-extra`` stays), and the
+        result is checked as clientcmd checks it: a uid or groups without anyone to act as is
+        refused, naming the flags. Without a kubeconfig, ``--server`` alone makes one."""
         name = context or self.current_context
         ctx = dict(self.contexts.get(name) or {})
         if context and name not in self.contexts:
@@ -152,6 +237,7 @@ class Kubeconfig:
             if value:
                 user.pop(f"{key}-data", None)
                 user[key] = value
+        _impersonate(user, str(ctx.get("user") or ""), o)
         ctx.update(cluster=OVERRIDDEN, user=OVERRIDDEN)
         return Kubeconfig(
             OVERRIDDEN,
@@ -167,6 +253,26 @@ class Kubeconfig:
             entries: Mapping[str, Mapping[str, Any]] = getattr(self, section)
             out[section] = [{"name": n, inner: dict(body)} for n, body in entries.items()]
         return out
+
+
+def _impersonate(user: dict[str, Any], user_name: str, o: Overrides) -> None:
+    """The impersonation flags over ``user`` (entry ``user_name``), in place; checked."""
+    asked = []
+    for flag, key, value in (
+        ("--as", "as", o.impersonate),
+        ("--as-uid", "as-uid", o.impersonate_uid),
+        ("--as-group", "as-groups", o.impersonate_groups),
+    ):
+        if not value:
+            continue
+        for v in (value,) if isinstance(value, str) else value:
+            _header_safe(v, flag)
+        user[key] = value if isinstance(value, str) else list(value)
+        asked.append(flag)
+    if not user.get("as") and (o.impersonate_uid or o.impersonate_groups):
+        verb = "need" if len(asked) > 1 else "needs"
+        raise KubeconfigError(f"{' and '.join(asked)} {verb} --as: {_unimpersonated(user_name)}")
+    _impersonation_of(user, user_name)  # the entry's own fields, as the flags left them
 
 
 def _absolute(base: Path, value: object) -> object:

@@ -11,7 +11,13 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kube.kubeconfig import Kubeconfig, KubeconfigError, Overrides, load_kubeconfig
+from kube.kubeconfig import (
+    Impersonation,
+    Kubeconfig,
+    KubeconfigError,
+    Overrides,
+    load_kubeconfig,
+)
 from kube.net import is_loopback
 
 
@@ -178,3 +184,88 @@ def test_kubectls_global_flags_override_the_context(tmp_path: Path) -> None:
     bare = Kubeconfig().overridden(None, Overrides(server="https://c", token="t")).resolve()
     assert (bare.server, bare.user) == ("https://c", {"token": "t"})
     assert not Overrides() and Overrides(insecure_skip_tls_verify=True)
+
+
+IMPERSONATING = {
+    "token": "t",
+    "as": "bob",
+    "as-uid": "u-1",
+    "as-groups": ["dev", "ops"],
+    "as-user-extra": {"example.com/scopes": ["a", "b"], "reason": ["upgrade"]},
+}
+
+
+def test_a_users_impersonation_is_read_as_client_go_reads_it(tmp_path: Path) -> None:
+    doc = _config("a", "https://a:6443", **IMPERSONATING)
+    doc["users"].append({"name": "plain", "user": {"token": "t"}})  # type: ignore[attr-defined]
+    config = load_kubeconfig([_write(tmp_path / "config", doc)])
+    assert config.resolve().impersonation() == Impersonation(
+        "bob",
+        uid="u-1",
+        groups=("dev", "ops"),
+        extra=(("example.com/scopes", ("a", "b")), ("reason", ("upgrade",))),
+    )
+    assert config.overridden(None, Overrides(user="plain")).resolve().impersonation() is None
+
+
+@pytest.mark.parametrize(
+    ("user", "message"),
+    [
+        # clientcmd's validateAuthInfo: whom would the groups, uid or extras belong to?
+        (
+            {"as-groups": ["dev"]},
+            "^requesting uid, groups or user-extra for a without impersonating a user$",
+        ),
+        ({"as-uid": "u-1", "as": ""}, "for a without impersonating a user"),
+        ({"as-user-extra": {"k": ["v"]}}, "for a without impersonating a user"),
+        ({"as": "bob", "as-groups": "dev"}, '^user "a": as-groups: must be a list of strings$'),
+        ({"as": ["bob"]}, '^user "a": as: must be a string$'),
+        ({"as": "bob", "as-user-extra": ["k"]}, "as-user-extra: must be a map"),
+        ({"as": "bob", "as-user-extra": {"k": "v"}}, "as-user-extra: k: must be a list"),
+        ({"as": "bob\r\nX-Evil: 1"}, r'^user "a": as: "bob\\r\\nX-Evil: 1" holds a control'),
+    ],
+)
+def test_an_impersonation_that_cannot_be_sent_is_refused(
+    tmp_path: Path, user: dict[str, object], message: str
+) -> None:
+    config = load_kubeconfig([_write(tmp_path / "config", _config("a", "https://a", **user))])
+    with pytest.raises(KubeconfigError, match=message):
+        config.resolve().impersonation()
+    with pytest.raises(KubeconfigError, match=message.lstrip("^")):
+        config.overridden(None, Overrides(server="https://b"))  # checked with the flags too
+
+
+def test_the_impersonation_flags_replace_the_users_fields(tmp_path: Path) -> None:
+    doc = _config("a", "https://a:6443", **IMPERSONATING)
+    doc["users"].append({"name": "plain", "user": {"token": "t"}})  # type: ignore[attr-defined]
+    config = load_kubeconfig([_write(tmp_path / "config", doc)])
+
+    def impersonation(context: str | None = None, **flags: object) -> Impersonation | None:
+        return config.overridden(context, Overrides(**flags)).resolve().impersonation()  # type: ignore[arg-type]
+
+    # --as alone: the user's uid, groups and extras stay (mergo fills only what the flags set)
+    got = impersonation(impersonate="carol")
+    assert got is not None and (got.user, got.uid, got.groups) == ("carol", "u-1", ("dev", "ops"))
+    assert got.extra == (("example.com/scopes", ("a", "b")), ("reason", ("upgrade",)))
+    # --as-group replaces the list (it does not add to it); --as-uid the uid
+    got = impersonation(impersonate_groups=("qa",), impersonate_uid="u-2")
+    assert got is not None and (got.user, got.uid, got.groups) == ("bob", "u-2", ("qa",))
+    # a user without impersonation gets all of it from the flags
+    got = impersonation(user="plain", impersonate="carol", impersonate_groups=("a", "b"))
+    assert got == Impersonation("carol", groups=("a", "b"))
+    # groups or a uid with nobody to act as: refused, naming the flags (kubectl's sentence)
+    with pytest.raises(KubeconfigError, match=r"^--as-group needs --as: requesting uid, groups"):
+        impersonation(user="plain", impersonate_groups=("a",))
+    with pytest.raises(
+        KubeconfigError,
+        match=r"^--as-uid and --as-group need --as: .* for plain without impersonating a user$",
+    ):
+        impersonation(user="plain", impersonate_uid="u", impersonate_groups=("a",))
+    with pytest.raises(KubeconfigError, match=r'^--as-group: "a\\nb" holds a control character'):
+        impersonation(impersonate_groups=("a\nb",))
+    # no kubeconfig at all: --server, --token and --as make the whole configuration
+    bare = Kubeconfig().overridden(None, Overrides(server="https://c", impersonate="bob"))
+    assert bare.resolve().impersonation() == Impersonation("bob")
+    with pytest.raises(KubeconfigError, match=r"^--as-uid needs --as: .* user-extra without imp"):
+        Kubeconfig().overridden(None, Overrides(server="https://c", impersonate_uid="u"))
+    assert Overrides(impersonate="bob") and Overrides(impersonate_groups=("g",))
