@@ -26,7 +26,8 @@ is the caller's answer. The static parts of a kubeconfig (server, CA, TLS server
 with the refreshable parts taken out, so the library never runs the plugin itself.
 
 The proxy rule (kubectl's ``ProxyFromEnvironment``) is applied here for both commands
-(``resolve_proxy_once``).
+(``resolve_proxy_once``), and so is a kubeconfig user's (or ``--as``'s) impersonation: its
+``Impersonate-*`` lines go on every request (``evictor.api.impersonation``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from evictor.api.health import ApiHealth
-from kube.kubeconfig import Kubeconfig, Overrides, load_kubeconfig
+from kube.kubeconfig import Impersonation, Kubeconfig, Overrides, load_kubeconfig
 from kube.net import is_loopback
 from kube.times import parse_rfc3339
 
@@ -302,15 +303,51 @@ def _client_class() -> Any:
 
     class RefreshingApiClient(ApiClient):  # type: ignore[misc,unused-ignore]
         """An ``ApiClient`` whose every call brings the credentials up to date first, and
-        refreshes them once after a 401 (the module docstring)."""
+        refreshes them once after a 401 (the module docstring), and whose every request
+        carries the ``Impersonate-*`` lines of ``impersonation`` (``request``)."""
 
-        def __init__(self, configuration: Any, credentials: Credentials) -> None:
+        def __init__(
+            self,
+            configuration: Any,
+            credentials: Credentials,
+            impersonation: Impersonation | None = None,
+        ) -> None:
+            from evictor.api.impersonation import header_lines
+
             with system_cas_on_first_use():
                 super().__init__(configuration=configuration)
             self.credentials = credentials
+            self.impersonation = impersonation
+            self._impersonation_lines = header_lines(impersonation) if impersonation else ()
             self.health = ApiHealth()  # final answers, for the agent's readiness and metrics
             self.retired: list[Any] = []  # clients of an old certificate, closed at close()
             self.on_new_rest_client: Callable[[Any], None] | None = None
+
+        def request(  # noqa: PLR0917 - the library's own signature, called by call_api
+            self,
+            method: str,
+            url: str,
+            query_params: Any = None,
+            headers: Any = None,
+            post_params: Any = None,
+            body: Any = None,
+            _preload_content: bool = True,
+            _request_timeout: Any = None,
+        ) -> Any:
+            if self._impersonation_lines:
+                from evictor.api.impersonation import with_lines
+
+                headers = with_lines(headers, self._impersonation_lines)
+            return super().request(
+                method,
+                url,
+                query_params=query_params,
+                headers=headers,
+                post_params=post_params,
+                body=body,
+                _preload_content=_preload_content,
+                _request_timeout=_request_timeout,
+            )
 
         def call_api(self, *args: Any, **kwargs: Any) -> Any:
             return self._call(args, kwargs)
@@ -443,8 +480,9 @@ async def connect(
 ) -> Connection:
     """The API client for ``prog`` from ``kubeconfig`` (else ``$KUBECONFIG``, else
     ``~/.kube/config``) changed by kubectl's global ``overrides`` (``--server``, ``--token``,
-    ``--cluster``, ``--user`` …), or in-cluster when there is none and neither a kubeconfig,
-    a context nor an override was named. Raises ``ConfigError``."""
+    ``--cluster``, ``--user``, ``--as`` …), acting as the user's ``as`` (if any), or in-cluster
+    when there is none and neither a kubeconfig, a context nor an override was named. Raises
+    ``ConfigError``."""
     from evictor.api.deferred import defer_client_models, defer_system_cas
 
     defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
@@ -466,6 +504,7 @@ async def connect(
             merged = merged.overridden(context, overrides)
             name = None  # the overridden context is the current one
         resolved = merged.resolve(name)
+        impersonation = resolved.impersonation()
         creds = _credentials(resolved.user, clock)
         await _load_static(merged.as_dict(), resolved.name, cfg)
         namespace = resolved.namespace or None
@@ -474,10 +513,11 @@ async def connect(
         if kubeconfig is not None or context is not None or overrides or not in_cluster:
             raise _invalid(exc) from None
         creds = _in_cluster(cfg, service_account_dir, clock, exc)
+        impersonation = None
         used_cluster = True
     if pool_size is not None:
         cfg.connection_pool_maxsize = pool_size
-    api = _client_class()(cfg, creds)
+    api = _client_class()(cfg, creds, impersonation)
     from kube.cliutil import user_agent
 
     api.user_agent = user_agent(prog)
