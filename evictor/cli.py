@@ -17,7 +17,8 @@ Flags are read as kubectl's pflag reads them (``evictor.cliflags``): the global 
 (``--kubeconfig``, ``--context``, ``-n``, ``--request-timeout``, ``-v``, ``--debug``, and those
 over the kubeconfig: ``--cluster``, ``--user``, ``-s/--server``, ``--token``,
 ``--certificate-authority``, ``--insecure-skip-tls-verify``, ``--tls-server-name``,
-``--client-certificate``, ``--client-key``) before or after the subcommand, every boolean as
+``--client-certificate``, ``--client-key``, ``--as``, ``--as-group``, ``--as-uid``) before or
+after the subcommand (``--as-group`` repeated anywhere: every group counts), every boolean as
 ``--flag``, ``--flag=true`` or ``--flag=false``, so scripts written for ``kubectl drain`` run
 unchanged.
 
@@ -126,6 +127,8 @@ _OVERRIDE_FLAGS: frozenset[str] = frozenset(f.name for f in fields(Overrides))
 
 def _store_global(ctx: click.Context, name: str, value: Any) -> None:
     glob = ctx.ensure_object(Globals)
+    if name == "impersonate_groups":  # pflag's StringArray: every occurrence, wherever it is
+        value = glob.overrides.impersonate_groups + tuple(value)
     if name in _OVERRIDE_FLAGS:
         glob.overrides = replace(glob.overrides, **{name: value})
     else:
@@ -215,6 +218,30 @@ def _global_options(f: F) -> F:
             ),
             persistent(
                 "--client-key", store=_store_global, help="Path to a client key file for TLS."
+            ),
+            persistent(
+                "--as",
+                "impersonate",
+                store=_store_global,
+                metavar="USER",
+                help="Username to impersonate for the operation. User could be a regular user "
+                "or a service account in a namespace.",
+            ),
+            persistent(
+                "--as-group",
+                "impersonate_groups",
+                store=_store_global,
+                multiple=True,
+                metavar="GROUP",
+                help="Group to impersonate for the operation, this flag can be repeated to "
+                "specify multiple groups.",
+            ),
+            persistent(
+                "--as-uid",
+                "impersonate_uid",
+                store=_store_global,
+                metavar="UID",
+                help="UID to impersonate for the operation.",
             ),
         ]
     ):

@@ -97,6 +97,15 @@ async def test_kubectls_flags_over_the_kubeconfig_reach_the_plugin(tmp_path: Pat
         assert code == 0, err
         assert "the drain finishes" in out
         assert {r.user for r in sim.requests if r.path == "/api/v1/pods"} == {"ops"}
+        # --as and --as-group (one header line each) too: the API server sees whom ops acts as
+        code, out, err = await kubectl(
+            "evict", "drain", "node-1", "--plan", f"--server={sim.url}", "--token", token,
+            "--as=auditor", "--as-group=system:masters", "--as-group=auditors", home=home,
+        )  # fmt: skip
+        assert code == 0, err
+        acting = {(r.user, r.impersonated_by, r.groups) for r in sim.requests if r.impersonated_by}
+        groups = ("system:masters", "auditors", "system:authenticated")
+        assert acting == {("auditor", "ops", groups)}
         # A kubeconfig whose current user is refused; --user picks the one that is not.
         config = tmp_path / "config"
         config.write_text(
