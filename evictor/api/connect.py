@@ -317,7 +317,6 @@ def _client_class() -> Any:
             with system_cas_on_first_use():
                 super().__init__(configuration=configuration)
             self.credentials = credentials
-            self.impersonation = impersonation
             self._impersonation_lines = header_lines(impersonation) if impersonation else ()
             self.health = ApiHealth()  # final answers, for the agent's readiness and metrics
             self.retired: list[Any] = []  # clients of an old certificate, closed at close()
