@@ -27,6 +27,7 @@ from typing import Final
 __all__ = [
     "CPU",
     "QuantityError",
+    "canonical_quantity",
     "json_error",
     "parse_quantity",
     "quantity_value",
@@ -58,6 +59,15 @@ _SCANNED: Final = re.compile(r"[+-]?[0-9]*(?:\.[0-9]*)?[eEinumkKMGTP]*[+-]?[0-9]
 _SCANNED_NUMBER: Final = re.compile(r"[+-]?[0-9]*(?:\.[0-9]*)?")
 _MAX_EXPONENT: Final = 2**31 - 1
 _INT64_MAX: Final = 2**63 - 1
+# What Go's strings.TrimSpace removes (unicode.IsSpace): UnmarshalJSON trims it from a quantity.
+_GO_SPACE: Final = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+# Canonical suffixes by exponent: powers of 10 for DecimalSI, of 1024 for BinarySI.
+_DECIMAL_SUFFIX: Final = {0: "", **{e: s for s, e in _DECIMAL.items()}}
+_BINARY_SUFFIX: Final = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_NANO: Final = Decimal("1e-9")
 
 
 class QuantityError(ValueError):
@@ -122,10 +132,93 @@ def json_error(value: object) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return _UPSTREAM_MESSAGE
     try:
-        parse_quantity(value)
+        parse_quantity(value.strip(_GO_SPACE) if isinstance(value, str) else value)
     except QuantityError as exc:
         return str(exc)
     return None
+
+
+def canonical_quantity(value: object) -> str:
+    """What kube-apiserver stores for a quantity it decoded from ``value`` (a decoded JSON
+    value): ``resource.Quantity``'s ``UnmarshalJSON`` (``null`` is zero, a string is trimmed of
+    white space), then its ``String()``. Raises ``QuantityError`` where ``json_error`` has one.
+
+    ``String()`` gives the canonical form in the format the text was written in (a binary
+    suffix, a decimal one or none, an exponent): no fraction, the largest suffix that keeps
+    every digit, the value first rounded up to a nano (``0.1n`` is ``1n``) and a binary amount
+    capped at 2^63-1. A binary amount under 1024 or with a fraction is written in decimal
+    (``0.5Ki`` is ``512``, ``1.5Gi`` is ``1536Mi``, ``1.1Ki`` is ``1126400m``). A text parsed on
+    apimachinery's int64 fast path that is already canonical in its eyes is kept as written,
+    so ``+1Ki`` and ``1E3`` stay as they are. Like apimachinery, a decimal amount past the
+    largest suffix loses it (``1000E`` is ``1``).
+    """
+    if value is None:
+        return "0"
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise QuantityError(_UPSTREAM_MESSAGE)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise QuantityError(_UPSTREAM_MESSAGE)
+    text = value.strip(_GO_SPACE) if isinstance(value, str) else repr(value)
+    match = _GRAMMAR.fullmatch(text)
+    if match is None:
+        raise QuantityError(_rejection(text))
+    amount = _parse_text(text)
+    if text == "0" or _kept_as_written(match):
+        return text
+    binary = match["binary"] is not None
+    exponent_form = match["exponent"] is not None
+    with decimal.localcontext() as ctx:
+        ctx.prec = len(text) + 40
+        ctx.Emax = decimal.MAX_EMAX
+        ctx.Emin = decimal.MIN_EMIN
+        if amount and amount.as_tuple().exponent < -9:  # type: ignore[operator]
+            amount = amount.quantize(_NANO, rounding=decimal.ROUND_UP)
+        if binary and abs(amount) > _INT64_MAX:
+            amount = Decimal(_INT64_MAX).copy_sign(amount)
+    if not amount:
+        return "0"
+    if binary and abs(amount) >= 1024 and amount == amount.to_integral_value():
+        whole, power = int(amount), 0
+        while abs(whole) >= 1024 and whole % 1024 == 0:
+            whole //= 1024
+            power += 1
+        return f"{whole}{_BINARY_SUFFIX[power]}"
+    sign, digits, exponent = amount.as_tuple()
+    mantissa = int("".join(map(str, digits)))
+    exponent = int(exponent)
+    while mantissa >= 10 and mantissa % 10 == 0:
+        mantissa //= 10
+        exponent += 1
+    while exponent % 3:
+        mantissa *= 10
+        exponent -= 1
+    number = f"{'-' if sign else ''}{mantissa}"
+    if exponent_form:
+        return f"{number}e{exponent}" if exponent else number
+    return number + _DECIMAL_SUFFIX.get(exponent, "")
+
+
+def _kept_as_written(match: re.Match[str]) -> bool:
+    """Whether apimachinery's ``ParseQuantity`` keeps the text itself as the quantity's string:
+    its int64 fast path, when the digits are already in canonical form."""
+    whole, _, fraction = match["number"].lstrip("+-").partition(".")
+    num = whole.lstrip("0") or "0"
+    if match["binary"] is not None:
+        power = _BINARY[match["binary"]]
+        if fraction or 15 - len(num) - power * 3 // 10 - 1 < 0:
+            return False
+        value = int(num)
+        return value << power <= _INT64_MAX and value & 7 != 0
+    if match["decimal"] is not None:
+        exponent = _DECIMAL[match["decimal"]]
+    elif match["exponent"] is not None:
+        exponent = int(match["exponent"])
+    else:
+        exponent = 0
+    shifted = num + fraction
+    if 18 - len(shifted) < 0 or exponent - len(fraction) < -9:
+        return False
+    return (exponent - len(fraction)) % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
 
 
 def parse_quantity(value: object) -> Decimal:

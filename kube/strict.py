@@ -34,7 +34,7 @@ from typing import Any, Final, Literal
 
 import yaml
 
-from kube.quantity import json_error
+from kube.quantity import canonical_quantity, json_error
 
 __all__ = [
     "MAX_MANIFEST_BYTES",
@@ -42,6 +42,7 @@ __all__ = [
     "ManifestError",
     "Problems",
     "Validation",
+    "canonicalize_quantities",
     "check_object",
     "decode_json",
     "describe",
@@ -562,6 +563,32 @@ def _quantity_error(value: object, type_name: str) -> str | None:
                 if err is not None:
                     return err
     return None
+
+
+def canonicalize_quantities(obj: dict[str, Any], model: str) -> None:
+    """Every ``resource.Quantity`` of ``obj`` (one ``quantity_error`` passed) rewritten in place
+    as kube-apiserver stores it: ``kube.quantity.canonical_quantity`` (``cpu: 1000m`` is
+    ``"1"``, ``memory: 0.5Gi`` is ``"512Mi"``, ``null`` is ``"0"``)."""
+    _canonicalize(obj, model)
+
+
+def _canonicalize(value: Any, type_name: str) -> Any:
+    if type_name == "quantity":
+        return canonical_quantity(value)
+    if (m := _LIST.fullmatch(type_name)) and isinstance(value, list):
+        value[:] = [_canonicalize(v, m[1]) for v in value]
+    elif (m := _DICT.fullmatch(type_name)) and isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _canonicalize(item, m[1])
+    elif isinstance(value, dict) and type_name in _quantity_models():
+        fields: dict[str, str] = _schema()["types"][type_name]
+        for key, item in value.items():
+            field_type = fields.get(key) if isinstance(key, str) else None
+            if field_type is not None and (
+                _inner(field_type) == "quantity" or _inner(field_type) in _quantity_models()
+            ):
+                value[key] = _canonicalize(item, field_type)
+    return value
 
 
 def quantity_error(obj: Mapping[str, Any], model: str) -> str | None:

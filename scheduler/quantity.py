@@ -8,6 +8,7 @@ keeps the old name working for users' code and the names API.md gives. New code 
 from kube.quantity import (
     CPU,
     QuantityError,
+    canonical_quantity,
     json_error,
     parse_quantity,
     quantity_value,
@@ -17,6 +18,7 @@ from kube.quantity import (
 __all__ = [
     "CPU",
     "QuantityError",
+    "canonical_quantity",
     "json_error",
     "parse_quantity",
     "quantity_value",

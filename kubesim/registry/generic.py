@@ -17,8 +17,8 @@ Reproduced behaviour (``rest.BeforeCreate``/``BeforeUpdate``/``BeforeDelete``):
   ``PodScheduled=False``, reason ``SchedulingGated``), defaults, admission
   (NamespaceLifecycle: 404 for a missing namespace, 403 ``NamespaceTerminating`` while it is
   being deleted; then the mutating plugins of ``kubesim.plugins.admission``), validation
-  (422), the validating plugins (403), 409 ``AlreadyExists``; ``dryRun=All`` answers without
-  storing;
+  (422), the validating plugins (403) and validating admission policies, then 409
+  ``AlreadyExists``; ``dryRun=All`` answers without storing;
 * update: URL/body name and namespace must agree (400), a stale ``resourceVersion`` is a 409
   ``the object has been modified; ...``, an empty one is an unconditional update; the main
   resource keeps the stored status and the status subresource keeps everything but status;
@@ -466,6 +466,11 @@ class GenericStore:
             name = meta.get("name") or ""
             validate(self.storage_type(rt), obj, request_group=rt.group)
             self.run_validating_plugins("CREATE", rt, obj, None)
+            # Store.Create's createValidation (policies, webhooks) runs before the storage
+            # finds the name taken: a denied create is denied even where it would be a 409.
+            self.run_validating_admission(
+                "CREATE", rt, self.to_wire(rt, obj), None, dry_run=dry_run
+            )
             key = _key(rt, meta.get("namespace", ""), name)
             if self.store.get(rt.storage_name, key) is None:
                 break
@@ -473,7 +478,6 @@ class GenericStore:
                 raise already_exists(rt.plural, rt.group, name)
             if attempt + 1 == attempts:  # rest.CheckGeneratedNameError
                 raise generate_name_conflict(rt.plural, rt.group, name)
-        self.run_validating_admission("CREATE", rt, self.to_wire(rt, obj), None, dry_run=dry_run)
         if dry_run:
             return self.to_wire(rt, obj)
         rv = self.store.next_rv()

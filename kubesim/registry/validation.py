@@ -34,7 +34,7 @@ from kube.objects import (
     Pod,
     PodDisruptionBudget,
 )
-from kube.strict import model_for, quantity_error
+from kube.strict import canonicalize_quantities, model_for, quantity_error
 from kubesim.core.errors import Cause, StatusError, bad_request, invalid
 from kubesim.core.scheme import ResourceType
 from kubesim.core.timefields import TimeParseError, normalize_times
@@ -189,14 +189,18 @@ def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
     every ``resource.Quantity`` (containers' resources, a pod's overhead, an emptyDir's
     sizeLimit, a node's capacity, in templates too) must decode: ``cpu: abc`` is kube's 400
     ``... cannot be handled as a Pod: quantities must match the regular expression ...``.
+    Each is then stored as the Go type writes it back (``cpu: 1000m`` as ``"1"``, ``null`` as
+    ``"0"``: ``kube.quantity.canonical_quantity``).
     """
     try:
         normalize_times(rt.kind, obj)
     except TimeParseError as exc:
         raise _cannot_handle(rt, str(exc)) from None
     model = model_for(rt.api_version, rt.kind)
-    if model is not None and (error := quantity_error(obj, model)) is not None:
-        raise _cannot_handle(rt, error)
+    if model is not None:
+        if (error := quantity_error(obj, model)) is not None:
+            raise _cannot_handle(rt, error)
+        canonicalize_quantities(obj, model)
     decode = strategy_for(rt.kind).decode
     if decode is None:
         return

@@ -1,5 +1,5 @@
 import re
-from decimal import Decimal, localcontext
+from decimal import ROUND_UP, Decimal, localcontext
 from typing import Any
 
 import pytest
@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from kube.quantity import (
     QuantityError,
+    canonical_quantity,
     json_error,
     parse_quantity,
     quantity_value,
@@ -226,3 +227,89 @@ def test_refusals_name_the_error_apimachinery_gives(text: str) -> None:
             assert expected in str(exc)
     else:
         assert verdict == "ok"
+
+
+# --- what kube-apiserver stores: UnmarshalJSON, then String() --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        # canonical form: no fraction, the largest suffix that keeps every digit
+        ("1000m", "1"),
+        ("1.5", "1500m"),
+        (0.5, "500m"),
+        (2, "2"),
+        (-1, "-1"),
+        ("1024Mi", "1Gi"),
+        ("1.5Gi", "1536Mi"),
+        ("0.5Gi", "512Mi"),
+        ("307200Ki", "300Mi"),
+        ("1000M", "1G"),
+        ("1080000000n", "1080m"),
+        ("1.08", "1080m"),
+        (".001e12", "1e9"),
+        ("1000e-12", "1e-9"),
+        # a binary amount under 1024 or with a fraction is written in decimal
+        (".001Ki", "1024m"),
+        ("1.1Ki", "1126400m"),
+        ("0.5Ki", "512"),
+        # rounded up to a nano, binary capped at 2^63-1
+        ("0.1n", "1n"),
+        ("3.001n", "4n"),
+        ("1.1E-9", "2e-9"),
+        (".000000000001Ki", "2n"),
+        ("9Ei", "9223372036854775807"),
+        # zero, null and white space (UnmarshalJSON trims it; ParseQuantity alone would not)
+        (None, "0"),
+        ("00", "0"),
+        ("0Gi", "0"),
+        ("-0", "0"),
+        (" 1", "1"),
+        ("1Gi \n", "1Gi"),
+        # already canonical in apimachinery's eyes: kept as written
+        ("100m", "100m"),
+        ("+1Ki", "+1Ki"),
+        ("1E3", "1E3"),
+        ("100.035k", "100.035k"),
+        # past the largest decimal suffix, apimachinery prints no suffix at all
+        ("1000E", "1"),
+    ],
+)
+def test_stored_form_is_what_kube_apiserver_writes_back(given: object, stored: str) -> None:
+    assert canonical_quantity(given) == stored
+
+
+def test_what_does_not_decode_has_no_stored_form() -> None:
+    for bad in ("abc", "1ki", True, [1], float("nan")):
+        with pytest.raises(QuantityError) as exc:
+            canonical_quantity(bad)
+        assert str(exc.value) == json_error(bad)
+
+
+_NANO = Decimal("1e-9")
+
+
+def _rounded_to_nano(value: Decimal) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = 80
+        if value.as_tuple().exponent < -9:  # type: ignore[operator]
+            return value.quantize(_NANO, rounding=ROUND_UP)
+        return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(quantities())
+def test_stored_form_keeps_the_value_and_is_stored_as_is(text: str) -> None:
+    """The stored string means the amount given (rounded up to a nano; binary amounts capped
+    at 2^63-1), and storing it again changes nothing."""
+    stored = canonical_quantity(text)
+    expected = _rounded_to_nano(parse_quantity(text))
+    if re.search(r"[KMGTPE]i$", text) and abs(expected) > 2**63 - 1:
+        expected = Decimal(2**63 - 1).copy_sign(expected)
+    decimal_si = not re.search(r"[KMGTPE]i$|[eE][+-]?[0-9]+$", text)
+    lost_its_suffix = decimal_si and abs(expected) >= 10**21 and stored[-1].isdigit()
+    if not lost_its_suffix:  # apimachinery's own loss past "E": see the table above
+        assert parse_quantity(stored) == expected, stored
+    assert canonical_quantity(stored) == stored
+    assert canonical_quantity(f" {text}\t") == stored

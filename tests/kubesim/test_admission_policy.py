@@ -138,6 +138,21 @@ async def test_denial_is_kube_apiserver_body(sim: Simulator) -> None:
     assert code == 201
 
 
+async def test_a_denied_create_of_a_taken_name_is_denied_not_a_conflict(sim: Simulator) -> None:
+    """kube-apiserver runs validating admission before the storage finds the name taken."""
+    code, _, _ = await call(sim, "POST", PODS, body=pod("taken", labels={"tier": "web"}))
+    assert code == 201
+    await install(
+        sim,
+        policy("labelled", [{"expression": "has(object.metadata.labels.team)"}]),
+        binding("labelled-b", "labelled"),
+    )
+    code, body, _ = await call(sim, "POST", PODS, body=pod("taken"))
+    assert (code, body["reason"]) == (422, "Invalid"), body
+    code, body, _ = await call(sim, "POST", PODS, body=pod("taken", labels={"team": "a"}))
+    assert (code, body["reason"]) == (409, "AlreadyExists"), body
+
+
 async def test_message_message_expression_and_reason(sim: Simulator) -> None:
     await install(
         sim,

@@ -287,9 +287,9 @@ async def test_a_process_node_serves_its_summary_and_reports_its_allocatable(
         node = sim.get("Node", None, "node-1")
         assert node is not None
         status = node["status"]
-        assert status["capacity"]["memory"] == "1048576Ki"
-        assert status["allocatable"]["memory"] == f"{200 * 1024}Ki"
-        assert status["capacity"]["ephemeral-storage"] == f"{32 * 1024}Ki"
+        assert status["capacity"]["memory"] == "1Gi"  # 1048576Ki, canonical
+        assert status["allocatable"]["memory"] == "200Mi"
+        assert status["capacity"]["ephemeral-storage"] == "32Mi"
         assert rt.pods_memory_limit == 300 * MIB
 
         def get() -> Any:

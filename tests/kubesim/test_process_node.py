@@ -152,7 +152,8 @@ async def test_node_memory_is_the_runtimes_capacity(sim: Simulator) -> None:
 
     capacity = sim.runtimes["node-1"].memory_capacity
     assert capacity == 512 * MIB
-    assert await eventually(lambda: memory("node-1")) == ("524288Ki", "524288Ki")
+    # the kubelet's 524288Ki, stored in canonical form as kube-apiserver does
+    assert await eventually(lambda: memory("node-1")) == ("512Mi", "512Mi")
     assert await eventually(lambda: memory("node-2")) == ("16Gi", "16Gi")
 
 
@@ -246,7 +247,7 @@ async def test_a_lower_allocatable_in_the_manifest_is_kept() -> None:
     ) as sim:
         node = sim.get("Node", None, "node-1")
         assert node is not None
-        assert node["status"]["capacity"]["memory"] == "262144Ki"
+        assert node["status"]["capacity"]["memory"] == "256Mi"  # 262144Ki, canonical
         assert node["status"]["allocatable"]["memory"] == "100Mi"
 
 

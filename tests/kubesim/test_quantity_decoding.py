@@ -84,6 +84,48 @@ async def test_quantities_as_json_numbers_decode(sim: Simulator) -> None:
     spec = _with_requests({"cpu": 0.5, "memory": 1e3})
     code, _, body = await raw(sim, "POST", PODS, body=json.dumps(_pod("ok", **spec)))
     assert code == 201, body
+    assert body["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "500m",
+        "memory": "1k",
+    }
+
+
+async def test_quantities_are_stored_as_the_go_type_writes_them(sim: Simulator) -> None:
+    """What a client reads back is the canonical string (``1000m`` is ``1``), ``null`` is
+    ``0`` and white space around a quantity is dropped: a body kube-apiserver accepts."""
+    requests = {"cpu": "1000m", "memory": "1024Mi", "ephemeral-storage": " 2Gi "}
+    spec = {
+        "containers": [
+            {"name": "c", "image": "x", "resources": {"requests": requests}},
+            {"name": "d", "image": "x", "resources": {"limits": {"cpu": None}}},
+        ],
+        "overhead": {"memory": "0.5Gi"},
+        "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "1500M"}}],
+    }
+    code, _, body = await raw(sim, "POST", PODS, body=json.dumps(_pod("p", **spec)))
+    assert code == 201, body
+    stored = sim.get("Pod", "default", "p")
+    assert stored is not None
+    containers = stored["spec"]["containers"]
+    assert containers[0]["resources"]["requests"] == {
+        "cpu": "1",
+        "memory": "1Gi",
+        "ephemeral-storage": "2Gi",
+    }
+    assert containers[1]["resources"]["limits"] == {"cpu": "0"}
+    assert stored["spec"]["overhead"] == {"memory": "512Mi"}
+    assert stored["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] == "1500M"
+    assert body["spec"] == {**body["spec"], **stored["spec"]}
+    patch = {"spec": {"activeDeadlineSeconds": 5}}
+    code, _, body = await raw(
+        sim,
+        "PATCH",
+        PODS + "/p",
+        body=json.dumps(patch),
+        content_type="application/merge-patch+json",
+    )
+    assert code == 200, body
+    assert body["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
 
 
 async def test_updates_patches_and_templates_are_decoded_alike(sim: Simulator) -> None:
