@@ -79,9 +79,20 @@ def test_help_does_not_import_the_api_client() -> None:
     assert out.strip().endswith("LIGHT")
 
 
+@pytest.fixture
+async def slow_ready() -> AsyncIterator[Evict]:
+    """The living cluster whose replacements take 0.5 s to be Ready (50 s at its time scale):
+    of three evictions sent at once, two find the budget closed, however slowly a loaded
+    machine sends them. (Ready at once, a replacement could reopen the budget between two
+    of them.)"""
+    async for e in _living([*BASE, pdb("web", min_available=2)], ready_after=50):
+        yield e
+
+
 async def test_drain_prints_kubectls_lines_and_retries_when_the_budget_reopens(
-    evict: Evict,
+    slow_ready: Evict,
 ) -> None:
+    evict = slow_ready
     code, out, err = await evict(*DRAIN, "--timeout=60s")
     assert code == 0, err
     got = lines(out)
