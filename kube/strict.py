@@ -553,16 +553,24 @@ def _quantity_error(value: object, type_name: str) -> str | None:
             (e for v in value.values() if (e := _quantity_error(v, m[1])) is not None), None
         )
     if isinstance(value, Mapping) and type_name in _quantity_models():
-        fields: dict[str, str] = _schema()["types"][type_name]
-        for key, item in value.items():
-            field_type = fields.get(key) if isinstance(key, str) else None
-            if field_type is not None and (
-                _inner(field_type) == "quantity" or _inner(field_type) in _quantity_models()
-            ):
-                err = _quantity_error(item, field_type)
-                if err is not None:
-                    return err
+        for key, field_type in _quantity_fields(value, type_name):
+            err = _quantity_error(value[key], field_type)
+            if err is not None:
+                return err
     return None
+
+
+def _quantity_fields(value: Mapping[Any, Any], type_name: str) -> list[tuple[str, str]]:
+    """(key, field type) of the fields of ``value``, a ``type_name``, that hold a quantity at or
+    somewhere below them, in document order."""
+    fields: dict[str, str] = _schema()["types"][type_name]
+    return [
+        (key, field_type)
+        for key in value
+        if isinstance(key, str)
+        and (field_type := fields.get(key)) is not None
+        and (_inner(field_type) == "quantity" or _inner(field_type) in _quantity_models())
+    ]
 
 
 def canonicalize_quantities(obj: dict[str, Any], model: str) -> None:
@@ -581,13 +589,8 @@ def _canonicalize(value: Any, type_name: str) -> Any:
         for key, item in value.items():
             value[key] = _canonicalize(item, m[1])
     elif isinstance(value, dict) and type_name in _quantity_models():
-        fields: dict[str, str] = _schema()["types"][type_name]
-        for key, item in value.items():
-            field_type = fields.get(key) if isinstance(key, str) else None
-            if field_type is not None and (
-                _inner(field_type) == "quantity" or _inner(field_type) in _quantity_models()
-            ):
-                value[key] = _canonicalize(item, field_type)
+        for key, field_type in _quantity_fields(value, type_name):
+            value[key] = _canonicalize(value[key], field_type)
     return value
 
 

@@ -42,6 +42,7 @@ from kubesim.plugins.authorization import Decision
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
 from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, replicaset, settle
+from tests.kubeconfigs import write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -203,21 +204,9 @@ async def admin(sim: Simulator) -> AsyncIterator[Admin]:
         yield Admin(sim, session)
 
 
-def write_kubeconfig(tmp_path: Path, sim: Simulator, token: str) -> Path:
-    path = tmp_path / "agent.kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": sim.url}}],
-                "users": [{"name": "agent", "user": {"token": token}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "agent"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    return path
+def agent_kubeconfig(tmp_path: Path, sim: Simulator, token: str) -> Path:
+    users = {"agent": {"token": token}}
+    return write_kubeconfig(tmp_path / "agent.kubeconfig", sim.url, users, current="agent")
 
 
 async def episode(
@@ -282,7 +271,7 @@ async def test_the_agent_runs_with_exactly_the_shipped_permissions(
 ) -> None:
     await admin.apply(docs(*base_manifests()))
     token = await admin.token_for_agent_pod("node-1")
-    kubeconfig = write_kubeconfig(tmp_path, sim, token)
+    kubeconfig = agent_kubeconfig(tmp_path, sim, token)
 
     # --eviction-mode=delete (the default): a hard threshold, DELETE with the kubelet's grace
     await admin.create_pod("hog-delete")
@@ -486,7 +475,7 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
         [role] = docs(DEPLOY / "evict" / "drain-clusterrole.yaml")
         await admin.apply([role, group_binding("drain-operators", role, "node-operators")])
         token = sim.tokens.add("drainer-token", UserInfo("ops", groups=("node-operators",)))
-        kubeconfig = write_kubeconfig(tmp_path, sim, token)
+        kubeconfig = agent_kubeconfig(tmp_path, sim, token)
 
         async def evict(*args: str) -> str:
             proc = await asyncio.create_subprocess_exec(
@@ -528,7 +517,7 @@ async def test_evict_plans_with_exactly_the_documented_read_only_role(tmp_path: 
         [role] = docs(DEPLOY / "evict" / "plan-clusterrole.yaml")
         await admin.apply([role, group_binding("drain-planners", role, "planners")])
         token = sim.tokens.add("planner-token", UserInfo("planner", groups=("planners",)))
-        kubeconfig = write_kubeconfig(tmp_path, sim, token)
+        kubeconfig = agent_kubeconfig(tmp_path, sim, token)
         proc = await asyncio.create_subprocess_exec(
             EVICT,
             "drain",
@@ -706,7 +695,7 @@ async def test_the_kubelets_summary_serves_the_agent_as_installed(
                 "listen": "127.0.0.1:0",
             }
         )
-        api = await _api_client(str(write_kubeconfig(tmp_path, sim, token)))
+        api = await _api_client(str(agent_kubeconfig(tmp_path, sim, token)))
         agent = Agent(cfg_agent, api_client=api, serve_http=False, use_psi=False)
         await agent.start()
         await until(lambda: sim.get("Pod", "default", "scratch") is None, timeout=20)
@@ -741,7 +730,7 @@ async def test_without_one_grant_the_run_fails(
             "nodeName": "node-1",
         }
     )
-    api = await _api_client(str(write_kubeconfig(tmp_path, sim, token)))
+    api = await _api_client(str(agent_kubeconfig(tmp_path, sim, token)))
     fake = FakeNode(sim, usage={"default/hog": 700 * MI})
     agent = Agent(cfg, api_client=api, stats=fake.get_summary, serve_http=False, use_psi=False)
     await agent.start()

@@ -27,6 +27,7 @@ from kube.kubeconfig import Impersonation
 from kubesim.core.attributes import UserInfo
 from kubesim.endpoints.request import RequestContext
 from kubesim.sim import Simulator
+from tests.kubeconfigs import write_kubeconfig
 
 from .conftest import Evict, living, node, pod, replicaset, settle
 
@@ -173,20 +174,7 @@ def kubeconfig(tmp_path: Path, sim: Simulator) -> str:
         },
         "intruder": {"token": "intruder-token"},
     }
-    path = tmp_path / "config"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "sim", "cluster": {"server": sim.url}}],
-                "users": [{"name": n, "user": u} for n, u in users.items()],
-                "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "ops"}}],
-                "current-context": "sim",
-            }
-        )
-    )
-    return str(path)
+    return str(write_kubeconfig(tmp_path / "config", sim.url, users, current="ops"))
 
 
 def cordoned(sim: Simulator, name: str) -> bool:

@@ -47,6 +47,12 @@ def _with_requests(requests: dict[str, Any], key: str = "containers") -> dict[st
     return {key: [{"name": "c", "image": "x", "resources": {"requests": requests}}]}
 
 
+async def merge_patch(sim: Simulator, path: str, patch: dict[str, Any]) -> tuple[int, Any, Any]:
+    return await raw(
+        sim, "PATCH", path, body=json.dumps(patch), content_type="application/merge-patch+json"
+    )
+
+
 def _refused(kind: str, error: str) -> dict[str, Any]:
     return {
         "kind": "Status",
@@ -116,14 +122,7 @@ async def test_quantities_are_stored_as_the_go_type_writes_them(sim: Simulator) 
     assert stored["spec"]["overhead"] == {"memory": "512Mi"}
     assert stored["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] == "1500M"
     assert body["spec"] == {**body["spec"], **stored["spec"]}
-    patch = {"spec": {"activeDeadlineSeconds": 5}}
-    code, _, body = await raw(
-        sim,
-        "PATCH",
-        PODS + "/p",
-        body=json.dumps(patch),
-        content_type="application/merge-patch+json",
-    )
+    code, _, body = await merge_patch(sim, PODS + "/p", {"spec": {"activeDeadlineSeconds": 5}})
     assert code == 200, body
     assert body["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
 
@@ -137,13 +136,7 @@ async def test_updates_patches_and_templates_are_decoded_alike(sim: Simulator) -
     status_patch = {
         "status": {"containerStatuses": [{"name": "c", "allocatedResources": {"cpu": "1Q"}}]}
     }
-    code, _, body = await raw(
-        sim,
-        "PATCH",
-        PODS + "/p/status",
-        body=json.dumps(status_patch),
-        content_type="application/merge-patch+json",
-    )
+    code, _, body = await merge_patch(sim, PODS + "/p/status", status_patch)
     assert (code, body) == (400, _refused("Pod", FORMAT))
     deployment = {
         "apiVersion": "apps/v1",
