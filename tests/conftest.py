@@ -50,8 +50,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
     # Tests marked `long` (a whole program for tens of seconds, mostly waiting) go first: xdist
-    # deals the first tests out one per worker, so they wait while the others compute instead of
-    # being the last thing a run waits for.
+    # hands out the first tests first (two per worker to start with `make unit`'s
+    # --maxschedchunk 1), so they wait while the others compute instead of being the last
+    # thing a run waits for.
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
