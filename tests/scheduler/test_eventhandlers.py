@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kube.objects import Node
+from kube.objects import Node, Pod
 from scheduler import eventhandlers as handlers
 from scheduler.queue import SchedulingQueue
 from scheduler.queue.scheduling_queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
@@ -24,6 +24,14 @@ def rejected(queue: SchedulingQueue, name: str, plugin: str) -> None:
     assert queue.where(pinfo.pod) == UNSCHEDULABLE_Q
 
 
+def waiting_for_room(snapshot: Snapshot, queue: SchedulingQueue) -> Pod:
+    """A pending pod ``waiting`` that NodeResourcesFit turned away: parked as unschedulable."""
+    waiting = mkpod("waiting")
+    handlers.add_pending_pod(snapshot, queue, waiting)
+    rejected(queue, "waiting", "NodeResourcesFit")
+    return waiting
+
+
 def test_a_gated_pod_is_queued_but_holds_no_room() -> None:
     snapshot, queue = setup()
     gated = mkpod("g", scheduling_gates=("example.com/wait",), nominated_node_name="n1")
@@ -36,9 +44,7 @@ def test_a_gated_pod_is_queued_but_holds_no_room() -> None:
 
 def test_a_nominated_pending_pods_deletion_wakes_pods_waiting_for_room() -> None:
     snapshot, queue = setup()
-    waiting = mkpod("waiting")
-    handlers.add_pending_pod(snapshot, queue, waiting)
-    rejected(queue, "waiting", "NodeResourcesFit")
+    waiting = waiting_for_room(snapshot, queue)
     nominated = mkpod("nominated", nominated_node_name="n1")
     handlers.add_pending_pod(snapshot, queue, nominated)
     handlers.delete_pod(snapshot, queue, nominated)
@@ -48,9 +54,7 @@ def test_a_nominated_pending_pods_deletion_wakes_pods_waiting_for_room() -> None
 
 def test_an_unnominated_pending_pods_deletion_wakes_nobody() -> None:
     snapshot, queue = setup()
-    waiting = mkpod("waiting")
-    handlers.add_pending_pod(snapshot, queue, waiting)
-    rejected(queue, "waiting", "NodeResourcesFit")
+    waiting = waiting_for_room(snapshot, queue)
     other = mkpod("other")
     handlers.add_pending_pod(snapshot, queue, other)
     handlers.delete_pod(snapshot, queue, other)
@@ -62,9 +66,7 @@ def test_an_assigned_pods_deletion_frees_its_node_and_wakes_pods_waiting_for_roo
     bound = mkpod("bound", node_name="n1")
     handlers.add_assigned_pod(snapshot, queue, bound)
     assert snapshot.get_pod(bound.key) is not None
-    waiting = mkpod("waiting")
-    handlers.add_pending_pod(snapshot, queue, waiting)
-    rejected(queue, "waiting", "NodeResourcesFit")
+    waiting = waiting_for_room(snapshot, queue)
     handlers.delete_pod(snapshot, queue, bound)
     assert snapshot.get_pod(bound.key) is None
     assert queue.where(waiting) in (ACTIVE_Q, BACKOFF_Q)
@@ -72,9 +74,7 @@ def test_an_assigned_pods_deletion_frees_its_node_and_wakes_pods_waiting_for_roo
 
 def test_nodes_come_and_go_with_their_events() -> None:
     snapshot, queue = setup()
-    waiting = mkpod("waiting")
-    handlers.add_pending_pod(snapshot, queue, waiting)
-    rejected(queue, "waiting", "NodeResourcesFit")
+    waiting = waiting_for_room(snapshot, queue)
     handlers.add_node(snapshot, queue, Node("n2"))
     assert snapshot.get_node_info("n2") is not None
     assert queue.where(waiting) in (ACTIVE_Q, BACKOFF_Q)
