@@ -300,6 +300,7 @@ def _client_class() -> Any:
     from kubernetes_asyncio.client.exceptions import ApiException
 
     from evictor.api.deferred import system_cas_on_first_use
+    from evictor.api.impersonation import header_lines, with_lines
 
     class RefreshingApiClient(ApiClient):  # type: ignore[misc,unused-ignore]
         """An ``ApiClient`` whose every call brings the credentials up to date first, and
@@ -312,8 +313,6 @@ def _client_class() -> Any:
             credentials: Credentials,
             impersonation: Impersonation | None = None,
         ) -> None:
-            from evictor.api.impersonation import header_lines
-
             with system_cas_on_first_use():
                 super().__init__(configuration=configuration)
             self.credentials = credentials
@@ -334,8 +333,6 @@ def _client_class() -> Any:
             _request_timeout: Any = None,
         ) -> Any:
             if self._impersonation_lines:
-                from evictor.api.impersonation import with_lines
-
                 headers = with_lines(headers, self._impersonation_lines)
             return super().request(
                 method,
