@@ -574,9 +574,11 @@ def _quantity_fields(value: Mapping[Any, Any], type_name: str) -> list[tuple[str
 
 
 def canonicalize_quantities(obj: dict[str, Any], model: str) -> None:
-    """Every ``resource.Quantity`` of ``obj`` (one ``quantity_error`` passed) rewritten in place
-    as kube-apiserver stores it: ``kube.quantity.canonical_quantity`` (``cpu: 1000m`` is
-    ``"1"``, ``memory: 0.5Gi`` is ``"512Mi"``, ``null`` is ``"0"``)."""
+    """Every ``resource.Quantity`` of ``obj`` rewritten in place as kube-apiserver stores it:
+    ``kube.quantity.canonical_quantity`` (``cpu: 1000m`` is ``"1"``, ``memory: 0.5Gi`` is
+    ``"512Mi"``, ``null`` is ``"0"``). The first that does not decode, in document order,
+    raises ``QuantityError`` with ``quantity_error``'s message (``obj`` is then partly
+    rewritten)."""
     _canonicalize(obj, model)
 
 

@@ -34,7 +34,8 @@ from kube.objects import (
     Pod,
     PodDisruptionBudget,
 )
-from kube.strict import canonicalize_quantities, model_for, quantity_error
+from kube.quantity import QuantityError
+from kube.strict import canonicalize_quantities, model_for
 from kubesim.core.errors import Cause, StatusError, bad_request, invalid
 from kubesim.core.scheme import ResourceType
 from kubesim.core.timefields import TimeParseError, normalize_times
@@ -198,9 +199,10 @@ def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
         raise _cannot_handle(rt, str(exc)) from None
     model = model_for(rt.api_version, rt.kind)
     if model is not None:
-        if (error := quantity_error(obj, model)) is not None:
-            raise _cannot_handle(rt, error)
-        canonicalize_quantities(obj, model)
+        try:
+            canonicalize_quantities(obj, model)
+        except QuantityError as exc:
+            raise _cannot_handle(rt, str(exc)) from None
     decode = strategy_for(rt.kind).decode
     if decode is None:
         return
