@@ -330,6 +330,7 @@ async def _client(glob: Globals, concurrency: int = 50) -> Any:
             prog="evict",
             pool_size=max(concurrency + 16, 32),
             overrides=glob.overrides or None,
+            warn=lambda line: click.echo(f"W: {line}", err=True),
         )
     except NoSuchKubeconfig as exc:
         if exc.from_env:

@@ -7,11 +7,20 @@ namespace" from a kubeconfig; the rules live here once (``clientcmd``'s loading 
 * several files (``$KUBECONFIG``) merge with the first file winning: the first one that sets
   ``current-context`` sets it, and the first entry of a name in ``clusters``, ``users`` or
   ``contexts`` is the one kept (``ClientConfigLoadingRules.Load``);
+* a file that cannot be decoded fails the whole load, naming the file and the field
+  (``LoadFromFile``): YAML that does not parse, a key given twice, a known field of the wrong
+  JSON type (``token: 5``, ``insecure-skip-tls-verify: "no"``, ``*-data`` that is not base64),
+  an entry that is not an object, two entries of one name in one file (the v1 conversion);
+  fields it does not know are ignored, as client-go ignores them;
 * file references — ``certificate-authority``, ``client-certificate``, ``client-key``,
   ``tokenFile``, and an exec plugin's ``command`` when it names a path — are relative to the
   file that holds them (``ResolveLocalPaths``);
-* a context names a cluster and a user by name; a context, cluster or user a file does not
-  define resolves to an empty entry, except the context itself, which must exist.
+* a context names a cluster and a user by name, and both must exist (clientcmd's
+  ``validateContext`` wording: ``user "u" was not found for context "c"``). client-go's
+  ``ClientConfig`` would carry on with an empty entry — no credentials, or, for a cluster, the
+  in-cluster ServiceAccount — which is another identity than the one the file names, so here
+  it is an error; the user it names is checked as ``validateAuthInfo`` checks it (a client
+  certificate needs a key, an exec plugin a command and an apiVersion, one method at a time).
 
 A user entry may also ask to act as someone else (``as``, ``as-uid``, ``as-groups``,
 ``as-user-extra``: client-go's ``rest.ImpersonationConfig``, kubectl's ``--as``); what it asks is
@@ -20,17 +29,21 @@ or extras without a user to act as is refused before any request (``validateAuth
 value an HTTP header cannot carry is refused too.
 
 Which files to read (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``, in-cluster) is the
-caller's policy; so is what to do with the credentials.
+caller's policy; so is what to do with the credentials (``evictor.api.connect`` sends them only
+over TLS, as client-go does).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 __all__ = [
     "Impersonation",
@@ -39,6 +52,7 @@ __all__ = [
     "Overrides",
     "ResolvedContext",
     "load_kubeconfig",
+    "transport_tls",
 ]
 
 _SECTIONS: Final = (("clusters", "cluster"), ("users", "user"), ("contexts", "context"))
@@ -115,6 +129,67 @@ def _impersonation_of(user: Mapping[str, Any], user_name: str) -> Impersonation 
     return Impersonation(**fields_)
 
 
+# The user fields client-go reads only over TLS (getUserIdentificationPartialConfig), by kind.
+_IDENTIFICATION: Final = (
+    ("token", ("token", "tokenFile")),
+    ("client certificate", ("client-certificate", "client-certificate-data")),
+    ("basic auth", ("username", "password")),
+    ("auth provider", ("auth-provider",)),
+    ("exec plugin", ("exec",)),
+)
+
+
+def transport_tls(server: str) -> bool:
+    """Whether a client may send a user's credentials to ``server``: client-go's
+    ``IsConfigTransportTLS``, asked (in ``DirectClientConfig.ClientConfig``) before anything
+    of the user but its impersonation is read — true only for an ``https`` URL with a host.
+    A server given without a scheme is plain http to client-go, since no CA or client
+    certificate has been read yet to make TLS its default."""
+    url = urllib.parse.urlsplit(server)
+    return url.scheme == "https" and bool(url.netloc)
+
+
+_INTERACTIVE_MODES: Final = ("Never", "IfAvailable", "Always")
+
+
+def _check_auth_info(user: Mapping[str, Any], name: str, where: str) -> None:
+    """clientcmd's ``validateAuthInfo`` for the user a context uses: ``KubeconfigError``
+    (prefixed by ``where``) for a credential that cannot work or is ambiguous."""
+    named = f" for {name}" if name else ""
+
+    def refuse(problem: str) -> NoReturn:
+        raise KubeconfigError(f"{where}{problem}")
+
+    methods = [
+        method
+        for method, keys in (("token", ("token",)), ("basicAuth", ("username", "password")))
+        if any(user.get(k) for k in keys)
+    ]
+    if len(methods) > 1:
+        refuse(f"more than one authentication method found{named}: {', '.join(methods)}")
+    if user.get("client-certificate") or user.get("client-certificate-data"):
+        for key in ("client-certificate", "client-key"):
+            if user.get(key) and user.get(f"{key}-data"):
+                refuse(f"{key} and {key}-data are both set{named}")
+        if not user.get("client-key") and not user.get("client-key-data"):
+            refuse(f"a client certificate{named} needs client-key or client-key-data")
+    spec = user.get("exec")
+    if isinstance(spec, Mapping):
+        if user.get("auth-provider") is not None:
+            refuse(f"an exec plugin and an auth-provider{named}: only one may be set")
+        for key in ("command", "apiVersion"):
+            if not spec.get(key):
+                refuse(f"exec plugin{named}: {key} must be set")
+        if any(not e.get("name") for e in spec.get("env") or []):
+            refuse(f"exec plugin{named}: every env entry needs a name")
+        mode = spec.get("interactiveMode")
+        if mode and mode not in _INTERACTIVE_MODES:
+            modes = ", ".join(_INTERACTIVE_MODES)
+            refuse(
+                f"exec plugin{named}: interactiveMode {json.dumps(mode)}: must be one of {modes}"
+            )
+
+
 @dataclass(frozen=True, slots=True)
 class ResolvedContext:
     """One context with its cluster and user entries (empty mappings when not defined)."""
@@ -123,10 +198,19 @@ class ResolvedContext:
     context: Mapping[str, Any]
     cluster: Mapping[str, Any]
     user: Mapping[str, Any]
+    source: str = ""  # the file that defined the context ("" for the command line's alone)
 
     @property
     def server(self) -> str:
         return str(self.cluster.get("server") or "")
+
+    @property
+    def cluster_name(self) -> str:
+        return str(self.context.get("cluster") or "")
+
+    @property
+    def user_name(self) -> str:
+        return str(self.context.get("user") or "")
 
     @property
     def namespace(self) -> str:
@@ -136,6 +220,11 @@ class ResolvedContext:
     def impersonation(self) -> Impersonation | None:
         """Whom the user asks to act as (see ``_impersonation_of``)."""
         return _impersonation_of(self.user, str(self.context.get("user") or ""))
+
+    def identification(self) -> tuple[str, ...]:
+        """The kinds of credential the user holds ("token", "client certificate", "basic
+        auth", "auth provider", "exec plugin"): what client-go sends only over TLS."""
+        return tuple(kind for kind, keys in _IDENTIFICATION if any(self.user.get(k) for k in keys))
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,25 +257,52 @@ OVERRIDDEN: Final = "(command line)"  # the name of the context the overrides ma
 
 @dataclass(frozen=True, slots=True)
 class Kubeconfig:
-    """Merged kubeconfig files, file references made absolute."""
+    """Merged kubeconfig files, file references made absolute; ``files`` were read, and
+    ``origins`` holds the file each ``(section, name)`` entry came from (for messages)."""
 
     current_context: str = ""
     clusters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     users: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     contexts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+    origins: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    def _in(self, section: str, name: str) -> str:
+        """``"FILE: "`` for messages about an entry (all files read, for one that is not)."""
+        where = self.origins.get((section, name)) or ", ".join(self.files)
+        return f"{where}: " if where else ""
 
     def resolve(self, context: str | None = None) -> ResolvedContext:
-        """``context`` (else ``current-context``) with its cluster and user."""
+        """``context`` (else ``current-context``) with its cluster and user, which must exist
+        (a user checked as ``validateAuthInfo`` checks it). ``KubeconfigError`` names the file."""
         name = context or self.current_context
         ctx = self.contexts.get(name)
         if ctx is None:
-            raise KubeconfigError(f'context "{name}" does not exist')
-        return ResolvedContext(
+            if not name:
+                raise KubeconfigError(f"{self._in('contexts', '')}no context chosen")
+            raise KubeconfigError(f'{self._in("contexts", name)}context "{name}" does not exist')
+        resolved = ResolvedContext(
             name,
             ctx,
             self.clusters.get(str(ctx.get("cluster") or ""), {}),
             self.users.get(str(ctx.get("user") or ""), {}),
+            self.origins.get(("contexts", name), ""),
         )
+        where = f"{resolved.source}: " if resolved.source else ""
+        for section, what, entry in (
+            ("clusters", "cluster", resolved.cluster_name),
+            ("users", "user", resolved.user_name),
+        ):
+            if entry and entry not in getattr(self, section):
+                raise KubeconfigError(f'{where}{what} "{entry}" was not found for context "{name}"')
+        _check_auth_info(resolved.user, resolved.user_name, self._in("users", resolved.user_name))
+        if not resolved.server:  # validateClusterInfo
+            cluster = resolved.cluster_name
+            where = self._in("clusters", cluster)
+            if cluster:
+                raise KubeconfigError(f'{where}no server found for cluster "{cluster}"')
+            raise KubeconfigError(f'{where}context "{name}": no cluster, so no server')
+        return resolved
 
     def overridden(self, context: str | None, o: Overrides) -> Kubeconfig:
         """This configuration with ``context`` (else ``current-context``) changed by the flags
@@ -201,8 +317,8 @@ class Kubeconfig:
         refused, naming the flags. Without a kubeconfig, ``--server`` alone makes one."""
         name = context or self.current_context
         ctx = dict(self.contexts.get(name) or {})
-        if context and name not in self.contexts:
-            raise KubeconfigError(f'context "{name}" does not exist')
+        if name and name not in self.contexts:
+            raise KubeconfigError(f'{self._in("contexts", name)}context "{name}" does not exist')
         for key, value, known, what in (
             ("cluster", o.cluster, self.clusters, "cluster"),
             ("user", o.user, self.users, "auth info"),
@@ -211,6 +327,11 @@ class Kubeconfig:
                 if value not in known:
                     raise KubeconfigError(f'{what} "{value}" does not exist')
                 ctx[key] = value
+            elif ctx.get(key) and ctx[key] not in known:
+                where = self._in("contexts", name)
+                raise KubeconfigError(
+                    f'{where}{key} "{ctx[key]}" was not found for context "{name}"'
+                )
         cluster = dict(self.clusters.get(str(ctx.get("cluster") or ""), {}))
         if o.server:
             cluster["server"] = o.server
@@ -239,11 +360,14 @@ class Kubeconfig:
                 user[key] = value
         _impersonate(user, str(ctx.get("user") or ""), o)
         ctx.update(cluster=OVERRIDDEN, user=OVERRIDDEN)
+        origin = self.origins.get(("contexts", name), "")
         return Kubeconfig(
             OVERRIDDEN,
             {**self.clusters, OVERRIDDEN: cluster},
             {**self.users, OVERRIDDEN: user},
             {**self.contexts, OVERRIDDEN: ctx},
+            files=self.files,
+            origins={**self.origins, **{(s, OVERRIDDEN): origin for s, _ in _SECTIONS}},
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -281,37 +405,214 @@ def _absolute(base: Path, value: object) -> object:
     return value
 
 
+# The JSON type of each field clientcmd's v1 types decode (api/v1/types.go); others are ignored.
+_STRING, _BOOL, _OBJECT = "a string", "true or false", "an object"
+_DATA, _STRINGS = "base64 data", "a list of strings"
+_ENTRY_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
+    "clusters": {
+        "server": _STRING,
+        "tls-server-name": _STRING,
+        "insecure-skip-tls-verify": _BOOL,
+        "certificate-authority": _STRING,
+        "certificate-authority-data": _DATA,
+        "proxy-url": _STRING,
+        "disable-compression": _BOOL,
+    },
+    "users": {
+        "client-certificate": _STRING,
+        "client-certificate-data": _DATA,
+        "client-key": _STRING,
+        "client-key-data": _DATA,
+        "token": _STRING,
+        "tokenFile": _STRING,
+        "username": _STRING,
+        "password": _STRING,
+        "auth-provider": _OBJECT,
+        "exec": _OBJECT,
+        # as, as-uid, as-groups, as-user-extra: checked with the user's name when it is used
+    },
+    "contexts": {"cluster": _STRING, "user": _STRING, "namespace": _STRING},
+}
+_EXEC_FIELDS: Final = {
+    "command": _STRING,
+    "args": _STRINGS,
+    "apiVersion": _STRING,
+    "installHint": _STRING,
+    "provideClusterInfo": _BOOL,
+    "interactiveMode": _STRING,
+}
+_TOP_FIELDS: Final = {"apiVersion": _STRING, "kind": _STRING, "current-context": _STRING}
+# Containers visited per file: YAML aliases can make a small file exponentially large.
+_MAX_NODES: Final = 100_000
+_MAX_BYTES: Final = 16 * 1024 * 1024
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def _check_value(value: object, want: str, where: str) -> None:
+    """``KubeconfigError`` unless ``value`` decodes as ``want`` (null always does, as in Go)."""
+    if value is None:
+        return
+    if want == _STRING:
+        ok = isinstance(value, str)
+    elif want == _BOOL:
+        ok = isinstance(value, bool)
+    elif want == _STRINGS:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise KubeconfigError(f"{where}: must be {_STRINGS}")
+        return
+    elif want == _OBJECT:
+        ok = isinstance(value, Mapping)
+    else:  # _DATA: Go's []byte is standard base64 (line breaks ignored)
+        if not isinstance(value, str):
+            raise KubeconfigError(f"{where}: must be {_DATA}, not {_json_kind(value)}")
+        try:
+            base64.b64decode("".join(value.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise KubeconfigError(f"{where}: not valid base64") from None
+        return
+    if not ok:
+        raise KubeconfigError(f"{where}: must be {want}, not {_json_kind(value)}")
+
+
+def _check_fields(body: Mapping[str, Any], known: Mapping[str, str], where: str) -> None:
+    for key, want in known.items():
+        if key in body:
+            _check_value(body[key], want, f"{where}: {key}")
+
+
+def _check_user(user: Mapping[str, Any], where: str) -> None:
+    """The nested objects of a user entry: ``exec`` and ``auth-provider``."""
+    spec = user.get("exec")
+    if isinstance(spec, Mapping):
+        _check_fields(spec, _EXEC_FIELDS, f"{where}: exec")
+        env = spec.get("env")
+        if env is not None:
+            if not isinstance(env, list):
+                raise KubeconfigError(f"{where}: exec: env: must be a list of name and value")
+            for i, var in enumerate(env):
+                if not isinstance(var, Mapping):
+                    raise KubeconfigError(f"{where}: exec: env[{i}]: must be an object")
+                _check_fields(var, {"name": _STRING, "value": _STRING}, f"{where}: exec: env[{i}]")
+    provider = user.get("auth-provider")
+    if isinstance(provider, Mapping):
+        _check_value(provider.get("name"), _STRING, f"{where}: auth-provider: name")
+        config = provider.get("config")
+        if config is not None and (
+            not isinstance(config, Mapping) or not all(isinstance(v, str) for v in config.values())
+        ):
+            raise KubeconfigError(f"{where}: auth-provider: config: must be a map of strings")
+
+
+def _duplicate_or_bomb(doc: object, duplicates: Mapping[int, Any], path: str) -> None:
+    """``KubeconfigError`` for a document that YAML aliases make larger than ``_MAX_NODES``
+    containers (walked as a tree, iteratively), or for a key given twice anywhere in it."""
+    stack: list[object] = [doc]
+    seen = 0
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        else:
+            continue
+        seen += 1
+        if seen > _MAX_NODES:
+            raise KubeconfigError(f"{path}: more than {_MAX_NODES} values (YAML aliases?)")
+    if not duplicates:
+        return
+    where: list[tuple[object, str]] = [(doc, "")]
+    while where:  # bounded by the walk above
+        value, at = where.pop()
+        if isinstance(value, dict):
+            if id(value) in duplicates:
+                key = duplicates[id(value)][1][0]
+                raise KubeconfigError(f"{path}: {at + '.' if at else ''}{key}: given twice")
+            where.extend((v, f"{at}.{k}" if at else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            where.extend((v, f"{at}[{i}]") for i, v in enumerate(value))
+
+
+def _read(path: str | Path) -> dict[str, Any] | None:
+    """One kubeconfig file's document (None: empty). ``OSError`` when it cannot be opened;
+    ``KubeconfigError`` naming the file for anything it holds that is not a kubeconfig."""
+    from kube.strict import ManifestError, parse_yaml
+
+    with open(path, "rb") as f:
+        raw = f.read(_MAX_BYTES + 1)
+    if len(raw) > _MAX_BYTES:
+        raise KubeconfigError(f"{path}: not a kubeconfig: larger than {_MAX_BYTES >> 20} MiB")
+    if b"\x00" in raw:
+        raise KubeconfigError(f"{path}: not a kubeconfig: binary file (contains NUL bytes)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise KubeconfigError(
+            f"{path}: not a kubeconfig: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+            f"{exc.start})"
+        ) from None
+    try:
+        docs, duplicates = parse_yaml(text, source=str(path))
+    except ManifestError as exc:
+        raise KubeconfigError(f"{path}: not a kubeconfig: {exc.detail}") from None
+    docs = [d for d in docs if d is not None]
+    if not docs:
+        return None
+    if len(docs) > 1 or not isinstance(docs[0], dict):
+        raise KubeconfigError(f"{path}: not a kubeconfig")
+    _duplicate_or_bomb(docs[0], duplicates, str(path))
+    return docs[0]
+
+
 def load_kubeconfig(paths: Sequence[str | Path]) -> Kubeconfig:
     """Read and merge kubeconfig files. ``KubeconfigError`` for a file that is not a
     kubeconfig; ``OSError`` (unreadable, gone) is left to the caller."""
-    import yaml
-
     current = ""
     merged: dict[str, dict[str, Mapping[str, Any]]] = {s: {} for s, _ in _SECTIONS}
+    origins: dict[tuple[str, str], str] = {}
     for path in paths:
-        raw = Path(path).read_bytes()
-        try:
-            doc = yaml.safe_load(raw.decode("utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise KubeconfigError(f"{path}: not a kubeconfig: {exc}") from None
+        doc = _read(path)
         if doc is None:
             continue
-        if not isinstance(doc, Mapping):
-            raise KubeconfigError(f"{path}: not a kubeconfig")
+        _check_fields(doc, _TOP_FIELDS, str(path))
         base = Path(path).resolve().parent
         current = current or str(doc.get("current-context") or "")
         for section, inner in _SECTIONS:
             entries = doc.get(section) or []
             if not isinstance(entries, list):
                 raise KubeconfigError(f"{path}: {section}: must be a list")
-            for entry in entries:
-                if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-                    continue
-                if entry["name"] in merged[section]:
-                    continue
+            names: set[str] = set()
+            for i, entry in enumerate(entries):
+                if not isinstance(entry, Mapping):
+                    raise KubeconfigError(f"{path}: {section}[{i}]: not an object")
+                name = entry.get("name") or ""
+                if not isinstance(name, str):
+                    raise KubeconfigError(f"{path}: {section}[{i}]: name: must be a string")
+                if name in names:
+                    raise KubeconfigError(f"{path}: {section}: {name!r} is named twice")
+                names.add(name)
                 body = entry.get(inner) or {}
                 if not isinstance(body, Mapping):
-                    raise KubeconfigError(f"{path}: {section} {entry['name']!r}: not an object")
+                    raise KubeconfigError(f"{path}: {section} {name!r}: not an object")
+                where = f"{path}: {section} {name!r}"
+                _check_fields(body, _ENTRY_FIELDS[section], where)
+                if section == "users":
+                    _check_user(body, where)
+                if name in merged[section]:
+                    continue
                 body = dict(body)
                 for key in _FILE_KEYS[section]:
                     if key in body:
@@ -321,5 +622,13 @@ def load_kubeconfig(paths: Sequence[str | Path]) -> Kubeconfig:
                     command = spec.get("command")
                     if isinstance(command, str) and os.sep in command:
                         body["exec"] = {**spec, "command": _absolute(base, command)}
-                merged[section][entry["name"]] = body
-    return Kubeconfig(current, merged["clusters"], merged["users"], merged["contexts"])
+                merged[section][name] = body
+                origins[(section, name)] = str(path)
+    return Kubeconfig(
+        current,
+        merged["clusters"],
+        merged["users"],
+        merged["contexts"],
+        files=tuple(str(p) for p in paths),
+        origins=origins,
+    )

@@ -23,7 +23,29 @@ A 401 makes the credentials refresh once, and the request is sent again when the
 anything (a request is never repeated with the credentials that were just refused); a second 401
 is the caller's answer. The static parts of a kubeconfig (server, CA, TLS server name,
 ``proxy-url``, contexts) are read by kubernetes-asyncio's own loader from the merged kubeconfig
-with the refreshable parts taken out, so the library never runs the plugin itself.
+with the refreshable parts and client certificates taken out, so the library never runs the
+plugin itself nor writes a key to a temporary file of its own.
+
+Which configuration, and which identity, follows clientcmd's loading rules
+(``ClientConfigLoadingRules.Load``, ``DeferredLoadingClientConfig.ClientConfig``):
+``--kubeconfig`` naming a missing file is an error, files ``$KUBECONFIG`` lists that do not exist
+are skipped, and a file that exists but cannot be read or decoded is an error naming it
+(``kube.kubeconfig``), as is a context, cluster or user it names that is missing. The in-cluster
+ServiceAccount is used only when the merged configuration chooses no context at all (client-go's
+``ErrEmptyConfig``) and no kubeconfig, context or override was named: a kubeconfig that fails
+never falls back to it, since that would be another identity.
+
+Credentials travel only over TLS, as in ``DirectClientConfig.ClientConfig``: for a server that is
+not ``https`` (``kube.kubeconfig.transport_tls``) no token, token file, client certificate, basic
+auth or auth provider is read and no exec plugin runs; one warning says so. Impersonation is
+still sent: client-go sets it before that test.
+
+A client key that exists only in memory — ``client-key-data`` or an exec plugin's
+``clientKeyData`` — reaches the TLS context through files, since Python's ``ssl`` loads keys
+from files only: they are written to a fresh private (0700) directory just before the
+connection pool's TLS context is built and removed as soon as it has loaded them, within one
+synchronous step (``Credentials.presented``), so no key file outlives that step, not even across
+a crash.
 
 The proxy rule (kubectl's ``ProxyFromEnvironment``) is applied here for both commands
 (``resolve_proxy_once``), and so is a kubeconfig user's (or ``--as``'s) impersonation: its
@@ -33,20 +55,31 @@ The proxy rule (kubectl's ``ProxyFromEnvironment``) is applied here for both com
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
 import os
+import shutil
+import ssl
 import tempfile
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from evictor.api.health import ApiHealth
-from kube.kubeconfig import Impersonation, Kubeconfig, Overrides, load_kubeconfig
+from kube.kubeconfig import (
+    Impersonation,
+    Kubeconfig,
+    KubeconfigError,
+    Overrides,
+    ResolvedContext,
+    load_kubeconfig,
+    transport_tls,
+)
 from kube.net import is_loopback
 from kube.times import parse_rfc3339
 
@@ -206,11 +239,11 @@ class Credentials:
     token_file: _TokenFile | None = None
     exec: _Exec | None = None
     cert_files: _CertFiles | None = None
+    key_pair: tuple[bytes, bytes] | None = None  # a client certificate and key held in memory
     clock: Callable[[], float] = time.time
     refreshes: int = 0  # refreshes forced by a 401
     tls_generation: int = 0  # client certificate changes so far
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _exec_files: tuple[str, str] | None = None
 
     async def apply(
         self, configuration: Any, *, force: bool = False, refused: object = None
@@ -233,7 +266,7 @@ class Credentials:
                 await self.exec.run()
                 token = self.exec.token
                 if self.exec.cert and (self.exec.cert, self.exec.key) != old:
-                    self._write_exec_pair(configuration)
+                    self.key_pair = (self.exec.cert, self.exec.key)
                     tls_changed = True
             elif self.exec is not None:
                 token = self.exec.token
@@ -253,28 +286,28 @@ class Credentials:
         """What a request is sent with: the bearer token and the certificate's generation."""
         return (configuration.api_key.get("BearerToken"), self.tls_generation)
 
-    def _write_exec_pair(self, configuration: Any) -> None:
-        assert self.exec is not None
-        if self._exec_files is None:
-            directory = tempfile.mkdtemp(prefix="evictor-exec-")
-            self._exec_files = (
-                os.path.join(directory, "tls.crt"),
-                os.path.join(directory, "tls.key"),
-            )
-        for path, data in zip(self._exec_files, (self.exec.cert, self.exec.key), strict=True):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        configuration.cert_file, configuration.key_file = self._exec_files
-
-    def close(self) -> None:
-        if self._exec_files is not None:
-            for path in self._exec_files:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.dirname(self._exec_files[0]))
-            self._exec_files = None
+    @contextlib.contextmanager
+    def presented(self, configuration: Any) -> Iterator[None]:
+        """While active, ``configuration`` names files holding ``key_pair`` (if any), for the
+        TLS context built inside: in a new private directory (``mkdtemp``: 0700, files 0600),
+        removed with them on the way out, and the configuration's own files put back. Keep
+        the block synchronous, so the files exist only while the context loads them."""
+        if self.key_pair is None:
+            yield
+            return
+        saved = (configuration.cert_file, configuration.key_file)
+        directory = tempfile.mkdtemp(prefix="evictor-tls-")
+        try:
+            paths = (os.path.join(directory, "tls.crt"), os.path.join(directory, "tls.key"))
+            for path, data in zip(paths, self.key_pair, strict=True):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+            configuration.cert_file, configuration.key_file = paths
+            yield
+        finally:
+            configuration.cert_file, configuration.key_file = saved
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 # --- the client -----------------------------------------------------------------------------
@@ -313,7 +346,7 @@ def _client_class() -> Any:
             credentials: Credentials,
             impersonation: Impersonation | None = None,
         ) -> None:
-            with system_cas_on_first_use():
+            with system_cas_on_first_use(), credentials.presented(configuration):
                 super().__init__(configuration=configuration)
             self.credentials = credentials
             self._impersonation_lines = header_lines(impersonation) if impersonation else ()
@@ -403,7 +436,7 @@ def _client_class() -> Any:
             from kubernetes_asyncio.client.rest import RESTClientObject
 
             self.retired.append(self.rest_client)
-            with system_cas_on_first_use():
+            with system_cas_on_first_use(), self.credentials.presented(self.configuration):
                 self.rest_client = RESTClientObject(self.configuration)
             if self.on_new_rest_client is not None:
                 self.on_new_rest_client(self)
@@ -414,7 +447,6 @@ def _client_class() -> Any:
                 with contextlib.suppress(Exception):
                     await old.close()
             self.retired.clear()
-            self.credentials.close()
             await super().close()
 
     return RefreshingApiClient
@@ -423,20 +455,51 @@ def _client_class() -> Any:
 # --- kubeconfig -----------------------------------------------------------------------------
 
 
-def _kubeconfig_paths(explicit: str | None) -> list[str]:
+def _kubeconfig_paths(explicit: str | None) -> tuple[list[str], str]:
+    """The files to merge, as clientcmd's loading rules choose them: ``--kubeconfig`` alone
+    (which must exist), else those ``$KUBECONFIG`` lists that exist (once each), else
+    ``~/.kube/config`` if it exists. Also answers ``$KUBECONFIG`` when it named only missing
+    files (for the message when nothing else can be used)."""
     if explicit is not None:
-        if not os.path.isfile(explicit):
+        if not os.path.exists(explicit):
             raise NoSuchKubeconfig(explicit)
-        return [explicit]
+        return [explicit], ""
     env = os.environ.get("KUBECONFIG", "")
-    paths = [p for p in env.split(os.pathsep) if p]
-    if paths:
-        found = [p for p in paths if os.path.isfile(p)]
-        if not found:
-            raise NoSuchKubeconfig(env, from_env=True)
-        return found
+    listed = list(dict.fromkeys(p for p in env.split(os.pathsep) if p))
+    if listed:
+        found = [p for p in listed if os.path.exists(p)]
+        return found, "" if found else env
     default = os.path.expanduser("~/.kube/config")
-    return [default] if os.path.isfile(default) else []
+    return ([default] if os.path.exists(default) else []), ""
+
+
+def _read_kubeconfig(paths: Sequence[str]) -> Kubeconfig:
+    """The merged files; ``InvalidConfiguration`` naming the file that cannot be used."""
+    try:
+        return load_kubeconfig(paths)
+    except KubeconfigError as exc:
+        raise InvalidConfiguration(str(exc)) from None
+    except OSError as exc:
+        where = exc.filename or ", ".join(paths)
+        raise InvalidConfiguration(f"{where}: {exc.strerror or exc}") from None
+
+
+def _key_pair(user: Mapping[str, Any]) -> tuple[bytes, bytes] | None:
+    """The user's client certificate and key, when either is given inline (``*-data``): both
+    read into memory (the other from its file), for ``Credentials.presented``."""
+    if not (user.get("client-certificate-data") or user.get("client-key-data")):
+        return None
+    pair: list[bytes] = []
+    for key in ("client-certificate", "client-key"):
+        data = user.get(f"{key}-data")
+        if data:
+            pair.append(base64.b64decode("".join(str(data).split()), validate=True))
+        elif user.get(key):
+            with open(str(user[key]), "rb") as f:
+                pair.append(f.read())
+        else:
+            return None  # half a pair: no client certificate (client-go's HasCertAuth)
+    return pair[0], pair[1]
 
 
 def _credentials(user: Mapping[str, Any], clock: Callable[[], float]) -> Credentials:
@@ -458,9 +521,24 @@ def _credentials(user: Mapping[str, Any], clock: Callable[[], float]) -> Credent
             env=env,
             api_version=str(spec.get("apiVersion") or "client.authentication.k8s.io/v1"),
         )
-    if user.get("client-certificate") and user.get("client-key"):
+    creds.key_pair = _key_pair(user)
+    if creds.key_pair is None and user.get("client-certificate") and user.get("client-key"):
         creds.cert_files = _CertFiles(str(user["client-certificate"]), str(user["client-key"]))
     return creds
+
+
+def _credentials_withheld(resolved: ResolvedContext) -> str:
+    """The one warning line for credentials not sent to a server that is not ``https``
+    ("" when the user holds none). The server is named without any user:password in it."""
+    kinds = resolved.identification()
+    if not kinds:
+        return ""
+    url = urllib.parse.urlsplit(resolved.server)
+    server = f"{url.scheme}://{url.netloc.rpartition('@')[2]}" if url.netloc else resolved.server
+    return (
+        f"credentials not sent ({', '.join(kinds)}): the server {server} is not https, and "
+        "kubeconfig credentials go over TLS only"
+    )
 
 
 async def connect(
@@ -473,12 +551,14 @@ async def connect(
     clock: Callable[[], float] = time.time,
     service_account_dir: str = SERVICE_ACCOUNT_DIR,
     overrides: Overrides | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Connection:
     """The API client for ``prog`` from ``kubeconfig`` (else ``$KUBECONFIG``, else
     ``~/.kube/config``) changed by kubectl's global ``overrides`` (``--server``, ``--token``,
     ``--cluster``, ``--user``, ``--as`` …), acting as the user's ``as`` (if any), or in-cluster
-    when there is none and neither a kubeconfig, a context nor an override was named. Raises
-    ``ConfigError``."""
+    when they choose no context and neither a kubeconfig, a context nor an override was named
+    (the module docstring). ``warn`` gets the line about credentials kept from a server that
+    is not https (default: this module's logger). Raises ``ConfigError``."""
     from evictor.api.deferred import defer_client_models, defer_system_cas
 
     defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up
@@ -486,34 +566,45 @@ async def connect(
     from kubernetes_asyncio.client.configuration import Configuration
 
     cfg = Configuration()
-    paths = _kubeconfig_paths(kubeconfig)
+    paths, missing_env = _kubeconfig_paths(kubeconfig)
+    merged = _read_kubeconfig(paths)
     namespace: str | None = None
-    try:
-        if paths:
-            merged = load_kubeconfig(paths)
-        elif overrides is not None and overrides.server:
-            merged = Kubeconfig()  # kubectl --server URL --token T needs no kubeconfig
-        else:
-            raise InvalidConfiguration("no kubeconfig found")
-        name = context
-        if overrides:
-            merged = merged.overridden(context, overrides)
-            name = None  # the overridden context is the current one
-        resolved = merged.resolve(name)
-        impersonation = resolved.impersonation()
-        creds = _credentials(resolved.user, clock)
-        await _load_static(merged.as_dict(), resolved.name, cfg)
-        namespace = resolved.namespace or None
-        used_cluster = False
-    except (ConfigError, OSError, ValueError, TypeError, KeyError) as exc:
-        if kubeconfig is not None or context is not None or overrides or not in_cluster:
+    impersonation: Impersonation | None = None
+    used_cluster = not (context or merged.current_context or overrides)  # ErrEmptyConfig
+    if used_cluster:
+        if kubeconfig is not None or not in_cluster:
+            where = f"{kubeconfig}: " if kubeconfig else ""
+            raise InvalidConfiguration(f"{where}no context chosen (current-context is not set)")
+        creds = _in_cluster(cfg, service_account_dir, clock, paths=paths, missing_env=missing_env)
+    else:
+        try:
+            name = context
+            if overrides:
+                merged = merged.overridden(context, overrides)
+                name = None  # the overridden context is the current one
+            resolved = merged.resolve(name)
+            impersonation = resolved.impersonation()
+            tls = transport_tls(resolved.server)
+            if tls:
+                creds = _credentials(resolved.user, clock)
+            else:  # client-go reads nothing of the user but its impersonation
+                creds = Credentials(clock=clock)
+                if withheld := _credentials_withheld(resolved):
+                    (warn or log.warning)(withheld)
+            await _load_static(merged.as_dict(), resolved.name, cfg, tls=tls)
+            if creds.cert_files is not None:
+                cfg.cert_file, cfg.key_file = creds.cert_files.cert, creds.cert_files.key
+            namespace = resolved.namespace or None
+        except (ConfigError, KubeconfigError, OSError, ValueError, TypeError, KeyError) as exc:
             raise _invalid(exc) from None
-        creds = _in_cluster(cfg, service_account_dir, clock, exc)
-        impersonation = None
-        used_cluster = True
     if pool_size is not None:
         cfg.connection_pool_maxsize = pool_size
-    api = _client_class()(cfg, creds, impersonation)
+    try:
+        api = _client_class()(cfg, creds, impersonation)
+    except ssl.SSLError as exc:
+        raise InvalidConfiguration(f"client certificate and key: {exc}") from None
+    except (OSError, ValueError) as exc:  # a CA file that cannot be read
+        raise _invalid(exc) from None
     from kube.cliutil import user_agent
 
     api.user_agent = user_agent(prog)
@@ -530,20 +621,39 @@ async def connect(
 def _invalid(exc: BaseException) -> ConfigError:
     if isinstance(exc, ConfigError):
         return exc
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return InvalidConfiguration(f"{exc.filename}: {exc.strerror}")
     return InvalidConfiguration(" ".join(str(exc).split()) or type(exc).__name__)
 
 
-async def _load_static(merged: Mapping[str, Any], context: str, cfg: Any) -> None:
+# Every user field that identifies someone, which the library would otherwise read: the
+# refreshable ones and client certificates are this module's, the rest go only over TLS.
+_USER_CREDENTIALS: Final = (
+    "exec",
+    "tokenFile",
+    "token",
+    "client-certificate",
+    "client-certificate-data",
+    "client-key",
+    "client-key-data",
+)
+
+
+async def _load_static(merged: Mapping[str, Any], context: str, cfg: Any, *, tls: bool) -> None:
     """Server, CA, TLS and proxy through kubernetes-asyncio's own loader, with the
-    refreshable credentials taken out so that it runs and reads none of them."""
+    credentials this module handles taken out so that it runs and reads none of them; auth
+    providers and basic auth stay the library's, and only for a ``tls`` server (else every
+    user is emptied: the library would send basic auth, or a provider's token, over http)."""
     from kubernetes_asyncio.config import kube_config
     from kubernetes_asyncio.config.config_exception import ConfigException
 
     static = json.loads(json.dumps(merged))
     for entry in static["users"]:
         user = entry.get("user") or {}
-        for key in ("exec", "tokenFile", "token"):  # auth-provider and basic auth: the library's
+        for key in _USER_CREDENTIALS:
             user.pop(key, None)
+        if not tls:
+            entry["user"] = {}
     try:
         await kube_config.load_kube_config_from_dict(
             static, context=context, client_configuration=cfg
@@ -553,16 +663,31 @@ async def _load_static(merged: Mapping[str, Any], context: str, cfg: Any) -> Non
 
 
 def _in_cluster(
-    cfg: Any, directory: str, clock: Callable[[], float], why: BaseException
+    cfg: Any,
+    directory: str,
+    clock: Callable[[], float],
+    *,
+    paths: Sequence[str],
+    missing_env: str,
 ) -> Credentials:
     """client-go's ``InClusterConfig``: the service's address from the environment, the CA
-    and the token from the ServiceAccount volume (the token re-read as it rotates)."""
+    and the token from the ServiceAccount volume (the token re-read as it rotates). When that
+    is not possible either, says what was looked for."""
     host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
     port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
     token = os.path.join(directory, "token")
     ca = os.path.join(directory, "ca.crt")
     if not host or not port or not os.path.isfile(token):
-        raise NotInCluster(f"no usable kubeconfig and not running in a cluster: {_invalid(why)}")
+        if missing_env:
+            raise NoSuchKubeconfig(missing_env, from_env=True)
+        where = (
+            f"{', '.join(paths)}: no context chosen (current-context is not set)"
+            if paths
+            else "no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config)"
+        )
+        raise NotInCluster(
+            f"{where}, and not running in a cluster (KUBERNETES_SERVICE_HOST and _PORT, {token})"
+        )
     cfg.host = f"https://{host}:{port}" if ":" not in host else f"https://[{host}]:{port}"
     if os.path.isfile(ca):
         cfg.ssl_ca_cert = ca

@@ -104,6 +104,26 @@ def test_run_with_missing_kubeconfig_is_a_usage_error(tmp_path: Path) -> None:
     assert "kubeconfig" in err and "Traceback" not in err
 
 
+def test_run_with_a_kubeconfig_it_cannot_read_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # in a pod, with a ServiceAccount at hand: still refused at start-up, naming the file and
+    # the field, never run as that other identity
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    kubeconfig = tmp_path / "kc"
+    kubeconfig.write_text("clusters: [{name: c, cluster: {server: 6443}}]\n")
+    args = ["run", "--node-name", "n1", "--listen", "127.0.0.1:0", "--proc-root", str(tmp_path)]
+    for how in (("--kubeconfig", str(kubeconfig)), ()):
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        code, _, err = run(*args, *how, "--cgroup-root", str(tmp_path))
+        assert code == 2
+        assert err.splitlines() == [
+            f"error: kubeconfig (--kubeconfig): {kubeconfig}: clusters 'c': server: must be a "
+            "string, not a number"
+        ]
+
+
 def test_rank_from_a_stats_file_explains_positions(tmp_path: Path) -> None:
     mi = 2**20
     summary = {

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
@@ -193,20 +194,30 @@ async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
     async with kubesim.serve(
-        state=NODES, time_scale=0.01, bookmark_interval=0.2, authorization="rbac"
+        state=NODES, time_scale=0.01, bookmark_interval=0.2, authorization="rbac", tls=True
     ) as s:
         yield s
 
 
+def session_for(sim: Simulator) -> aiohttp.ClientSession:
+    """An HTTP session that trusts the (TLS) kubesim's CA: tokens go over TLS only."""
+    ca = sim.certificate_authority_pem()
+    assert ca is not None
+    context = ssl.create_default_context(cadata=ca.decode())
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context))
+
+
 @pytest.fixture
 async def admin(sim: Simulator) -> AsyncIterator[Admin]:
-    async with aiohttp.ClientSession() as session:
+    async with session_for(sim) as session:
         yield Admin(sim, session)
 
 
 def agent_kubeconfig(tmp_path: Path, sim: Simulator, token: str) -> Path:
     users = {"agent": {"token": token}}
-    return write_kubeconfig(tmp_path / "agent.kubeconfig", sim.url, users, current="agent")
+    ca = sim.certificate_authority_pem()
+    path = tmp_path / "agent.kubeconfig"
+    return write_kubeconfig(path, sim.url, users, current="agent", certificate_authority=ca)
 
 
 async def episode(
@@ -469,7 +480,7 @@ def drain_cluster() -> list[dict[str, Any]]:
 async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: Path) -> None:
     """``deploy/evict/drain-clusterrole.yaml``, bound to a group, is all a drain needs."""
     objs = drain_cluster()
-    async with living(objs, authorization="rbac") as sim, aiohttp.ClientSession() as session:
+    async with living(objs, authorization="rbac", tls=True) as sim, session_for(sim) as session:
         await settle(sim)
         admin = Admin(sim, session)
         [role] = docs(DEPLOY / "evict" / "drain-clusterrole.yaml")
@@ -511,7 +522,7 @@ async def test_evict_drains_with_exactly_the_documented_cluster_role(tmp_path: P
 async def test_evict_plans_with_exactly_the_documented_read_only_role(tmp_path: Path) -> None:
     """``deploy/evict/plan-clusterrole.yaml`` alone is all ``evict drain --plan`` needs."""
     objs = drain_cluster()
-    async with living(objs, authorization="rbac") as sim, aiohttp.ClientSession() as session:
+    async with living(objs, authorization="rbac", tls=True) as sim, session_for(sim) as session:
         await settle(sim)
         admin = Admin(sim, session)
         [role] = docs(DEPLOY / "evict" / "plan-clusterrole.yaml")

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import stat
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import AsyncIterator
@@ -24,7 +26,7 @@ import yaml
 
 import kubesim
 from evictor.api.calls import request
-from evictor.api.connect import CERT_CHECK, EXEC_SKEW, TOKEN_FILE_PERIOD, connect
+from evictor.api.connect import CERT_CHECK, EXEC_SKEW, TOKEN_FILE_PERIOD, Credentials, connect
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 
@@ -396,3 +398,119 @@ async def test_a_broken_plugin_is_a_configuration_error_at_connect(
     (tmp_path / "plugin.py").write_text("import sys; print('nope', file=sys.stderr); sys.exit(3)")
     with pytest.raises(ConfigError, match="exit 3: nope"):
         await connect(kubeconfig=str(kubeconfig(sim, tmp_path / "kc", user)), prog="test")
+
+
+CERT_PLUGIN = textwrap.dedent(
+    """
+    import json, os, sys
+    d = sys.argv[1]
+    status = {"clientCertificateData": open(os.path.join(d, "exec.crt")).read(),
+              "clientKeyData": open(os.path.join(d, "exec.key")).read()}
+    expiry = open(os.path.join(d, "expiry")).read().strip()
+    if expiry:
+        status["expirationTimestamp"] = expiry
+    print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                      "status": status}))
+    """
+)
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The process's temporary directory (``tempfile.tempdir``), watched by the test."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
+
+
+def holding(directory: Path, secret: bytes) -> list[Path]:
+    """The files under ``directory`` that hold ``secret``."""
+    return [p for p in directory.rglob("*") if p.is_file() and secret in p.read_bytes()]
+
+
+async def test_an_exec_plugins_client_key_is_on_disk_only_while_tls_loads_it(
+    sim: Simulator, tmp_path: Path, private_tmp: Path
+) -> None:
+    ca = sim.certificate_authority
+    assert ca is not None
+
+    def renew(user: str) -> bytes:
+        creds = ca.issue_client(user, ["system:masters"])
+        (tmp_path / "exec.crt").write_bytes(creds.certificate)
+        (tmp_path / "exec.key").write_bytes(creds.key)
+        return creds.key
+
+    keys = [renew("exec-before")]
+    clock = Clock()
+    (tmp_path / "plugin.py").write_text(CERT_PLUGIN)
+    (tmp_path / "expiry").write_text(rfc3339(clock.now + 300))
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": [str(tmp_path / "plugin.py"), str(tmp_path)],
+            "interactiveMode": "Never",
+        }
+    }
+    conn = await connect(
+        kubeconfig=str(kubeconfig(sim, tmp_path / "kc", user)), prog="test", clock=clock
+    )
+    api = conn.api_client
+    try:
+        assert holding(private_tmp, keys[0]) == []  # loaded, and gone already
+        assert await get_node(api) == 200
+        keys.append(renew("exec-after"))  # the plugin hands out a renewed pair when due
+        clock.now += 300 - EXEC_SKEW
+        assert await get_node(api) == 200
+        assert [u for _, u in codes(sim)] == ["exec-before", "exec-after"]
+    finally:
+        await api.close()
+    # the CA may be in a temporary file (it is public); no key is in any, nor a directory left
+    assert [holding(private_tmp, key) for key in keys] == [[], []]
+    assert not [p for p in private_tmp.iterdir() if p.is_dir()]
+
+
+async def test_an_inline_client_key_never_lands_in_a_temporary_file(
+    sim: Simulator, tmp_path: Path, private_tmp: Path
+) -> None:
+    ca = sim.certificate_authority
+    assert ca is not None
+    creds = ca.issue_client("inline", ["system:masters"])
+    user = {
+        "client-certificate-data": base64.b64encode(creds.certificate).decode(),
+        "client-key-data": base64.b64encode(creds.key).decode(),
+    }
+    conn = await connect(kubeconfig=str(kubeconfig(sim, tmp_path / "kc", user)), prog="test")
+    try:
+        assert await get_node(conn.api_client) == 200
+        assert codes(sim)[-1][1] == "inline"
+        # the CA may be in a temporary file (it is public); the key is in none
+        assert holding(private_tmp, creds.key) == []
+        assert not [p for p in private_tmp.iterdir() if p.is_dir()]
+    finally:
+        await conn.api_client.close()
+
+
+def test_key_files_live_in_a_private_directory_for_one_step(private_tmp: Path) -> None:
+    class Configuration:  # the two attributes kubernetes-asyncio's TLS context reads
+        cert_file: str | None = "/etc/user.crt"
+        key_file: str | None = "/etc/user.key"
+
+    cfg = Configuration()
+    creds = Credentials(key_pair=(b"CERT", b"KEY"))
+    with creds.presented(cfg):
+        assert cfg.cert_file is not None and cfg.key_file is not None
+        directory = Path(cfg.key_file).parent
+        assert directory.parent == private_tmp
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+        assert stat.S_IMODE(Path(cfg.key_file).stat().st_mode) == 0o600
+        assert Path(cfg.cert_file).read_bytes() == b"CERT"
+        assert Path(cfg.key_file).read_bytes() == b"KEY"
+    assert not directory.exists()
+    assert (cfg.cert_file, cfg.key_file) == ("/etc/user.crt", "/etc/user.key")
+    with pytest.raises(RuntimeError), creds.presented(cfg):  # a failed load cleans up too
+        raise RuntimeError
+    assert list(private_tmp.iterdir()) == []
+    with Credentials().presented(cfg):  # nothing in memory: the configuration's own files
+        assert cfg.key_file == "/etc/user.key"

@@ -153,7 +153,7 @@ class Seen:
 
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
-    async with living(STATE, authorization="rbac") as s:
+    async with living(STATE, authorization="rbac", tls=True) as s:  # tokens go over TLS only
         await settle(s)
         s.tokens.add("ops-token", UserInfo("ops"))
         s.tokens.add("intruder-token", UserInfo("intruder"))
@@ -174,7 +174,9 @@ def kubeconfig(tmp_path: Path, sim: Simulator) -> str:
         },
         "intruder": {"token": "intruder-token"},
     }
-    return str(write_kubeconfig(tmp_path / "config", sim.url, users, current="ops"))
+    ca = sim.certificate_authority_pem()
+    path = tmp_path / "config"
+    return str(write_kubeconfig(path, sim.url, users, current="ops", certificate_authority=ca))
 
 
 def cordoned(sim: Simulator, name: str) -> bool:

@@ -84,22 +84,24 @@ async def test_kubectl_finds_and_runs_the_plugin_with_its_global_flags() -> None
 async def test_kubectls_flags_over_the_kubeconfig_reach_the_plugin(tmp_path: Path) -> None:
     objs = [node("node-1"), node("node-2"), replicaset("web", replicas=1)]
     objs += [pod("web-0", node_name="node-1", app="web")]
-    async with living(objs, authorization="rbac") as sim:
+    async with living(objs, authorization="rbac", tls=True) as sim:
         await settle(sim)
         token = sim.tokens.add("admin-token", UserInfo("ops", groups=("system:masters",)))
         home = tmp_path / "home"
         home.mkdir()
+        ca = tmp_path / "ca.crt"
+        ca.write_bytes(sim.certificate_authority_pem() or b"")
+        server = (f"--server={sim.url}", f"--certificate-authority={ca}")
         # No kubeconfig anywhere: --server and --token are all there is, as with kubectl.
         code, out, err = await kubectl(
-            "evict", "drain", "node-1", "--plan", f"--server={sim.url}", "--token", token,
-            home=home,
-        )  # fmt: skip
+            "evict", "drain", "node-1", "--plan", *server, "--token", token, home=home
+        )
         assert code == 0, err
         assert "the drain finishes" in out
         assert {r.user for r in sim.requests if r.path == "/api/v1/pods"} == {"ops"}
         # --as and --as-group (one header line each) too: the API server sees whom ops acts as
         code, out, err = await kubectl(
-            "evict", "drain", "node-1", "--plan", f"--server={sim.url}", "--token", token,
+            "evict", "drain", "node-1", "--plan", *server, "--token", token,
             "--as=auditor", "--as-group=system:masters", "--as-group=auditors", home=home,
         )  # fmt: skip
         assert code == 0, err
@@ -111,7 +113,12 @@ async def test_kubectls_flags_over_the_kubeconfig_reach_the_plugin(tmp_path: Pat
         config.write_text(
             json.dumps(
                 {
-                    "clusters": [{"name": "c", "cluster": {"server": sim.url}}],
+                    "clusters": [
+                        {
+                            "name": "c",
+                            "cluster": {"server": sim.url, "certificate-authority": str(ca)},
+                        }
+                    ],
                     "users": [
                         {"name": "nobody", "user": {"token": "wrong"}},
                         {"name": "ops", "user": {"token": token}},

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kube.kubeconfig import (
@@ -83,13 +83,35 @@ def test_file_references_are_relative_to_their_file(tmp_path: Path) -> None:
 def test_missing_entries(tmp_path: Path) -> None:
     doc = {
         "current-context": "gone",
-        "contexts": [{"name": "bare", "context": {"cluster": "nowhere"}}],
+        "clusters": [{"name": "here", "cluster": {"server": "https://here"}}],
+        "contexts": [
+            {"name": "bare", "context": {"cluster": "nowhere"}},
+            {"name": "nobody", "context": {"cluster": "here", "user": "ghost"}},
+            {"name": "anonymous", "context": {"cluster": "here"}},
+        ],
     }
-    config = load_kubeconfig([_write(tmp_path / "config", doc)])
-    with pytest.raises(KubeconfigError, match='context "gone" does not exist'):
+    path = _write(tmp_path / "config", doc)
+    config = load_kubeconfig([path])
+    with pytest.raises(KubeconfigError, match=f'^{path}: context "gone" does not exist$'):
         config.resolve()
-    bare = config.resolve("bare")
-    assert (bare.cluster, bare.user, bare.server, bare.namespace) == ({}, {}, "", "")
+    with pytest.raises(KubeconfigError, match=f'^{path}: context "gone" does not exist$'):
+        config.overridden(None, Overrides(token="t"))  # the flags do not make it exist
+    # a context naming an entry no file defines is refused, naming the file: client-go would
+    # carry on with an empty one (no credentials, or the in-cluster account) — another identity
+    for context, message in (
+        ("bare", 'cluster "nowhere" was not found for context "bare"'),
+        ("nobody", 'user "ghost" was not found for context "nobody"'),
+    ):
+        with pytest.raises(KubeconfigError, match=f"^{path}: {message}$"):
+            config.resolve(context)
+        with pytest.raises(KubeconfigError, match=f"^{path}: {message}$"):
+            config.overridden(context, Overrides(token="t"))
+    # a context that names no user is anonymous, as the file says
+    anonymous = config.resolve("anonymous")
+    assert (anonymous.server, anonymous.user, anonymous.namespace) == ("https://here", {}, "")
+    unset = _write(tmp_path / "unset", {"contexts": doc["contexts"]})
+    with pytest.raises(KubeconfigError, match=f"^{unset}: no context chosen$"):
+        load_kubeconfig([unset]).resolve()
 
 
 def test_as_dict_has_the_file_shape(tmp_path: Path) -> None:
@@ -102,9 +124,37 @@ def test_as_dict_has_the_file_shape(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("- just\n- a list\n", "not a kubeconfig$"),
-        ("clusters: [unclosed\n", "not a kubeconfig: "),
+        ("clusters: [unclosed\n", "not a kubeconfig: invalid YAML: line 2, column 1: "),
         ("clusters: 3\n", "clusters: must be a list"),
         ("contexts: [{name: a, context: 3}]\n", "contexts 'a': not an object"),
+        ("contexts: [3]\n", r"contexts\[0\]: not an object"),
+        ("users: [{name: [u]}]\n", r"users\[0\]: name: must be a string"),
+        ("users: [{name: u}, {name: u}]\n", "users: 'u' is named twice"),
+        ("current-context: [a]\n", "current-context: must be a string, not a list"),
+        # the JSON types of clientcmd's v1 structs: Go's decoder refuses the others
+        ("users: [{name: u, user: {token: 5}}]\n", "users 'u': token: must be a string, not a"),
+        ("users: [{name: u, user: {tokenFile: [t]}}]\n", "users 'u': tokenFile: must be a str"),
+        ("users: [{name: u, user: {client-key-data: '%%%'}}]\n", "users 'u': client-key-data: not"),
+        ("users: [{name: u, user: {exec: [sh]}}]\n", "users 'u': exec: must be an object, n"),
+        ("users: [{name: u, user: {exec: {args: sh}}}]\n", "users 'u': exec: args: must be a"),
+        ("users: [{name: u, user: {exec: {env: [{name: 1}]}}}]\n", r"users 'u': exec: env\[0\]"),
+        ("users: [{name: u, user: {auth-provider: {config: {a: 1}}}}]\n", "users 'u': auth-prov"),
+        ("clusters: [{name: c, cluster: {server: 6443}}]\n", "clusters 'c': server: must be"),
+        (
+            "clusters: [{name: c, cluster: {insecure-skip-tls-verify: 'no'}}]\n",
+            "clusters 'c': insecure-skip-tls-verify: must be true or false, not a string",
+        ),
+        ("contexts: [{name: c, context: {namespace: 7}}]\n", "contexts 'c': namespace: must be"),
+        # a key given twice: which token was meant?
+        ("users: [{name: u, user: {token: a, token: b}}]\n", r"users\[0\].user.token: given tw"),
+        # YAML aliases that make a 200-byte file a billion values
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
+            "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e]\n"
+            "g: [*f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
+            "more than 100000 values",
+        ),
     ],
 )
 def test_not_a_kubeconfig(tmp_path: Path, text: str, message: str) -> None:
@@ -112,6 +162,48 @@ def test_not_a_kubeconfig(tmp_path: Path, text: str, message: str) -> None:
     path.write_text(text, encoding="utf-8")
     with pytest.raises(KubeconfigError, match=f"^{path}: {message}"):
         load_kubeconfig([path])
+
+
+def test_an_unused_entry_of_the_wrong_type_fails_the_load_too(tmp_path: Path) -> None:
+    # Go decodes the whole file before choosing a context
+    doc = _config("a", "https://a", token="t")
+    doc["users"].append({"name": "other", "user": {"token": 5}})  # type: ignore[attr-defined]
+    path = _write(tmp_path / "config", doc)
+    with pytest.raises(KubeconfigError, match=f"^{path}: users 'other': token: must be"):
+        load_kubeconfig([path])
+    # in a second file as well, though the first one's entries win
+    good = _write(tmp_path / "good", _config("a", "https://a", token="t"))
+    with pytest.raises(KubeconfigError, match=f"^{path}: "):
+        load_kubeconfig([good, path])
+    # fields clientcmd does not know are ignored, as Go's decoder ignores them
+    doc["users"][1]["user"] = {"token": "t", "future-field": 5}  # type: ignore[index]
+    _write(path, doc)
+    assert load_kubeconfig([path]).resolve().user == {"token": "t"}
+
+
+@pytest.mark.parametrize(
+    ("user", "message"),
+    [
+        ({"token": "t", "username": "u", "password": "p"}, "more than one authentication"),
+        ({"client-certificate-data": "eA=="}, "needs client-key or client-key-data"),
+        ({"client-key": "k", "client-key-data": "eA==", "client-certificate": "c"}, "both set"),
+        ({"exec": {"apiVersion": "v1"}}, "exec plugin for a: command must be set"),
+        ({"exec": {"command": "x"}}, "exec plugin for a: apiVersion must be set"),
+        ({"exec": {"command": "x", "apiVersion": "v1", "env": [{"value": "v"}]}}, "needs a name"),
+        ({"exec": {"command": "x", "apiVersion": "v1", "interactiveMode": "Often"}}, "Often"),
+        (
+            {"exec": {"command": "x", "apiVersion": "v1"}, "auth-provider": {"name": "oidc"}},
+            "an exec plugin and an auth-provider for a",
+        ),
+    ],
+)
+def test_the_user_a_context_uses_is_checked_as_client_go_checks_it(
+    tmp_path: Path, user: dict[str, object], message: str
+) -> None:
+    path = _write(tmp_path / "config", _config("a", "https://a", **user))
+    config = load_kubeconfig([path])
+    with pytest.raises(KubeconfigError, match=f"^{path}: .*{message}"):
+        config.resolve()
 
 
 def test_binary_and_empty_files(tmp_path: Path) -> None:
@@ -269,3 +361,34 @@ def test_the_impersonation_flags_replace_the_users_fields(tmp_path: Path) -> Non
     with pytest.raises(KubeconfigError, match=r"^--as-uid needs --as: .* user-extra without imp"):
         Kubeconfig().overridden(None, Overrides(server="https://c", impersonate_uid="u"))
     assert Overrides(impersonate="bob") and Overrides(impersonate_groups=("g",))
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=5,
+)
+STRING_FIELDS = [
+    ("clusters", "cluster", "server"),
+    ("clusters", "cluster", "proxy-url"),
+    ("users", "user", "token"),
+    ("users", "user", "tokenFile"),
+    ("users", "user", "client-key"),
+    ("contexts", "context", "namespace"),
+    ("contexts", "context", "user"),
+]
+
+
+@settings(max_examples=60)  # each example writes and reads a file
+@given(field=st.sampled_from(STRING_FIELDS), value=JSON_VALUES)
+def test_a_string_field_takes_a_string_or_null_and_nothing_else(
+    tmp_path_factory: pytest.TempPathFactory, field: tuple[str, str, str], value: object
+) -> None:
+    section, inner, key = field
+    path = tmp_path_factory.getbasetemp() / "string-field.yaml"
+    _write(path, {section: [{"name": "e", inner: {key: value}}]})
+    if value is None or isinstance(value, str):
+        load_kubeconfig([path])
+    else:
+        with pytest.raises(KubeconfigError, match=f"^{path}: {section} 'e': {key}: must be a str"):
+            load_kubeconfig([path])
