@@ -1,4 +1,4 @@
-"""``bench/scheduler_perf.py``: upstream's workload files played against ``scheduler``.
+"""``bench/scheduler_perf``: upstream's workload files played against ``scheduler``.
 
 The small (integration-test) variant of every test case in the repository's copies of
 upstream's configs runs here and must place every measured pod; the runner must read files as
@@ -18,7 +18,7 @@ import pytest
 
 from tests.benchutil import BENCH_DIR, load_bench
 
-BENCH = BENCH_DIR / "scheduler_perf.py"
+BENCH = BENCH_DIR / "scheduler_perf"  # run as python bench/scheduler_perf
 
 
 SP = load_bench("scheduler_perf")

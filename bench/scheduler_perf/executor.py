@@ -53,7 +53,7 @@ opcodes, feature gates that change the scheduler (``SchedulerAsyncAPICalls`` and
 ``SchedulerAsyncPreemption`` only change how API calls are issued: noted, run as usual), a
 ``schedulerConfigPath``, steady-state pod creation, other metrics than SchedulingThroughput.
 
-Usage: ``bench/scheduler_perf.py [CONFIG…] [--workload REGEX] [--label-filter LABELS]
+Usage: ``python bench/scheduler_perf [CONFIG…] [--workload REGEX] [--label-filter LABELS]
 [--through scheduler|kubesim|both]``; without configs, the repository's copies in
 ``bench/scheduler_perf/``; without a filter, the table of the issue (the workloads in
 ``DEFAULT_TABLE``). One JSON line per workload (``both``: the library's line with the kubesim
@@ -116,7 +116,7 @@ from scheduler.queue import events as qev
 from scheduler.schedule import schedule_one
 from scheduler.snapshot import Snapshot
 
-CONFIG_DIR: Final = Path(__file__).resolve().parent / "scheduler_perf"
+CONFIG_DIR: Final = Path(__file__).resolve().parent  # the package sits beside its configs
 DEFAULT_CONFIGS: Final = (
     CONFIG_DIR / "misc" / "performance-config.yaml",
     CONFIG_DIR / "topology_spreading" / "performance-config.yaml",
@@ -2413,7 +2413,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         print(json.dumps(line), flush=True)
     return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())
