@@ -12,6 +12,6 @@ HERE = Path(__file__).resolve().parent
 if sys.path and Path(sys.path[0] or ".").resolve() == HERE:
     sys.path[0] = str(HERE.parent)
 
-from scheduler_perf.executor import main  # noqa: E402
+from scheduler_perf.cli import main  # noqa: E402
 
 sys.exit(main())
