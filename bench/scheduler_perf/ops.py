@@ -11,11 +11,12 @@ than SchedulingThroughput — raises ``Unmodelled`` with the reason the workload
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from kube.duration import DurationError, parse_go_duration
 
 from . import gojson
 from .config import UNMODELLED_OPS, TestCase, Workload
@@ -52,33 +53,13 @@ MODELLED_GATE_VALUES: Final = {
     "DRAExtendedResource": False,
 }
 
-_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS: Final = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
 
-
-def parse_duration(text: str, where: str) -> float:
-    """Go's ``time.ParseDuration`` (``1m30s``, ``500ms``) in seconds."""
-    if text in ("0", "+0", "-0"):
-        return 0.0
-    body = text.lstrip("+-")
-    pos, total = 0, 0.0
-    while pos < len(body):
-        m = _DURATION_PART.match(body, pos)
-        if m is None:
-            raise ConfigError(f'{where}: time: invalid duration "{text}"')
-        total += float(m[1]) * _DURATION_UNITS[m[2]]
-        pos = m.end()
-    if not body:
-        raise ConfigError(f'{where}: time: invalid duration "{text}"')
-    return -total if text.startswith("-") else total
+def _duration(text: str, where: str) -> float:
+    """A ``metav1.Duration`` field or param: Go's ``time.ParseDuration``, in seconds."""
+    try:
+        return parse_go_duration(text)
+    except DurationError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 @dataclass(slots=True)
@@ -410,9 +391,9 @@ def _plan_op(code: str, raw: Mapping[str, Any], params: Params, base: Path, wher
     if code == "sleep":
         seconds = 0.0
         if raw.get("duration") is not None:
-            seconds = parse_duration(gojson.string(raw["duration"], f"{where}.duration"), where)
+            seconds = _duration(gojson.string(raw["duration"], f"{where}.duration"), where)
         if raw.get("durationParam"):
-            seconds = parse_duration(
+            seconds = _duration(
                 params.string(gojson.string(raw["durationParam"], where), where), where
             )
         return Sleep(seconds)
