@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from kube.strict import ManifestError, check_object, model_for, parse_yaml, read_text
+from kubesim.core.names import generate_name
 
 from .errors import ConfigError
 from .gotemplate import render_template
 
 __all__ = [
     "API_PATHS",
-    "NAME_ALPHABET",
     "NewPod",
     "Templates",
     "base_node",
@@ -31,7 +31,6 @@ __all__ = [
     "labels_match",
 ]
 
-NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 # Where each kind a workload may create lives in the API (namespaced or not).
 API_PATHS: Final[dict[str, tuple[str, bool]]] = {
     "Pod": ("/api/v1/{ns}pods", True),
@@ -172,7 +171,7 @@ class Templates:
         if not isinstance(prefix, str) or not prefix:
             raise ConfigError(f"{kind}: name or generateName is required")
         while True:
-            name = prefix[:58] + "".join(self.rng.choice(NAME_ALPHABET) for _ in range(5))
+            name = generate_name(prefix[:58], self.rng)  # maxGeneratedNameLength
             if (kind, namespace, name) not in self._names:
                 self._names.add((kind, namespace, name))
                 return name
