@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import kubesim
 from kube.objects import Pod
 from kubesim.core.errors import StatusError
-from kubesim.scheduler_loop import (
+from kubesim.scheduling import (
     SchedulerLoop,
     node_update_events,
     status_update,

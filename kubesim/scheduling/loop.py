@@ -48,7 +48,7 @@ What is reproduced (``pkg/scheduler/eventhandlers.go``, ``schedule_one.go``,
   deleted or bound meanwhile;
 * events are ``events.k8s.io/v1`` with ``reportingController: default-scheduler``, created
   through the REST layer (so they are validated and watched like any client's).
-* metrics (``kubesim.scheduler_metrics``): kube-scheduler's pending pods per queue, schedule
+* metrics (``kubesim.scheduling.metrics``): kube-scheduler's pending pods per queue, schedule
   attempts by result, preemption attempts and victims, on the API server's ``/metrics``.
 
 The loop's own work per pod does not grow with the number of pods: watch events are drained
@@ -97,7 +97,7 @@ from kubesim.core.errors import StatusError
 from kubesim.core.store import ADDED, DELETED, Event, Subscription, clone
 from kubesim.plugins.binding import BindingStorage
 from kubesim.registry.generic import DeleteOptions
-from kubesim.scheduler_metrics import SchedulerMetrics
+from kubesim.scheduling.metrics import SchedulerMetrics
 from scheduler.eventhandlers import add_node, add_pending_pod, delete_node, delete_pod
 from scheduler.filters import default_framework
 from scheduler.framework import Code, Framework, fit_error_message
