@@ -24,7 +24,7 @@ lint: $(STAMP)
 
 # Every package is strictly typed, the agent's decision core (agent/eviction) included.
 types: $(STAMP)
-	$(VENV)/bin/mypy --strict kube scheduler kubesim evictor agent bench/startup.py bench/scheduler_perf.py examples/demo.py deploy/monitoring/generate.py
+	$(VENV)/bin/mypy --strict kube scheduler kubesim evictor agent bench/startup.py bench/scheduler_perf examples/demo.py deploy/monitoring/generate.py
 
 # Ten workers although the machine has two cores: many tests mostly wait (kubesim's time scale,
 # kubectl and CLI subprocesses), and with fewer workers both cores idle while they all wait at
@@ -94,8 +94,9 @@ test-latest:
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# Every benchmark: the scripts, and the folders run by their __main__.py (bench/scheduler_perf).
 bench: $(STAMP)
-	@set -e; for b in bench/*.py; do echo "# $$b"; $(PY) $$b; done
+	@set -e; for b in bench/*.py bench/*/__main__.py; do echo "# $$b"; $(PY) $$b; done
 
 # The dependency locks, every file with its sha256 (pip-tools): dev.lock for make test and CI
 # (runtime, dev, kubesim and plot), runtime.lock (the agent and evict alone) and build.lock for the

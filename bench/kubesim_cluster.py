@@ -34,7 +34,7 @@ import aiohttp
 
 import kubesim
 from kube.objects import Node, Pod
-from kubesim.scheduler_loop import SchedulerLoop
+from kubesim.scheduling import SchedulerLoop
 from kubesim.sim import Simulator
 from scheduler.filters import default_framework
 from scheduler.schedule import schedule_one

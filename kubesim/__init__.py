@@ -7,7 +7,7 @@ Its modules are in six layers, each importing only those below it, as kube-apise
 same concerns apart (ARCHITECTURE.md; an import contract checks it): ``core`` (the store, the
 scheme, errors), ``registry`` (the generic store and the kinds' strategies), ``plugins``
 (authentication, authorization, admission, eviction and binding storage), ``endpoints`` (the
-HTTP server), the actors (``controllers``, ``node``, ``scheduler_loop``, ``faults``, which see a
+HTTP server), the actors (``controllers``, ``node``, ``scheduling``, ``faults``, which see a
 ``cluster.Cluster``) and the composition (``sim``, ``cli``).
 
 The names below are loaded on first use (PEP 562): ``kubesim --help`` must not pay for

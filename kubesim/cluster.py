@@ -1,7 +1,7 @@
 """What an actor sees of the cluster: the ``Cluster`` protocol, and the living cluster's timing.
 
 The actors — controllers (``kubesim.controllers``), the node kubelets (``kubesim.node``), the
-scheduler loop (``kubesim.scheduler_loop``) and fault injection (``kubesim.faults``) — are
+scheduler loop (``kubesim.scheduling``) and fault injection (``kubesim.faults``) — are
 kubesim's kube-controller-manager, kubelets and kube-scheduler. In a cluster they see the
 control plane only through the API; here they get a ``Cluster``: the object store and its watch
 (what their informers would cache), the generic store they write through in process (what

@@ -21,7 +21,7 @@ It serves ``pods/eviction`` (``kubesim.plugins.eviction``), ``pods/binding``
 (``kubesim.plugins.binding``) and ``<workload>/scale``, runs the controllers of
 ``kubesim.controllers`` (namespace, disruption — ``pin_pdb`` freezes a budget's status —,
 ReplicaSet, ReplicationController, Deployment, StatefulSet, DaemonSet, Job, garbage collector),
-the node kubelet and the default scheduler (``kubesim.scheduler_loop``), each of which can be
+the node kubelet and the default scheduler (``kubesim.scheduling``), each of which can be
 switched off with ``disabled_controllers`` (``scheduler_loop=False`` is short for disabling
 ``scheduler``: unbound pods stay Pending, as in a cluster without a scheduler), with the timing
 of ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``, or a
@@ -137,7 +137,7 @@ from kubesim.plugins.binding import BindingStorage
 from kubesim.plugins.eviction import EvictionStorage
 from kubesim.registry import scheduling
 from kubesim.registry.generic import GenericStore
-from kubesim.scheduler_loop import SchedulerLoop
+from kubesim.scheduling import SchedulerLoop
 
 if TYPE_CHECKING:
     from kubesim.plugins.authentication.pki import CertificateAuthority, Credentials

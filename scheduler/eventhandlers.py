@@ -3,7 +3,7 @@
 kube-scheduler wires these in pkg/scheduler/eventhandlers.go (addPodToCache, deletePodFromCache,
 addPodToSchedulingQueue, deletePodFromSchedulingQueue, addNodeToCache, deleteNodeFromCache).
 Every loop built on this library's ``Snapshot`` and ``SchedulingQueue`` — kubesim's scheduler
-loop, bench/scheduler_perf.py's — must make the same moves, or the same pods wait for
+loop, bench/scheduler_perf's — must make the same moves, or the same pods wait for
 different events; so the moves live here once:
 
 - an assigned pod goes into the snapshot and is announced as AssignedPodAdd (pods waiting for

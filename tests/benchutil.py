@@ -1,8 +1,10 @@
-"""Loading a benchmark script of ``bench/`` as a module, for the tests that run it small.
+"""Loading a benchmark of ``bench/`` as a module, for the tests that run it small.
 
-The scripts are not a package (each runs as ``python bench/<name>.py``), so tests load them by
-path. The module is registered in ``sys.modules`` before it runs (dataclasses and pickling
-find a class's module by name) and loaded once per process, under ``bench_<name>``.
+``bench/`` is not a package: each benchmark runs as ``python bench/<name>.py``, or, when it is
+a folder with a ``__main__.py``, as ``python bench/<name>``. Tests load them by path. The
+module is registered in ``sys.modules`` before it runs (dataclasses and pickling find a class's
+module by name, and a folder's modules import each other relative to it) and loaded once per
+process, under ``bench_<name>``.
 """
 
 from __future__ import annotations
@@ -18,12 +20,19 @@ BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
 
 
 def load_bench(script: str) -> ModuleType:
-    """``bench/<script>.py`` as a module (``script`` without the ``.py``)."""
+    """``bench/<script>.py`` as a module, or the package ``bench/<script>/`` (``script``
+    without the ``.py``)."""
     name = f"bench_{script}"
     loaded = sys.modules.get(name)
     if loaded is not None:
         return loaded
-    spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{script}.py")
+    folder = BENCH_DIR / script
+    if folder.is_dir():
+        spec = importlib.util.spec_from_file_location(
+            name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+    else:
+        spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{script}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -9,7 +9,7 @@ namespace controller, the node kubelet of ``kubesim.node``, the disruption contr
 workload controllers (ReplicaSet, ReplicationController, Deployment, StatefulSet, DaemonSet,
 Job), the garbage collector, the ServiceAccount controller (a ``default`` ServiceAccount in
 every namespace), the ClusterRole aggregation controller and the default scheduler
-(``kubesim.scheduler_loop``). Each can be switched off by name
+(``kubesim.scheduling``). Each can be switched off by name
 (``Simulator(disabled_controllers={"replicaset"})``) for tests that want a frozen cluster;
 more can be added with ``Simulator.add_controller`` (or the set replaced with
 ``controllers=``).

@@ -76,7 +76,7 @@ def test_the_layers_are_the_architectures() -> None:
     assert CONTRACT["containers"] == ["kubesim"]
     assert CONTRACT["exhaustive"] is True
     assert LAYERS[0][0] == "sim"
-    assert "cluster" in LAYERS[1] and "scheduler_loop" in LAYERS[1]
+    assert "cluster" in LAYERS[1] and "scheduling" in LAYERS[1]
     assert [layer[0] for layer in LAYERS[2:]] == ["endpoints", "plugins", "registry", "core"]
     real = {p.stem for p in (ROOT / "kubesim").iterdir() if p.suffix == ".py" or p.is_dir()}
     named = {name for layer in LAYERS for name in layer}
@@ -97,7 +97,7 @@ def test_imports_down_the_layers_pass(tmp_path: Path) -> None:
         ("plugins", "endpoints", "type_checking"),
         ("endpoints", "controllers", "from"),
         ("cluster", "sim", "type_checking"),
-        ("scheduler_loop", "sim", "function"),
+        ("scheduling", "sim", "function"),
         ("core", "sim", "from"),
     ],
 )

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import kubesim
 from kube.objects import Pod
 from kubesim.core.errors import StatusError
-from kubesim.scheduler_loop import (
+from kubesim.scheduling import (
     SchedulerLoop,
     node_update_events,
     status_update,
@@ -648,8 +648,8 @@ async def test_a_rejected_binding_is_a_scheduler_error_and_the_pod_is_retried() 
     async with kubesim.serve(state=[node("node-a")], time_scale=0.1) as sim:
         loop = loop_of(sim)
         await loop.wait_idle()
-        real = loop._binder
-        assert real is not None
+        assert loop.api is not None
+        real = loop.api.binder
         calls: list[str] = []
 
         class FlakyBinder:
@@ -659,7 +659,7 @@ async def test_a_rejected_binding_is_a_scheduler_error_and_the_pod_is_retried() 
                     raise StatusError(500, "InternalError", "etcd is having a bad day")
                 return real.bind(namespace, name, node_name, **kw)
 
-        loop._binder = FlakyBinder()  # type: ignore[assignment]
+        loop.api.binder = FlakyBinder()  # type: ignore[assignment]
         create_pod(sim, pod_manifest("web"))
         cond = await wait_for(lambda: condition(pod(sim, "web"), "PodScheduled"))
         assert (cond["status"], cond["reason"]) == ("False", "SchedulerError")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import kubesim
-from kubesim.scheduler_loop import SchedulerLoop
+from kubesim.scheduling import SchedulerLoop
 from kubesim.sim import Simulator
 from scheduler import build_snapshot, load_objects, schedule_one
 

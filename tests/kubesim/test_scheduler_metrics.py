@@ -15,7 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import kubesim
-from kubesim.scheduler_loop import SchedulerLoop
+from kubesim.scheduling import SchedulerLoop
 from kubesim.sim import Simulator
 
 from .living import eventually

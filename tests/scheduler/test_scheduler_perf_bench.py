@@ -1,4 +1,4 @@
-"""``bench/scheduler_perf.py``: upstream's workload files played against ``scheduler``.
+"""``bench/scheduler_perf``: upstream's workload files played against ``scheduler``.
 
 The small (integration-test) variant of every test case in the repository's copies of
 upstream's configs runs here and must place every measured pod; the runner must read files as
@@ -9,6 +9,7 @@ case-insensitive field names, ``$params``) and refuse what upstream refuses, nam
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from tests.benchutil import BENCH_DIR, load_bench
 
-BENCH = BENCH_DIR / "scheduler_perf.py"
+BENCH = BENCH_DIR / "scheduler_perf"  # run as python bench/scheduler_perf
 
 
 SP = load_bench("scheduler_perf")
@@ -198,6 +199,33 @@ def test_unknown_template_fields_are_named(tmp_path: Path) -> None:
     ops, _ = SP.plan(tc, w)
     with pytest.raises(SP.ConfigError, match=r'unknown field "spec.containers\[0\].imagee"'):
         SP.Executor(tc, w, SP.LibraryBackend(seed=0), SP.Templates(0)).run(ops)
+
+
+@pytest.mark.parametrize(
+    ("duration", "expected"),
+    [
+        ("1m30s", 90.0),
+        ("$wait", 0.25),
+        ("5", 'time: missing unit in duration "5"'),
+        ("1d", 'time: invalid duration "1d"'),
+    ],
+)
+def test_sleep_durations_are_gos(tmp_path: Path, duration: str, expected: object) -> None:
+    """``sleep``'s ``duration`` (or ``durationParam``) is a ``metav1.Duration``: Go's
+    ``time.ParseDuration``, with Go's message when it is not one."""
+    param = duration.startswith("$")
+    op = "durationParam: $wait" if param else f"duration: '{duration}'"
+    config = CONFIG.replace("  workloads:\n", f"  - opcode: sleep\n    {op}\n  workloads:\n")
+    if param:
+        config = config.replace("{nodes: 3, pods: 4}", "{nodes: 3, pods: 4, wait: 250ms}")
+    [tc] = SP.load_config(_write(tmp_path, config, {"node.yaml": NODE, "pod.yaml": POD}))
+    [w] = tc.workloads
+    if isinstance(expected, float):
+        ops, _ = SP.plan(tc, w)
+        assert ops[-1].seconds == expected
+        return
+    with pytest.raises(SP.ConfigError, match=r"Small/tiny: op 2: " + re.escape(str(expected))):
+        SP.plan(tc, w)
 
 
 def test_workloads_it_cannot_model_say_so(tmp_path: Path) -> None:

@@ -1,0 +1,46 @@
+"""kube-scheduler's scheduler_perf workloads, run from upstream's YAML against ``scheduler``.
+
+scheduler_perf (kubernetes ``test/integration/scheduler_perf``) describes each benchmark as
+data: test cases of opcodes with ``$params``, workloads with a floor in pods/s. This package
+reads those files as upstream does and plays them, beside the repository's copies of them
+(``misc/``, ``topology_spreading/``, ``templates/``; README.md says what was kept):
+
+- ``config``: test cases and workloads, decoded and checked (``gojson``: Go's field matching);
+- ``ops``: a workload's ops, typed, with its params patched in;
+- ``objects``: nodes and pods from templates (``gotemplate``: Go's template actions), named;
+- ``executor``: the ops played against a backend — ``library_backend`` (kube-scheduler's loop
+  over ``scheduler``) or ``kubesim_backend`` (``kubesim serve`` over HTTP) — measured by
+  ``throughput``;
+- ``cli``: ``python bench/scheduler_perf --help``.
+"""
+
+from .cli import main
+from .config import CONFIG_DIR, DEFAULT_CONFIGS, DEFAULT_TABLE, load_config, select
+from .errors import ConfigError, Unmodelled, WorkloadFailed
+from .executor import Executor, run_workload
+from .gotemplate import render_template
+from .kubesim_backend import KubesimBackend
+from .library_backend import LibraryBackend
+from .objects import Templates
+from .ops import plan
+from .throughput import Collector
+
+__all__ = [
+    "CONFIG_DIR",
+    "DEFAULT_CONFIGS",
+    "DEFAULT_TABLE",
+    "Collector",
+    "ConfigError",
+    "Executor",
+    "KubesimBackend",
+    "LibraryBackend",
+    "Templates",
+    "Unmodelled",
+    "WorkloadFailed",
+    "load_config",
+    "main",
+    "plan",
+    "render_template",
+    "run_workload",
+    "select",
+]
