@@ -28,10 +28,9 @@
     hash of the pod's source, 32 hex digits; ``pkg/kubelet/config/common.go``) and exactly one
     pod bound to the node claims H. When two or more claim it none is trusted (the daemon logs
     them; a control-plane static pod stays critical by its ``system-node-critical`` priority).
-    Any other claim is dropped: the pod is ordinary, ranked by its own UID's stats. A real
-    kubelet never runs a pod whose API object carries ``config.mirror`` and deletes it as an
-    orphaned mirror pod unless its static pod exists, so a forged claim never protects anything
-    there either.
+    Any other claim is dropped: the pod is ordinary, ranked by its own UID's stats. (A real
+    kubelet never runs a pod whose API object carries ``config.mirror``, and deletes it as an
+    orphaned mirror pod unless a static pod of its name runs there: ``IsMirrorPodOf``.)
 
   Priority ≥ 2000000000 is kept as it is: admission resolved it from the PriorityClass, which a
   ResourceQuota can deny per namespace.
