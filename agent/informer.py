@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import tenacity
 
-from agent.eviction.pods import stats_uid
+from agent.eviction.pods import kubelet_view
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
 from agent.sources.pods import PodIdentity
 from evictor.api.watching import (
@@ -234,11 +234,14 @@ class PodInformer:
 
     def lookup(self, uid: str) -> PodIdentity | None:
         """``agent.sources`` asks who a pod cgroup belongs to: the pod with that UID, or the
-        mirror pod of the static pod the kubelet runs under it (``stats_uid``; a node has a
-        few static pods, so a miss scans the view rather than keeping an index in step)."""
+        mirror pod of the static pod the kubelet runs under it — only a mirror the kubelet's
+        view trusts (``kubelet_view``: the one active pod claiming that UID). A node has a few
+        static pods, so a miss scans the view rather than keeping an index in step."""
         entry = self.pods.get(uid)
         if entry is None:
-            entry = next((e for e in self.pods.values() if stats_uid(e.pod) == uid), None)
+            active = [e.pod for e in self.pods.values() if is_active(e.pod)]
+            mirror = kubelet_view(active, node_pod_uids=(uid,)).mirrors.get(uid)
+            entry = self.pods.get(mirror.uid) if mirror is not None else None
             if entry is None:
                 return None
         return PodIdentity(entry.pod.name, entry.pod.namespace, dict(entry.containers))

@@ -18,6 +18,11 @@ eviction of a pod with a long grace period block hard evictions for hours
 - a pod whose eviction was accepted is never evicted again (it is left out of the active pods
   until the informer sees it terminating or gone); a failed attempt is retried by a later sync
   with fresh stats, so an unreachable API server delays an eviction but never duplicates one;
+- the active pods are the kubelet's view of the node's API pods (``kubelet_view``), taken once
+  per sync with the pod UIDs of that sync's stats, so the manager, the ranking it records and
+  the actions' last check all judge criticality as the kubelet would on this node: a pod's own
+  ``config.source`` is ignored, and ``config.mirror`` counts only for the one pod claiming a
+  static pod that runs here (pods disputing one static pod are logged once, as a warning);
 - nothing a sync can raise stops the loop;
 - every iteration yields to the event loop at least once, even when a sync overruns its interval
   (stats that never suspend, a sync slower than ``interval``): HTTP probes, the pod watch and the
@@ -49,7 +54,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -64,6 +69,7 @@ from agent.eviction import (
     Threshold,
     get_threshold_quantity,
     is_hard_memory_threshold,
+    kubelet_view,
     make_signal_observations,
     thresholds_met,
 )
@@ -157,6 +163,7 @@ class EvictionLoop:
         self.on_held_back = on_held_back
         self.timeline = timeline
         self._held: dict[str, float] = {}  # pod uid → when its hold was last reported
+        self._disputed: dict[str, tuple[str, ...]] = {}  # static pod UID → claims last logged
         self.stats = LoopStats()
         self.evicted: dict[str, float] = {}
         self._soft: tuple[str, asyncio.Task[None]] | None = None
@@ -229,17 +236,32 @@ class EvictionLoop:
 
     # --- one sync ------------------------------------------------------------------------------
 
-    def _active_pods(self) -> list[Pod]:
+    def _active_pods(self, summary: Summary) -> list[Pod]:
+        """The pods this sync may rank: the kubelet's view (``kubelet_view``) of every active
+        pod — a pod being evicted still counts as a claim —, less those already evicted."""
         now = self.clock()
         for uid, at in list(self.evicted.items()):
             if now - at > _FORGET_EVICTED_AFTER:
                 del self.evicted[uid]
-        pods = self.pods()
-        present = {p.uid for p in pods}
+        view = kubelet_view(self.pods(), node_pod_uids=(s.pod_ref.uid for s in summary.pods))
+        if summary.pods:  # node-level stats alone (``node_stats``) name no pod to dispute
+            self._log_disputed(view.disputed)
+        present = {p.uid for p in view.pods}
         for uid in list(self.evicted):
             if uid not in present:
                 del self.evicted[uid]
-        return [p for p in pods if p.uid not in self.evicted]
+        return [p for p in view.pods if p.uid not in self.evicted]
+
+    def _log_disputed(self, disputed: Mapping[str, tuple[Pod, ...]]) -> None:
+        """Warn once about each static pod that several pods claim as its mirror."""
+        current = {uid: tuple(sorted(_key(p) for p in pods)) for uid, pods in disputed.items()}
+        for uid, pods in current.items():
+            if self._disputed.get(uid) != pods:
+                log.warning(
+                    "pods claim the same static pod as its mirror: none is trusted",
+                    extra={"static_pod_uid": uid, "pods": list(pods)},
+                )
+        self._disputed = current
 
     async def sync_once(self, trigger: str = "interval") -> list[ActionResult]:
         """One sync; never raises (except cancellation)."""
@@ -267,7 +289,7 @@ class EvictionLoop:
     async def _sync(self, trigger: str) -> list[ActionResult]:
         began = time.perf_counter()
         summary = await self._read_stats()
-        active_pods = self._active_pods()
+        active_pods = self._active_pods(summary)
         decisions = self.manager.synchronize(summary, active_pods)
         self.stats.syncs += 1
         self.stats.last_sync_at = self.clock()

@@ -19,6 +19,7 @@ from agent.eviction import (
     exceed_disk_requests,
     exceed_memory_requests,
     get_threshold_quantity,
+    kubelet_view,
     make_signal_observations,
     memory,
     priority,
@@ -140,10 +141,14 @@ def pick_signal(manager: EvictionManager, summary: Summary) -> str:
 def explain(
     manager: EvictionManager, summary: Summary, pods: Sequence[Pod], signal: str | None = None
 ) -> dict[str, Any]:
-    """Observations, thresholds (with whether each is met now) and the explained ranking."""
+    """Observations, thresholds (with whether each is met now) and the explained ranking.
+
+    ``pods``: the node's pods as the API has them; they are ranked and judged as the kubelet
+    sees them on the node ``summary`` describes (``kubelet_view``), as the daemon judges them."""
     observations, stats = make_signal_observations(summary)
     chosen = signal or pick_signal(manager, summary)
-    ranked = manager.rank(chosen, pods, summary)
+    seen = kubelet_view(pods, node_pod_uids=(s.pod_ref.uid for s in summary.pods)).pods
+    ranked = manager.rank(chosen, seen, summary)
     chain, facts = _chain(manager, chosen, stats)
     thresholds = []
     for t in manager.thresholds:

@@ -10,6 +10,15 @@ A pod is critical when it is static (its ``kubernetes.io/config.source`` annotat
 source other than the API server), a mirror pod (the API copy of a static pod), or when its
 resolved ``spec.priority`` is at least ``SYSTEM_CRITICAL_PRIORITY`` (2000000000). The priority
 class *name* alone does not make a pod critical: only the value admission resolved from it.
+
+These functions answer for the kubelet's *own copy* of a pod, whose annotations the kubelet
+vouches for: it sets ``config.source`` on every pod it receives (``api`` for the API server's,
+``pkg/kubelet/config/config.go``), and only it creates a mirror pod, for a static pod it runs
+from a manifest under the UID written in ``config.mirror`` (``pkg/kubelet/pod/mirror_client.go``,
+the UID being the hash of the source: ``pkg/kubelet/config/common.go``). On an API object both
+annotations are whatever the pod's author wrote: a caller judging pods read from the API must
+first take the kubelet's view of them (the agent's ``agent.eviction.pods.kubelet_view``), or
+any author can make a pod critical. The keys and sources are ``pkg/kubelet/types/pod_update.go``'s.
 """
 
 from __future__ import annotations
@@ -20,8 +29,12 @@ if TYPE_CHECKING:
     from kube.objects import Pod
 
 __all__ = [
+    "API_SERVER_SOURCE",
+    "CONFIG_FIRST_SEEN_ANNOTATION_KEY",
+    "CONFIG_HASH_ANNOTATION_KEY",
     "CONFIG_MIRROR_ANNOTATION_KEY",
     "CONFIG_SOURCE_ANNOTATION_KEY",
+    "FILE_SOURCE",
     "HIGHEST_USER_DEFINABLE_PRIORITY",
     "SYSTEM_CLUSTER_CRITICAL",
     "SYSTEM_CRITICAL_PRIORITY",
@@ -43,13 +56,16 @@ SYSTEM_NODE_CRITICAL: Final = SYSTEM_PRIORITY_CLASS_PREFIX + "node-critical"
 
 CONFIG_SOURCE_ANNOTATION_KEY: Final = "kubernetes.io/config.source"
 CONFIG_MIRROR_ANNOTATION_KEY: Final = "kubernetes.io/config.mirror"
-_API_SERVER_SOURCE: Final = "api"
+CONFIG_HASH_ANNOTATION_KEY: Final = "kubernetes.io/config.hash"
+CONFIG_FIRST_SEEN_ANNOTATION_KEY: Final = "kubernetes.io/config.seen"
+API_SERVER_SOURCE: Final = "api"
+FILE_SOURCE: Final = "file"
 
 
 def is_static_pod(pod: Pod) -> bool:
     """``IsStaticPod``: a config source other than the API server."""
     source = pod.annotations.get(CONFIG_SOURCE_ANNOTATION_KEY)
-    return source is not None and source != _API_SERVER_SOURCE
+    return source is not None and source != API_SERVER_SOURCE
 
 
 def is_mirror_pod(pod: Pod) -> bool:

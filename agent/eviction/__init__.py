@@ -4,7 +4,9 @@
 Summary API schema, our single input currency), ``types`` (config, observations, decisions,
 protocols), ``helpers`` (parsing, thresholds over time, ranking, messages), ``admission``, and
 ``manager`` (one ``synchronize`` per kubelet sync), plus ``explain`` (why each pod ranks where it
-does, for ``eviction-agent rank``). No I/O, no wall clock: a clock is injected.
+does, for ``eviction-agent rank``) and ``pods`` (what the manager reads of a pod, and
+``kubelet_view``: the node's API pods as the kubelet sees them, the only pods the core judges).
+No I/O, no wall clock: a clock is injected.
 The ``eviction-preference`` annotation (``preference``, honoured only where the operator allows
 it) is our one documented extension to the decisions; without it every result is the kubelet's.
 ``brake`` bounds how many evictions the shell may carry out per minute.
@@ -66,6 +68,7 @@ from agent.eviction.manager import (
     EvictionSyncError,
     effective_grace_period_seconds,
 )
+from agent.eviction.pods import KubeletView, kubelet_view
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
 from agent.eviction.summary import PodStats, Summary, SummaryError
 from agent.eviction.types import (
@@ -90,6 +93,7 @@ __all__ = [
     "EvictionDecision",
     "EvictionManager",
     "EvictionSyncError",
+    "KubeletView",
     "ManagerConfig",
     "NodeCondition",
     "NodeReclaim",
@@ -117,6 +121,7 @@ __all__ = [
     "get_threshold_quantity",
     "has_node_condition",
     "is_hard_memory_threshold",
+    "kubelet_view",
     "make_signal_observations",
     "memcg_usage_threshold",
     "memory",

@@ -3,8 +3,9 @@
 A node reporting only MemoryPressure still takes Guaranteed and Burstable pods, and BestEffort
 pods that tolerate the ``node.kubernetes.io/memory-pressure`` NoSchedule taint; DiskPressure or
 PIDPressure rejects everything. Critical pods (static, mirror, priority ≥ 2000000000) are always
-admitted. The rejection reason is ``Evicted`` and the message lists the conditions Go-style:
-``The node had condition: [MemoryPressure DiskPressure]. ``.
+admitted — judged on the pod as the kubelet sees it (``agent.eviction.pods.kubelet_view``), never
+on an API object's own annotations. The rejection reason is ``Evicted`` and the message lists the
+conditions Go-style: ``The node had condition: [MemoryPressure DiskPressure]. ``.
 """
 
 from __future__ import annotations

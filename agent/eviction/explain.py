@@ -88,6 +88,8 @@ def explain_ranking(
 ) -> list[RankEntry]:
     """Comparator inputs for each pod of ``ranked`` under ``signal``.
 
+    ``ranked``: pods of the kubelet's view (``kubelet_view``), as the manager ranks them.
+
     ``preference_namespaces``: where ``eviction-preference`` is honoured (the manager's setting).
     """
     resource = SIGNAL_TO_RESOURCE[signal]

@@ -20,6 +20,10 @@ One call is one kubelet sync (spec §3), in the kubelet's order:
     ranking but are skipped, as are pods annotated ``eviction-preference: never`` in a namespace
     the operator allows (``ManagerConfig.eviction_preference_namespaces``; none by default).
 
+``active_pods`` are the node's pods as the kubelet sees them (``agent.eviction.pods.kubelet_view``,
+which the daemon's loop takes once per sync): the manager trusts the critical-pod annotations of
+the pods it is given, so pods read from the API must go through that view first.
+
 The manager decides; it does not act. The caller kills the pod, writes the DisruptionTarget
 condition and the Event, and waits for cleanup before the next sync.
 

@@ -15,15 +15,40 @@
   (``pkg/kubelet/pod/mirror_client.go``). The kubelet ranks its own static pod; the agent ranks
   the mirror pod, so it finds the stats by the annotation, as the kubelet's pod manager
   translates a mirror pod to its static pod.
+- The node's pods as the kubelet sees them (``kubelet_view``), which is what every critical-pod
+  check of the agent judges. ``kube.critical`` answers for the kubelet's own copy of a pod, but
+  the agent reads API objects, whose annotations anyone who can create a pod writes. So:
+
+  * ``kubernetes.io/config.source`` is ``api`` on every pod: the kubelet overwrites it on each
+    pod it receives from the API server (``pkg/kubelet/config/config.go``), so a pod created
+    with ``config.source: file`` is an ordinary pod to the kubelet, and so to the agent;
+  * ``kubernetes.io/config.mirror: H`` is kept — the pod is a mirror pod, critical, its stats
+    found under H — only when a static pod with UID H runs on this node (the node's stats name
+    it: a pod cgroup ``pod<H>``, or a podRef of the kubelet's summary, H being the kubelet's
+    hash of the pod's source, 32 hex digits; ``pkg/kubelet/config/common.go``) and exactly one
+    pod bound to the node claims H. When two or more claim it none is trusted (the daemon logs
+    them; a control-plane static pod stays critical by its ``system-node-critical`` priority).
+    Any other claim is dropped: the pod is ordinary, ranked by its own UID's stats. (A real
+    kubelet never runs a pod whose API object carries ``config.mirror``, and deletes it as an
+    orphaned mirror pod unless a static pod of its name runs there: ``IsMirrorPodOf``.)
+
+  Priority ≥ 2000000000 is kept as it is: admission resolved it from the PriorityClass, which a
+  ResourceQuota can deny per namespace.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY, is_critical_pod
+from kube.critical import (
+    API_SERVER_SOURCE,
+    CONFIG_MIRROR_ANNOTATION_KEY,
+    CONFIG_SOURCE_ANNOTATION_KEY,
+    is_critical_pod,
+)
 from kube.objects import Container, Pod
 from kube.quantity import QuantityError, quantity_value
 
@@ -32,10 +57,13 @@ __all__ = [
     "MEMORY",
     "RESOURCE_INODES",
     "RESOURCE_PIDS",
+    "KubeletView",
     "VolumeInfo",
     "VolumesFunc",
     "get_resource_request",
     "is_critical_pod",
+    "is_static_pod_uid",
+    "kubelet_view",
     "local_volume_names",
     "pod_ephemeral_storage_limit",
     "pod_volume_infos",
@@ -47,11 +75,70 @@ MEMORY: Final = "memory"
 EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 RESOURCE_INODES: Final = "inodes"
 RESOURCE_PIDS: Final = "pids"
+# The kubelet's UID for a pod read from a file or URL: the hex MD5 of its source. The API
+# server's UIDs are dashed UUIDs, so no API pod has one of this shape.
+_STATIC_POD_UID: Final = re.compile(r"[0-9a-f]{32}")
 
 
 def stats_uid(pod: Pod) -> str:
-    """The UID the node's stats name this pod by: a mirror pod's static pod UID, else its own."""
+    """The UID the node's stats name this pod by: a mirror pod's static pod UID, else its own.
+
+    Read on the kubelet's view of the pod (``kubelet_view``), where only a trusted mirror pod
+    keeps ``config.mirror``."""
     return pod.annotations.get(CONFIG_MIRROR_ANNOTATION_KEY) or pod.uid
+
+
+def is_static_pod_uid(uid: str) -> bool:
+    """Whether ``uid`` has the shape the kubelet gives a static pod (32 lowercase hex digits)."""
+    return _STATIC_POD_UID.fullmatch(uid) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletView:
+    """The node's pods as the kubelet sees them (``kubelet_view``)."""
+
+    pods: list[Pod]
+    # static pod UID → its mirror pod (as in ``pods``), for each trusted claim
+    mirrors: Mapping[str, Pod] = field(default_factory=dict)
+    # static pod UID running on the node → the pods that all claim it (none trusted)
+    disputed: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
+
+
+def kubelet_view(pods: Iterable[Pod], *, node_pod_uids: Iterable[str]) -> KubeletView:
+    """``pods`` (the node's pods as the API has them) as the kubelet would see them on the node
+    whose stats name the pods ``node_pod_uids`` (module docstring): ``config.source`` is the API
+    server's, ``config.mirror`` stays only on the one pod that claims a static pod running here.
+    Order is kept; a pod that needs no change is returned as it is. Taking the view of a view
+    changes nothing."""
+    pods = list(pods)
+    static = {uid for uid in node_pod_uids if is_static_pod_uid(uid)}
+    claims: dict[str, list[Pod]] = {}
+    for pod in pods:
+        claimed = pod.annotations.get(CONFIG_MIRROR_ANNOTATION_KEY)
+        if claimed is not None:
+            claims.setdefault(claimed, []).append(pod)
+    trusted = {uid: by[0] for uid, by in claims.items() if uid in static and len(by) == 1}
+    disputed = {uid: tuple(by) for uid, by in claims.items() if uid in static and len(by) > 1}
+    out: list[Pod] = []
+    mirrors: dict[str, Pod] = {}
+    for pod in pods:
+        annotations = pod.annotations
+        source = annotations.get(CONFIG_SOURCE_ANNOTATION_KEY)
+        claimed = annotations.get(CONFIG_MIRROR_ANNOTATION_KEY)
+        mirror = claimed is not None and trusted.get(claimed) is pod
+        if source in (None, API_SERVER_SOURCE) and (claimed is None or mirror):
+            seen = pod
+        else:
+            kept = {
+                k: v for k, v in annotations.items() if k != CONFIG_MIRROR_ANNOTATION_KEY or mirror
+            }
+            if source is not None:
+                kept[CONFIG_SOURCE_ANNOTATION_KEY] = API_SERVER_SOURCE
+            seen = pod.with_changes(annotations=kept)
+        if mirror and claimed is not None:
+            mirrors[claimed] = seen
+        out.append(seen)
+    return KubeletView(out, mirrors, disputed)
 
 
 def _aggregate(

@@ -21,6 +21,7 @@ made of. A state file gives each process node that configuration in a document o
       enforceNodeAllocatable: [pods]
       evictionHard: {memory.available: 100Mi}
       featureGates: {SizeMemoryBackedVolumes: false}
+      staticPodPath: /etc/kubernetes/manifests  # pods run from files (kubesim.node.static)
 
 The kubelet's arithmetic (``pkg/kubelet/cm/node_container_manager_linux.go``): the pods cgroup
 (kubepods) is limited to capacity − kubeReserved − systemReserved when
@@ -79,6 +80,8 @@ class NodeConfig:
     eviction_hard_memory: int = 0
     eviction_hard_memory_fraction: float | None = None
     size_memory_backed_volumes: bool = True
+    # staticPodPath: the directory of static pod manifests (None: no static pods)
+    static_pod_path: Path | None = None
 
     def reserved_memory(self) -> int:
         return self.kube_reserved_memory + self.system_reserved_memory
@@ -156,6 +159,7 @@ def _kubelet(value: Any, changes: dict[str, Any]) -> None:
         "enforceNodeAllocatable",
         "evictionHard",
         "featureGates",
+        "staticPodPath",
     )
     _check_fields(doc, known, "kubelet")
     if "port" in doc:
@@ -202,6 +206,11 @@ def _kubelet(value: Any, changes: dict[str, Any]) -> None:
         elif raw is not None:
             where = f"kubelet.evictionHard.{MEMORY_AVAILABLE}"
             changes["eviction_hard_memory"] = _quantity(raw, where)
+    if "staticPodPath" in doc:
+        path = doc["staticPodPath"]
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"kubelet.staticPodPath: must be an absolute path, not {path!r}")
+        changes["static_pod_path"] = Path(path)
     if "featureGates" in doc:
         gates = _object(doc["featureGates"], "kubelet.featureGates")
         for gate, enabled in gates.items():

@@ -53,7 +53,9 @@ What a real kubelet reports, without running anything:
   capacity − reserved − hard eviction threshold (``kubesim.node.config``); its ephemeral
   storage is its disk's size. Each process node serves ``/stats/summary`` from its real files
   and cgroups (``kubesim.node.server``) on the port its status names in
-  ``daemonEndpoints.kubeletEndpoint``, as a kubelet serves it on 10250.
+  ``daemonEndpoints.kubeletEndpoint``, as a kubelet serves it on 10250. A process node with a
+  ``staticPodPath`` also runs the pods of its manifests and keeps their mirror pods in the API
+  (``kubesim.node.static``): a mirror pod is never started as a pod of its own.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ from kubesim.core.store import DELETED, Event, Key, clone
 from kubesim.node.admission import admit, rejected_status
 from kubesim.node.runtime import ContainerStatus, PodSpecError, ProcessRuntime
 from kubesim.node.server import KubeletServer
+from kubesim.node.static import StaticPods
 from kubesim.registry.generic import DeleteOptions
 
 if TYPE_CHECKING:
@@ -208,6 +211,8 @@ class Kubelet:
         self._admitted_on: dict[Key, str] = {}  # pod -> its node in ``_admitted``
         # The servers of the process nodes (``/stats/summary``), by node name.
         self._servers: dict[str, KubeletServer] = {}
+        # The process nodes' static pods and their mirror pods.
+        self.static_pods = StaticPods()
 
     # --- hooks for tests and fault injection ------------------------------------------------
 
@@ -241,12 +246,12 @@ class Kubelet:
                 current = store.get("nodes", ("", name))
                 if current is not None:  # its status names the server's port
                     self._complete_node(current)
+            await self.static_pods.start(cluster)
             for pod in list(store.items("pods")):
                 self._remember_ip(pod)
                 self._track(pod)
             for pod in list(store.items("pods")):
-                self._consider_start(pod)
-                self._consider_deletion(pod)
+                self._consider(pod)
             self._lease_task = asyncio.create_task(self._renew_leases())
             getters = {
                 "pods": asyncio.ensure_future(pods.queue.get()),
@@ -281,6 +286,7 @@ class Kubelet:
                 with contextlib.suppress(Exception):
                     await server.stop()
             self._servers.clear()
+            self.static_pods.stop()
             for task in [*self._starting.values(), *self._stopping.values()]:
                 task.cancel()
             for task in [*self._starting.values(), *self._stopping.values()]:
@@ -304,6 +310,7 @@ class Kubelet:
             if ev.type == DELETED:
                 return
             self._complete_node(ev.obj)
+            self.static_pods.ensure_mirrors(ev.key[1])
             was_up = ev.prev is not None and node_is_up(ev.prev)
             if node_is_up(ev.obj) and not was_up:
                 node_name = ev.key[1]
@@ -320,10 +327,19 @@ class Kubelet:
             if uid in self._process_pods and uid not in self._stopping:
                 # deleted without a graceful stop (grace 0, a force delete): kill at once
                 self._stop_process_pod(ev.key, uid, 0.0, finish=False)
+            self.static_pods.pod_deleted(ev.key)
             return
         self._track(ev.obj)
-        self._consider_start(ev.obj)
-        self._consider_deletion(ev.obj)
+        self._consider(ev.obj)
+
+    def _consider(self, pod: dict[str, Any]) -> None:
+        """Start or stop a pod as its object says; a static pod's mirror only mirrors it."""
+        if self.static_pods.is_mirror(pod):
+            self.cluster.registry.pods_to_start.discard(_key(pod))
+            self.static_pods.sync_mirror(pod)
+            return
+        self._consider_start(pod)
+        self._consider_deletion(pod)
 
     @property
     def cluster(self) -> Cluster:
@@ -928,6 +944,8 @@ class Kubelet:
             self._write_status(key, new)
 
     def _container_exited(self, uid: str, _status: ContainerStatus) -> None:
+        if self._cluster is not None and self.static_pods.container_exited(uid):
+            return
         entry = self._process_pods.get(uid)
         if entry is None or self._cluster is None or uid in self._starting:
             return

@@ -120,11 +120,12 @@ class PodUsage:
     volumes: dict[str, int] = field(default_factory=dict)
     ephemeral: int | None = None
     containers: list[dict[str, Any]] | None = None
+    uid: str | None = None  # default "uid-<name>", as make_pod's; a static pod's is its hash
 
 
 def pod_stats(u: PodUsage) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "podRef": {"name": u.name, "namespace": "default", "uid": f"uid-{u.name}"},
+        "podRef": {"name": u.name, "namespace": "default", "uid": u.uid or f"uid-{u.name}"},
     }
     if u.memory is not None:
         out["memory"] = {"workingSetBytes": u.memory}

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.actions import REPORTING_CONTROLLER, ActionResult, Actions, build_event
-from agent.eviction import EvictionDecision
+from agent.eviction import EvictionDecision, kubelet_view
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
 from kube.objects import Pod
 
@@ -44,20 +44,44 @@ class Recorder:
         raise AssertionError("must not be called")
 
 
+STATIC_UID = "0123456789abcdef0123456789abcdef"  # a static pod's UID: the hash of its manifest
+MIRROR = {"kubernetes.io/config.mirror": STATIC_UID}
+
+
+def as_kubelet_sees(pod: Pod) -> Pod:
+    """The pod as the loop hands it on: the kubelet's view on a node running the static pod."""
+    [seen] = kubelet_view([pod], node_pod_uids=[STATIC_UID]).pods
+    return seen
+
+
 @pytest.mark.parametrize(
     "pod",
     [
         Pod(name="crit", uid="u", spec_priority=2_000_000_000),
-        Pod(name="mirror", uid="u", annotations={"kubernetes.io/config.mirror": "x"}),
+        Pod(name="mirror", uid="u", annotations=MIRROR),
         Pod(name="never", uid="u", annotations={EVICTION_PREFERENCE_ANNOTATION: "never"}),
     ],
 )
 async def test_protected_pods_are_refused_at_the_action(pod: Pod) -> None:
     rec = Recorder()
     actions = Actions(None, node_name="n", evictor=rec, preference_namespaces={"default"})
-    result = await actions.execute(decision(pod), hard=True, deadline=1e18)
+    result = await actions.execute(decision(as_kubelet_sees(pod)), hard=True, deadline=1e18)
     assert result.outcome == "refused"
     assert rec.calls == []
+
+
+@pytest.mark.parametrize(
+    "annotations",
+    [{"kubernetes.io/config.source": "file"}, {"kubernetes.io/config.mirror": "x"}],
+)
+async def test_a_pod_that_only_claims_to_be_critical_is_not_refused(
+    annotations: dict[str, str],
+) -> None:
+    rec = Recorder()
+    actions = Actions(None, node_name="n", evictor=rec, dry_run=True)
+    pod = as_kubelet_sees(Pod(name="forged", uid="u", annotations=annotations))
+    result = await actions.execute(decision(pod), hard=True, deadline=1e18)
+    assert result.outcome == "dry_run"
 
 
 async def test_never_is_not_refused_outside_the_allowed_namespaces() -> None:

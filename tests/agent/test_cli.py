@@ -248,12 +248,18 @@ async def test_rank_with_pods_from_the_api(tmp_path: Path) -> None:
             pod("low", priority=0, request="10Mi"),
             pod("high", priority=100, request="10Mi"),
             pod("crit", priority=2000000000),
+            # calls itself static: the kubelet would overwrite that, so the ranking does too
+            pod(
+                "forged",
+                priority=50,
+                request="10Mi",
+                annotations={"kubernetes.io/config.source": "file"},
+            ),
         ]
     )
     async with kubesim.serve(state=state, time_scale=0.01) as sim:
-        fake = FakeNode(
-            sim, usage={"default/low": 50 * MI, "default/high": 500 * MI, "default/crit": 900 * MI}
-        )
+        usage = {"low": 50 * MI, "high": 500 * MI, "crit": 900 * MI, "forged": 60 * MI}
+        fake = FakeNode(sim, usage={f"default/{name}": ws for name, ws in usage.items()})
         stats = tmp_path / "summary.json"
         stats.write_text(json.dumps(fake.summary()))
         proc = await asyncio.create_subprocess_exec(
@@ -278,9 +284,9 @@ async def test_rank_with_pods_from_the_api(tmp_path: Path) -> None:
     assert report["podSource"] == "API, pods bound to node-1"
     rows = report["pods"]
     # all exceed their requests: priority decides, lowest first; critical stays in the ranking
-    assert [r["pod"]["name"] for r in rows] == ["low", "high", "crit"]
-    assert rows[0]["reason"] == "before default/high: lower priority"
-    assert rows[2]["skipped"] == "critical pod: never evicted"
+    assert [r["pod"]["name"] for r in rows] == ["low", "forged", "high", "crit"]
+    assert rows[0]["reason"] == "before default/forged: lower priority"
+    assert [r["skipped"] for r in rows] == [None, None, None, "critical pod: never evicted"]
 
 
 def test_runtime_failure_exit_1_and_debug_traceback(tmp_path: Path) -> None:

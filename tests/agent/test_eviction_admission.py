@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.eviction import admit_pod
+from agent.eviction import admit_pod, kubelet_view
 from kube.qos import get_pod_qos
 from tests.agent.eviction_builders import make_pod
 
@@ -20,6 +20,7 @@ TOLERATING = make_pod(
     ],
 )
 CRITICAL = make_pod("crit", priority=2000001000)
+STATIC_UID = "0123456789abcdef0123456789abcdef"  # a static pod's UID: the hash of its manifest
 
 
 def test_qos_classes() -> None:
@@ -70,5 +71,15 @@ def test_disk_or_pid_pressure_rejects_all_but_critical(conditions: list[str]) ->
         assert not result.admit
         assert result.message == f"The node had condition: [{' '.join(conditions)}]. "
     assert admit_pod(CRITICAL, conditions).admit
-    static = make_pod("static", annotations={"kubernetes.io/config.source": "file"})
-    assert admit_pod(static, conditions).admit
+    # the mirror pod of a static pod running on the node, as the kubelet sees it
+    [mirror] = kubelet_view(
+        [make_pod("static", annotations={"kubernetes.io/config.mirror": STATIC_UID})],
+        node_pod_uids=[STATIC_UID],
+    ).pods
+    assert admit_pod(mirror, conditions).admit
+    # an API pod that calls itself static is an ordinary pod to the kubelet
+    [forged] = kubelet_view(
+        [make_pod("forged", annotations={"kubernetes.io/config.source": "file"})],
+        node_pod_uids=[STATIC_UID],
+    ).pods
+    assert not admit_pod(forged, conditions).admit

@@ -327,7 +327,9 @@ def test_pods_without_stats_rank_first_in_usage_comparators() -> None:
 
 def test_a_mirror_pod_finds_its_static_pods_stats() -> None:
     """The node's stats name a static pod by the hash the kubelet runs it under; the API's
-    mirror pod has a UID of its own and that hash in ``kubernetes.io/config.mirror``."""
+    mirror pod has a UID of its own and that hash in ``kubernetes.io/config.mirror``. (The
+    helpers read pods of the kubelet's view, where only a trusted mirror keeps the annotation:
+    ``tests/agent/test_kubelet_view.py``.)"""
     mirror = make_pod(
         "etcd",
         annotations={

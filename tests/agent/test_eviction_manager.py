@@ -12,9 +12,12 @@ from agent.eviction import (
     ManagerConfig,
     Summary,
     effective_grace_period_seconds,
+    kubelet_view,
     parse_threshold_config,
 )
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
+from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY as CONFIG_MIRROR
+from kube.critical import CONFIG_SOURCE_ANNOTATION_KEY as CONFIG_SOURCE
 from kube.objects import Pod
 from tests.agent.eviction_builders import (
     GI,
@@ -67,6 +70,9 @@ def pods_and_usage() -> tuple[list[Pod], list[PodUsage]]:
     return pods, usage
 
 
+STATIC_UID = "0123456789abcdef0123456789abcdef"  # the kubelet's hash of a static pod's manifest
+
+
 def mem(available: int, usage: list[PodUsage] | None = None, **kw: Any) -> Summary:
     return summary(mem_available=available, mem_working_set=8 * GI - available, pods=usage, **kw)
 
@@ -109,27 +115,88 @@ def test_equal_to_the_threshold_is_not_pressure() -> None:
     assert not m.is_under_memory_pressure()
 
 
+def as_kubelet_sees(pods: list[Pod], stats: Summary) -> list[Pod]:
+    """The node's API pods as the daemon's loop hands them to the manager (``kubelet_view``)."""
+    return kubelet_view(pods, node_pod_uids=[s.pod_ref.uid for s in stats.pods]).pods
+
+
 def test_critical_pods_are_skipped_but_stay_in_the_ranking() -> None:
-    static = make_pod("static", annotations={"kubernetes.io/config.source": "file"})
-    # a mirror pod's stats are its static pod's, filed under the UID in its annotation
-    mirror = make_pod("mirror", annotations={"kubernetes.io/config.mirror": "uid-hash"})
+    # the mirror pod of a static pod running here: its stats are the static pod's, filed under
+    # the UID in its annotation (the kubelet's hash of the manifest)
+    mirror = make_pod("mirror", annotations={CONFIG_MIRROR: STATIC_UID, CONFIG_SOURCE: "file"})
+    # an API pod that calls itself static: the kubelet overwrites its source, so it is ordinary
+    static = make_pod("static", annotations={CONFIG_SOURCE: "file"})
     system = make_pod("system", priority=2000000000)
     user = make_pod("user", priority=1999999999)
     usage = [
-        PodUsage("static", memory=3 * GI),
-        PodUsage("hash", memory=2 * GI),
+        PodUsage("static", memory=2 * GI),
+        PodUsage("etcd-node-1", memory=3 * GI, uid=STATIC_UID),
         PodUsage("system", memory=1 * GI),
         PodUsage("user", memory=1),
     ]
-    m, _ = manager(thresholds({"memory.available": "500Mi"}))
-    (d,) = m.synchronize(mem(MI, usage), [static, mirror, system, user])
-    assert d.pod.name == "user"
+    m, clock = manager(thresholds({"memory.available": "500Mi"}))
+    stats = mem(MI, usage)
+    (d,) = m.synchronize(stats, as_kubelet_sees([static, mirror, system, user], stats))
+    assert d.pod.name == "static"
     assert m.last_sync is not None
-    assert [p.name for p in m.last_sync.ranking] == ["static", "mirror", "user", "system"]
-    assert [(p.name, why) for p, why in m.last_sync.skipped] == [
-        ("static", "critical pod"),
-        ("mirror", "critical pod"),
+    assert [p.name for p in m.last_sync.ranking] == ["mirror", "static", "user", "system"]
+    assert [(p.name, why) for p, why in m.last_sync.skipped] == [("mirror", "critical pod")]
+
+    clock.step(10)  # "static" is gone; the next sync skips both critical pods
+    stats = mem(MI, usage[1:])
+    (d,) = m.synchronize(stats, as_kubelet_sees([mirror, system, user], stats))
+    assert d.pod.name == "user"
+    assert [p.name for p in m.last_sync.ranking] == ["mirror", "user", "system"]
+    assert [(p.name, why) for p, why in m.last_sync.skipped] == [("mirror", "critical pod")]
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {CONFIG_SOURCE: "file"},
+        {CONFIG_SOURCE: "http"},
+        {CONFIG_MIRROR: STATIC_UID},  # no static pod with that UID runs on this node
+        {CONFIG_MIRROR: "uid-small"},  # a neighbour's UID: its stats are not the forger's
+    ],
+    ids=["source-file", "source-http", "mirror-not-here", "mirror-of-a-neighbour"],
+)
+def test_the_larger_pod_is_evicted_whatever_critical_annotation_it_carries(
+    forged: dict[str, str],
+) -> None:
+    """The kubelet would call neither annotation critical on this node, so the pod that wrote
+    one is ranked by its own usage and evicted; the neighbour it would push the eviction onto
+    stays."""
+    big = make_pod("big", annotations=forged)
+    small = make_pod("small")
+    usage = [PodUsage("big", memory=3 * GI), PodUsage("small", memory=GI)]
+    m, _ = manager(thresholds({"memory.available": "500Mi"}))
+    stats = mem(MI, usage)
+    (d,) = m.synchronize(stats, as_kubelet_sees([small, big], stats))
+    assert d.pod.name == "big"
+    assert m.last_sync is not None and m.last_sync.skipped == []
+    assert "The node was low on resource: memory." in d.message
+
+
+def test_a_mirror_claimed_twice_is_trusted_for_neither() -> None:
+    """A second pod claiming the static pod's UID takes the protection from both: the larger
+    forger is evicted by its own usage; a control-plane mirror stays critical by priority."""
+    mirror = make_pod("etcd-node-1", priority=2000001000, annotations={CONFIG_MIRROR: STATIC_UID})
+    forger = make_pod("forger", annotations={CONFIG_MIRROR: STATIC_UID})
+    small = make_pod("small")
+    usage = [
+        PodUsage("etcd-node-1", memory=4 * GI, uid=STATIC_UID),
+        PodUsage("forger", memory=3 * GI),
+        PodUsage("small", memory=GI),
     ]
+    m, _ = manager(thresholds({"memory.available": "500Mi"}))
+    stats = mem(MI, usage)
+    (d,) = m.synchronize(stats, as_kubelet_sees([small, forger, mirror], stats))
+    assert d.pod.name == "forger"
+    assert m.last_sync is not None
+    # the mirror has no stats of its own (the static pod's are no longer its): ranked first,
+    # and skipped for its priority
+    assert [p.name for p in m.last_sync.ranking] == ["etcd-node-1", "forger", "small"]
+    assert [(p.name, why) for p, why in m.last_sync.skipped] == [("etcd-node-1", "critical pod")]
 
 
 def test_only_critical_pods_means_no_eviction() -> None:

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.eviction import EvictionManager, ManagerConfig, parse_threshold_config
+from agent.eviction import EvictionManager, ManagerConfig, kubelet_view, parse_threshold_config
 from agent.eviction.api import get_threshold_quantity
 from agent.eviction.helpers import (
     build_signal_to_rank_func,
@@ -27,6 +27,7 @@ from kube.critical import is_critical_pod
 from kube.objects import Pod
 from tests.agent.eviction_builders import MI, FakeClock, PodUsage, make_pod, pod_stats
 
+STATIC_UID = "0123456789abcdef0123456789abcdef"  # a static pod's UID: the hash of its manifest
 LOCAL_STORAGE_SIGNALS = {"emptydirfs.limit", "ephemeralpodfs.limit", "ephemeralcontainerfs.limit"}
 
 priorities = st.sampled_from([None, -5, 0, 0, 10, 1000, 1999999999, 2000000000, 2000001000])
@@ -37,6 +38,7 @@ annotation_sets = st.sampled_from(
         {"kubernetes.io/config.source": "file"},
         {"kubernetes.io/config.source": "api"},
         {"kubernetes.io/config.mirror": "x"},
+        {"kubernetes.io/config.mirror": STATIC_UID},
         {EVICTION_PREFERENCE_ANNOTATION: "never"},
         {EVICTION_PREFERENCE_ANNOTATION: "avoid"},
     ]
@@ -79,7 +81,12 @@ def pod_and_usage(draw: st.DrawFn, index: int) -> tuple[Pod, PodUsage | None]:
 def pod_sets(draw: st.DrawFn) -> tuple[list[Pod], list[PodUsage]]:
     n = draw(st.integers(0, 8))
     pairs = [draw(pod_and_usage(i)) for i in range(n)]
-    return [p for p, _ in pairs], [u for _, u in pairs if u is not None]
+    usage = [u for _, u in pairs if u is not None]
+    if draw(st.booleans()):  # a static pod runs on the node, under its hash
+        usage.append(
+            PodUsage("static-node-1", memory=draw(st.integers(0, 2048)) * MI, uid=STATIC_UID)
+        )
+    return [p for p, _ in pairs], usage
 
 
 def node_summary(available: int, procs: int, nodefs: int, usage: list[PodUsage]) -> Summary:
@@ -146,12 +153,14 @@ def test_sync_invariants(
     for available, procs, nodefs, dt in sequence:
         clock.step(dt)
         s = node_summary(available * MI, procs, nodefs * MI, usage)
-        decisions = m.synchronize(s, pods)
+        # as the loop hands them over: the kubelet's view of the node's API pods
+        seen = kubelet_view(pods, node_pod_uids=[u.pod_ref.uid for u in s.pods]).pods
+        decisions = m.synchronize(s, seen)
         for d in decisions:
             # never a critical pod, never a pod the operator protected
             assert not is_critical_pod(d.pod)
             assert not is_eviction_forbidden(d.pod, allowed=allowed)
-            assert d.pod in pods
+            assert d.pod in seen
         threshold_decisions = [d for d in decisions if d.signal not in LOCAL_STORAGE_SIGNALS]
         if threshold_decisions:
             # at most one pod per sync outside the local-storage pass, never mixed with it

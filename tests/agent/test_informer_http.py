@@ -61,7 +61,7 @@ async def test_a_static_pods_cgroup_is_named_and_ranked_as_its_mirror_pod(
     the API shows a mirror pod with its own UID and that hash in ``kubernetes.io/config.mirror``:
     the collected stats are the static pod's, named by the mirror pod, and the core finds them
     for the mirror pod."""
-    from agent.eviction import Summary, make_signal_observations
+    from agent.eviction import Summary, kubelet_view, make_signal_observations
     from agent.sources import Roots, SourceConfig, SummaryCollector
     from tests.agent.sources.treebuilder import (
         FakeCgroup,
@@ -94,10 +94,21 @@ async def test_a_static_pods_cgroup_is_named_and_ranked_as_its_mirror_pod(
         collected = SummaryCollector(SourceConfig(roots=roots), lookup=informer.lookup).collect()
         [static] = collected["pods"]
         assert static["podRef"]["uid"] == STATIC_UID
-        _, stats = make_signal_observations(Summary.from_dict(collected))
-        found = stats(entry.pod)
+        summary = Summary.from_dict(collected)
+        _, stats = make_signal_observations(summary)
+        uids = [s.pod_ref.uid for s in summary.pods]
+        [seen] = kubelet_view([entry.pod], node_pod_uids=uids).pods
+        found = stats(seen)
         assert found is not None and found.memory is not None
         assert found.memory.working_set_bytes == 64 * MI
+
+        # a second pod claiming the static pod: the cgroup is named by neither, and neither
+        # finds the static pod's stats
+        sim.apply(pod("claimer", annotations=mirror))
+        await until(lambda: any(e.pod.name == "claimer" for e in informer.pods.values()))
+        assert informer.lookup(STATIC_UID) is None
+        for seen in kubelet_view(informer.active_pods(), node_pod_uids=uids).pods:
+            assert stats(seen) is None
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -39,10 +39,13 @@ def test_a_document_gives_the_node_its_memory_disk_and_kubelet_settings() -> Non
                 "enforceNodeAllocatable": ["pods"],
                 "evictionHard": {"memory.available": "100Mi"},
                 "featureGates": {"SizeMemoryBackedVolumes": False},
+                "staticPodPath": "/etc/kubernetes/manifests",
             },
         )
     )
     assert name == "node-1"
+    assert str(config.static_pod_path) == "/etc/kubernetes/manifests"
+    assert NodeConfig().static_pod_path is None
     assert config.memory_capacity == 1024 * MIB
     assert (config.filesystem.size, config.filesystem.inodes) == (256 * MIB, 1000)
     assert str(config.filesystem.path) == "/var/tmp/n1"
@@ -86,6 +89,7 @@ def test_a_percentage_threshold_is_a_fraction_of_capacity() -> None:
         ({"kubelet": {"featureGates": {"Nope": True}}}, 'unknown gate "Nope"'),
         ({"kubelet": {"featureGates": {"SizeMemoryBackedVolumes": "no"}}}, "must be true or false"),
         ({"kubelet": {"podPidsLimit": 5}}, 'kubelet: unknown field "podPidsLimit"'),
+        ({"kubelet": {"staticPodPath": "manifests"}}, "kubelet.staticPodPath: must be an absolute"),
         ({"metadata": {}}, "metadata.name: required"),
     ],
 )
