@@ -61,6 +61,13 @@ DEFAULT_LISTEN: Final = "127.0.0.1:9808"
 # above 1 h the agent is 360 times slower than the kubelet's 10 s loop it is meant to beat.
 MIN_HOUSEKEEPING_INTERVAL: Final = 0.01
 MAX_HOUSEKEEPING_INTERVAL: Final = 3600.0
+# How often unchanged node conditions are written again: the kubelet's nodeStatusReportFrequency
+# (5 min; 0 means that default, as the kubelet's defaulting does). No kubelet writes its status
+# more often than its 10 s nodeStatusUpdateFrequency; past an hour ``lastHeartbeatTime`` no
+# longer tells a reader whether the agent still reports.
+DEFAULT_NODE_STATUS_REPORT_FREQUENCY: Final = 300.0
+MIN_NODE_STATUS_REPORT_FREQUENCY: Final = 10.0
+MAX_NODE_STATUS_REPORT_FREQUENCY: Final = 3600.0
 _INT64_MAX: Final = 2**63 - 1
 _GO_MAX_DURATION: Final = "2562047h47m16.854775807s"
 EVICTION_MODES: Final = ("delete", "eviction-api")
@@ -78,6 +85,7 @@ KUBELET_FIELDS: Final = (
     "mergeDefaultEvictionSettings",
     "enforceNodeAllocatable",
     "localStorageCapacityIsolation",
+    "nodeStatusReportFrequency",
 )
 # The agent's own options, also accepted in the file under the same camelCase names.
 AGENT_FIELDS: Final = (
@@ -291,6 +299,23 @@ def _string(field_name: str, value: Any) -> str:
     return value
 
 
+def _report_frequency(value: Any) -> float:
+    """``nodeStatusReportFrequency``: 0 or unset is the kubelet's default, else within bounds."""
+    if value is None:
+        return DEFAULT_NODE_STATUS_REPORT_FREQUENCY
+    name = "nodeStatusReportFrequency"
+    seconds = _duration(name, value, maximum=MAX_NODE_STATUS_REPORT_FREQUENCY)
+    if seconds == 0:
+        return DEFAULT_NODE_STATUS_REPORT_FREQUENCY
+    if seconds < MIN_NODE_STATUS_REPORT_FREQUENCY:
+        raise ConfigError(
+            _label(name),
+            f"must be >= {_seconds(MIN_NODE_STATUS_REPORT_FREQUENCY)} (0 means "
+            f"{_seconds(DEFAULT_NODE_STATUS_REPORT_FREQUENCY)}), got {value!r}",
+        )
+    return seconds
+
+
 def _max_evictions(value: Any) -> int:
     from agent.eviction.brake import DEFAULT_MAX_EVICTIONS_PER_MINUTE
 
@@ -394,6 +419,8 @@ class AgentConfig:
     eviction_mode: str = "delete"
     dry_run: bool = False
     node_conditions: bool = False
+    # unchanged conditions are written again after this long (the kubelet's field)
+    node_status_report_frequency: float = DEFAULT_NODE_STATUS_REPORT_FREQUENCY
     node_taints: bool = False
     # the kubelet's field; on by default here (the kubelet's default is off): see memcg.py
     kernel_memcg_notification: bool = True
@@ -452,6 +479,7 @@ class AgentConfig:
             "evictionMode": self.eviction_mode,
             "dryRun": self.dry_run,
             "nodeConditions": self.node_conditions,
+            "nodeStatusReportFrequency": f"{self.node_status_report_frequency:g}s",
             "nodeTaints": self.node_taints,
             "kernelMemcgNotification": self.kernel_memcg_notification,
             "listen": f"{self.listen[0]}:{self.listen[1]}",
@@ -695,6 +723,7 @@ def load_config(
         eviction_mode=mode,
         dry_run=_bool("dryRun", raw.get("dryRun", False)),
         node_conditions=_bool("nodeConditions", raw.get("nodeConditions", False)),
+        node_status_report_frequency=_report_frequency(raw.get("nodeStatusReportFrequency")),
         node_taints=_bool("nodeTaints", raw.get("nodeTaints", False)),
         kernel_memcg_notification=_bool(
             "kernelMemcgNotification", raw.get("kernelMemcgNotification", True)

@@ -92,7 +92,6 @@ class Agent:
         psi_poll_interval: float = 1.0,
         psi_rescan_interval: float = 10.0,
         http_limits: HttpLimits | None = None,
-        condition_heartbeat: float = 10.0,
         memcg_notification: bool | None = None,
         usage_watch: bool = True,
         api_failure_bound: float = 60.0,
@@ -109,7 +108,6 @@ class Agent:
         self.notifier = notifier or Notifier()
         self.serve_http = serve_http
         self.http_limits = http_limits or HttpLimits()
-        self.condition_heartbeat = condition_heartbeat
         self.memcg_notification = (
             config.kernel_memcg_notification if memcg_notification is None else memcg_notification
         )
@@ -138,6 +136,7 @@ class Agent:
             mode=config.eviction_mode,
             dry_run=config.dry_run,
             preference_namespaces=config.eviction_preference_namespaces,
+            node_status_report_frequency=config.node_status_report_frequency,
         )
         self.loop = EvictionLoop(
             self.manager,
@@ -290,12 +289,7 @@ class Agent:
                     strict=True,
                 )
             )
-            if self.config.node_conditions:
-                self._spawn(
-                    self.actions.report_node_conditions(active, heartbeat=self.condition_heartbeat)
-                )
-            if self.config.node_taints:
-                self._spawn(self.actions.report_node_taints(active))
+            self._spawn(self._report_node(active))
         if not self._ready_sent and self.ready()[0]:
             self._ready_sent = True
             self.notifier.ready(f"watching {len(self.informer.pods)} pods")
@@ -303,6 +297,14 @@ class Agent:
                 "agent ready",
                 extra={"node": self.config.node_name, "pods": len(self.informer.pods)},
             )
+
+    async def _report_node(self, active: dict[str, bool]) -> None:
+        """The taints, then the conditions, one after the other: the status patch would change
+        the node's resourceVersion between the taints' read and write (a 409, read again)."""
+        if self.config.node_taints:
+            await self.actions.report_node_taints(active)
+        if self.config.node_conditions:
+            await self.actions.report_node_conditions(active)
 
     def wake_sources(self) -> list[WakeSource]:
         """What can start a sync, and how: kernel announcements armed, files polled, refusals
@@ -502,7 +504,7 @@ class Agent:
         if self.config.node_conditions:
             farewell.append(self.actions.report_node_conditions(clear_all, stopped=True))
         if self.config.node_taints:
-            farewell.append(self.actions.report_node_taints(clear_all))
+            farewell.append(self.actions.report_node_taints(clear_all, stopped=True))
         if farewell:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(5.0):

@@ -84,6 +84,17 @@ def test_transition_period_zero_means_five_minutes() -> None:
     assert cfg.manager_config().pressure_transition_period_seconds == 300
 
 
+def test_node_status_report_frequency_is_the_kubelets_five_minutes_and_zero_means_it() -> None:
+    assert load_config({}, env={}).node_status_report_frequency == 300
+    zero = load_config({"nodeStatusReportFrequency": "0s"}, env={})
+    assert zero.node_status_report_frequency == 300
+    cfg = load_config({"nodeStatusReportFrequency": "1m"}, env={})
+    assert cfg.node_status_report_frequency == 60
+    assert cfg.summary()["nodeStatusReportFrequency"] == "60s"
+    for bound in ("10s", "1h"):
+        load_config({"nodeStatusReportFrequency": bound}, env={})
+
+
 def test_soft_thresholds_with_grace_and_min_reclaim() -> None:
     cfg = load_config(
         {
@@ -292,7 +303,11 @@ _OVERFLOW = "9999999999999999h"
         # every duration field: NaN, ±inf (YAML .nan/.inf/-.inf) and an overflowing Go duration
         *[
             ({name: value}, name, rule)
-            for name in ("housekeepingInterval", "evictionPressureTransitionPeriod")
+            for name in (
+                "housekeepingInterval",
+                "evictionPressureTransitionPeriod",
+                "nodeStatusReportFrequency",
+            )
             for value, rule in (
                 (NAN, "must be a finite duration"),
                 (INF, "must be a finite duration"),
@@ -301,6 +316,10 @@ _OVERFLOW = "9999999999999999h"
             )
         ],
         ({"housekeepingInterval": "2h"}, "housekeepingInterval", "must be <= 1h"),
+        ({"nodeStatusReportFrequency": "9s"}, "nodeStatusReportFrequency", "must be >= 10s"),
+        ({"nodeStatusReportFrequency": "61m"}, "nodeStatusReportFrequency", "must be <= 1h"),
+        ({"nodeStatusReportFrequency": "-5m"}, "nodeStatusReportFrequency", "must be >= 0s"),
+        ({"nodeStatusReportFrequency": "5"}, "nodeStatusReportFrequency", "missing unit"),
         ({"housekeepingInterval": "1ms"}, "housekeepingInterval", "must be >= 10ms"),
         *[
             (
