@@ -11,6 +11,8 @@ tell whether the agent can still see and act: when every API answer has been a 4
 for ``api_failure_bound`` seconds, ``/readyz`` answers 503 with the reason and the watchdog
 pings stop, so systemd restarts the agent (``Restart=`` in the unit) instead of leaving the node
 protected by a stale pod view. Failed answers count in ``eviction_agent_api_errors_total{code}``.
+The reason is the class of failure and its counts (status codes, the kind of request), never a
+namespace, a pod or the server's text: a probe's body is visible to whoever reaches the port.
 
 What can start a sync between intervals depends on the kernel and the install (cgroup v1 or v2,
 root or the DaemonSet's read-only mounts, Linux before or after 6.5 for PSI): kernel
@@ -51,6 +53,7 @@ from agent.metrics import AgentMetrics
 from agent.systemd import Notifier, watchdog_loop
 from agent.timeline import TimelineRecorder
 from evictor.api.health import ApiHealth
+from evictor.api.watching import WatchState
 from kube.cliutil import VERSION
 
 __all__ = ["Agent", "WallClock"]
@@ -60,6 +63,21 @@ log = logging.getLogger(__name__)
 # PSI: wake when tasks stall on memory for 100 ms within 1 s (the kernel minimum window is 500 ms).
 _PSI_TRIGGER = "some 100000 1000000"
 PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure")
+
+
+def _watch_failure(state: WatchState) -> str:
+    """Why the pod watch is down, as ``/readyz`` may say it: the status or the kind of error,
+    never the answer's text (a server's message can quote anything)."""
+    failures = state.consecutive_failures
+    if not failures:
+        return "restarting (no event or bookmark within its bound)"
+    if state.last_status == 200:
+        why = "an answer that could not be read"
+    elif state.last_status:
+        why = f"the API server answered {state.last_status}"
+    else:
+        why = f"no answer ({state.last_error.partition(':')[0] or 'error'})"
+    return f"{why}, {failures} failed list or watch{'es' if failures > 1 else ''} in a row"
 
 
 class WallClock:
@@ -258,15 +276,17 @@ class Agent:
         if isinstance(health, ApiHealth) and health.refused_since is not None:
             refused = health.refused_for()
             if refused >= bound:
+                counts = ", ".join(f"{n}×{code}" for code, n in sorted(health.refusals.items()))
                 return (
                     f"the API server refuses the agent's requests for {refused:.0f}s"
-                    f" (last: {health.last_refusal}), also after refreshing its credentials"
+                    f" ({counts}; last: {health.last_refusal}), also after refreshing its"
+                    " credentials"
                 )
         state = self.informer.state
         if state.down_since is not None:
             down = time.monotonic() - state.down_since
             if down >= bound:
-                return f"pod watch not live for {down:.0f}s: {state.last_error or 'restarting'}"
+                return f"pod watch not live for {down:.0f}s: {_watch_failure(state)}"
         return ""
 
     def _after_sync(self) -> None:
