@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import random
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ __all__ = [
     "DISRUPTION_REASON",
     "HELD_BACK_REASON",
     "NODE_CONDITION_PREFIX",
+    "NODE_WRITE_RETRY",
     "OUTCOMES",
     "PRESSURE_TAINTS",
     "REPORTING_CONTROLLER",
@@ -72,6 +74,9 @@ PRESSURE_TAINTS: Final = {
 }
 TAINT_EFFECT: Final = "NoSchedule"
 _TAINT_CONFLICT_RETRIES: Final = 5
+# A node write that failed is tried again, with the same content, no sooner than this: the
+# kubelet's nodeStatusUpdateFrequency (10 s), not on every 1 s sync while the API server is down.
+NODE_WRITE_RETRY: Final = 10.0
 _NOTE_LIMIT: Final = 1024
 
 
@@ -150,6 +155,24 @@ class ActionResult:
         return self.outcome in ("evicted", "already_gone")
 
 
+@dataclass(slots=True)
+class _FailedWrite:
+    """The last node write that failed, so the same one is not sent again at once."""
+
+    state: dict[str, bool] | None = None
+    at: float = -math.inf
+
+    def note(self, state: dict[str, bool], at: float) -> None:
+        self.state, self.at = state, at
+
+    def clear(self) -> None:
+        self.state = None
+
+    def holds(self, state: dict[str, bool], now: float) -> bool:
+        """True while ``state`` is the one that failed less than ``NODE_WRITE_RETRY`` ago."""
+        return self.state == state and now - self.at < NODE_WRITE_RETRY
+
+
 class Actions:
     """Writes for one node. ``evictor`` is an ``evictor.client.Evictor`` over the same client."""
 
@@ -164,6 +187,8 @@ class Actions:
         request_timeout: float = 5.0,
         clock: Callable[[], float] = time.time,
         preference_namespaces: Collection[str] = (),
+        node_status_report_frequency: float = 300.0,
+        rng: random.Random | None = None,
     ) -> None:
         if mode not in ("delete", "eviction-api"):
             raise ValueError(f"eviction mode {mode!r}: must be delete or eviction-api")
@@ -181,10 +206,14 @@ class Actions:
 
             evictor = Evictor(api_client)
         self.evictor = evictor
+        self.node_status_report_frequency = node_status_report_frequency
+        self.rng = rng if rng is not None else random.Random()
         self._node_conditions: dict[str, bool] = {}
-        self._conditions_written_at = -math.inf
+        self._conditions_due = -math.inf  # when unchanged conditions are written again
+        self._conditions_failed = _FailedWrite()
         self._condition_lock = asyncio.Lock()
         self._node_taints: dict[str, bool] | None = None
+        self._taints_failed = _FailedWrite()
         self._taint_lock = asyncio.Lock()
         # UIDs whose Evicted event was written: a retried eviction does not repeat it.
         self._evented: dict[str, float] = {}
@@ -399,17 +428,19 @@ class Actions:
         return status
 
     async def report_node_conditions(
-        self,
-        active: Mapping[str, bool],
-        *,
-        heartbeat: float | None = None,
-        stopped: bool = False,
+        self, active: Mapping[str, bool], *, stopped: bool = False
     ) -> bool:
         """``--node-conditions``: our own condition types, so we never fight the kubelet's.
 
-        Written when a condition changes and, unchanged, once ``heartbeat`` seconds (on
-        ``clock``) have passed since the last write, refreshing ``lastHeartbeatTime`` as the
-        kubelet does for its own conditions — a reader can tell a live report from a stale one.
+        Written at once when a condition changes; unchanged, only once
+        ``node_status_report_frequency`` seconds (on ``clock``) have passed since the last
+        write, refreshing ``lastHeartbeatTime`` — the kubelet's ``nodeStatusReportFrequency``
+        (``tryUpdateNodeStatus`` in pkg/kubelet/kubelet_node_status.go), so a fleet of agents
+        costs the API server what the kubelets' own status does. As the kubelet's
+        ``delayAfterNodeStatusChange``, the first report after a change (or the agent's start)
+        comes a random ±50 % of the period later: agents restarted together do not keep
+        writing together. A failed write of the same state is tried again no sooner than
+        ``NODE_WRITE_RETRY``.
         ``stopped`` writes every condition ``False`` with reason ``NodePressureAgentStopped``:
         a condition left ``True`` by an agent that is gone would be believed for good.
         """
@@ -417,11 +448,14 @@ class Actions:
             return True
         async with self._condition_lock:
             now_s = self.clock()
-            due = heartbeat is not None and now_s - self._conditions_written_at >= heartbeat
-            if not stopped and not due and dict(active) == self._node_conditions:
-                return True
-            now = format_time(now_s)
             state = {name: bool(on) and not stopped for name, on in active.items()}
+            changed = state != self._node_conditions
+            if not stopped:
+                if not changed and now_s < self._conditions_due:
+                    return True
+                if self._conditions_failed.holds(state, now_s):
+                    return False
+            now = format_time(now_s)
             conditions = []
             for name, on in sorted(state.items()):
                 previous = self._node_conditions.get(name)
@@ -454,38 +488,55 @@ class Actions:
                 )
             except Exception as exc:
                 log.warning("node conditions not written", extra={"err": str(exc)})
+                self._conditions_failed.note(state, now_s)
                 return False
             if not resp.ok:
                 log.warning(
                     "node conditions rejected", extra={"err": f"{resp.status} {resp.message}"}
                 )
+                self._conditions_failed.note(state, now_s)
                 return False
+            period = self.node_status_report_frequency
+            jitter = period * (self.rng.random() - 0.5) if changed else 0.0
+            self._conditions_due = now_s + period + jitter
             self._node_conditions = state
-            self._conditions_written_at = now_s
+            self._conditions_failed.clear()
             return True
 
-    async def report_node_taints(self, active: Mapping[str, bool]) -> bool:
+    async def report_node_taints(
+        self, active: Mapping[str, bool], *, stopped: bool = False
+    ) -> bool:
         """``--node-taints``: our ``NoSchedule`` taint per pressure while it lasts.
 
         ``spec.taints`` has no strategic-merge key (the list is replaced whole), so the node is
         read and written back with its ``resourceVersion``: a 409 (the kubelet, the node
         lifecycle controller or an operator changed the node meanwhile) reads it again.
-        Taints of other owners are kept as they are.
+        Taints of other owners are kept as they are. The node is read only when the pressure
+        changes (and once at start), never on every sync; a failed attempt at the same state is
+        tried again no sooner than ``NODE_WRITE_RETRY`` (``stopped``, the agent's farewell, is
+        tried whatever failed before).
         """
         if self.dry_run or self.api_client is None:
             return True
         async with self._taint_lock:
-            if dict(active) == self._node_taints:
+            state = dict(active)
+            if state == self._node_taints:
                 return True
+            now = self.clock()
+            if not stopped and self._taints_failed.holds(state, now):
+                return False
             for _ in range(_TAINT_CONFLICT_RETRIES):
                 status = await self._sync_taints(active)
                 if status == 409:
                     continue
                 if status is not None and 200 <= status < 300:
-                    self._node_taints = dict(active)
+                    self._node_taints = state
+                    self._taints_failed.clear()
                     return True
-                return False
-            log.warning("node taints not written: conflicts", extra={"node": self.node_name})
+                break
+            else:
+                log.warning("node taints not written: conflicts", extra={"node": self.node_name})
+            self._taints_failed.note(state, now)
             return False
 
     async def _sync_taints(self, active: Mapping[str, bool]) -> int | None:

@@ -51,6 +51,7 @@ _FIELD = {
     "eviction_mode": "evictionMode",
     "dry_run": "dryRun",
     "node_conditions": "nodeConditions",
+    "node_status_report_frequency": "nodeStatusReportFrequency",
     "node_taints": "nodeTaints",
     "kernel_memcg_notification": "kernelMemcgNotification",
     "listen": "listen",
@@ -175,7 +176,14 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--node-conditions/--no-node-conditions",
             default=False,
             help="Report pressure as node conditions of the agent's own types "
-            "(NodePressureAgentMemoryPressure, ...).",
+            "(NodePressureAgentMemoryPressure, ...): written at once when they change, else "
+            "every --node-status-report-frequency.",
+        ),
+        click.option(
+            "--node-status-report-frequency",
+            metavar="DURATION",
+            help="How often unchanged node conditions are written again, as the kubelet's "
+            "nodeStatusReportFrequency (default 5m; 0 means 5m; 10s to 1h).",
         ),
         click.option(
             "--kernel-memcg-notification/--no-kernel-memcg-notification",

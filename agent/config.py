@@ -20,7 +20,9 @@ KubeletConfiguration files; the agent takes them unchanged and makes the same de
 - Every entry is checked with the kubelet's own parser (``parse_threshold_config``), so a bad
   entry fails here with the kubelet's message, prefixed with the field that carries it.
 
-Unknown fields in the file are refused by name (a typo must not silently drop a threshold).
+Unknown fields in the file are refused by name (a typo must not silently drop a threshold), and
+so are a key given twice and any YAML alias (``_ConfigLoader``). A message quotes what it refuses
+in a bounded length (``_show``, ``ConfigError``), however large or nested the value.
 Heavy imports (the decision core pulls in the API client) happen inside functions, so ``--help``
 stays fast.
 """
@@ -31,7 +33,9 @@ import ipaddress
 import math
 import os
 import re
+import reprlib
 import stat
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -61,6 +65,13 @@ DEFAULT_LISTEN: Final = "127.0.0.1:9808"
 # above 1 h the agent is 360 times slower than the kubelet's 10 s loop it is meant to beat.
 MIN_HOUSEKEEPING_INTERVAL: Final = 0.01
 MAX_HOUSEKEEPING_INTERVAL: Final = 3600.0
+# How often unchanged node conditions are written again: the kubelet's nodeStatusReportFrequency
+# (5 min; 0 means that default, as the kubelet's defaulting does). No kubelet writes its status
+# more often than its 10 s nodeStatusUpdateFrequency; past an hour ``lastHeartbeatTime`` no
+# longer tells a reader whether the agent still reports.
+DEFAULT_NODE_STATUS_REPORT_FREQUENCY: Final = 300.0
+MIN_NODE_STATUS_REPORT_FREQUENCY: Final = 10.0
+MAX_NODE_STATUS_REPORT_FREQUENCY: Final = 3600.0
 _INT64_MAX: Final = 2**63 - 1
 _GO_MAX_DURATION: Final = "2562047h47m16.854775807s"
 EVICTION_MODES: Final = ("delete", "eviction-api")
@@ -78,6 +89,7 @@ KUBELET_FIELDS: Final = (
     "mergeDefaultEvictionSettings",
     "enforceNodeAllocatable",
     "localStorageCapacityIsolation",
+    "nodeStatusReportFrequency",
 )
 # The agent's own options, also accepted in the file under the same camelCase names.
 AGENT_FIELDS: Final = (
@@ -115,13 +127,42 @@ SERVICE_ACCOUNT_TOKEN: Final = "/var/run/secrets/kubernetes.io/serviceaccount/to
 SERVICE_ACCOUNT_CA: Final = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 
 
+# An error message is one line an operator reads, whatever the input it quotes (a key of a
+# megabyte, thousands of unknown fields): longer parts are cut.
+_FIELD_LIMIT: Final = 256
+_DETAIL_LIMIT: Final = 2048
+_ELLIPSIS: Final = "..."
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - len(_ELLIPSIS)] + _ELLIPSIS
+
+
 class ConfigError(ValueError):
-    """A configuration entry that cannot be used: ``field`` names it, the message says why."""
+    """A configuration entry that cannot be used: ``field`` names it, the message says why.
+
+    Both are cut to a bounded length, so the message stays one readable line.
+    """
 
     def __init__(self, field_name: str, detail: str) -> None:
-        self.field = field_name
-        self.detail = detail
-        super().__init__(f"{field_name}: {detail}")
+        self.field = _cut(field_name, _FIELD_LIMIT)
+        self.detail = _cut(detail, _DETAIL_LIMIT)
+        super().__init__(f"{self.field}: {self.detail}")
+
+
+_REPR: Final = reprlib.Repr()
+_REPR.maxlevel = 2
+_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = 6
+_REPR.maxstring = 120
+_REPR.maxother = 60
+_REPR.maxlong = 40
+_SHOW_LIMIT: Final = 240
+
+
+def _show(value: Any) -> str:
+    """A value as a message quotes it: ``repr`` bounded in length and in the work it takes,
+    whatever it nests or repeats (``reprlib``: two levels of six items)."""
+    return _cut(_REPR.repr(value), _SHOW_LIMIT)
 
 
 def flag_of(field_name: str) -> str:
@@ -144,7 +185,7 @@ def _parse_pairs(value: str, sep: str) -> dict[str, str]:
             continue
         key, found, val = item.partition(sep)
         if not found:
-            raise ValueError(f"malformed pair {item.strip()!r}, expect string{sep}string")
+            raise ValueError(f"malformed pair {_show(item.strip())}, expect string{sep}string")
         out[key.strip()] = val.strip()
     return out
 
@@ -163,7 +204,7 @@ def parse_listen(value: str) -> tuple[str, int]:
     """``host:port`` (``[v6]:port``); port 0 picks a free port."""
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"{value!r} must be host:port with a port between 0 and 65535")
+        raise ValueError(f"{_show(value)} must be host:port with a port between 0 and 65535")
     host = host.strip("[]") or "0.0.0.0"
     return host, int(port)
 
@@ -193,7 +234,7 @@ def _duration(
 
     label = _label(field_name)
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ConfigError(label, f"must be a duration such as 1m30s, got {value!r}")
+        raise ConfigError(label, f"must be a duration such as 1m30s, got {_show(value)}")
     if isinstance(value, str):
         try:
             seconds = parse_go_duration(value.strip())
@@ -206,14 +247,14 @@ def _duration(
     else:
         seconds = float(value)
     if not math.isfinite(seconds):
-        raise ConfigError(label, f"must be a finite duration, got {value!r}")
+        raise ConfigError(label, f"must be a finite duration, got {_show(value)}")
     top = MAX_DURATION_SECONDS if maximum is None else maximum
     low_ok = seconds > minimum if exclusive_minimum else seconds >= minimum
     if not low_ok:
         op = ">" if exclusive_minimum else ">="
-        raise ConfigError(label, f"must be {op} {_seconds(minimum)}, got {value!r}")
+        raise ConfigError(label, f"must be {op} {_seconds(minimum)}, got {_show(value)}")
     if not seconds <= top:
-        raise ConfigError(label, f"must be <= {_seconds(top)}, got {value!r}")
+        raise ConfigError(label, f"must be <= {_seconds(top)}, got {_show(value)}")
     return seconds
 
 
@@ -235,27 +276,35 @@ def _str_map(field_name: str, value: Any) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigError(_label(field_name), f"must be a map of signal to value, got {value!r}")
+        raise ConfigError(
+            _label(field_name), f"must be a map of signal to value, got {_show(value)}"
+        )
     out: dict[str, str] = {}
     for k, v in value.items():
         if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, str | int | float):
-            raise ConfigError(f"{_label(field_name)}[{k}]", f"must be a string value, got {v!r}")
+            raise ConfigError(
+                f"{_label(field_name)}[{k}]", f"must be a string value, got {_show(v)}"
+            )
         out[k] = str(v)
     return out
 
 
 def _bool(field_name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(_label(field_name), f"must be true or false, got {value!r}")
+        raise ConfigError(_label(field_name), f"must be true or false, got {_show(value)}")
     return value
 
 
 def _int32(field_name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         try:
-            value = int(str(value).strip())
+            if not isinstance(value, str):
+                raise ValueError(value)  # str() of a nested value could be of any size
+            value = int(value.strip())
         except ValueError:
-            raise ConfigError(_label(field_name), f"must be an integer, got {value!r}") from None
+            raise ConfigError(
+                _label(field_name), f"must be an integer, got {_show(value)}"
+            ) from None
     if not -(2**31) <= value < 2**31:
         raise ConfigError(_label(field_name), f"must fit in int32, got {value}")
     return int(value)
@@ -271,14 +320,14 @@ def _namespaces(field_name: str, value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, list | tuple):
-        raise ConfigError(_label(field_name), f"must be a list of namespaces, got {value!r}")
+        raise ConfigError(_label(field_name), f"must be a list of namespaces, got {_show(value)}")
     out: list[str] = []
     for item in value:
         if not isinstance(item, str) or not (
             item == "*" or _NAMESPACE_NAME.fullmatch(item) is not None
         ):
             raise ConfigError(
-                _label(field_name), f"{item!r} is not a namespace name (DNS-1123 label) or '*'"
+                _label(field_name), f"{_show(item)} is not a namespace name (DNS-1123 label) or '*'"
             )
         if item not in out:
             out.append(item)
@@ -287,8 +336,25 @@ def _namespaces(field_name: str, value: Any) -> tuple[str, ...]:
 
 def _string(field_name: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise ConfigError(_label(field_name), f"must be a string, got {value!r}")
+        raise ConfigError(_label(field_name), f"must be a string, got {_show(value)}")
     return value
+
+
+def _report_frequency(value: Any) -> float:
+    """``nodeStatusReportFrequency``: 0 or unset is the kubelet's default, else within bounds."""
+    if value is None:
+        return DEFAULT_NODE_STATUS_REPORT_FREQUENCY
+    name = "nodeStatusReportFrequency"
+    seconds = _duration(name, value, maximum=MAX_NODE_STATUS_REPORT_FREQUENCY)
+    if seconds == 0:
+        return DEFAULT_NODE_STATUS_REPORT_FREQUENCY
+    if seconds < MIN_NODE_STATUS_REPORT_FREQUENCY:
+        raise ConfigError(
+            _label(name),
+            f"must be >= {_seconds(MIN_NODE_STATUS_REPORT_FREQUENCY)} (0 means "
+            f"{_seconds(DEFAULT_NODE_STATUS_REPORT_FREQUENCY)}), got {_show(value)}",
+        )
+    return seconds
 
 
 def _max_evictions(value: Any) -> int:
@@ -355,11 +421,11 @@ def _check_kubelet_url(url: str, *, token_file: str) -> None:
     if url.startswith("https://"):
         return
     if not url.startswith("http://"):
-        raise ConfigError(label, f"must be an https URL, got {url!r}")
+        raise ConfigError(label, f"must be an https URL, got {_show(url)}")
     if token_file:
         raise ConfigError(
             label,
-            f"must be https: {url!r} would send the ServiceAccount token ({token_file}) in "
+            f"must be https: {_show(url)} would send the ServiceAccount token ({token_file}) in "
             'clear; http is allowed only with kubeletTokenFile: "" (no credential)',
         )
 
@@ -394,6 +460,8 @@ class AgentConfig:
     eviction_mode: str = "delete"
     dry_run: bool = False
     node_conditions: bool = False
+    # unchanged conditions are written again after this long (the kubelet's field)
+    node_status_report_frequency: float = DEFAULT_NODE_STATUS_REPORT_FREQUENCY
     node_taints: bool = False
     # the kubelet's field; on by default here (the kubelet's default is off): see memcg.py
     kernel_memcg_notification: bool = True
@@ -452,6 +520,7 @@ class AgentConfig:
             "evictionMode": self.eviction_mode,
             "dryRun": self.dry_run,
             "nodeConditions": self.node_conditions,
+            "nodeStatusReportFrequency": f"{self.node_status_report_frequency:g}s",
             "nodeTaints": self.node_taints,
             "kernelMemcgNotification": self.kernel_memcg_notification,
             "listen": f"{self.listen[0]}:{self.listen[1]}",
@@ -473,29 +542,100 @@ class AgentConfig:
 # --- loading -----------------------------------------------------------------------------------
 
 
+class _Refused(Exception):
+    """What ``_ConfigLoader`` will not load: ``field`` (a key's path, or "") and why."""
+
+    def __init__(self, field_name: str, detail: str) -> None:
+        super().__init__(detail)
+        self.field = field_name
+        self.detail = detail
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, stricter where a configuration must be.
+
+    Aliases are refused: a file of a few hundred bytes whose anchors refer to each other names
+    billions of values (the "billion laughs"), and a KubeletConfiguration has no use for them.
+    A key given twice in one mapping, at any depth, is refused with both lines: the last one
+    would silently win (a second ``evictionHard`` dropping the first's signals), where the
+    kubelet's strict decoding refuses a duplicate field.
+    """
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise _Refused(
+                "",
+                f"line {event.start_mark.line + 1}: YAML aliases (*{event.anchor}) are not "
+                "allowed in the agent's configuration; write the value out",
+            )
+        return super().compose_node(parent, index)
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self.check_duplicate_keys(node)
+        return super().construct_document(node)
+
+    def check_duplicate_keys(self, root: yaml.Node) -> None:
+        """Every mapping of the document, outermost first, walked without recursion (with no
+        alias the document is a tree)."""
+        todo: deque[tuple[yaml.Node, str]] = deque([(root, "")])
+        while todo:
+            node, path = todo.popleft()
+            if isinstance(node, yaml.SequenceNode):
+                todo.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
+            if not isinstance(node, yaml.MappingNode):
+                continue
+            seen: dict[tuple[str, Any], int] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                    continue
+                key = self.construct_object(key_node)
+                name = f"{path}[{key}]" if path else str(key)
+                line = key_node.start_mark.line + 1
+                ident = (key_node.tag, key)
+                try:
+                    first = seen.get(ident)
+                except TypeError:  # unhashable: construction refuses the key with its reason
+                    continue
+                if first is not None:
+                    where = f"line {line}" if first == line else f"lines {first} and {line}"
+                    raise _Refused(name, f"duplicate key ({where})")
+                seen[ident] = line
+                todo.append((value_node, name))
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """The file's mapping; ConfigError naming the file for unreadable or non-mapping YAML."""
     try:
         text = Path(path).read_text()
     except OSError as exc:
         raise ConfigError("--config", f"cannot read {path}: {exc.strerror or exc}") from None
+    loader = _ConfigLoader(text)
     try:
-        data = yaml.safe_load(text)
+        data = loader.get_single_data()
+    except _Refused as exc:
+        if exc.field:
+            raise ConfigError(exc.field, f"{exc.detail} in {path}") from None
+        raise ConfigError("--config", f"{path}: {exc.detail}") from None
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError("--config", f"{path} is not valid YAML: {detail}") from None
     except RecursionError:
         raise ConfigError("--config", f"{path} is nested too deeply") from None
+    except ValueError as exc:  # a scalar Python cannot hold: 2024-02-30, an int of 5000 digits
+        raise ConfigError("--config", f"{path} is not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError("--config", f"{path} must hold a mapping of fields, got {data!r}")
+        raise ConfigError("--config", f"{path} must hold a mapping of fields, got {_show(data)}")
     kind = data.pop("kind", "KubeletConfiguration")
     api_version = data.pop("apiVersion", KUBELET_API_VERSION)
     if kind != "KubeletConfiguration":
-        raise ConfigError("kind", f"must be KubeletConfiguration, got {kind!r}")
+        raise ConfigError("kind", f"must be KubeletConfiguration, got {_show(kind)}")
     if api_version != KUBELET_API_VERSION:
-        raise ConfigError("apiVersion", f"must be {KUBELET_API_VERSION}, got {api_version!r}")
+        raise ConfigError("apiVersion", f"must be {KUBELET_API_VERSION}, got {_show(api_version)}")
     unknown = sorted(str(k) for k in data if k not in KUBELET_FIELDS + AGENT_FIELDS)
     if unknown:
         raise ConfigError(
@@ -524,7 +664,7 @@ def _validate_enforce(values: Sequence[str]) -> tuple[str, ...]:
         if v not in _ENFORCE_OPTIONS:
             raise ConfigError(
                 label,
-                f"option {v!r} is not supported; valid options are "
+                f"option {_show(v)} is not supported; valid options are "
                 + ", ".join(repr(o) for o in _ENFORCE_OPTIONS),
             )
     if "none" in values and len(values) > 1:
@@ -561,7 +701,7 @@ def _check_thresholds(e: EvictionSettings) -> tuple[Threshold, ...]:
                     one.get("eviction_minimum_reclaim"),
                 )
             except EvictionConfigError as exc:
-                raise ConfigError(f"{_label(name)}[{signal}]", f"{value!r}: {exc}") from None
+                raise ConfigError(f"{_label(name)}[{signal}]", f"{_show(value)}: {exc}") from None
     for signal, value in e.eviction_soft.items():
         grace = e.eviction_soft_grace_period
         try:
@@ -569,7 +709,9 @@ def _check_thresholds(e: EvictionSettings) -> tuple[Threshold, ...]:
                 [], None, {signal: value}, {signal: grace[signal]} if signal in grace else {}, None
             )
         except EvictionConfigError as exc:
-            raise ConfigError(f"{_label('evictionSoft')}[{signal}]", f"{value!r}: {exc}") from None
+            raise ConfigError(
+                f"{_label('evictionSoft')}[{signal}]", f"{_show(value)}: {exc}"
+            ) from None
     try:
         thresholds = parse_threshold_config(
             list(e.enforce_node_allocatable),
@@ -611,7 +753,7 @@ def load_config(
         isinstance(v, str) for v in enforce_raw
     ):
         raise ConfigError(
-            _label("enforceNodeAllocatable"), f"must be a list of strings, got {enforce_raw!r}"
+            _label("enforceNodeAllocatable"), f"must be a list of strings, got {_show(enforce_raw)}"
         )
     transition = _duration(
         "evictionPressureTransitionPeriod", raw.get("evictionPressureTransitionPeriod", "5m")
@@ -646,7 +788,7 @@ def load_config(
     mode = _string("evictionMode", raw.get("evictionMode", "delete"))
     if mode not in EVICTION_MODES:
         raise ConfigError(
-            _label("evictionMode"), f"must be one of {', '.join(EVICTION_MODES)}, got {mode!r}"
+            _label("evictionMode"), f"must be one of {', '.join(EVICTION_MODES)}, got {_show(mode)}"
         )
     listen_text = _string("listen", raw.get("listen", DEFAULT_LISTEN))
     try:
@@ -657,7 +799,10 @@ def load_config(
     if raw.get("memoryCapacity") not in (None, ""):
         from kube.quantity import QuantityError, parse_quantity, quantity_value
 
-        text = str(raw["memoryCapacity"])
+        value = raw["memoryCapacity"]
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ConfigError(_label("memoryCapacity"), f"not a quantity: {_show(value)}")
+        text = str(value)
         try:
             exact = parse_quantity(text)
             capacity = quantity_value(text)
@@ -667,7 +812,7 @@ def load_config(
             raise ConfigError(_label("memoryCapacity"), f"must be positive, got {capacity}")
         if not exact <= _INT64_MAX:  # quantity_value clamps; a node has no 8 EiB of memory
             raise ConfigError(
-                _label("memoryCapacity"), f"must be at most {_INT64_MAX} bytes, got {text!r}"
+                _label("memoryCapacity"), f"must be at most {_INT64_MAX} bytes, got {_show(text)}"
             )
     node_name = _string("nodeName", raw.get("nodeName") or environ.get("NODE_NAME", ""))
     url = raw.get("kubeletSummaryUrl")
@@ -684,7 +829,7 @@ def load_config(
     node_cgroup = _string("nodeCgroup", raw.get("nodeCgroup") or "").strip("/")
     if ".." in node_cgroup.split("/"):
         raise ConfigError(
-            _label("nodeCgroup"), f"must stay below the cgroup root, got {node_cgroup!r}"
+            _label("nodeCgroup"), f"must stay below the cgroup root, got {_show(node_cgroup)}"
         )
     return AgentConfig(
         eviction=settings,
@@ -695,6 +840,7 @@ def load_config(
         eviction_mode=mode,
         dry_run=_bool("dryRun", raw.get("dryRun", False)),
         node_conditions=_bool("nodeConditions", raw.get("nodeConditions", False)),
+        node_status_report_frequency=_report_frequency(raw.get("nodeStatusReportFrequency")),
         node_taints=_bool("nodeTaints", raw.get("nodeTaints", False)),
         kernel_memcg_notification=_bool(
             "kernelMemcgNotification", raw.get("kernelMemcgNotification", True)

@@ -11,6 +11,8 @@ tell whether the agent can still see and act: when every API answer has been a 4
 for ``api_failure_bound`` seconds, ``/readyz`` answers 503 with the reason and the watchdog
 pings stop, so systemd restarts the agent (``Restart=`` in the unit) instead of leaving the node
 protected by a stale pod view. Failed answers count in ``eviction_agent_api_errors_total{code}``.
+The reason is the class of failure and its counts (status codes, the kind of request), never a
+namespace, a pod or the server's text: a probe's body is visible to whoever reaches the port.
 
 What can start a sync between intervals depends on the kernel and the install (cgroup v1 or v2,
 root or the DaemonSet's read-only mounts, Linux before or after 6.5 for PSI): kernel
@@ -51,6 +53,7 @@ from agent.metrics import AgentMetrics
 from agent.systemd import Notifier, watchdog_loop
 from agent.timeline import TimelineRecorder
 from evictor.api.health import ApiHealth
+from evictor.api.watching import WatchState
 from kube.cliutil import VERSION
 
 __all__ = ["Agent", "WallClock"]
@@ -60,6 +63,21 @@ log = logging.getLogger(__name__)
 # PSI: wake when tasks stall on memory for 100 ms within 1 s (the kernel minimum window is 500 ms).
 _PSI_TRIGGER = "some 100000 1000000"
 PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure")
+
+
+def _watch_failure(state: WatchState) -> str:
+    """Why the pod watch is down, as ``/readyz`` may say it: the status or the kind of error,
+    never the answer's text (a server's message can quote anything)."""
+    failures = state.consecutive_failures
+    if not failures:
+        return "restarting (no event or bookmark within its bound)"
+    if state.last_status == 200:
+        why = "an answer that could not be read"
+    elif state.last_status:
+        why = f"the API server answered {state.last_status}"
+    else:
+        why = f"no answer ({state.last_error.partition(':')[0] or 'error'})"
+    return f"{why}, {failures} failed list or watch{'es' if failures > 1 else ''} in a row"
 
 
 class WallClock:
@@ -92,7 +110,6 @@ class Agent:
         psi_poll_interval: float = 1.0,
         psi_rescan_interval: float = 10.0,
         http_limits: HttpLimits | None = None,
-        condition_heartbeat: float = 10.0,
         memcg_notification: bool | None = None,
         usage_watch: bool = True,
         api_failure_bound: float = 60.0,
@@ -109,7 +126,6 @@ class Agent:
         self.notifier = notifier or Notifier()
         self.serve_http = serve_http
         self.http_limits = http_limits or HttpLimits()
-        self.condition_heartbeat = condition_heartbeat
         self.memcg_notification = (
             config.kernel_memcg_notification if memcg_notification is None else memcg_notification
         )
@@ -138,6 +154,7 @@ class Agent:
             mode=config.eviction_mode,
             dry_run=config.dry_run,
             preference_namespaces=config.eviction_preference_namespaces,
+            node_status_report_frequency=config.node_status_report_frequency,
         )
         self.loop = EvictionLoop(
             self.manager,
@@ -259,15 +276,17 @@ class Agent:
         if isinstance(health, ApiHealth) and health.refused_since is not None:
             refused = health.refused_for()
             if refused >= bound:
+                counts = ", ".join(f"{n}×{code}" for code, n in sorted(health.refusals.items()))
                 return (
                     f"the API server refuses the agent's requests for {refused:.0f}s"
-                    f" (last: {health.last_refusal}), also after refreshing its credentials"
+                    f" ({counts}; last: {health.last_refusal}), also after refreshing its"
+                    " credentials"
                 )
         state = self.informer.state
         if state.down_since is not None:
             down = time.monotonic() - state.down_since
             if down >= bound:
-                return f"pod watch not live for {down:.0f}s: {state.last_error or 'restarting'}"
+                return f"pod watch not live for {down:.0f}s: {_watch_failure(state)}"
         return ""
 
     def _after_sync(self) -> None:
@@ -290,12 +309,7 @@ class Agent:
                     strict=True,
                 )
             )
-            if self.config.node_conditions:
-                self._spawn(
-                    self.actions.report_node_conditions(active, heartbeat=self.condition_heartbeat)
-                )
-            if self.config.node_taints:
-                self._spawn(self.actions.report_node_taints(active))
+            self._spawn(self._report_node(active))
         if not self._ready_sent and self.ready()[0]:
             self._ready_sent = True
             self.notifier.ready(f"watching {len(self.informer.pods)} pods")
@@ -303,6 +317,14 @@ class Agent:
                 "agent ready",
                 extra={"node": self.config.node_name, "pods": len(self.informer.pods)},
             )
+
+    async def _report_node(self, active: dict[str, bool]) -> None:
+        """The taints, then the conditions, one after the other: the status patch would change
+        the node's resourceVersion between the taints' read and write (a 409, read again)."""
+        if self.config.node_taints:
+            await self.actions.report_node_taints(active)
+        if self.config.node_conditions:
+            await self.actions.report_node_conditions(active)
 
     def wake_sources(self) -> list[WakeSource]:
         """What can start a sync, and how: kernel announcements armed, files polled, refusals
@@ -502,7 +524,7 @@ class Agent:
         if self.config.node_conditions:
             farewell.append(self.actions.report_node_conditions(clear_all, stopped=True))
         if self.config.node_taints:
-            farewell.append(self.actions.report_node_taints(clear_all))
+            farewell.append(self.actions.report_node_taints(clear_all, stopped=True))
         if farewell:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(5.0):

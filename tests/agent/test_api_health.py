@@ -9,12 +9,15 @@ import base64
 import os
 import socket
 import time
+import types
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 import yaml
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 import kubesim
@@ -22,6 +25,7 @@ from agent.config import load_config
 from agent.daemon import Agent
 from agent.systemd import Notifier
 from evictor.api.connect import connect
+from evictor.api.health import ApiHealth, request_kind
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
 from tests.agent.test_loop_e2e import until
@@ -142,10 +146,13 @@ async def test_an_unrenewable_credential_turns_readyz_red_and_stops_the_watchdog
         assert time.monotonic() - refused_at < BOUND + 0.3  # red within the bound
         why = agent.ready()[1]
         assert "refuses the agent's requests" in why and "401" in why
+        async with aiohttp.ClientSession() as session, session.get(base + "/readyz") as r:
+            assert r.status == 503
+            body = await r.text()
+        # the kind of request and the counts, not its path (the node's name is in its query)
+        assert "last: 401 to GET pods)" in body and "×401;" in body
+        assert "node-1" not in body and "/api/" not in body
         async with aiohttp.ClientSession() as session:
-            async with session.get(base + "/readyz") as r:
-                assert r.status == 503
-                assert "401" in await r.text()
             async with session.get(base + "/healthz") as r:
                 assert r.status == 200  # the process loop still runs
             async with session.get(base + "/metrics") as r:
@@ -187,7 +194,11 @@ async def test_a_pod_watch_that_stays_down_turns_readyz_red_with_its_error() -> 
                     "faults": [
                         {
                             "match": {"resource": "pods", "verb": verb},
-                            "respond": {"code": 500, "reason": "InternalError", "message": "x"},
+                            "respond": {
+                                "code": 500,
+                                "reason": "InternalError",
+                                "message": "webhook: team-secret/payroll-7f9 is busy",
+                            },
                         }
                         for verb in ("list", "watch")
                     ]
@@ -196,10 +207,83 @@ async def test_a_pod_watch_that_stays_down_turns_readyz_red_with_its_error() -> 
             await until(lambda: not agent.ready()[0], timeout=5)
             assert agent.informer.state.down_since is not None
             why = agent.ready()[1]
-            assert why.startswith("pod watch not live for") and "500" in why
+            assert why.startswith("pod watch not live for") and "answered 500" in why
+            assert "failed list" in why
+            assert "payroll" not in why and "team-secret" not in why  # the server's text
             assert agent.health() == (True, "")  # /healthz: the loop runs
             sim.injector.active.clear()  # the API serves again: ready again, by itself
             await until(lambda: agent.ready()[0], timeout=5)
         finally:
             await agent.stop()
             await api.close()
+
+
+TENANT_REQUESTS = [
+    ("PATCH /api/v1/namespaces/team-secret/pods/payroll-7f9/status", "PATCH pods/status"),
+    ("POST /api/v1/namespaces/team-secret/pods/payroll-7f9/eviction", "POST pods/eviction"),
+    ("DELETE /api/v1/namespaces/team-secret/pods/payroll-7f9", "DELETE pods"),
+    ("POST /apis/events.k8s.io/v1/namespaces/team-secret/events", "POST events.events.k8s.io"),
+    ("GET /api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&watch=true", "GET pods"),
+    ("PATCH /api/v1/nodes/node-1/status", "PATCH nodes/status"),
+    ("GET /api/v1/namespaces/team-secret", "GET namespaces"),
+    ("PUT /api/v1/namespaces/team-secret/finalize", "PUT namespaces/finalize"),
+    ("GET /apis/policy/v1/poddisruptionbudgets", "GET poddisruptionbudgets.policy"),
+    ("GET /version", "GET /version"),
+    ("GET /apis", "GET apis"),
+]
+
+
+@pytest.mark.parametrize(("what", "kind"), TENANT_REQUESTS)
+def test_a_refusal_is_kept_as_the_kind_of_request(what: str, kind: str) -> None:
+    assert request_kind(what) == kind
+
+
+segment = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True)
+
+
+@given(
+    namespace=segment,
+    name=segment,
+    resource=st.sampled_from(["pods", "events", "configmaps"]),
+    sub=st.sampled_from(["", "/status", "/eviction"]),
+    group=st.sampled_from(["", "events.k8s.io"]),
+)
+def test_request_kind_depends_on_no_namespace_and_no_name(
+    namespace: str, name: str, resource: str, sub: str, group: str
+) -> None:
+    assume(namespace not in ("status", "finalize"))  # the namespace object's subresources
+    prefix = f"/apis/{group}/v1" if group else "/api/v1"
+    kind = request_kind(f"PATCH {prefix}/namespaces/{namespace}/{resource}/{name}{sub}")
+    assert kind == f"PATCH {resource}{'.' + group if group else ''}{sub}"
+
+
+async def test_readiness_says_what_is_refused_and_how_often_naming_no_pod() -> None:
+    clock = [0.0]
+    health = ApiHealth(clock=lambda: clock[0])
+    client = types.SimpleNamespace(health=health)
+    cfg = load_config({"nodeName": "node-1"})
+
+    async def no_stats() -> dict[str, object]:
+        raise AssertionError("the agent is not started")
+
+    agent = Agent(
+        cfg,
+        api_client=client,
+        stats=no_stats,
+        serve_http=False,
+        use_psi=False,
+        api_failure_bound=60,
+    )
+    for _ in range(3):
+        health.record(401, what="GET /api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1")
+    clock[0] = 61.0
+    health.record(403, what="PATCH /api/v1/namespaces/team-secret/pods/payroll-7f9/status")
+    why = agent.api_problem()
+    assert why == (
+        "the API server refuses the agent's requests for 61s (3×401, 1×403; last: 403 to PATCH"
+        " pods/status), also after refreshing its credentials"
+    )
+    health.record(200)  # any other answer: ready again, and the next streak counts afresh
+    assert agent.api_problem() == ""
+    health.record(403, what="DELETE /api/v1/namespaces/team-secret/pods/payroll-7f9")
+    assert health.refusals == {403: 1}

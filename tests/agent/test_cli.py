@@ -71,6 +71,31 @@ def test_bad_entry_exit_2_names_field_without_traceback() -> None:
     assert "Traceback" not in err
 
 
+def test_node_status_report_frequency_flag_is_range_checked() -> None:
+    code, out, err = run("check-config", "--node-status-report-frequency", "90s", "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["nodeStatusReportFrequency"] == "90s"
+    code, _, err = run("check-config", "--node-status-report-frequency", "1s")
+    assert code == 2
+    assert err.startswith("error: nodeStatusReportFrequency (--node-status-report-frequency)")
+    assert "must be >= 10s" in err and "Traceback" not in err
+
+
+def test_a_duplicate_key_or_an_alias_in_the_file_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "evictionHard:\n  memory.available: 300Mi\nnodeName: n1\n"
+        "evictionHard:\n  nodefs.available: 10%\n"
+    )
+    code, _, err = run("check-config", "--config", str(path))
+    assert code == 2
+    assert err == f"error: evictionHard: duplicate key (lines 1 and 4) in {path}\n"
+    path.write_text("a: &a [x, x]\nb: &b [*a, *a]\nevictionHard: *b\n")
+    code, _, err = run("check-config", "--config", str(path))
+    assert code == 2
+    assert "line 2: YAML aliases (*a) are not allowed" in err and "Traceback" not in err
+
+
 def test_malformed_flag_and_unknown_file_field_exit_2(tmp_path: Path) -> None:
     code, _, err = run("check-config", "--eviction-hard", "memory.available")
     assert code == 2 and "expect string<string" in err

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.config import (
+    AGENT_FIELDS,
+    KUBELET_FIELDS,
     ConfigError,
     load_config,
     parse_langle_map,
@@ -82,6 +84,17 @@ def test_transition_period_zero_means_five_minutes() -> None:
     cfg = load_config({"evictionPressureTransitionPeriod": "0s"}, env={})
     assert cfg.eviction.eviction_pressure_transition_period == 300
     assert cfg.manager_config().pressure_transition_period_seconds == 300
+
+
+def test_node_status_report_frequency_is_the_kubelets_five_minutes_and_zero_means_it() -> None:
+    assert load_config({}, env={}).node_status_report_frequency == 300
+    zero = load_config({"nodeStatusReportFrequency": "0s"}, env={})
+    assert zero.node_status_report_frequency == 300
+    cfg = load_config({"nodeStatusReportFrequency": "1m"}, env={})
+    assert cfg.node_status_report_frequency == 60
+    assert cfg.summary()["nodeStatusReportFrequency"] == "60s"
+    for bound in ("10s", "1h"):
+        load_config({"nodeStatusReportFrequency": bound}, env={})
 
 
 def test_soft_thresholds_with_grace_and_min_reclaim() -> None:
@@ -292,7 +305,11 @@ _OVERFLOW = "9999999999999999h"
         # every duration field: NaN, ±inf (YAML .nan/.inf/-.inf) and an overflowing Go duration
         *[
             ({name: value}, name, rule)
-            for name in ("housekeepingInterval", "evictionPressureTransitionPeriod")
+            for name in (
+                "housekeepingInterval",
+                "evictionPressureTransitionPeriod",
+                "nodeStatusReportFrequency",
+            )
             for value, rule in (
                 (NAN, "must be a finite duration"),
                 (INF, "must be a finite duration"),
@@ -301,6 +318,10 @@ _OVERFLOW = "9999999999999999h"
             )
         ],
         ({"housekeepingInterval": "2h"}, "housekeepingInterval", "must be <= 1h"),
+        ({"nodeStatusReportFrequency": "9s"}, "nodeStatusReportFrequency", "must be >= 10s"),
+        ({"nodeStatusReportFrequency": "61m"}, "nodeStatusReportFrequency", "must be <= 1h"),
+        ({"nodeStatusReportFrequency": "-5m"}, "nodeStatusReportFrequency", "must be >= 0s"),
+        ({"nodeStatusReportFrequency": "5"}, "nodeStatusReportFrequency", "missing unit"),
         ({"housekeepingInterval": "1ms"}, "housekeepingInterval", "must be >= 10ms"),
         *[
             (
@@ -399,3 +420,152 @@ def test_other_kubelet_urls_are_kept_as_written() -> None:
         "https://[not-an-address]:10250/stats/summary",
     ):
         assert load_config({"kubeletSummaryUrl": url}).kubelet_summary_url == url
+
+
+# --- the file: duplicate keys, aliases, and messages of bounded size ---------------------------
+
+HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        HEADER + "evictionHard:\n  memory.available: 300Mi\n  nodefs.available: 10%\n"
+        "nodeName: n1\nhousekeepingInterval: 1s\nevictionSoft: {}\n"
+        "evictionHard:\n  imagefs.available: 15%\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        read_config_file(path)
+    assert info.value.field == "evictionHard"
+    assert str(info.value) == f"evictionHard: duplicate key (lines 3 and 9) in {path}"
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "where"),
+    [
+        (
+            "evictionHard:\n  memory.available: 1Gi\n  nodefs.available: 5%\n"
+            "  memory.available: 2Gi\n",
+            "evictionHard[memory.available]",
+            "lines 2 and 4",
+        ),
+        (
+            "evictionHard: {memory.available: 1Gi, memory.available: 2Gi}\n",
+            "evictionHard[memory.available]",
+            "line 1",
+        ),
+        # the same key however it is written: YAML's int 1 and 0x1
+        ("evictionSoftGracePeriod: {1: 1m, 0x1: 2m}\n", "evictionSoftGracePeriod[1]", "line 1"),
+        # in a mapping inside a list, at any depth
+        ("x: [{a: {b: 1, b: 2}}]\n", "x[0][a][b]", "line 1"),
+    ],
+)
+def test_duplicates_are_refused_at_any_depth(
+    tmp_path: Path, body: str, field: str, where: str
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(body)
+    with pytest.raises(ConfigError) as info:
+        read_config_file(path)
+    assert info.value.field == field
+    assert info.value.detail == f"duplicate key ({where}) in {path}"
+
+
+def test_distinct_keys_and_merged_keys_are_not_duplicates(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    # "1" and 1 are different keys; an explicit key overrides a merged one (YAML merge)
+    path.write_text(
+        "evictionHard: {<<: {memory.available: 1Gi}, memory.available: 2Gi}\n"
+        "evictionMinimumReclaim: {'1': a, 1: b}\n"
+    )
+    data = read_config_file(path)
+    assert data["evictionHard"] == {"memory.available": "2Gi"}
+
+
+# 9 levels of 9 aliases each: 9**9 (387 million) strings from 360 bytes, if aliases expanded
+LAUGHS = "\n".join(
+    [
+        'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+        *(f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)),
+        "evictionHard: *a8",
+    ]
+)
+
+
+def test_aliases_are_refused_so_a_billion_laughs_expands_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(LAUGHS)
+    with pytest.raises(ConfigError) as info:
+        read_config_file(path)
+    assert info.value.field == "--config"
+    assert "line 2: YAML aliases (*a0) are not allowed" in str(info.value)
+    # an anchor nobody refers to is harmless
+    path.write_text("evictionHard: &hard {memory.available: 1Gi}\n")
+    assert read_config_file(path) == {"evictionHard": {"memory.available": "1Gi"}}
+
+
+def test_messages_stay_short_whatever_the_file_quotes(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    many_unknown = "".join(f"unknownField{i}: 1\n" for i in range(1000))
+    path.write_text(many_unknown)
+    with pytest.raises(ConfigError) as info:
+        read_config_file(path)
+    assert str(info.value).startswith("unknownField0, unknownField1")
+    assert len(str(info.value)) < 2500
+    path.write_text("housekeepingInterval: " + "9" * 100_000 + "x\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(read_config_file(path), env={})
+    assert len(str(info.value)) < 2500
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"), [("9" * 5000, "Exceeds the limit"), ("2024-02-30", "day is out of range")]
+)
+def test_a_scalar_python_cannot_hold_is_bad_yaml_not_a_traceback(
+    tmp_path: Path, body: str, rule: str
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"evictionMaxPodGracePeriod: {body}\n")
+    with pytest.raises(ConfigError) as info:
+        read_config_file(path)
+    assert info.value.field == "--config"
+    assert "is not valid YAML" in str(info.value) and rule in str(info.value)
+
+
+def _shared(levels: int) -> object:
+    """What an alias bomb builds: each level's list holds the level below nine times."""
+    value: object = ["lol"] * 9
+    for _ in range(levels):
+        value = [value] * 9
+    return value
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["evictionHard", "evictionPreferenceNamespaces", "nodeName", "memoryCapacity", "listen"],
+)
+def test_a_value_that_would_print_as_gigabytes_is_quoted_in_a_line(field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config({field: _shared(9)}, env={})  # 9**10 strings if printed whole
+    assert info.value.field.startswith(field)
+    assert len(str(info.value)) < 400
+
+
+nested = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=300),
+    lambda inner: st.lists(inner, max_size=12) | st.dictionaries(st.text(max_size=40), inner),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=80)
+@given(
+    field=st.sampled_from(sorted(set(KUBELET_FIELDS + AGENT_FIELDS) - {"timelineDir"})),
+    value=nested,
+)
+def test_every_refusal_is_one_bounded_line(field: str, value: object) -> None:
+    try:
+        load_config({field: value}, env={})
+    except ConfigError as exc:
+        assert len(str(exc)) <= 256 + 2 + 2048
+        assert exc.field

@@ -1,29 +1,40 @@
-"""``--node-conditions``: the conditions heartbeat while the agent runs, cleared when it stops.
+"""``--node-conditions``: written when they change, refreshed at the kubelet's cadence, cleared
+when the agent stops.
 
-A condition nobody refreshes cannot be told from one whose writer died, so the agent refreshes
-``lastHeartbeatTime`` on a period even when nothing changed (as the kubelet does for its own), and
-a clean stop writes every condition ``False`` with reason ``NodePressureAgentStopped`` (and
-removes its taints with ``--node-taints``). Against kubesim in process; the heartbeat period runs
-on a fake clock injected into the actions, so no test waits for it in real time.
+The kubelet writes its Node status when it changes and otherwise every
+``nodeStatusReportFrequency`` (5 min), the first report after a change a random ±50 % of that
+later (``delayAfterNodeStatusChange``); the agent does the same for its own conditions, so an
+idle fleet of agents costs the API server about what the kubelets' status does. A condition
+nobody refreshes cannot be told from one whose writer died, so the refresh still comes; a clean
+stop writes every condition ``False`` with reason ``NodePressureAgentStopped`` (and removes its
+taints with ``--node-taints``). Against kubesim in process; the report period runs on a fake
+clock injected into the actions, so no test waits for it in real time.
 """
 
 from __future__ import annotations
 
+import itertools
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 import kubesim
+from agent.actions import NODE_WRITE_RETRY, Actions
 from agent.config import load_config
 from agent.daemon import Agent
+from evictor.api.calls import Response
 from kube.times import format_time
+from kubesim.endpoints.requestlog import RequestRecord
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
-from tests.agent.test_loop_e2e import until
+from tests.agent.test_loop_e2e import more_syncs, until
 from tests.agent.test_node_taints import MEMORY_TAINT, OPERATOR_TAINT, STATE, taints
 
 MEMORY = "NodePressureAgentMemoryPressure"
+START = 1_700_000_000.0
+PERIOD = 300.0  # the default nodeStatusReportFrequency
 
 
 class FakeClock:
@@ -32,6 +43,17 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class FixedRandom(random.Random):
+    """``random()`` always ``value``: 0.5 is no jitter, 0 the earliest report, 1 the latest."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__()
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
 
 
 @pytest.fixture
@@ -48,40 +70,39 @@ def condition(sim: Simulator, ctype: str = MEMORY) -> dict[str, Any] | None:
     return None
 
 
-def status_patches(sim: Simulator) -> list[Any]:
+def status_patches(sim: Simulator) -> list[RequestRecord]:
     return sim.requests.filter(verb="patch", resource="nodes", subresource="status")
 
 
+def node_requests(sim: Simulator) -> list[RequestRecord]:
+    """Everything the agent asked of its Node: reads and writes, status or not."""
+    return sim.requests.filter(resource="nodes")
+
+
 async def start(
-    sim: Simulator, fake: FakeNode, clock: FakeClock, **fields: Any
+    sim: Simulator, fake: FakeNode, clock: FakeClock, *, jitter: float = 0.5, **fields: Any
 ) -> tuple[Agent, Any]:
     cfg = load_config(
         {
             "nodeName": "node-1",
             "nodeConditions": True,
-            "housekeepingInterval": "50ms",
+            "housekeepingInterval": "20ms",
             "evictionHard": {"memory.available": "500Mi"},
             "evictionPressureTransitionPeriod": "300ms",
             **fields,
         }
     )
     api = sim.api_client()
-    agent = Agent(
-        cfg,
-        api_client=api,
-        stats=fake.get_summary,
-        serve_http=False,
-        use_psi=False,
-        condition_heartbeat=10.0,
-    )
+    agent = Agent(cfg, api_client=api, stats=fake.get_summary, serve_http=False, use_psi=False)
     agent.actions.clock = clock
+    agent.actions.rng = FixedRandom(jitter)
     await agent.start()
     return agent, api
 
 
-async def test_heartbeat_refreshes_unchanged_conditions(sim: Simulator) -> None:
+async def test_unchanged_conditions_are_refreshed_every_report_period(sim: Simulator) -> None:
     fake = FakeNode(sim, usage={"default/a": 10 * MI, "kube-system/crit": 10 * MI})
-    clock = FakeClock(1_700_000_000.0)
+    clock = FakeClock(START)
     agent, api = await start(sim, fake, clock)
     try:
         await until(lambda: condition(sim) is not None)
@@ -89,25 +110,64 @@ async def test_heartbeat_refreshes_unchanged_conditions(sim: Simulator) -> None:
         assert first is not None
         assert first["status"] == "False"
         assert first["reason"] == "NodeHasNoMemoryPressure"
-        assert first["lastHeartbeatTime"] == first["lastTransitionTime"] == format_time(clock.now)
-        syncs = agent.loop.stats.syncs
-        await until(lambda: agent.loop.stats.syncs >= syncs + 5)
+        assert first["lastHeartbeatTime"] == first["lastTransitionTime"] == format_time(START)
+        await more_syncs(agent, 5)
         assert len(status_patches(sim)) == 1  # unchanged and not due: nothing written
 
-        clock.now += 9.0
-        await until(lambda: agent.loop.stats.syncs >= syncs + 10)
-        assert len(status_patches(sim)) == 1  # 9 s < the 10 s period
+        clock.now += PERIOD - 1
+        await more_syncs(agent, 5)
+        assert len(status_patches(sim)) == 1  # 4 min 59 s < the 5 min period
 
-        clock.now += 1.0
-        await until(
-            lambda: (condition(sim) or {}).get("lastHeartbeatTime") != first["lastHeartbeatTime"]
-        )
+        clock.now += 1
+        await until(lambda: len(status_patches(sim)) == 2)
         beat = condition(sim)
         assert beat is not None
-        assert beat["lastHeartbeatTime"] == format_time(1_700_000_010.0)
+        assert beat["lastHeartbeatTime"] == format_time(START + PERIOD)
         assert beat["lastTransitionTime"] == first["lastTransitionTime"]  # no transition
         assert beat["status"] == "False"
-        assert len(status_patches(sim)) == 2
+    finally:
+        await agent.stop()
+        await api.close()
+
+
+async def test_an_idle_agent_writes_its_node_once_per_period_and_a_change_at_once(
+    sim: Simulator,
+) -> None:
+    """Idle for an hour with ``--node-conditions --node-taints``: one Node write per 5 minutes
+    besides the pod watch (the first after start jittered as the kubelet's), the Node read once
+    (the taints' start); then pressure is written in the same moment."""
+    fake = FakeNode(sim, usage={"default/a": 10 * MI, "kube-system/crit": 10 * MI})
+    clock = FakeClock(START)
+    agent, api = await start(sim, fake, clock, jitter=0.0, nodeTaints=True)
+    try:
+        await until(lambda: len(status_patches(sim)) == 1)
+        await until(lambda: len(node_requests(sim)) == 2)  # + the taints' one read
+        # the earliest jitter (-50 %) brings the first report forward; then every 5 minutes
+        reports = [0.0, *(PERIOD / 2 + k * PERIOD for k in range(12))]
+        step = PERIOD / 4
+        for n in range(1, int(3600 / step) + 1):
+            clock.now = START + n * step
+            due = sum(at <= n * step for at in reports)
+            await more_syncs(agent, 1)
+            await until(lambda due=due: len(status_patches(sim)) >= due)  # type: ignore[misc]
+            assert len(status_patches(sim)) == due, f"at {n * step:g}s"
+        await more_syncs(agent, 5)
+        assert len(status_patches(sim)) == 13  # in the hour: the start's, then one per 5 min
+        others = [r for r in sim.requests if r.resource != "pods"]
+        assert [(r.verb, r.subresource) for r in others if r.verb != "patch"] == [("get", "")]
+        assert all(r.subresource == "status" for r in others if r.verb == "patch")
+        assert {r.verb for r in sim.requests if r.resource == "pods"} <= {"list", "watch"}
+
+        # pressure (a critical pod is never evicted: it lasts): written without waiting
+        before = len(node_requests(sim))
+        fake.usage["kube-system/crit"] = 700 * MI
+        await until(lambda: (condition(sim) or {}).get("status") == "True")
+        await until(lambda: MEMORY_TAINT in taints(sim))
+        assert condition(sim)["lastTransitionTime"] == format_time(clock.now)  # type: ignore[index]
+        await more_syncs(agent, 5)
+        # one status patch, and the taint: one read, one patch
+        changes = [(r.verb, r.subresource) for r in node_requests(sim)[before:]]
+        assert sorted(changes) == [("get", ""), ("patch", ""), ("patch", "status")]
     finally:
         await agent.stop()
         await api.close()
@@ -116,7 +176,7 @@ async def test_heartbeat_refreshes_unchanged_conditions(sim: Simulator) -> None:
 async def test_clean_stop_clears_conditions_and_taints(sim: Simulator) -> None:
     # a critical pod is never evicted: the pressure lasts until the agent stops
     fake = FakeNode(sim, usage={"default/a": 10 * MI, "kube-system/crit": 700 * MI})
-    clock = FakeClock(1_700_000_000.0)
+    clock = FakeClock(START)
     agent, api = await start(sim, fake, clock, nodeTaints=True)
     try:
         await until(lambda: (condition(sim) or {}).get("status") == "True")
@@ -132,7 +192,7 @@ async def test_clean_stop_clears_conditions_and_taints(sim: Simulator) -> None:
     assert cleared["status"] == "False"
     assert cleared["reason"] == "NodePressureAgentStopped"
     assert "stopped" in cleared["message"]
-    assert cleared["lastTransitionTime"] == format_time(1_700_000_003.0)
+    assert cleared["lastTransitionTime"] == format_time(START + 3)
     for other in ("NodePressureAgentDiskPressure", "NodePressureAgentPIDPressure"):
         assert (condition(sim, other) or {}).get("reason") == "NodePressureAgentStopped"
     assert taints(sim) == [OPERATOR_TAINT]
@@ -140,7 +200,7 @@ async def test_clean_stop_clears_conditions_and_taints(sim: Simulator) -> None:
 
 async def test_dry_run_writes_no_conditions(sim: Simulator) -> None:
     fake = FakeNode(sim, usage={"default/a": 10 * MI, "kube-system/crit": 700 * MI})
-    agent, api = await start(sim, fake, FakeClock(1_700_000_000.0), dryRun=True)
+    agent, api = await start(sim, fake, FakeClock(START), dryRun=True)
     try:
         await until(agent.manager.is_under_memory_pressure)
     finally:
@@ -148,3 +208,62 @@ async def test_dry_run_writes_no_conditions(sim: Simulator) -> None:
         await api.close()
     assert status_patches(sim) == []
     assert condition(sim) is None
+
+
+class Recorded(Actions):
+    """Actions whose requests are recorded and answered with ``status``."""
+
+    def __init__(self, clock: FakeClock, *, jitter: float = 0.5) -> None:
+        super().__init__(
+            object(), node_name="node-1", evictor=object(), clock=clock, rng=FixedRandom(jitter)
+        )
+        self.sent: list[tuple[str, float]] = []
+        self.status = 200
+
+    async def _raw(self, method: str, path: str, body: Any, **kw: Any) -> Any:
+        self.sent.append((method, self.clock()))
+        node = {"metadata": {"resourceVersion": "1"}, "spec": {"taints": []}}
+        return Response(self.status, {}, node if method == "GET" else {})
+
+
+QUIET = {"MemoryPressure": False, "DiskPressure": False, "PIDPressure": False}
+PRESSED = {**QUIET, "MemoryPressure": True}
+
+
+@pytest.mark.parametrize(("jitter", "first_report"), [(0.0, 150.0), (0.5, 300.0), (0.99, 447.0)])
+async def test_the_first_report_after_a_change_is_jittered_then_every_period(
+    jitter: float, first_report: float
+) -> None:
+    clock = FakeClock(START)
+    actions = Recorded(clock, jitter=jitter)
+    for second in range(1500):  # a sync every second for 25 minutes
+        clock.now = START + second
+        assert await actions.report_node_conditions(QUIET)
+    at = [sent_at - START for _, sent_at in actions.sent]
+    assert at[:2] == [0.0, first_report]
+    assert [b - a for a, b in itertools.pairwise(at[1:])] == [PERIOD] * (len(at) - 2)
+    # a change is written at once, and restarts the jittered wait
+    clock.now += 1
+    assert await actions.report_node_conditions(PRESSED)
+    assert actions.sent[-1][1] == clock.now
+
+
+async def test_a_failed_node_write_is_not_repeated_on_every_sync() -> None:
+    clock = FakeClock(START)
+    actions = Recorded(clock)
+    actions.status = 403  # no RBAC for nodes/status or nodes
+    for _ in range(20):  # twenty syncs within the same second
+        assert not await actions.report_node_conditions(PRESSED)
+        assert not await actions.report_node_taints(PRESSED)
+    assert [m for m, _ in actions.sent] == ["PATCH", "GET"]  # one try each
+    clock.now += NODE_WRITE_RETRY
+    assert not await actions.report_node_conditions(PRESSED)
+    assert not await actions.report_node_taints(PRESSED)
+    assert [m for m, _ in actions.sent] == ["PATCH", "GET", "PATCH", "GET"]
+    # a different state is tried at once; the farewell is tried whatever failed before
+    assert not await actions.report_node_conditions(QUIET)
+    assert not await actions.report_node_taints(QUIET)
+    assert not await actions.report_node_taints(QUIET, stopped=True)
+    assert [m for m, _ in actions.sent][4:] == ["PATCH", "GET", "GET"]
+    actions.status = 200
+    assert await actions.report_node_conditions(QUIET, stopped=True)
