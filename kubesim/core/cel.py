@@ -23,7 +23,8 @@ What it lacks, and what kubesim therefore does not have either: the optional-fie
 ``quantity``, ``url``, ``authorizer``...), and static type checking — an expression that does
 not return a bool is found at run time (it denies), not at create. References to variables a
 policy does not declare (``params`` without ``paramKind``, a misspelling) are rejected at
-create with cel-go's ``undeclared reference to 'x' (in container '')``.
+create with cel-go's ``undeclared reference to 'x' (in container '')``; a macro's iteration
+variable (``x`` in ``list.all(x, ...)``) is the macro's own, not such a reference.
 """
 
 from __future__ import annotations
