@@ -15,7 +15,9 @@ What kubectl's drain does (``k8s.io/kubectl/pkg/drain``) and where this differs:
   value capped: only the deadline ends such a wait, and then without another attempt.
 * The listed pod's UID is sent as ``deleteOptions.preconditions.uid``, and the pod is re-read
   before every retry: a same-name replacement (StatefulSet, kubernetes/kubernetes#138229) is
-  reported as ``pod_replaced`` and never evicted.
+  reported as ``pod_replaced`` and never evicted. A DELETE with a known UID is never preceded
+  by a read: its precondition already answers, 404 for a pod that is gone and 409 for a
+  replacement, so a client that only deletes (the agent's default mode) needs no pods ``get``.
 * 403 ``NamespaceTerminating``: the pod is re-read (kubectl ≤ 1.34 re-evicted a stale copy);
   once it is terminating, the namespace controller is deleting it and that counts as evicted.
 * 500 "more than one PodDisruptionBudget" is never retried; the result names the PDBs.
@@ -34,6 +36,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -109,6 +112,18 @@ def _pod_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{path_segment(namespace)}/pods/{path_segment(name)}"
 
 
+# the storage's precondition failure, as kube-apiserver words it in a 409 to a DELETE
+_UID_NOW = re.compile(r"UID in object meta: (\S+)")
+
+
+def _replaced(result: EvictionResult, uid: str, message: str) -> str:
+    """What ``_reread`` says of a replaced pod, from a 409's message when it names the UID."""
+    found = _UID_NOW.search(message)
+    if found is None:
+        return f"pod {result.namespace}/{result.name} was replaced: {message}"
+    return f"pod {result.namespace}/{result.name} was replaced (uid {uid} is now {found[1]})"
+
+
 @dataclass(slots=True)
 class _Run:
     """One pod's eviction (or delete) while it is retried: the result so far, the UID every
@@ -116,6 +131,7 @@ class _Run:
 
     result: EvictionResult
     uid: str  # "" until known (read before the first request)
+    reads: bool = True  # False: the answers alone settle the pod (a DELETE with a known UID)
     pod: dict[str, Any] | None = None
     transient: int = 0  # transport errors and 5xx answers so far
     seen: dict[str, str] = field(default_factory=dict)  # PDB → resourceVersion released on
@@ -351,11 +367,17 @@ class Evictor:
         """
         started = self.clock()
         run = _Run(
-            EvictionResult(namespace, name, Outcome.ERROR, method=method), expected_uid or ""
+            EvictionResult(namespace, name, Outcome.ERROR, method=method),
+            expected_uid or "",
+            reads=method != "delete" or not expected_uid,
         )
         try:
             while True:
-                if (not run.uid or run.result.attempts) and await self._reread(run, deadline):
+                if (
+                    run.reads
+                    and (not run.uid or run.result.attempts)
+                    and await self._reread(run, deadline)
+                ):
                     break
                 retry = await self._settle(run, await self._send(run, send, deadline), deadline)
                 if retry is None:
@@ -445,6 +467,9 @@ class Evictor:
                 if run.pod is None or not (run.pod.get("metadata") or {}).get("deletionTimestamp"):
                     return verdict
                 run.end(Outcome.EVICTED, verdict.message)
+        elif d is Decision.CONFLICT and not run.reads:
+            # a DELETE whose only precondition is the UID: the name is another pod's now
+            run.end(Outcome.POD_REPLACED, _replaced(result, run.uid, verdict.message))
         elif d is Decision.CONFLICT:
             if not await self._reread(run, deadline):  # gone / replaced settle it there
                 run.end(Outcome.ERROR, verdict.message)

@@ -23,7 +23,8 @@ What it lacks, and what kubesim therefore does not have either: the optional-fie
 ``quantity``, ``url``, ``authorizer``...), and static type checking — an expression that does
 not return a bool is found at run time (it denies), not at create. References to variables a
 policy does not declare (``params`` without ``paramKind``, a misspelling) are rejected at
-create with cel-go's ``undeclared reference to 'x' (in container '')``.
+create with cel-go's ``undeclared reference to 'x' (in container '')``; a macro's iteration
+variable (``x`` in ``list.all(x, ...)``) is the macro's own, not such a reference.
 """
 
 from __future__ import annotations
@@ -47,10 +48,21 @@ _IDENT: Final = r"(?<![\w.]){name}(?!\w)"
 _VAR_REF: Final = re.compile(
     r"(?<![\w.])variables\s*(?:(\.)\s*([_A-Za-z]\w*)|(\[)\s*['\"]([^'\"]+)['\"]\s*\])"
 )
+# the iteration variable a macro binds (``list.all(x, ...)``, ``map.filter(k, ...)``): cel-go
+# declares it inside the macro, where the bindings' reference list counts it as free
+_MACRO_VAR: Final = re.compile(
+    r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([_A-Za-z]\w*)\s*,"
+)
+_STRING: Final = re.compile(r"'(?:[^'\\\n]|\\.)*'" + r'|"(?:[^"\\\n]|\\.)*"')
 
 
 class CelError(Exception):
-    """A compile or runtime error, worded as cel-go words it."""
+    """A compile or runtime error, worded as cel-go words it; ``missing`` is the key of a
+    ``no such key`` error (a caller with lazily bound values can bind it and run again)."""
+
+    def __init__(self, message: str, *, missing: str | None = None) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +90,11 @@ def variable_references(expression: str) -> list[tuple[str, int]]:
         else:
             out.append((found.group(4), found.start(3)))
     return out
+
+
+def _macro_variables(expression: str) -> frozenset[str]:
+    """The iteration variables the expression's macros bind (string literals aside)."""
+    return frozenset(_MACRO_VAR.findall(_STRING.sub("''", expression)))
 
 
 def _issue(expression: str, offset: int, text: str) -> str:
@@ -113,7 +130,7 @@ def compile_expression(
         # cel-go indents the source lines with " | "; the bindings write "| ".
         text = re.sub(r"(?m)^\| ", " | ", text)
         raise CelError(text) from None
-    allowed = frozenset(declared)
+    allowed = frozenset(declared) | _macro_variables(expression)
     unknown = sorted(n for n in names if n not in allowed)
     if unknown:
         raise CelError("\n".join(_undeclared(expression, n) for n in unknown))
@@ -177,4 +194,5 @@ def evaluate(program: Program, activation: Activation) -> Any:
         context = activation.context(program.variables)
         return program.program.execute(context)
     except Exception as exc:  # the bindings raise Key/Type/Value/Runtime/ZeroDivision errors
-        raise CelError(_runtime_message(exc)) from None
+        missing = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else None
+        raise CelError(_runtime_message(exc), missing=missing) from None

@@ -24,8 +24,12 @@ def _docs(paths: list[Path]) -> list[dict[str, Any]]:
     return [d for p in paths for d in yaml.safe_load_all(p.read_text()) if d is not None]
 
 
+# kustomize's own files, not manifests
+KUSTOMIZE_FILES = {"kustomization.yaml", "kustomizeconfig.yaml"}
+
+
 def _manifests() -> list[Path]:
-    return sorted(p for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.yaml")
+    return sorted(p for p in DEPLOY.glob("*.yaml") if p.name not in KUSTOMIZE_FILES)
 
 
 def _base() -> list[dict[str, Any]]:
@@ -81,11 +85,11 @@ def test_cluster_role_is_least_privilege() -> None:
     assert roles == {"eviction-agent", "eviction-agent-kubelet-stats"}
     # the kubelet's summary (per-pod disk figures) is read as installed: one read-only grant
     assert _grants(_role("eviction-agent-kubelet-stats")) == {("", "nodes/stats"): {"get"}}
+    # nothing that reaches a pod on another node but the reads: the writes are confined by the
+    # admission policy, and evictions (which it cannot confine) are optional
     role = _role("eviction-agent")
     assert _grants(role) == {
-        ("", "pods"): {"get", "list", "watch", "delete"},
-        ("", "pods/eviction"): {"create"},
-        ("policy", "poddisruptionbudgets"): {"list", "watch"},
+        ("", "pods"): {"list", "watch", "delete"},
         ("", "pods/status"): {"patch"},
         ("events.k8s.io", "events"): {"create"},
     }
@@ -98,12 +102,36 @@ def test_no_manifest_grants_nodes_proxy_or_wildcards() -> None:
             assert "*" not in (group, res, verb), role["metadata"]["name"]
 
 
-def test_optional_roles_are_one_grant_each() -> None:
+def test_optional_roles_grant_only_what_their_flag_needs() -> None:
     roles = {d["metadata"]["name"]: _grants(d) for d in _optional() if d["kind"] == "ClusterRole"}
     assert roles == {
+        "eviction-agent-eviction-api": {
+            ("", "pods/eviction"): {"create"},
+            ("", "pods"): {"get"},
+            ("policy", "poddisruptionbudgets"): {"list", "watch"},
+        },
         "eviction-agent-node-conditions": {("", "nodes/status"): {"patch"}},
         "eviction-agent-node-taints": {("", "nodes"): {"get", "patch"}},
     }
+
+
+def test_the_policy_names_the_agents_own_conditions_and_taints() -> None:
+    """What the admission policy lets the agent write is what the agent writes: its condition
+    types and taint keys, kept in step with the code here (the policy's CEL holds literals)."""
+    from agent.actions import NODE_CONDITION_PREFIX, PRESSURE_TAINTS
+    from agent.daemon import PRESSURE_CONDITIONS
+    from agent.eviction.manager import DISRUPTION_TARGET
+
+    policy = _one("ValidatingAdmissionPolicy")
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    own = variables["ownConditions"]
+    for condition in PRESSURE_CONDITIONS:
+        assert f"'{NODE_CONDITION_PREFIX}{condition}'" in own
+    assert own.count("'NodePressureAgent") == len(PRESSURE_CONDITIONS)
+    assert f"'{DISRUPTION_TARGET}'" in own
+    [prefix] = {key.split("/")[0] + "/" for key in PRESSURE_TAINTS.values()}
+    for name in ("othersNew", "othersOld", "ownTaintsOtherwise"):
+        assert f"startsWith('{prefix}')" in variables[name]
 
 
 def test_bindings_tie_roles_to_the_service_account() -> None:

@@ -361,6 +361,59 @@ async def test_delete_sends_uid_precondition_and_dry_run(sim: Simulator, evictor
     assert sim.get("Pod", "default", "web-0") is not None
 
 
+async def test_a_delete_with_a_uid_never_reads_the_pod() -> None:
+    """Its precondition answers what a read would: retried after a 503, the DELETE itself
+    finds the pod gone (404) or replaced under its name (409)."""
+    unavailable = {"code": 503, "reason": "ServiceUnavailable", "message": "try again"}
+    faults = {
+        "faults": [
+            {"match": {"verb": "delete", "resource": "pods", "name": name, "calls": "1"},
+             "respond": unavailable}
+            for name in ("web-0", "web-1")
+        ]
+    }  # fmt: skip
+
+    paused = asyncio.Event()
+    resume = asyncio.Event()
+
+    async def pause(_: float) -> None:  # the wait before the retry, until the test resumes it
+        paused.set()
+        await resume.wait()
+        resume.clear()
+
+    async def delete_retried(sim: Simulator, ev: Evictor, i: int, *, recreate: bool) -> Any:
+        """Delete ``web-i``; while the client waits to retry the 503, the pod goes (and comes
+        back under its name with another UID when ``recreate``)."""
+        name = f"web-{i}"
+        paused.clear()
+        task = asyncio.create_task(
+            ev.delete("default", name, expected_uid=WEB[i]["metadata"]["uid"])
+        )
+        await asyncio.wait_for(paused.wait(), 5)
+        rt = sim.scheme.for_kind("v1", "Pod")
+        assert rt is not None
+        sim.registry.delete(rt, "default", name, _force())
+        if recreate:
+            sim.apply(pod(name, app="web", uid="new"))
+        resume.set()
+        return await asyncio.wait_for(task, 5)
+
+    async for sim in _serve(state(), faults):
+        async with sim.api_client() as api:
+            ev = Evictor(api, sleep=pause)
+            done = await ev.delete("default", "web-2", expected_uid=WEB[2]["metadata"]["uid"])
+            gone = await delete_retried(sim, ev, 0, recreate=False)
+            replaced = await delete_retried(sim, ev, 1, recreate=True)
+            await ev.close()
+        assert done.outcome is Outcome.EVICTED and done.attempts == 1
+        assert (gone.outcome, gone.status_code, gone.attempts) == (Outcome.ALREADY_GONE, 404, 2)
+        assert replaced.outcome is Outcome.POD_REPLACED and replaced.attempts == 2
+        old = WEB[1]["metadata"]["uid"]
+        assert replaced.message == f"pod default/web-1 was replaced (uid {old} is now new)"
+        assert sim.get("Pod", "default", "web-1") is not None  # the replacement stays
+        assert sim.requests.filter(verb="get", resource="pods") == []
+
+
 async def test_wait_for_deletion_uses_one_watch(sim: Simulator, evictor: Evictor) -> None:
     refs = [PodRef("default", f"web-{i}", WEB[i]["metadata"]["uid"], "node-1") for i in range(2)]
     for r in refs:

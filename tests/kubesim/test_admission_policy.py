@@ -562,6 +562,46 @@ async def test_variables_are_evaluated_in_order_and_namespace_object(sim: Simula
     assert body["message"].endswith("denied request: no pods in prod")
 
 
+async def test_variables_are_lazy_and_macros_bind_their_variable(sim: Simulator) -> None:
+    """A variable is evaluated when first read (kube's ``cel/lazy``): one that would fail
+    denies only the request whose expression reads it. A macro's iteration variable
+    (``c`` below) is bound by the macro, not an undeclared reference."""
+    reads_bad = "has(object.metadata.labels) && 'probe' in object.metadata.labels"
+    await install(
+        sim,
+        policy(
+            "lazy",
+            [
+                {
+                    "expression": f"{reads_bad} ? variables.bad : variables.images.all("
+                    "i, i != 'forbidden')"
+                }
+            ],
+            rules=PARAM_POLICY_RULES,
+            variables=[
+                {"name": "bad", "expression": "object.spec.nope == 1"},
+                {"name": "images", "expression": "object.spec.containers.map(c, c.image)"},
+            ],
+        ),
+        binding("lazy-b", "lazy"),
+    )
+    code, body, _ = await call(sim, "POST", PODS, body=pod("ok"))
+    assert code == 201, body
+    forbidden = pod("no")
+    forbidden["spec"]["containers"][0]["image"] = "forbidden"
+    code, body, _ = await call(sim, "POST", PODS, body=forbidden)
+    assert code == 422
+    assert body["message"].endswith(
+        "denied request: failed expression: "
+        + (f"{reads_bad} ? variables.bad : variables.images.all(i, i != 'forbidden')")
+    )
+    code, body, _ = await call(sim, "POST", PODS, body=pod("probe", labels={"probe": "1"}))
+    assert code == 422
+    assert body["message"].endswith(
+        'resulted in error: composited variable "bad" fails to evaluate: no such key: nope'
+    )
+
+
 async def test_binding_match_resources_and_policy_name(sim: Simulator) -> None:
     await install(
         sim,

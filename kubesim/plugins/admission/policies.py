@@ -50,7 +50,6 @@ from kubesim.core.cel import (
     Program,
     compile_expression,
     evaluate,
-    variable_references,
 )
 from kubesim.core.errors import Cause, StatusError
 from kubesim.plugins.admission.matching import Request, matches_resources
@@ -178,7 +177,9 @@ def _param_kind_text(pk: Mapping[str, Any]) -> str:
 
 
 class _Evaluation:
-    """One policy evaluated for one binding and one parameter: variables memoised."""
+    """One policy evaluated for one binding and one parameter: variables memoised, and lazy as
+    kube's (``cel/lazy``): a variable is evaluated when an expression first reads it, so one
+    that is never read (``variables.kind == 'x' ? variables.x : 0``) never fails."""
 
     def __init__(self, compiled: CompiledPolicy, activation: Activation) -> None:
         self.compiled = compiled
@@ -188,29 +189,33 @@ class _Evaluation:
         self.programs = dict(compiled.variables)
         activation.set("variables", {})
 
-    def _ensure(self, expression: str, seen: frozenset[str] = frozenset()) -> None:
-        for name, _ in variable_references(expression):
-            if name in self.errors:
-                raise _EvalError(
-                    f'composited variable "{name}" fails to evaluate: {self.errors[name]}'
-                )
-            if name in self.values or name in seen or name not in self.programs:
-                continue
-            program = self.programs[name]
+    def _value(self, program: Program, seen: frozenset[str]) -> Any:
+        """Run ``program`` with the variables evaluated so far; a read of one not evaluated
+        yet (a missing key of ``variables``) evaluates it, and the program runs again."""
+        while True:
             try:
-                self._ensure(program.expression, seen | {name})
-                self.values[name] = evaluate(program, self.activation)
-            except (CelError, _EvalError) as exc:
-                self.errors[name] = str(exc)
-                raise _EvalError(f'composited variable "{name}" fails to evaluate: {exc}') from None
-            self.activation.set("variables", dict(self.values))
+                return evaluate(program, self.activation)
+            except CelError as exc:
+                name = exc.missing
+                if name not in self.programs or name in self.values or name in seen:
+                    raise
+                if name in self.errors:
+                    raise _EvalError(
+                        f'composited variable "{name}" fails to evaluate: {self.errors[name]}'
+                    ) from None
+                try:
+                    self.values[name] = self._value(self.programs[name], seen | {name})
+                except (CelError, _EvalError) as inner:
+                    self.errors[name] = str(inner)
+                    raise _EvalError(
+                        f'composited variable "{name}" fails to evaluate: {inner}'
+                    ) from None
+                self.activation.set("variables", dict(self.values))
 
     def run(self, program: Program) -> Any:
         """The value of ``program``; ``_EvalError`` with upstream's message when it fails."""
         try:
-            if "variables" in program.variables:
-                self._ensure(program.expression)
-            return evaluate(program, self.activation)
+            return self._value(program, frozenset())
         except (CelError, _EvalError) as exc:
             raise _EvalError(
                 f"expression '{program.expression}' resulted in error: {exc}"
