@@ -1,9 +1,16 @@
-"""The old ``scheduler.*`` module names of the Kubernetes basics keep working (issue 21).
+"""Old module paths keep working: which stay, what they hand out, and which were retired.
 
-Users' code and the held-out suites import ``scheduler.objects``, ``scheduler.quantity`` and the
-rest, and API.md names ``scheduler``'s public API: each old module must hand out the very
-objects ``kube`` defines (the same class, so ``isinstance`` and ``except`` keep matching), and
-every public name of the new module must be reachable under the old one.
+Users' code and the held-out suites import ``scheduler.objects``, ``scheduler.filters``,
+``scheduler.score`` and the rest, and API.md names ``scheduler``'s public API. Two moves left old
+paths behind:
+
+* the Kubernetes basics went to the ``kube`` package: ``scheduler.objects`` and its seven
+  siblings hand out the very objects ``kube`` defines (the same class, so ``isinstance`` and
+  ``except`` keep matching), every public name of the new module included;
+* the scheduler's plugins went to ``scheduler.plugins`` (one module or folder per plugin, as
+  kube-scheduler's ``pkg/scheduler/framework/plugins``): ``scheduler.filters``, its modules and
+  ``scheduler.score`` keep every public name they had (``OLD_SCHEDULER_NAMES``, taken from
+  them before the move).
 """
 
 from __future__ import annotations
@@ -70,3 +77,56 @@ def test_package_level_names_come_from_kube() -> None:
     assert scheduler.LabelSelector is kube.labels.LabelSelector
     assert scheduler.StatusError is kube.apierrors.StatusError
     assert scheduler.parse_quantity is kube.quantity.parse_quantity
+
+
+# Every public name (``__all__`` and top-level definitions) of the scheduler's modules that
+# moved, as they were before scheduler/ was organised per plugin. Each must stay importable
+# from its old module.
+OLD_SCHEDULER_NAMES: dict[str, str] = {
+    "scheduler.filters": """BatchFilterPlugin FILTER_REGISTRY InterPodAffinity NodeAffinity
+        NodeName NodePorts NodeResourcesFit NodeUnschedulable PodTopologySpread
+        PreFilterResultPlugin TaintToleration default_filter_plugins default_framework
+        fits_request""",
+    "scheduler.filters.base": """BatchFilterPlugin FilterBatchResult MEMO_LIMIT
+        NoPreFilterExtensions PreFilterResultPlugin SKIP remember split_by_filter
+        tolerations_tolerate_taint""",
+    "scheduler.filters.interpodaffinity": """ERR_REASON_AFFINITY_RULES_NOT_MATCH
+        ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH
+        InterPodAffinity NAME NamespaceLabels PRE_FILTER_STATE_KEY PreFilterState TopologyCounts
+        existing_anti_affinity_counts incoming_affinity_anti_affinity_counts
+        required_affinity_terms required_anti_affinity_terms""",
+    "scheduler.filters.nodeaffinity": """ERR_REASON_CONFLICT ERR_REASON_POD NAME NodeAffinity
+        OBJECT_NAME_FIELD RequiredNodeAffinity required_node_affinity_node_names""",
+    "scheduler.filters.nodename": "ERR_REASON NAME NodeName",
+    "scheduler.filters.nodeports": """DEFAULT_BIND_ALL_HOST_IP ERR_REASON HostPort NAME NodePorts
+        check_conflict fits_ports""",
+    "scheduler.filters.noderesources": """InsufficientResource NAME NodeResourcesFit fits_request
+        insufficient_resources is_scalar_resource_name""",
+    "scheduler.filters.nodeunschedulable": """ERR_REASON_UNSCHEDULABLE NAME NodeUnschedulable
+        UNSCHEDULABLE_TAINT""",
+    "scheduler.filters.podtopologyspread": """CriticalPaths ERR_REASON_CONSTRAINTS_NOT_MATCH
+        ERR_REASON_NODE_LABEL_NOT_MATCH HONOR IGNORE LABEL_HOSTNAME LABEL_TOPOLOGY_ZONE MAX_INT32
+        MAX_NODE_SCORE NAME PRE_FILTER_STATE_KEY PRE_SCORE_STATE_KEY PodTopologySpread
+        PreFilterState PreScoreState SYSTEM_DEFAULT_CONSTRAINTS SpreadConstraint SpreadCounts
+        TopologyPair count_pods_match_selector default_selector
+        node_labels_match_spread_constraints""",
+    "scheduler.filters.tainttoleration": """DO_NOT_SCHEDULE_EFFECTS ERR_REASON_UNTOLERATED NAME
+        TaintToleration find_matching_untolerated_taint""",
+    "scheduler.score": """BalancedAllocationScorer DEFAULT_HARD_POD_AFFINITY_WEIGHT
+        ImageLocalityScorer InterPodAffinityScorer LeastAllocatedScorer MAX_CONTAINER_THRESHOLD
+        MAX_NODE_SCORE MB MIN_NODE_SCORE MIN_THRESHOLD NodeAffinityScorer NodePluginScores
+        NodeScores PluginScore SCORE_REGISTRY ScorePlugin TaintTolerationScorer TopologyScore
+        balanced_resource_score calculate_image_priority
+        count_intolerable_taints_prefer_no_schedule default_normalize_score default_score_plugins
+        least_requested_score normalized_image_name prioritize_nodes resource_weights""",
+    "scheduler.framework": """Code CycleState DEFAULT_PLUGIN_WEIGHTS FilterPlugin Framework
+        NODE_LOCAL_PLUGINS NodeToStatus SUCCESS Status filter_status fit_error_message
+        is_node_local is_success node_local_signature""",
+}
+
+
+@pytest.mark.parametrize("module", sorted(OLD_SCHEDULER_NAMES))
+def test_old_scheduler_module_keeps_its_names(module: str) -> None:
+    old = importlib.import_module(module)
+    missing = [n for n in OLD_SCHEDULER_NAMES[module].split() if not hasattr(old, n)]
+    assert not missing, f"{module} lost {missing}"
