@@ -12,8 +12,6 @@ Each name is imported from its module on first access and then cached here.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -101,7 +99,7 @@ if TYPE_CHECKING:
         unmodelled_warning,
     )
     from scheduler.score import SCORE_REGISTRY, default_score_plugins
-    from scheduler.simulate import SimulationReport, build_snapshot, simulate
+    from scheduler.simulator import SimulationReport, build_snapshot, simulate
     from scheduler.snapshot import NodeInfo, Snapshot
 
 _EXPORTS: dict[str, str] = {
@@ -183,9 +181,9 @@ _EXPORTS: dict[str, str] = {
     "num_feasible_nodes_to_find": "scheduler.schedule",
     "schedule_one": "scheduler.schedule",
     "default_score_plugins": "scheduler.score",
-    "SimulationReport": "scheduler.simulate",
-    "build_snapshot": "scheduler.simulate",
-    "simulate": "scheduler.simulate",
+    "SimulationReport": "scheduler.simulator",
+    "build_snapshot": "scheduler.simulator",
+    "simulate": "scheduler.simulator",
     "NodeInfo": "scheduler.snapshot",
     "Snapshot": "scheduler.snapshot",
 }
@@ -275,24 +273,6 @@ __all__ = [
     "validate_priority_class",
     "validate_priority_class_update",
 ]
-
-
-class _Package(types.ModuleType):
-    """Keeps an exported function bound under its name when its same-named submodule is first
-    imported (``scheduler.simulate`` the module, ``scheduler.simulate`` the function): the
-    import system binds the submodule on the package, the eager imports used to rebind it."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if (
-            isinstance(value, types.ModuleType)
-            and name in _EXPORTS
-            and value.__name__ == f"{__name__}.{name}"
-        ):
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

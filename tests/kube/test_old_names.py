@@ -11,6 +11,8 @@ paths behind:
   kube-scheduler's ``pkg/scheduler/framework/plugins``): ``scheduler.filters``, its modules and
   ``scheduler.score`` keep every public name they had (``OLD_SCHEDULER_NAMES``, taken from
   them before the move).
+
+``RETIRED_MODULES`` and ``RETIRED_NAMES`` list what is gone on purpose, and why.
 """
 
 from __future__ import annotations
@@ -130,3 +132,42 @@ def test_old_scheduler_module_keeps_its_names(module: str) -> None:
     old = importlib.import_module(module)
     missing = [n for n in OLD_SCHEDULER_NAMES[module].split() if not hasattr(old, n)]
     assert not missing, f"{module} lost {missing}"
+
+
+RETIRED_MODULES: dict[str, str] = {
+    "scheduler.simulate": "now scheduler.simulator: scheduler.simulate is the function API users "
+    "call, and one name cannot be both a module and a function without a hack on the package",
+}
+RETIRED_NAMES: dict[str, str] = {
+    "scheduler.preemption.explain.VERDICTS": "unread; the values are the Literal type "
+    "scheduler.preemption.explain.Verdict of NodeVerdict.verdict",
+    "scheduler.queue.scheduling_queue.BACKOFF_ORDERING_WINDOW": "unread",
+}
+
+
+@pytest.mark.parametrize("module", sorted(RETIRED_MODULES))
+def test_retired_module_is_gone(module: str) -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(module)
+
+
+@pytest.mark.parametrize("name", sorted(RETIRED_NAMES))
+def test_retired_name_is_gone(name: str) -> None:
+    module, attr = name.rsplit(".", 1)
+    assert not hasattr(importlib.import_module(module), attr)
+
+
+def test_scheduler_simulate_is_the_function() -> None:
+    import scheduler
+    import scheduler.simulator
+
+    assert scheduler.simulate is scheduler.simulator.simulate
+
+
+def test_no_package_level_name_is_also_a_module_of_scheduler() -> None:
+    """A submodule named like an exported function would rebind the package's attribute on
+    import (the clash ``scheduler.simulate`` had)."""
+    import scheduler
+
+    modules = {p.stem for p in (ROOT / "scheduler").iterdir() if p.suffix == ".py" or p.is_dir()}
+    assert not modules & set(scheduler.__all__)
