@@ -24,14 +24,30 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MOVED = ("apierrors", "cliutil", "duration", "labels", "objects", "quantity", "schemagen", "strict")
+
+# Modules kept only for their old path: each star-imports the modules its names moved to (its
+# "homes") and builds ``__all__`` from theirs, so no list of names is kept by hand.
+FACADES = (
+    "scheduler.apierrors",
+    "scheduler.cliutil",
+    "scheduler.duration",
+    "scheduler.labels",
+    "scheduler.objects",
+    "scheduler.quantity",
+    "scheduler.schemagen",
+    "scheduler.strict",
+)
+
+
+def _path(module: str) -> Path:
+    path = ROOT / Path(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
 def _public_top_level_names(module: str) -> set[str]:
     """Names a module defines at top level (not imports, not TypeVars), minus private ones."""
-    path = ROOT / Path(*module.split(".")).with_suffix(".py")
     names: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in ast.parse(_path(module).read_text(encoding="utf-8")).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
@@ -44,19 +60,47 @@ def _public_top_level_names(module: str) -> set[str]:
     return {n for n in names if not n.startswith("_")}
 
 
-@pytest.mark.parametrize("name", MOVED)
-def test_old_module_hands_out_the_same_objects(name: str) -> None:
-    new = importlib.import_module(f"kube.{name}")
-    old = importlib.import_module(f"scheduler.{name}")
-    expected = _public_top_level_names(f"kube.{name}") | set(new.__all__)
-    missing = expected - set(old.__all__)
-    assert not missing, f"scheduler.{name} does not re-export {sorted(missing)}"
-    # the time helpers scheduler.objects held now live in kube.times
-    homes = [new, importlib.import_module("kube.times")]
-    for attr in old.__all__:
-        home = next((m for m in homes if hasattr(m, attr)), None)
-        assert home is not None, f"scheduler.{name}.{attr} is defined nowhere in kube"
-        assert getattr(old, attr) is getattr(home, attr), f"scheduler.{name}.{attr}"
+def _homes(facade: str) -> list[str]:
+    """The modules a facade star-imports."""
+    tree = ast.parse(_path(facade).read_text(encoding="utf-8"))
+    return [
+        node.module
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module and node.names[0].name == "*"
+    ]
+
+
+@pytest.mark.parametrize("facade", FACADES)
+def test_facade_is_generated_from_its_homes(facade: str) -> None:
+    """Imports, ``__all__`` built from the homes' ``__all__`` (no name written out), and at
+    most a ``__main__`` guard."""
+    tree = ast.parse(_path(facade).read_text(encoding="utf-8"))
+    assert _homes(facade), f"{facade} star-imports nothing"
+    body = tree.body[1:] if isinstance(tree.body[0], ast.Expr) else tree.body  # the docstring
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'":
+            continue
+        assert isinstance(node, ast.Assign), f"{facade}: {ast.unparse(node)[:60]}"
+        assert [ast.unparse(t) for t in node.targets] == ["__all__"], ast.unparse(node)
+        written = [c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant)]
+        assert not written, f"{facade} writes names out: {written}"
+
+
+@pytest.mark.parametrize("facade", FACADES)
+def test_facade_hands_out_its_homes_objects(facade: str) -> None:
+    """Every name of every home, the very same object (so ``isinstance`` and ``except`` keep
+    matching), and no name that two homes define differently."""
+    old = importlib.import_module(facade)
+    homes = [importlib.import_module(h) for h in _homes(facade)]
+    for home in homes:
+        unexported = _public_top_level_names(home.__name__) - set(home.__all__)
+        assert not unexported, f"{home.__name__}.__all__ lacks {sorted(unexported)}"
+        assert set(home.__all__) <= set(old.__all__), f"{facade} misses {home.__name__}'s names"
+    for name in old.__all__:
+        found = {id(getattr(h, name)) for h in homes if name in h.__all__}
+        assert found == {id(getattr(old, name))}, f"{facade}.{name}"
 
 
 def test_critical_pod_helpers_keep_their_scheduler_priority_names() -> None:
