@@ -60,19 +60,23 @@ from typing import Final
 
 from kube.objects import Pod
 from scheduler.filters import default_framework
-from scheduler.filters.base import FilterBatchResult, remember
+from scheduler.filters.base import remember
 from scheduler.framework import (
     SUCCESS,
     Code,
     CycleState,
+    FilterBatchResult,
     Framework,
+    NodeScores,
     NodeToStatus,
+    ScorePlugin,
     Status,
     filter_status,
     fit_error_message,
     node_local_signature,
+    prioritize_nodes,
 )
-from scheduler.score import NodeScores, ScorePlugin, default_score_plugins, prioritize_nodes
+from scheduler.score import default_score_plugins
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

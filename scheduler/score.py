@@ -1,9 +1,6 @@
 """Scoring the feasible nodes: the default profile's main Score plugins.
 
-``prioritizeNodes`` / ``RunScorePlugins`` of kube-scheduler: each plugin's PreScore may answer
-Skip (the plugin then scores nothing), Score gives a raw number per node, NormalizeScore maps
-them to 0..100 (``MaxNodeScore``), then each score is multiplied by the plugin's weight and
-the weighted scores are summed per node. Weights are the 1.32 default profile's
+``scheduler.framework.prioritize_nodes`` runs them. Weights are the 1.32 default profile's
 (``scheduler.framework.DEFAULT_PLUGIN_WEIGHTS``): TaintToleration 3, NodeAffinity 2,
 NodeResourcesFit 1, PodTopologySpread 2, InterPodAffinity 2, NodeResourcesBalancedAllocation 1,
 ImageLocality 1, applied in that order. ``SCORE_REGISTRY`` maps each kube plugin name to its
@@ -42,32 +39,34 @@ class; constructor keyword arguments mirror the plugin's kube args.
   ``[23 MiB, 1000 MiB * number of containers]`` and scaled linearly to 0..100.
 
 Plugins score a whole list of nodes in one call (``score_nodes``) for speed; results are
-deterministic. A plugin whose normalized scores are within 0..100 by construction says so
-with ``scores_in_range = True`` (the built-in ones, each covered by tests); the range check
-that RunScorePlugins applies is then skipped, which saves two scans of every column.
-NodeResourcesFit and BalancedAllocation score once per ``NodeInfo.resource_class`` (nodes with
-equal amounts score alike). A column where every node scores the same is added to the totals
-once, as a constant: integer sums do not depend on the order of the additions.
-``NodeScores`` keeps the weighted score of every plugin for every node so a
-caller can explain a choice.
+deterministic. NodeResourcesFit and BalancedAllocation score once per
+``NodeInfo.resource_class`` (nodes with equal amounts score alike).
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import repeat
 from types import MappingProxyType
-from typing import Final, Protocol
+from typing import Final
 
 from kube.objects import Node, Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm
 from scheduler.filters.base import SKIP, remember
 from scheduler.filters.interpodaffinity import required_affinity_terms
 from scheduler.filters.noderesources import is_scalar_resource_name
 from scheduler.filters.podtopologyspread import PodTopologySpread
-from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, Code, CycleState, Status
+from scheduler.framework import (
+    DEFAULT_PLUGIN_WEIGHTS,
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    CycleState,
+    NodePluginScores,
+    NodeScores,
+    PluginScore,
+    ScorePlugin,
+    Status,
+    prioritize_nodes,
+)
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
@@ -90,30 +89,7 @@ __all__ = [
     "prioritize_nodes",
 ]
 
-MAX_NODE_SCORE: Final = 100
-MIN_NODE_SCORE: Final = 0
 DEFAULT_HARD_POD_AFFINITY_WEIGHT: Final = 1
-
-
-class ScorePlugin(Protocol):
-    """PreScore + Score + NormalizeScore of one plugin, with its profile weight."""
-
-    name: str
-    weight: int
-
-    def pre_score(
-        self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
-    ) -> Status | None:
-        """None/Success to score, Skip to not score this pod, anything else is an error."""
-        ...
-
-    def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
-        """The raw score of each node, in order."""
-        ...
-
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
-        """Map raw scores to 0..100 in place (a no-op for plugins without NormalizeScore)."""
-        ...
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[int]) -> None:
@@ -674,132 +650,3 @@ SCORE_REGISTRY: Final[Mapping[str, type]] = MappingProxyType(
 def default_score_plugins() -> list[ScorePlugin]:
     """The 1.32 default profile's Score plugins, in its order, with its weights."""
     return [SCORE_REGISTRY[name](weight=weight) for name, weight in DEFAULT_PLUGIN_WEIGHTS.items()]
-
-
-# --- running them ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PluginScore:
-    """``PluginScore``: a plugin's weighted score for one node."""
-
-    name: str
-    score: int
-
-
-@dataclass(frozen=True, slots=True)
-class NodePluginScores:
-    """``NodePluginScores``: one node's weighted plugin scores and their sum."""
-
-    name: str
-    scores: tuple[PluginScore, ...]
-    total_score: int
-
-
-class NodeScores:
-    """The scores of the scored nodes, kept column-wise (one list per plugin)."""
-
-    __slots__ = ("_node_names", "node_infos", "plugin_names", "plugin_scores", "total_scores")
-
-    def __init__(
-        self,
-        node_infos: Sequence[NodeInfo],
-        plugin_names: list[str],
-        plugin_scores: list[list[int]],
-        total_scores: list[int],
-    ) -> None:
-        self.node_infos = node_infos
-        self.plugin_names = plugin_names
-        self.plugin_scores = plugin_scores  # weighted; plugin_scores[p][node index]
-        self.total_scores = total_scores
-        self._node_names: list[str] | None = None
-
-    @property
-    def node_names(self) -> list[str]:
-        if self._node_names is None:
-            self._node_names = [ni.name for ni in self.node_infos]
-        return self._node_names
-
-    def __len__(self) -> int:
-        return len(self.node_infos)
-
-    def index_of(self, node_name: str) -> int:
-        return self.node_names.index(node_name)
-
-    def for_node(self, node_name: str) -> dict[str, int]:
-        """Plugin name -> weighted score for one node."""
-        i = self.index_of(node_name)
-        return {p: col[i] for p, col in zip(self.plugin_names, self.plugin_scores, strict=True)}
-
-    def as_list(self) -> list[NodePluginScores]:
-        out = []
-        for i, name in enumerate(self.node_names):
-            scores = tuple(
-                PluginScore(p, col[i])
-                for p, col in zip(self.plugin_names, self.plugin_scores, strict=True)
-            )
-            out.append(NodePluginScores(name, scores, self.total_scores[i]))
-        return out
-
-
-def prioritize_nodes(
-    state: CycleState,
-    pod: Pod,
-    node_infos: Sequence[NodeInfo],
-    snapshot: Snapshot,
-    score_plugins: Sequence[ScorePlugin],
-) -> NodeScores | Status:
-    """``prioritizeNodes``: the weighted scores of ``node_infos``, or an Error status.
-
-    Without score plugins every node scores 1, as upstream.
-    """
-    if not score_plugins:
-        return NodeScores(node_infos, [], [], [1] * len(node_infos))
-    active: list[ScorePlugin] = []
-    for plugin in score_plugins:
-        status = plugin.pre_score(state, pod, node_infos, snapshot)
-        if status is None or status.code is Code.Success:
-            active.append(plugin)
-        elif status.code is not Code.Skip:
-            return Status(
-                Code.Error,
-                f'running PreScore plugin "{plugin.name}": {status.message}',
-                plugin=plugin.name,
-            )
-    columns: list[list[int]] = []
-    varying: list[list[int]] = []
-    offset = 0  # the sum of the columns where every node scores the same
-    for plugin in active:
-        scores = plugin.score_nodes(state, pod, node_infos)
-        plugin.normalize_score(state, pod, scores)
-        if (
-            scores
-            and not getattr(plugin, "scores_in_range", False)
-            and (min(scores) < MIN_NODE_SCORE or max(scores) > MAX_NODE_SCORE)
-        ):
-            bad = next(s for s in scores if not MIN_NODE_SCORE <= s <= MAX_NODE_SCORE)
-            return Status(
-                Code.Error,
-                f'plugin "{plugin.name}" returns an invalid score {bad}, it should in the range'
-                f" of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                plugin=plugin.name,
-            )
-        weight = plugin.weight
-        if scores and scores.count(scores[0]) == len(scores):
-            # One score for every node (no PreferNoSchedule taints, no images, ...): a
-            # constant column, added to the totals once at the end.
-            scores = [scores[0] * weight] * len(scores)
-            offset += scores[0]
-        else:
-            if weight != 1:
-                scores = list(map(operator.mul, scores, repeat(weight)))
-            varying.append(scores)
-        columns.append(scores)
-    # Integer sums: the order of the additions does not change the totals.
-    if not varying:
-        totals = [offset] * len(node_infos)
-    else:
-        totals = list(map(operator.add, varying[0], repeat(offset)))
-        for scores in varying[1:]:
-            totals = list(map(operator.add, totals, scores))
-    return NodeScores(node_infos, [p.name for p in active], columns, totals)
