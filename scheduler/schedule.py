@@ -60,7 +60,6 @@ from typing import Final
 
 from kube.objects import Pod
 from scheduler.filters import default_framework
-from scheduler.filters.base import remember
 from scheduler.framework import (
     SUCCESS,
     Code,
@@ -76,6 +75,7 @@ from scheduler.framework import (
     node_local_signature,
     prioritize_nodes,
 )
+from scheduler.plugins.helper import remember
 from scheduler.score import default_score_plugins
 from scheduler.snapshot import NodeInfo, Snapshot
 

@@ -51,7 +51,6 @@ from types import MappingProxyType
 from typing import Final
 
 from kube.objects import Node, Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm
-from scheduler.filters.base import SKIP, remember
 from scheduler.filters.interpodaffinity import required_affinity_terms
 from scheduler.filters.noderesources import is_scalar_resource_name
 from scheduler.filters.podtopologyspread import PodTopologySpread
@@ -67,6 +66,7 @@ from scheduler.framework import (
     Status,
     prioritize_nodes,
 )
+from scheduler.plugins.helper import SKIP, default_normalize_score, remember
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
@@ -90,19 +90,6 @@ __all__ = [
 ]
 
 DEFAULT_HARD_POD_AFFINITY_WEIGHT: Final = 1
-
-
-def default_normalize_score(max_priority: int, reverse: bool, scores: list[int]) -> None:
-    """``helper.DefaultNormalizeScore``: scale to the largest score, optionally reversed."""
-    max_count = max(scores, default=0)
-    if max_count <= 0:
-        if reverse:
-            scores[:] = [max_priority] * len(scores)
-        return
-    if reverse:
-        scores[:] = [max_priority - max_priority * s // max_count for s in scores]
-    else:
-        scores[:] = [max_priority * s // max_count for s in scores]
 
 
 # --- resource classes ------------------------------------------------------------------------

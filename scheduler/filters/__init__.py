@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from scheduler.filters.base import BatchFilterPlugin, PreFilterResultPlugin
 from scheduler.filters.interpodaffinity import InterPodAffinity
 from scheduler.filters.nodeaffinity import NodeAffinity
 from scheduler.filters.nodename import NodeName
@@ -24,7 +23,7 @@ from scheduler.filters.noderesources import NodeResourcesFit, fits_request
 from scheduler.filters.nodeunschedulable import NodeUnschedulable
 from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.filters.tainttoleration import TaintToleration
-from scheduler.framework import FilterPlugin, Framework
+from scheduler.framework import BatchFilterPlugin, FilterPlugin, Framework, PreFilterResultPlugin
 
 __all__ = [
     "FILTER_REGISTRY",

@@ -45,8 +45,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from kube.objects import Node, Pod, PodAffinityTerm
-from scheduler.filters.base import SKIP, FilterBatchResult, split_by_filter
-from scheduler.framework import Code, CycleState, Status
+from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import SKIP, split_by_filter
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

@@ -25,8 +25,8 @@ from typing import Final
 
 from kube.labels import IN
 from kube.objects import Node, NodeSelector, Pod
-from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions, remember
-from scheduler.framework import Code, CycleState, Status
+from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, remember
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

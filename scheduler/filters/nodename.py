@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Final
 
 from kube.objects import Pod
-from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions
-from scheduler.framework import Code, CycleState, Status
+from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import SKIP, NoPreFilterExtensions
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = ["ERR_REASON", "NAME", "NodeName"]

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from kube.objects import Pod
-from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions
-from scheduler.framework import Code, CycleState, Status
+from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import SKIP, NoPreFilterExtensions
 from scheduler.snapshot import NodeInfo, Snapshot, host_ports
 
 __all__ = ["ERR_REASON", "NAME", "NodePorts", "check_conflict", "fits_ports"]

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from kube.objects import Pod
-from scheduler.filters.base import FilterBatchResult, NoPreFilterExtensions, remember
-from scheduler.framework import SUCCESS, Code, CycleState, Status
+from scheduler.framework import SUCCESS, Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import NoPreFilterExtensions, remember
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

@@ -14,13 +14,8 @@ from __future__ import annotations
 from typing import Final
 
 from kube.objects import Pod, Taint
-from scheduler.filters.base import (
-    SKIP,
-    FilterBatchResult,
-    NoPreFilterExtensions,
-    tolerations_tolerate_taint,
-)
-from scheduler.framework import Code, CycleState, Status
+from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, tolerations_tolerate_taint
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "NAME", "UNSCHEDULABLE_TAINT", "NodeUnschedulable"]

@@ -68,10 +68,10 @@ from kube.objects import (
     Pod,
     TopologySpreadConstraint,
 )
-from scheduler.filters.base import SKIP, FilterBatchResult, remember
 from scheduler.filters.nodeaffinity import RequiredNodeAffinity
 from scheduler.filters.tainttoleration import find_matching_untolerated_taint
-from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, Code, CycleState, Status
+from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import SKIP, remember
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from kube.objects import Pod, Taint, Toleration
-from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions, remember
-from scheduler.framework import Code, CycleState, Status
+from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, remember
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

@@ -36,6 +36,7 @@ FACADES = (
     "scheduler.quantity",
     "scheduler.schemagen",
     "scheduler.strict",
+    "scheduler.filters.base",
 )
 
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from kube.objects import KubeObject, Node, Pod
 from scheduler.filters import default_framework
-from scheduler.filters.base import NoPreFilterExtensions
 from scheduler.framework import Code, CycleState, Framework, Status
+from scheduler.plugins.helper import NoPreFilterExtensions
 from scheduler.schedule import (
     SchedulingError,
     find_feasible_nodes,
