@@ -51,7 +51,6 @@ if TYPE_CHECKING:
         default_framework,
     )
     from scheduler.framework import (
-        DEFAULT_PLUGIN_WEIGHTS,
         Code,
         CycleState,
         Framework,
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
         Status,
         fit_error_message,
     )
+    from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
     from scheduler.preemption import (
         Candidate,
         Explanation,
@@ -105,7 +105,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "FILTER_REGISTRY": "scheduler.filters",
     "PodTopologySpread": "scheduler.filters",
-    "DEFAULT_PLUGIN_WEIGHTS": "scheduler.framework",
+    "DEFAULT_PLUGIN_WEIGHTS": "scheduler.plugins.defaults",
     "SCORE_REGISTRY": "scheduler.score",
     "Service": "kube.objects",
     "ReplicationController": "kube.objects",

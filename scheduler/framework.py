@@ -13,12 +13,12 @@ from __future__ import annotations
 import enum
 import operator
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
+from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS  # its old home, kept for users
 from scheduler.snapshot import NodeInfo
 
 if TYPE_CHECKING:
@@ -55,20 +55,6 @@ __all__ = [
 
 MAX_NODE_SCORE: Final = 100
 MIN_NODE_SCORE: Final = 0
-
-DEFAULT_PLUGIN_WEIGHTS: Final[Mapping[str, int]] = MappingProxyType(
-    {
-        "TaintToleration": 3,
-        "NodeAffinity": 2,
-        "NodeResourcesFit": 1,
-        "PodTopologySpread": 2,
-        "InterPodAffinity": 2,
-        "NodeResourcesBalancedAllocation": 1,
-        "ImageLocality": 1,
-    }
-)
-"""Score plugin -> weight in kube 1.32's default profile, in the profile's Score order
-(``pkg/scheduler/apis/config/v1/default_plugins.go``); every scorer's default weight."""
 
 #: kube Filter plugins whose verdict on a node depends only on the pod and that node: a verdict
 #: found once (preemption's outcomes, a nominated node's filter result) can be reused for another

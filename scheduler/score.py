@@ -1,7 +1,7 @@
 """Scoring the feasible nodes: the default profile's main Score plugins.
 
 ``scheduler.framework.prioritize_nodes`` runs them. Weights are the 1.32 default profile's
-(``scheduler.framework.DEFAULT_PLUGIN_WEIGHTS``): TaintToleration 3, NodeAffinity 2,
+(``scheduler.plugins.defaults.DEFAULT_PLUGIN_WEIGHTS``): TaintToleration 3, NodeAffinity 2,
 NodeResourcesFit 1, PodTopologySpread 2, InterPodAffinity 2, NodeResourcesBalancedAllocation 1,
 ImageLocality 1, applied in that order. ``SCORE_REGISTRY`` maps each kube plugin name to its
 class; constructor keyword arguments mirror the plugin's kube args.
@@ -55,7 +55,6 @@ from scheduler.filters.interpodaffinity import required_affinity_terms
 from scheduler.filters.noderesources import is_scalar_resource_name
 from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.framework import (
-    DEFAULT_PLUGIN_WEIGHTS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     CycleState,
@@ -66,6 +65,7 @@ from scheduler.framework import (
     Status,
     prioritize_nodes,
 )
+from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP, default_normalize_score, remember
 from scheduler.snapshot import NodeInfo, Snapshot
 

@@ -70,7 +70,8 @@ from kube.objects import (
 )
 from scheduler.filters.nodeaffinity import RequiredNodeAffinity
 from scheduler.filters.tainttoleration import find_matching_untolerated_taint
-from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, Code, CycleState, FilterBatchResult, Status
+from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP, remember
 from scheduler.snapshot import NodeInfo, Snapshot
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from kube.objects import Node, Pod
 from scheduler.filters import FILTER_REGISTRY, default_filter_plugins
-from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, CycleState
+from scheduler.framework import CycleState
+from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.score import (
     SCORE_REGISTRY,
     BalancedAllocationScorer,
