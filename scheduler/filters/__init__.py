@@ -20,10 +20,10 @@ from scheduler.filters.nodeaffinity import NodeAffinity
 from scheduler.filters.nodename import NodeName
 from scheduler.filters.nodeports import NodePorts
 from scheduler.filters.noderesources import NodeResourcesFit, fits_request
-from scheduler.filters.nodeunschedulable import NodeUnschedulable
 from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.filters.tainttoleration import TaintToleration
 from scheduler.framework import BatchFilterPlugin, FilterPlugin, Framework, PreFilterResultPlugin
+from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 
 __all__ = [
     "FILTER_REGISTRY",

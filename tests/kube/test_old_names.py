@@ -37,6 +37,7 @@ FACADES = (
     "scheduler.schemagen",
     "scheduler.strict",
     "scheduler.filters.base",
+    "scheduler.filters.nodeunschedulable",
 )
 
 
