@@ -17,12 +17,12 @@ from typing import Final
 
 from scheduler.filters.interpodaffinity import InterPodAffinity
 from scheduler.filters.nodeaffinity import NodeAffinity
-from scheduler.filters.nodename import NodeName
-from scheduler.filters.nodeports import NodePorts
 from scheduler.filters.noderesources import NodeResourcesFit, fits_request
 from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.filters.tainttoleration import TaintToleration
 from scheduler.framework import BatchFilterPlugin, FilterPlugin, Framework, PreFilterResultPlugin
+from scheduler.plugins.nodename import NodeName
+from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 
 __all__ = [

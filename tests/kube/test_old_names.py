@@ -38,6 +38,8 @@ FACADES = (
     "scheduler.strict",
     "scheduler.filters.base",
     "scheduler.filters.nodeunschedulable",
+    "scheduler.filters.nodename",
+    "scheduler.filters.nodeports",
 )
 
 
