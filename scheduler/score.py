@@ -6,9 +6,7 @@ NodeResourcesFit 1, PodTopologySpread 2, InterPodAffinity 2, NodeResourcesBalanc
 ImageLocality 1, applied in that order. ``SCORE_REGISTRY`` maps each kube plugin name to its
 class; constructor keyword arguments mirror the plugin's kube args.
 
-* TaintToleration: the number of PreferNoSchedule taints not tolerated by the pod's
-  tolerations with effect PreferNoSchedule or empty; normalized in reverse (fewest is best;
-  all zero gives everyone 100).
+* TaintToleration: see ``scheduler.plugins.tainttoleration``.
 * NodeAffinity: the sum of the weights of the preferred terms the node matches; normalized to
   the best node (``DefaultNormalizeScore``). PreScore answers Skip without preferred terms.
 * NodeResourcesFit, LeastAllocated strategy with cpu and memory at weight 1: for each resource
@@ -50,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
-from kube.objects import Node, Pod, PodAffinityTerm, Toleration, WeightedPodAffinityTerm
+from kube.objects import Pod, PodAffinityTerm, WeightedPodAffinityTerm
 from scheduler.filters.interpodaffinity import required_affinity_terms
 from scheduler.filters.noderesources import is_scalar_resource_name
 from scheduler.filters.podtopologyspread import PodTopologySpread
@@ -67,6 +65,10 @@ from scheduler.framework import (
 )
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP, default_normalize_score, remember
+from scheduler.plugins.tainttoleration import (
+    TaintTolerationScorer,
+    count_intolerable_taints_prefer_no_schedule,
+)
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
@@ -84,6 +86,7 @@ __all__ = [
     "PluginScore",
     "ScorePlugin",
     "TaintTolerationScorer",
+    "count_intolerable_taints_prefer_no_schedule",
     "default_normalize_score",
     "default_score_plugins",
     "prioritize_nodes",
@@ -138,61 +141,6 @@ def _score_by_resource_class(
         for c, ni in representatives.items()
     }
     return list(map(table.__getitem__, classes))
-
-
-# --- TaintToleration -------------------------------------------------------------------------
-
-
-def _prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[Toleration, ...]:
-    """``getAllTolerationPreferNoSchedule``: an empty effect means every effect."""
-    return tuple(t for t in tolerations if not t.effect or t.effect == "PreferNoSchedule")
-
-
-def count_intolerable_taints_prefer_no_schedule(
-    node: Node | None, tolerations: Sequence[Toleration]
-) -> int:
-    if node is None:
-        return 0
-    return sum(
-        1
-        for taint in node.taints
-        if taint.effect == "PreferNoSchedule" and not any(t.tolerates(taint) for t in tolerations)
-    )
-
-
-_PRE_SCORE_TAINTS_KEY: Final = "PreScoreTaintToleration"
-
-
-class TaintTolerationScorer:
-    name = "TaintToleration"
-    scores_in_range = True
-
-    def __init__(self, weight: int = DEFAULT_PLUGIN_WEIGHTS["TaintToleration"]) -> None:
-        self.weight = weight
-
-    def pre_score(
-        self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
-    ) -> Status | None:
-        # Without PreferNoSchedule taints every raw score is 0: no need to look at the nodes.
-        state.write(_PRE_SCORE_TAINTS_KEY, snapshot.has_nodes_with_taint_effect("PreferNoSchedule"))
-        return None
-
-    def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
-        if state.read(_PRE_SCORE_TAINTS_KEY) is False:
-            return [0] * len(node_infos)
-        tolerations = _prefer_no_schedule_tolerations(pod.tolerations)
-        return [
-            count_intolerable_taints_prefer_no_schedule(ni.node, tolerations)
-            if ni.node is not None and ni.node.taints
-            else 0
-            for ni in node_infos
-        ]
-
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
-        if state.read(_PRE_SCORE_TAINTS_KEY) is False:  # every raw score is 0: all get 100
-            scores[:] = [MAX_NODE_SCORE] * len(scores)
-            return
-        default_normalize_score(MAX_NODE_SCORE, True, scores)
 
 
 # --- NodeAffinity ----------------------------------------------------------------------------

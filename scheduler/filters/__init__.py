@@ -19,11 +19,11 @@ from scheduler.filters.interpodaffinity import InterPodAffinity
 from scheduler.filters.nodeaffinity import NodeAffinity
 from scheduler.filters.noderesources import NodeResourcesFit, fits_request
 from scheduler.filters.podtopologyspread import PodTopologySpread
-from scheduler.filters.tainttoleration import TaintToleration
 from scheduler.framework import BatchFilterPlugin, FilterPlugin, Framework, PreFilterResultPlugin
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.tainttoleration import TaintToleration
 
 __all__ = [
     "FILTER_REGISTRY",

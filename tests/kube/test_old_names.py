@@ -40,6 +40,7 @@ FACADES = (
     "scheduler.filters.nodeunschedulable",
     "scheduler.filters.nodename",
     "scheduler.filters.nodeports",
+    "scheduler.filters.tainttoleration",
 )
 
 

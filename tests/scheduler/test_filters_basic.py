@@ -15,9 +15,9 @@ from scheduler.filters import (
     default_filter_plugins,
     default_framework,
 )
-from scheduler.filters.tainttoleration import find_matching_untolerated_taint
 from scheduler.framework import Code, CycleState, Status
 from scheduler.plugins.nodeports import check_conflict
+from scheduler.plugins.tainttoleration import find_matching_untolerated_taint
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.scheduler.filters_helpers import node, pod, run_plugin
 
