@@ -7,8 +7,7 @@ ImageLocality 1, applied in that order. ``SCORE_REGISTRY`` maps each kube plugin
 class; constructor keyword arguments mirror the plugin's kube args.
 
 * TaintToleration: see ``scheduler.plugins.tainttoleration``.
-* NodeAffinity: the sum of the weights of the preferred terms the node matches; normalized to
-  the best node (``DefaultNormalizeScore``). PreScore answers Skip without preferred terms.
+* NodeAffinity: see ``scheduler.plugins.nodeaffinity``.
 * NodeResourcesFit, LeastAllocated strategy with cpu and memory at weight 1: for each resource
   with non-zero allocatable, ``(allocatable - requested) * 100 / allocatable`` (0 when
   over-committed), where requested is the node's ``NonZeroRequested`` plus the pod's non-zero
@@ -65,6 +64,7 @@ from scheduler.framework import (
 )
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP, default_normalize_score, remember
+from scheduler.plugins.nodeaffinity import NodeAffinityScorer
 from scheduler.plugins.tainttoleration import (
     TaintTolerationScorer,
     count_intolerable_taints_prefer_no_schedule,
@@ -141,43 +141,6 @@ def _score_by_resource_class(
         for c, ni in representatives.items()
     }
     return list(map(table.__getitem__, classes))
-
-
-# --- NodeAffinity ----------------------------------------------------------------------------
-
-
-class NodeAffinityScorer:
-    name = "NodeAffinity"
-    scores_in_range = True
-
-    def __init__(self, weight: int = DEFAULT_PLUGIN_WEIGHTS["NodeAffinity"]) -> None:
-        self.weight = weight
-
-    def pre_score(
-        self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
-    ) -> Status | None:
-        a = pod.affinity
-        if a is None or a.node_affinity is None or not a.node_affinity.preferred:
-            return SKIP
-        return None
-
-    def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
-        a = pod.affinity
-        terms = a.node_affinity.preferred if a is not None and a.node_affinity else ()
-        key = "NodeAffinityScore" + repr(terms)
-
-        def score(ni: NodeInfo) -> int:
-            node = ni.node
-            return 0 if node is None else sum(t.weight for t in terms if t.preference.matches(node))
-
-        # Pods with the same preferences share per-node scores (NodeInfo.memo).
-        return [
-            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, score(ni))
-            for ni in node_infos
-        ]
-
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
-        default_normalize_score(MAX_NODE_SCORE, False, scores)
 
 
 # --- NodeResourcesFit (LeastAllocated) -------------------------------------------------------

@@ -68,10 +68,10 @@ from kube.objects import (
     Pod,
     TopologySpreadConstraint,
 )
-from scheduler.filters.nodeaffinity import RequiredNodeAffinity
 from scheduler.framework import Code, CycleState, FilterBatchResult, Status
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP, remember
+from scheduler.plugins.nodeaffinity import RequiredNodeAffinity
 from scheduler.plugins.tainttoleration import find_matching_untolerated_taint
 from scheduler.snapshot import NodeInfo, Snapshot
 

@@ -41,6 +41,7 @@ FACADES = (
     "scheduler.filters.nodename",
     "scheduler.filters.nodeports",
     "scheduler.filters.tainttoleration",
+    "scheduler.filters.nodeaffinity",
 )
 
 
