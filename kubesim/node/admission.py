@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kube.objects import Node, Pod
-from scheduler.filters.noderesources import insufficient_resources
 from scheduler.plugins.nodeaffinity import ERR_REASON_POD, RequiredNodeAffinity
+from scheduler.plugins.noderesources.fit import insufficient_resources
 from scheduler.plugins.tainttoleration import find_matching_untolerated_taint
 from scheduler.snapshot import NodeInfo
 

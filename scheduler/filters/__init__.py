@@ -16,12 +16,12 @@ from types import MappingProxyType
 from typing import Final
 
 from scheduler.filters.interpodaffinity import InterPodAffinity
-from scheduler.filters.noderesources import NodeResourcesFit, fits_request
 from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.framework import BatchFilterPlugin, FilterPlugin, Framework, PreFilterResultPlugin
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
+from scheduler.plugins.noderesources.fit import NodeResourcesFit, fits_request
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.tainttoleration import TaintToleration
 

@@ -42,6 +42,7 @@ FACADES = (
     "scheduler.filters.nodeports",
     "scheduler.filters.tainttoleration",
     "scheduler.filters.nodeaffinity",
+    "scheduler.filters.noderesources",
 )
 
 
