@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from scheduler.filters.interpodaffinity import InterPodAffinity
 from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.framework import BatchFilterPlugin, FilterPlugin, Framework, PreFilterResultPlugin
+from scheduler.plugins.interpodaffinity.filtering import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts

@@ -43,6 +43,7 @@ FACADES = (
     "scheduler.filters.tainttoleration",
     "scheduler.filters.nodeaffinity",
     "scheduler.filters.noderesources",
+    "scheduler.filters.interpodaffinity",
 )
 
 

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from kube.objects import KubeObject, Node, Pod
 from scheduler.filters import InterPodAffinity
-from scheduler.filters.interpodaffinity import (
+from scheduler.framework import Code, CycleState, Status
+from scheduler.plugins.interpodaffinity.filtering import (
     required_affinity_terms,
     required_anti_affinity_terms,
 )
-from scheduler.framework import Code, CycleState, Status
 from scheduler.snapshot import Snapshot
 from tests.scheduler.filters_helpers import namespace, node, pod, required, term
 
