@@ -10,7 +10,7 @@ class; constructor keyword arguments mirror the plugin's kube args.
 * NodeAffinity: see ``scheduler.plugins.nodeaffinity``.
 * NodeResourcesFit: see ``scheduler.plugins.noderesources.least_allocated``.
 * InterPodAffinity: see ``scheduler.plugins.interpodaffinity.scoring``.
-* PodTopologySpread: see ``scheduler.filters.podtopologyspread``.
+* PodTopologySpread: see ``scheduler.plugins.podtopologyspread``.
 * NodeResourcesBalancedAllocation: see ``scheduler.plugins.noderesources.balanced_allocation``.
 * ImageLocality: see ``scheduler.plugins.imagelocality``.
 
@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -60,6 +59,7 @@ from scheduler.plugins.noderesources.least_allocated import (
     least_requested_score,
 )
 from scheduler.plugins.noderesources.resource_allocation import resource_weights
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.tainttoleration import (
     TaintTolerationScorer,
     count_intolerable_taints_prefer_no_schedule,

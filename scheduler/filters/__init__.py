@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from scheduler.filters.podtopologyspread import PodTopologySpread
 from scheduler.framework import BatchFilterPlugin, FilterPlugin, Framework, PreFilterResultPlugin
 from scheduler.plugins.interpodaffinity.filtering import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -23,6 +22,7 @@ from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.fit import NodeResourcesFit, fits_request
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.tainttoleration import TaintToleration
 
 __all__ = [

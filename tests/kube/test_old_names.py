@@ -44,6 +44,7 @@ FACADES = (
     "scheduler.filters.nodeaffinity",
     "scheduler.filters.noderesources",
     "scheduler.filters.interpodaffinity",
+    "scheduler.filters.podtopologyspread",
 )
 
 
