@@ -5,7 +5,7 @@ randomness comes from a seeded RNG the caller provides.
 
 The names below are exported lazily (PEP 562): importing one module of the package (or one of
 the old names of the ``kube`` basics, such as ``scheduler.objects``) does not import the
-filters, preemption, queue and simulator with it.
+plugins, preemption, queue and simulator with it.
 Each name is imported from its module on first access and then cached here.
 """
 
@@ -44,12 +44,6 @@ if TYPE_CHECKING:
         object_from_dict,
     )
     from kube.quantity import QuantityError, parse_quantity
-    from scheduler.filters import (
-        FILTER_REGISTRY,
-        PodTopologySpread,
-        default_filter_plugins,
-        default_framework,
-    )
     from scheduler.framework import (
         Code,
         CycleState,
@@ -59,6 +53,14 @@ if TYPE_CHECKING:
         fit_error_message,
     )
     from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
+    from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+    from scheduler.plugins.registry import (
+        FILTER_REGISTRY,
+        SCORE_REGISTRY,
+        default_filter_plugins,
+        default_framework,
+        default_score_plugins,
+    )
     from scheduler.preemption import (
         Candidate,
         Explanation,
@@ -98,15 +100,14 @@ if TYPE_CHECKING:
         schedule_one,
         unmodelled_warning,
     )
-    from scheduler.score import SCORE_REGISTRY, default_score_plugins
     from scheduler.simulator import SimulationReport, build_snapshot, simulate
     from scheduler.snapshot import NodeInfo, Snapshot
 
 _EXPORTS: dict[str, str] = {
-    "FILTER_REGISTRY": "scheduler.filters",
-    "PodTopologySpread": "scheduler.filters",
+    "FILTER_REGISTRY": "scheduler.plugins.registry",
+    "PodTopologySpread": "scheduler.plugins.podtopologyspread.plugin",
     "DEFAULT_PLUGIN_WEIGHTS": "scheduler.plugins.defaults",
-    "SCORE_REGISTRY": "scheduler.score",
+    "SCORE_REGISTRY": "scheduler.plugins.registry",
     "Service": "kube.objects",
     "ReplicationController": "kube.objects",
     "ReplicaSet": "kube.objects",
@@ -117,8 +118,8 @@ _EXPORTS: dict[str, str] = {
     "FieldError": "kube.apierrors",
     "InvalidError": "kube.apierrors",
     "StatusError": "kube.apierrors",
-    "default_filter_plugins": "scheduler.filters",
-    "default_framework": "scheduler.filters",
+    "default_filter_plugins": "scheduler.plugins.registry",
+    "default_framework": "scheduler.plugins.registry",
     "Code": "scheduler.framework",
     "CycleState": "scheduler.framework",
     "Framework": "scheduler.framework",
@@ -180,7 +181,7 @@ _EXPORTS: dict[str, str] = {
     "find_nodes_that_fit_pod": "scheduler.schedule",
     "num_feasible_nodes_to_find": "scheduler.schedule",
     "schedule_one": "scheduler.schedule",
-    "default_score_plugins": "scheduler.score",
+    "default_score_plugins": "scheduler.plugins.registry",
     "SimulationReport": "scheduler.simulator",
     "build_snapshot": "scheduler.simulator",
     "simulate": "scheduler.simulator",

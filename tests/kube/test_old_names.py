@@ -45,6 +45,8 @@ FACADES = (
     "scheduler.filters.noderesources",
     "scheduler.filters.interpodaffinity",
     "scheduler.filters.podtopologyspread",
+    "scheduler.filters",
+    "scheduler.score",
 )
 
 

@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kube.objects import KubeObject, Node, Pod
-from scheduler.filters import InterPodAffinity
 from scheduler.framework import Code, CycleState, Status
 from scheduler.plugins.interpodaffinity.filtering import (
+    InterPodAffinity,
     required_affinity_terms,
     required_anti_affinity_terms,
 )
