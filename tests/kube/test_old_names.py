@@ -136,6 +136,25 @@ def test_package_level_names_come_from_kube() -> None:
     assert scheduler.parse_quantity is kube.quantity.parse_quantity
 
 
+def test_every_package_level_name_resolves_to_its_home() -> None:
+    """API.md's names, imported from the top-level package (lazily), after the plugins moved."""
+    import scheduler
+    import scheduler.framework
+    import scheduler.plugins.defaults
+    import scheduler.plugins.podtopologyspread.plugin
+    import scheduler.plugins.registry
+
+    for name in scheduler.__all__:
+        assert getattr(scheduler, name) is not None, name
+    assert (
+        scheduler.PodTopologySpread is scheduler.plugins.podtopologyspread.plugin.PodTopologySpread
+    )
+    assert scheduler.default_framework is scheduler.plugins.registry.default_framework
+    assert scheduler.SCORE_REGISTRY is scheduler.plugins.registry.SCORE_REGISTRY
+    assert scheduler.DEFAULT_PLUGIN_WEIGHTS is scheduler.plugins.defaults.DEFAULT_PLUGIN_WEIGHTS
+    assert scheduler.DEFAULT_PLUGIN_WEIGHTS is scheduler.framework.DEFAULT_PLUGIN_WEIGHTS
+
+
 # Every public name (``__all__`` and top-level definitions) of the scheduler's modules that
 # moved, as they were before scheduler/ was organised per plugin. Each must stay importable
 # from its old module.
