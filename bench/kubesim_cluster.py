@@ -36,7 +36,7 @@ import kubesim
 from kube.objects import Node, Pod
 from kubesim.scheduling import SchedulerLoop
 from kubesim.sim import Simulator
-from scheduler.filters import default_framework
+from scheduler.plugins.registry import default_framework
 from scheduler.schedule import schedule_one
 from scheduler.snapshot import Snapshot
 

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from kube.objects import Node, Pod
-from scheduler.filters import default_framework
+from scheduler.plugins.registry import default_framework
 from scheduler.schedule import schedule_one
 from scheduler.snapshot import Snapshot
 

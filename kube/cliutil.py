@@ -26,6 +26,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "PACKAGE",
     "VERSION",
     "BadInput",
     "Failure",

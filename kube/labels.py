@@ -22,6 +22,17 @@ from dataclasses import dataclass, field
 from typing import Final
 
 __all__ = [
+    "DOES_NOT_EXIST",
+    "DOUBLE_EQUALS",
+    "EQUALS",
+    "EXISTS",
+    "GT",
+    "IN",
+    "LT",
+    "NODE_SELECTOR_OPERATORS",
+    "NOT_EQUALS",
+    "NOT_IN",
+    "SET_OPERATORS",
     "FieldRequirement",
     "LabelSelector",
     "Requirement",
@@ -29,6 +40,7 @@ __all__ = [
     "dns1123_label_errors",
     "dns1123_subdomain_errors",
     "label_value_errors",
+    "make_requirement",
     "parse_field_selector",
     "parse_label_selector",
     "qualified_name_errors",

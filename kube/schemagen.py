@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["KINDS", "QUANTITY_FIELDS", "SCHEMA_PATH", "generate", "render"]
+__all__ = ["KINDS", "QUANTITY_FIELDS", "SCHEMA_PATH", "generate", "main", "render"]
 
 SCHEMA_PATH: Final = Path(__file__).with_name("data") / "schema.json"
 

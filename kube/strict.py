@@ -38,6 +38,7 @@ from kube.quantity import canonical_quantity, json_error
 
 __all__ = [
     "MAX_MANIFEST_BYTES",
+    "MAX_NODES",
     "Document",
     "ManifestError",
     "Problems",

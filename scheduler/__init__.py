@@ -5,15 +5,13 @@ randomness comes from a seeded RNG the caller provides.
 
 The names below are exported lazily (PEP 562): importing one module of the package (or one of
 the old names of the ``kube`` basics, such as ``scheduler.objects``) does not import the
-filters, preemption, queue and simulator with it.
+plugins, preemption, queue and simulator with it.
 Each name is imported from its module on first access and then cached here.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -46,20 +44,22 @@ if TYPE_CHECKING:
         object_from_dict,
     )
     from kube.quantity import QuantityError, parse_quantity
-    from scheduler.filters import (
-        FILTER_REGISTRY,
-        PodTopologySpread,
-        default_filter_plugins,
-        default_framework,
-    )
     from scheduler.framework import (
-        DEFAULT_PLUGIN_WEIGHTS,
         Code,
         CycleState,
         Framework,
         NodeToStatus,
         Status,
         fit_error_message,
+    )
+    from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
+    from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+    from scheduler.plugins.registry import (
+        FILTER_REGISTRY,
+        SCORE_REGISTRY,
+        default_filter_plugins,
+        default_framework,
+        default_score_plugins,
     )
     from scheduler.preemption import (
         Candidate,
@@ -100,15 +100,14 @@ if TYPE_CHECKING:
         schedule_one,
         unmodelled_warning,
     )
-    from scheduler.score import SCORE_REGISTRY, default_score_plugins
-    from scheduler.simulate import SimulationReport, build_snapshot, simulate
+    from scheduler.simulator import SimulationReport, build_snapshot, simulate
     from scheduler.snapshot import NodeInfo, Snapshot
 
 _EXPORTS: dict[str, str] = {
-    "FILTER_REGISTRY": "scheduler.filters",
-    "PodTopologySpread": "scheduler.filters",
-    "DEFAULT_PLUGIN_WEIGHTS": "scheduler.framework",
-    "SCORE_REGISTRY": "scheduler.score",
+    "FILTER_REGISTRY": "scheduler.plugins.registry",
+    "PodTopologySpread": "scheduler.plugins.podtopologyspread.plugin",
+    "DEFAULT_PLUGIN_WEIGHTS": "scheduler.plugins.defaults",
+    "SCORE_REGISTRY": "scheduler.plugins.registry",
     "Service": "kube.objects",
     "ReplicationController": "kube.objects",
     "ReplicaSet": "kube.objects",
@@ -119,8 +118,8 @@ _EXPORTS: dict[str, str] = {
     "FieldError": "kube.apierrors",
     "InvalidError": "kube.apierrors",
     "StatusError": "kube.apierrors",
-    "default_filter_plugins": "scheduler.filters",
-    "default_framework": "scheduler.filters",
+    "default_filter_plugins": "scheduler.plugins.registry",
+    "default_framework": "scheduler.plugins.registry",
     "Code": "scheduler.framework",
     "CycleState": "scheduler.framework",
     "Framework": "scheduler.framework",
@@ -182,10 +181,10 @@ _EXPORTS: dict[str, str] = {
     "find_nodes_that_fit_pod": "scheduler.schedule",
     "num_feasible_nodes_to_find": "scheduler.schedule",
     "schedule_one": "scheduler.schedule",
-    "default_score_plugins": "scheduler.score",
-    "SimulationReport": "scheduler.simulate",
-    "build_snapshot": "scheduler.simulate",
-    "simulate": "scheduler.simulate",
+    "default_score_plugins": "scheduler.plugins.registry",
+    "SimulationReport": "scheduler.simulator",
+    "build_snapshot": "scheduler.simulator",
+    "simulate": "scheduler.simulator",
     "NodeInfo": "scheduler.snapshot",
     "Snapshot": "scheduler.snapshot",
 }
@@ -275,24 +274,6 @@ __all__ = [
     "validate_priority_class",
     "validate_priority_class_update",
 ]
-
-
-class _Package(types.ModuleType):
-    """Keeps an exported function bound under its name when its same-named submodule is first
-    imported (``scheduler.simulate`` the module, ``scheduler.simulate`` the function): the
-    import system binds the submodule on the package, the eager imports used to rebind it."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if (
-            isinstance(value, types.ModuleType)
-            and name in _EXPORTS
-            and value.__name__ == f"{__name__}.{name}"
-        ):
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

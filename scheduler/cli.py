@@ -1,7 +1,7 @@
 """``python -m scheduler``: the policy core from the command line.
 
 ``simulate`` loads a cluster from manifests, runs the scheduling cycle for its pending pods
-(see ``scheduler.simulate``) and prints each decision with its explanation, as a table or as
+(see ``scheduler.simulator``) and prints each decision with its explanation, as a table or as
 JSON. This module is the only place in ``scheduler`` that prints.
 
 Manifests are decoded strictly, as kube-apiserver does with ``fieldValidation=Strict``
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kube.objects import KubeObject
-    from scheduler.simulate import Decision, SimulationReport
+    from scheduler.simulator import Decision, SimulationReport
 
 __all__ = ["VALIDATE_HELP", "cli", "main", "validate_option"]
 
@@ -137,8 +137,8 @@ def simulate(  # noqa: PLR0917 - click passes options positionally
     """Schedule the pending pods of CLUSTER (a manifest file), preempting where needed."""
     from kube.objects import Pod
     from kube.times import parse_time
-    from scheduler.simulate import SimulationError
-    from scheduler.simulate import simulate as run_simulation
+    from scheduler.simulator import SimulationError
+    from scheduler.simulator import simulate as run_simulation
 
     at: float | None = None
     if now is not None:

@@ -1,20 +1,11 @@
 """``scheduler.duration`` is now ``kube.duration``.
 
-The Kubernetes basics every package uses moved to the ``kube`` package (issue 21); this module
-keeps the old name working for users' code and the names API.md gives. New code imports
-``kube.duration``.
+The Kubernetes basics every package uses live in the ``kube`` package; this module keeps the
+old name working for users' code, handing out every name in ``kube.duration.__all__``.
+New code imports ``kube.duration``.
 """
 
-from kube.duration import (
-    MAX_DURATION_SECONDS,
-    DurationError,
-    DurationOverflowError,
-    parse_go_duration,
-)
+import kube.duration
+from kube.duration import *  # noqa: F403
 
-__all__ = [
-    "MAX_DURATION_SECONDS",
-    "DurationError",
-    "DurationOverflowError",
-    "parse_go_duration",
-]
+__all__ = list(kube.duration.__all__)

@@ -1,108 +1,13 @@
-"""``scheduler.objects`` is now ``kube.objects``.
+"""``scheduler.objects`` is now ``kube.objects``, its time helpers ``kube.times``.
 
-The Kubernetes basics every package uses moved to the ``kube`` package (issue 21); this module
-keeps the old name working for users' code and the names API.md gives. New code imports
-``kube.objects``.
+The Kubernetes basics every package uses live in the ``kube`` package; this module keeps the
+old name working for users' code, handing out every name in ``kube.objects.__all__`` and
+``kube.times.__all__``. New code imports ``kube.objects`` and ``kube.times``.
 """
 
-from kube.objects import (
-    DEFAULT_MEMORY_REQUEST,
-    DEFAULT_MILLI_CPU_REQUEST,
-    DO_NOT_SCHEDULE,
-    INT32_MAX,
-    INT32_MIN,
-    NODE_INCLUSION_POLICIES,
-    PREEMPT_LOWER_PRIORITY,
-    PREEMPT_NEVER,
-    SCHEDULE_ANYWAY,
-    TAINT_EFFECTS,
-    Affinity,
-    Container,
-    ContainerImage,
-    ContainerPort,
-    IntOrString,
-    InvalidManifest,
-    InvalidObject,
-    KubeObject,
-    Namespace,
-    Node,
-    NodeAffinity,
-    NodeSelector,
-    NodeSelectorTerm,
-    OwnerReference,
-    Pod,
-    PodAffinity,
-    PodAffinityTerm,
-    PodAntiAffinity,
-    PodCondition,
-    PodDisruptionBudget,
-    PreferredSchedulingTerm,
-    PriorityClass,
-    ReplicaSet,
-    ReplicationController,
-    ResourceList,
-    Service,
-    StatefulSet,
-    Taint,
-    Toleration,
-    TopologySpreadConstraint,
-    Volume,
-    WeightedPodAffinityTerm,
-    aggregate_requests,
-    load_manifests,
-    load_objects,
-    object_from_dict,
-)
-from kube.times import format_micro_time, format_time, parse_time
+import kube.objects
+import kube.times
+from kube.objects import *  # noqa: F403
+from kube.times import *  # noqa: F403
 
-__all__ = [
-    "DEFAULT_MEMORY_REQUEST",
-    "DEFAULT_MILLI_CPU_REQUEST",
-    "DO_NOT_SCHEDULE",
-    "INT32_MAX",
-    "INT32_MIN",
-    "NODE_INCLUSION_POLICIES",
-    "PREEMPT_LOWER_PRIORITY",
-    "PREEMPT_NEVER",
-    "SCHEDULE_ANYWAY",
-    "TAINT_EFFECTS",
-    "Affinity",
-    "Container",
-    "ContainerImage",
-    "ContainerPort",
-    "IntOrString",
-    "InvalidManifest",
-    "InvalidObject",
-    "KubeObject",
-    "Namespace",
-    "Node",
-    "NodeAffinity",
-    "NodeSelector",
-    "NodeSelectorTerm",
-    "OwnerReference",
-    "Pod",
-    "PodAffinity",
-    "PodAffinityTerm",
-    "PodAntiAffinity",
-    "PodCondition",
-    "PodDisruptionBudget",
-    "PreferredSchedulingTerm",
-    "PriorityClass",
-    "ReplicaSet",
-    "ReplicationController",
-    "ResourceList",
-    "Service",
-    "StatefulSet",
-    "Taint",
-    "Toleration",
-    "TopologySpreadConstraint",
-    "Volume",
-    "WeightedPodAffinityTerm",
-    "aggregate_requests",
-    "format_micro_time",
-    "format_time",
-    "load_manifests",
-    "load_objects",
-    "object_from_dict",
-    "parse_time",
-]
+__all__ = kube.objects.__all__ + kube.times.__all__

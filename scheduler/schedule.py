@@ -20,11 +20,11 @@ Follows ``pkg/scheduler/schedule_one.go``:
   nodes are found first varies there; here the walk is sequential and deterministic.
 * ``find_feasible_nodes`` evaluates every node by default (what preemption needs);
   ``schedule_one`` uses kube's adaptive default.
-* One feasible node is chosen without scoring. Otherwise the Score plugins
-  (``scheduler.score``) give a weighted total per node and the highest wins. Ties go to the
-  first such node in evaluation order, or, when an ``rng`` is given, to a uniformly random one
-  by reservoir sampling as ``selectHost`` did (kube >= 1.32 pops a heap instead, whose tie
-  order is not specified).
+* One feasible node is chosen without scoring. Otherwise the Score plugins (run by
+  ``scheduler.framework.prioritize_nodes``) give a weighted total per node and the highest
+  wins. Ties go to the first such node in evaluation order, or, when an ``rng`` is given, to a
+  uniformly random one by reservoir sampling as ``selectHost`` did (kube >= 1.32 pops a heap
+  instead, whose tie order is not specified).
 
 Filter plugins that offer ``filter_nodes`` judge the nodes in batches; the verdicts are those
 of calling ``filter`` node by node in profile order, first rejection wins.
@@ -59,20 +59,23 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kube.objects import Pod
-from scheduler.filters import default_framework
-from scheduler.filters.base import FilterBatchResult, remember
 from scheduler.framework import (
     SUCCESS,
     Code,
     CycleState,
+    FilterBatchResult,
     Framework,
+    NodeScores,
     NodeToStatus,
+    ScorePlugin,
     Status,
     filter_status,
     fit_error_message,
     node_local_signature,
+    prioritize_nodes,
 )
-from scheduler.score import NodeScores, ScorePlugin, default_score_plugins, prioritize_nodes
+from scheduler.plugins.helper import remember
+from scheduler.plugins.registry import default_framework, default_score_plugins
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [

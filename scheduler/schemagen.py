@@ -1,28 +1,15 @@
 """``scheduler.schemagen`` is now ``kube.schemagen``.
 
-The Kubernetes basics every package uses moved to the ``kube`` package (issue 21); this module
-keeps the old name working for users' code and the names API.md gives. New code imports
-``kube.schemagen``.
+The Kubernetes basics every package uses live in the ``kube`` package; this module keeps the
+old name working for users' code, handing out every name in ``kube.schemagen.__all__``.
+New code imports ``kube.schemagen``.
 """
 
-from kube.schemagen import (
-    KINDS,
-    QUANTITY_FIELDS,
-    SCHEMA_PATH,
-    generate,
-    main,
-    render,
-)
+import kube.schemagen
+from kube.schemagen import *  # noqa: F403
 
-__all__ = [
-    "KINDS",
-    "QUANTITY_FIELDS",
-    "SCHEMA_PATH",
-    "generate",
-    "main",
-    "render",
-]
+__all__ = list(kube.schemagen.__all__)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main())  # noqa: F405

@@ -38,8 +38,8 @@ from kubesim.controllers.deployment import pod_template_hash
 from kubesim.core.conditions import is_pod_ready
 from kubesim.core.objects import meta_of
 from kubesim.core.store import Event, Key, clone
-from scheduler.filters.nodeaffinity import RequiredNodeAffinity
-from scheduler.filters.tainttoleration import find_matching_untolerated_taint
+from scheduler.plugins.nodeaffinity import RequiredNodeAffinity
+from scheduler.plugins.tainttoleration import find_matching_untolerated_taint
 
 __all__ = ["DaemonSetController", "daemon_pod_tolerations", "node_should_run_daemon_pod"]
 

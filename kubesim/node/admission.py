@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from kube.objects import Node, Pod
-from scheduler.filters.nodeaffinity import ERR_REASON_POD, RequiredNodeAffinity
-from scheduler.filters.noderesources import insufficient_resources
-from scheduler.filters.tainttoleration import find_matching_untolerated_taint
+from scheduler.plugins.nodeaffinity import ERR_REASON_POD, RequiredNodeAffinity
+from scheduler.plugins.noderesources.fit import insufficient_resources
+from scheduler.plugins.tainttoleration import find_matching_untolerated_taint
 from scheduler.snapshot import NodeInfo
 
 __all__ = ["REJECTED_PREFIX", "admit", "rejected_status"]

@@ -1,68 +1,18 @@
-"""Filter plugins and the default profile.
+"""``scheduler.filters`` was the Filter plugins and the default profile's Filter chain: the
+plugins are now one module or folder each under ``scheduler.plugins``, the registry and the
+default profile ``scheduler.plugins.registry``.
 
-One plugin per module, one job per plugin, as in kube-scheduler. ``default_framework()`` is
-the Filter chain used by ``find_feasible_nodes``, ``schedule_one`` and preemption; the order is
-the default profile's (``pkg/scheduler/apis/config/v1/default_plugins.go``), which decides
-which reason a node reports first: NodeUnschedulable, NodeName, TaintToleration,
-NodeAffinity, NodePorts, NodeResourcesFit, (the volume plugins, not modelled here),
-PodTopologySpread, InterPodAffinity. ``FILTER_REGISTRY`` maps each kube plugin name to its
-class; constructor keyword arguments mirror the plugin's kube args.
+Kept for users' code: it hands out every name of the registry's ``__all__`` (each plugin
+class, ``FILTER_REGISTRY``, ``default_filter_plugins``, ``default_framework``), of the
+framework's (``BatchFilterPlugin``, ``PreFilterResultPlugin``) and of NodeResourcesFit's
+Filter module (``fits_request``); its old modules are kept the same way.
 """
 
-from __future__ import annotations
+from scheduler import framework
+from scheduler.framework import *  # noqa: F403
+from scheduler.plugins import registry
+from scheduler.plugins.noderesources import fit
+from scheduler.plugins.noderesources.fit import *  # noqa: F403
+from scheduler.plugins.registry import *  # noqa: F403
 
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Final
-
-from scheduler.filters.base import BatchFilterPlugin, PreFilterResultPlugin
-from scheduler.filters.interpodaffinity import InterPodAffinity
-from scheduler.filters.nodeaffinity import NodeAffinity
-from scheduler.filters.nodename import NodeName
-from scheduler.filters.nodeports import NodePorts
-from scheduler.filters.noderesources import NodeResourcesFit, fits_request
-from scheduler.filters.nodeunschedulable import NodeUnschedulable
-from scheduler.filters.podtopologyspread import PodTopologySpread
-from scheduler.filters.tainttoleration import TaintToleration
-from scheduler.framework import FilterPlugin, Framework
-
-__all__ = [
-    "FILTER_REGISTRY",
-    "BatchFilterPlugin",
-    "InterPodAffinity",
-    "NodeAffinity",
-    "NodeName",
-    "NodePorts",
-    "NodeResourcesFit",
-    "NodeUnschedulable",
-    "PodTopologySpread",
-    "PreFilterResultPlugin",
-    "TaintToleration",
-    "default_filter_plugins",
-    "default_framework",
-    "fits_request",
-]
-
-
-FILTER_REGISTRY: Final[Mapping[str, type]] = MappingProxyType(
-    {
-        "NodeUnschedulable": NodeUnschedulable,
-        "NodeName": NodeName,
-        "TaintToleration": TaintToleration,
-        "NodeAffinity": NodeAffinity,
-        "NodePorts": NodePorts,
-        "NodeResourcesFit": NodeResourcesFit,
-        "PodTopologySpread": PodTopologySpread,
-        "InterPodAffinity": InterPodAffinity,
-    }
-)
-"""kube Filter plugin name -> class, in the 1.32 default profile's order."""
-
-
-def default_filter_plugins() -> list[FilterPlugin]:
-    """New instances of the 1.32 default profile's Filter plugins, in its order."""
-    return [cls() for cls in FILTER_REGISTRY.values()]
-
-
-def default_framework() -> Framework:
-    return Framework(default_filter_plugins())
+__all__ = registry.__all__ + framework.__all__ + fit.__all__

@@ -1,82 +1,9 @@
-"""NodePorts: the pod's host ports must be free on the node.
+"""``scheduler.filters.nodeports`` is now ``scheduler.plugins.nodeports``.
 
-``pkg/scheduler/framework/plugins/nodeports``: the wanted ports are the ``hostPort`` entries of
-the app containers and of sidecar (restartable init) containers (``schedutil.GetHostPorts``).
-A wanted ``(hostIP, protocol, hostPort)`` conflicts (``HostPortInfo.CheckConflict``) with a
-port in use on the node when protocol and port are equal and either the wanted IP is
-``0.0.0.0`` (any IP in use conflicts) or the port is in use on ``0.0.0.0`` or on the same IP.
-An empty IP means ``0.0.0.0`` and an empty protocol ``TCP``. A conflict is Unschedulable
-``node(s) didn't have free ports for the requested pod ports`` (preemption can free a port).
-PreFilter answers Skip for a pod without host ports.
+Kept for users' code: it hands out every name of the new module's ``__all__``.
 """
 
-from __future__ import annotations
+from scheduler.plugins import nodeports
+from scheduler.plugins.nodeports import *  # noqa: F403
 
-from collections.abc import Mapping, Sequence
-from typing import Final
-
-from kube.objects import Pod
-from scheduler.filters.base import SKIP, FilterBatchResult, NoPreFilterExtensions
-from scheduler.framework import Code, CycleState, Status
-from scheduler.snapshot import NodeInfo, Snapshot, host_ports
-
-__all__ = ["ERR_REASON", "NAME", "NodePorts", "check_conflict", "fits_ports"]
-
-NAME: Final = "NodePorts"
-ERR_REASON: Final = "node(s) didn't have free ports for the requested pod ports"
-DEFAULT_BIND_ALL_HOST_IP: Final = "0.0.0.0"
-
-_PRE_FILTER_KEY: Final = "PreFilter" + NAME
-_REJECT: Final = Status(Code.Unschedulable, ERR_REASON, plugin=NAME)
-
-HostPort = tuple[str, str, int]
-"""``(host_ip, protocol, host_port)`` as in ``NodeInfo.used_ports``."""
-
-
-def check_conflict(used: Mapping[HostPort, int], ip: str, protocol: str, port: int) -> bool:
-    """``HostPortInfo.CheckConflict``."""
-    if port <= 0:
-        return False
-    ip = ip or DEFAULT_BIND_ALL_HOST_IP
-    protocol = protocol or "TCP"
-    if ip == DEFAULT_BIND_ALL_HOST_IP:
-        return any(p == port and proto == protocol for _, proto, p in used)
-    return (DEFAULT_BIND_ALL_HOST_IP, protocol, port) in used or (ip, protocol, port) in used
-
-
-def fits_ports(want: Sequence[HostPort], used: Mapping[HostPort, int]) -> bool:
-    """``fitsPorts``: no wanted port conflicts with the ports in use."""
-    return not any(check_conflict(used, ip, proto, port) for ip, proto, port in want)
-
-
-class NodePorts(NoPreFilterExtensions):
-    name = NAME
-
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
-        want = tuple(host_ports(pod))
-        if not want:
-            return SKIP
-        state.write(_PRE_FILTER_KEY, want)
-        return None
-
-    def _want(self, state: CycleState, pod: Pod) -> tuple[HostPort, ...]:
-        want: tuple[HostPort, ...] | None = state.read(_PRE_FILTER_KEY)
-        return want if want is not None else tuple(host_ports(pod))
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        used = node_info.used_ports
-        if not used or fits_ports(self._want(state, pod), used):
-            return None
-        return _REJECT
-
-    def filter_nodes(
-        self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
-    ) -> FilterBatchResult:
-        want = self._want(state, pod)
-        if not want:
-            return node_infos, []
-        verdicts = [not ni.used_ports or fits_ports(want, ni.used_ports) for ni in node_infos]
-        if all(verdicts):
-            return node_infos, []
-        pairs = list(zip(node_infos, verdicts, strict=True))
-        return [ni for ni, ok in pairs if ok], [(ni, _REJECT) for ni, ok in pairs if not ok]
+__all__ = list(nodeports.__all__)

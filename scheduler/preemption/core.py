@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Final
 
 from kube.objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
+from scheduler.plugins.registry import default_framework
 
 if TYPE_CHECKING:
     import random
@@ -275,11 +276,9 @@ _default_framework: Framework | None = None
 
 
 def default_preemption_framework() -> Framework:
-    """One shared ``scheduler.filters.default_framework()`` (plugins keep state in CycleState)."""
+    """One shared ``default_framework()`` (plugins keep state in CycleState)."""
     global _default_framework  # noqa: PLW0603 - a lazily built module singleton
     if _default_framework is None:
-        from scheduler.filters import default_framework
-
         _default_framework = default_framework()
     return _default_framework
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from kube.objects import Pod, PodDisruptionBudget
-from scheduler.filters.interpodaffinity import required_anti_affinity_terms
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
+from scheduler.plugins.interpodaffinity.filtering import required_anti_affinity_terms
 from scheduler.preemption.core import (
     Candidate,
     IsEligiblePod,

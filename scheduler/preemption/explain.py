@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Literal
 
 from kube.objects import Pod
 from kube.times import format_time
@@ -27,23 +27,23 @@ from scheduler.preemption.core import (
     eliminating_criterion,
 )
 
-__all__ = ["VERDICTS", "Explanation", "NodeVerdict"]
+__all__ = ["Explanation", "NodeVerdict", "Verdict"]
 
-#: ``NodeVerdict.verdict`` values.
-VERDICTS: Final = (
+Verdict = Literal[
     "chosen",  # the nominated node
     "outranked",  # a candidate that lost on ``criterion``
     "dropped",  # a candidate beyond the bounded candidate list (sampled mode)
     "not_candidate",  # victim selection failed; ``reason`` is its status
     "not_considered",  # its Filter status was not Unschedulable
     "not_evaluated",  # the sampled search stopped before reaching it
-)
+]
+"""``NodeVerdict.verdict``: what preemption made of one node."""
 
 
 @dataclass(frozen=True, slots=True)
 class NodeVerdict:
     node: str
-    verdict: str
+    verdict: Verdict
     reason: str
     victims: tuple[Pod, ...] = ()
     num_pdb_violations: int = 0

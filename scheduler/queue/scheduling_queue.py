@@ -89,7 +89,6 @@ __all__ = [
 DEFAULT_POD_INITIAL_BACKOFF: Final = 1.0
 DEFAULT_POD_MAX_BACKOFF: Final = 10.0
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS: Final = 300.0
-BACKOFF_ORDERING_WINDOW: Final = 1.0
 
 # Queue names (used in logs and returned by the requeue helpers).
 ACTIVE_Q: Final = "Active"

@@ -6,18 +6,13 @@ from __future__ import annotations
 import pytest
 
 from kube.objects import Taint, Toleration
-from scheduler.filters import (
-    NodeName,
-    NodePorts,
-    NodeResourcesFit,
-    NodeUnschedulable,
-    TaintToleration,
-    default_filter_plugins,
-    default_framework,
-)
-from scheduler.filters.nodeports import check_conflict
-from scheduler.filters.tainttoleration import find_matching_untolerated_taint
 from scheduler.framework import Code, CycleState, Status
+from scheduler.plugins.nodename import NodeName
+from scheduler.plugins.nodeports import NodePorts, check_conflict
+from scheduler.plugins.noderesources.fit import NodeResourcesFit
+from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.registry import default_filter_plugins, default_framework
+from scheduler.plugins.tainttoleration import TaintToleration, find_matching_untolerated_taint
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.scheduler.filters_helpers import node, pod, run_plugin
 

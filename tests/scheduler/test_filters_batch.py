@@ -8,9 +8,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kube.objects import Node, Pod
-from scheduler.filters import default_framework
-from scheduler.filters.base import BatchFilterPlugin, split_by_filter
-from scheduler.framework import CycleState, Status
+from scheduler.framework import BatchFilterPlugin, CycleState, Status
+from scheduler.plugins.helper import split_by_filter
+from scheduler.plugins.registry import default_framework
 from scheduler.schedule import run_filter_plugins_batch
 from scheduler.snapshot import Snapshot
 from tests.scheduler.filters_helpers import node, pod, required, term

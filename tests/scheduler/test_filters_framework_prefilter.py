@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kube.objects import Pod
-from scheduler.filters.base import NoPreFilterExtensions
 from scheduler.framework import Code, CycleState, Framework, Status
+from scheduler.plugins.helper import NoPreFilterExtensions
 from scheduler.snapshot import NodeInfo, Snapshot
 
 

@@ -1,5 +1,4 @@
 from kube.objects import Container, Node, Pod
-from scheduler.filters import default_framework
 from scheduler.framework import (
     Code,
     CycleState,
@@ -9,6 +8,7 @@ from scheduler.framework import (
     fit_error_message,
     is_success,
 )
+from scheduler.plugins.registry import default_framework
 from scheduler.snapshot import NodeInfo, Snapshot
 
 

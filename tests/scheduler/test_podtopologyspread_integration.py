@@ -14,7 +14,7 @@ from kube.objects import KubeObject, Pod, load_objects
 from scheduler.framework import Code
 from scheduler.preemption import preempt
 from scheduler.schedule import schedule_one, unmodelled_features
-from scheduler.simulate import simulate
+from scheduler.simulator import simulate
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import HOSTNAME, ZONE, mknode, mkpod, service, tsc
 

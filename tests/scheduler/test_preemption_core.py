@@ -159,7 +159,7 @@ class ErrorPlugin:
 
 
 def resources_framework(*extra: Any) -> Framework:
-    from scheduler.filters import NodeResourcesFit
+    from scheduler.plugins.noderesources.fit import NodeResourcesFit
 
     return Framework([NodeResourcesFit(), *extra])
 

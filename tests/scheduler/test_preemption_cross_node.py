@@ -20,7 +20,7 @@ from scheduler import build_snapshot, load_objects, schedule_one
 from scheduler.framework import CycleState
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.preemption.core import default_preemption_framework
-from scheduler.simulate import simulate
+from scheduler.simulator import simulate
 from scheduler.snapshot import Snapshot
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cross-node-preemption.yaml"

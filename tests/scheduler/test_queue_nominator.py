@@ -127,8 +127,8 @@ def test_gated_add_is_not_nominated_but_an_update_is() -> None:
 def test_queue_nominations_reserve_room_for_equal_or_higher_priority() -> None:
     """§6 item 9: nominated pods of priority >= the incoming pod's count as running."""
     from kube.objects import Container, Node
-    from scheduler.filters.noderesources import NodeResourcesFit
     from scheduler.framework import CycleState, Framework
+    from scheduler.plugins.noderesources.fit import NodeResourcesFit
     from scheduler.snapshot import NodeInfo
 
     node = NodeInfo(Node("n1", allocatable={"cpu": 2000, "pods": 10}))

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kube.objects import KubeObject, Node, Pod
-from scheduler.filters import default_framework
-from scheduler.filters.base import NoPreFilterExtensions
 from scheduler.framework import Code, CycleState, Framework, Status
+from scheduler.plugins.helper import NoPreFilterExtensions
+from scheduler.plugins.registry import default_framework
 from scheduler.schedule import (
     SchedulingError,
     find_feasible_nodes,

@@ -14,11 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kube.objects import Pod
-from scheduler.filters import default_framework
-from scheduler.filters.noderesources import NodeResourcesFit
 from scheduler.framework import Code, CycleState, Status
+from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocationScorer
+from scheduler.plugins.noderesources.fit import NodeResourcesFit
+from scheduler.plugins.noderesources.least_allocated import LeastAllocatedScorer
+from scheduler.plugins.registry import default_framework
 from scheduler.schedule import find_nodes_that_fit_pod, schedule_one, uniform_filter_verdict
-from scheduler.score import BalancedAllocationScorer, LeastAllocatedScorer
 from scheduler.snapshot import ResourceColumns, Snapshot
 from tests.scheduler.filters_helpers import node, pod
 

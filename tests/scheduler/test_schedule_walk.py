@@ -14,9 +14,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.filters import default_framework
 from scheduler.framework import Code, CycleState, Framework, Status
 from scheduler.objects import Pod
+from scheduler.plugins.registry import default_framework
 from scheduler.schedule import find_nodes_that_fit_pod, num_feasible_nodes_to_find
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import DNS, HOSTNAME, ZONE, mknode, mkpod, tsc

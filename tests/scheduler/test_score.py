@@ -8,18 +8,14 @@ from typing import Any
 import pytest
 
 from kube.objects import KubeObject, Pod
-from scheduler.framework import Code, CycleState, Status
+from scheduler.framework import Code, CycleState, ScorePlugin, Status, prioritize_nodes
+from scheduler.plugins.helper import default_normalize_score
+from scheduler.plugins.interpodaffinity.scoring import InterPodAffinityScorer
+from scheduler.plugins.nodeaffinity import NodeAffinityScorer
+from scheduler.plugins.noderesources.least_allocated import LeastAllocatedScorer
+from scheduler.plugins.registry import default_score_plugins
+from scheduler.plugins.tainttoleration import TaintTolerationScorer
 from scheduler.schedule import schedule_one
-from scheduler.score import (
-    InterPodAffinityScorer,
-    LeastAllocatedScorer,
-    NodeAffinityScorer,
-    ScorePlugin,
-    TaintTolerationScorer,
-    default_normalize_score,
-    default_score_plugins,
-    prioritize_nodes,
-)
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.scheduler.filters_helpers import node, pod, preferred, required, term
 

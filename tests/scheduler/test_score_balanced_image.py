@@ -15,14 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kube.objects import Node, Pod
-from scheduler.filters import FILTER_REGISTRY, default_filter_plugins
-from scheduler.framework import DEFAULT_PLUGIN_WEIGHTS, CycleState
-from scheduler.score import (
+from scheduler.framework import CycleState
+from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
+from scheduler.plugins.imagelocality import ImageLocalityScorer, normalized_image_name
+from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocationScorer
+from scheduler.plugins.registry import (
+    FILTER_REGISTRY,
     SCORE_REGISTRY,
-    BalancedAllocationScorer,
-    ImageLocalityScorer,
+    default_filter_plugins,
     default_score_plugins,
-    normalized_image_name,
 )
 from scheduler.snapshot import Snapshot
 

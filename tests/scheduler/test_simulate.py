@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kube.objects import load_objects
-from scheduler.simulate import SimulationError, simulate
+from scheduler.simulator import SimulationError, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "preemption.yaml"

@@ -15,16 +15,15 @@ from typing import Any
 import pytest
 
 from kube.objects import KubeObject, Node, Pod
-from scheduler.filters.podtopologyspread import (
+from scheduler.framework import Code, CycleState
+from scheduler.plugins.podtopologyspread.common import MAX_INT32, CriticalPaths
+from scheduler.plugins.podtopologyspread.filtering import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
-    MAX_INT32,
     PRE_FILTER_STATE_KEY,
-    CriticalPaths,
-    PodTopologySpread,
     PreFilterState,
 )
-from scheduler.framework import Code, CycleState
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import (
     BAR,

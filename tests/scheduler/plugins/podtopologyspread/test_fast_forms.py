@@ -14,13 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kube.objects import Pod
-from scheduler.filters.base import split_by_filter
-from scheduler.filters.podtopologyspread import (
-    PRE_FILTER_STATE_KEY,
-    PRE_SCORE_STATE_KEY,
-    PodTopologySpread,
-)
 from scheduler.framework import CycleState
+from scheduler.plugins.helper import split_by_filter
+from scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY
 from scheduler.schedule import schedule_one
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import BAR, DNS, FOO, HOSTNAME, SA, ZONE, mknode, mkpod, tsc

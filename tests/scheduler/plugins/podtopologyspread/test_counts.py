@@ -14,15 +14,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.filters.podtopologyspread import (
-    PRE_FILTER_STATE_KEY,
-    PRE_SCORE_STATE_KEY,
-    PodTopologySpread,
-    PreFilterState,
-    PreScoreState,
-)
 from scheduler.framework import CycleState, Status
 from scheduler.objects import Pod, Service
+from scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY, PreFilterState
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY, PreScoreState
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import BAR, DNS, FOO, HOSTNAME, SA, ZONE, mknode, mkpod, tsc
 

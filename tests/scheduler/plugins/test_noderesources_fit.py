@@ -1,8 +1,8 @@
 import pytest
 
 from kube.objects import Container, Node, Pod
-from scheduler.filters.noderesources import fits_request, is_scalar_resource_name
 from scheduler.framework import Code, Status
+from scheduler.plugins.noderesources.fit import fits_request, is_scalar_resource_name
 from scheduler.snapshot import NodeInfo
 
 

@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kube.objects import KubeObject, Pod
-from scheduler.filters.podtopologyspread import PRE_FILTER_STATE_KEY, PodTopologySpread
 from scheduler.framework import Code, CycleState
+from scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import DNS, SA, mknode, mkpod, tsc
 

@@ -14,12 +14,9 @@ from typing import Any
 import pytest
 
 from kube.objects import KubeObject, Node, Pod
-from scheduler.filters.podtopologyspread import (
-    PRE_SCORE_STATE_KEY,
-    PodTopologySpread,
-    PreScoreState,
-)
 from scheduler.framework import Code, CycleState
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY, PreScoreState
 from scheduler.snapshot import Snapshot
 from tests.scheduler.spread_helpers import (
     BAR,

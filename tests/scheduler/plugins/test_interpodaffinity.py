@@ -10,12 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kube.objects import KubeObject, Node, Pod
-from scheduler.filters import InterPodAffinity
-from scheduler.filters.interpodaffinity import (
+from scheduler.framework import Code, CycleState, Status
+from scheduler.plugins.interpodaffinity.filtering import (
+    InterPodAffinity,
     required_affinity_terms,
     required_anti_affinity_terms,
 )
-from scheduler.framework import Code, CycleState, Status
 from scheduler.snapshot import Snapshot
 from tests.scheduler.filters_helpers import namespace, node, pod, required, term
 

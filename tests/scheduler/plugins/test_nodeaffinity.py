@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.filters import NodeAffinity
-from scheduler.filters.nodeaffinity import required_node_affinity_node_names
 from scheduler.framework import Code, CycleState, Status
+from scheduler.plugins.nodeaffinity import NodeAffinity, required_node_affinity_node_names
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.scheduler.filters_helpers import node, pod, run_plugin
 

@@ -1,0 +1,332 @@
+"""InterPodAffinity's PreFilter and Filter: required pod affinity and anti-affinity, both ways.
+
+``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``. PreFilter counts, per
+topology pair ``(topologyKey, node label value)``:
+
+* ``existing_anti_affinity_counts``: required anti-affinity terms of pods already placed
+  (only nodes from ``Snapshot.have_pods_with_required_anti_affinity_list``) that match the
+  incoming pod, each counted at the topology value of the node of the pod that owns the term;
+* ``affinity_counts``: pods anywhere that match *all* the incoming pod's required affinity
+  terms, counted once per term at their node's value of that term's key;
+* ``anti_affinity_counts``: pods anywhere matching each required anti-affinity term of the
+  incoming pod.
+
+A term matches a pod when the pod's namespace is in the term's namespaces (by default the
+namespace of the pod that owns the term) or its namespace labels match the term's
+namespaceSelector, and the label selector matches (a missing selector matches nothing;
+``matchLabelKeys``/``mismatchLabelKeys`` were merged into it when the pod was converted, as
+the API server does). Upstream resolves the incoming pod's namespaceSelector into namespace
+names through the Namespace lister; we evaluate it against ``Snapshot.namespace_labels`` of
+the other pod's namespace, which is the same for every namespace the snapshot knows, and
+treats an unknown namespace like the API server's default (only its name label).
+
+Filter, in this order:
+
+1. affinity: every required affinity term's topology key must be a node label, else UU; if
+   some term has no matching pod in the node's topology value the node fails, UU
+   ``node(s) didn't match pod affinity rules`` — unless no pod in the cluster matches
+   (``affinity_counts`` is empty) and the pod matches all its own terms: the first pod of a
+   group with affinity to itself may go anywhere with the topology labels;
+2. the incoming pod's anti-affinity: U ``node(s) didn't match pod anti-affinity rules``;
+3. existing pods' anti-affinity: any node label pair with a count: U
+   ``node(s) didn't satisfy existing pods anti-affinity rules``.
+
+PreFilter answers Skip when no existing pod's anti-affinity matches the pod and the pod has
+no required terms. ``add_pod``/``remove_pod`` update the three counts for a pod added to or
+removed from a node, so the nominated-pods pass and preemption's dry runs see right counts.
+
+The newest upstream splits hostname-scoped terms into a node-local fast path; the verdicts
+are the same as this counting form, which is what releases up to 1.35 implement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from kube.objects import Node, Pod, PodAffinityTerm
+from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import SKIP, split_by_filter
+from scheduler.snapshot import NodeInfo, Snapshot
+
+__all__ = [
+    "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "NAME",
+    "PRE_FILTER_STATE_KEY",
+    "InterPodAffinity",
+    "NamespaceLabels",
+    "PreFilterState",
+    "TopologyCounts",
+    "existing_anti_affinity_counts",
+    "incoming_affinity_anti_affinity_counts",
+    "required_affinity_terms",
+    "required_anti_affinity_terms",
+]
+
+NAME: Final = "InterPodAffinity"
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: Final = (
+    "node(s) didn't satisfy existing pods anti-affinity rules"
+)
+ERR_REASON_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH: Final = "node(s) didn't match pod anti-affinity rules"
+
+PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
+
+_AFFINITY_REJECT: Final = Status(
+    Code.UnschedulableAndUnresolvable, ERR_REASON_AFFINITY_RULES_NOT_MATCH, plugin=NAME
+)
+_ANTI_AFFINITY_REJECT: Final = Status(
+    Code.Unschedulable, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME
+)
+_EXISTING_REJECT: Final = Status(
+    Code.Unschedulable, ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH, plugin=NAME
+)
+
+TopologyCounts = dict[tuple[str, str], int]
+NamespaceLabels = Callable[[str], Mapping[str, str]]
+
+
+def required_affinity_terms(pod: Pod) -> tuple[PodAffinityTerm, ...]:
+    a = pod.affinity
+    if a is None or a.pod_affinity is None:
+        return ()
+    return a.pod_affinity.required
+
+
+def required_anti_affinity_terms(pod: Pod) -> tuple[PodAffinityTerm, ...]:
+    a = pod.affinity
+    if a is None or a.pod_anti_affinity is None:
+        return ()
+    return a.pod_anti_affinity.required
+
+
+def _add(counts: TopologyCounts, node: Node, topology_key: str, delta: int) -> None:
+    labels = node.labels
+    if topology_key not in labels:
+        return
+    pair = (topology_key, labels[topology_key])
+    value = counts.get(pair, 0) + delta
+    if value:
+        counts[pair] = value
+    else:
+        counts.pop(pair, None)
+
+
+def _matches_all(
+    terms: Sequence[PodAffinityTerm], pod: Pod, namespace_labels: NamespaceLabels
+) -> bool:
+    """``podMatchesAllAffinityTerms``: false for no terms."""
+    if not terms:
+        return False
+    ns_labels = namespace_labels(pod.namespace)
+    return all(t.matches(pod, ns_labels) for t in terms)
+
+
+class PreFilterState:
+    """``preFilterState``; ``clone`` copies the counts (the terms are immutable)."""
+
+    __slots__ = (
+        "affinity_counts",
+        "affinity_terms",
+        "anti_affinity_counts",
+        "anti_affinity_terms",
+        "existing_anti_affinity_counts",
+        "namespace_labels",
+        "pod",
+        "pod_namespace_labels",
+        "self_match",
+    )
+
+    def __init__(
+        self,
+        pod: Pod,
+        namespace_labels: NamespaceLabels,
+        *,
+        existing_anti_affinity_counts: TopologyCounts,
+        affinity_counts: TopologyCounts,
+        anti_affinity_counts: TopologyCounts,
+    ) -> None:
+        self.pod = pod
+        self.namespace_labels = namespace_labels
+        self.pod_namespace_labels = namespace_labels(pod.namespace)
+        self.affinity_terms = required_affinity_terms(pod)
+        self.anti_affinity_terms = required_anti_affinity_terms(pod)
+        self.self_match = _matches_all(self.affinity_terms, pod, namespace_labels)
+        self.existing_anti_affinity_counts = existing_anti_affinity_counts
+        self.affinity_counts = affinity_counts
+        self.anti_affinity_counts = anti_affinity_counts
+
+    def clone(self) -> PreFilterState:
+        out = PreFilterState.__new__(PreFilterState)
+        for slot in PreFilterState.__slots__:
+            setattr(out, slot, getattr(self, slot))
+        out.existing_anti_affinity_counts = dict(self.existing_anti_affinity_counts)
+        out.affinity_counts = dict(self.affinity_counts)
+        out.anti_affinity_counts = dict(self.anti_affinity_counts)
+        return out
+
+    def update_with_pod(self, other: Pod, node: Node | None, multiplier: int) -> None:
+        """``updateWithPod``: account for ``other`` being added (+1) to or removed (-1) from
+        ``node``."""
+        if node is None:
+            return
+        ns_labels = self.pod_namespace_labels
+        for term in required_anti_affinity_terms(other):
+            if term.matches(self.pod, ns_labels):
+                _add(self.existing_anti_affinity_counts, node, term.topology_key, multiplier)
+        if _matches_all(self.affinity_terms, other, self.namespace_labels):
+            for term in self.affinity_terms:
+                _add(self.affinity_counts, node, term.topology_key, multiplier)
+        if self.anti_affinity_terms:
+            other_ns_labels = self.namespace_labels(other.namespace)
+            for term in self.anti_affinity_terms:
+                if term.matches(other, other_ns_labels):
+                    _add(self.anti_affinity_counts, node, term.topology_key, multiplier)
+
+
+def existing_anti_affinity_counts(pod: Pod, snapshot: Snapshot) -> TopologyCounts:
+    """``getExistingAntiAffinityCounts``."""
+    counts: TopologyCounts = {}
+    ns_labels = snapshot.namespace_labels(pod.namespace)
+    for ni in snapshot.have_pods_with_required_anti_affinity_list():
+        node = ni.node
+        if node is None:
+            continue
+        for existing in ni.pods_with_required_anti_affinity:
+            for term in required_anti_affinity_terms(existing):
+                if term.matches(pod, ns_labels):
+                    _add(counts, node, term.topology_key, 1)
+    return counts
+
+
+def incoming_affinity_anti_affinity_counts(
+    pod: Pod, snapshot: Snapshot
+) -> tuple[TopologyCounts, TopologyCounts]:
+    """``getIncomingAffinityAntiAffinityCounts``: one pass over every pod in the cluster."""
+    affinity: TopologyCounts = {}
+    anti: TopologyCounts = {}
+    affinity_terms = required_affinity_terms(pod)
+    anti_terms = required_anti_affinity_terms(pod)
+    if not affinity_terms and not anti_terms:
+        return affinity, anti
+    ns_labels_of = snapshot.namespace_labels
+    for ni in snapshot.node_info_list:
+        node = ni.node
+        if node is None:
+            continue
+        for existing in ni.pods:
+            ns_labels = ns_labels_of(existing.namespace)
+            if affinity_terms and all(t.matches(existing, ns_labels) for t in affinity_terms):
+                for term in affinity_terms:
+                    _add(affinity, node, term.topology_key, 1)
+            for term in anti_terms:
+                if term.matches(existing, ns_labels):
+                    _add(anti, node, term.topology_key, 1)
+    return affinity, anti
+
+
+def _satisfies_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
+    pods_exist = True
+    counts = s.affinity_counts
+    for term in s.affinity_terms:
+        key = term.topology_key
+        if key not in labels:
+            return False  # every topology key must be a node label
+        if counts.get((key, labels[key]), 0) <= 0:
+            pods_exist = False
+    if pods_exist:
+        return True
+    # The first pod of a group with affinity to itself may start the group anywhere.
+    return not counts and s.self_match
+
+
+def _satisfies_pod_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
+    counts = s.anti_affinity_counts
+    if counts:
+        for term in s.anti_affinity_terms:
+            key = term.topology_key
+            if key in labels and counts.get((key, labels[key]), 0) > 0:
+                return False
+    return True
+
+
+def _satisfies_existing_pods_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
+    counts = s.existing_anti_affinity_counts
+    if counts:
+        for pair in labels.items():
+            if counts.get(pair, 0) > 0:
+                return False
+    return True
+
+
+def _state(state: CycleState) -> PreFilterState | Status:
+    s = state.read(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, PreFilterState):
+        return Status(
+            Code.Error, f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'
+        )
+    return s
+
+
+class InterPodAffinity:
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        existing = existing_anti_affinity_counts(pod, snapshot)
+        affinity, anti = incoming_affinity_anti_affinity_counts(pod, snapshot)
+        if (
+            not existing
+            and not required_affinity_terms(pod)
+            and not required_anti_affinity_terms(pod)
+        ):
+            return SKIP
+        state.write(
+            PRE_FILTER_STATE_KEY,
+            PreFilterState(
+                pod,
+                snapshot.namespace_labels,
+                existing_anti_affinity_counts=existing,
+                affinity_counts=affinity,
+                anti_affinity_counts=anti,
+            ),
+        )
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = _state(state)
+        if isinstance(s, Status):
+            return s
+        node = node_info.node
+        labels: Mapping[str, str] = node.labels if node is not None else {}
+        if s.affinity_terms and not _satisfies_pod_affinity(s, labels):
+            return _AFFINITY_REJECT
+        if not _satisfies_pod_anti_affinity(s, labels):
+            return _ANTI_AFFINITY_REJECT
+        if not _satisfies_existing_pods_anti_affinity(s, labels):
+            return _EXISTING_REJECT
+        return None
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+    ) -> FilterBatchResult:
+        return split_by_filter(self.filter, state, pod, node_infos)
+
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        s = _state(state)
+        if isinstance(s, Status):
+            return s
+        s.update_with_pod(pod_to_add, node_info.node, 1)
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        s = _state(state)
+        if isinstance(s, Status):
+            return s
+        s.update_with_pod(pod_to_remove, node_info.node, -1)
+        return None

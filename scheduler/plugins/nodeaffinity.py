@@ -1,0 +1,179 @@
+"""NodeAffinity: ``spec.nodeSelector`` AND the required node affinity must match (Filter), and
+the preferred terms a node matches add to its score (Score).
+
+``pkg/scheduler/framework/plugins/nodeaffinity`` with
+``component-helpers/scheduling/corev1/nodeaffinity.GetRequiredNodeAffinity``:
+
+* every ``nodeSelector`` pair must be a node label with that value;
+* ``requiredDuringSchedulingIgnoredDuringExecution``: the terms are ORed, the requirements of
+  a term ANDed (operators In, NotIn, Exists, DoesNotExist, Gt, Lt on labels; In/NotIn on the
+  field ``metadata.name``); a term with no requirement matches nothing, and so does a
+  selector with no terms;
+* a mismatch is UnschedulableAndUnresolvable ``node(s) didn't match Pod's node affinity/selector``.
+
+PreFilter answers Skip when the pod has neither a nodeSelector nor required terms. When every
+required term pins ``metadata.name`` with ``In``, PreFilter restricts the nodes to evaluate to
+the union over terms of the intersection within each term (``PreFilterResult``); an empty
+result means the terms contradict each other and the pod is rejected at once with
+UnschedulableAndUnresolvable ``pod affinity terms conflict``. Nodes left out get the status
+``node(s) didn't satisfy plugin(s) [NodeAffinity]`` from the scheduler, not from here.
+
+Score: the sum of the weights of the preferred terms the node matches; normalized to the best
+node (``DefaultNormalizeScore``). PreScore answers Skip without preferred terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from kube.labels import IN
+from kube.objects import Node, NodeSelector, Pod
+from scheduler.framework import MAX_NODE_SCORE, Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
+from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, default_normalize_score, remember
+from scheduler.snapshot import NodeInfo, Snapshot
+
+__all__ = [
+    "ERR_REASON_CONFLICT",
+    "ERR_REASON_POD",
+    "NAME",
+    "OBJECT_NAME_FIELD",
+    "NodeAffinity",
+    "NodeAffinityScorer",
+    "RequiredNodeAffinity",
+    "required_node_affinity_node_names",
+]
+
+NAME: Final = "NodeAffinity"
+ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_CONFLICT: Final = "pod affinity terms conflict"
+OBJECT_NAME_FIELD: Final = "metadata.name"
+
+_PRE_FILTER_KEY: Final = "PreFilter" + NAME
+_REJECT: Final = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_POD, plugin=NAME)
+
+
+class RequiredNodeAffinity:
+    """``nodeaffinity.RequiredNodeAffinity``: the pod's nodeSelector and required terms."""
+
+    __slots__ = ("memo_key", "node_selector", "required")
+
+    def __init__(self, pod: Pod) -> None:
+        self.node_selector: tuple[tuple[str, str], ...] = tuple(pod.node_selector.items())
+        a = pod.affinity
+        na = a.node_affinity if a is not None else None
+        self.required: NodeSelector | None = na.required if na is not None else None
+        # Pods with the same constraints share per-node verdicts (NodeInfo.memo).
+        self.memo_key = NAME + repr((self.node_selector, self.required))
+
+    def match(self, node: Node | None) -> bool:
+        if node is None:
+            return False
+        if self.node_selector:
+            labels: Mapping[str, str] = node.labels
+            for key, value in self.node_selector:
+                if labels.get(key) != value:
+                    return False
+        return self.required is None or self.required.matches(node)
+
+
+def required_node_affinity_node_names(pod: Pod) -> frozenset[str] | None:
+    """The ``PreFilterResult`` of NodeAffinity: node names, or None for "all nodes".
+
+    An empty set means the terms conflict (no node can match).
+    """
+    a = pod.affinity
+    na = a.node_affinity if a is not None else None
+    if na is None or na.required is None or not na.required.terms:
+        return None
+    names: set[str] = set()
+    for term in na.required.terms:
+        term_names: set[str] | None = None
+        for req in term.match_fields:
+            if req.key == OBJECT_NAME_FIELD and req.operator == IN:
+                values = set(req.values)
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return None  # this term allows any node name, and terms are ORed
+        names |= term_names
+    return frozenset(names)
+
+
+class NodeAffinity(NoPreFilterExtensions):
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        required = RequiredNodeAffinity(pod)
+        if not required.node_selector and required.required is None:
+            return SKIP
+        state.write(_PRE_FILTER_KEY, required)
+        names = required_node_affinity_node_names(pod)
+        state.write(_PRE_FILTER_KEY + "/nodes", names)
+        if names is not None and not names:
+            return Status(Code.UnschedulableAndUnresolvable, ERR_REASON_CONFLICT)
+        return None
+
+    def pre_filter_result(self, state: CycleState) -> frozenset[str] | None:
+        names: frozenset[str] | None = state.read(_PRE_FILTER_KEY + "/nodes")
+        return names
+
+    def _required(self, state: CycleState, pod: Pod) -> RequiredNodeAffinity:
+        required: RequiredNodeAffinity | None = state.read(_PRE_FILTER_KEY)
+        # Filter without PreFilter (as upstream allows) computes it on the spot.
+        return required if required is not None else RequiredNodeAffinity(pod)
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return None if self._required(state, pod).match(node_info.node) else _REJECT
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+    ) -> FilterBatchResult:
+        required = self._required(state, pod)
+        match, key = required.match, required.memo_key
+        verdicts = [
+            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, match(ni.node))
+            for ni in node_infos
+        ]
+        passed = [ni for ni, ok in zip(node_infos, verdicts, strict=True) if ok]
+        if len(passed) == len(node_infos):
+            return passed, []
+        return passed, [
+            (ni, _REJECT) for ni, ok in zip(node_infos, verdicts, strict=True) if not ok
+        ]
+
+
+class NodeAffinityScorer:
+    """The PreScore, Score and NormalizeScore of the plugin."""
+
+    name = NAME
+    scores_in_range = True
+
+    def __init__(self, weight: int = DEFAULT_PLUGIN_WEIGHTS[NAME]) -> None:
+        self.weight = weight
+
+    def pre_score(
+        self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status | None:
+        a = pod.affinity
+        if a is None or a.node_affinity is None or not a.node_affinity.preferred:
+            return SKIP
+        return None
+
+    def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
+        a = pod.affinity
+        terms = a.node_affinity.preferred if a is not None and a.node_affinity else ()
+        key = "NodeAffinityScore" + repr(terms)
+
+        def score(ni: NodeInfo) -> int:
+            node = ni.node
+            return 0 if node is None else sum(t.weight for t in terms if t.preference.matches(node))
+
+        # Pods with the same preferences share per-node scores (NodeInfo.memo).
+        return [
+            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, score(ni))
+            for ni in node_infos
+        ]
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)

@@ -1,0 +1,209 @@
+"""NodeResourcesFit's PreFilter and Filter: does the node have room for the pod's requests?
+(Its Score is ``least_allocated``.)
+
+Reproduces ``fitsRequest`` of ``pkg/scheduler/framework/plugins/noderesources/fit.go``:
+
+* ``len(pods) + 1 > allocatable.pods`` gives ``Too many pods``;
+* a pod requesting nothing is only checked for its pod slot;
+* for cpu, memory, ephemeral-storage and each scalar (extended, hugepages, prefixed native)
+  resource with a non-zero request: ``request > allocatable - requested`` gives
+  ``Insufficient <resource>``;
+* all failures are reported; the code is Unschedulable, or UnschedulableAndUnresolvable when
+  some request exceeds the node's allocatable itself, since no preemption can help there.
+
+Unknown native resource names (no domain, not hugepages) are ignored, as ``Resource.Add``
+ignores them.
+
+Why ``uniform_verdict`` exists: a failed scheduling cycle on a big cluster (the preemption
+path) asks this filter about every node, and in Python a step per node costs milliseconds.
+The verdict on a node depends only on a few booleans — pod slot left, and per requested
+resource whether it is short and whether it exceeds the allocatable itself — so when
+``min``/``max`` over the snapshot's ``ResourceColumns`` show that each boolean is the same on
+every node, every node gets the verdict ``fits_request`` gives on any one of them. It must
+equal ``filter`` on each node; when the booleans differ between nodes it answers None and the
+caller asks node by node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from kube.objects import Pod
+from scheduler.framework import SUCCESS, Code, CycleState, FilterBatchResult, Status
+from scheduler.plugins.helper import NoPreFilterExtensions, remember
+from scheduler.snapshot import NodeInfo, Snapshot
+
+__all__ = [
+    "NAME",
+    "InsufficientResource",
+    "NodeResourcesFit",
+    "fits_request",
+    "insufficient_resources",
+    "is_scalar_resource_name",
+]
+
+NAME: Final = "NodeResourcesFit"
+_BASIC: Final = ("cpu", "memory", "ephemeral-storage")
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """``schedutil.IsScalarResourceName``: extended, hugepages, prefixed-native, attachable."""
+    if name.startswith(("hugepages-", "attachable-volumes-")):
+        return True
+    if "/" not in name:
+        return False
+    if "kubernetes.io/" in name:
+        return True  # prefixed native resource
+    return not name.startswith("requests.")
+
+
+def fits_request(pod: Pod, node_info: NodeInfo) -> Status | None:
+    """The NodeResourcesFit verdict for ``pod`` on ``node_info`` (None when it fits)."""
+    allocatable = node_info.allocatable
+    requested = node_info.requested
+    reasons: list[str] = []
+    unresolvable = False
+    if len(node_info.pods) + 1 > allocatable.get("pods", 0):
+        reasons.append("Too many pods")
+    for name, want in pod.requests.items():
+        if want <= 0 or (name not in _BASIC and not is_scalar_resource_name(name)):
+            continue
+        have = allocatable.get(name, 0)
+        if want > have - requested.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+            if want > have:
+                unresolvable = True
+    if not reasons:
+        return None
+    # fitsRequest reports pods, cpu, memory, ephemeral-storage, then scalars.
+    order = {"Too many pods": 0, "Insufficient cpu": 1, "Insufficient memory": 2}
+    order["Insufficient ephemeral-storage"] = 3
+    reasons.sort(key=lambda r: order.get(r, 4))
+    code = Code.UnschedulableAndUnresolvable if unresolvable else Code.Unschedulable
+    return Status(code, reasons)
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientResource:
+    """``noderesources.InsufficientResource``: one resource the node lacks (cpu in millicores)."""
+
+    resource_name: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+
+
+def insufficient_resources(pod: Pod, node_info: NodeInfo) -> list[InsufficientResource]:
+    """``noderesources.Fits``: every resource the node lacks for ``pod``, in upstream's order
+    (pods, cpu, memory, ephemeral-storage, then scalar resources by name) — what the kubelet's
+    admission turns into ``OutOf<resource>``."""
+    allocatable = node_info.allocatable
+    requested = node_info.requested
+    out: list[InsufficientResource] = []
+    allowed = allocatable.get("pods", 0)
+    if len(node_info.pods) + 1 > allowed:
+        out.append(InsufficientResource("pods", "Too many pods", 1, len(node_info.pods), allowed))
+    wanted = _wanted(pod)
+    rank = {name: i for i, name in enumerate(_BASIC)}
+    wanted.sort(key=lambda item: (rank.get(item[0], len(_BASIC)), item[0]))
+    for name, want in wanted:
+        have = allocatable.get(name, 0)
+        used = requested.get(name, 0)
+        if want > have - used:
+            out.append(InsufficientResource(name, f"Insufficient {name}", want, used, have))
+    return out
+
+
+def _wanted(pod: Pod) -> list[tuple[str, int]]:
+    """The requests fitsRequest checks: non-zero, and a resource it knows about."""
+    return [
+        (name, want)
+        for name, want in pod.requests.items()
+        if want > 0 and (name in _BASIC or is_scalar_resource_name(name))
+    ]
+
+
+class NodeResourcesFit(NoPreFilterExtensions):
+    """The Filter half of the plugin; requests are precomputed on the ``Pod``."""
+
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return fits_request(pod, node_info)
+
+    def uniform_verdict(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        """The verdict every node of ``snapshot`` gets (Success, or the rejection tagged with
+        this plugin) when it is the same on all of them; None when it is not, or when the pod
+        asks for a resource without a column (scalar resources)."""
+        nodes = snapshot.node_info_list
+        if not nodes:
+            return None
+        span = snapshot.resource_columns().span
+        pods = span("free:pods")
+        if pods is None or pods[0] < 1 <= pods[1]:
+            return None  # some nodes have a pod slot left, some do not
+        for name, want in _wanted(pod):
+            free = span("free:" + name)
+            if free is None:
+                return None  # a scalar resource: no column
+            if free[0] < want <= free[1]:
+                return None  # short on some nodes only
+            if free[1] < want:  # short everywhere: "more than allocatable" must agree too
+                allocatable = span("allocatable:" + name)
+                if allocatable is None or allocatable[0] < want <= allocatable[1]:
+                    return None
+        status = fits_request(pod, nodes[0])
+        return SUCCESS if status is None else status.with_plugin(NAME)
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
+    ) -> FilterBatchResult:
+        wanted = _wanted(pod)
+        # A str key: its hash is computed once, a tuple's on every lookup.
+        key = NAME + repr(wanted)
+        fits = _fit_check(pod, wanted)
+        # A node's verdict (True, or its tagged rejection) depends only on the node and the
+        # requests in the key, so it is remembered until the node changes (NodeInfo.memo).
+        passed: list[NodeInfo] = []
+        rejected: list[tuple[NodeInfo, Status]] = []
+        for ni in node_infos:
+            verdict: Status | bool | None = ni.memo.get(key)
+            if verdict is None:
+                verdict = remember(ni.memo, key, True if fits(ni) else _rejection(pod, ni))
+            if verdict is True:
+                passed.append(ni)
+            elif isinstance(verdict, Status):
+                rejected.append((ni, verdict))
+        return passed, rejected
+
+
+def _rejection(pod: Pod, node_info: NodeInfo) -> Status:
+    status = fits_request(pod, node_info)
+    assert status is not None
+    return status.with_plugin(NAME)
+
+
+def _fit_check(pod: Pod, wanted: list[tuple[str, int]]) -> Callable[[NodeInfo], bool]:
+    """``fits_request(pod, ni) is None``, spelled out for the common request shapes."""
+    if not wanted:
+        return lambda ni: len(ni.pods) < ni.allocatable.get("pods", 0)
+    if len(wanted) == 1:
+        ((r0, w0),) = wanted
+        return lambda ni: (
+            len(ni.pods) < ni.allocatable.get("pods", 0)
+            and w0 <= ni.allocatable.get(r0, 0) - ni.requested.get(r0, 0)
+        )
+    if len(wanted) == 2:
+        (r0, w0), (r1, w1) = wanted
+        return lambda ni: (
+            len(ni.pods) < ni.allocatable.get("pods", 0)
+            and w0 <= ni.allocatable.get(r0, 0) - ni.requested.get(r0, 0)
+            and w1 <= ni.allocatable.get(r1, 0) - ni.requested.get(r1, 0)
+        )
+    return lambda ni: fits_request(pod, ni) is None
