@@ -24,7 +24,7 @@ lint: $(STAMP)
 
 # Every package is strictly typed, the agent's decision core (agent/eviction) included.
 types: $(STAMP)
-	$(VENV)/bin/mypy --strict kube scheduler kubesim evictor agent bench/startup.py bench/scheduler_perf examples/demo.py deploy/monitoring/generate.py
+	$(VENV)/bin/mypy --strict kube scheduler kubesim evictor agent bench/startup.py bench/agent_api_requests.py bench/scheduler_perf examples/demo.py deploy/monitoring/generate.py
 
 # Ten workers although the machine has two cores: many tests mostly wait (kubesim's time scale,
 # kubectl and CLI subprocesses), and with fewer workers both cores idle while they all wait at

@@ -68,8 +68,8 @@ from evictor.drain import (
 from kube.apierrors import AdmissionError
 from kube.labels import LabelSelector
 from kube.objects import KubeObject, Node, Pod, PodDisruptionBudget, PriorityClass
-from scheduler.filters import default_framework
 from scheduler.framework import Code, Framework, fit_error_message
+from scheduler.plugins.registry import default_framework
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.priority import PriorityAdmission
 from scheduler.schedule import (
