@@ -486,7 +486,9 @@ async def test_usage_reports_the_working_set(cg_runtime: ProcessRuntime) -> None
     assert usage.usage_bytes >= usage.working_set_bytes
     assert usage.containers["mem"] <= usage.working_set_bytes
     assert usage.process_count == 1
-    assert rt.node_usage().working_set_bytes >= usage.working_set_bytes
+    # the node's figure holds the pod's 50 MiB; read a moment later, the pod's working set
+    # may have moved by a few pages (seen: 96 KiB less on a loaded machine)
+    assert rt.node_usage().working_set_bytes >= usage.working_set_bytes - MIB
 
 
 async def test_oom_kill_is_reported(cg_runtime: ProcessRuntime) -> None:
