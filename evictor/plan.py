@@ -1132,13 +1132,18 @@ class _Sim:
     def _evict_wave(self) -> bool:
         this_round = self.round + 1
         granted: list[Pod] = []
-        failed = False
+        failed = dropped = False
         for d in self.drains:
             if d.state != "active":
                 continue
             for key in list(d.todo):
                 pp = self.by_key[key]
-                pod = self.pods[key]
+                pod = self.pods.get(key)
+                if pod is None:  # it was terminating and went before its turn: nothing to do
+                    d.todo.remove(key)
+                    pp.action, pp.reason = "skip", "gone before its turn"
+                    dropped = True
+                    continue
                 verdict = self._try_evict(pod, pp, this_round)
                 if verdict == "blocked":
                     continue
@@ -1156,7 +1161,7 @@ class _Sim:
                 granted.append(pod)
                 self._unhealthy(pod)  # the server spends the budget as it grants
         if not granted:
-            return failed
+            return failed or dropped
         self.round = this_round
         for pod in granted:
             pp = self.by_key[pod.key]

@@ -594,3 +594,20 @@ def test_finished_pods_go_without_a_budget_and_hold_no_room() -> None:
     assert p["web-0"].held_by == "web" and p["web-0"].round is None
     # the Succeeded pod never counted on n2 (or anywhere): the probe would fit there
     assert "would fit on n2" in plan.nodes[0].blockers[0]
+
+
+def test_a_pod_that_goes_on_its_own_before_its_turn_is_skipped() -> None:
+    # api is terminating on n2 and gone (its grace period over) long before n2's drain
+    # starts: the drain of n2 would list it no more, and with --order=priority a pod of a
+    # later level can go the same way while the first level is evicted.
+    web = owner("ReplicaSet", "web", 1, "1")
+    api = owner("ReplicaSet", "api", 1, "1")
+    going = member(api, "api-0", "n2", deletionTimestamp="2027-01-15T08:00:00Z")
+    pods = [member(web, "web-0", "n1"), going]
+    view = cluster([node("n1"), node("n2"), node("n3")], [web, api], pods)
+    assert view.pods[0].is_terminating and view.pods[0].deletion_timestamp == NOW
+    plan = plan_drain(view, ["n1", "n2"])
+    assert plan.finishes
+    gone = pods_of(plan)["api-0"]
+    assert (gone.action, gone.reason, gone.round) == ("skip", "gone before its turn", None)
+    assert plan.nodes[1].finish == 10.0  # when n1's drain ended: nothing was left on n2
