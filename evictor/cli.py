@@ -56,7 +56,7 @@ from kube.kubeconfig import Overrides
 
 if TYPE_CHECKING:
     from evictor.client import Evictor
-    from evictor.drain import DrainHelper
+    from evictor.drain.helper import DrainHelper
 
 __all__ = ["main", "parse_go_duration"]
 
@@ -652,8 +652,8 @@ EXIT_WILL_NOT_FINISH = 3
 
 
 def _drain_options(a: _DrainArgs) -> Any:
-    """kubectl's filter flags (``evictor.drain.DrainOptions``)."""
-    from evictor.drain import DrainOptions
+    """kubectl's filter flags (``evictor.drain.filters.DrainOptions``)."""
+    from evictor.drain.filters import DrainOptions
 
     return DrainOptions(
         force=a.force,
@@ -743,7 +743,7 @@ async def _drain(glob: Globals, a: _DrainArgs) -> int:
         try:
             await let_requests_out(TURNS_TO_CONNECT)
             from evictor.client import Evictor
-            from evictor.drain import DrainHelper
+            from evictor.drain.helper import DrainHelper
 
             evictor = Evictor(api, concurrency=a.concurrency)
 
@@ -1073,7 +1073,7 @@ async def _cordon(
 ) -> int:
     from evictor.api.calls import TransportError
     from evictor.client import Evictor
-    from evictor.drain import DrainHelper
+    from evictor.drain.helper import DrainHelper
 
     api = await _client(glob)
     async with api:
@@ -1159,7 +1159,7 @@ async def _evict_pod(  # noqa: PLR0917
 ) -> int:
     from evictor.api.calls import TransportError
     from evictor.client import Evictor
-    from evictor.drain import DrainHelper
+    from evictor.drain.helper import DrainHelper
 
     io = Output(to_stderr=output == "json")
     api = await _client(glob)

@@ -13,11 +13,11 @@ any I/O: ``plan_drain(view, nodes, options)`` takes what ``evictor.planread`` re
 What is played, in kubesim's order of events:
 
 * the targets are cordoned (``spec.unschedulable``), then kubectl's filters run per node
-  (``evictor.drain.get_pods_for_deletion``, in kubectl's order) and a node they refuse is
+  (``evictor.drain.filters``, in kubectl's order) and a node they refuse is
   reported as kubectl would refuse it, with nothing evicted there;
 * the nodes are drained one after another (kubectl), or ``parallel`` at a time; each node's
   pods are evicted all at once, or one priority level at a time with ``order="priority"``
-  (``evictor.drain.order_by_priority``), and a node is done when its pods are gone;
+  (``evictor.drain.order``), and a node is done when its pods are gone;
 * an eviction follows the eviction subresource's rules (``spec/eviction-client.md`` 1.2): pods
   not Running or already terminating go without a budget check, more than one matching budget
   is the server's 500, an unhealthy pod may go under ``unhealthyPodEvictionPolicy``, otherwise
@@ -59,12 +59,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from evictor.drain import (
-    DrainOptions,
-    StatusType,
-    get_pods_for_deletion,
-    order_by_priority,
-)
+from evictor.drain.filters import DrainOptions, StatusType, get_pods_for_deletion
+from evictor.drain.order import order_by_priority
 from kube.apierrors import AdmissionError
 from kube.labels import LabelSelector
 from kube.objects import KubeObject, Node, Pod, PodDisruptionBudget, PriorityClass

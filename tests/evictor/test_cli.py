@@ -407,7 +407,7 @@ def test_progress_line_names_blocking_pdbs() -> None:
     from types import SimpleNamespace
 
     from evictor.cli import Output, _Progress
-    from evictor.drain import PodReport
+    from evictor.drain.helper import PodReport
     from evictor.pdbwatch import PdbState
     from evictor.result import EvictionResult, Outcome
     from kube.objects import Pod

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evictor.drain import DrainOptions
+from evictor.drain.filters import DrainOptions
 from evictor.plan import ClusterView, DrainPlan, PlanOptions, best_plan, plan_drain
 from evictor.planread import view_from_lists
 
