@@ -33,7 +33,7 @@ from typing import Any
 
 import kubesim
 from evictor.plan import PlanOptions, best_plan
-from evictor.planread import read_cluster
+from evictor.plan.view import read_cluster
 
 ANCHOR = 2.0  # seconds: the plan of a 1 000-pod, 100-node cluster
 EVICT = str(Path(sys.executable).with_name("evict"))

@@ -683,7 +683,7 @@ async def _make_plan(api: Any, a: _DrainArgs, names: list[str] | None = None) ->
     the nodes are looked up as a drain does, while the cluster is being read. None when no
     node is selected."""
     from evictor.plan import best_plan
-    from evictor.planread import read_cluster
+    from evictor.plan.view import read_cluster
 
     reading = asyncio.ensure_future(read_cluster(api, chunk_size=a.chunk_size))
     try:

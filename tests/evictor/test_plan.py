@@ -1,7 +1,7 @@
 """The drain plan's pure core (``evictor.plan``): its rules one by one, and its invariants over
 random clusters (hypothesis).
 
-Clusters are written as the API would list them (``evictor.planread.view_from_lists``), with
+Clusters are written as the API would list them (``evictor.plan.view.view_from_lists``), with
 each budget's status as the disruption controller would have computed it.
 """
 
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from evictor.drain.filters import DrainOptions
 from evictor.plan import ClusterView, DrainPlan, PlanOptions, best_plan, plan_drain
-from evictor.planread import view_from_lists
+from evictor.plan.view import view_from_lists
 
 NOW = 1_800_000_000.0
 ROOT = Path(__file__).resolve().parents[2]

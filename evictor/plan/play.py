@@ -7,7 +7,7 @@ be placed elsewhere, asked of the scheduler's filters, and would removing them v
 budget — and Karpenter limits how many nodes are disrupted at once. Neither says, per pod,
 where it lands and when a budget lets it go. This module does, by playing the drain forward on
 the project's own scheduler (``scheduler``: the code kubesim's scheduler loop runs), without
-any I/O: ``plan_drain(view, nodes, options)`` takes what ``evictor.planread`` read and returns a
+any I/O: ``plan_drain(view, nodes, options)`` takes what ``evictor.plan.view`` read and returns a
 ``DrainPlan``.
 
 What is played, in kubesim's order of events:
@@ -149,7 +149,7 @@ class Workload:
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
-    """The cluster as read for a plan (``evictor.planread``), typed.
+    """The cluster as read for a plan (``evictor.plan.view``), typed.
 
     ``objects`` carries the rest of what the scheduler reads (Namespaces, Services,
     ReplicaSets, ReplicationControllers, StatefulSets). Lists keep the API's order.

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from evictor.api.calls import list_items, send
-from evictor.plan import ClusterView, Workload
+from evictor.plan.play import ClusterView, Workload
 from kube.documents import controller_ref, meta_of
 from kube.objects import (
     InvalidObject,
