@@ -664,7 +664,7 @@ def _drain_options(a: _DrainArgs) -> Any:
 
 
 def _plan_options(a: _DrainArgs) -> Any:
-    from evictor.plan import PlanOptions
+    from evictor.plan.types import PlanOptions
     from kube.labels import parse_label_selector
 
     return PlanOptions(
@@ -682,8 +682,8 @@ async def _make_plan(api: Any, a: _DrainArgs, names: list[str] | None = None) ->
     """Read the cluster (GETs only) and play the drain of ``names`` (``evictor.plan``); None:
     the nodes are looked up as a drain does, while the cluster is being read. None when no
     node is selected."""
-    from evictor.plan import best_plan
-    from evictor.plan.view import read_cluster
+    from evictor.clusterread import read_cluster
+    from evictor.plan.search import best_plan
 
     reading = asyncio.ensure_future(read_cluster(api, chunk_size=a.chunk_size))
     try:

@@ -19,7 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evictor.drain.filters import DrainOptions
-from evictor.plan import ClusterView, DrainPlan, PlanOptions, best_plan, plan_drain
+from evictor.plan.output import DrainPlan
+from evictor.plan.play import plan_drain
+from evictor.plan.search import best_plan
+from evictor.plan.types import ClusterView, PlanOptions
 from evictor.plan.view import view_from_lists
 
 NOW = 1_800_000_000.0
@@ -559,7 +562,7 @@ def test_the_plan_does_not_depend_on_the_process_hash_seed() -> None:
     # replacements must still be created (and placed) in eviction order.
     code = (
         "import json; from tests.evictor.test_plan import many_workloads;"
-        "from evictor.plan import plan_drain;"
+        "from evictor.plan.play import plan_drain;"
         "print(json.dumps(plan_drain(many_workloads(), ['n1']).to_dict()))"
     )
     outs = set()
