@@ -214,7 +214,7 @@ class DrainPlay:
             if self.options.timeout > 0:
                 self.clock.deadline_after(d.plan.name, self.options.timeout)
             if d.groups:
-                d.todo = list(d.groups.pop(0))
+                self._take_group(d)
         return changed
 
     def _finish_drains(self) -> bool:
@@ -223,7 +223,7 @@ class DrainPlay:
             if d.state != "active" or d.todo or d.waiting:
                 continue
             if d.groups:
-                d.todo = list(d.groups.pop(0))
+                self._take_group(d)
                 changed = True
                 continue
             d.state = "done"
@@ -238,22 +238,27 @@ class DrainPlay:
             changed = True
         return changed
 
+    def _take_group(self, d: NodeDrain) -> None:
+        """The next group's pods are to be evicted; one already gone (it was terminating) is
+        skipped, as kubectl would no longer list it."""
+        for key in d.groups.pop(0):
+            if key in self.pods:
+                d.todo.append(key)
+            else:
+                pp = self.by_key[key]
+                pp.action, pp.reason = "skip", "gone before its turn"
+
     def _evict_wave(self) -> bool:
         """One round: every eviction the budgets grant now, in the nodes' pod-list order."""
         this_round = self.clock.round + 1
         granted: list[Pod] = []
-        failed = dropped = False
+        failed = False
         for d in self.drains:
             if d.state != "active":
                 continue
             for key in list(d.todo):
                 pp = self.by_key[key]
-                pod = self.pods.get(key)
-                if pod is None:  # it was terminating and went before its turn: nothing to do
-                    d.todo.remove(key)
-                    pp.action, pp.reason = "skip", "gone before its turn"
-                    dropped = True
-                    continue
+                pod = self.pods[key]
                 verdict = self._try_evict(pod, pp, this_round)
                 if verdict == "blocked":
                     continue
@@ -271,7 +276,7 @@ class DrainPlay:
                 granted.append(pod)
                 self.budgets.unhealthy(pod)  # the server spends the budget as it grants
         if not granted:
-            return failed or dropped
+            return failed
         self.clock.round = this_round
         for pod in granted:
             pp = self.by_key[pod.key]
