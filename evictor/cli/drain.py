@@ -1,15 +1,9 @@
 """``evict drain``: kubectl's drain (``k8s.io/kubectl/pkg/cmd/drain``) on the drain helper
 (``evictor.drain.helper``): cordon every node first, then drain one node after another; a
 blocking filter stops that node before any eviction; failures are collected and reported at
-the end as ``There are pending nodes to be drained:``.
-
-Where this goes beyond kubectl, the defaults keep kubectl's behaviour: ``--concurrency``
-(kubectl has no bound; 50 here), ``--order=priority`` (lowest priority first), ``-o json`` (a
-report on stdout; the human lines then go to stderr), a live progress line only when stdout is
-a terminal (``evictor.cli.progress``), ``--uncordon-on-failure``
-(kubernetes/kubernetes#37592), on failure a diagnosis of every blocking PodDisruptionBudget,
-``--parallel N`` (up to N nodes at once; the Eviction API keeps every budget whole), and
-``--plan`` / ``--check-plan`` (``evictor.cli.plan``).
+the end as ``There are pending nodes to be drained:``. What goes beyond kubectl
+(``--concurrency``, ``--order``, ``-o json``, ``--uncordon-on-failure``, ``--parallel``,
+``--plan``, the live line, the blocking budgets' diagnosis) keeps kubectl's behaviour by default.
 """
 
 from __future__ import annotations
@@ -124,6 +118,7 @@ __all__ = ["drain"]
     default="",
     help="json: print a report of every pod on stdout (human lines go to stderr).",
 )
+# kubernetes/kubernetes#37592: kubectl leaves a node whose drain failed cordoned
 @bool_flag(
     "--uncordon-on-failure",
     help="Uncordon nodes whose drain failed (kubectl leaves them cordoned).",
