@@ -23,9 +23,9 @@ __all__ = [
 ]
 
 _WHERE = {
-    "DrainHelper": "evictor.drain",
-    "DrainOptions": "evictor.drain",
-    "get_pods_for_deletion": "evictor.drain",
+    "DrainHelper": "evictor.drain.helper",
+    "DrainOptions": "evictor.drain.filters",
+    "get_pods_for_deletion": "evictor.drain.filters",
     "EvictionListener": "evictor.listener",
     "EvictionResult": "evictor.result",
     "Outcome": "evictor.result",

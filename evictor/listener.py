@@ -1,6 +1,6 @@
 """Progress hooks of an ``Evictor``: a base class whose methods do nothing.
 
-Kept apart from ``evictor.client`` so that the drain planner and the CLI can subclass it without
+Kept apart from ``evictor.client`` so that the drain helper and the CLI can subclass it without
 importing kubernetes-asyncio (``evict --help`` must stay fast).
 """
 

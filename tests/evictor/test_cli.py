@@ -406,8 +406,9 @@ async def test_drain_by_node_selector_cordons_all_then_drains_one_by_one() -> No
 def test_progress_line_names_blocking_pdbs() -> None:
     from types import SimpleNamespace
 
-    from evictor.cli import Output, _Progress
-    from evictor.drain import PodReport
+    from evictor.cli.common import Output
+    from evictor.cli.progress import Progress
+    from evictor.drain.helper import PodReport
     from evictor.pdbwatch import PdbState
     from evictor.result import EvictionResult, Outcome
     from kube.objects import Pod
@@ -420,7 +421,7 @@ def test_progress_line_names_blocking_pdbs() -> None:
         r.next_retry = time.time() + 4
     state = PdbState("web", "default", current_healthy=2, desired_healthy=3)
     evictor = SimpleNamespace(pdb_state=lambda _ns, _n: state)
-    progress = _Progress.__new__(_Progress)
+    progress = Progress.__new__(Progress)
     progress.reports, progress.evictor, progress.io = lambda: reps, evictor, Output()  # type: ignore[assignment]
     text = progress.render().plain
     assert text.startswith("1/3 pods done")

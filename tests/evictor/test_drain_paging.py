@@ -9,7 +9,7 @@ import pytest
 
 from evictor.api.calls import send
 from evictor.client import Evictor
-from evictor.drain import DrainHelper
+from evictor.drain.helper import DrainHelper
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 

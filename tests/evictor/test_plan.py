@@ -1,7 +1,7 @@
 """The drain plan's pure core (``evictor.plan``): its rules one by one, and its invariants over
 random clusters (hypothesis).
 
-Clusters are written as the API would list them (``evictor.planread.view_from_lists``), with
+Clusters are written as the API would list them (``evictor.plan.view.view_from_lists``), with
 each budget's status as the disruption controller would have computed it.
 """
 
@@ -18,11 +18,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evictor.drain import DrainOptions
-from evictor.plan import ClusterView, DrainPlan, PlanOptions, best_plan, plan_drain
-from evictor.planread import view_from_lists
+from evictor.drain.filters import DrainOptions
+from evictor.plan.output import DrainPlan
+from evictor.plan.play import plan_drain
+from evictor.plan.search import best_plan
+from evictor.plan.types import ClusterView, PlanOptions
+from evictor.plan.view import view_from_lists
 
 NOW = 1_800_000_000.0
+GOING = ("2027-01-15T08:00:00Z", "2027-01-15T08:00:15Z")  # NOW, and 15 s later
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -474,6 +478,9 @@ def clusters(draw: st.DrawFn) -> tuple[ClusterView, list[str], PlanOptions]:
         mine = [
             member(o, f"w{w}-{i}", f"n{draw(st.integers(0, n_nodes - 1))}") for i in range(replicas)
         ]
+        for pod in mine:  # some already terminating, gone at the start or while others go
+            if draw(st.integers(0, 9)) == 0:
+                pod["metadata"]["deletionTimestamp"] = draw(st.sampled_from(GOING))
         pods += mine
         rule = draw(st.sampled_from(["none", "min", "max"]))
         if rule == "min":
@@ -525,7 +532,9 @@ def test_invariants_of_a_played_drain(case: tuple[ClusterView, list[str], PlanOp
             assert n.blockers
         for p in to_go:
             if p.held_by and p.held_until is not None:
-                assert p.held_from is not None and p.held_from < p.held_until == p.round
+                # a wave that grants nothing keeps its round's number: a pod refused in it
+                # (a terminating pod's replacement then reopens the budget) goes in that round
+                assert p.held_from is not None and p.held_from <= p.held_until == p.round
             if p.round is not None:
                 assert 1 <= p.round <= plan.rounds
     assert plan.finishes == (plan.verdict == "finishes")
@@ -559,7 +568,7 @@ def test_the_plan_does_not_depend_on_the_process_hash_seed() -> None:
     # replacements must still be created (and placed) in eviction order.
     code = (
         "import json; from tests.evictor.test_plan import many_workloads;"
-        "from evictor.plan import plan_drain;"
+        "from evictor.plan.play import plan_drain;"
         "print(json.dumps(plan_drain(many_workloads(), ['n1']).to_dict()))"
     )
     outs = set()
@@ -594,3 +603,32 @@ def test_finished_pods_go_without_a_budget_and_hold_no_room() -> None:
     assert p["web-0"].held_by == "web" and p["web-0"].round is None
     # the Succeeded pod never counted on n2 (or anywhere): the probe would fit there
     assert "would fit on n2" in plan.nodes[0].blockers[0]
+
+
+def test_a_pod_that_goes_on_its_own_before_its_turn_is_skipped() -> None:
+    # api is terminating on n2 and gone (its grace period over) long before n2's drain
+    # starts: the drain of n2 would list it no more, and with --order=priority a pod of a
+    # later level can go the same way while the first level is evicted.
+    web = owner("ReplicaSet", "web", 1, "1")
+    api = owner("ReplicaSet", "api", 1, "1")
+    going = member(api, "api-0", "n2", deletionTimestamp=GOING[0])
+    pods = [member(web, "web-0", "n1"), going]
+    view = cluster([node("n1"), node("n2"), node("n3")], [web, api], pods)
+    assert view.pods[0].is_terminating and view.pods[0].deletion_timestamp == NOW
+    plan = plan_drain(view, ["n1", "n2"])
+    assert plan.finishes
+    gone = pods_of(plan)["api-0"]
+    assert (gone.action, gone.reason, gone.round) == ("skip", "gone before its turn", None)
+    assert plan.nodes[1].finish == 10.0  # when n1's drain ended: nothing was left on n2
+
+
+def test_a_pod_of_a_later_priority_level_gone_by_its_turn_is_skipped() -> None:
+    web = owner("ReplicaSet", "web", 1, "1")
+    api = owner("ReplicaSet", "api", 1, "1", priority=1000)
+    pods = [member(web, "web-0", "n1"), member(api, "api-0", "n1", deletionTimestamp=GOING[0])]
+    view = cluster([node("n1"), node("n2")], [web, api], pods)
+    plan = plan_drain(view, ["n1"], PlanOptions(order="priority"))
+    assert plan.finishes and plan.seconds == 10.0  # web-0's grace period; api-0 went at once
+    p = pods_of(plan)
+    assert (p["web-0"].action, p["web-0"].round) == ("evict", 1)
+    assert (p["api-0"].action, p["api-0"].reason) == ("skip", "gone before its turn")

@@ -1,29 +1,16 @@
-"""What a drain plan reads, and only reads: the cluster as ``evictor.plan`` needs it.
-
-Everything kube-scheduler and the controllers would consult is listed once, cluster-wide and
-concurrently, on kubectl's paths (``GET``, paged by ``--chunk-size``): nodes, pods,
-PodDisruptionBudgets, PriorityClasses, Namespaces (namespace selectors), Services,
-ReplicationControllers, ReplicaSets and StatefulSets (the scheduler's default spreading reads
-their selectors), Deployments (which name their ReplicaSets), Jobs and DaemonSets, and
-``/api/v1`` discovery (whether pods are evicted or deleted). No request writes: a plan changes
-nothing in the cluster.
-
-The owners' pod templates become ``Workload`` values here, at the boundary: what a controller
-creates when one of its pods goes (``spec.template`` as an unbound pod) and how many pods it
-keeps (``spec.replicas``; a Job's ``min(parallelism, completions - succeeded)``, 0 once it is
-finished). Objects that do not decode are logged and left out, as everywhere else.
+"""What a drain plan reads, typed: ``LISTS`` names every list (cluster-wide, on kubectl's
+paths) and ``view_from_lists`` turns what was listed into the ``ClusterView`` a plan plays on.
+``evictor.clusterread`` sends the requests; this module does no I/O.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
-from evictor.api.calls import list_items, send
-from evictor.plan import ClusterView, Workload
+from evictor.plan.types import ClusterView, Workload
 from kube.documents import controller_ref, meta_of
 from kube.objects import (
     InvalidObject,
@@ -39,14 +26,16 @@ from kube.objects import (
     StatefulSet,
 )
 
-__all__ = ["LISTS", "read_cluster", "template_pod", "view_from_lists", "workloads"]
+__all__ = ["LISTS", "template_pod", "view_from_lists", "workloads"]
 
 log = logging.getLogger("evictor.plan")
 
 T = TypeVar("T")
 
-# name -> path, in the order they are sent
-LISTS = {
+# name -> path, in the order they are sent: what kube-scheduler and the controllers consult
+# (Namespaces for namespace selectors; Services, ReplicationControllers, ReplicaSets and
+# StatefulSets for the default spreading's selectors), the owners, and the DaemonSets.
+LISTS: Final = {
     "nodes": "/api/v1/nodes",
     "pods": "/api/v1/pods",
     "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
@@ -148,7 +137,10 @@ def _job_active(job: Mapping[str, Any]) -> int:
 
 
 def workloads(lists: Mapping[str, list[dict[str, Any]]]) -> dict[tuple[str, str, str], Workload]:
-    """The controllers of pods, by ``(kind, namespace, name)``."""
+    """The controllers of pods, by ``(kind, namespace, name)``: what each creates when one of
+    its pods goes (``spec.template`` as an unbound pod) and how many pods it keeps
+    (``spec.replicas``; a Job's ``min(parallelism, completions - succeeded)``, 0 once it is
+    finished); a template that does not decode is logged, and the workload has none."""
     out: dict[tuple[str, str, str], Workload] = {}
     deployments = {
         (str(meta_of(d).get("namespace", "")), str(meta_of(d).get("name", "")))
@@ -191,33 +183,6 @@ def workloads(lists: Mapping[str, list[dict[str, Any]]]) -> dict[tuple[str, str,
     for ds in lists.get("daemonsets", []):
         add(ds, "apps/v1", "DaemonSet", 0)
     return out
-
-
-async def _eviction_served(api: Any) -> bool:
-    """Whether ``/api/v1`` lists ``pods/eviction`` (kubectl's ``CheckEvictionSupport``)."""
-    resp = await send(api, "GET", "/api/v1/")
-    if not resp.ok or not isinstance(resp.body, Mapping):
-        return True  # the drain's own discovery decides; a plan assumes the Eviction API
-    return any(
-        isinstance(r, Mapping) and r.get("name") == "pods/eviction" and r.get("group")
-        for r in resp.body.get("resources") or []
-    )
-
-
-async def read_cluster(api: Any, *, chunk_size: int = 500) -> ClusterView:
-    """List everything a plan needs (only GETs) and type it."""
-    names = list(LISTS)
-    served = asyncio.ensure_future(_eviction_served(api))
-    try:
-        results = await asyncio.gather(
-            *(list_items(api, LISTS[n], chunk_size=chunk_size) for n in names)
-        )
-    except BaseException:
-        served.cancel()
-        await asyncio.gather(served, return_exceptions=True)
-        raise
-    eviction = await served
-    return view_from_lists(dict(zip(names, results, strict=True)), eviction=eviction)
 
 
 def view_from_lists(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evictor.drain import (
+from evictor.drain.filters import (
     DAEMONSET_FATAL,
     DAEMONSET_WARNING,
     LOCAL_STORAGE_FATAL,
@@ -19,9 +19,9 @@ from evictor.drain import (
     PodDeleteStatus,
     StatusType,
     get_pods_for_deletion,
-    go_duration,
-    order_by_priority,
 )
+from evictor.drain.helper import go_duration
+from evictor.drain.order import order_by_priority
 from kube.objects import Pod
 
 from .conftest import pod
