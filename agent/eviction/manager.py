@@ -89,11 +89,11 @@ from agent.eviction.types import (
     Observation,
     StatsFunc,
 )
+from kube.conditions import DISRUPTION_TARGET
 from kube.objects import Pod, PodCondition
 
 __all__ = [
     "DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS",
-    "DISRUPTION_TARGET",
     "SIGNAL_EMPTY_DIR_FS_LIMIT",
     "SIGNAL_EPHEMERAL_CONTAINER_FS_LIMIT",
     "SIGNAL_EPHEMERAL_POD_FS_LIMIT",
@@ -106,7 +106,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 TERMINATION_BY_KUBELET: Final = "TerminationByKubelet"
 SIGNAL_EMPTY_DIR_FS_LIMIT: Final = "emptydirfs.limit"
 SIGNAL_EPHEMERAL_POD_FS_LIMIT: Final = "ephemeralpodfs.limit"
