@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from evictor.api.calls import api_error_text
 from evictor.listener import EvictionListener
+from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY
 from kube.objects import InvalidObject, Pod
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ LOCAL_STORAGE_FATAL = "Pods with local storage (use --delete-emptydir-data to ov
 LOCAL_STORAGE_WARNING = "deleting Pods with local storage"
 UNMANAGED_FATAL = "Pods that declare no controller (use --force to override)"
 UNMANAGED_WARNING = "deleting Pods that declare no controller"
-MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+MIRROR_POD_ANNOTATION = CONFIG_MIRROR_ANNOTATION_KEY  # corev1.MirrorPodAnnotationKey in drain
 
 _TERMINAL = ("Succeeded", "Failed")
 
