@@ -50,6 +50,8 @@ from kube.times import parse_time
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
+    "DEFAULT_SCHEDULER_NAME",
+    "DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS",
     "DO_NOT_SCHEDULE",
     "INT32_MAX",
     "INT32_MIN",
@@ -98,6 +100,10 @@ __all__ = [
 
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 PREEMPT_NEVER: Final = "Never"
+
+# What the API server writes into a pod spec that leaves them out (SetDefaults_PodSpec).
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"  # v1.DefaultSchedulerName
+DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: Final = 30  # v1.DefaultTerminationGracePeriodSeconds
 
 DEFAULT_MILLI_CPU_REQUEST: Final = 100  # schedutil.DefaultMilliCPURequest
 DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
@@ -815,7 +821,7 @@ class Pod:
     priority_class_name: str = ""
     preemption_policy: str | None = None
     scheduling_gates: tuple[str, ...] = ()
-    scheduler_name: str = "default-scheduler"
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
     termination_grace_period_seconds: int | None = None
     volumes: tuple[Volume, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
@@ -986,7 +992,7 @@ class Pod:
             preemption_policy=policy,
             scheduling_gates=tuple(gates),
             scheduler_name=r.string(
-                spec, "schedulerName", "spec.schedulerName", "default-scheduler"
+                spec, "schedulerName", "spec.schedulerName", DEFAULT_SCHEDULER_NAME
             ),
             termination_grace_period_seconds=r.integer(
                 spec,

@@ -90,10 +90,9 @@ from agent.eviction.types import (
     StatsFunc,
 )
 from kube.conditions import DISRUPTION_TARGET
-from kube.objects import Pod, PodCondition
+from kube.objects import DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, Pod, PodCondition
 
 __all__ = [
-    "DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS",
     "SIGNAL_EMPTY_DIR_FS_LIMIT",
     "SIGNAL_EPHEMERAL_CONTAINER_FS_LIMIT",
     "SIGNAL_EPHEMERAL_POD_FS_LIMIT",
@@ -110,7 +109,6 @@ TERMINATION_BY_KUBELET: Final = "TerminationByKubelet"
 SIGNAL_EMPTY_DIR_FS_LIMIT: Final = "emptydirfs.limit"
 SIGNAL_EPHEMERAL_POD_FS_LIMIT: Final = "ephemeralpodfs.limit"
 SIGNAL_EPHEMERAL_CONTAINER_FS_LIMIT: Final = "ephemeralcontainerfs.limit"
-DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: Final = 30
 
 _EMPTY_DIR_MESSAGE: Final = 'Usage of EmptyDir volume "{}" exceeds the limit "{}". '
 _POD_EPHEMERAL_MESSAGE: Final = (
