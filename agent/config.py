@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import yaml
 
+from kube.ints import INT32_MAX, INT32_MIN, INT64_MAX
+
 if TYPE_CHECKING:
     from agent.eviction import ManagerConfig, Threshold
 
@@ -72,7 +74,6 @@ MAX_HOUSEKEEPING_INTERVAL: Final = 3600.0
 DEFAULT_NODE_STATUS_REPORT_FREQUENCY: Final = 300.0
 MIN_NODE_STATUS_REPORT_FREQUENCY: Final = 10.0
 MAX_NODE_STATUS_REPORT_FREQUENCY: Final = 3600.0
-_INT64_MAX: Final = 2**63 - 1
 _GO_MAX_DURATION: Final = "2562047h47m16.854775807s"
 EVICTION_MODES: Final = ("delete", "eviction-api")
 KUBELET_API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
@@ -305,7 +306,7 @@ def _int32(field_name: str, value: Any) -> int:
             raise ConfigError(
                 _label(field_name), f"must be an integer, got {_show(value)}"
             ) from None
-    if not -(2**31) <= value < 2**31:
+    if not INT32_MIN <= value <= INT32_MAX:
         raise ConfigError(_label(field_name), f"must fit in int32, got {value}")
     return int(value)
 
@@ -810,9 +811,9 @@ def load_config(
             raise ConfigError(_label("memoryCapacity"), f"not a quantity: {exc}") from None
         if capacity <= 0:
             raise ConfigError(_label("memoryCapacity"), f"must be positive, got {capacity}")
-        if not exact <= _INT64_MAX:  # quantity_value clamps; a node has no 8 EiB of memory
+        if not exact <= INT64_MAX:  # quantity_value clamps; a node has no 8 EiB of memory
             raise ConfigError(
-                _label("memoryCapacity"), f"must be at most {_INT64_MAX} bytes, got {_show(text)}"
+                _label("memoryCapacity"), f"must be at most {INT64_MAX} bytes, got {_show(text)}"
             )
     node_name = _string("nodeName", raw.get("nodeName") or environ.get("NODE_NAME", ""))
     url = raw.get("kubeletSummaryUrl")

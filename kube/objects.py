@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from kube.ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from kube.labels import (
     IN,
     NODE_SELECTOR_OPERATORS,
@@ -107,9 +108,6 @@ DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: Final = 30  # v1.DefaultTerminationGra
 
 DEFAULT_MILLI_CPU_REQUEST: Final = 100  # schedutil.DefaultMilliCPURequest
 DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
-
-INT32_MIN: Final = -(2**31)
-INT32_MAX: Final = 2**31 - 1
 
 ResourceList = Mapping[str, int]
 
@@ -300,7 +298,7 @@ def _read_meta(r: _Reader, data: Mapping[str, Any], *, namespaced: bool) -> _Met
         labels=r.string_map(meta, "labels", "metadata.labels"),
         annotations=r.string_map(meta, "annotations", "metadata.annotations"),
         resource_version=str(meta.get("resourceVersion") or ""),
-        generation=r.integer(meta, "generation", "metadata.generation", hi=2**63 - 1) or 0,
+        generation=r.integer(meta, "generation", "metadata.generation", hi=INT64_MAX) or 0,
         creation_timestamp=r.time(meta, "creationTimestamp", "metadata.creationTimestamp"),
         deletion_timestamp=r.time(meta, "deletionTimestamp", "metadata.deletionTimestamp"),
         owner_references=tuple(owners),
@@ -934,7 +932,7 @@ class Pod:
                     value=r.string(t, "value", f"{p}.value"),
                     effect=r.string(t, "effect", f"{p}.effect"),
                     toleration_seconds=r.integer(
-                        t, "tolerationSeconds", f"{p}.tolerationSeconds", lo=-(2**63), hi=2**63 - 1
+                        t, "tolerationSeconds", f"{p}.tolerationSeconds", lo=INT64_MIN, hi=INT64_MAX
                     ),
                 )
             )
@@ -999,7 +997,7 @@ class Pod:
                 "terminationGracePeriodSeconds",
                 "spec.terminationGracePeriodSeconds",
                 lo=0,
-                hi=2**63 - 1,
+                hi=INT64_MAX,
             ),
             volumes=tuple(volumes),
             topology_spread_constraints=spread,
@@ -1072,7 +1070,7 @@ class Node:
         images = []
         for p, img in r.items(status, "images", "status.images"):
             names = tuple(str(n) for n in r.seq(img, "names", f"{p}.names"))
-            size = r.integer(img, "sizeBytes", f"{p}.sizeBytes", lo=0, hi=2**63 - 1) or 0
+            size = r.integer(img, "sizeBytes", f"{p}.sizeBytes", lo=0, hi=INT64_MAX) or 0
             images.append(ContainerImage(names, size))
         return cls(
             name=meta.name,
@@ -1237,7 +1235,7 @@ class PodDisruptionBudget:
         max_unavailable = int_or_string("maxUnavailable")
         if min_available is not None and max_unavailable is not None:
             raise r.fail("spec", "minAvailable and maxUnavailable cannot be both set")
-        big = 2**63 - 1
+        big = INT64_MAX
         return cls(
             name=meta.name,
             namespace=meta.namespace,

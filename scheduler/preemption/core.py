@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
 from kube.conditions import DISRUPTION_TARGET
+from kube.ints import INT32_MAX
 from kube.objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
 from scheduler.plugins.registry import default_framework
@@ -91,7 +92,7 @@ PICK_CRITERIA: Final = (
     "latest start time of the highest-priority victims",
 )
 
-_PRIORITY_SHIFT: Final = 2**31  # math.MaxInt32 + 1
+_PRIORITY_SHIFT: Final = INT32_MAX + 1
 
 _UU = Code.UnschedulableAndUnresolvable
 _SUCCESS: Final = Status()

@@ -37,6 +37,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kube.ints import INT32_MAX as MAX_INT32
 from kube.labels import LabelSelector
 from kube.objects import Node, Pod, TopologySpreadConstraint
 from scheduler.plugins.helper import remember
@@ -69,7 +70,6 @@ LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
 LABEL_TOPOLOGY_ZONE: Final = "topology.kubernetes.io/zone"
 HONOR: Final = "Honor"
 IGNORE: Final = "Ignore"
-MAX_INT32: Final = 2**31 - 1
 
 TopologyPair = tuple[str, str]
 
