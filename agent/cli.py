@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
+from agent import DOMAIN
 from kube.cliutil import CONTEXT_SETTINGS, PACKAGE
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--node-taints/--no-node-taints",
             default=False,
             help="Taint the node NoSchedule while under pressure "
-            "(node-pressure-evictor.io/memory-pressure, /disk-pressure, /pid-pressure) "
+            f"({DOMAIN}/memory-pressure, /disk-pressure, /pid-pressure) "
             "and remove the taint after; needs patch on nodes.",
         ),
         click.option(
@@ -241,7 +242,7 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--eviction-preference-namespaces",
             metavar="NS,...",
-            help="Namespaces whose pods may use the node-pressure-evictor.io/eviction-preference "
+            help=f"Namespaces whose pods may use the {DOMAIN}/eviction-preference "
             "annotation (never/avoid); '*' for all. Default: none — a pod cannot exempt itself "
             "and ranking is the kubelet's.",
         ),

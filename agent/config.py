@@ -77,7 +77,6 @@ MAX_NODE_STATUS_REPORT_FREQUENCY: Final = 3600.0
 _GO_MAX_DURATION: Final = "2562047h47m16.854775807s"
 EVICTION_MODES: Final = ("delete", "eviction-api")
 KUBELET_API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
-AGENT_DOMAIN: Final = "node-pressure-evictor.io"
 
 # KubeletConfiguration fields the agent reads (camelCase, as in the file).
 KUBELET_FIELDS: Final = (
