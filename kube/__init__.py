@@ -14,12 +14,14 @@ package may import them:
 * ``kube.duration`` — Go ``time.ParseDuration``;
 * ``kube.ints`` — Go's int32 and int64 bounds, which the API's integer fields hold;
 * ``kube.times`` — RFC 3339 timestamps (``metav1.Time``, ``metav1.MicroTime``) read and written;
+* ``kube.documents`` — the untyped documents' metadata and controller reference;
 * ``kube.objects`` — typed views of pods, nodes, PDBs, PriorityClasses and workloads;
 * ``kube.reader`` — a manifest's fields read into typed values (``InvalidObject``);
 * ``kube.manifests`` — manifest files and text read into documents, strictly decoded;
 * ``kube.critical`` — critical pods as the kubelet recognises them, and the system priorities;
 * ``kube.qos`` — a pod's QoS class (``GetPodQOS``), from a manifest or a typed pod;
 * ``kube.conditions`` — pod conditions updated as ``podutil.UpdatePodCondition`` does;
+* ``kube.kernelstats`` — the Summary API's filesystem and rlimit blocks, read from the kernel;
 * ``kube.kubeconfig`` — kubeconfig files merged and a context resolved, as client-go does;
 * ``kube.net`` — ``is_loopback``;
 * ``kube.cliutil`` — the CLI conventions every command shares (exit codes, errors, version).
