@@ -7,6 +7,7 @@ modules here import nothing of ours (the import contract in pyproject.toml check
 package may import them:
 
 * ``kube.quantity`` — resource quantities with apimachinery's grammar, exact;
+* ``kube.resourcehelper`` — a pod's requests and limits from its containers' (sidecars too);
 * ``kube.labels`` — label selectors and the label/name validation rules;
 * ``kube.apierrors`` — ``metav1.Status`` errors and field errors with kube-apiserver's messages;
 * ``kube.strict`` — strict decoding (unknown and duplicate fields) against

@@ -22,13 +22,14 @@ Resource maps hold integers: CPU in millicores, everything else in units (see ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
 import kube.manifests
 import kube.reader
+import kube.resourcehelper
 from kube.ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from kube.labels import (
     IN,
@@ -44,6 +45,8 @@ from kube.manifests import InvalidManifest, manifest_documents
 from kube.quantity import CPU, QuantityError, resource_value
 from kube.reader import *  # noqa: F403
 from kube.reader import InvalidObject, Reader
+from kube.resourcehelper import *  # noqa: F403
+from kube.resourcehelper import aggregate_requests
 from kube.strict import Validation
 from kube.times import parse_time
 
@@ -90,12 +93,12 @@ __all__ = [
     "TopologySpreadConstraint",
     "Volume",
     "WeightedPodAffinityTerm",
-    "aggregate_requests",
     "load_objects",
     "object_from_dict",
 ]
-# The reader and the manifests' loading, handed out here as before they had modules of their own.
-__all__ += kube.reader.__all__ + kube.manifests.__all__
+# The reader, the manifests' loading and the request arithmetic, handed out here as before they
+# had modules of their own.
+__all__ += kube.reader.__all__ + kube.manifests.__all__ + kube.resourcehelper.__all__
 
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 PREEMPT_NEVER: Final = "Never"
@@ -585,55 +588,6 @@ def _read_affinity(
     return Affinity(node_affinity, pod_affinity, pod_anti_affinity)
 
 
-# --- request arithmetic (resourcehelper.PodRequests) -----------------------------------------
-
-
-def _add(into: dict[str, int], rl: ResourceList) -> None:
-    for k, v in rl.items():
-        into[k] = into.get(k, 0) + v
-
-
-def _max(into: dict[str, int], rl: ResourceList) -> None:
-    for k, v in rl.items():
-        if v > into.get(k, -1):
-            into[k] = v
-
-
-def aggregate_requests(
-    containers: Iterable[Container],
-    init_containers: Iterable[Container],
-    *,
-    defaults: ResourceList | None = None,
-) -> dict[str, int]:
-    """``AggregateContainerRequests``; ``defaults`` fills resources a container omits."""
-
-    def reqs(c: Container) -> ResourceList:
-        if not defaults:
-            return c.requests
-        merged = dict(c.requests)
-        for k, v in defaults.items():
-            merged.setdefault(k, v)
-        return merged
-
-    result: dict[str, int] = {}
-    for c in containers:
-        _add(result, reqs(c))
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for c in init_containers:
-        r = reqs(c)
-        if c.is_restartable_init:
-            _add(result, r)
-            _add(sidecars, r)
-            _max(init_peak, sidecars)
-        else:
-            combined = dict(r)
-            _add(combined, sidecars)
-            _max(init_peak, combined)
-    _max(result, init_peak)
-    return result
-
-
 # --- Pod -------------------------------------------------------------------------------------
 
 
@@ -700,8 +654,9 @@ class Pod:
             if name in self.pod_requests:
                 requests[name] = self.pod_requests[name]
                 non_zero[name] = self.pod_requests[name]
-        _add(requests, self.overhead)
-        _add(non_zero, self.overhead)
+        for name, value in self.overhead.items():
+            requests[name] = requests.get(name, 0) + value
+            non_zero[name] = non_zero.get(name, 0) + value
         s(self, "requests", requests)
         s(
             self,
