@@ -21,6 +21,7 @@ package may import them:
 * ``kube.manifests`` — manifest files and text read into documents, strictly decoded;
 * ``kube.critical`` — critical pods as the kubelet recognises them, and the system priorities;
 * ``kube.qos`` — a pod's QoS class (``GetPodQOS``), from a manifest or a typed pod;
+* ``kube.cgroups`` — the kubelet's cgroup drivers and the names of a node's pod cgroups;
 * ``kube.conditions`` — pod conditions updated as ``podutil.UpdatePodCondition`` does;
 * ``kube.kernelstats`` — the Summary API's filesystem and rlimit blocks, read from the kernel;
 * ``kube.kubeconfig`` — kubeconfig files merged and a context resolved, as client-go does;

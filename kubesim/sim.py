@@ -85,6 +85,7 @@ import yaml
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from kube.cgroups import CgroupDriver
 from kube.net import is_loopback
 from kube.strict import (
     Document,
@@ -122,7 +123,6 @@ from kubesim.endpoints.server import ApiServer
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
-from kubesim.node.cgroups import CgroupDriver
 from kubesim.node.config import PROCESS_NODE_TYPE, NodeConfig, parse_process_node
 from kubesim.node.kubelet import Kubelet
 from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime

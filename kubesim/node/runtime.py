@@ -16,7 +16,7 @@ the next runtime remove what a crashed one left behind. On a machine of its own 
 tests/node) ``kubepods_at_root`` puts kubepods directly under the cgroup root, as a kubelet with
 ``--cgroup-root=/`` does. The names are the cgroupfs driver's above, or with
 ``cgroup_driver="systemd"`` the systemd driver's (``kubepods.slice/kubepods-burstable.slice/
-kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope``, ``kubesim.node.cgroups``), and
+kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope``, ``kube.cgroups``), and
 on v2 every parent enables ``+memory +pids`` for its children, as the kubelet does.
 
 The QoS class is ``qos.GetPodQOS`` (``kube.qos``, the one the API server and the agent use
@@ -78,10 +78,17 @@ from typing import Any, Final, Literal
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
-from kube.qos import QOS_GUARANTEED, InvalidPodResources, get_pod_qos
+from kube.cgroups import (
+    MEMORY_UNLIMITED,
+    QOS_LEVELS,
+    CgroupDriver,
+    CgroupNames,
+    qos_level,
+    working_set,
+)
+from kube.qos import InvalidPodResources, get_pod_qos
 from kube.quantity import QuantityError, quantity_value
 from kube.times import format_time
-from kubesim.node.cgroups import QOS_LEVELS, CgroupDriver, CgroupNames
 from kubesim.node.config import NodeConfig
 from kubesim.node.downward import DownwardAPIError, resource_field_value
 from kubesim.node.filesystem import NodeFilesystem
@@ -113,7 +120,6 @@ MINIMUM_GRACE_PERIOD_SECONDS: Final = 2.0
 RUNTIME_NAME: Final = "kubesim"
 
 _PYTHON_NAMES: Final = frozenset({"python", "python3"})
-_UNLIMITED_V1: Final = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX pages, near 2**63
 _PR_SET_PDEATHSIG: Final = 1
 _REMOVE_TIMEOUT: Final = 10.0
 _INSTANCE_RE: Final = re.compile(r"[a-z0-9]{1,32}")
@@ -365,7 +371,7 @@ class _Cgroups:
     def limit(self, path: Path) -> int | None:
         if self.version == 1:
             value = int(self._read(path, "memory.limit_in_bytes"))
-            return None if value >= _UNLIMITED_V1 else value
+            return None if value >= MEMORY_UNLIMITED else value
         text = self._read(path, "memory.max").strip()
         return None if text == "max" else int(text)
 
@@ -373,7 +379,7 @@ class _Cgroups:
         """The tightest limit on ``path`` and its ancestors up to the mount."""
         if self.version == 1:
             value = self._keyed(path, "memory.stat").get("hierarchical_memory_limit")
-            return None if value is None or value >= _UNLIMITED_V1 else value
+            return None if value is None or value >= MEMORY_UNLIMITED else value
         limits: list[int] = []
         cur = path
         while cur != self.base and self.base in cur.parents:
@@ -390,7 +396,7 @@ class _Cgroups:
         else:
             usage = int(self._read(path, "memory.current"))
             inactive = self._keyed(path, "memory.stat").get("inactive_file", 0)
-        return usage, max(0, usage - inactive)
+        return usage, working_set(usage, inactive)
 
     def oom_kills(self, path: Path) -> int:
         name = "memory.oom_control" if self.version == 1 else "memory.events"
@@ -855,7 +861,7 @@ class ProcessRuntime:
             fs.remove_pod_dir(uid)
             raise
         if self._cg is not None and self.kubepods is not None:
-            level = None if qos == QOS_GUARANTEED else qos.lower()
+            level = qos_level(qos)
             parent = self.kubepods if level is None else self.kubepods / self.names.qos(level)
             state.cgroup = parent / self.names.pod(level, uid)
             self._cg.create(state.cgroup, limit=pod_limit, parent_of_leaves=True)

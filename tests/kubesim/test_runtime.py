@@ -24,9 +24,9 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kube.cgroups import CgroupDriver, CgroupNames
 from kubesim.node.allocator import PAGE, Allocator, run, target_bytes
 from kubesim.node.allocator import main as allocator_main
-from kubesim.node.cgroups import CgroupDriver, CgroupNames
 from kubesim.node.runtime import (
     ContainerStatus,
     PodSpecError,

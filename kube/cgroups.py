@@ -1,4 +1,5 @@
-"""The names of a node's pod cgroups, as the kubelet's cgroup managers and containerd give them.
+"""A node's pod cgroups as the kubelet's cgroup managers and containerd name them, for whoever
+builds them (kubesim's process node) and whoever reads them (the agent), so both agree.
 
 The kubelet builds a pod's cgroup from the abstract path ``{kubepods, <qos level>, pod<uid>}``
 (``pkg/kubelet/cm/cgroup_manager_linux.go``, ``qos_container_manager_linux.go``):
@@ -9,9 +10,9 @@ The kubelet builds a pod's cgroup from the abstract path ``{kubepods, <qos level
   ``_`` (``kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice``), and
   containerd with ``SystemdCgroup = true`` puts a container in ``cri-containerd-<id>.scope``.
 
-Guaranteed pods have no QoS level: they sit directly under kubepods. kubesim's process node
-(``kubesim.node.runtime``) names its cgroups here, so the agent reads on it what it reads on a
-kubelet's node. Kept free of heavy imports: ``kubesim serve --help`` lists the drivers.
+Guaranteed pods have no QoS level: they sit directly under kubepods. Also here, cAdvisor's
+reading of a memory cgroup: the working set, and the limit that means "none". Kept free of
+heavy imports: ``kubesim serve --help`` lists the drivers.
 """
 
 from __future__ import annotations
@@ -20,10 +21,24 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["QOS_LEVELS", "CgroupDriver", "CgroupNames"]
+from kube.qos import QOS_BEST_EFFORT, QOS_BURSTABLE
 
-# The kubelet's QoS cgroups under kubepods (Guaranteed has none).
-QOS_LEVELS: Final = ("burstable", "besteffort")
+__all__ = [
+    "MEMORY_UNLIMITED",
+    "QOS_LEVELS",
+    "CgroupDriver",
+    "CgroupNames",
+    "qos_level",
+    "working_set",
+]
+
+# The kubelet's QoS cgroups under kubepods (Guaranteed has none), by QoS class.
+_LEVELS: Final = {QOS_BURSTABLE: "burstable", QOS_BEST_EFFORT: "besteffort"}
+QOS_LEVELS: Final = tuple(_LEVELS.values())
+
+# A memory limit at or above this is no limit (cAdvisor's isMemoryUnlimited): cgroup v1 reports
+# "none" as PAGE_COUNTER_MAX pages, near 2**63 bytes; v2 writes the literal "max".
+MEMORY_UNLIMITED: Final = 1 << 62
 
 
 class CgroupDriver(enum.StrEnum):
@@ -31,6 +46,11 @@ class CgroupDriver(enum.StrEnum):
 
     CGROUPFS = "cgroupfs"
     SYSTEMD = "systemd"
+
+
+def qos_level(qos_class: str) -> str | None:
+    """The QoS cgroup of a pod of ``qos_class`` (``kube.qos``): None for Guaranteed."""
+    return _LEVELS.get(qos_class)
 
 
 @dataclass(frozen=True)
@@ -57,3 +77,8 @@ class CgroupNames:
         if self.driver is CgroupDriver.SYSTEMD:
             return f"cri-containerd-{container_id}.scope"
         return container_id
+
+
+def working_set(usage: int, inactive_file: int) -> int:
+    """cAdvisor's working set: usage minus inactive file pages, floored at 0."""
+    return usage - inactive_file if usage > inactive_file else 0
