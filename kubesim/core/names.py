@@ -11,10 +11,11 @@ Stricter rules (DNS-1123 labels and subdomains) are ``kube.labels``'.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Final
 
-__all__ = ["NAME_CHARS", "generate_name", "path_segment_name_errors", "safe_encode"]
+__all__ = ["NAME_CHARS", "digest", "generate_name", "path_segment_name_errors", "safe_encode"]
 
 NAME_CHARS: Final = "bcdfghjklmnpqrstvwxz2456789"  # utilrand's alphanums
 GENERATED_SUFFIX_LENGTH: Final = 5
@@ -25,6 +26,12 @@ def path_segment_name_errors(name: str) -> list[str]:
     if name in (".", ".."):
         return [f"may not be '{name}'"]
     return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def digest(*parts: str) -> str:
+    """A stable hex ID made of ``parts``: the container, image, machine and boot IDs kubesim's
+    kubelets report are the same for the same pod, image and node on every run."""
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
 def safe_encode(text: str) -> str:
