@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from kube.labels import LABEL_ARCH, LABEL_HOSTNAME, LABEL_OS
 from kube.quantity import QuantityError, parse_quantity
 from kube.times import format_micro_time, format_time
 from kubesim.core.errors import StatusError
@@ -78,9 +79,6 @@ NODE_CONDITIONS: Final = (
     ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
     ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
 )
-HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
-OS_LABEL: Final = "kubernetes.io/os"
-ARCH_LABEL: Final = "kubernetes.io/arch"
 _GO_ARCH: Final = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}
 
 
@@ -214,9 +212,9 @@ def node_label_defaults(cluster: Cluster, node: Mapping[str, Any]) -> dict[str, 
     info = (node.get("status") or {}).get("nodeInfo") or {}
     arch = info.get("architecture") or (machine_arch() if name in cluster.runtimes else "amd64")
     wanted = {
-        HOSTNAME_LABEL: name,
-        OS_LABEL: str(info.get("operatingSystem") or "linux"),
-        ARCH_LABEL: str(arch),
+        LABEL_HOSTNAME: name,
+        LABEL_OS: str(info.get("operatingSystem") or "linux"),
+        LABEL_ARCH: str(arch),
     }
     missing = {k: v for k, v in wanted.items() if k not in labels}
     if not missing:

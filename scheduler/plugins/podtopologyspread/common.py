@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kube.ints import INT32_MAX as MAX_INT32
-from kube.labels import LabelSelector
+from kube.labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, LabelSelector
 from kube.objects import Node, Pod, TopologySpreadConstraint
 from scheduler.plugins.helper import remember
 from scheduler.plugins.nodeaffinity import RequiredNodeAffinity
@@ -66,8 +66,6 @@ __all__ = [
 
 NAME: Final = "PodTopologySpread"
 
-LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
-LABEL_TOPOLOGY_ZONE: Final = "topology.kubernetes.io/zone"
 HONOR: Final = "Honor"
 IGNORE: Final = "Ignore"
 
