@@ -534,21 +534,9 @@ def check_config(ctx: click.Context, /, output: str, **params: Any) -> None:
         {
             "signal": t.signal,
             "kind": "soft" if t.grace_period else "hard",
-            "value": (
-                f"{t.value.percentage * 100:g}%"
-                if t.value.percentage is not None
-                else str(t.value.quantity)
-            ),
+            "value": t.value.text,
             "gracePeriodSeconds": t.grace_period,
-            "minimumReclaim": (
-                None
-                if t.min_reclaim is None
-                else (
-                    f"{t.min_reclaim.percentage * 100:g}%"
-                    if t.min_reclaim.percentage is not None
-                    else str(t.min_reclaim.quantity)
-                )
-            ),
+            "minimumReclaim": (None if t.min_reclaim is None else t.min_reclaim.text),
         }
         for t in cfg.thresholds
     ]
