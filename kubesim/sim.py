@@ -163,25 +163,21 @@ StateSource = str | Path | Mapping[str, Any]
 C = TypeVar("C")
 
 
-class StateError(ValueError):
+class StateError(ManifestError):
     """A state manifest kubesim cannot load; names the file, document, object and field."""
 
     def __init__(
         self, source: str, document: int, field: str, detail: str, *, obj: str = "", item: str = ""
     ) -> None:
-        self.source = source
-        self.document = document
+        super().__init__(
+            f"{field}: {detail}" if field else detail,
+            source=source,
+            document=document,
+            item=item,
+            obj=obj,
+        )
         self.field = field
         self.detail = detail
-        parts = [source] if source else []
-        if document:
-            parts.append(f"document {document}" + (f" {item}" if item else ""))
-        if obj:
-            parts.append(obj)
-        if field:
-            parts.append(field)
-        parts.append(detail)
-        super().__init__(": ".join(parts))
 
     @classmethod
     def from_manifest_error(cls, exc: ManifestError) -> StateError:
