@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
+from agent import DOMAIN
 from agent.eviction import EvictionDecision, effective_grace_period_seconds
 from agent.eviction.pods import is_critical_pod
 from agent.eviction.preference import is_eviction_forbidden
@@ -59,18 +60,17 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-REPORTING_CONTROLLER: Final = "node-pressure-evictor.io/eviction-agent"
+REPORTING_CONTROLLER: Final = f"{DOMAIN}/eviction-agent"
 DISRUPTION_REASON: Final = "TerminationByNodePressureAgent"
 NODE_CONDITION_PREFIX: Final = "NodePressureAgent"
 EVENT_ACTION: Final = "Evict"
 HELD_BACK_REASON: Final = "EvictionHeldBack"
 # ``--node-taints``: our own keys, as the node lifecycle controller maps the kubelet's conditions
 # to ``node.kubernetes.io/memory-pressure:NoSchedule`` (TaintNodesByCondition) — never its keys.
-TAINT_DOMAIN: Final = "node-pressure-evictor.io"
 PRESSURE_TAINTS: Final = {
-    "MemoryPressure": f"{TAINT_DOMAIN}/memory-pressure",
-    "DiskPressure": f"{TAINT_DOMAIN}/disk-pressure",
-    "PIDPressure": f"{TAINT_DOMAIN}/pid-pressure",
+    "MemoryPressure": f"{DOMAIN}/memory-pressure",
+    "DiskPressure": f"{DOMAIN}/disk-pressure",
+    "PIDPressure": f"{DOMAIN}/pid-pressure",
 }
 TAINT_EFFECT: Final = "NoSchedule"
 _TAINT_CONFLICT_RETRIES: Final = 5

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
+from agent import DOMAIN
 from kube.cliutil import CONTEXT_SETTINGS, PACKAGE
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--node-taints/--no-node-taints",
             default=False,
             help="Taint the node NoSchedule while under pressure "
-            "(node-pressure-evictor.io/memory-pressure, /disk-pressure, /pid-pressure) "
+            f"({DOMAIN}/memory-pressure, /disk-pressure, /pid-pressure) "
             "and remove the taint after; needs patch on nodes.",
         ),
         click.option(
@@ -241,7 +242,7 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--eviction-preference-namespaces",
             metavar="NS,...",
-            help="Namespaces whose pods may use the node-pressure-evictor.io/eviction-preference "
+            help=f"Namespaces whose pods may use the {DOMAIN}/eviction-preference "
             "annotation (never/avoid); '*' for all. Default: none — a pod cannot exempt itself "
             "and ranking is the kubelet's.",
         ),
@@ -533,21 +534,9 @@ def check_config(ctx: click.Context, /, output: str, **params: Any) -> None:
         {
             "signal": t.signal,
             "kind": "soft" if t.grace_period else "hard",
-            "value": (
-                f"{t.value.percentage * 100:g}%"
-                if t.value.percentage is not None
-                else str(t.value.quantity)
-            ),
+            "value": t.value.text,
             "gracePeriodSeconds": t.grace_period,
-            "minimumReclaim": (
-                None
-                if t.min_reclaim is None
-                else (
-                    f"{t.min_reclaim.percentage * 100:g}%"
-                    if t.min_reclaim.percentage is not None
-                    else str(t.min_reclaim.quantity)
-                )
-            ),
+            "minimumReclaim": (None if t.min_reclaim is None else t.min_reclaim.text),
         }
         for t in cfg.thresholds
     ]

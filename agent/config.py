@@ -21,7 +21,7 @@ KubeletConfiguration files; the agent takes them unchanged and makes the same de
   entry fails here with the kubelet's message, prefixed with the field that carries it.
 
 Unknown fields in the file are refused by name (a typo must not silently drop a threshold), and
-so are a key given twice and any YAML alias (``_ConfigLoader``). A message quotes what it refuses
+so are a key given twice and any YAML alias (``read_config_file``). A message quotes what it refuses
 in a bounded length (``_show``, ``ConfigError``), however large or nested the value.
 Heavy imports (the decision core pulls in the API client) happen inside functions, so ``--help``
 stays fast.
@@ -35,13 +35,12 @@ import os
 import re
 import reprlib
 import stat
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import yaml
+from kube.ints import INT32_MAX, INT32_MIN, INT64_MAX
 
 if TYPE_CHECKING:
     from agent.eviction import ManagerConfig, Threshold
@@ -72,11 +71,9 @@ MAX_HOUSEKEEPING_INTERVAL: Final = 3600.0
 DEFAULT_NODE_STATUS_REPORT_FREQUENCY: Final = 300.0
 MIN_NODE_STATUS_REPORT_FREQUENCY: Final = 10.0
 MAX_NODE_STATUS_REPORT_FREQUENCY: Final = 3600.0
-_INT64_MAX: Final = 2**63 - 1
 _GO_MAX_DURATION: Final = "2562047h47m16.854775807s"
 EVICTION_MODES: Final = ("delete", "eviction-api")
 KUBELET_API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
-AGENT_DOMAIN: Final = "node-pressure-evictor.io"
 
 # KubeletConfiguration fields the agent reads (camelCase, as in the file).
 KUBELET_FIELDS: Final = (
@@ -305,7 +302,7 @@ def _int32(field_name: str, value: Any) -> int:
             raise ConfigError(
                 _label(field_name), f"must be an integer, got {_show(value)}"
             ) from None
-    if not -(2**31) <= value < 2**31:
+    if not INT32_MIN <= value <= INT32_MAX:
         raise ConfigError(_label(field_name), f"must fit in int32, got {value}")
     return int(value)
 
@@ -542,90 +539,41 @@ class AgentConfig:
 # --- loading -----------------------------------------------------------------------------------
 
 
-class _Refused(Exception):
-    """What ``_ConfigLoader`` will not load: ``field`` (a key's path, or "") and why."""
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The file's mapping; ConfigError naming the file for unreadable or non-mapping YAML.
 
-    def __init__(self, field_name: str, detail: str) -> None:
-        super().__init__(detail)
-        self.field = field_name
-        self.detail = detail
-
-
-class _ConfigLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, stricter where a configuration must be.
-
-    Aliases are refused: a file of a few hundred bytes whose anchors refer to each other names
-    billions of values (the "billion laughs"), and a KubeletConfiguration has no use for them.
-    A key given twice in one mapping, at any depth, is refused with both lines: the last one
+    YAML is read as strictly as a configuration must be (``kube.strict.parse_yaml``): aliases
+    are refused — a file of a few hundred bytes whose anchors refer to each other names
+    billions of values (the "billion laughs"), and a KubeletConfiguration has no use for them —
+    and so is a key given twice in one mapping, at any depth, with both lines: the last one
     would silently win (a second ``evictionHard`` dropping the first's signals), where the
     kubelet's strict decoding refuses a duplicate field.
     """
+    from kube.strict import AliasRefused, DuplicateKey, InvalidYaml, parse_yaml
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise _Refused(
-                "",
-                f"line {event.start_mark.line + 1}: YAML aliases (*{event.anchor}) are not "
-                "allowed in the agent's configuration; write the value out",
-            )
-        return super().compose_node(parent, index)
-
-    def construct_document(self, node: yaml.Node) -> Any:
-        self.check_duplicate_keys(node)
-        return super().construct_document(node)
-
-    def check_duplicate_keys(self, root: yaml.Node) -> None:
-        """Every mapping of the document, outermost first, walked without recursion (with no
-        alias the document is a tree)."""
-        todo: deque[tuple[yaml.Node, str]] = deque([(root, "")])
-        while todo:
-            node, path = todo.popleft()
-            if isinstance(node, yaml.SequenceNode):
-                todo.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
-            if not isinstance(node, yaml.MappingNode):
-                continue
-            seen: dict[tuple[str, Any], int] = {}
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
-                    continue
-                key = self.construct_object(key_node)
-                name = f"{path}[{key}]" if path else str(key)
-                line = key_node.start_mark.line + 1
-                ident = (key_node.tag, key)
-                try:
-                    first = seen.get(ident)
-                except TypeError:  # unhashable: construction refuses the key with its reason
-                    continue
-                if first is not None:
-                    where = f"line {line}" if first == line else f"lines {first} and {line}"
-                    raise _Refused(name, f"duplicate key ({where})")
-                seen[ident] = line
-                todo.append((value_node, name))
-
-
-def read_config_file(path: str | Path) -> dict[str, Any]:
-    """The file's mapping; ConfigError naming the file for unreadable or non-mapping YAML."""
     try:
         text = Path(path).read_text()
     except OSError as exc:
         raise ConfigError("--config", f"cannot read {path}: {exc.strerror or exc}") from None
-    loader = _ConfigLoader(text)
     try:
-        data = loader.get_single_data()
-    except _Refused as exc:
-        if exc.field:
-            raise ConfigError(exc.field, f"{exc.detail} in {path}") from None
-        raise ConfigError("--config", f"{path}: {exc.detail}") from None
-    except yaml.YAMLError as exc:
-        detail = " ".join(str(exc).split())
-        raise ConfigError("--config", f"{path} is not valid YAML: {detail}") from None
-    except RecursionError:
-        raise ConfigError("--config", f"{path} is nested too deeply") from None
-    except ValueError as exc:  # a scalar Python cannot hold: 2024-02-30, an int of 5000 digits
-        raise ConfigError("--config", f"{path} is not valid YAML: {exc}") from None
-    finally:
-        loader.dispose()
+        docs, _ = parse_yaml(text, duplicates="refuse", aliases="refuse", timestamps="dates")
+    except DuplicateKey as exc:
+        first, *rest = exc.path
+        name = str(first) + "".join(f"[{part}]" for part in rest)
+        raise ConfigError(name, f"duplicate key ({exc.where}) in {path}") from None
+    except AliasRefused as exc:
+        raise ConfigError(
+            "--config",
+            f"{path}: line {exc.line}: YAML aliases (*{exc.anchor}) are not allowed in the "
+            "agent's configuration; write the value out",
+        ) from None
+    except InvalidYaml as exc:
+        raise ConfigError("--config", f"{path} is not valid YAML: {exc.problem}") from None
+    if len(docs) > 1:
+        raise ConfigError(
+            "--config", f"{path} is not valid YAML: one document expected, found {len(docs)}"
+        )
+    data = docs[0] if docs else None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -810,9 +758,9 @@ def load_config(
             raise ConfigError(_label("memoryCapacity"), f"not a quantity: {exc}") from None
         if capacity <= 0:
             raise ConfigError(_label("memoryCapacity"), f"must be positive, got {capacity}")
-        if not exact <= _INT64_MAX:  # quantity_value clamps; a node has no 8 EiB of memory
+        if not exact <= INT64_MAX:  # quantity_value clamps; a node has no 8 EiB of memory
             raise ConfigError(
-                _label("memoryCapacity"), f"must be at most {_INT64_MAX} bytes, got {_show(text)}"
+                _label("memoryCapacity"), f"must be at most {INT64_MAX} bytes, got {_show(text)}"
             )
     node_name = _string("nodeName", raw.get("nodeName") or environ.get("NODE_NAME", ""))
     url = raw.get("kubeletSummaryUrl")

@@ -160,11 +160,7 @@ def explain(
             {
                 "signal": t.signal,
                 "kind": "soft" if t.grace_period else "hard",
-                "value": (
-                    f"{t.value.percentage * 100:g}%"
-                    if t.value.percentage is not None
-                    else str(t.value.quantity)
-                ),
+                "value": t.value.text,
                 "quantity": quantity,
                 "gracePeriodSeconds": t.grace_period,
                 "met": bool(obs is not None and quantity is not None and obs.available < quantity),

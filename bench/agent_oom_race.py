@@ -11,7 +11,7 @@ DELETE came and no OOM kill happened; OOM kills are counted from the node cgroup
 counts only in the victim's own cgroup, from every cgroup under the node, sampled while they
 exist.
 
-The pod runs this file's ``--allocate`` mode: ``kubesim.node.allocator`` faults 4 KiB pages one
+The pod runs this file's ``--allocate`` mode: ``kubesim.node.memory_grower`` faults 4 KiB pages one
 by one and tops out near 1.7 GiB/s here, so the ramp maps anonymous memory with
 ``MADV_HUGEPAGE`` and touches every page from user space (a huge page faults in whole on its
 first byte, up to ~10 GiB/s; without transparent huge pages, 4 KiB faults). On a shared machine

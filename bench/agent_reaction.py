@@ -1,6 +1,6 @@
 """Benchmark: how fast the agent reacts to a hard ``memory.available`` crossing.
 
-A real process (``kubesim.node.allocator``) grows its working set inside a pod cgroup of a small
+A real process (``kubesim.node.memory_grower``) grows its working set inside a pod cgroup of a small
 fake node: a memory cgroup of its own (``agentbench-<pid>``, laid out like a kubelet's cgroupfs
 tree ``kubepods/besteffort/pod<uid>``) whose capacity is given to the agent with
 ``--memory-capacity``, so a crossing costs a few hundred MiB, not the machine's memory. The agent
@@ -137,7 +137,7 @@ def start_hog(cgroup: Path, rate_mib: float, max_mib: float) -> subprocess.Popen
         [
             sys.executable,
             "-m",
-            "kubesim.node.allocator",
+            "kubesim.node.memory_grower",
             "--rate-mib-per-s",
             str(rate_mib),
             "--max-mib",

@@ -360,7 +360,7 @@ class Demo:
         left = []
         for pid in report.pids:
             with contextlib.suppress(psutil.Error):
-                if "kubesim.node.allocator" in " ".join(psutil.Process(pid).cmdline()):
+                if "kubesim.node.memory_grower" in " ".join(psutil.Process(pid).cmdline()):
                     left.append(pid)
         report.leftover_processes = left
         if runtime.sub_root is not None:

@@ -18,11 +18,15 @@ Conditions are written in the Go encoder's key order (``type``, ``status``, ``la
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from typing import Any
+from typing import Any, Final
 
 from kube.times import format_time
 
-__all__ = ["get_pod_condition", "update_pod_condition"]
+__all__ = ["DISRUPTION_TARGET", "get_pod_condition", "update_pod_condition"]
+
+# v1.DisruptionTarget: the pod is about to be deleted by a disruption (preemption, the Eviction
+# API, the kubelet's node-pressure eviction); the reason says which.
+DISRUPTION_TARGET: Final = "DisruptionTarget"
 
 _COMPARED = ("status", "reason", "message", "lastProbeTime", "lastTransitionTime")
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from kube.ints import INT64_MAX
+
 __all__ = ["MAX_DURATION_SECONDS", "DurationError", "DurationOverflowError", "parse_go_duration"]
 
 # math.MaxInt64 nanoseconds: the longest time.Duration
-MAX_DURATION_SECONDS: Final = (2**63 - 1) / 1e9
+MAX_DURATION_SECONDS: Final = INT64_MAX / 1e9
 
 _UNITS: Final = {
     "ns": 1e-9,

@@ -442,7 +442,7 @@ _EXEC_FIELDS: Final = {
     "interactiveMode": _STRING,
 }
 _TOP_FIELDS: Final = {"apiVersion": _STRING, "kind": _STRING, "current-context": _STRING}
-# Containers visited per file: YAML aliases can make a small file exponentially large.
+# Mappings and lists a file may expand to: YAML aliases can make a small file exponentially large.
 _MAX_NODES: Final = 100_000
 _MAX_BYTES: Final = 16 * 1024 * 1024
 
@@ -516,40 +516,10 @@ def _check_user(user: Mapping[str, Any], where: str) -> None:
             raise KubeconfigError(f"{where}: auth-provider: config: must be a map of strings")
 
 
-def _duplicate_or_bomb(doc: object, duplicates: Mapping[int, Any], path: str) -> None:
-    """``KubeconfigError`` for a document that YAML aliases make larger than ``_MAX_NODES``
-    containers (walked as a tree, iteratively), or for a key given twice anywhere in it."""
-    stack: list[object] = [doc]
-    seen = 0
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-        else:
-            continue
-        seen += 1
-        if seen > _MAX_NODES:
-            raise KubeconfigError(f"{path}: more than {_MAX_NODES} values (YAML aliases?)")
-    if not duplicates:
-        return
-    where: list[tuple[object, str]] = [(doc, "")]
-    while where:  # bounded by the walk above
-        value, at = where.pop()
-        if isinstance(value, dict):
-            if id(value) in duplicates:
-                key = duplicates[id(value)][1][0]
-                raise KubeconfigError(f"{path}: {at + '.' if at else ''}{key}: given twice")
-            where.extend((v, f"{at}.{k}" if at else str(k)) for k, v in value.items())
-        elif isinstance(value, list):
-            where.extend((v, f"{at}[{i}]") for i, v in enumerate(value))
-
-
 def _read(path: str | Path) -> dict[str, Any] | None:
     """One kubeconfig file's document (None: empty). ``OSError`` when it cannot be opened;
     ``KubeconfigError`` naming the file for anything it holds that is not a kubeconfig."""
-    from kube.strict import ManifestError, parse_yaml
+    from kube.strict import DuplicateKey, ManifestError, TooManyValues, parse_yaml
 
     with open(path, "rb") as f:
         raw = f.read(_MAX_BYTES + 1)
@@ -564,8 +534,12 @@ def _read(path: str | Path) -> dict[str, Any] | None:
             f"{path}: not a kubeconfig: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
             f"{exc.start})"
         ) from None
-    try:
-        docs, duplicates = parse_yaml(text, source=str(path))
+    try:  # a key given twice: which token was meant?
+        docs, _ = parse_yaml(text, duplicates="refuse", max_values=_MAX_NODES)
+    except DuplicateKey as exc:
+        raise KubeconfigError(f"{path}: {exc.dotted}: given twice") from None
+    except TooManyValues as exc:
+        raise KubeconfigError(f"{path}: more than {exc.limit} values (YAML aliases?)") from None
     except ManifestError as exc:
         raise KubeconfigError(f"{path}: not a kubeconfig: {exc.detail}") from None
     docs = [d for d in docs if d is not None]
@@ -573,7 +547,6 @@ def _read(path: str | Path) -> dict[str, Any] | None:
         return None
     if len(docs) > 1 or not isinstance(docs[0], dict):
         raise KubeconfigError(f"{path}: not a kubeconfig")
-    _duplicate_or_bomb(docs[0], duplicates, str(path))
     return docs[0]
 
 

@@ -12,6 +12,9 @@ Both become a ``LabelSelector`` made of ``Requirement`` values, so matching has 
 implementation. A ``None`` selector is not a ``LabelSelector``: callers decide what "no
 selector" means (nothing for PDBs in preemption, nothing for eviction in policy/v1), exactly
 as the Kubernetes call sites do. An empty selector matches everything.
+
+Also here, the well-known labels a kubelet puts on its node (``k8s.io/api/core/v1``'s
+``well_known_labels.go``), which the scheduler's default spreading reads.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ __all__ = [
     "EXISTS",
     "GT",
     "IN",
+    "LABEL_ARCH",
+    "LABEL_HOSTNAME",
+    "LABEL_OS",
+    "LABEL_TOPOLOGY_ZONE",
     "LT",
     "NODE_SELECTOR_OPERATORS",
     "NOT_EQUALS",
@@ -45,6 +52,11 @@ __all__ = [
     "parse_label_selector",
     "qualified_name_errors",
 ]
+
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+LABEL_TOPOLOGY_ZONE: Final = "topology.kubernetes.io/zone"
+LABEL_OS: Final = "kubernetes.io/os"
+LABEL_ARCH: Final = "kubernetes.io/arch"
 
 IN: Final = "In"
 NOT_IN: Final = "NotIn"

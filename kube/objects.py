@@ -1,9 +1,10 @@
 """Kubernetes objects as typed, immutable values.
 
 Manifests (camelCase dicts, as in YAML) are converted once, at the boundary, by
-``X.from_dict``; the policy code never looks at raw dicts. Conversion validates what the
-scheduler relies on and raises ``InvalidObject`` naming the object and the field, so a bad
-manifest is reported where it was written rather than failing later inside a decision.
+``X.from_dict``; the policy code never looks at raw dicts. Conversion reads every field through
+``kube.reader`` and raises ``InvalidObject`` naming the object and the field; files and YAML
+text become documents in ``kube.manifests`` (``load_objects`` here types them). Both modules'
+names are handed out here too.
 
 Derived values are computed at construction and stored, because the hot paths read them for
 every pod on every node:
@@ -21,11 +22,15 @@ Resource maps hold integers: CPU in millicores, everything else in units (see ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
+import kube.manifests
+import kube.reader
+import kube.resourcehelper
+from kube.ints import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from kube.labels import (
     IN,
     NODE_SELECTOR_OPERATORS,
@@ -35,21 +40,21 @@ from kube.labels import (
     SelectorError,
     make_requirement,
 )
+from kube.manifests import *  # noqa: F403
+from kube.manifests import InvalidManifest, manifest_documents
 from kube.quantity import CPU, QuantityError, resource_value
-from kube.strict import (
-    Document,
-    ManifestError,
-    Validation,
-    load_documents,
-    model_for,
-    read_text,
-    validate_document,
-)
+from kube.reader import *  # noqa: F403
+from kube.reader import InvalidObject, Reader
+from kube.resourcehelper import *  # noqa: F403
+from kube.resourcehelper import aggregate_requests
+from kube.strict import Validation
 from kube.times import parse_time
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
+    "DEFAULT_SCHEDULER_NAME",
+    "DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS",
     "DO_NOT_SCHEDULE",
     "INT32_MAX",
     "INT32_MIN",
@@ -63,8 +68,6 @@ __all__ = [
     "ContainerImage",
     "ContainerPort",
     "IntOrString",
-    "InvalidManifest",
-    "InvalidObject",
     "KubeObject",
     "Namespace",
     "Node",
@@ -90,170 +93,24 @@ __all__ = [
     "TopologySpreadConstraint",
     "Volume",
     "WeightedPodAffinityTerm",
-    "aggregate_requests",
-    "load_manifests",
     "load_objects",
     "object_from_dict",
 ]
+# The reader, the manifests' loading and the request arithmetic, handed out here as before they
+# had modules of their own.
+__all__ += kube.reader.__all__ + kube.manifests.__all__ + kube.resourcehelper.__all__
 
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 PREEMPT_NEVER: Final = "Never"
 
+# What the API server writes into a pod spec that leaves them out (SetDefaults_PodSpec).
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"  # v1.DefaultSchedulerName
+DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: Final = 30  # v1.DefaultTerminationGracePeriodSeconds
+
 DEFAULT_MILLI_CPU_REQUEST: Final = 100  # schedutil.DefaultMilliCPURequest
 DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024  # schedutil.DefaultMemoryRequest
 
-INT32_MIN: Final = -(2**31)
-INT32_MAX: Final = 2**31 - 1
-
 ResourceList = Mapping[str, int]
-
-
-class InvalidObject(ValueError):
-    """A manifest that cannot be turned into an object; names the object and the field."""
-
-    def __init__(self, kind: str, name: str, field_path: str, detail: str) -> None:
-        self.kind = kind
-        self.name = name
-        self.field = field_path
-        self.detail = detail
-        who = f'{kind} "{name}"' if name else kind
-        where = f"{field_path}: " if field_path else ""
-        super().__init__(f"{who}: {where}{detail}")
-
-
-# --- reading manifests -----------------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-class _Reader:
-    """Typed access to a manifest that reports errors against the object and field path."""
-
-    __slots__ = ("kind", "name")
-
-    def __init__(self, kind: str, data: object) -> None:
-        self.kind = kind
-        self.name = ""
-        if not isinstance(data, Mapping):
-            raise InvalidObject(kind, "", "", f"expected a mapping, got {type(data).__name__}")
-        meta = data.get("metadata")
-        if isinstance(meta, Mapping):
-            name = meta.get("name")
-            ns = meta.get("namespace")
-            if isinstance(name, str):
-                self.name = f"{ns}/{name}" if isinstance(ns, str) and ns else name
-
-    def fail(self, path: str, detail: str) -> InvalidObject:
-        return InvalidObject(self.kind, self.name, path, detail)
-
-    def mapping(self, data: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
-        value = data.get(key)
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            raise self.fail(path, f"must be an object, not {type(value).__name__}")
-        return value
-
-    def seq(self, data: Mapping[str, Any], key: str, path: str) -> Sequence[Any]:
-        value = data.get(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list | tuple):
-            raise self.fail(path, f"must be a list, not {type(value).__name__}")
-        return value
-
-    def string(self, data: Mapping[str, Any], key: str, path: str, default: str = "") -> str:
-        value = data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise self.fail(path, f"must be a string, not {value!r}")
-        return value
-
-    def optional_string(self, data: Mapping[str, Any], key: str, path: str) -> str | None:
-        if data.get(key) is None:
-            return None
-        return self.string(data, key, path)
-
-    def boolean(self, data: Mapping[str, Any], key: str, path: str) -> bool:
-        value = data.get(key)
-        if value is None:
-            return False
-        if not isinstance(value, bool):
-            raise self.fail(path, f"must be a boolean, not {value!r}")
-        return value
-
-    def integer(
-        self,
-        data: Mapping[str, Any],
-        key: str,
-        path: str,
-        *,
-        lo: int = INT32_MIN,
-        hi: int = INT32_MAX,
-    ) -> int | None:
-        value = data.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            else:
-                raise self.fail(path, f"must be an integer, not {value!r}")
-        if not lo <= value <= hi:
-            raise self.fail(path, f"Invalid value: {value}: must be between {lo} and {hi}")
-        return value
-
-    def string_map(self, data: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
-        raw = self.mapping(data, key, path)
-        out: dict[str, str] = {}
-        for k, v in raw.items():
-            if isinstance(v, bool) or v is None:
-                raise self.fail(f"{path}.{k}", f"must be a string, not {v!r}")
-            out[str(k)] = v if isinstance(v, str) else str(v)
-        return out
-
-    def time(self, data: Mapping[str, Any], key: str, path: str) -> float | None:
-        value = data.get(key)
-        if value is None:
-            return None
-        try:
-            return parse_time(value)
-        except ValueError as exc:
-            raise self.fail(path, f"invalid time {value!r}: {exc}") from None
-
-    def resources(self, data: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
-        raw = self.mapping(data, key, path)
-        out: dict[str, int] = {}
-        for name, qty in raw.items():
-            try:
-                value = resource_value(str(name), qty)
-            except QuantityError as exc:
-                raise self.fail(f"{path}.{name}", f"invalid quantity {qty!r}: {exc}") from None
-            if value < 0:
-                raise self.fail(f"{path}.{name}", f"must be greater than or equal to 0, not {qty}")
-            out[str(name)] = value
-        return out
-
-    def selector(self, data: Mapping[str, Any], key: str, path: str) -> LabelSelector | None:
-        raw = data.get(key)
-        if raw is None:
-            return None
-        try:
-            return LabelSelector.from_dict(raw)
-        except SelectorError as exc:
-            raise self.fail(path, str(exc)) from None
-
-    def items(
-        self, data: Mapping[str, Any], key: str, path: str
-    ) -> list[tuple[str, Mapping[str, Any]]]:
-        """The elements of a list of objects, each with its own path."""
-        out: list[tuple[str, Mapping[str, Any]]] = []
-        for i, item in enumerate(self.seq(data, key, path)):
-            if not isinstance(item, Mapping):
-                raise self.fail(f"{path}[{i}]", "must be an object")
-            out.append((f"{path}[{i}]", item))
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +127,7 @@ class _Meta:
     owner_references: tuple[OwnerReference, ...]
 
 
-def _read_meta(r: _Reader, data: Mapping[str, Any], *, namespaced: bool) -> _Meta:
+def _read_meta(r: Reader, data: Mapping[str, Any], *, namespaced: bool) -> _Meta:
     meta = r.mapping(data, "metadata", "metadata")
     name = r.string(meta, "name", "metadata.name")
     if not name:
@@ -294,7 +151,7 @@ def _read_meta(r: _Reader, data: Mapping[str, Any], *, namespaced: bool) -> _Met
         labels=r.string_map(meta, "labels", "metadata.labels"),
         annotations=r.string_map(meta, "annotations", "metadata.annotations"),
         resource_version=str(meta.get("resourceVersion") or ""),
-        generation=r.integer(meta, "generation", "metadata.generation", hi=2**63 - 1) or 0,
+        generation=r.integer(meta, "generation", "metadata.generation", hi=INT64_MAX) or 0,
         creation_timestamp=r.time(meta, "creationTimestamp", "metadata.creationTimestamp"),
         deletion_timestamp=r.time(meta, "deletionTimestamp", "metadata.deletionTimestamp"),
         owner_references=tuple(owners),
@@ -385,7 +242,7 @@ class Volume:
     size_limit: int | None = None  # emptyDir.sizeLimit in bytes; None when unset
 
 
-def _read_volume(r: _Reader, v: Mapping[str, Any], path: str) -> Volume:
+def _read_volume(r: Reader, v: Mapping[str, Any], path: str) -> Volume:
     name = r.string(v, "name", f"{path}.name")
     source = next((k for k in v if k != "name"), "")
     if source != "emptyDir":
@@ -422,7 +279,7 @@ class TopologySpreadConstraint:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TopologySpreadConstraint:
         """From a KubeSchedulerConfiguration-style mapping (camelCase); raises ValueError."""
-        r = _Reader("TopologySpreadConstraint", {})
+        r = Reader("TopologySpreadConstraint", {})
         return _read_spread_constraint(r, data, "")
 
 
@@ -431,7 +288,7 @@ SCHEDULE_ANYWAY: Final = "ScheduleAnyway"
 NODE_INCLUSION_POLICIES: Final = ("Honor", "Ignore")
 
 
-def _read_spread_constraint(r: _Reader, c: Mapping[str, Any], p: str) -> TopologySpreadConstraint:
+def _read_spread_constraint(r: Reader, c: Mapping[str, Any], p: str) -> TopologySpreadConstraint:
     at = f"{p}." if p else ""
     max_skew = r.integer(c, "maxSkew", f"{at}maxSkew")
     if max_skew is None or max_skew <= 0:
@@ -590,7 +447,7 @@ class Affinity:
     pod_anti_affinity: PodAntiAffinity | None = None
 
 
-def _read_node_selector_term(r: _Reader, data: Mapping[str, Any], path: str) -> NodeSelectorTerm:
+def _read_node_selector_term(r: Reader, data: Mapping[str, Any], path: str) -> NodeSelectorTerm:
     exprs: list[Requirement] = []
     for p, e in r.items(data, "matchExpressions", f"{path}.matchExpressions"):
         exprs.append(_read_requirement(r, e, p, NODE_SELECTOR_OPERATORS))
@@ -608,7 +465,7 @@ def _read_node_selector_term(r: _Reader, data: Mapping[str, Any], path: str) -> 
 
 
 def _read_requirement(
-    r: _Reader, data: Mapping[str, Any], path: str, allowed: frozenset[str]
+    r: Reader, data: Mapping[str, Any], path: str, allowed: frozenset[str]
 ) -> Requirement:
     key = r.string(data, "key", f"{path}.key")
     op = r.string(data, "operator", f"{path}.operator")
@@ -624,7 +481,7 @@ def _read_requirement(
 
 
 def _read_pod_affinity_term(
-    r: _Reader,
+    r: Reader,
     data: Mapping[str, Any],
     path: str,
     pod_namespace: str,
@@ -661,7 +518,7 @@ def _read_pod_affinity_term(
     )
 
 
-def _read_weight(r: _Reader, data: Mapping[str, Any], path: str) -> int:
+def _read_weight(r: Reader, data: Mapping[str, Any], path: str) -> int:
     weight = r.integer(data, "weight", f"{path}.weight", lo=1, hi=100)
     if weight is None:
         raise r.fail(f"{path}.weight", "Required value")
@@ -669,7 +526,7 @@ def _read_weight(r: _Reader, data: Mapping[str, Any], path: str) -> int:
 
 
 def _read_affinity(
-    r: _Reader, data: Mapping[str, Any], ns: str, labels: Mapping[str, str]
+    r: Reader, data: Mapping[str, Any], ns: str, labels: Mapping[str, str]
 ) -> Affinity | None:
     if not data:
         return None
@@ -731,55 +588,6 @@ def _read_affinity(
     return Affinity(node_affinity, pod_affinity, pod_anti_affinity)
 
 
-# --- request arithmetic (resourcehelper.PodRequests) -----------------------------------------
-
-
-def _add(into: dict[str, int], rl: ResourceList) -> None:
-    for k, v in rl.items():
-        into[k] = into.get(k, 0) + v
-
-
-def _max(into: dict[str, int], rl: ResourceList) -> None:
-    for k, v in rl.items():
-        if v > into.get(k, -1):
-            into[k] = v
-
-
-def aggregate_requests(
-    containers: Iterable[Container],
-    init_containers: Iterable[Container],
-    *,
-    defaults: ResourceList | None = None,
-) -> dict[str, int]:
-    """``AggregateContainerRequests``; ``defaults`` fills resources a container omits."""
-
-    def reqs(c: Container) -> ResourceList:
-        if not defaults:
-            return c.requests
-        merged = dict(c.requests)
-        for k, v in defaults.items():
-            merged.setdefault(k, v)
-        return merged
-
-    result: dict[str, int] = {}
-    for c in containers:
-        _add(result, reqs(c))
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for c in init_containers:
-        r = reqs(c)
-        if c.is_restartable_init:
-            _add(result, r)
-            _add(sidecars, r)
-            _max(init_peak, sidecars)
-        else:
-            combined = dict(r)
-            _add(combined, sidecars)
-            _max(init_peak, combined)
-    _max(result, init_peak)
-    return result
-
-
 # --- Pod -------------------------------------------------------------------------------------
 
 
@@ -815,7 +623,7 @@ class Pod:
     priority_class_name: str = ""
     preemption_policy: str | None = None
     scheduling_gates: tuple[str, ...] = ()
-    scheduler_name: str = "default-scheduler"
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
     termination_grace_period_seconds: int | None = None
     volumes: tuple[Volume, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
@@ -846,8 +654,9 @@ class Pod:
             if name in self.pod_requests:
                 requests[name] = self.pod_requests[name]
                 non_zero[name] = self.pod_requests[name]
-        _add(requests, self.overhead)
-        _add(non_zero, self.overhead)
+        for name, value in self.overhead.items():
+            requests[name] = requests.get(name, 0) + value
+            non_zero[name] = non_zero.get(name, 0) + value
         s(self, "requests", requests)
         s(
             self,
@@ -881,7 +690,7 @@ class Pod:
 
     @classmethod
     def from_dict(cls, manifest: Mapping[str, Any]) -> Pod:
-        r = _Reader("Pod", manifest)
+        r = Reader("Pod", manifest)
         meta = _read_meta(r, manifest, namespaced=True)
         spec = r.mapping(manifest, "spec", "spec")
         status = r.mapping(manifest, "status", "status")
@@ -928,7 +737,7 @@ class Pod:
                     value=r.string(t, "value", f"{p}.value"),
                     effect=r.string(t, "effect", f"{p}.effect"),
                     toleration_seconds=r.integer(
-                        t, "tolerationSeconds", f"{p}.tolerationSeconds", lo=-(2**63), hi=2**63 - 1
+                        t, "tolerationSeconds", f"{p}.tolerationSeconds", lo=INT64_MIN, hi=INT64_MAX
                     ),
                 )
             )
@@ -986,14 +795,14 @@ class Pod:
             preemption_policy=policy,
             scheduling_gates=tuple(gates),
             scheduler_name=r.string(
-                spec, "schedulerName", "spec.schedulerName", "default-scheduler"
+                spec, "schedulerName", "spec.schedulerName", DEFAULT_SCHEDULER_NAME
             ),
             termination_grace_period_seconds=r.integer(
                 spec,
                 "terminationGracePeriodSeconds",
                 "spec.terminationGracePeriodSeconds",
                 lo=0,
-                hi=2**63 - 1,
+                hi=INT64_MAX,
             ),
             volumes=tuple(volumes),
             topology_spread_constraints=spread,
@@ -1031,7 +840,7 @@ class Node:
 
     @classmethod
     def from_dict(cls, manifest: Mapping[str, Any]) -> Node:
-        r = _Reader("Node", manifest)
+        r = Reader("Node", manifest)
         meta = _read_meta(r, manifest, namespaced=False)
         spec = r.mapping(manifest, "spec", "spec")
         status = r.mapping(manifest, "status", "status")
@@ -1066,7 +875,7 @@ class Node:
         images = []
         for p, img in r.items(status, "images", "status.images"):
             names = tuple(str(n) for n in r.seq(img, "names", f"{p}.names"))
-            size = r.integer(img, "sizeBytes", f"{p}.sizeBytes", lo=0, hi=2**63 - 1) or 0
+            size = r.integer(img, "sizeBytes", f"{p}.sizeBytes", lo=0, hi=INT64_MAX) or 0
             images.append(ContainerImage(names, size))
         return cls(
             name=meta.name,
@@ -1094,7 +903,7 @@ class Namespace:
 
     @classmethod
     def from_dict(cls, manifest: Mapping[str, Any]) -> Namespace:
-        r = _Reader("Namespace", manifest)
+        r = Reader("Namespace", manifest)
         meta = _read_meta(r, manifest, namespaced=False)
         status = r.mapping(manifest, "status", "status")
         labels = dict(meta.labels)
@@ -1127,7 +936,7 @@ class PriorityClass:
 
     @classmethod
     def from_dict(cls, manifest: Mapping[str, Any]) -> PriorityClass:
-        r = _Reader("PriorityClass", manifest)
+        r = Reader("PriorityClass", manifest)
         meta = _read_meta(r, manifest, namespaced=False)
         value = r.integer(manifest, "value", "value")
         if value is None:
@@ -1188,7 +997,7 @@ class PodDisruptionBudget:
 
     @classmethod
     def from_dict(cls, manifest: Mapping[str, Any]) -> PodDisruptionBudget:
-        r = _Reader("PodDisruptionBudget", manifest)
+        r = Reader("PodDisruptionBudget", manifest)
         meta = _read_meta(r, manifest, namespaced=True)
         spec = r.mapping(manifest, "spec", "spec")
         status = r.mapping(manifest, "status", "status")
@@ -1231,7 +1040,7 @@ class PodDisruptionBudget:
         max_unavailable = int_or_string("maxUnavailable")
         if min_available is not None and max_unavailable is not None:
             raise r.fail("spec", "minAvailable and maxUnavailable cannot be both set")
-        big = 2**63 - 1
+        big = INT64_MAX
         return cls(
             name=meta.name,
             namespace=meta.namespace,
@@ -1349,7 +1158,7 @@ def _read_selecting_workload(
 ) -> dict[str, Any]:
     """Metadata and ``spec.selector``: a label map (Services, ReplicationControllers; None when
     absent) or a structured selector (ReplicaSets, StatefulSets)."""
-    r = _Reader(kind, manifest)
+    r = Reader(kind, manifest)
     meta = _read_meta(r, manifest, namespaced=True)
     spec = r.mapping(manifest, "spec", "spec")
     selector: Any
@@ -1414,78 +1223,6 @@ def object_from_dict(manifest: Mapping[str, Any]) -> KubeObject:
     return obj
 
 
-class InvalidManifest(InvalidObject):
-    """A manifest rejected while loading a file: names the file, document, object and field."""
-
-    def __init__(
-        self, error: ManifestError, *, kind: str = "", name: str = "", field_path: str = ""
-    ) -> None:
-        super().__init__(kind, name, field_path, error.detail)
-        self.source = error.source
-        self.document = error.document
-        self.args = (str(error),)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def _documents(source: str | Path) -> list[Document]:
-    # A one-line str is a path when it names a file or looks like a manifest's file name
-    # (then a missing file is reported as such, not parsed as the YAML scalar it also is).
-    if isinstance(source, Path) or (
-        "\n" not in source
-        and (Path(source).is_file() or source.endswith((".yaml", ".yml", ".json")))
-    ):
-        name = str(source)
-        try:
-            return load_documents(read_text(source), source=name)
-        except ManifestError as exc:
-            raise InvalidManifest(exc) from None
-    try:
-        return load_documents(source)
-    except ManifestError as exc:
-        raise InvalidManifest(exc) from None
-
-
-def load_manifests(
-    source: str | Path,
-    *,
-    validation: Validation = "ignore",
-    on_warning: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Manifests from a path or YAML text: multi-document, ``kind: List`` flattened.
-
-    A ``str`` that names an existing file is read from disk; anything else is YAML text.
-    Each manifest is decoded as ``kube.strict`` does at the ``validation`` level: by
-    default (``ignore``) only a wrong type in a known kind fails; ``strict`` also fails on
-    unknown kinds and fields, ``warn`` passes unknown fields to ``on_warning``.
-    """
-    out: list[dict[str, Any]] = []
-    for doc in _documents(source):
-        _validate(doc, validation, on_warning)
-        out.append(doc.manifest)
-    return out
-
-
-def _validate(
-    doc: Document, validation: Validation, on_warning: Callable[[str], None] | None
-) -> None:
-    # Lenient loading skips kinds it has no schema for (say, custom resources), but a wrong
-    # type fails at every level, as it does on kube-apiserver.
-    if (
-        validation == "ignore"
-        and model_for(doc.manifest.get("apiVersion"), doc.manifest.get("kind")) is None
-    ):
-        return
-    try:
-        warnings = validate_document(doc, validation=validation)
-    except ManifestError as exc:
-        raise InvalidManifest(exc, kind=str(doc.manifest.get("kind") or "")) from None
-    for warning in warnings:
-        if on_warning is not None:
-            on_warning(warning)
-
-
 def load_objects(
     source: str | Path,
     *,
@@ -1493,7 +1230,7 @@ def load_objects(
     validation: Validation = "strict",
     on_warning: Callable[[str], None] | None = None,
 ) -> list[KubeObject]:
-    """Typed objects from a path or YAML text (see ``load_manifests``).
+    """Typed objects from a path or YAML text (``kube.manifests.manifest_documents``).
 
     Every manifest is first strictly decoded, as kube-apiserver does with
     ``fieldValidation=Strict``: an unknown kind, an unknown or duplicate field or a wrong type
@@ -1502,9 +1239,8 @@ def load_objects(
     scheduler does not model raise too, unless ``ignore_unknown``.
     """
     objects: list[KubeObject] = []
-    for doc in _documents(source):
+    for doc in manifest_documents(source, validation=validation, on_warning=on_warning):
         manifest = doc.manifest
-        _validate(doc, validation, on_warning)
         if ignore_unknown and manifest.get("kind") not in _KINDS:
             continue
         try:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from kube.quantity import CPU, QuantityError, quantity_value
+from kube.resourcehelper import aggregate_requests
 
 if TYPE_CHECKING:
     from kube.objects import Pod
@@ -73,7 +74,7 @@ class _Resources:
 
     requests: Mapping[str, int]
     limits: Mapping[str, int]
-    sidecar: bool = False  # a restartable init container
+    is_restartable_init: bool = False  # a sidecar
     request_names: frozenset[str] = frozenset()
     limit_names: frozenset[str] = frozenset()
 
@@ -111,31 +112,6 @@ def _defaulted(requests: Mapping[str, int], limits: Mapping[str, int]) -> dict[s
     return out
 
 
-def _effective_requests(
-    containers: Sequence[_Resources], init_containers: Sequence[_Resources]
-) -> dict[str, int]:
-    """``AggregateContainerRequests``: app containers and sidecars summed, at least each
-    ordinary init container with the sidecars started before it."""
-    total: dict[str, int] = {}
-    sidecars: dict[str, int] = {}
-    peak: dict[str, int] = {}
-    for c in containers:
-        _add(total, c.requests)
-    for c in init_containers:
-        if c.sidecar:
-            _add(total, c.requests)
-            _add(sidecars, c.requests)
-            running = sidecars
-        else:
-            running = dict(sidecars)
-            _add(running, c.requests)
-        for name, value in running.items():
-            peak[name] = max(peak.get(name, value), value)
-    for name, value in peak.items():
-        total[name] = max(total.get(name, value), value)
-    return total
-
-
 def _positive(values: Mapping[str, int]) -> dict[str, int]:
     return {n: values[n] for n in _QOS_RESOURCES if values.get(n, 0) > 0}
 
@@ -164,7 +140,7 @@ def _classify(
     if pod_level is not None and _pod_level_set(pod_level):
         pod_requests = dict(pod_level.requests)
         if pod_level.limit_names:  # defaultPodRequests, after the containers' defaulting
-            effective = _effective_requests(containers, init_containers)
+            effective = aggregate_requests(containers, init_containers)
             for name in _QOS_RESOURCES:
                 if name not in pod_requests and name in effective:
                     pod_requests[name] = effective[name]

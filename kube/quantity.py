@@ -24,6 +24,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Final
 
+from kube.ints import INT32_MAX, INT64_MAX
+
 __all__ = [
     "CPU",
     "QuantityError",
@@ -57,8 +59,7 @@ _SUFFIX_MESSAGE: Final = "unable to parse quantity's suffix"
 # then letters of the suffix alphabet and a signed exponent; only then is the suffix looked up.
 _SCANNED: Final = re.compile(r"[+-]?[0-9]*(?:\.[0-9]*)?[eEinumkKMGTP]*[+-]?[0-9]*")
 _SCANNED_NUMBER: Final = re.compile(r"[+-]?[0-9]*(?:\.[0-9]*)?")
-_MAX_EXPONENT: Final = 2**31 - 1
-_INT64_MAX: Final = 2**63 - 1
+_MAX_EXPONENT: Final = INT32_MAX
 # What Go's strings.TrimSpace removes (unicode.IsSpace): UnmarshalJSON trims it from a quantity.
 _GO_SPACE: Final = (
     "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
@@ -171,8 +172,8 @@ def canonical_quantity(value: object) -> str:
         ctx.Emin = decimal.MIN_EMIN
         if amount and amount.as_tuple().exponent < -9:  # type: ignore[operator]
             amount = amount.quantize(_NANO, rounding=decimal.ROUND_UP)
-        if binary and abs(amount) > _INT64_MAX:
-            amount = Decimal(_INT64_MAX).copy_sign(amount)
+        if binary and abs(amount) > INT64_MAX:
+            amount = Decimal(INT64_MAX).copy_sign(amount)
     if not amount:
         return "0"
     if binary and abs(amount) >= 1024 and amount == amount.to_integral_value():
@@ -206,7 +207,7 @@ def _kept_as_written(match: re.Match[str]) -> bool:
         if fraction or 15 - len(num) - power * 3 // 10 - 1 < 0:
             return False
         value = int(num)
-        return value << power <= _INT64_MAX and value & 7 != 0
+        return value << power <= INT64_MAX and value & 7 != 0
     if match["decimal"] is not None:
         exponent = _DECIMAL[match["decimal"]]
     elif match["exponent"] is not None:
@@ -244,8 +245,8 @@ def quantity_value(value: object, *, milli: bool = False) -> int:
     # An int64 holds every real amount; clamping keeps a hostile "1e999999999" from turning
     # into a billion-digit integer.
     if exact.adjusted() >= 19:
-        return _INT64_MAX if exact > 0 else -_INT64_MAX - 1
-    return max(-_INT64_MAX - 1, min(_INT64_MAX, math.ceil(exact)))
+        return INT64_MAX if exact > 0 else -INT64_MAX - 1
+    return max(-INT64_MAX - 1, min(INT64_MAX, math.ceil(exact)))
 
 
 def resource_value(resource: str, value: object) -> int:

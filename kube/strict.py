@@ -18,14 +18,17 @@ opt-out for manifests written for a newer Kubernetes. Wrong types and unknown ki
 every level, as they do on the server.
 
 Also here: reading a manifest file defensively (size limit, binary and non-UTF-8 content) and
-a YAML loader that reports duplicate keys and keeps timestamps as strings, as the YAML-to-JSON
-conversion of ``sigs.k8s.io/yaml`` does.
+the one YAML loader of the project (``parse_yaml``): it keeps timestamps as strings, as the
+YAML-to-JSON conversion of ``sigs.k8s.io/yaml`` does, and its caller decides whether a key given
+twice is recorded (manifests, for the ``--validate`` level) or refused with both lines (the
+agent's configuration, kubeconfig files), and whether aliases are bounded or refused.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -39,9 +42,16 @@ from kube.quantity import canonical_quantity, json_error
 __all__ = [
     "MAX_MANIFEST_BYTES",
     "MAX_NODES",
+    "AliasRefused",
+    "Aliases",
     "Document",
+    "DuplicateKey",
+    "Duplicates",
+    "InvalidYaml",
     "ManifestError",
     "Problems",
+    "Timestamps",
+    "TooManyValues",
     "Validation",
     "canonicalize_quantities",
     "check_object",
@@ -135,17 +145,219 @@ def read_text(path: str | Path, *, limit: int = MAX_MANIFEST_BYTES) -> str:
         ) from None
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that records duplicate keys and leaves timestamps as strings."""
+# --- YAML ------------------------------------------------------------------------------------
+# One loader for every YAML the project reads, configured by its caller: a key given twice is
+# recorded (manifests: kubectl's --validate level decides) or refused (the agent's configuration,
+# kubeconfig files), and aliases are bounded (a document may not expand to more than
+# ``max_values`` containers) or refused outright.
 
-    def __init__(self, stream: str, name: str) -> None:
+Duplicates = Literal["record", "refuse"]
+Aliases = Literal["bound", "refuse"]
+# "strings": timestamps stay text, as sigs.k8s.io/yaml's YAML-to-JSON conversion leaves them;
+# "dates": PyYAML's own reading (a date that does not exist is then invalid YAML).
+Timestamps = Literal["strings", "dates"]
+
+_MERGE: Final = "tag:yaml.org,2002:merge"
+
+
+class InvalidYaml(ManifestError):
+    """Text that is not YAML (or holds a scalar Python cannot hold): ``problem`` says where."""
+
+    def __init__(self, problem: str, *, source: str = "", document: int = 0) -> None:
+        self.problem = problem
+        super().__init__(f"invalid YAML: {problem}", source=source, document=document)
+
+
+class DuplicateKey(ManifestError):
+    """A key given twice in one mapping, refused. ``path`` leads to the key (keys as text, list
+    indices as ints), ``lines`` are the 1-based lines of its first and its second occurrence."""
+
+    def __init__(
+        self,
+        path: tuple[str | int, ...],
+        lines: tuple[int, int],
+        *,
+        source: str = "",
+        document: int = 0,
+    ) -> None:
+        self.path = path
+        self.lines = lines
+        super().__init__(
+            f'duplicate key "{self.dotted}" ({self.where})', source=source, document=document
+        )
+
+    @property
+    def dotted(self) -> str:
+        """``spec.containers[0].name``: the path as a field path."""
+        out = ""
+        for part in self.path:
+            out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+        return out
+
+    @property
+    def where(self) -> str:
+        """``line 3`` or ``lines 3 and 9``."""
+        first, second = self.lines
+        return f"line {second}" if first == second else f"lines {first} and {second}"
+
+
+class AliasRefused(ManifestError):
+    """An alias (``*anchor``) where aliases are refused; ``line`` is 1-based."""
+
+    def __init__(self, anchor: str, line: int, *, source: str = "", document: int = 0) -> None:
+        self.anchor = anchor
+        self.line = line
+        super().__init__(
+            f"line {line}: YAML aliases (*{anchor}) are not allowed",
+            source=source,
+            document=document,
+        )
+
+
+class TooManyValues(ManifestError):
+    """A document that aliases expand to more than ``limit`` mappings and lists."""
+
+    def __init__(self, limit: int, *, source: str = "", document: int = 0) -> None:
+        self.limit = limit
+        super().__init__(
+            f"more than {limit} nested values (YAML alias expansion?)",
+            source=source,
+            document=document,
+        )
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with the duplicate keys and the aliases its caller asked for."""
+
+    def __init__(
+        self,
+        stream: str,
+        *,
+        source: str,
+        duplicates: Duplicates,
+        aliases: Aliases,
+        max_values: int,
+    ) -> None:
         super().__init__(stream)
-        self.name = name
+        self.source = source
+        self.duplicate_keys = duplicates
+        self.aliases = aliases
+        self.max_values = max_values
+        self.document = 0
         # id(dict) → (dict, duplicate keys); the dict is kept so its id stays unique.
         self.duplicates: dict[int, tuple[dict[Any, Any], list[str]]] = {}
+        self._duplicates_of: dict[int, list[str]] = {}  # id(mapping node) → its duplicate keys
+
+    def compose_document(self) -> yaml.Node | None:
+        self.document += 1
+        node: yaml.Node | None = super().compose_document()
+        if node is not None and self.aliases == "bound":
+            self._bound(node)
+        return node
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.aliases == "refuse" and self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise AliasRefused(
+                str(event.anchor),
+                event.start_mark.line + 1,
+                source=self.source,
+                document=self.document,
+            )
+        return super().compose_node(parent, index)
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._duplicates_of.clear()
+        for mapping, path, key, lines in self._duplicate_keys(node):
+            if self.duplicate_keys == "refuse":
+                raise DuplicateKey(
+                    (*path, str(key)), lines, source=self.source, document=self.document
+                )
+            self._duplicates_of.setdefault(id(mapping), []).append(str(key))
+        return super().construct_document(node)
+
+    def _bound(self, root: yaml.Node) -> None:
+        if _expands_beyond(root, self.max_values):
+            raise TooManyValues(self.max_values, source=self.source, document=self.document)
+
+    def _duplicate_keys(
+        self, root: yaml.Node
+    ) -> Iterator[tuple[yaml.MappingNode, tuple[str | int, ...], Any, tuple[int, int]]]:
+        """Every key given twice in a mapping of the document, outermost mappings first: the
+        mapping, its path, the key and the lines of both. Keys are compared as the values
+        they load as (``1`` and ``0x1`` are one key, ``"1"`` and ``1`` are two); a key that
+        ``<<`` merges in is overridden, not repeated."""
+        walked: set[int] = set()
+        todo: deque[tuple[yaml.Node, tuple[str | int, ...]]] = deque([(root, ())])
+        while todo:
+            node, path = todo.popleft()
+            if id(node) in walked:  # an alias of a node already walked
+                continue
+            walked.add(id(node))
+            if isinstance(node, yaml.SequenceNode):
+                todo.extend((item, (*path, i)) for i, item in enumerate(node.value))
+            if not isinstance(node, yaml.MappingNode):
+                continue
+            seen: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == _MERGE:
+                    todo.append((value_node, path))
+                    continue
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue  # a complex key: construction refuses it with its reason
+                key = self.construct_object(key_node)
+                line = key_node.start_mark.line + 1
+                try:
+                    first = seen.get(key)
+                except TypeError:
+                    continue
+                if first is None:
+                    seen[key] = line
+                else:
+                    yield node, path, key, (first, line)
+                todo.append((value_node, (*path, str(key))))
 
 
-_Loader.yaml_implicit_resolvers = {
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _expands_beyond(root: yaml.Node, limit: int) -> bool:
+    """Whether the document, its aliases expanded, holds more than ``limit`` mappings and
+    lists; counted once a node (an alias adds its anchor's count), so nothing is expanded."""
+    sizes: dict[int, int] = {}
+    ancestors: set[int] = set()
+    todo: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while todo:
+        node, children_done = todo.pop()
+        if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            continue
+        key = id(node)
+        if children_done:
+            ancestors.discard(key)
+            size = 1 + sum(sizes.get(id(child), 0) for child in _children(node))
+            if size > limit:
+                return True
+            sizes[key] = size
+        elif key in ancestors:  # an alias inside its own anchor: no end to it
+            return True
+        elif key not in sizes:
+            ancestors.add(key)
+            todo.append((node, True))
+            todo.extend((child, False) for child in _children(node))
+    return False
+
+
+class _JsonLikeLoader(_Loader):
+    """Timestamps stay strings, as the YAML-to-JSON conversion of ``sigs.k8s.io/yaml`` leaves
+    them."""
+
+
+_JsonLikeLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
@@ -154,24 +366,57 @@ _Loader.yaml_implicit_resolvers = {
 def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
     data: dict[Any, Any] = {}
     yield data
-    seen: set[Any] = set()
-    dups: list[str] = []
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            if key in seen:
-                dups.append(str(key))
-            seen.add(key)
-        except TypeError:
-            break  # unhashable: construct_mapping reports it
     data.update(loader.construct_mapping(node))
-    if dups:
-        loader.duplicates[id(data)] = (data, dups)
+    duplicates = loader._duplicates_of.get(id(node))
+    if duplicates:
+        loader.duplicates[id(data)] = (data, duplicates)
 
 
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+
+
+def parse_yaml(
+    text: str,
+    *,
+    source: str = "",
+    duplicates: Duplicates = "record",
+    aliases: Aliases = "bound",
+    max_values: int = MAX_NODES,
+    timestamps: Timestamps = "strings",
+) -> tuple[list[Any], dict[int, tuple[dict[Any, Any], list[str]]]]:
+    """The documents of a YAML stream (``None`` for empty ones) and the keys given twice in
+    them (by ``id`` of the dict holding them; none when they are refused).
+
+    ``duplicates="refuse"`` raises ``DuplicateKey`` for the first, outermost first;
+    ``aliases="bound"`` raises ``TooManyValues`` for a document that expands to more than
+    ``max_values`` mappings and lists, ``"refuse"`` raises ``AliasRefused`` for any alias.
+    ``InvalidYaml`` for anything else that does not load.
+    """
+    raw: list[Any] = []
+    loader: _Loader | None = None
+    cls = _JsonLikeLoader if timestamps == "strings" else _Loader
+    try:
+        loader = cls(
+            text,
+            source=source,
+            duplicates=duplicates,
+            aliases=aliases,
+            max_values=max_values,
+        )
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            raw.append(loader.get_data())
+    except ManifestError:
+        raise
+    except yaml.YAMLError as exc:
+        raise InvalidYaml(_yaml_problem(exc), source=source, document=len(raw) + 1) from None
+    except RecursionError:
+        raise InvalidYaml("nested too deeply", source=source, document=len(raw) + 1) from None
+    except ValueError as exc:  # a scalar Python cannot hold: 2024-02-30, an int of 5000 digits
+        raise InvalidYaml(str(exc), source=source, document=len(raw) + 1) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return raw, loader.duplicates
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,30 +451,6 @@ def describe(manifest: Mapping[str, Any]) -> str:
         return kind if kind != "object" else ""
     ns = meta.get("namespace") if isinstance(meta, Mapping) else None
     return f'{kind} "{ns}/{name}"' if isinstance(ns, str) and ns else f'{kind} "{name}"'
-
-
-def parse_yaml(
-    text: str, *, source: str = ""
-) -> tuple[list[Any], dict[int, tuple[dict[Any, Any], list[str]]]]:
-    """The documents of a YAML stream (``None`` for empty ones) and their duplicate keys."""
-    raw: list[Any] = []
-    loader: _Loader | None = None
-    try:
-        loader = _Loader(text, source or "<text>")
-        while loader.check_data():  # type: ignore[no-untyped-call]
-            raw.append(loader.get_data())
-    except yaml.YAMLError as exc:
-        raise ManifestError(
-            f"invalid YAML: {_yaml_problem(exc)}", source=source, document=len(raw) + 1
-        ) from None
-    except RecursionError:
-        raise ManifestError(
-            "invalid YAML: nested too deeply", source=source, document=len(raw) + 1
-        ) from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-    return raw, loader.duplicates
 
 
 def load_documents(text: str, *, source: str = "") -> list[Document]:

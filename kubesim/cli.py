@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Final
 
 import click
 
+from kube.cgroups import CgroupDriver
 from kube.cliutil import (
     CONTEXT_SETTINGS,
     EXIT_CODES,
@@ -56,7 +57,6 @@ from kube.cliutil import (
 )
 from kube.strict import Validation
 from kubesim.controllers import CONTROLLER_NAMES
-from kubesim.node.cgroups import CgroupDriver
 from scheduler.cli import validate_option
 
 if TYPE_CHECKING:

@@ -85,6 +85,7 @@ import yaml
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from kube.cgroups import CgroupDriver
 from kube.net import is_loopback
 from kube.strict import (
     Document,
@@ -122,7 +123,6 @@ from kubesim.endpoints.server import ApiServer
 from kubesim.faults.file import FaultSet, load_faults, parse_faults
 from kubesim.faults.injection import FaultInjector
 from kubesim.kubeconfig import remove_kubeconfig, wait_answering, write_kubeconfig
-from kubesim.node.cgroups import CgroupDriver
 from kubesim.node.config import PROCESS_NODE_TYPE, NodeConfig, parse_process_node
 from kubesim.node.kubelet import Kubelet
 from kubesim.node.runtime import MINIMUM_GRACE_PERIOD_SECONDS, ProcessRuntime
@@ -163,25 +163,21 @@ StateSource = str | Path | Mapping[str, Any]
 C = TypeVar("C")
 
 
-class StateError(ValueError):
+class StateError(ManifestError):
     """A state manifest kubesim cannot load; names the file, document, object and field."""
 
     def __init__(
         self, source: str, document: int, field: str, detail: str, *, obj: str = "", item: str = ""
     ) -> None:
-        self.source = source
-        self.document = document
+        super().__init__(
+            f"{field}: {detail}" if field else detail,
+            source=source,
+            document=document,
+            item=item,
+            obj=obj,
+        )
         self.field = field
         self.detail = detail
-        parts = [source] if source else []
-        if document:
-            parts.append(f"document {document}" + (f" {item}" if item else ""))
-        if obj:
-            parts.append(obj)
-        if field:
-            parts.append(field)
-        parts.append(detail)
-        super().__init__(": ".join(parts))
 
     @classmethod
     def from_manifest_error(cls, exc: ManifestError) -> StateError:

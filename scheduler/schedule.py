@@ -58,7 +58,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from kube.objects import Pod
+from kube.objects import DEFAULT_SCHEDULER_NAME, Pod
 from scheduler.framework import (
     SUCCESS,
     Code,
@@ -102,7 +102,6 @@ BatchFilter = Callable[[CycleState, Pod, list[NodeInfo]], FilterBatchResult]
 MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
 ERR_NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
-DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 _PVC_SOURCES: Final = ("persistentVolumeClaim", "ephemeral")
 
 

@@ -115,6 +115,13 @@ class ThresholdValue:
     percentage: float | None = None
     fmt: QuantityFormat = field(default=BINARY_SI, compare=False)
 
+    @property
+    def text(self) -> str:
+        """As an operator reads it: ``10%``, or the quantity in whole units."""
+        if self.percentage is not None:
+            return f"{self.percentage * 100:g}%"
+        return str(self.quantity)
+
 
 @dataclass(frozen=True, slots=True)
 class Threshold:

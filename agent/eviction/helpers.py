@@ -66,6 +66,7 @@ from agent.eviction.summary import (
 from agent.eviction.types import FsStatsType, NodeCondition, NodeReclaim, Observation, StatsFunc
 from kube.duration import DurationError
 from kube.duration import parse_go_duration as _go_duration
+from kube.ints import INT64_MAX
 from kube.objects import Pod
 from kube.quantity import QuantityError
 
@@ -195,10 +196,6 @@ _GO_FLOAT: Final = re.compile(
 )
 
 
-# the kubelet holds every quantity as an int64 (resource.Quantity.Value)
-_INT64_MAX: Final = 2**63 - 1
-
-
 def parse_percentage(value: str) -> float:
     """``parsePercentage``: ``"7.5%"`` → float32(7.5) / 100 in float32 arithmetic.
 
@@ -250,9 +247,9 @@ def _parse_threshold_statement(signal: str, value: str) -> Threshold | None:
         raise EvictionConfigError(f"{exc}") from None
     if quantity <= 0:
         raise EvictionConfigError(f"eviction threshold {signal} must be positive: {value}")
-    if quantity > _INT64_MAX:
+    if quantity > INT64_MAX:
         raise EvictionConfigError(
-            f"eviction threshold {signal} must be at most {_INT64_MAX} (int64): {value}"
+            f"eviction threshold {signal} must be at most {INT64_MAX} (int64): {value}"
         )
     return Threshold(signal, operator, ThresholdValue(quantity=quantity, fmt=fmt))
 
@@ -299,9 +296,9 @@ def _parse_minimum_reclaims(statements: Mapping[str, str] | None) -> dict[str, T
             raise EvictionConfigError(f"{exc}") from None
         if quantity < 0:
             raise EvictionConfigError(f"negative eviction minimum reclaim specified for {signal}")
-        if quantity > _INT64_MAX:
+        if quantity > INT64_MAX:
             raise EvictionConfigError(
-                f"eviction minimum reclaim {signal} must be at most {_INT64_MAX} (int64): {value}"
+                f"eviction minimum reclaim {signal} must be at most {INT64_MAX} (int64): {value}"
             )
         results[signal] = ThresholdValue(quantity=quantity, fmt=fmt)
     return results

@@ -89,11 +89,10 @@ from agent.eviction.types import (
     Observation,
     StatsFunc,
 )
-from kube.objects import Pod, PodCondition
+from kube.conditions import DISRUPTION_TARGET
+from kube.objects import DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, Pod, PodCondition
 
 __all__ = [
-    "DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS",
-    "DISRUPTION_TARGET",
     "SIGNAL_EMPTY_DIR_FS_LIMIT",
     "SIGNAL_EPHEMERAL_CONTAINER_FS_LIMIT",
     "SIGNAL_EPHEMERAL_POD_FS_LIMIT",
@@ -106,12 +105,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 TERMINATION_BY_KUBELET: Final = "TerminationByKubelet"
 SIGNAL_EMPTY_DIR_FS_LIMIT: Final = "emptydirfs.limit"
 SIGNAL_EPHEMERAL_POD_FS_LIMIT: Final = "ephemeralpodfs.limit"
 SIGNAL_EPHEMERAL_CONTAINER_FS_LIMIT: Final = "ephemeralcontainerfs.limit"
-DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: Final = 30
 
 _EMPTY_DIR_MESSAGE: Final = 'Usage of EmptyDir volume "{}" exceeds the limit "{}". '
 _POD_EPHEMERAL_MESSAGE: Final = (

@@ -49,8 +49,9 @@ from kube.critical import (
     CONFIG_SOURCE_ANNOTATION_KEY,
     is_critical_pod,
 )
-from kube.objects import Container, Pod
+from kube.objects import Pod
 from kube.quantity import QuantityError, quantity_value
+from kube.resourcehelper import aggregate_limits, aggregate_requests
 
 __all__ = [
     "EPHEMERAL_STORAGE",
@@ -141,41 +142,13 @@ def kubelet_view(pods: Iterable[Pod], *, node_pod_uids: Iterable[str]) -> Kubele
     return KubeletView(out, mirrors, disputed)
 
 
-def _aggregate(
-    containers: Iterable[Container],
-    init_containers: Iterable[Container],
-    resource: str,
-    pick: Callable[[Container], Mapping[str, int]],
-) -> int | None:
-    """Sum of containers and sidecars, maxed with each init container (plus earlier sidecars);
-    None when no container names the resource."""
-    total: int | None = None
-    sidecars = 0
-    init_peak: int | None = None
-    for c in containers:
-        if resource in pick(c):
-            total = (total or 0) + pick(c)[resource]
-    for c in init_containers:
-        value = pick(c).get(resource)
-        if c.is_restartable_init:
-            if value is not None:
-                total = (total or 0) + value
-                sidecars += value
-                init_peak = max(init_peak or 0, sidecars)
-        elif value is not None:
-            init_peak = max(init_peak or 0, value + sidecars)
-    if init_peak is not None and (total is None or init_peak > total):
-        total = init_peak
-    return total
-
-
 def get_resource_request(pod: Pod, resource: str, *, pod_level_resources: bool = True) -> int:
     """``GetResourceRequestQuantity``: the pod's request for ``resource`` in whole units."""
     if resource == RESOURCE_INODES:
         return 0
     if pod_level_resources and resource in pod.pod_requests:
         return pod.pod_requests[resource]
-    total = _aggregate(pod.containers, pod.init_containers, resource, lambda c: c.requests) or 0
+    total = aggregate_requests(pod.containers, pod.init_containers).get(resource, 0)
     if total != 0:
         total += pod.overhead.get(resource, 0)
     return total
@@ -183,7 +156,7 @@ def get_resource_request(pod: Pod, resource: str, *, pod_level_resources: bool =
 
 def pod_ephemeral_storage_limit(pod: Pod) -> int | None:
     """``PodLimits(pod)[ephemeral-storage]``; None when no container sets the limit."""
-    total = _aggregate(pod.containers, pod.init_containers, EPHEMERAL_STORAGE, lambda c: c.limits)
+    total = aggregate_limits(pod.containers, pod.init_containers).get(EPHEMERAL_STORAGE)
     if total is not None:
         total += pod.overhead.get(EPHEMERAL_STORAGE, 0)
     return total

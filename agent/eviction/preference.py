@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Final
 
+from agent import DOMAIN
 from kube.objects import Pod
 
 __all__ = [
@@ -41,7 +42,7 @@ __all__ = [
     "requested_preference",
 ]
 
-EVICTION_PREFERENCE_ANNOTATION: Final = "node-pressure-evictor.io/eviction-preference"
+EVICTION_PREFERENCE_ANNOTATION: Final = f"{DOMAIN}/eviction-preference"
 PREFERENCE_AVOID: Final = "avoid"
 PREFERENCE_NEVER: Final = "never"
 ALL_NAMESPACES: Final = "*"

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kube.ints import INT64_MAX
 from kube.times import parse_rfc3339
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
 
 SYSTEM_CONTAINER_PODS: Final = "pods"  # statsapi.SystemContainerPods: the kubepods cgroup
 # observations are int64 in the kubelet (resource.Quantity); nothing real comes close
-MAX_STAT_VALUE: Final = 2**63 - 1
+MAX_STAT_VALUE: Final = INT64_MAX
 
 
 class SummaryError(ValueError):

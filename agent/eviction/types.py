@@ -27,7 +27,6 @@ __all__ = [
     "NodeCondition",
     "NodeReclaim",
     "Observation",
-    "RankFunc",
     "StatsFunc",
 ]
 
@@ -74,7 +73,6 @@ class Observation:
 
 
 StatsFunc = Callable[[Pod], PodStats | None]
-RankFunc = Callable[[list[Pod], StatsFunc], list[Pod]]
 
 
 class NodeReclaim(Protocol):

@@ -1,17 +1,13 @@
 """cgroup layout detection and the kubepods hierarchy, read straight from cgroupfs.
 
-The kubelet names pod cgroups from the abstract path `{"kubepods", "<qos>", "pod<uid>"}`
-(`pkg/kubelet/cm/cgroup_manager_linux.go`): the cgroupfs driver joins it as directories
-(`kubepods/burstable/pod<uid>`), the systemd driver expands each element into a nested slice and
-escapes `-` as `_` (`kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice`).
-Guaranteed pods have no QoS level and sit directly under kubepods. A pod's UID is the API
-server's dashed UUID, except for static pods: the kubelet names a pod read from a manifest file
-or URL by the MD5 of its source, 32 hex digits without dashes (`pkg/kubelet/config/common.go`),
-and the mirror pod the API shows carries that UID in its `kubernetes.io/config.mirror` annotation
-(`agent.eviction.pods.stats_uid` matches them). On cgroup v1 each controller
-has its own tree (`memory/`, `pids/`, ...); on v2 there is one tree; a "hybrid" host mounts the v1
-controllers plus an empty v2 tree at `unified/` (systemd's hybrid mode), so memory is read the v1
-way there.
+The kubelet's names for the kubepods, QoS and pod cgroups under either driver are
+`kube.cgroups`'. A pod's UID is the API server's dashed UUID, except for static pods: the kubelet
+names a pod read from a manifest file or URL by the MD5 of its source, 32 hex digits without
+dashes (`pkg/kubelet/config/common.go`), and the mirror pod the API shows carries that UID in its
+`kubernetes.io/config.mirror` annotation (`agent.eviction.pods.stats_uid` matches them). On
+cgroup v1 each controller has its own tree (`memory/`, `pids/`, ...); on v2 there is one tree; a
+"hybrid" host mounts the v1 controllers plus an empty v2 tree at `unified/` (systemd's hybrid
+mode), so memory is read the v1 way there.
 
 Detection works on files, not on statfs magic numbers, so the same code runs on fixture trees:
 v2 is `cgroup.controllers` at the root, hybrid is v1 controllers plus `unified/cgroup.controllers`.
@@ -26,9 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-# Values at or above this mean "no limit" (cAdvisor's isMemoryUnlimited uses 1<<62; v1 reports
-# PAGE_COUNTER_MAX * page size, v2 writes the literal "max").
-MEMORY_UNLIMITED = 1 << 62
+from kube.cgroups import MEMORY_UNLIMITED, CgroupDriver, CgroupNames, qos_level, working_set
+from kube.qos import QOS_CLASSES
 
 _POD_DIR = re.compile(
     r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})"
@@ -42,17 +37,6 @@ class CgroupVersion(enum.Enum):
     V1 = "v1"
     V2 = "v2"
     HYBRID = "hybrid"
-
-
-class CgroupDriver(enum.Enum):
-    SYSTEMD = "systemd"
-    CGROUPFS = "cgroupfs"
-
-
-class QOSClass(enum.Enum):
-    GUARANTEED = "Guaranteed"
-    BURSTABLE = "Burstable"
-    BEST_EFFORT = "BestEffort"
 
 
 class CgroupError(Exception):
@@ -93,8 +77,8 @@ def detect_version(cgroup_root: Path) -> CgroupVersion:
 
 
 def kubepods_name(driver: CgroupDriver, parent: str = "") -> str:
-    base = "kubepods.slice" if driver is CgroupDriver.SYSTEMD else "kubepods"
-    return f"{parent.strip('/')}/{base}".lstrip("/")
+    """The kubepods cgroup under the kubelet's ``--cgroup-root`` ``parent``."""
+    return f"{parent.strip('/')}/{CgroupNames(driver).kubepods}".lstrip("/")
 
 
 def detect_layout(
@@ -137,7 +121,7 @@ def detect_layout(
 @dataclass(frozen=True)
 class PodCgroup:
     uid: str
-    qos: QOSClass
+    qos: str  # the QoS class, as kube.qos names it
     # Relative to each hierarchy root, e.g. "kubepods/burstable/pod<uid>".
     path: str
 
@@ -159,20 +143,14 @@ def parse_container_id(name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _qos_dir(driver: CgroupDriver, qos: QOSClass) -> str | None:
-    if qos is QOSClass.GUARANTEED:
-        return None
-    low = "burstable" if qos is QOSClass.BURSTABLE else "besteffort"
-    return f"kubepods-{low}.slice" if driver is CgroupDriver.SYSTEMD else low
-
-
 def iter_pod_cgroups(layout: CgroupLayout) -> Iterator[PodCgroup]:
     """Every pod cgroup under kubepods, Guaranteed (directly under kubepods) then the QoS slices."""
     if layout.kubepods is None or layout.driver is None:
         return
-    for qos in (QOSClass.GUARANTEED, QOSClass.BURSTABLE, QOSClass.BEST_EFFORT):
-        sub = _qos_dir(layout.driver, qos)
-        rel = layout.kubepods if sub is None else f"{layout.kubepods}/{sub}"
+    names = CgroupNames(layout.driver)
+    for qos in QOS_CLASSES:
+        level = qos_level(qos)
+        rel = layout.kubepods if level is None else f"{layout.kubepods}/{names.qos(level)}"
         try:
             entries = sorted(os.scandir(layout.memory_root / rel), key=lambda e: e.name)
         except OSError:
@@ -270,11 +248,6 @@ class CgroupMemory:
     major_page_faults: int | None
     # None when unlimited.
     limit: int | None
-
-
-def working_set(usage: int, inactive_file: int) -> int:
-    """cAdvisor's working set: usage minus inactive file pages, floored at 0."""
-    return usage - inactive_file if usage > inactive_file else 0
 
 
 def read_cgroup_memory(layout: CgroupLayout, rel: str) -> CgroupMemory | None:

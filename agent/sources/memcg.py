@@ -77,14 +77,6 @@ def arm_at(*, threshold: int, usage: int | None) -> int:
     return usage + _REARM_STEP
 
 
-def read_usage(cgroup: Path) -> int | None:
-    """``memory.usage_in_bytes`` of a v1 memory cgroup, None when unreadable."""
-    try:
-        return int((cgroup / "memory.usage_in_bytes").read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
 def read_inactive_file(cgroup: Path) -> int | None:
     """``total_inactive_file`` of a v1 memory cgroup (hierarchical), None when unreadable."""
     try:

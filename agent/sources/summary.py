@@ -38,7 +38,7 @@ from typing import Any
 import aiohttp
 
 from agent.eviction.summary import PodStats, SummaryError
-from agent.sources.cgroups import CgroupDriver, CgroupError, CgroupLayout, detect_layout
+from agent.sources.cgroups import CgroupError, CgroupLayout, detect_layout
 from agent.sources.kubelet import (
     KubeletSummaryConfig,
     KubeletSummaryError,
@@ -48,6 +48,7 @@ from agent.sources.kubelet import (
 from agent.sources.node import read_fs_stats, read_node_memory, read_rlimit, read_runtime_fs
 from agent.sources.pods import PodLookup, read_pods, read_pods_system_container
 from agent.sources.roots import Roots
+from kube.cgroups import CgroupDriver
 from kube.times import format_micro_time
 
 log = logging.getLogger(__name__)

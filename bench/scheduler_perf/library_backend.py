@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from kube.objects import (
+    DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
     InvalidObject,
     Namespace,
     Node,
@@ -55,7 +56,6 @@ __all__ = ["LibraryBackend"]
 
 BACKOFF_FLUSH: Final = 1.0  # the queue's flushers, as kube-scheduler runs them
 LEFTOVER_FLUSH: Final = 30.0
-DEFAULT_GRACE: Final = 30
 
 
 class LibraryBackend:
@@ -201,7 +201,7 @@ class LibraryBackend:
             return
         period = pod.termination_grace_period_seconds if grace is None else grace
         if period is None:
-            period = DEFAULT_GRACE
+            period = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
         if pod.node_name and period > 0:
             if not pod.is_terminating:
                 updated = pod.with_changes(deletion_timestamp=time.time() + period)

@@ -43,8 +43,6 @@ system's CA bundle (~20 ms each, ~70 ms of a command's start-up) — also for an
 server, where no TLS connection is ever made. Contexts created without a CA of their own get
 the very same CAs just before aiohttp hands them to its first TLS connection (its connector's
 ``_get_ssl_context``); a context given a CA file or data is built as usual.
-``new_api_client(configuration, prog=...)`` builds a command's ``ApiClient`` that way (its own
-context deferred too) and names the command in its User-Agent.
 
 These live here, not in the agent, because both the agent and the ``evict`` CLI use them and the
 agent may import ``evictor`` (ARCHITECTURE.md's import direction), not the other way round.
@@ -68,7 +66,6 @@ __all__ = [
     "defer_system_cas",
     "dependency_problems",
     "load_pending_cas",
-    "new_api_client",
     "system_cas_on_first_use",
 ]
 
@@ -205,20 +202,6 @@ def defer_system_cas() -> bool:
 
     setattr(connector, AIOHTTP_SSL_HOOK, _get_ssl_context)
     return True
-
-
-def new_api_client(configuration: Any, *, prog: str) -> Any:
-    """A kubernetes-asyncio ``ApiClient`` for the command ``prog``: the system CAs deferred
-    (call ``defer_system_cas`` first, before kubernetes-asyncio is imported) and the command
-    named in ``User-Agent`` as kubectl names itself."""
-    from kubernetes_asyncio.client.api_client import ApiClient
-
-    from kube.cliutil import user_agent
-
-    with system_cas_on_first_use():  # none for an http:// server; a given CA loads at once
-        api = ApiClient(configuration=configuration)
-    api.user_agent = user_agent(prog)
-    return api
 
 
 def dependency_problems() -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY
 from kube.objects import Pod
 
 __all__ = [
@@ -40,7 +41,7 @@ LOCAL_STORAGE_FATAL: Final = "Pods with local storage (use --delete-emptydir-dat
 LOCAL_STORAGE_WARNING: Final = "deleting Pods with local storage"
 UNMANAGED_FATAL: Final = "Pods that declare no controller (use --force to override)"
 UNMANAGED_WARNING: Final = "deleting Pods that declare no controller"
-MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
+MIRROR_POD_ANNOTATION: Final = CONFIG_MIRROR_ANNOTATION_KEY  # corev1.MirrorPodAnnotationKey
 
 _TERMINAL: Final = ("Succeeded", "Failed")
 

@@ -10,11 +10,12 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 from evictor.plan.types import PlanEvent
-from kube.objects import Pod
+from kube.objects import DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, Pod
 
 __all__ = ["DEFAULT_GRACE", "Clock", "grace_period"]
 
-DEFAULT_GRACE: Final = 30  # terminationGracePeriodSeconds when a pod does not say
+# terminationGracePeriodSeconds when a pod does not say (the API server's default)
+DEFAULT_GRACE: Final = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
 
 
 def grace_period(pod: Pod, *, evicted: bool, override: int = -1) -> float:

@@ -12,11 +12,11 @@ from typing import Final, Protocol
 from evictor.plan.clock import Clock
 from evictor.plan.types import ClusterView, Replacement
 from kube.apierrors import AdmissionError
-from kube.objects import KubeObject, Pod
+from kube.objects import DEFAULT_SCHEDULER_NAME, KubeObject, Pod
 from scheduler.framework import Code, Framework, fit_error_message
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.priority import PriorityAdmission
-from scheduler.schedule import DEFAULT_SCHEDULER_NAME, ScheduleResult, schedule_one
+from scheduler.schedule import ScheduleResult, schedule_one
 from scheduler.snapshot import Snapshot
 
 __all__ = ["POD_EVENT_PLUGINS", "SCORE_ALL_ABOVE", "Cluster", "Pending", "Scheduling"]

@@ -37,21 +37,16 @@ from kubesim.controllers.base import (
 )
 from kubesim.controllers.replicaset import spec_replicas
 from kubesim.core.errors import StatusError
+from kubesim.core.names import safe_encode
 from kubesim.core.objects import controller_ref, meta_of
 from kubesim.core.store import Event, Key, clone
 
-__all__ = ["POD_TEMPLATE_HASH", "DeploymentController", "pod_template_hash", "safe_encode"]
+__all__ = ["POD_TEMPLATE_HASH", "DeploymentController", "pod_template_hash"]
 
 POD_TEMPLATE_HASH: Final = "pod-template-hash"
 REVISION: Final = "deployment.kubernetes.io/revision"
 DESIRED: Final = "deployment.kubernetes.io/desired-replicas"
 MAX: Final = "deployment.kubernetes.io/max-replicas"
-_ALPHANUMS: Final = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def safe_encode(text: str) -> str:
-    """``rand.SafeEncodeString``: each character mapped into an alphabet without vowels."""
-    return "".join(_ALPHANUMS[ord(c) % len(_ALPHANUMS)] for c in text)
 
 
 def pod_template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:

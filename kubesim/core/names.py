@@ -3,16 +3,19 @@
 ``path.ValidatePathSegmentName`` is the least any name must satisfy (RBAC objects and events
 need nothing more, so ``system:basic-user`` is a fine Role name); the request filters use it
 too, for the name a field selector narrows a list to. A ``generateName`` gets five characters
-from utilrand's alphabet (no vowels, no look-alike digits), as ``names.SimpleNameGenerator``.
+from utilrand's alphabet (no vowels, no look-alike digits), as ``names.SimpleNameGenerator``;
+the Deployment controller's pod-template-hash is spelled in the same alphabet
+(``rand.SafeEncodeString``).
 Stricter rules (DNS-1123 labels and subdomains) are ``kube.labels``'.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Final
 
-__all__ = ["NAME_CHARS", "generate_name", "path_segment_name_errors"]
+__all__ = ["NAME_CHARS", "digest", "generate_name", "path_segment_name_errors", "safe_encode"]
 
 NAME_CHARS: Final = "bcdfghjklmnpqrstvwxz2456789"  # utilrand's alphanums
 GENERATED_SUFFIX_LENGTH: Final = 5
@@ -23,6 +26,17 @@ def path_segment_name_errors(name: str) -> list[str]:
     if name in (".", ".."):
         return [f"may not be '{name}'"]
     return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def digest(*parts: str) -> str:
+    """A stable hex ID made of ``parts``: the container, image, machine and boot IDs kubesim's
+    kubelets report are the same for the same pod, image and node on every run."""
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+def safe_encode(text: str) -> str:
+    """``rand.SafeEncodeString``: each character mapped into ``NAME_CHARS``."""
+    return "".join(NAME_CHARS[ord(c) % len(NAME_CHARS)] for c in text)
 
 
 def generate_name(base: str, rng: random.Random) -> str:

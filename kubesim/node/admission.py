@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from kube.labels import LABEL_OS
 from kube.objects import Node, Pod
 from scheduler.plugins.nodeaffinity import ERR_REASON_POD, RequiredNodeAffinity
 from scheduler.plugins.noderesources.fit import insufficient_resources
@@ -30,7 +31,6 @@ from scheduler.snapshot import NodeInfo
 __all__ = ["REJECTED_PREFIX", "admit", "rejected_status"]
 
 REJECTED_PREFIX: Final = "Pod was rejected: "
-OS_LABEL: Final = "kubernetes.io/os"
 _OUT_OF: Final = {
     "cpu": "OutOfcpu",
     "memory": "OutOfmemory",
@@ -45,8 +45,8 @@ def admit(
     pod: Pod, node: Node, others: Iterable[Pod], *, host_os: str = "linux"
 ) -> tuple[str, str] | None:
     """(reason, message) when the kubelet rejects ``pod`` on ``node`` next to ``others``."""
-    node_os = node.labels.get(OS_LABEL) or host_os
-    want_os = pod.labels.get(OS_LABEL)
+    node_os = node.labels.get(LABEL_OS) or host_os
+    want_os = pod.labels.get(LABEL_OS)
     if want_os is not None and want_os != node_os:
         return (
             "PodOSSelectorNodeLabelDoesNotMatch",

@@ -1,27 +1,11 @@
-"""A built-in "kubelet" for every node: node status, node lease, pod lifecycle, graceful deletion.
+"""A built-in "kubelet" for every node: pod lifecycle and graceful deletion; what it reports of
+the node itself (status, labels, the node lease) is ``kubesim.node.nodestatus``.
 
-What a real kubelet reports, without running anything:
+What a real kubelet does with pods, without running anything:
 
-* **Node status** (``kubelet_node_status.go`` ``setNodeStatus``): fields a node manifest lacks
-  are filled once, through the ``status`` subresource, as the kubelet's first status update
-  would: ``nodeInfo`` (architecture, operatingSystem, kubeletVersion — the server's minor
-  version —, containerRuntimeVersion, kernelVersion, osImage, machineID, systemUUID, bootID,
-  kubeProxyVersion), ``capacity`` (4 CPUs, 16Gi, 110 pods, 100Gi ephemeral storage; only when
-  the node has none) and ``allocatable`` (= capacity), ``addresses`` (InternalIP and
-  Hostname), ``daemonEndpoints`` and the MemoryPressure/DiskPressure/PIDPressure/Ready
-  conditions that are missing. What the manifest says is kept: a node seeded NotReady stays
-  NotReady — a dead kubelet, which starts no pod and renews no lease until the node is Ready
-  again. So typed clients (kubernetes-asyncio ``list_node``) accept every node.
-* **Node labels** (``initialNode``): ``kubernetes.io/hostname`` (the node name),
-  ``kubernetes.io/os`` and ``kubernetes.io/arch`` (from ``nodeInfo``; amd64, or the machine's
-  for process nodes) are added where a node lacks them; a manifest's values are kept.
 * **Admission** (``kubesim.node.admission``): before starting a bound pod the kubelet checks it
   against the pods it already admitted on the node; a pod without room (or not matching the
   node) ends ``Failed`` with ``OutOfcpu``/``OutOfmemory``/``OutOfpods``/… and a Warning event.
-* **Node lease** (``pkg/kubelet/nodelease``): a ``coordination.k8s.io/v1`` Lease named after
-  the node in ``kube-node-lease``, owned by the Node, ``holderIdentity`` the node name,
-  ``leaseDurationSeconds: 40``, ``renewTime`` renewed every 10 s (× time scale, but not more
-  often than every 0.5 s of wall time) with an optimistic-concurrency update.
 * **Starting pods**: a pod created through the API (or seeded without a ``status``) that is
   bound to an existing node becomes ``Running`` with ``startTime``, ``hostIP``, a ``podIP``
   from the node's pod CIDR (``spec.podCIDR``, else ``10.244.<node index>.0/24``), started
@@ -62,24 +46,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import ipaddress
 import logging
-import platform
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from kube.conditions import update_pod_condition
 from kube.objects import InvalidObject, Node, Pod
 from kube.qos import InvalidPodResources, compute_pod_qos
-from kube.times import format_micro_time, format_time
+from kube.times import format_time
 from kubesim.cluster import READY_AFTER_ANNOTATION, RUN_FOR_ANNOTATION, annotation_seconds
 from kubesim.controllers.events import EventRecorder
 from kubesim.core.errors import StatusError
+from kubesim.core.names import digest
 from kubesim.core.objects import controller_ref
 from kubesim.core.store import DELETED, Event, Key, clone
 from kubesim.node.admission import admit, rejected_status
+from kubesim.node.nodestatus import complete_node, node_is_up, renew_leases
 from kubesim.node.runtime import ContainerStatus, PodSpecError, ProcessRuntime
 from kubesim.node.server import KubeletServer
 from kubesim.node.static import StaticPods
@@ -88,75 +71,18 @@ from kubesim.registry.generic import DeleteOptions
 if TYPE_CHECKING:
     from kubesim.cluster import Cluster
 
-__all__ = [
-    "LEASE_DURATION_SECONDS",
-    "LEASE_NAMESPACE",
-    "DeletionDelay",
-    "Kubelet",
-    "node_is_up",
-]
+__all__ = ["DeletionDelay", "Kubelet"]
 
 log = logging.getLogger("kubesim")
 
 # (pod, grace seconds, time scale) -> wall seconds until removal, or None = never.
 DeletionDelay = Callable[[dict[str, Any], float, float], float | None]
 
-LEASE_NAMESPACE: Final = "kube-node-lease"
-LEASE_DURATION_SECONDS: Final = 40
-LEASE_RENEW_INTERVAL: Final = 10.0  # renewIntervalFraction 0.25 × 40 s
-MIN_RENEW_WALL: Final = 0.5
-CONTAINER_RUNTIME: Final = "containerd://1.7.24"
-DEFAULT_CAPACITY: Final = {
-    "cpu": "4",
-    "ephemeral-storage": "100Gi",
-    "hugepages-1Gi": "0",
-    "hugepages-2Mi": "0",
-    "memory": "16Gi",
-    "pods": "110",
-}
-NODE_CONDITIONS: Final = (
-    (
-        "MemoryPressure",
-        "False",
-        "KubeletHasSufficientMemory",
-        "kubelet has sufficient memory available",
-    ),
-    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-)
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
-HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
-OS_LABEL: Final = "kubernetes.io/os"
-ARCH_LABEL: Final = "kubernetes.io/arch"
-_GO_ARCH: Final = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}
-
-
-def machine_arch() -> str:
-    """This machine's architecture in Go's words (``runtime.GOARCH``)."""
-    machine = platform.machine().lower()
-    return _GO_ARCH.get(machine, machine or "amd64")
 
 
 def default_deletion_delay(pod: dict[str, Any], grace: float, time_scale: float) -> float:
     return grace * time_scale
-
-
-def node_is_up(node: Mapping[str, Any]) -> bool:
-    """Whether this node's kubelet is alive: its Ready condition is not False or Unknown.
-
-    A node seeded (or later set) NotReady models a dead kubelet: it starts no pod and renews
-    no lease until it is Ready again. A node without a Ready condition is up (its kubelet
-    posts one at once).
-    """
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return True
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
 class _PodNetwork:
@@ -252,7 +178,7 @@ class Kubelet:
                 self._track(pod)
             for pod in list(store.items("pods")):
                 self._consider(pod)
-            self._lease_task = asyncio.create_task(self._renew_leases())
+            self._lease_task = asyncio.create_task(renew_leases(self.cluster))
             getters = {
                 "pods": asyncio.ensure_future(pods.queue.get()),
                 "nodes": asyncio.ensure_future(nodes.queue.get()),
@@ -346,7 +272,7 @@ class Kubelet:
         assert self._cluster is not None, "the kubelet is not running"
         return self._cluster
 
-    # --- node status ------------------------------------------------------------------------
+    # --- the node ---------------------------------------------------------------------------
 
     def _node_network(self, node: Mapping[str, Any]) -> _PodNetwork:
         name = str((node.get("metadata") or {}).get("name", ""))
@@ -364,176 +290,10 @@ class Kubelet:
             self._networks[name] = net
         return net
 
-    def node_status_defaults(self, node: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The node's status with missing fields filled, or None when nothing is missing."""
-        meta = node.get("metadata") or {}
-        name = str(meta.get("name", ""))
-        uid = str(meta.get("uid", ""))
-        old = node.get("status") or {}
-        status: dict[str, Any] = clone(dict(old))
-        version = f"v1.{self.cluster.version_minor}.0"
-        info = status.setdefault("nodeInfo", {})
-        machine = _digest("machine", name)[:32]
-        defaults = {
-            "architecture": "amd64",
-            "bootID": str(uuid.UUID(_digest("boot", uid)[:32])),
-            "containerRuntimeVersion": CONTAINER_RUNTIME,
-            "kernelVersion": "6.8.0-kubesim",
-            "kubeProxyVersion": str(info.get("kubeletVersion") or version),
-            "kubeletVersion": version,
-            "machineID": machine,
-            "operatingSystem": "linux",
-            "osImage": "kubesim (Ubuntu 24.04 LTS)",
-            "systemUUID": str(uuid.UUID(machine)),
-        }
-        for key, value in defaults.items():
-            if not info.get(key):
-                info[key] = value
-        if not status.get("capacity"):
-            status["capacity"] = dict(DEFAULT_CAPACITY)
-        if not status.get("allocatable"):
-            status["allocatable"] = clone(status["capacity"])
-        runtime = self.cluster.runtimes.get(name)
-        if runtime is not None:
-            _set_memory_capacity(status, runtime.memory_capacity, runtime.allocatable_memory)
-            disk = runtime.disk_capacity
-            if disk is not None:
-                _set_ephemeral_storage(status, disk)
-        addresses = [a for a in status.get("addresses") or [] if isinstance(a, Mapping)]
-        types = {a.get("type") for a in addresses}
-        if "InternalIP" not in types:
-            index = sorted(self.cluster.store.objects("nodes")).index(("", name)) + 10
-            addresses.insert(
-                0, {"type": "InternalIP", "address": f"10.0.{index >> 8}.{index & 255}"}
-            )
-        if "Hostname" not in types:
-            addresses.append({"type": "Hostname", "address": name})
-        status["addresses"] = addresses
-        status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 10250}})
-        server = self._servers.get(name)
-        if server is not None:
-            status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": server.port}}
-        now = format_time(self.cluster.registry.clock())
-        conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
-        have = {c.get("type") for c in conditions}
-        for type_, value, reason, message in NODE_CONDITIONS:
-            if type_ not in have:
-                conditions.append(
-                    {
-                        "type": type_,
-                        "status": value,
-                        "lastHeartbeatTime": now,
-                        "lastTransitionTime": now,
-                        "reason": reason,
-                        "message": message,
-                    }
-                )
-        status["conditions"] = conditions
-        if status == old:
-            return None
-        return status
-
-    def node_label_defaults(self, node: Mapping[str, Any]) -> dict[str, str] | None:
-        """The node's labels with the kubelet's registration labels added where missing
-        (hostname, os, arch — ``initialNode``), or None when none is missing. Values a
-        manifest gave are kept."""
-        meta = node.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        name = str(meta.get("name", ""))
-        info = (node.get("status") or {}).get("nodeInfo") or {}
-        arch = info.get("architecture") or (
-            machine_arch() if name in self.cluster.runtimes else "amd64"
-        )
-        wanted = {
-            HOSTNAME_LABEL: name,
-            OS_LABEL: str(info.get("operatingSystem") or "linux"),
-            ARCH_LABEL: str(arch),
-        }
-        missing = {k: v for k, v in wanted.items() if k not in labels}
-        if not missing:
-            return None
-        return {**labels, **missing}
-
     def _complete_node(self, node: Mapping[str, Any]) -> None:
         self._node_network(node)
-        rt = self.cluster.scheme.for_kind("v1", "Node")
-        assert rt is not None
-        name = str((node.get("metadata") or {}).get("name", ""))
-        labels = self.node_label_defaults(node)
-        if labels is not None:
-            new = clone(dict(node))
-            new.setdefault("metadata", {})["labels"] = labels
-            try:
-                node, _ = self.cluster.registry.update(rt, "", name, new)
-            except StatusError as err:
-                if err.code != 409:
-                    log.warning("kubesim: kubelet could not label node %s: %s", name, err)
-                return  # the next event of this node completes it
-        status = self.node_status_defaults(node)
-        if status is None:
-            return
-        new = clone(dict(node))
-        new["status"] = status
-        try:
-            self.cluster.registry.update(rt, "", name, new, subresource="status")
-        except StatusError as err:
-            if err.code != 409:  # a concurrent write: the next event completes it
-                log.warning("kubesim: kubelet could not complete node %s: %s", name, err)
-
-    # --- node leases ------------------------------------------------------------------------
-
-    async def _renew_leases(self) -> None:
-        while True:
-            for node in list(self.cluster.store.items("nodes")):
-                if not node_is_up(node):
-                    continue  # a dead kubelet renews nothing: its lease goes stale
-                try:
-                    self.renew_lease(node)
-                except StatusError as err:
-                    log.info("kubesim: lease renewal failed: %s", err.message)
-            await asyncio.sleep(max(LEASE_RENEW_INTERVAL * self.cluster.time_scale, MIN_RENEW_WALL))
-
-    def renew_lease(self, node: Mapping[str, Any]) -> dict[str, Any]:
-        """Create or renew the node's Lease (``ensureLease`` / ``retryUpdateLease``)."""
-        rt = self.cluster.scheme.for_kind("coordination.k8s.io/v1", "Lease")
-        assert rt is not None
-        meta = node.get("metadata") or {}
-        name = str(meta.get("name", ""))
-        now = format_micro_time(self.cluster.registry.clock())
-        lease = self.cluster.registry.find(rt, LEASE_NAMESPACE, name)
-        if lease is None:
-            return self.cluster.registry.create(
-                rt,
-                LEASE_NAMESPACE,
-                {
-                    "apiVersion": "coordination.k8s.io/v1",
-                    "kind": "Lease",
-                    "metadata": {
-                        "name": name,
-                        "namespace": LEASE_NAMESPACE,
-                        "ownerReferences": [
-                            {
-                                "apiVersion": "v1",
-                                "kind": "Node",
-                                "name": name,
-                                "uid": str(meta.get("uid", "")),
-                            }
-                        ],
-                    },
-                    "spec": {
-                        "holderIdentity": name,
-                        "leaseDurationSeconds": LEASE_DURATION_SECONDS,
-                        "renewTime": now,
-                    },
-                },
-            )
-        new = clone(lease)
-        spec = new.setdefault("spec", {})
-        spec["holderIdentity"] = name
-        spec["leaseDurationSeconds"] = LEASE_DURATION_SECONDS
-        spec["renewTime"] = now
-        obj, _ = self.cluster.registry.update(rt, LEASE_NAMESPACE, name, new)
-        return obj
+        server = self._servers.get(str((node.get("metadata") or {}).get("name", "")))
+        complete_node(self.cluster, node, kubelet_port=None if server is None else server.port)
 
     # --- starting ---------------------------------------------------------------------------
 
@@ -693,7 +453,7 @@ class Kubelet:
                         "restartCount": 0,
                         "image": str(c.get("image", "")),
                         "imageID": _image_id(str(c.get("image", ""))),
-                        "containerID": f"containerd://{_digest(uid, str(c.get('name', '')))}",
+                        "containerID": f"containerd://{digest(uid, str(c.get('name', '')))}",
                         "started": True,
                     }
                     for c in containers
@@ -1046,37 +806,6 @@ class Kubelet:
         self._stopping[uid] = asyncio.create_task(stop(), name=f"kubelet-stop-{uid}")
 
 
-def _set_memory_capacity(
-    status: dict[str, Any], capacity: int, allocatable_bound: int | None = None
-) -> None:
-    """The node's memory as the kubelet reports it (Ki); allocatable never above capacity nor
-    above ``allocatable_bound`` (the node's own arithmetic: capacity − reserved − hard
-    eviction)."""
-    from kube.quantity import QuantityError, parse_quantity
-
-    bound = capacity if allocatable_bound is None else min(capacity, allocatable_bound)
-    quantity = f"{capacity // 1024}Ki"
-    status["capacity"] = {**(status.get("capacity") or {}), "memory": quantity}
-    allocatable = dict(status.get("allocatable") or {})
-    try:
-        fits = "memory" in allocatable and parse_quantity(allocatable["memory"]) <= (
-            bound // 1024 * 1024
-        )
-    except QuantityError:
-        fits = False
-    if not fits:
-        allocatable["memory"] = f"{bound // 1024}Ki"
-    status["allocatable"] = allocatable
-
-
-def _set_ephemeral_storage(status: dict[str, Any], capacity: int) -> None:
-    """The node's disk as the kubelet reports it: its root filesystem's size (Ki), allocatable
-    the same (no ephemeral-storage reservation)."""
-    quantity = f"{capacity // 1024}Ki"
-    status["capacity"] = {**(status.get("capacity") or {}), "ephemeral-storage": quantity}
-    status["allocatable"] = {**(status.get("allocatable") or {}), "ephemeral-storage": quantity}
-
-
 def _init_statuses(
     inits: list[Mapping[str, Any]], *, uid: str, now: str, ready: bool
 ) -> list[dict[str, Any]]:
@@ -1085,7 +814,7 @@ def _init_statuses(
     out = []
     for c in inits:
         name = str(c.get("name", ""))
-        container_id = f"containerd://{_digest(uid, 'init', name)}"
+        container_id = f"containerd://{digest(uid, 'init', name)}"
         sidecar = c.get("restartPolicy") == "Always"
         state: dict[str, Any] = (
             {"running": {"startedAt": now}}
@@ -1126,7 +855,7 @@ def _image_id(image: str) -> str:
         repo = f"docker.io/library/{repo}"
     elif "." not in repo.split("/", 1)[0] and ":" not in repo.split("/", 1)[0]:
         repo = f"docker.io/{repo}"
-    return f"{repo}@sha256:{_digest('image', image)}"
+    return f"{repo}@sha256:{digest('image', image)}"
 
 
 _CONDITION_ORDER: Final = {

@@ -16,7 +16,7 @@ the next runtime remove what a crashed one left behind. On a machine of its own 
 tests/node) ``kubepods_at_root`` puts kubepods directly under the cgroup root, as a kubelet with
 ``--cgroup-root=/`` does. The names are the cgroupfs driver's above, or with
 ``cgroup_driver="systemd"`` the systemd driver's (``kubepods.slice/kubepods-burstable.slice/
-kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope``, ``kubesim.node.cgroups``), and
+kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope``, ``kube.cgroups``), and
 on v2 every parent enables ``+memory +pids`` for its children, as the kubelet does.
 
 The QoS class is ``qos.GetPodQOS`` (``kube.qos``, the one the API server and the agent use
@@ -60,7 +60,6 @@ import asyncio
 import contextlib
 import ctypes
 import enum
-import errno
 import logging
 import os
 import re
@@ -71,17 +70,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Final, Literal
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
 
-from kube.qos import QOS_GUARANTEED, InvalidPodResources, get_pod_qos
+from kube.cgroups import QOS_LEVELS, CgroupDriver, CgroupNames, qos_level
+from kube.qos import InvalidPodResources, get_pod_qos
 from kube.quantity import QuantityError, quantity_value
 from kube.times import format_time
-from kubesim.node.cgroups import QOS_LEVELS, CgroupDriver, CgroupNames
+from kubesim.node.cgroups import REMOVE_TIMEOUT, MemoryCgroups, detect_memory_cgroups
 from kubesim.node.config import NodeConfig
 from kubesim.node.downward import DownwardAPIError, resource_field_value
 from kubesim.node.filesystem import NodeFilesystem
@@ -113,9 +113,7 @@ MINIMUM_GRACE_PERIOD_SECONDS: Final = 2.0
 RUNTIME_NAME: Final = "kubesim"
 
 _PYTHON_NAMES: Final = frozenset({"python", "python3"})
-_UNLIMITED_V1: Final = 1 << 62  # v1 reports "no limit" as PAGE_COUNTER_MAX pages, near 2**63
 _PR_SET_PDEATHSIG: Final = 1
-_REMOVE_TIMEOUT: Final = 10.0
 _INSTANCE_RE: Final = re.compile(r"[a-z0-9]{1,32}")
 # UIDs, namespaces and names become path components: nothing that could climb out.
 _SAFE_NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
@@ -307,165 +305,6 @@ class MemoryUsage:
     containers: dict[str, int] = field(default_factory=dict)
 
 
-# --- cgroup filesystem -------------------------------------------------------------------------
-
-
-class _Cgroups:
-    """The memory controller's tree at ``base`` (v1 mount or v2 unified root)."""
-
-    def __init__(self, base: Path, version: Literal[1, 2]) -> None:
-        self.base = base
-        self.version = version
-
-    def _write(self, path: Path, name: str, value: str) -> None:
-        (path / name).write_text(value)
-
-    def _read(self, path: Path, name: str) -> str:
-        return (path / name).read_text()
-
-    def _keyed(self, path: Path, name: str) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for line in self._read(path, name).splitlines():
-            key, _, value = line.partition(" ")
-            with contextlib.suppress(ValueError):
-                out[key] = int(value)
-        return out
-
-    def create(self, path: Path, *, limit: int | None, parent_of_leaves: bool) -> None:
-        path.mkdir(exist_ok=True)
-        if self.version == 1:
-            with contextlib.suppress(OSError):  # only settable while the cgroup has no children
-                self._write(path, "memory.use_hierarchy", "1")
-        elif parent_of_leaves:
-            self.enable_controllers_in(path)
-        if limit is not None:
-            self.set_limit(path, limit)
-
-    def enable_controllers_in(self, path: Path) -> None:
-        """v2: ``+memory`` (required) and ``+pids`` (where the parent has it) for the children,
-        as the kubelet enables them down the kubepods tree."""
-        if self.version != 2:
-            return
-        try:
-            available = self._read(path, "cgroup.controllers").split()
-        except OSError:
-            available = []
-        self._write(
-            path, "cgroup.subtree_control", "+memory +pids" if "pids" in available else "+memory"
-        )
-
-    def set_limit(self, path: Path, limit: int) -> None:
-        name = "memory.limit_in_bytes" if self.version == 1 else "memory.max"
-        self._write(path, name, str(limit))
-
-    def set_oom_group(self, path: Path) -> None:
-        if self.version == 2 and (path / "memory.oom.group").exists():
-            self._write(path, "memory.oom.group", "1")
-
-    def limit(self, path: Path) -> int | None:
-        if self.version == 1:
-            value = int(self._read(path, "memory.limit_in_bytes"))
-            return None if value >= _UNLIMITED_V1 else value
-        text = self._read(path, "memory.max").strip()
-        return None if text == "max" else int(text)
-
-    def effective_limit(self, path: Path) -> int | None:
-        """The tightest limit on ``path`` and its ancestors up to the mount."""
-        if self.version == 1:
-            value = self._keyed(path, "memory.stat").get("hierarchical_memory_limit")
-            return None if value is None or value >= _UNLIMITED_V1 else value
-        limits: list[int] = []
-        cur = path
-        while cur != self.base and self.base in cur.parents:
-            if (lim := self.limit(cur)) is not None:
-                limits.append(lim)
-            cur = cur.parent
-        return min(limits) if limits else None
-
-    def memory(self, path: Path) -> tuple[int, int]:
-        """(usage, working set) where working set = usage − inactive_file, as cAdvisor."""
-        if self.version == 1:
-            usage = int(self._read(path, "memory.usage_in_bytes"))
-            inactive = self._keyed(path, "memory.stat").get("total_inactive_file", 0)
-        else:
-            usage = int(self._read(path, "memory.current"))
-            inactive = self._keyed(path, "memory.stat").get("inactive_file", 0)
-        return usage, max(0, usage - inactive)
-
-    def oom_kills(self, path: Path) -> int:
-        name = "memory.oom_control" if self.version == 1 else "memory.events"
-        try:
-            return self._keyed(path, name).get("oom_kill", 0)
-        except OSError:
-            return 0
-
-    def procs(self, path: Path) -> list[int]:
-        try:
-            return [int(x) for x in self._read(path, "cgroup.procs").split()]
-        except OSError:
-            return []
-
-    def walk(self, path: Path) -> Iterator[Path]:
-        """``path`` and its descendants, leaves first."""
-        try:
-            children = [p for p in path.iterdir() if p.is_dir()]
-        except OSError:
-            children = []
-        for child in children:
-            yield from self.walk(child)
-        yield path
-
-    def tree_procs(self, path: Path) -> list[int]:
-        return [pid for p in self.walk(path) for pid in self.procs(p)]
-
-    def try_remove(self, path: Path) -> bool:
-        """One leaf-first pass of rmdir over the tree; True when nothing is left."""
-        for p in self.walk(path):
-            try:
-                p.rmdir()
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                if exc.errno in (errno.EBUSY, errno.ENOTEMPTY):
-                    return False
-                raise
-        return not path.exists()
-
-    async def remove(self, path: Path, *, timeout: float = _REMOVE_TIMEOUT) -> None:
-        """Kill what is left in the tree and rmdir it, retrying while the kernel counts tasks."""
-        deadline = time.monotonic() + timeout
-        delay = 0.01
-        while not self.try_remove(path):
-            for pid in self.tree_procs(path):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            if time.monotonic() > deadline:
-                log.warning("cgroup %s still busy after %.0fs; left in place", path, timeout)
-                return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.2)
-
-
-def _detect(cgroup_root: Path) -> tuple[_Cgroups | None, str]:
-    """The memory controller's hierarchy under ``cgroup_root``, or None with the reason."""
-    if (cgroup_root / "cgroup.controllers").exists():
-        candidates = [cgroup_root]
-    else:
-        v1 = cgroup_root / "memory"
-        if (v1 / "memory.usage_in_bytes").exists():
-            return _Cgroups(v1, 1), f"memory cgroup v1 at {v1}"
-        candidates = [cgroup_root / "unified"]
-    for base in candidates:
-        try:
-            controllers = (base / "cgroup.controllers").read_text().split()
-        except OSError:
-            continue
-        if "memory" in controllers:
-            return _Cgroups(base, 2), f"memory cgroup v2 at {base}"
-        return None, f"no memory controller in {base}/cgroup.controllers"
-    return None, f"no memory cgroup under {cgroup_root}"
-
-
 def _resolve_prctl() -> Callable[..., int] | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -604,7 +443,7 @@ class ProcessRuntime:
         self.on_exit = on_exit
         self._prctl = _resolve_prctl() if die_with_runtime else None
         self._pods: dict[str, _Pod] = {}
-        self._cg: _Cgroups | None = None
+        self._cg: MemoryCgroups | None = None
         self._mode: RuntimeMode | None = None
         self.mode_reason = ""
         self.sub_root: Path | None = None
@@ -641,7 +480,11 @@ class ProcessRuntime:
             default_path=self.state_dir / "fs",
             source=f"{self.prefix}-{os.getpid()}-{self.instance}",
         ).open()
-        cg, reason = _detect(self.cgroup_root) if self._use_cgroups else (None, "cgroups disabled")
+        cg, reason = (
+            detect_memory_cgroups(self.cgroup_root)
+            if self._use_cgroups
+            else (None, "cgroups disabled")
+        )
         if cg is not None:
             cg, reason = self._build_node(cg, reason)
         self._cg = cg
@@ -654,7 +497,7 @@ class ProcessRuntime:
         log.info("process runtime: %s (%s)", self._mode, self.mode_reason)
         return self
 
-    def _build_node(self, cg: _Cgroups, reason: str) -> tuple[_Cgroups | None, str]:
+    def _build_node(self, cg: MemoryCgroups, reason: str) -> tuple[MemoryCgroups | None, str]:
         """kubepods and its QoS levels, in a sub-root of this runtime or at the cgroup root."""
         if self.kubepods_at_root:
             sub_root = None
@@ -691,7 +534,7 @@ class ProcessRuntime:
         self.sub_root, self.kubepods = sub_root, kubepods
         return cg, f"{reason}, {self.names.driver} driver, kubepods at {kubepods}"
 
-    def _remove_leftover(self, cg: _Cgroups, path: Path) -> None:
+    def _remove_leftover(self, cg: MemoryCgroups, path: Path) -> None:
         left = cg.tree_procs(path)
         if left:
             log.warning("cgroup %s still holds pids %s", path, left)
@@ -700,7 +543,7 @@ class ProcessRuntime:
             if cg.try_remove(path):
                 log.info("removed leftover cgroup %s", path)
 
-    def _remove_stale(self, cg: _Cgroups) -> None:
+    def _remove_stale(self, cg: MemoryCgroups) -> None:
         pattern = re.compile(rf"{re.escape(self.prefix)}-(\d+)-[a-z0-9]+")
         try:
             entries = list(cg.base.iterdir())
@@ -855,7 +698,7 @@ class ProcessRuntime:
             fs.remove_pod_dir(uid)
             raise
         if self._cg is not None and self.kubepods is not None:
-            level = None if qos == QOS_GUARANTEED else qos.lower()
+            level = qos_level(qos)
             parent = self.kubepods if level is None else self.kubepods / self.names.qos(level)
             state.cgroup = parent / self.names.pod(level, uid)
             self._cg.create(state.cgroup, limit=pod_limit, parent_of_leaves=True)
@@ -866,7 +709,7 @@ class ProcessRuntime:
             if self._pods.get(uid) is not state:  # killed while this one was starting
                 _signal_group(ctr, signal.SIGKILL)
                 if ctr.waiter is not None:
-                    await asyncio.wait({ctr.waiter}, timeout=_REMOVE_TIMEOUT)
+                    await asyncio.wait({ctr.waiter}, timeout=REMOVE_TIMEOUT)
                 if self._cg is not None and state.cgroup is not None:
                     await self._cg.remove(state.cgroup)
                 self._remove_files(state)
@@ -1105,7 +948,7 @@ class ProcessRuntime:
                     p.kill()
             _signal_group(c, signal.SIGKILL)
         if pending := {w for w in waiters if not w.done()}:
-            await asyncio.wait(pending, timeout=_REMOVE_TIMEOUT)
+            await asyncio.wait(pending, timeout=REMOVE_TIMEOUT)
         if self._cg is not None and pod.cgroup is not None:
             await self._cg.remove(pod.cgroup)
         self._remove_files(pod)

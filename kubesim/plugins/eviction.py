@@ -51,7 +51,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kube.conditions import update_pod_condition
+from kube.conditions import DISRUPTION_TARGET, update_pod_condition
 from kube.times import format_time
 from kubesim.core.attributes import in_process
 from kubesim.core.conditions import is_pod_ready, update_disruption_allowed_condition
@@ -316,7 +316,7 @@ def _with_disruption_target(pod: Mapping[str, Any], now: float) -> dict[str, Any
     update_pod_condition(
         new.setdefault("status", {}),
         {
-            "type": "DisruptionTarget",
+            "type": DISRUPTION_TARGET,
             "status": "True",
             "reason": "EvictionByEvictionAPI",
             "message": "Eviction API: evicting",

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kube.labels import FieldRequirement, LabelSelector
+from kube.objects import DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
 from kube.qos import InvalidPodResources, compute_pod_qos
 from kube.times import format_time
 from kubesim.core import events as event_conv
@@ -720,7 +721,7 @@ class GenericStore:
             period = options.grace_period_seconds
         else:
             tgps = spec.get("terminationGracePeriodSeconds")
-            period = 30 if tgps is None else int(tgps)  # SetDefaults_PodSpec
+            period = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS if tgps is None else int(tgps)
         if not spec.get("nodeName"):
             period = 0
         if (obj.get("status") or {}).get("phase") in ("Failed", "Succeeded"):

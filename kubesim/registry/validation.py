@@ -28,6 +28,8 @@ from typing import Any, Final
 
 from kube.labels import dns1123_label_errors
 from kube.objects import (
+    DEFAULT_SCHEDULER_NAME,
+    DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
     InvalidObject,
     Namespace,
     Node,
@@ -401,10 +403,10 @@ _DEFAULT_TOLERATIONS: Final = (
 
 def _default_pod_spec(spec: dict[str, Any], *, tolerations: bool) -> None:
     spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("terminationGracePeriodSeconds", DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
-    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("schedulerName", DEFAULT_SCHEDULER_NAME)
     spec.setdefault("enableServiceLinks", True)
     _default_containers(spec.get("containers"))
     _default_containers(spec.get("initContainers"))

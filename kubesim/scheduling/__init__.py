@@ -6,12 +6,11 @@ writes (binding, preemption's victims, the pod's status, events), and ``metrics`
 kube-scheduler's metrics on the API server's ``/metrics``.
 """
 
-from kubesim.scheduling.informers import DEFAULT_SCHEDULER_NAME, node_update_events, status_update
+from kubesim.scheduling.informers import node_update_events, status_update
 from kubesim.scheduling.loop import Decision, SchedulerLoop
 from kubesim.scheduling.metrics import SchedulerMetrics
 
 __all__ = [
-    "DEFAULT_SCHEDULER_NAME",
     "Decision",
     "SchedulerLoop",
     "SchedulerMetrics",

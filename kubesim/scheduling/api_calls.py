@@ -14,14 +14,13 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kube.conditions import update_pod_condition
-from kube.objects import Pod
+from kube.conditions import DISRUPTION_TARGET, update_pod_condition
+from kube.objects import DEFAULT_SCHEDULER_NAME, Pod
 from kube.times import format_micro_time, format_time
 from kubesim.core.errors import StatusError
 from kubesim.core.store import clone
 from kubesim.registry.generic import DeleteOptions
-from kubesim.scheduling.informers import DEFAULT_SCHEDULER_NAME
-from scheduler.preemption.core import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
+from scheduler.preemption.core import PREEMPTION_BY_SCHEDULER
 
 if TYPE_CHECKING:
     from kubesim.cluster import Cluster

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from kube.apierrors import AdmissionError
 from kube.objects import (
+    DEFAULT_SCHEDULER_NAME,
     InvalidObject,
     Namespace,
     Node,
@@ -35,7 +36,6 @@ from scheduler.eventhandlers import add_node, add_pending_pod, delete_node, dele
 from scheduler.queue import events as qev
 
 __all__ = [
-    "DEFAULT_SCHEDULER_NAME",
     "WATCHED",
     "Informers",
     "node_update_events",
@@ -43,8 +43,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("kubesim")
-
-DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 
 # Services and the workload controllers carry the selectors of PodTopologySpread's system
 # default spreading (``helper.DefaultSelector``).

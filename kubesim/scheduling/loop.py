@@ -17,10 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
+from kube.objects import DEFAULT_SCHEDULER_NAME
 from kubesim.core.errors import StatusError
 from kubesim.core.store import ADDED, Event, Subscription
 from kubesim.scheduling.api_calls import APICalls, truncate
-from kubesim.scheduling.informers import DEFAULT_SCHEDULER_NAME, WATCHED, Informers
+from kubesim.scheduling.informers import WATCHED, Informers
 from kubesim.scheduling.metrics import SchedulerMetrics
 from scheduler import (
     Code,

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
+from kube.conditions import DISRUPTION_TARGET
+from kube.ints import INT32_MAX
 from kube.objects import PREEMPT_NEVER, Pod, PodDisruptionBudget
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
 from scheduler.plugins.registry import default_framework
@@ -76,7 +78,6 @@ NOT_HELPFUL_MESSAGE: Final = "Preemption is not helpful for scheduling"
 NOT_ELIGIBLE_NEVER: Final = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING: Final = "not eligible due to a terminating pod on the nominated node."
 
-DISRUPTION_TARGET: Final = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
 
 #: What ``get_earliest_pod_start_time`` returns for an unset start time when no ``now`` is given.
@@ -91,7 +92,7 @@ PICK_CRITERIA: Final = (
     "latest start time of the highest-priority victims",
 )
 
-_PRIORITY_SHIFT: Final = 2**31  # math.MaxInt32 + 1
+_PRIORITY_SHIFT: Final = INT32_MAX + 1
 
 _UU = Code.UnschedulableAndUnresolvable
 _SUCCESS: Final = Status()

@@ -120,7 +120,7 @@ def test_the_policy_names_the_agents_own_conditions_and_taints() -> None:
     types and taint keys, kept in step with the code here (the policy's CEL holds literals)."""
     from agent.actions import NODE_CONDITION_PREFIX, PRESSURE_TAINTS
     from agent.daemon import PRESSURE_CONDITIONS
-    from agent.eviction.manager import DISRUPTION_TARGET
+    from kube.conditions import DISRUPTION_TARGET
 
     policy = _one("ValidatingAdmissionPolicy")
     variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}

@@ -65,7 +65,7 @@ def check(report: dict[str, Any], *, at_least: int) -> None:
     assert report["pids"]
     for pid in report["pids"]:
         with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
-            assert "kubesim.node.allocator" not in " ".join(psutil.Process(pid).cmdline())
+            assert "kubesim.node.memory_grower" not in " ".join(psutil.Process(pid).cmdline())
 
 
 @pytest.mark.long
@@ -128,7 +128,7 @@ def test_ctrl_c_stops_everything(tmp_path: Path) -> None:
     assert len(pids) == 4, lines
     for pid in pids:
         with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):
-            assert "kubesim.node.allocator" not in " ".join(psutil.Process(pid).cmdline())
+            assert "kubesim.node.memory_grower" not in " ".join(psutil.Process(pid).cmdline())
     sub_root = re.search(r"node cgroup (\S+)", "".join(lines))
     if sub_root is not None:  # cgroup mode: the node's cgroups are gone
         assert not Path(sub_root.group(1)).exists()

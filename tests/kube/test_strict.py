@@ -6,17 +6,23 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kube.objects import InvalidObject, load_manifests, load_objects
 from kube.strict import (
     MAX_NODES,
+    AliasRefused,
+    DuplicateKey,
+    InvalidYaml,
     ManifestError,
+    TooManyValues,
     check_object,
     decode_json,
     load_documents,
     parse_validation,
+    parse_yaml,
     read_text,
     validate_document,
 )
@@ -174,6 +180,82 @@ def test_timestamps_stay_strings_as_in_kubes_yaml_to_json() -> None:
     assert doc.manifest["metadata"]["creationTimestamp"] == "2024-05-01T10:00:00Z"
 
 
+def test_a_caller_refuses_duplicates_with_the_path_and_both_lines() -> None:
+    text = "a:\n  b: 1\nl:\n- {k: 1, k: 2}\na:\n  c: 2\n"
+    _, recorded = parse_yaml(text)
+    assert sorted(keys for _, keys in recorded.values()) == [["a"], ["k"]]
+    # refused: the outermost first, with both lines (one line when they share it)
+    with pytest.raises(DuplicateKey) as info:
+        parse_yaml(text, duplicates="refuse")
+    assert (info.value.path, info.value.lines, info.value.where) == (
+        ("a",),
+        (1, 5),
+        "lines 1 and 5",
+    )
+    with pytest.raises(DuplicateKey) as info:
+        parse_yaml("l:\n- {k: 1, k: 2}\n", duplicates="refuse")
+    assert (info.value.dotted, info.value.where) == ("l[0].k", "line 2")
+    # keys compare as the values they load as; a merged key is overridden, not repeated
+    with pytest.raises(DuplicateKey):
+        parse_yaml("{1: a, 0x1: b}", duplicates="refuse")
+    assert parse_yaml("{'1': a, 1: b, <<: {c: 1}, c: 2}", duplicates="refuse")[0] == [
+        {"1": "a", 1: "b", "c": 2}
+    ]
+
+
+def test_a_caller_refuses_aliases_or_bounds_them() -> None:
+    text = "a: &x [1]\nb: *x\n"
+    assert parse_yaml(text)[0] == [{"a": [1], "b": [1]}]
+    with pytest.raises(AliasRefused) as info:
+        parse_yaml(text, aliases="refuse")
+    assert (info.value.anchor, info.value.line) == ("x", 2)
+    assert parse_yaml("a: &x [1]\n", aliases="refuse")[0] == [{"a": [1]}]  # an anchor alone
+    with pytest.raises(TooManyValues):
+        parse_yaml("a: &x [*x]\n")  # an alias inside its own anchor never ends
+    with pytest.raises(TooManyValues) as bound:
+        parse_yaml(text, max_values=2)
+    assert bound.value.limit == 2
+    assert parse_yaml(text, max_values=3)[0]  # the mapping and both lists
+
+
+def test_timestamps_are_strings_unless_asked_and_a_scalar_python_cannot_hold_is_invalid() -> None:
+    assert parse_yaml("t: 2024-05-01")[0] == [{"t": "2024-05-01"}]
+    with pytest.raises(InvalidYaml, match="day is out of range"):
+        parse_yaml("t: 2024-02-30", timestamps="dates")
+    with pytest.raises(InvalidYaml, match="Exceeds the limit"):
+        parse_yaml("n: " + "9" * 5000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 20), min_size=1, max_size=4), max_size=6),
+    st.integers(1, 300),
+)
+def test_the_alias_bound_counts_what_the_aliases_expand_to(
+    picks: list[list[int]], limit: int
+) -> None:
+    # lists sharing earlier lists: the dumper writes each shared one once, with aliases
+    pool: list[list[object]] = [["x"]]
+    for pick in picks:
+        pool.append([pool[i % len(pool)] for i in pick])
+    text = yaml.safe_dump({"root": pool[-1]})
+
+    def expanded(value: object) -> int:
+        if isinstance(value, dict):
+            return 1 + sum(expanded(v) for v in value.values())
+        if isinstance(value, list):
+            return 1 + sum(expanded(v) for v in value)
+        return 0
+
+    [doc], _ = parse_yaml(text)
+    try:
+        parse_yaml(text, max_values=limit)
+    except TooManyValues:
+        assert expanded(doc) > limit
+    else:
+        assert expanded(doc) <= limit
+
+
 def test_hostile_documents_are_refused_not_expanded() -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 8)]
@@ -181,9 +263,16 @@ def test_hostile_documents_are_refused_not_expanded() -> None:
     bomb += "status:\n  nodeInfo: {}\n  images: []\n  config:\n" + "".join(
         f"    {line}\n" for line in lines
     )
-    [doc] = load_documents(bomb)
+    with pytest.raises(ManifestError, match=f"document 1: more than {MAX_NODES} nested values"):
+        load_documents(bomb)
+    # an object decoded elsewhere (kubesim's YAML bodies) is bounded by the check's walk
+    shared: list[object] = ["x"] * 10
+    for _ in range(7):
+        shared = [shared] * 10
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "x", "annotations": {}}}
+    node["status"] = {"config": {"a": shared}}
     with pytest.raises(ManifestError, match=f"more than {MAX_NODES} nested values"):
-        validate_document(doc)
+        check_object(node)
     with pytest.raises(ManifestError, match="nested too deeply"):
         load_documents("a: " + "[" * 5000 + "]" * 5000)
 

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from kubesim.controllers.base import pods_to_delete_order
 from kubesim.controllers.daemonset import daemon_pod_tolerations
-from kubesim.controllers.deployment import pod_template_hash, safe_encode
+from kubesim.controllers.deployment import pod_template_hash
 from kubesim.controllers.statefulset import pod_ordinal
+from kubesim.core.names import safe_encode
 from kubesim.node.kubelet import _PodNetwork
 
 ALPHABET = set("bcdfghjklmnpqrstvwxz2456789")

@@ -12,7 +12,8 @@ from kubernetes_asyncio import client
 
 import kubesim
 from kubesim.controllers import check_controller_names
-from kubesim.controllers.deployment import pod_template_hash, safe_encode
+from kubesim.controllers.deployment import pod_template_hash
+from kubesim.core.names import safe_encode
 from kubesim.sim import Simulator
 
 from .conftest import raw

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import kubesim
 from kube.quantity import parse_quantity
 from kubesim.cli import cli
-from kubesim.node.kubelet import _set_memory_capacity
+from kubesim.node.nodestatus import set_memory_capacity
 from kubesim.node.runtime import ProcessRuntime, RuntimeMode
 from kubesim.registry.generic import DeleteOptions
 from kubesim.sim import Simulator
@@ -294,7 +294,7 @@ def test_node_memory_allocatable_never_exceeds_capacity(
     status: dict[str, Any] = {"capacity": {"cpu": "4", "memory": "16Gi"}}
     if allocatable is not None:
         status["allocatable"] = {"cpu": "4", "memory": str(allocatable)}
-    _set_memory_capacity(status, capacity)
+    set_memory_capacity(status, capacity)
     assert status["capacity"] == {"cpu": "4", "memory": f"{capacity // 1024}Ki"}
     shown = capacity // 1024 * 1024
     kept = parse_quantity(status["allocatable"]["memory"])

@@ -24,9 +24,9 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesim.node.allocator import PAGE, Allocator, run, target_bytes
-from kubesim.node.allocator import main as allocator_main
-from kubesim.node.cgroups import CgroupDriver, CgroupNames
+from kube.cgroups import CgroupDriver, CgroupNames
+from kubesim.node.memory_grower import PAGE, MemoryGrower, run, target_bytes
+from kubesim.node.memory_grower import main as grower_main
 from kubesim.node.runtime import (
     ContainerStatus,
     PodSpecError,
@@ -242,11 +242,11 @@ def test_target_bytes_is_monotonic_bounded_and_page_aligned(
     assert b % PAGE == 0 or b == max_bytes
 
 
-def test_allocator_grows_at_the_rate_then_holds() -> None:
+def test_memory_grower_grows_at_the_rate_then_holds() -> None:
     now = [0.0]
     held: list[int] = []
     seen: list[str] = []
-    alloc = Allocator()
+    alloc = MemoryGrower()
 
     def sleep(s: float) -> None:
         now[0] += s
@@ -271,8 +271,8 @@ def test_allocator_grows_at_the_rate_then_holds() -> None:
     assert all(c[::PAGE].count(1) == len(c[::PAGE]) for c in result.chunks)
 
 
-def test_allocator_cli_rejects_bad_flags() -> None:
-    result = CliRunner().invoke(allocator_main, ["--max-mib", "-1"])
+def test_memory_grower_cli_rejects_bad_flags() -> None:
+    result = CliRunner().invoke(grower_main, ["--max-mib", "-1"])
     assert result.exit_code == 2
     assert "--max-mib" in result.output and result.exception is not None
     assert isinstance(result.exception, SystemExit)
@@ -553,14 +553,14 @@ async def test_kill_removes_process_group_and_cgroups(cg_runtime: ProcessRuntime
     assert rt.pods() == []
 
 
-async def test_demo_allocator_runs_and_stops_promptly_on_sigterm(
+async def test_demo_memory_grower_runs_and_stops_promptly_on_sigterm(
     cg_runtime: ProcessRuntime,
 ) -> None:
     rt = cg_runtime
     pod = make_pod(
         ctr(
             "alloc",
-            ["python", "-m", "kubesim.node.allocator"],
+            ["python", "-m", "kubesim.node.memory_grower"],
             args=["--rate-mib-per-s", "400", "--max-mib", "$(SIZE)", "--step-ms", "20"],
             env=[{"name": "SIZE", "value": "40"}],
         )

@@ -340,7 +340,7 @@ def memhog_pod(
                 "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}},
             }
         ],
-        "command": ["python", "-m", "kubesim.node.allocator"],
+        "command": ["python", "-m", "kubesim.node.memory_grower"],
         "args": ["--rate-mib-per-s", f"{rate_mib_s:g}", "--step-ms", "50", "--max-bytes", total],
     }
     if resources:

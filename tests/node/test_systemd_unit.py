@@ -158,7 +158,15 @@ def test_the_unit_evicts_under_memory_pressure_with_its_lines_in_the_journal(
 ) -> None:
     pause = ["python", "-I", "-S", "-c", "import signal; signal.pause()"]
     innocent = pod_object("innocent", pause, node=cluster.node, memory="64Mi")
-    grow = ["python", "-m", "kubesim.node.allocator", "--rate-mib-per-s", "40", "--max-mib", "700"]
+    grow = [
+        "python",
+        "-m",
+        "kubesim.node.memory_grower",
+        "--rate-mib-per-s",
+        "40",
+        "--max-mib",
+        "700",
+    ]
     hog = pod_object("hog", grow, node=cluster.node)
     cluster.create(innocent)
     cluster.create(hog)

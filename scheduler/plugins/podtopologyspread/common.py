@@ -37,7 +37,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kube.labels import LabelSelector
+from kube.ints import INT32_MAX as MAX_INT32
+from kube.labels import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, LabelSelector
 from kube.objects import Node, Pod, TopologySpreadConstraint
 from scheduler.plugins.helper import remember
 from scheduler.plugins.nodeaffinity import RequiredNodeAffinity
@@ -65,11 +66,8 @@ __all__ = [
 
 NAME: Final = "PodTopologySpread"
 
-LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
-LABEL_TOPOLOGY_ZONE: Final = "topology.kubernetes.io/zone"
 HONOR: Final = "Honor"
 IGNORE: Final = "Ignore"
-MAX_INT32: Final = 2**31 - 1
 
 TopologyPair = tuple[str, str]
 

@@ -10,10 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.sources.cgroups import (
-    CgroupDriver,
     CgroupError,
     CgroupVersion,
-    QOSClass,
     count_processes,
     detect_layout,
     detect_version,
@@ -24,8 +22,9 @@ from agent.sources.cgroups import (
     read_cgroup_memory,
     read_flat_keyed,
     read_int,
-    working_set,
 )
+from kube.cgroups import CgroupDriver, working_set
+from kube.qos import QOS_BEST_EFFORT, QOS_BURSTABLE, QOS_GUARANTEED
 from tests.agent.sources.treebuilder import FakeCgroup, FakePod, build_cgroup_tree, pod_dir
 
 UID_G = "0f3b5c1e-1111-4a2b-9c3d-000000000001"
@@ -72,9 +71,9 @@ def test_layout_and_pod_cgroups(tmp_path: Path, version: str, driver: str) -> No
         assert layout.pressure_root == root / "unified"
     pods = list(iter_pod_cgroups(layout))
     assert [(p.uid, p.qos) for p in pods] == [
-        (UID_G, QOSClass.GUARANTEED),
-        (UID_B, QOSClass.BURSTABLE),
-        (UID_BE, QOSClass.BEST_EFFORT),
+        (UID_G, QOS_GUARANTEED),
+        (UID_B, QOS_BURSTABLE),
+        (UID_BE, QOS_BEST_EFFORT),
     ]
     for p in pods:
         assert (layout.memory_root / p.path).is_dir()
@@ -149,7 +148,7 @@ def test_static_pods_are_found_on_every_layout(tmp_path: Path, version: str, dri
     )
     layout = detect_layout(tmp_path / "cgroup")
     found = {p.uid: p.qos for p in iter_pod_cgroups(layout)}
-    assert found == {STATIC_UID: QOSClass.BEST_EFFORT, UID_B: QOSClass.BURSTABLE}
+    assert found == {STATIC_UID: QOS_BEST_EFFORT, UID_B: QOS_BURSTABLE}
 
 
 def test_parse_container_id() -> None:

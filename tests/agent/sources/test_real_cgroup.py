@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.sources.cgroups import CgroupDriver, CgroupVersion, detect_layout, detect_version
+from agent.sources.cgroups import CgroupVersion, detect_layout, detect_version
 from agent.sources.pods import read_pods
 from agent.sources.roots import Roots
 from agent.sources.summary import SourceConfig, SummaryCollector
+from kube.cgroups import CgroupDriver
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 ALLOC = 64 << 20
@@ -156,7 +157,7 @@ PIDNS_PROBE = """
 import json, sys
 from pathlib import Path
 from agent.sources import Roots, SourceConfig, SummaryCollector
-from agent.sources.cgroups import CgroupDriver
+from kube.cgroups import CgroupDriver
 
 col = SummaryCollector(
     SourceConfig(

@@ -3,10 +3,10 @@
 Node-pressure eviction acts on working sets (usage − inactive_file) that climb; a program that
 only reserves memory does not raise them, because untouched anonymous pages are never charged
 to its cgroup. So every chunk is written page by page as it is allocated. The demo manifest runs
-it as ``command: [python, -m, kubesim.node.allocator, --rate-mib-per-s, "20", --max-mib, "400"]``
-(the process runtime resolves ``python`` to its own interpreter). SIGTERM — what the kubelet
-sends first when it stops a container — ends it at once with exit code 0, so a pod's graceful
-deletion never has to wait for the SIGKILL.
+it as ``command: [python, -m, kubesim.node.memory_grower, --rate-mib-per-s, "20", --max-mib,
+"400"]`` (the process runtime resolves ``python`` to its own interpreter). SIGTERM — what the
+kubelet sends first when it stops a container — ends it at once with exit code 0, so a pod's
+graceful deletion never has to wait for the SIGKILL.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from types import FrameType
 
 import click
 
-__all__ = ["Allocator", "main", "target_bytes"]
+__all__ = ["MemoryGrower", "main", "target_bytes"]
 
 MIB = 1 << 20
 PAGE = mmap.PAGESIZE
@@ -33,7 +33,7 @@ def target_bytes(elapsed_s: float, *, rate_bytes_per_s: float, max_bytes: int) -
     return min(max_bytes, int(want) // PAGE * PAGE)
 
 
-class Allocator:
+class MemoryGrower:
     """Holds touched chunks; ``grow_to`` allocates the difference to a target."""
 
     def __init__(self) -> None:
@@ -66,10 +66,10 @@ def run(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     say: Callable[[str], None] = print,
-    alloc: Allocator | None = None,
-) -> Allocator:
+    alloc: MemoryGrower | None = None,
+) -> MemoryGrower:
     """Grow to ``max_bytes`` at the rate in steps, then hold (forever or ``hold_s``)."""
-    alloc = alloc if alloc is not None else Allocator()
+    alloc = alloc if alloc is not None else MemoryGrower()
     start = clock()
     full_since: float | None = None
     while True:
