@@ -19,6 +19,7 @@ package may import them:
 * ``kube.conditions`` — pod conditions updated as ``podutil.UpdatePodCondition`` does;
 * ``kube.kubeconfig`` — kubeconfig files merged and a context resolved, as client-go does;
 * ``kube.net`` — ``is_loopback``;
+* ``kube.boundedjson`` — JSON read within a nesting bound, one member or element at a time;
 * ``kube.cliutil`` — the CLI conventions every command shares (exit codes, errors, version).
 
 The package itself imports nothing, so ``import kube.quantity`` costs only that module: the
