@@ -7,8 +7,9 @@ the library's), and reads the answer into a ``Response``: status, headers and pa
 generated methods deserialize answers into models and raise on non-2xx; the eviction loop needs
 the status code, the ``Retry-After`` header and the Status body of *every* answer, and a drain
 lists thousands of pods, where building models costs more than the request. So the answer is
-asked for unread (``_preload_content=False``) and its JSON parsed once, here. No HTTP answer at
-all (connection refused or dropped, timed out) is a ``TransportError``.
+asked for unread (``_preload_content=False``) and its JSON parsed once, here, refused unparsed
+when nested deeper than ``kube.boundedjson.MAX_DEPTH``. No HTTP answer at all (connection
+refused or dropped, timed out) is a ``TransportError``.
 
 Because every request passes here, so do kubectl's two per-request settings: ``--request-timeout``
 (``request_timeout``: a bound on each request, none by default, as kubectl's ``0``) and the
@@ -24,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import json
 import logging
 import time
 import urllib.parse
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+from kube.boundedjson import JSONTooDeep, loads
 
 __all__ = [
     "JSON_PATCH",
@@ -186,11 +188,12 @@ async def _answer(request: Awaitable[Any]) -> Response:
             getattr(resp, "reason", "") or "",
             (time.monotonic() - started) * 1000,
         )
-    text = raw.decode("utf-8", errors="replace")
     try:
-        body: Any = json.loads(text) if text else None
+        body: Any = loads(raw) if raw else None
+    except JSONTooDeep as exc:  # never parsed: its text would be as deep in a message
+        body = f"(a response body refused: {exc})"
     except ValueError:
-        body = text
+        body = raw.decode("utf-8", errors="replace")
     return Response(status, headers, body)
 
 
