@@ -1,5 +1,6 @@
-"""``evictor.api.watching.list_and_watch`` against kubesim: resume, 410 relist, backoff, and the
-liveness bound that restarts a watch which stays open and silent (kubesim's ``silent`` fault)."""
+"""``evictor.api.watching.list_and_watch`` against kubesim: resume, 410 relist, backoff, the
+liveness bound that restarts a watch which stays open and silent (kubesim's ``silent`` fault),
+and the bounds on what is read: pages and lines in bytes, JSON (answers too) in depth."""
 
 from __future__ import annotations
 
@@ -344,3 +345,28 @@ def test_a_watch_line_nested_too_deeply_is_skipped_as_malformed(
         assert parse_event(deep, state) is None
     assert "malformed watch line skipped" in caplog.text
     assert "nested deeper than 100 levels" in caplog.records[-1].__dict__["err"]
+
+
+async def test_an_answer_nested_too_deeply_is_refused_unparsed(sim: Simulator) -> None:
+    from aiohttp import web
+
+    from evictor.api.calls import APIError, send
+
+    deep = b'{"kind": "Status", "message": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+
+    async def answer(ctx: Any) -> web.StreamResponse | None:
+        if ctx.request.path.endswith("/pods/deep"):
+            return web.Response(status=500, body=deep, content_type="application/json")
+        return None
+
+    sim.server.request_hooks.append(answer)
+    api = sim.api_client()
+    try:
+        resp = await send(api, "GET", "/api/v1/namespaces/default/pods/deep")
+    finally:
+        await api.close()
+    assert resp.status == 500
+    assert resp.body == "(a response body refused: JSON nested deeper than 100 levels)"
+    assert str(APIError(resp)) == (
+        "Error from server: (a response body refused: JSON nested deeper than 100 levels)"
+    )
