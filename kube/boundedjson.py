@@ -16,24 +16,24 @@ Every JSON text the agent reads — API lists and watch events, the kubelet's ``
   tenth of what parsing the same text costs, in time and in memory.
 * **Size.** ``json.loads`` builds the whole tree before the caller sees any of it, and a tree
   takes 5–25 times its text's size in memory (a list of short strings or small objects is
-  the worst). ``Cursor`` reads a text one object member or array element at a time, each
-  with the C decoder (``JSONDecoder.raw_decode``), so a caller can trim every list item as it
-  is parsed: a page of pods carrying megabytes of ``args`` each is never a page of parsed
-  pods.
-
-``decode`` takes the text from a ``bytearray`` and empties it, so a response's bytes are
-gone before its text is parsed (the bytes, the text and the tree never coexist).
+  the worst); the text it parses is a second copy of the bytes read, up to four times their
+  size. ``Cursor`` reads a text one object member or array element at a time, each with the
+  C decoder (``JSONDecoder.raw_decode``), so a caller can trim every list item as it is
+  parsed: a page of pods carrying megabytes of ``args`` each is never a page of parsed pods.
+  Over a response's bytes (``Cursor.of``) it decodes them a piece at a time as it reads,
+  dropping what it has read: the bytes and their text are never held whole at once.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterator
 from itertools import accumulate
 from typing import Any, Final
 
-__all__ = ["MAX_DEPTH", "Cursor", "JSONTooDeep", "decode", "loads", "nesting_depth"]
+__all__ = ["MAX_DEPTH", "Cursor", "JSONTooDeep", "loads", "nesting_depth"]
 
 MAX_DEPTH: Final = 100
 
@@ -84,18 +84,6 @@ def _check(data: bytes | bytearray, limit: int) -> None:
         raise JSONTooDeep(limit)
 
 
-def decode(buffer: bytearray, *, limit: int = MAX_DEPTH) -> str:
-    """The text of ``buffer`` (UTF-8), once its nesting is checked; the buffer is emptied.
-
-    Raises ``JSONTooDeep``, or ``UnicodeDecodeError`` (a ``ValueError``) for bytes that are
-    not UTF-8."""
-    try:
-        _check(buffer, limit)
-        return buffer.decode("utf-8")
-    finally:
-        buffer.clear()
-
-
 def loads(data: bytes | bytearray, *, limit: int = MAX_DEPTH) -> Any:
     """``json.loads`` for a text nested at most ``limit`` levels (else ``JSONTooDeep``)."""
     _check(data, limit)
@@ -106,7 +94,23 @@ def loads(data: bytes | bytearray, *, limit: int = MAX_DEPTH) -> Any:
 
 
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+_NUMBER_TAIL: Final = re.compile(r"[0-9.eE+-]*")
 _DECODER: Final = json.JSONDecoder()
+_PIECE: Final = 1 << 20  # bytes of a buffer decoded at a time
+
+
+def _pieces(buffer: bytearray) -> Iterator[str]:
+    """The text of ``buffer`` (UTF-8), a piece at a time, each piece's bytes dropped as it is
+    decoded."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        while buffer:
+            with memoryview(buffer)[:_PIECE] as view:
+                text = decoder.decode(view, final=len(buffer) <= _PIECE)
+            del buffer[:_PIECE]
+            yield text
+    finally:
+        buffer.clear()
 
 
 class Cursor:
@@ -116,23 +120,51 @@ class Cursor:
     the array at the cursor; after each yield the caller reads that member's value or that
     element — ``value()`` decodes it whole, ``members()``/``elements()`` go into it — and must
     read it before the iteration continues. Malformed text raises ``json.JSONDecodeError``.
-    The text's nesting is the caller's to check (``decode``)."""
 
-    __slots__ = ("pos", "text")
+    ``Cursor(text)`` reads a string whose nesting is the caller's to check;
+    ``Cursor.of(buffer)`` checks a buffer's nesting, then reads its text in pieces of 1 MiB
+    decoded as they are needed, the bytes and the text read so far dropped: reading a 7 MB
+    body never holds its bytes and its text at once, nor the whole text."""
 
-    def __init__(self, text: str) -> None:
+    __slots__ = ("pending", "pos", "text")
+
+    def __init__(self, text: str, pending: Iterator[str] | None = None) -> None:
         self.text = text
         self.pos = 0
+        self.pending = pending
+
+    @classmethod
+    def of(cls, buffer: bytearray, *, limit: int = MAX_DEPTH) -> Cursor:
+        """A cursor over the text in ``buffer`` (UTF-8; ``JSONTooDeep`` when nested deeper
+        than ``limit``), which it empties as it reads; bytes that are not UTF-8 raise
+        ``UnicodeDecodeError`` (a ``ValueError``) where they are read."""
+        try:
+            _check(buffer, limit)
+        except JSONTooDeep:
+            buffer.clear()
+            raise
+        return cls("", _pieces(buffer))
+
+    def _more(self) -> bool:
+        """The next piece after what is left unread; False at the end of the text."""
+        piece = next(self.pending, None) if self.pending is not None else None
+        if piece is None:
+            return False
+        self.text = self.text[self.pos :] + piece
+        self.pos = 0
+        return True
 
     def _error(self, message: str) -> json.JSONDecodeError:
         return json.JSONDecodeError(message, self.text, self.pos)
 
     def peek(self) -> str:
         """The next character that is not whitespace ("" at the end)."""
-        match = _WHITESPACE.match(self.text, self.pos)
-        assert match is not None  # the pattern matches the empty string
-        self.pos = match.end()
-        return self.text[self.pos : self.pos + 1]
+        while True:
+            match = _WHITESPACE.match(self.text, self.pos)
+            assert match is not None  # the pattern matches the empty string
+            self.pos = match.end()
+            if self.pos < len(self.text) or not self._more():
+                return self.text[self.pos : self.pos + 1]
 
     def _expect(self, char: str, what: str) -> None:
         if self.peek() != char:
@@ -142,11 +174,19 @@ class Cursor:
     def value(self) -> Any:
         """The value at the cursor, decoded whole."""
         self.peek()
-        try:
-            value, self.pos = _DECODER.raw_decode(self.text, self.pos)
-        except RecursionError:
-            raise JSONTooDeep(MAX_DEPTH) from None
-        return value
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError:
+                if self._more():
+                    continue  # the value goes on in the next piece
+                raise
+            except RecursionError:
+                raise JSONTooDeep(MAX_DEPTH) from None
+            # a number cut at the end of a piece ("12", "0.") decodes too: what follows says
+            if not _NUMBER_TAIL.fullmatch(self.text, end) or not self._more():
+                self.pos = end
+                return value
 
     def members(self) -> Iterator[str]:
         """The keys of the object at the cursor, the cursor at each one's value."""
@@ -161,12 +201,12 @@ class Cursor:
             self._expect(":", "':' delimiter")
             yield key
             char = self.peek()
-            self.pos += 1
             if char == "}":
+                self.pos += 1
                 return
             if char != ",":
-                self.pos -= 1
                 raise self._error("Expecting ',' delimiter")
+            self.pos += 1
 
     def elements(self) -> Iterator[None]:
         """Steps through the array at the cursor, the cursor at each element."""
@@ -177,12 +217,12 @@ class Cursor:
         while True:
             yield None
             char = self.peek()
-            self.pos += 1
             if char == "]":
+                self.pos += 1
                 return
             if char != ",":
-                self.pos -= 1
                 raise self._error("Expecting ',' delimiter")
+            self.pos += 1
 
     def end(self) -> None:
         """Nothing but whitespace may follow the text's value."""

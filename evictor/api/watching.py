@@ -35,7 +35,8 @@ the ``limit`` (a caller that lists unpaged is paged from 250), down to 1; after 
 next ``limit`` is what fits the bound at that page's size per object, up to the caller's page
 size. Within a page the items are parsed one at a time (``kube.boundedjson.Cursor``) and
 passed through the caller's ``transform`` (the agent's ``slim_pod``) before the next is
-parsed, and the body's bytes are dropped before its text is parsed. A single object over the
+parsed, and the body's bytes are decoded a piece at a time as they are read, never held whole
+with their text. A single object over the
 bound — a page of one, or one watch line — cannot be read within it, and is not skipped: the
 list (or, for a watch line, the next list) fails with an error naming the object, as
 client-go's reflector fails a list it cannot decode, and is retried with backoff. Leaving the
@@ -63,7 +64,7 @@ import tenacity
 from evictor.api.calls import request
 from evictor.backoff import WATCH_BACKOFF
 from evictor.backoff import delay as backoff_delay
-from kube.boundedjson import Cursor, decode, loads
+from kube.boundedjson import Cursor, loads
 
 __all__ = [
     "BOOKMARK_INTERVAL",
@@ -390,10 +391,11 @@ async def _list(target: _Target, st: WatchState) -> AsyncGenerator[Page, None]:
         await asyncio.sleep(0)  # a large list comes in many pages: let the loop run
 
 
-def _read_list(text: str, transform: Transform | None) -> tuple[list[dict[str, Any]], int, Any]:
+def _read_list(
+    cursor: Cursor, transform: Transform | None
+) -> tuple[list[dict[str, Any]], int, Any]:
     """A list's items (each transformed as soon as it is parsed), their count and its
     metadata."""
-    cursor = Cursor(text)
     items: list[dict[str, Any]] = []
     count = 0
     meta: Any = None
@@ -435,7 +437,7 @@ async def _list_page(target: _Target, token: str, limit: int | None) -> _ListPag
         resp.release()
     size = len(raw)
     try:
-        items, count, meta = _read_list(decode(raw), target.transform)  # decode empties raw
+        items, count, meta = _read_list(Cursor.of(raw), target.transform)  # empties raw
     except ValueError as exc:
         raise WatchError(
             f"list answered with a body that is not a list: {exc}", status=200

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kube.boundedjson import MAX_DEPTH, Cursor, JSONTooDeep, decode, loads, nesting_depth
+import kube.boundedjson
+from kube.boundedjson import MAX_DEPTH, Cursor, JSONTooDeep, loads, nesting_depth
 
 # strings are where a byte scan can go wrong: brackets, quotes and backslashes inside them
 TRICKY = st.text(alphabet=st.sampled_from('[]{}"\\ab\n\u00e9\U0001f600'), max_size=8)
@@ -62,19 +63,23 @@ def test_what_would_exhaust_the_parsers_stack_is_a_value_error() -> None:
             loads(text)
         buffer = bytearray(text)
         with pytest.raises(JSONTooDeep):
-            decode(buffer)
+            Cursor.of(buffer)
         assert buffer == b""  # emptied whether or not the text is read
     # unbalanced: the parser says what is wrong
     with pytest.raises(ValueError):
         loads(b"[[[]")
 
 
-def test_decode_empties_the_buffer_and_refuses_what_is_not_utf8() -> None:
-    buffer = bytearray('{"a": "\u00e9"}'.encode())
-    assert decode(buffer) == '{"a": "\u00e9"}'
+def test_a_buffer_is_read_piece_by_piece_and_emptied(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kube.boundedjson, "_PIECE", 5)
+    text = '{"a": "\u00e9\u00e9\u00e9", "n": 1234567890, "b": [true, null, 12.5e3]}'
+    buffer = bytearray(text.encode())
+    cursor = Cursor.of(buffer)
+    assert read_all(cursor) == json.loads(text)
+    cursor.end()
     assert buffer == b""
     with pytest.raises(UnicodeDecodeError):
-        decode(bytearray(b'"\xff"'))
+        read_all(Cursor.of(bytearray(b'["ab", "\xff"]')))
 
 
 def read_all(cursor: Cursor) -> Any:
@@ -87,12 +92,21 @@ def read_all(cursor: Cursor) -> Any:
     return cursor.value()
 
 
-@given(VALUES, st.sampled_from(["", " ", "\n\t "]))
-def test_the_cursor_reads_what_json_loads_reads(value: Any, space: str) -> None:
-    text = json.dumps(value, indent=len(space) or None).replace("\n", "\n" + space)
-    cursor = Cursor(space + text + space)
+@given(VALUES, st.sampled_from(["", " ", "\n\t "]), st.integers(min_value=1, max_value=9))
+def test_the_cursor_reads_what_json_loads_reads(value: Any, space: str, piece: int) -> None:
+    text = space + json.dumps(value, indent=len(space) or None).replace("\n", "\n" + space) + space
+    cursor = Cursor(text)
     assert read_all(cursor) == value
     cursor.end()
+    # from bytes, a few at a time: a value (a number above all) cut between two pieces
+    saved = kube.boundedjson._PIECE
+    kube.boundedjson._PIECE = piece
+    try:
+        cursor = Cursor.of(bytearray(text.encode()))
+        assert read_all(cursor) == value
+        cursor.end()
+    finally:
+        kube.boundedjson._PIECE = saved
 
 
 def test_the_cursor_refuses_malformed_text_with_the_position() -> None:
