@@ -298,17 +298,35 @@ class VolumeStats:
     @classmethod
     def from_dict(cls, data: object, path: str) -> VolumeStats:
         vd = _at(data, path)
-        pvc = _R.mapping(vd, "pvcRef", f"{path}.pvcRef")
         return cls(
             name=_R.string(vd, "name", f"{path}.name"),
             fs=FsStats.from_dict(vd, path),
-            pvc_ref=None
-            if pvc is None
-            else (
-                _R.string(pvc, "namespace", f"{path}.pvcRef.namespace"),
-                _R.string(pvc, "name", f"{path}.pvcRef.name"),
-            ),
+            pvc_ref=_pvc_ref(vd, path),
         )
+
+    @classmethod
+    def usage_from_dict(cls, data: object, path: str) -> VolumeStats:
+        """The figures the decisions read of a volume — its name, used bytes and inodes —
+        checked as ``from_dict`` checks them; the others (capacity, time) are not read."""
+        vd = _at(data, path)
+        return cls(
+            name=_R.string(vd, "name", f"{path}.name"),
+            fs=FsStats(
+                used_bytes=_R.uint(vd, "usedBytes", f"{path}.usedBytes"),
+                inodes_used=_R.uint(vd, "inodesUsed", f"{path}.inodesUsed"),
+            ),
+            pvc_ref=_pvc_ref(vd, path),
+        )
+
+
+def _pvc_ref(vd: Mapping[str, Any], path: str) -> tuple[str, str] | None:
+    pvc = _R.mapping(vd, "pvcRef", f"{path}.pvcRef")
+    if pvc is None:
+        return None
+    return (
+        _R.string(pvc, "namespace", f"{path}.pvcRef.namespace"),
+        _R.string(pvc, "name", f"{path}.pvcRef.name"),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,9 @@ than `kube.boundedjson.MAX_DEPTH` is refused unparsed — a refused read is a fa
 and its figures are unknown once the last good ones expire. Within the bound the summary is kept
 only as the agent reads it (`read_summary`): a pod entry's podRef, start time, containers'
 writable layers and logs, ephemeral storage and volumes, each volume as a `VolumeStats` with
-only its used bytes and inodes — a pod with 40,000 emptyDirs makes a 7 MB summary, which is
-never held parsed as 40,000 dictionaries, and is read once per fetch rather than on every sync.
+only its used bytes and inodes (all the decisions read of it) — a pod with 40,000 emptyDirs
+makes a 7 MB summary, which is never held parsed as 40,000 dictionaries, and its volumes are
+read once per fetch rather than on every sync, those that did not change kept as they were.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import Any, Final
 import aiohttp
 
 from agent.eviction.summary import FsStats, SummaryError, VolumeStats
-from kube.boundedjson import Cursor, decode
+from kube.boundedjson import Cursor
 
 log = logging.getLogger(__name__)
 
@@ -126,10 +127,14 @@ async def _read_body(resp: aiohttp.ClientResponse, url: str) -> bytearray:
 
 
 async def fetch_summary(
-    cfg: KubeletSummaryConfig, *, session: aiohttp.ClientSession | None = None
+    cfg: KubeletSummaryConfig,
+    *,
+    session: aiohttp.ClientSession | None = None,
+    previous: JSONDict | None = None,
 ) -> JSONDict:
-    """GET the summary, as ``read_summary`` keeps it; KubeletSummaryError with the URL and the
-    cause on any failure (a response over ``MAX_SUMMARY_BYTES`` or nested too deeply
+    """GET the summary, as ``read_summary`` keeps it (``previous``: the last one, whose
+    unchanged volumes are kept rather than made again); KubeletSummaryError with the URL and
+    the cause on any failure (a response over ``MAX_SUMMARY_BYTES`` or nested too deeply
     included)."""
     headers = _headers(cfg)
     context = _ssl_context(cfg)
@@ -150,7 +155,8 @@ async def fetch_summary(
                     f"GET {cfg.url}: HTTP {resp.status}{moved}: {body.strip()}"
                 )
             raw = await _read_body(resp, cfg.url)
-        data = read_summary(decode(raw))  # decode empties raw: its memory goes first
+        # read piece by piece, raw emptied as it goes
+        data = read_summary(Cursor.of(raw), previous=previous)
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         raise KubeletSummaryError(f"GET {cfg.url}: {type(exc).__name__}: {exc}") from exc
     finally:
@@ -161,23 +167,28 @@ async def fetch_summary(
     return data
 
 
-def read_summary(text: str) -> JSONDict:
+def read_summary(cursor: Cursor, *, previous: JSONDict | None = None) -> JSONDict:
     """The parts of a ``/stats/summary`` text the agent reads, parsed one pod entry and one
     volume at a time: ``node`` whole, and of each pod entry what the merge takes; volumes as
-    ``VolumeStats`` (used bytes and inodes only, equal figures shared). Raises ValueError for
-    a text that is not JSON ({} for JSON that is not an object); a pod entry with a malformed
-    volume is logged and left out, another malformed entry is kept for the caller to refuse.
+    ``VolumeStats`` (used bytes and inodes only, equal figures shared, and a volume equal to
+    the one at its place in ``previous`` is that one: a fetch does not make 40,000 again).
+    Raises ValueError for a text that is not JSON ({} for JSON that is not an object); a pod
+    entry with a malformed volume is logged and left out, another malformed entry is kept for
+    the caller to refuse.
     """
-    cursor = Cursor(text)
     if cursor.peek() != "{":
         cursor.value()
         cursor.end()
         return {}
     data: JSONDict = {}
     shared: dict[FsStats, FsStats] = {}
+    before: dict[str, tuple[VolumeStats, ...]] = {}
+    for p in (previous or {}).get("pods") or []:
+        if isinstance(p, dict) and isinstance(p.get("volume"), tuple):
+            before[str((p.get("podRef") or {}).get("uid", ""))] = p["volume"]
     for key in cursor.members():
         if key == "pods" and cursor.peek() == "[":
-            pods = (_read_pod(cursor, shared, i) for i, _ in enumerate(cursor.elements()))
+            pods = (_read_pod(cursor, shared, before, i) for i, _ in enumerate(cursor.elements()))
             data["pods"] = [p for p in pods if p is not None]
         elif key in ("node", "pods"):
             data[key] = cursor.value()
@@ -187,14 +198,21 @@ def read_summary(text: str) -> JSONDict:
     return data
 
 
-def _read_pod(cursor: Cursor, shared: dict[FsStats, FsStats], index: int) -> Any:
+def _read_pod(
+    cursor: Cursor,
+    shared: dict[FsStats, FsStats],
+    before: dict[str, tuple[VolumeStats, ...]],
+    index: int,
+) -> Any:
     if cursor.peek() != "{":
         return cursor.value()
     pod: JSONDict = {}
     bad: SummaryError | None = None
     for key in cursor.members():
         if key == "volume" and cursor.peek() == "[":
-            volumes = _read_volumes(cursor, shared, f"pods[{index}].volume")
+            ref = pod.get("podRef")  # the kubelet writes it first
+            uid = str(ref.get("uid", "")) if isinstance(ref, dict) else ""
+            volumes = _read_volumes(cursor, shared, f"pods[{index}].volume", before.get(uid, ()))
             if isinstance(volumes, SummaryError):
                 bad = volumes
             else:
@@ -220,7 +238,10 @@ def _read_pod(cursor: Cursor, shared: dict[FsStats, FsStats], index: int) -> Any
 
 
 def _read_volumes(
-    cursor: Cursor, shared: dict[FsStats, FsStats], path: str
+    cursor: Cursor,
+    shared: dict[FsStats, FsStats],
+    path: str,
+    before: tuple[VolumeStats, ...],
 ) -> tuple[VolumeStats, ...] | SummaryError:
     """A pod entry's volumes as ``VolumeStats``, or what is wrong with the first malformed
     one."""
@@ -231,13 +252,12 @@ def _read_volumes(
         if bad is not None:
             continue  # the rest is still read: the text goes on after it
         try:
-            volume = VolumeStats.from_dict(raw, f"{path}[{i}]")
+            volume = VolumeStats.usage_from_dict(raw, f"{path}[{i}]")
         except SummaryError as exc:
             bad = exc
             continue
-        # the decisions read a volume's used bytes and inodes only
-        fs = FsStats(used_bytes=volume.fs.used_bytes, inodes_used=volume.fs.inodes_used)
-        volumes.append(VolumeStats(volume.name, shared.setdefault(fs, fs), volume.pvc_ref))
+        kept = VolumeStats(volume.name, shared.setdefault(volume.fs, volume.fs), volume.pvc_ref)
+        volumes.append(before[i] if i < len(before) and before[i] == kept else kept)
     return bad if bad is not None else tuple(volumes)
 
 

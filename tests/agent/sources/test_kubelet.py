@@ -27,6 +27,7 @@ from agent.sources.kubelet import (
 )
 from agent.sources.roots import Roots
 from agent.sources.summary import SourceConfig, SummaryCollector
+from kube.boundedjson import Cursor
 
 TOKEN = "sa-token-abc"
 UID = "dddddddd-4444-4a2b-9c3d-000000000004"
@@ -503,7 +504,7 @@ async def test_40000_volumes_are_read_once_and_kept_small() -> None:
     text = json.dumps(_many_volumes(40_000))
     tracemalloc.start()
     try:
-        kept = read_summary(text)
+        kept = read_summary(Cursor(text))
         held = tracemalloc.get_traced_memory()[0]
         parsed = json.loads(text)
         parsed_size = tracemalloc.get_traced_memory()[0] - held
@@ -519,6 +520,14 @@ async def test_40000_volumes_are_read_once_and_kept_small() -> None:
     merged = merge_kubelet_pod_storage([], kept)
     summary = Summary.from_dict({"node": {"nodeName": "n"}, "pods": merged})
     assert summary.pods[0].volume_stats is volumes  # not read again on every sync
+    # the next fetch keeps the volumes that did not change, and only those
+    changed = _many_volumes(40_000)
+    changed["pods"][0]["volume"][7]["usedBytes"] = 8192
+    again = read_summary(Cursor(json.dumps(changed)), previous=kept)["pods"][0]["volume"]
+    v7 = VolumeStats("v7", FsStats(used_bytes=8192, inodes_used=1))
+    assert again == (*volumes[:7], v7, *volumes[8:])
+    assert all(a is b for a, b in zip(again, volumes, strict=True) if a == b)
+    assert again[7] is not volumes[7]
 
 
 async def test_a_pod_entry_with_a_malformed_volume_is_left_out(
@@ -529,6 +538,6 @@ async def test_a_pod_entry_with_a_malformed_volume_is_left_out(
     bad = _many_volumes(3)
     bad["pods"][0]["volume"][1]["usedBytes"] = -1
     with caplog.at_level("WARNING"):
-        kept = read_summary(json.dumps(bad))
+        kept = read_summary(Cursor(json.dumps(bad)))
     assert [p["podRef"] for p in kept["pods"]] == [p["podRef"] for p in FIXTURE["pods"][1:]]
     assert "pod entry skipped: stats summary: pods[0].volume[1].usedBytes" in caplog.text
