@@ -40,6 +40,7 @@ from typing import Any, Final
 import aiohttp
 
 from agent.eviction.summary import FsStats, SummaryError, VolumeStats
+from evictor.api.calls import BodyTooLarge, read_bounded
 from kube.boundedjson import Cursor
 
 log = logging.getLogger(__name__)
@@ -112,20 +113,6 @@ def _headers(cfg: KubeletSummaryConfig) -> dict[str, str]:
     return headers
 
 
-async def _read_body(resp: aiohttp.ClientResponse, url: str) -> bytearray:
-    too_large = KubeletSummaryError(
-        f"GET {url}: response larger than {MAX_SUMMARY_BYTES} bytes: refused"
-    )
-    if resp.content_length is not None and resp.content_length > MAX_SUMMARY_BYTES:
-        raise too_large
-    body = bytearray()
-    async for chunk in resp.content.iter_any():
-        body += chunk
-        if len(body) > MAX_SUMMARY_BYTES:
-            raise too_large
-    return body
-
-
 async def fetch_summary(
     cfg: KubeletSummaryConfig,
     *,
@@ -154,7 +141,12 @@ async def fetch_summary(
                 raise KubeletSummaryError(
                     f"GET {cfg.url}: HTTP {resp.status}{moved}: {body.strip()}"
                 )
-            raw = await _read_body(resp, cfg.url)
+            try:
+                raw = await read_bounded(resp, MAX_SUMMARY_BYTES)
+            except BodyTooLarge:
+                raise KubeletSummaryError(
+                    f"GET {cfg.url}: response larger than {MAX_SUMMARY_BYTES} bytes: refused"
+                ) from None
         # read piece by piece, raw emptied as it goes
         data = read_summary(Cursor.of(raw), previous=previous)
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:

@@ -36,10 +36,10 @@ next ``limit`` is what fits the bound at that page's size per object, up to the 
 size. Within a page the items are parsed one at a time (``kube.boundedjson.Cursor``) and
 passed through the caller's ``transform`` (the agent's ``slim_pod``) before the next is
 parsed, and the body's bytes are decoded a piece at a time as they are read, never held whole
-with their text. A single object over the
-bound — a page of one, or one watch line — cannot be read within it, and is not skipped: the
-list (or, for a watch line, the next list) fails with an error naming the object, as
-client-go's reflector fails a list it cannot decode, and is retried with backoff. Leaving the
+with their text. A single object over the bound — a page of one, or one watch line — cannot
+be read within it, and is not skipped: the list (or, for a watch line, the next list) fails
+with an error naming the object, as client-go's reflector fails a list it cannot decode, and
+is retried with backoff. Leaving the
 object out would give a view of the node without it — a pod its author made immune to
 eviction by making it big — where a failing list keeps the last complete view and says why.
 Only a client writing protobuf, or growing an object patch by patch, can make one that big.
@@ -61,7 +61,7 @@ from typing import Any, Final
 
 import tenacity
 
-from evictor.api.calls import request
+from evictor.api.calls import BodyTooLarge, read_bounded, request
 from evictor.backoff import WATCH_BACKOFF
 from evictor.backoff import delay as backoff_delay
 from kube.boundedjson import Cursor, loads
@@ -89,8 +89,8 @@ MAX_OBJECT_BYTES: Final = 4 << 20
 # A caller that lists unpaged is paged from this many objects once a list is over the bound
 # (kubectl's --chunk-size); growing back after small pages stops there too.
 UNPAGED_RETRY_LIMIT: Final = 500
-# How much of an object too large to read is kept to name it.
-_HEAD_BYTES: Final = 64 << 10
+# An error answer is read up to this much (a Status is a few hundred bytes).
+_STATUS_BYTES: Final = 64 << 10
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -111,14 +111,6 @@ class _Gone(Exception):
 
 class _Stalled(Exception):
     """Nothing arrived within the liveness bound."""
-
-
-class _TooLarge(Exception):
-    """A body or a line longer than the bound; ``head`` is its beginning."""
-
-    def __init__(self, head: bytes) -> None:
-        super().__init__("over the bound")
-        self.head = head
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,25 +270,10 @@ async def list_and_watch(
             await asyncio.sleep(wait)
 
 
-async def _read_capped(resp: Any, limit: int) -> bytearray:
-    """The body of ``resp``; ``_TooLarge`` as soon as it is longer than ``limit`` bytes (at
-    once, with only the head read, when its Content-Length says so)."""
-    announced = resp.content_length
-    want = limit if announced is None or announced <= limit else min(_HEAD_BYTES, limit)
-    body = bytearray()
-    async for chunk in resp.content.iter_any():
-        body += chunk
-        if len(body) > limit or (want < limit and len(body) >= want):
-            raise _TooLarge(bytes(body[:_HEAD_BYTES]))
-    if want < limit:  # announced as too long, and the connection ended early
-        raise _TooLarge(bytes(body[:_HEAD_BYTES]))
-    return body
-
-
 async def _failure(resp: Any, what: str) -> WatchError:
     try:
-        raw = await _read_capped(resp, _HEAD_BYTES)
-    except _TooLarge as big:
+        raw = await read_bounded(resp, _STATUS_BYTES)
+    except BodyTooLarge as big:
         raw = bytearray(big.head)
     reason = ""
     message = raw[:300].decode(errors="replace")
@@ -363,7 +340,7 @@ async def _list(target: _Target, st: WatchState) -> AsyncGenerator[Page, None]:
     while True:
         try:
             body = await _list_page(target, token, limit)
-        except _TooLarge as big:
+        except BodyTooLarge as big:
             if limit == 1:
                 raise _too_large(target, big.head, "items", "list") from None
             limit = max(1, (limit or UNPAGED_RETRY_LIMIT) // 2)
@@ -419,7 +396,7 @@ def _read_list(
 
 
 async def _list_page(target: _Target, token: str, limit: int | None) -> _ListPage:
-    """One page (``_TooLarge`` when its body is over the bound)."""
+    """One page (``BodyTooLarge`` when its body is over the bound)."""
     resp: Any = await request(
         target.api_client,
         "GET",
@@ -432,7 +409,7 @@ async def _list_page(target: _Target, token: str, limit: int | None) -> _ListPag
             raise _Gone()  # the continue token expired: list again from the start
         if resp.status != 200:
             raise await _failure(resp, "list")
-        raw = await _read_capped(resp, target.max_bytes)
+        raw = await read_bounded(resp, target.max_bytes)
     finally:
         resp.release()
     size = len(raw)
@@ -450,7 +427,7 @@ async def _list_page(target: _Target, token: str, limit: int | None) -> _ListPag
 
 
 class _Lines:
-    """The lines of a watch stream, each up to ``limit`` bytes (``_TooLarge`` beyond)."""
+    """The lines of a watch stream, each up to ``limit`` bytes (``BodyTooLarge`` beyond)."""
 
     def __init__(self, content: Any, limit: int) -> None:
         self.content = content
@@ -463,7 +440,7 @@ class _Lines:
         while True:
             end = self.buffer.find(b"\n", self.scanned)
             if end >= self.limit or (end < 0 and len(self.buffer) > self.limit):
-                raise _TooLarge(bytes(self.buffer[:_HEAD_BYTES]))
+                raise BodyTooLarge(self.buffer)
             if end >= 0:
                 line = self.buffer[: end + 1]
                 del self.buffer[: end + 1]
@@ -506,7 +483,7 @@ async def _watch(target: _Target, st: WatchState) -> AsyncGenerator[Event, None]
                     line = await lines.next()
             except TimeoutError:
                 raise _Stalled() from None
-            except _TooLarge as big:
+            except BodyTooLarge as big:
                 # the event cannot be read, nor skipped (the view would miss it): the next
                 # attempt lists, and names the object if it is still too large
                 st.resource_version = ""
