@@ -258,7 +258,7 @@ def _config_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--kubelet-ca-file",
             metavar="FILE",
             help="CA bundle that verifies the kubelet's serving certificate (default: the "
-            "ServiceAccount CA, else the system CAs).",
+            "ServiceAccount CA; a missing file fails the fetch, never the system CAs instead).",
         ),
         click.option(
             "--kubelet-token-file",

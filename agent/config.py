@@ -474,7 +474,7 @@ class AgentConfig:
     node_cgroup: str = ""
     # where pods may state ``eviction-preference`` (``*`` = everywhere); none by default
     eviction_preference_namespaces: tuple[str, ...] = ()
-    # TLS trust for kubeletSummaryUrl: None = the ServiceAccount CA (system CAs if absent)
+    # TLS trust for kubeletSummaryUrl: None = the ServiceAccount CA (a missing file fails fetches)
     kubelet_ca_file: str | None = None
     # the bearer token sent to the kubelet; "" = no credential (the only case http is allowed)
     kubelet_token_file: str = SERVICE_ACCOUNT_TOKEN

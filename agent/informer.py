@@ -19,10 +19,16 @@ agent reads — the decision core (``agent.eviction``: requests, limits, priorit
 volumes, grace period, the critical-pod and eviction-preference annotations, tolerations for
 admission), the actions (name, namespace, uid) and the stats sources (container IDs → names) —
 before the pod is converted; nothing else is kept, not even the raw object. A list is read in
-pages of ``list_page_size`` (``limit``/``continue``, as client-go's pager does) and each page is
-slimmed before the next is fetched, so a relist holds the slim old view, the slim new one and
-one page — never two full copies of the node's pods (``watching`` yields the list page by page).
-A continue token that expired (410) starts the list again.
+pages of at most ``list_page_size`` pods (``limit``/``continue``, as client-go's pager does) and
+of at most ``evictor.api.watching.MAX_OBJECT_BYTES`` of JSON (fewer pods when they are large),
+and each pod is slimmed as soon as it is parsed, before the next one is — a list event's pod
+too — so a relist holds the slim old view, the slim new one and one page's text: never the
+node's pods parsed, whatever their authors put in them (40 pods of 1.4 MB of ``args`` each are
+56 MB of JSON). A volume that is already as slim as it gets (``{"name", "emptyDir": {}}``) is
+kept as parsed, not copied. A continue token that expired (410) starts the list again. A pod
+too large to read within the bound fails the list instead of being left out of the view
+(``evictor.api.watching`` says why): the informer then keeps its last complete view, the
+failure's log line names the pod, and ``/readyz`` reports the watch down.
 """
 
 from __future__ import annotations
@@ -102,6 +108,9 @@ def _volumes(value: Any) -> Any:
         # the source's kind (the first key besides the name) decides whether it is local
         # ephemeral storage; only an emptyDir's own fields (medium, sizeLimit) are read
         source = next((k for k in v if k != "name"), "")
+        if len(v) <= 2 and (source == "emptyDir" or v.get(source) == {}):
+            out.append(v)  # already as slim as it gets: kept, not copied (40,000 emptyDirs)
+            continue
         slim: dict[str, Any] = {"name": v.get("name")} if "name" in v else {}
         if source:
             slim[source] = v[source] if source == "emptyDir" else {}
@@ -109,9 +118,20 @@ def _volumes(value: Any) -> Any:
     return out
 
 
+def _container_statuses(value: Any) -> Any:
+    if not isinstance(value, list):
+        return None
+    return [
+        {k: cs[k] for k in ("name", "containerID") if k in cs}
+        for cs in value
+        if isinstance(cs, dict) and cs.get("containerID") and cs.get("name")
+    ]
+
+
 def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a pod manifest the agent reads (module docstring); malformed parts are kept
-    as they are, so that ``Pod.from_dict`` still refuses them with the field's name."""
+    as they are, so that ``Pod.from_dict`` still refuses them with the field's name. Slimming a
+    slim pod changes nothing, and ``container_names`` reads the same from both."""
     out: dict[str, Any] = {}
     for key in ("apiVersion", "kind"):
         if key in obj:
@@ -142,7 +162,12 @@ def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
         out["spec"] = spec
     status = obj.get("status")
     if isinstance(status, dict):
-        out["status"] = {"phase": status["phase"]} if "phase" in status else {}
+        slim_status = {"phase": status["phase"]} if "phase" in status else {}
+        for key in ("containerStatuses", "initContainerStatuses"):
+            statuses = _container_statuses(status.get(key))
+            if statuses:
+                slim_status[key] = statuses
+        out["status"] = slim_status
     elif status is not None:
         out["status"] = status
     return out
@@ -275,6 +300,7 @@ class PodInformer:
             backoff=self.backoff,
             max_failures=max_failures,
             state=self.state,
+            transform=slim_pod,  # each pod slimmed as soon as it is parsed
         )
 
     async def run(self) -> None:

@@ -19,9 +19,20 @@ end, so it covers both phases.
 Targets: ≤ 1 % of a core and ≤ 60 MiB. Anchors: the targets themselves (the kubelet's eviction
 manager cannot be measured apart from the kubelet).
 
-Run: ``.venv/bin/python bench/agent_footprint.py [--seconds 60] [--pods 110]
-[--agent-arg=--no-kernel-memcg-notification]`` (the second: the usage watch polls instead of
-the kernel announcing, as on cgroup v2).
+``--oversized``: what tenants can put in their pods instead. 40 pods carrying ~1.4 MB of
+``args`` each, as short arguments (``--flag-000123=abc``: the most Python objects per byte an
+``args`` list can make; kube-apiserver accepts such a pod, up to etcd's 1.5 MiB), one pod with
+40,000 emptyDir volumes, and the kubelet's ``/stats/summary`` (``--kubelet-summary-url``, a
+stub serving what a kubelet reports for that node: one volume entry per emptyDir, ~7 MB) —
+the same steady state and three relists. The figure is peak RSS against the DaemonSet's
+memory limit (88 MiB), the anchor, with the peak of its anonymous part (sampled every 20 ms):
+file pages (the interpreter's and the libraries' code) are what a memory limit reclaims
+before it kills, anonymous ones are not. Before the reads were bounded, the issue that asked
+for it measured 209 MiB on such a node.
+
+Run: ``.venv/bin/python bench/agent_footprint.py [--seconds 60] [--pods 110] [--oversized]
+[--agent-arg=--no-kernel-memcg-notification]`` (the last: the usage watch polls instead of the
+kernel announcing, as on cgroup v2).
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil  # type: ignore[import-untyped, unused-ignore]
+from aiohttp import web
 
 import kubesim
 from kubesim.kubeconfig import write_kubeconfig
@@ -60,6 +72,22 @@ _R = _reaction_module()
 NODE, FakeNodeCgroup = _R.NODE, _R.FakeNodeCgroup
 
 MIB = 1 << 20
+
+
+def anon_rss(pid: int) -> int:
+    """Resident anonymous memory: what a memory limit cannot reclaim (file pages it can)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+async def sample_anon(pid: int, peak: list[int]) -> None:
+    """The highest ``anon_rss`` seen, every 20 ms, into ``peak[0]``."""
+    with contextlib.suppress(OSError):
+        while True:
+            peak[0] = max(peak[0], anon_rss(pid))
+            await asyncio.sleep(0.02)
 
 
 def peak_rss(pid: int) -> int:
@@ -321,6 +349,88 @@ def realistic_pod(name: str, i: int, *, churn: int = 0) -> dict[str, Any]:
     }
 
 
+OVERSIZED_PODS = 40
+ARGS_BYTES = 1_400_000
+EMPTY_DIRS = 40_000
+DAEMONSET_LIMIT_MIB = 88  # deploy/daemonset.yaml
+ISSUE_BEFORE_MIB = 209
+
+
+def oversized_pods() -> list[dict[str, Any]]:
+    """40 pods of ~1.4 MB of short ``args`` and one with 40,000 emptyDirs."""
+    args = [f"--flag-{j:06d}=abc" for j in range(ARGS_BYTES // 20)]
+    out = []
+    for i in range(OVERSIZED_PODS):
+        manifest = realistic_pod(f"big-{i}", i)
+        manifest["spec"]["containers"][0]["args"] = args
+        del manifest["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        out.append(manifest)
+    volumes = realistic_pod("volumes", OVERSIZED_PODS)
+    volumes["spec"]["volumes"] = [
+        {"name": f"scratch-{i}", "emptyDir": {}} for i in range(EMPTY_DIRS)
+    ]
+    del volumes["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    out.append(volumes)
+    return out
+
+
+def kubelet_summary(pods: list[dict[str, Any]]) -> bytes:
+    """What a kubelet's ``/stats/summary`` says of these pods: per container its writable layer
+    and logs, per pod its ephemeral storage and one entry per emptyDir volume."""
+
+    def fs(used: int) -> dict[str, Any]:
+        return {
+            "time": STAMP,
+            "availableBytes": 50 << 30,
+            "capacityBytes": 100 << 30,
+            "usedBytes": used,
+            "inodesFree": 1 << 20,
+            "inodes": 2 << 20,
+            "inodesUsed": used // 4096 + 1,
+        }
+
+    entries = []
+    for p in pods:
+        volumes = [{**fs(4096), "name": v["name"]} for v in p["spec"]["volumes"] if "emptyDir" in v]
+        entries.append(
+            {
+                "podRef": {
+                    "name": p["metadata"]["name"],
+                    "namespace": p["metadata"]["namespace"],
+                    "uid": p["metadata"]["uid"],
+                },
+                "startTime": STAMP,
+                "containers": [
+                    {
+                        "name": c["name"],
+                        "startTime": STAMP,
+                        "rootfs": fs(1 << 20),
+                        "logs": fs(64 << 10),
+                        "memory": {"time": STAMP, "workingSetBytes": 8 << 20},
+                    }
+                    for c in p["spec"]["containers"]
+                ],
+                "volume": volumes,
+                "ephemeral-storage": fs((1 << 20) + 4096 * len(volumes)),
+            }
+        )
+    node = {"nodeName": "bench-node", "startTime": STAMP, "fs": fs(10 << 30)}
+    return json.dumps({"node": node, "pods": entries}).encode()
+
+
+async def serve_summary(body: bytes) -> tuple[web.AppRunner, int]:
+    async def summary(_: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get("/stats/summary", summary)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, int(runner.addresses[0][1])
+
+
 class CuttableProxy:
     """A TCP proxy in front of the API whose connections can be cut at once (a network blip)."""
 
@@ -375,21 +485,42 @@ RELISTS = 3
 
 
 async def bench(
-    seconds: float, pods: int, agent_log: str | None = None, extra: tuple[str, ...] = ()
+    seconds: float,
+    pods: int,
+    agent_log: str | None = None,
+    extra: tuple[str, ...] = (),
+    *,
+    oversized: bool = False,
 ) -> dict[str, Any]:
     node = FakeNodeCgroup(1024 * MIB)
     agent: subprocess.Popen[bytes] | None = None
     tmp = Path(tempfile.mkdtemp(prefix="agent-footprint-"))
     proxy: CuttableProxy | None = None
+    kubelet: web.AppRunner | None = None
     try:
         async with kubesim.serve(state=[NODE], time_scale=0.01) as sim:
-            manifests = [realistic_pod(f"p-{i}", i) for i in range(pods)]
+            manifests = (
+                oversized_pods() if oversized else [realistic_pod(f"p-{i}", i) for i in range(pods)]
+            )
+            created_pods = []
             for manifest in manifests:
                 created = sim.apply(manifest)[0]
                 node.pod_cgroup(created["metadata"]["uid"])
-            served = sim.get("Pod", "default", "p-0") or {}
+                created_pods.append(created)
+            first = created_pods[0]["metadata"]["name"]
+            served = sim.get("Pod", "default", first) or {}
             pod_bytes = len(json.dumps(served))
             assert served["metadata"].get("managedFields"), "kubesim dropped managedFields"
+            if oversized:
+                body = kubelet_summary(created_pods)
+                summary_bytes = len(body)
+                kubelet, port = await serve_summary(body)
+                extra = (
+                    *extra,
+                    f"--kubelet-summary-url=http://127.0.0.1:{port}/stats/summary",
+                    "--kubelet-token-file=",
+                )
+            del created_pods
             proxy = CuttableProxy(int(sim.url.rsplit(":", 1)[1]))
             kubeconfig = write_kubeconfig(
                 tmp / "kubeconfig", f"http://127.0.0.1:{await proxy.start()}"
@@ -432,6 +563,8 @@ async def bench(
                 stderr=open(agent_log, "wb") if agent_log else subprocess.DEVNULL,  # noqa: SIM115
             )
             proc = psutil.Process(agent.pid)
+            anon_peak = [0]
+            sampler = asyncio.create_task(sample_anon(agent.pid, anon_peak))
             await asyncio.sleep(5.0)  # imports, list, first syncs
             if agent.poll() is not None:
                 raise RuntimeError(f"agent exited with {agent.returncode}")
@@ -451,15 +584,22 @@ async def bench(
                     if "continue" not in r.query
                 )
 
+            def churn(i: int, n: int) -> dict[str, Any]:
+                if not oversized:
+                    return realistic_pod(f"p-{i}", i, churn=n)
+                changed = manifests[i]  # an annotation changes, as anything may
+                changed["metadata"]["annotations"]["bench/churn"] = str(n)
+                return changed
+
             lists_before = started_lists()
             rng = random.Random(1)
             proxy.cut()
             deadline = time.monotonic() + 30
             churned = 0
             while time.monotonic() < deadline:
-                i = rng.randrange(pods)
+                i = rng.randrange(len(manifests))
                 churned += 1
-                sim.apply(realistic_pod(f"p-{i}", i, churn=churned))
+                sim.apply(churn(i, churned))
                 await asyncio.sleep(0.05)
                 lists = started_lists() - lists_before
                 if lists >= RELISTS and churned >= 60:
@@ -468,15 +608,21 @@ async def bench(
             await asyncio.sleep(1.0)
             if agent.poll() is not None:
                 raise RuntimeError(f"agent exited with {agent.returncode}")
+            sampler.cancel()
             return {
                 "cpu_share": cpu / elapsed,
                 "peak_rss": peak_rss(agent.pid),
+                "peak_anon": anon_peak[0],
                 "steady_rss": steady_rss,
                 "pod_bytes": pod_bytes,
+                "pods": len(manifests),
+                "summary_bytes": summary_bytes if oversized else 0,
                 "relists": relists,
                 "changes": churned,
             }
     finally:
+        if kubelet is not None:
+            await kubelet.cleanup()
         if proxy is not None:
             await proxy.close()
         if agent is not None and agent.poll() is None:
@@ -494,6 +640,12 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=110)
     parser.add_argument("--agent-log", help="write the agent's log (stderr) to this file")
     parser.add_argument(
+        "--oversized",
+        action="store_true",
+        help="40 pods of ~1.4 MB of args, one with 40,000 emptyDirs and the kubelet's summary "
+        "of them, instead of --pods realistic pods",
+    )
+    parser.add_argument(
         "--agent-arg",
         action="append",
         default=[],
@@ -502,9 +654,47 @@ def main() -> int:
     )
     args = parser.parse_args()
     try:
-        r = asyncio.run(bench(args.seconds, args.pods, args.agent_log, tuple(args.agent_arg)))
+        r = asyncio.run(
+            bench(
+                args.seconds,
+                args.pods,
+                args.agent_log,
+                tuple(args.agent_arg),
+                oversized=args.oversized,
+            )
+        )
     except OSError as exc:
         print(json.dumps({"bench": "agent_footprint", "skipped": f"no writable cgroup: {exc}"}))
+        return 0
+    if args.oversized:
+        rss = r["peak_rss"] / MIB
+        print(
+            json.dumps(
+                {
+                    "bench": "agent_footprint_oversized_peak_rss",
+                    "value": round(rss, 1),
+                    "unit": "MiB",
+                    "anchor": {
+                        "name": "DaemonSet memory limit",
+                        "value": DAEMONSET_LIMIT_MIB,
+                        "unit": "MiB",
+                    },
+                    "ratio": round(rss / DAEMONSET_LIMIT_MIB, 3),
+                    "before_bounded_reads_mib": ISSUE_BEFORE_MIB,
+                    "peak_anon_mib": round(r["peak_anon"] / MIB, 1),
+                    "steady_rss_mib": round(r["steady_rss"] / MIB, 1),
+                    "cpu_share_pct": round(r["cpu_share"] * 100, 3),
+                    "pods": r["pods"],
+                    "pod_kib": round(r["pod_bytes"] / 1024, 1),
+                    "summary_mib": round(r["summary_bytes"] / MIB, 1),
+                    "relists": r["relists"],
+                    "changes_during_relist": r["changes"],
+                    "seconds": args.seconds,
+                    "agent_args": args.agent_arg,
+                }
+            ),
+            flush=True,
+        )
         return 0
     common = {
         "pods": args.pods,

@@ -26,6 +26,7 @@ package may import them:
 * ``kube.kernelstats`` — the Summary API's filesystem and rlimit blocks, read from the kernel;
 * ``kube.kubeconfig`` — kubeconfig files merged and a context resolved, as client-go does;
 * ``kube.net`` — ``is_loopback``;
+* ``kube.boundedjson`` — JSON read within a nesting bound, one member or element at a time;
 * ``kube.cliutil`` — the CLI conventions every command shares (exit codes, errors, version).
 
 The package itself imports nothing, so ``import kube.quantity`` costs only that module: the

@@ -421,10 +421,13 @@ class EvictionManager:
         return evicted
 
     def _empty_dir_limit_eviction(self, pod_stats: PodStats, pod: Pod) -> EvictionDecision | None:
+        limited = [
+            v for v in self.pod_volumes(pod) if v.source == "emptyDir" and v.size_limit is not None
+        ]
+        if not limited:  # no map of a pod's 40,000 volumes' usage on every sync for nothing
+            return None
         used = {v.name: v.used_bytes for v in pod_stats.volume_stats}
-        for volume in self.pod_volumes(pod):
-            if volume.source != "emptyDir":
-                continue
+        for volume in limited:
             size = volume.size_limit
             usage = used.get(volume.name)
             if usage is not None and size is not None and size > 0 and usage > size:

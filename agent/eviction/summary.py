@@ -7,7 +7,9 @@ schema exactly (``workingSetBytes``, ``runtime.imageFs``, ``rlimit.maxpid``, ``e
 ``process_stats``); every value is optional, as it is upstream — a missing figure means "no
 observation", never zero. Times are RFC 3339 strings (nanoseconds kept to the microsecond); our own
 sources may give epoch seconds as numbers instead. Unknown fields (network, swap, accelerators)
-are ignored. Malformed input raises ``SummaryError`` naming the JSON path.
+are ignored. Malformed input raises ``SummaryError`` naming the JSON path. A pod's ``volume``
+may also be a tuple of ``VolumeStats`` already read: the kubelet source reads its entries once
+per fetch, not on every sync.
 
 Absurd figures are malformed too, because every one of them can end in an eviction: a negative
 or non-finite number, one beyond the int64 the kubelet computes observations in (a JSON
@@ -294,6 +296,39 @@ class VolumeStats:
     def used_bytes(self) -> int | None:
         return self.fs.used_bytes
 
+    @classmethod
+    def from_dict(cls, data: object, path: str) -> VolumeStats:
+        vd = _at(data, path)
+        return cls(
+            name=_R.string(vd, "name", f"{path}.name"),
+            fs=FsStats.from_dict(vd, path),
+            pvc_ref=_pvc_ref(vd, path),
+        )
+
+    @classmethod
+    def usage_from_dict(cls, data: object, path: str) -> VolumeStats:
+        """The figures the decisions read of a volume — its name, used bytes and inodes —
+        checked as ``from_dict`` checks them; the others (capacity, time) are not read."""
+        vd = _at(data, path)
+        return cls(
+            name=_R.string(vd, "name", f"{path}.name"),
+            fs=FsStats(
+                used_bytes=_R.uint(vd, "usedBytes", f"{path}.usedBytes"),
+                inodes_used=_R.uint(vd, "inodesUsed", f"{path}.inodesUsed"),
+            ),
+            pvc_ref=_pvc_ref(vd, path),
+        )
+
+
+def _pvc_ref(vd: Mapping[str, Any], path: str) -> tuple[str, str] | None:
+    pvc = _R.mapping(vd, "pvcRef", f"{path}.pvcRef")
+    if pvc is None:
+        return None
+    return (
+        _R.string(pvc, "namespace", f"{path}.pvcRef.namespace"),
+        _R.string(pvc, "name", f"{path}.pvcRef.name"),
+    )
+
 
 @dataclass(frozen=True, slots=True)
 class ProcessStats:
@@ -320,22 +355,14 @@ class PodStats:
         uid = _R.string(ref, "uid", f"{path}.podRef.uid")
         if not uid:
             raise SummaryError(f"{path}.podRef.uid", "is required")
-        volumes = []
-        for i, v in enumerate(_R.seq(d, "volume", f"{path}.volume")):
-            vp = f"{path}.volume[{i}]"
-            vd = _at(v, vp)
-            pvc = _R.mapping(vd, "pvcRef", f"{vp}.pvcRef")
-            volumes.append(
-                VolumeStats(
-                    name=_R.string(vd, "name", f"{vp}.name"),
-                    fs=FsStats.from_dict(vd, vp),
-                    pvc_ref=None
-                    if pvc is None
-                    else (
-                        _R.string(pvc, "namespace", f"{vp}.pvcRef.namespace"),
-                        _R.string(pvc, "name", f"{vp}.pvcRef.name"),
-                    ),
-                )
+        raw_volumes = _R.seq(d, "volume", f"{path}.volume")
+        if isinstance(raw_volumes, tuple) and all(isinstance(v, VolumeStats) for v in raw_volumes):
+            # read once by the kubelet source, not again on every sync (a pod may have
+            # tens of thousands of emptyDirs)
+            volumes: tuple[VolumeStats, ...] = raw_volumes
+        else:
+            volumes = tuple(
+                VolumeStats.from_dict(v, f"{path}.volume[{i}]") for i, v in enumerate(raw_volumes)
             )
         process = _R.mapping(d, "process_stats", f"{path}.process_stats")
         return cls(
@@ -351,7 +378,7 @@ class PodStats:
             ),
             cpu=_cpu(d, "cpu", f"{path}.cpu"),
             memory=_memory(d, "memory", f"{path}.memory"),
-            volume_stats=tuple(volumes),
+            volume_stats=volumes,
             ephemeral_storage=_fs(d, "ephemeral-storage", f"{path}.ephemeral-storage"),
             process_stats=None
             if process is None

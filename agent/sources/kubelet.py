@@ -3,10 +3,13 @@
 Per-pod ephemeral-storage usage (writable layers, logs, emptyDir volumes) and per-volume usage are
 only known to the kubelet and the runtime, so the agent asks the kubelet on port 10250 directly
 (authorised as `nodes/stats get`; the API-server proxy path would need `nodes/proxy`, which grants
-exec on every node — see ecosystem.md §2.1). The request carries the pod's service-account token,
+exec on every node). The request carries the pod's service-account token,
 re-read on every call because bound tokens rotate. TLS verifies against a CA bundle (the
-ServiceAccount's CA, or the operator's `kubeletCAFile`; the system CAs when neither file exists);
-`insecure` exists for tests only and is not reachable from the configuration.
+ServiceAccount's CA, or the operator's `kubeletCAFile`): a CA file that is missing or unreadable
+fails the fetch, naming the file — it never falls back to the system CAs, which would accept any
+publicly issued certificate for the kubelet's address. `insecure` exists for tests only and is
+not reachable from the configuration. Redirects are not followed: a redirect would take the
+token to another address, and the kubelet serves its summary without one.
 
 That token can delete pods, so it never travels in clear: the configuration refuses an http URL
 unless no token is configured (`kubeletTokenFile: ""`), and `fetch_summary` itself refuses to
@@ -14,22 +17,43 @@ attach one to a non-https URL — two locks, so a caller building its own config
 
 These figures are cAdvisor-housekeeping old (10 s or more), so they are merged into the agent's
 own fresh cgroup readings rather than replacing them: the memory hot path never waits on this.
+
+Bounded, whatever the node's pods hold: the response is read up to `MAX_SUMMARY_BYTES` (16 MiB;
+a node of 110 pods answers well under 1 MiB) and refused beyond it, and a body nested deeper
+than `kube.boundedjson.MAX_DEPTH` is refused unparsed — a refused read is a failed fetch, logged,
+and its figures are unknown once the last good ones expire. Within the bound the summary is kept
+only as the agent reads it (`read_summary`): a pod entry's podRef, start time, containers'
+writable layers and logs, ephemeral storage and volumes, each volume as a `VolumeStats` with
+only its used bytes and inodes (all the decisions read of it) — a pod with 40,000 emptyDirs
+makes a 7 MB summary, which is never held parsed as 40,000 dictionaries, and its volumes are
+read once per fetch rather than on every sync, those that did not change kept as they were.
 """
 
 from __future__ import annotations
 
+import logging
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
+
+from agent.eviction.summary import FsStats, SummaryError, VolumeStats
+from evictor.api.calls import BodyTooLarge, read_bounded
+from kube.boundedjson import Cursor
+
+log = logging.getLogger(__name__)
 
 JSONDict = dict[str, Any]
 
 DEFAULT_TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 DEFAULT_CA_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 KUBELET_PORT = 10250
+MAX_SUMMARY_BYTES: Final = 16 << 20
+# what merge_kubelet_pod_storage takes of a kubelet pod entry and of its containers
+_POD_KEYS: Final = frozenset({"podRef", "startTime", "ephemeral-storage"})
+_CONTAINER_KEYS: Final = ("name", "startTime", "rootfs", "logs")
 
 
 class KubeletSummaryError(Exception):
@@ -58,8 +82,17 @@ def _ssl_context(cfg: KubeletSummaryConfig) -> ssl.SSLContext | bool:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         return ctx
-    cafile = str(cfg.ca_path) if cfg.ca_path is not None and cfg.ca_path.exists() else None
-    return ssl.create_default_context(cafile=cafile)
+    if cfg.ca_path is None:
+        return ssl.create_default_context()
+    try:
+        return ssl.create_default_context(cafile=str(cfg.ca_path))
+    except FileNotFoundError:
+        raise KubeletSummaryError(
+            f"kubelet CA file {cfg.ca_path}: no such file (the kubelet's certificate is not "
+            "checked against the system CAs instead)"
+        ) from None
+    except (OSError, ssl.SSLError) as exc:
+        raise KubeletSummaryError(f"kubelet CA file {cfg.ca_path}: {exc}") from None
 
 
 def _headers(cfg: KubeletSummaryConfig) -> dict[str, str]:
@@ -81,30 +114,143 @@ def _headers(cfg: KubeletSummaryConfig) -> dict[str, str]:
 
 
 async def fetch_summary(
-    cfg: KubeletSummaryConfig, *, session: aiohttp.ClientSession | None = None
+    cfg: KubeletSummaryConfig,
+    *,
+    session: aiohttp.ClientSession | None = None,
+    previous: JSONDict | None = None,
 ) -> JSONDict:
-    """GET the summary; KubeletSummaryError with the URL and the cause on any failure."""
+    """GET the summary, as ``read_summary`` keeps it (``previous``: the last one, whose
+    unchanged volumes are kept rather than made again); KubeletSummaryError with the URL and
+    the cause on any failure (a response over ``MAX_SUMMARY_BYTES`` or nested too deeply
+    included)."""
+    headers = _headers(cfg)
+    context = _ssl_context(cfg)
     own = session is None
     sess = session or aiohttp.ClientSession()
     try:
         async with sess.get(
             cfg.url,
-            headers=_headers(cfg),
-            ssl=_ssl_context(cfg),
+            headers=headers,
+            ssl=context,
             timeout=aiohttp.ClientTimeout(total=cfg.timeout_seconds),
+            allow_redirects=False,
         ) as resp:
             if resp.status != 200:
-                body = (await resp.text())[:200]
-                raise KubeletSummaryError(f"GET {cfg.url}: HTTP {resp.status}: {body.strip()}")
-            data = await resp.json(content_type=None)
+                body = (await resp.content.read(200)).decode(errors="replace")
+                moved = " (redirects are not followed)" if 300 <= resp.status < 400 else ""
+                raise KubeletSummaryError(
+                    f"GET {cfg.url}: HTTP {resp.status}{moved}: {body.strip()}"
+                )
+            try:
+                raw = await read_bounded(resp, MAX_SUMMARY_BYTES)
+            except BodyTooLarge:
+                raise KubeletSummaryError(
+                    f"GET {cfg.url}: response larger than {MAX_SUMMARY_BYTES} bytes: refused"
+                ) from None
+        # read piece by piece, raw emptied as it goes
+        data = read_summary(Cursor.of(raw), previous=previous)
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         raise KubeletSummaryError(f"GET {cfg.url}: {type(exc).__name__}: {exc}") from exc
     finally:
         if own:
             await sess.close()
-    if not isinstance(data, dict) or not isinstance(data.get("node"), dict):
+    if not isinstance(data.get("node"), dict):
         raise KubeletSummaryError(f"GET {cfg.url}: response is not a stats Summary object")
     return data
+
+
+def read_summary(cursor: Cursor, *, previous: JSONDict | None = None) -> JSONDict:
+    """The parts of a ``/stats/summary`` text the agent reads, parsed one pod entry and one
+    volume at a time: ``node`` whole, and of each pod entry what the merge takes; volumes as
+    ``VolumeStats`` (used bytes and inodes only, equal figures shared, and a volume equal to
+    the one at its place in ``previous`` is that one: a fetch does not make 40,000 again).
+    Raises ValueError for a text that is not JSON ({} for JSON that is not an object); a pod
+    entry with a malformed volume is logged and left out, another malformed entry is kept for
+    the caller to refuse.
+    """
+    if cursor.peek() != "{":
+        cursor.value()
+        cursor.end()
+        return {}
+    data: JSONDict = {}
+    shared: dict[FsStats, FsStats] = {}
+    before: dict[str, tuple[VolumeStats, ...]] = {}
+    for p in (previous or {}).get("pods") or []:
+        if isinstance(p, dict) and isinstance(p.get("volume"), tuple):
+            before[str((p.get("podRef") or {}).get("uid", ""))] = p["volume"]
+    for key in cursor.members():
+        if key == "pods" and cursor.peek() == "[":
+            pods = (_read_pod(cursor, shared, before, i) for i, _ in enumerate(cursor.elements()))
+            data["pods"] = [p for p in pods if p is not None]
+        elif key in ("node", "pods"):
+            data[key] = cursor.value()
+        else:
+            cursor.value()
+    cursor.end()
+    return data
+
+
+def _read_pod(
+    cursor: Cursor,
+    shared: dict[FsStats, FsStats],
+    before: dict[str, tuple[VolumeStats, ...]],
+    index: int,
+) -> Any:
+    if cursor.peek() != "{":
+        return cursor.value()
+    pod: JSONDict = {}
+    bad: SummaryError | None = None
+    for key in cursor.members():
+        if key == "volume" and cursor.peek() == "[":
+            ref = pod.get("podRef")  # the kubelet writes it first
+            uid = str(ref.get("uid", "")) if isinstance(ref, dict) else ""
+            volumes = _read_volumes(cursor, shared, f"pods[{index}].volume", before.get(uid, ()))
+            if isinstance(volumes, SummaryError):
+                bad = volumes
+            else:
+                pod[key] = volumes
+        elif key == "containers":
+            containers = cursor.value()
+            pod[key] = (
+                [
+                    {k: c[k] for k in _CONTAINER_KEYS if k in c} if isinstance(c, dict) else c
+                    for c in containers
+                ]
+                if isinstance(containers, list)
+                else containers
+            )
+        elif key in _POD_KEYS or key == "volume":
+            pod[key] = cursor.value()
+        else:
+            cursor.value()
+    if bad is not None:
+        log.warning("kubelet summary: pod entry skipped: %s", bad)
+        return None
+    return pod
+
+
+def _read_volumes(
+    cursor: Cursor,
+    shared: dict[FsStats, FsStats],
+    path: str,
+    before: tuple[VolumeStats, ...],
+) -> tuple[VolumeStats, ...] | SummaryError:
+    """A pod entry's volumes as ``VolumeStats``, or what is wrong with the first malformed
+    one."""
+    volumes: list[VolumeStats] = []
+    bad: SummaryError | None = None
+    for i, _ in enumerate(cursor.elements()):
+        raw = cursor.value()
+        if bad is not None:
+            continue  # the rest is still read: the text goes on after it
+        try:
+            volume = VolumeStats.usage_from_dict(raw, f"{path}[{i}]")
+        except SummaryError as exc:
+            bad = exc
+            continue
+        kept = VolumeStats(volume.name, shared.setdefault(volume.fs, volume.fs), volume.pvc_ref)
+        volumes.append(before[i] if i < len(before) and before[i] == kept else kept)
+    return bad if bad is not None else tuple(volumes)
 
 
 def merge_kubelet_pod_storage(pods: list[JSONDict], kubelet: JSONDict) -> list[JSONDict]:

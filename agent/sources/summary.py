@@ -289,7 +289,7 @@ class SummaryCollector:
             self._session = aiohttp.ClientSession()
         self._kubelet_fetched_at = self._monotonic()
         try:
-            data = await fetch_summary(cfg, session=self._session)
+            data = await fetch_summary(cfg, session=self._session, previous=self._kubelet_cache)
         except KubeletSummaryError as exc:
             log.warning("kubelet summary unavailable: %s", exc)
             return None

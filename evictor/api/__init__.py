@@ -8,6 +8,8 @@ One concern per module, in the manner of kopf's ``_cogs/clients``:
   ``ApiClient`` (``call_api``, the library's public entry point: auth settings, TLS, query
   encoding are the library's) on kubectl's paths, and its answer read into status, headers and
   JSON (``TransportError`` when there is none), within ``--request-timeout``, logged at ``-v=6``;
+  and ``read_bounded``, a body read up to a number of bytes (the watch's pages and lines, the
+  agent's kubelet summary);
 * ``watching``: one list-then-watch generator — resourceVersion resume, bookmarks, ``410 Gone``
   → relist, backoff with jitter, and a liveness bound that restarts a silent watch;
 * ``health``: how the API answers this process, for the agent's ``/readyz`` and watchdog;

@@ -7,8 +7,9 @@ the library's), and reads the answer into a ``Response``: status, headers and pa
 generated methods deserialize answers into models and raise on non-2xx; the eviction loop needs
 the status code, the ``Retry-After`` header and the Status body of *every* answer, and a drain
 lists thousands of pods, where building models costs more than the request. So the answer is
-asked for unread (``_preload_content=False``) and its JSON parsed once, here. No HTTP answer at
-all (connection refused or dropped, timed out) is a ``TransportError``.
+asked for unread (``_preload_content=False``) and its JSON parsed once, here, refused unparsed
+when nested deeper than ``kube.boundedjson.MAX_DEPTH``. No HTTP answer at all (connection
+refused or dropped, timed out) is a ``TransportError``.
 
 Because every request passes here, so do kubectl's two per-request settings: ``--request-timeout``
 (``request_timeout``: a bound on each request, none by default, as kubectl's ``0``) and the
@@ -16,7 +17,8 @@ request lines of ``-v=6`` (``GET URL 200 OK in N milliseconds`` on the ``evictor
 logger, silent unless its own level is set to DEBUG: a process that logs at DEBUG, such as the
 agent, does not get a line per request by inheritance). Watches are long-lived streams: they use
 ``request`` (the unread response, streamed by ``watching``) and are not bounded by the request
-timeout.
+timeout. ``read_bounded`` reads such an unread body up to a number of bytes, for whoever must
+not hold more (``watching``'s pages, the agent's kubelet summary).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import json
 import logging
 import time
 import urllib.parse
@@ -32,13 +33,17 @@ from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kube.boundedjson import JSONTooDeep, loads
+
 __all__ = [
+    "HEAD_BYTES",
     "JSON_PATCH",
     "MERGE_PATCH",
     "STRATEGIC_MERGE_PATCH",
     "TURNS_TO_CONNECT",
     "TURNS_TO_SEND",
     "APIError",
+    "BodyTooLarge",
     "Response",
     "TransportError",
     "api_error_text",
@@ -46,12 +51,15 @@ __all__ = [
     "let_requests_out",
     "list_items",
     "path_segment",
+    "read_bounded",
     "request",
     "request_timeout",
     "send",
 ]
 
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+# How much of a body too large to read is kept, to say what it was.
+HEAD_BYTES: Final = 64 << 10
 MERGE_PATCH: Final = "application/merge-patch+json"
 JSON_PATCH: Final = "application/json-patch+json"
 
@@ -88,6 +96,29 @@ def request(
         _request_timeout=timeout,
     )
     return result
+
+
+class BodyTooLarge(Exception):
+    """A body longer than the bound it is read within; ``head``: its first ``HEAD_BYTES``."""
+
+    def __init__(self, start: bytes | bytearray) -> None:
+        super().__init__("longer than the bound")
+        self.head = bytes(start[:HEAD_BYTES])
+
+
+async def read_bounded(resp: Any, limit: int) -> bytearray:
+    """The body of an aiohttp response, read up to ``limit`` bytes: ``BodyTooLarge`` as soon as
+    it is longer (at once, with only its head read, when its Content-Length says so)."""
+    announced = resp.content_length
+    want = limit if announced is None or announced <= limit else min(HEAD_BYTES, limit)
+    body = bytearray()
+    async for chunk in resp.content.iter_any():
+        body += chunk
+        if len(body) > limit or (want < limit and len(body) >= want):
+            raise BodyTooLarge(body)
+    if want < limit:  # announced as too long, and the connection ended early
+        raise BodyTooLarge(body)
+    return body
 
 
 _requests_log = logging.getLogger("evictor.requests")
@@ -186,11 +217,12 @@ async def _answer(request: Awaitable[Any]) -> Response:
             getattr(resp, "reason", "") or "",
             (time.monotonic() - started) * 1000,
         )
-    text = raw.decode("utf-8", errors="replace")
     try:
-        body: Any = json.loads(text) if text else None
+        body: Any = loads(raw) if raw else None
+    except JSONTooDeep as exc:  # never parsed: its text would be as deep in a message
+        body = f"(a response body refused: {exc})"
     except ValueError:
-        body = text
+        body = raw.decode("utf-8", errors="replace")
     return Response(status, headers, body)
 
 

@@ -21,8 +21,28 @@ The generator yields ``Page`` objects (one per list page, so a caller can slim e
 the next is fetched, as the agent does for its footprint) and ``Event`` objects (``ADDED``,
 ``MODIFIED``, ``DELETED``; bookmarks only move the resume point). ``WatchState`` tells how the
 watch is doing (live or not, the last error and its HTTP status, counts), for ``/readyz`` and
-metrics. Malformed lines are logged and skipped, never fatal: one bad object must not stop the
-view of all the others.
+metrics. Malformed lines — a watch line that is not JSON, or nested deeper than
+``kube.boundedjson.MAX_DEPTH`` — are logged and skipped, never fatal: one bad object must not
+stop the view of all the others.
+
+Memory is bounded in bytes, whatever the objects carry. A count of objects is no bound: a pod
+may carry 1.5 MB of ``args`` (kube-apiserver stores objects up to etcd's 1.5 MiB, and takes
+request bodies up to 3 MiB), so a page of 50 can be 70 MB of JSON and several times that
+parsed. So every list page's body and every watch line is read up to ``MAX_OBJECT_BYTES``
+(4 MiB: any object a client can write in JSON or YAML in one request, with what the server
+adds). A page over it is abandoned and asked again from the same ``continue`` token with half
+the ``limit`` (a caller that lists unpaged is paged from 250), down to 1; after each page the
+next ``limit`` is what fits the bound at that page's size per object, up to the caller's page
+size. Within a page the items are parsed one at a time (``kube.boundedjson.Cursor``) and
+passed through the caller's ``transform`` (the agent's ``slim_pod``) before the next is
+parsed, and the body's bytes are decoded a piece at a time as they are read, never held whole
+with their text. A single object over the bound — a page of one, or one watch line — cannot
+be read within it, and is not skipped: the list (or, for a watch line, the next list) fails
+with an error naming the object, as client-go's reflector fails a list it cannot decode, and
+is retried with backoff. Leaving the
+object out would give a view of the node without it — a pod its author made immune to
+eviction by making it big — where a failing list keeps the last complete view and says why.
+Only a client writing protobuf, or growing an object patch by patch, can make one that big.
 
 Requests go through ``evictor.api.calls.request`` (kubernetes-asyncio's public ``call_api``);
 kubernetes-asyncio's ``Watch`` is not used, because it deserializes into models and opens an
@@ -33,22 +53,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import tenacity
 
-from evictor.api.calls import request
+from evictor.api.calls import BodyTooLarge, read_bounded, request
 from evictor.backoff import WATCH_BACKOFF
 from evictor.backoff import delay as backoff_delay
+from kube.boundedjson import Cursor, loads
 
 __all__ = [
     "BOOKMARK_INTERVAL",
     "LIVENESS_FACTOR",
+    "MAX_OBJECT_BYTES",
     "Event",
     "Page",
     "WatchError",
@@ -63,6 +84,15 @@ log = logging.getLogger("evictor.api.watching")
 BOOKMARK_INTERVAL: Final = 60.0
 # Silence for this many bookmark intervals restarts the watch from a relist.
 LIVENESS_FACTOR: Final = 3.0
+# A list page's body and a watch line are read up to this many bytes (module docstring).
+MAX_OBJECT_BYTES: Final = 4 << 20
+# A caller that lists unpaged is paged from this many objects once a list is over the bound
+# (kubectl's --chunk-size); growing back after small pages stops there too.
+UNPAGED_RETRY_LIMIT: Final = 500
+# An error answer is read up to this much (a Status is a few hundred bytes).
+_STATUS_BYTES: Final = 64 << 10
+
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class WatchError(Exception):
@@ -148,6 +178,8 @@ class _Target:
     watch_timeout: int
     request_timeout: float
     liveness: float
+    transform: Transform | None
+    max_bytes: int
 
 
 async def list_and_watch(
@@ -165,16 +197,20 @@ async def list_and_watch(
     max_failures: int = 0,
     state: WatchState | None = None,
     log_level: int = logging.WARNING,
+    transform: Transform | None = None,
+    max_bytes: int = MAX_OBJECT_BYTES,
 ) -> AsyncGenerator[Page | Event, None]:
     """List ``path`` (a collection URL, e.g. ``/api/v1/pods``) with ``query`` (selectors), then
     watch it, forever; close or cancel to stop.
 
     ``resource_version``: start watching from there without listing (the caller has just
-    listed); a 410 still relists. ``page_size`` > 0 lists in pages. ``max_failures`` > 0:
+    listed); a 410 still relists. ``page_size`` > 0 lists in pages (of fewer objects when they
+    are large: ``max_bytes`` bounds a page's body and a watch line). ``max_failures`` > 0:
     raise ``WatchError`` after that many consecutive failures instead of backing off again
     (for a caller with a fallback, such as the deletion wait's polling). ``log_level``: of
     the failure and stall lines (a caller with a fallback logs them at DEBUG: ``evict`` prints
-    no warning for a watch it can do without).
+    no warning for a watch it can do without). ``transform``: applied to every listed object
+    and every event's object as soon as it is parsed (the objects yielded are its results).
     """
     st = state if state is not None else WatchState()
     st.resource_version = resource_version
@@ -186,6 +222,8 @@ async def list_and_watch(
         watch_timeout,
         request_timeout,
         bookmark_interval * liveness_factor,
+        transform,
+        max_bytes,
     )
     while True:
         await asyncio.sleep(0)  # a relist answered at once (410 after 410) still yields
@@ -233,12 +271,14 @@ async def list_and_watch(
 
 
 async def _failure(resp: Any, what: str) -> WatchError:
-    raw = await resp.read()
-    text = raw.decode(errors="replace")
-    reason = ""
-    message = text[:300]
     try:
-        body = json.loads(text)
+        raw = await read_bounded(resp, _STATUS_BYTES)
+    except BodyTooLarge as big:
+        raw = bytearray(big.head)
+    reason = ""
+    message = raw[:300].decode(errors="replace")
+    try:
+        body = loads(raw)
     except ValueError:
         body = None
     if isinstance(body, Mapping):
@@ -249,19 +289,77 @@ async def _failure(resp: Any, what: str) -> WatchError:
     )
 
 
+def _named(head: bytes, member: str) -> str:
+    """``namespace/name`` of the object at ``member`` (or of the first item, for an array) of
+    a text of which only ``head`` was read; "" when the head does not tell."""
+    cursor = Cursor(head.decode("utf-8", errors="ignore"))
+    found: dict[str, str] = {}
+    with contextlib.suppress(ValueError, StopIteration):
+        for key in cursor.members():
+            if key != member:
+                cursor.value()
+                continue
+            if cursor.peek() == "[":
+                next(cursor.elements())
+            for field_name in cursor.members():
+                if field_name != "metadata":
+                    cursor.value()
+                    continue
+                for meta_key in cursor.members():
+                    value = cursor.value()
+                    if meta_key in ("name", "namespace") and isinstance(value, str):
+                        found[meta_key] = value
+    name = found.get("name", "")
+    return f"{found['namespace']}/{name}" if name and found.get("namespace") else name
+
+
+def _too_large(target: _Target, head: bytes, member: str, what: str) -> WatchError:
+    ref = _named(head, member)
+    return WatchError(
+        f"{what} of {target.path}: {'object ' + ref if ref else 'an object'} is larger than "
+        f"the {target.max_bytes} bytes of JSON read for one object; it cannot be read until "
+        "it is smaller or gone",
+        status=200,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _ListPage:
+    items: list[dict[str, Any]]
+    token: str  # the next page's continue token ("" on the last page)
+    resource_version: str  # the list's, on the last page
+    count: int  # objects in the page
+    size: int  # bytes of the body
+
+
 async def _list(target: _Target, st: WatchState) -> AsyncGenerator[Page, None]:
     token = ""
     first = True
+    limit: int | None = target.page_size or None
+    most = target.page_size or UNPAGED_RETRY_LIMIT
     while True:
-        items, token, rv = await _list_page(target, token)
+        try:
+            body = await _list_page(target, token, limit)
+        except BodyTooLarge as big:
+            if limit == 1:
+                raise _too_large(target, big.head, "items", "list") from None
+            limit = max(1, (limit or UNPAGED_RETRY_LIMIT) // 2)
+            log.debug(
+                "list page of %s over %d bytes, asking for %d", target.path, target.max_bytes, limit
+            )
+            continue
+        token = body.token
+        if body.count and limit is not None:
+            # as many objects as fit the bound at this page's size per object
+            limit = max(1, min(most, body.count * target.max_bytes // max(body.size, 1)))
         if not token:
-            st.resource_version = rv
+            st.resource_version = body.resource_version
             st.listed = True
             st._up()
             st.consecutive_failures = 0
             st.settled.set()
-        page = Page(items, first=first, last=not token, resource_version=rv)
-        del items
+        page = Page(body.items, first=first, last=not token, resource_version=body.resource_version)
+        del body
         yield page
         del page  # this page's objects go before the next page comes (the agent's footprint)
         if not token:
@@ -270,13 +368,40 @@ async def _list(target: _Target, st: WatchState) -> AsyncGenerator[Page, None]:
         await asyncio.sleep(0)  # a large list comes in many pages: let the loop run
 
 
-async def _list_page(target: _Target, token: str) -> tuple[list[dict[str, Any]], str, str]:
-    """One page's items, the continue token ("" on the last page) and the list's version."""
+def _read_list(
+    cursor: Cursor, transform: Transform | None
+) -> tuple[list[dict[str, Any]], int, Any]:
+    """A list's items (each transformed as soon as it is parsed), their count and its
+    metadata."""
+    items: list[dict[str, Any]] = []
+    count = 0
+    meta: Any = None
+    for key in cursor.members():
+        if key == "items" and cursor.peek() == "[":
+            for _ in cursor.elements():
+                item = cursor.value()
+                count += 1
+                if isinstance(item, dict):
+                    items.append(transform(item) if transform is not None else item)
+                del item
+        elif key == "items":
+            if cursor.value() is not None:
+                raise ValueError("items is not an array")
+        elif key == "metadata":
+            meta = cursor.value()
+        else:
+            cursor.value()
+    cursor.end()
+    return items, count, meta
+
+
+async def _list_page(target: _Target, token: str, limit: int | None) -> _ListPage:
+    """One page (``BodyTooLarge`` when its body is over the bound)."""
     resp: Any = await request(
         target.api_client,
         "GET",
         target.path,
-        query=[*target.query, ("limit", target.page_size or None), ("continue", token or None)],
+        query=[*target.query, ("limit", limit), ("continue", token or None)],
         timeout=target.request_timeout,
     )
     try:
@@ -284,15 +409,49 @@ async def _list_page(target: _Target, token: str) -> tuple[list[dict[str, Any]],
             raise _Gone()  # the continue token expired: list again from the start
         if resp.status != 200:
             raise await _failure(resp, "list")
-        body = json.loads(await resp.read())
+        raw = await read_bounded(resp, target.max_bytes)
     finally:
         resp.release()
-    if not isinstance(body, dict) or not isinstance(body.get("items") or [], list):
-        raise WatchError("list answered with a body that is not a list", status=200)
-    meta = body.get("metadata") or {}
+    size = len(raw)
+    try:
+        items, count, meta = _read_list(Cursor.of(raw), target.transform)  # empties raw
+    except ValueError as exc:
+        raise WatchError(
+            f"list answered with a body that is not a list: {exc}", status=200
+        ) from None
+    if not isinstance(meta, Mapping):
+        meta = {}
     token = str(meta.get("continue") or "")
-    items = [i for i in body.get("items") or [] if isinstance(i, dict)]
-    return items, token, "" if token else str(meta.get("resourceVersion") or "")
+    rv = "" if token else str(meta.get("resourceVersion") or "")
+    return _ListPage(items, token, rv, count, size)
+
+
+class _Lines:
+    """The lines of a watch stream, each up to ``limit`` bytes (``BodyTooLarge`` beyond)."""
+
+    def __init__(self, content: Any, limit: int) -> None:
+        self.content = content
+        self.limit = limit
+        self.buffer = bytearray()
+        self.scanned = 0  # how much of the buffer holds no newline
+
+    async def next(self) -> bytearray:
+        """The next line; empty at the end of the stream."""
+        while True:
+            end = self.buffer.find(b"\n", self.scanned)
+            if end >= self.limit or (end < 0 and len(self.buffer) > self.limit):
+                raise BodyTooLarge(self.buffer)
+            if end >= 0:
+                line = self.buffer[: end + 1]
+                del self.buffer[: end + 1]
+                self.scanned = 0
+                return line
+            self.scanned = len(self.buffer)
+            chunk = await self.content.readany()
+            if not chunk:
+                line, self.buffer = self.buffer, bytearray()
+                return line
+            self.buffer += chunk
 
 
 async def _watch(target: _Target, st: WatchState) -> AsyncGenerator[Event, None]:
@@ -317,17 +476,26 @@ async def _watch(target: _Target, st: WatchState) -> AsyncGenerator[Event, None]
         st._up()
         st.consecutive_failures = 0
         st.last_event_at = time.monotonic()
+        lines = _Lines(resp.content, target.max_bytes)
         while True:
             try:
                 async with asyncio.timeout(target.liveness):
-                    line = await resp.content.readline()
+                    line = await lines.next()
             except TimeoutError:
                 raise _Stalled() from None
+            except BodyTooLarge as big:
+                # the event cannot be read, nor skipped (the view would miss it): the next
+                # attempt lists, and names the object if it is still too large
+                st.resource_version = ""
+                raise _too_large(target, big.head, "object", "watch") from None
             if not line:
                 return  # the server ended the watch (its timeout): resume from the version
             st.last_event_at = time.monotonic()
             event = parse_event(line, st, path=target.path)
+            del line
             if event is not None:
+                if target.transform is not None:
+                    event = Event(event.type, target.transform(event.object))
                 yield event
             # buffered lines return without suspending: a burst must not starve the loop
             await asyncio.sleep(0)
@@ -335,15 +503,19 @@ async def _watch(target: _Target, st: WatchState) -> AsyncGenerator[Event, None]
         resp.release()
 
 
-def _parse_line(line: bytes, path: str) -> tuple[str, dict[str, Any]] | None:
+def _parse_line(line: bytes | bytearray, path: str) -> tuple[str, dict[str, Any]] | None:
     if not line.strip():
         return None
     try:
-        event = json.loads(line)
-    except ValueError:
+        event = loads(line)
+    except ValueError as exc:
         log.warning(
             "malformed watch line skipped",
-            extra={"path": path, "line": line[:200].decode(errors="replace")},
+            extra={
+                "path": path,
+                "line": bytes(line[:200]).decode(errors="replace"),
+                "err": str(exc)[:200],
+            },
         )
         return None
     etype = event.get("type") if isinstance(event, dict) else None
@@ -354,7 +526,7 @@ def _parse_line(line: bytes, path: str) -> tuple[str, dict[str, Any]] | None:
     return etype, obj
 
 
-def parse_event(line: bytes, st: WatchState, *, path: str = "") -> Event | None:
+def parse_event(line: bytes | bytearray, st: WatchState, *, path: str = "") -> Event | None:
     """The event of one watch line, after moving the resume point; None for a bookmark or a
     malformed line. Raises for an ERROR event (410: relist)."""
     parsed = _parse_line(line, path)

@@ -10,8 +10,8 @@ which is why a PDB-exhausted 429 carries no such header.
 
 The constructors mirror ``errors.NewNotFound``, ``NewAlreadyExists``, ``NewConflict``,
 ``NewInvalid``, ``NewBadRequest``, ``NewForbidden``, ``NewMethodNotSupported``,
-``NewResourceExpired``, ``NewTooManyRequests``, ``NewInternalError`` and ``NewTimeoutError`` word
-for word.
+``NewResourceExpired``, ``NewTooManyRequests``, ``NewInternalError``, ``NewTimeoutError`` and
+``NewRequestEntityTooLargeError`` word for word.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ __all__ = [
     "not_found",
     "not_found_path",
     "qualified_resource",
+    "request_entity_too_large",
     "success_status",
     "too_large_resource_version",
     "too_many_requests",
@@ -181,6 +182,17 @@ def too_many_requests(message: str, retry_after_seconds: int) -> StatusError:
         "TooManyRequests",
         message,
         retry_after_seconds=retry_after_seconds,
+    )
+
+
+def request_entity_too_large(limit: int) -> StatusError:
+    """``errors.NewRequestEntityTooLargeError``: 413, no details (a write's body over the
+    server's ``MaxRequestBodyBytes``)."""
+    return StatusError(
+        413,
+        "RequestEntityTooLarge",
+        f"Request entity too large: limit is {limit}",
+        has_details=False,
     )
 
 

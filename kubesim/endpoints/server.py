@@ -10,7 +10,9 @@ Per request, in the order kube-apiserver's filters run (``pkg/endpoints/filters`
    admission;
 3. the request hooks run (``ApiServer.request_hooks``): fault injection and latency plug in
    here and may delay, answer with a Status, or drop the connection (``DropConnection``);
-4. dispatch: non-resource paths (``nonresource``), the REST verbs of stored kinds
+4. dispatch: a write's body over ``MAX_REQUEST_BODY_BYTES`` (3 MiB, kube-apiserver's
+   default ``MaxRequestBodyBytes``, ``limitedReadBody`` in its handlers) is a 413
+   RequestEntityTooLarge; then non-resource paths (``nonresource``), the REST verbs of stored kinds
    (``handlers``), a registered subresource (``ApiServer.subresources``: ``status``, ``scale``,
    and the create-only ``pods/eviction``, ``pods/binding``, ``serviceaccounts/token`` of
    ``subresources``), or a review kind (``ApiServer.virtual``: create-only, never stored);
@@ -29,14 +31,20 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import yaml
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from kubesim.core.attributes import ANONYMOUS, MASTERS, Attributes, UserInfo, with_attributes
-from kubesim.core.errors import StatusError, internal_error, method_not_allowed, not_found_path
+from kubesim.core.errors import (
+    StatusError,
+    internal_error,
+    method_not_allowed,
+    not_found_path,
+    request_entity_too_large,
+)
 from kubesim.core.scheme import ResourceType, Scheme
 from kubesim.endpoints import fieldvalidation
 from kubesim.endpoints.codec import json_response, status_response
@@ -56,6 +64,11 @@ __all__ = [
     "RequestHook",
     "SubresourceHandler",
 ]
+
+# kube-apiserver reads at most this much of a write's body (``MaxRequestBodyBytes``, 3 MiB by
+# default: twice etcd's default request limit, as a JSON body shrinks when stored as protobuf)
+MAX_REQUEST_BODY_BYTES: Final = 3 * 1024 * 1024
+_WRITES: Final = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 log = logging.getLogger("kubesim")
 
@@ -232,6 +245,8 @@ class ApiServer:
         rt = ctx.rt
         if rt is None:
             raise not_found_path()
+        if info.verb in _WRITES and len(ctx.body) > MAX_REQUEST_BODY_BYTES:
+            raise request_entity_too_large(MAX_REQUEST_BODY_BYTES)
         if info.subresource:
             handler = self.subresources.get((rt.group, rt.plural, info.subresource))
             if handler is None or not info.name:

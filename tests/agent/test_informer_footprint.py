@@ -91,11 +91,23 @@ def test_slim_pod_keeps_every_field_the_agent_reads(manifest: dict[str, Any]) ->
         cs["containerID"].partition("://")[2]: cs["name"]
         for cs in manifest["status"]["containerStatuses"]
     }
+    # the watch slims each pod as it is parsed; the informer reads the same from the slim one
+    assert container_names(slim_manifest) == container_names(manifest)
+    assert slim_pod(slim_manifest) == slim_manifest
     # and nothing else: no managedFields, labels, other annotations, env, probes, affinity
     text = json.dumps(slim_manifest)
     for gone in ("managedFields", "last-applied", "labels", "env", "Probe", "affinity", "image"):
         assert gone not in text, gone
     assert len(text) < len(json.dumps(manifest)) / 10
+
+
+def test_a_volume_already_slim_is_kept_not_copied() -> None:
+    manifest = FP.realistic_pod("vols", 1)
+    manifest["spec"]["volumes"] = [{"name": f"v{i}", "emptyDir": {}} for i in range(1000)]
+    slim = slim_pod(manifest)
+    kept = zip(slim["spec"]["volumes"], manifest["spec"]["volumes"], strict=True)
+    assert all(a is b for a, b in kept)
+    assert len(Pod.from_dict(slim).volumes) == 1000
 
 
 def test_malformed_kept_fields_are_still_refused() -> None:

@@ -1,4 +1,4 @@
-"""Bad input gets the Status kube-apiserver gives: 400/404/405/415/422, never a 500."""
+"""Bad input gets the Status kube-apiserver gives: 400/404/405/413/415/422, never a 500."""
 
 from __future__ import annotations
 
@@ -266,3 +266,35 @@ async def test_no_request_ever_gets_a_500(sim: Simulator) -> None:
             assert code < 500, (method, path, b, body)
             if code >= 400:
                 assert body["kind"] == "Status", (method, path, b)
+
+
+async def test_a_write_over_3_mib_is_413_and_one_just_under_is_stored(sim: Simulator) -> None:
+    def pod(name: str, size: int) -> str:
+        head = POD_JSON % name
+        args = '"args":["' + "x" * size + '"],'
+        body = head.replace('"containers":[{', '"containers":[{' + args)
+        return body
+
+    limit = 3 * 1024 * 1024
+    over = pod("big", limit)
+    assert len(over.encode()) > limit
+    code, _, body = await raw(sim, "POST", "/api/v1/namespaces/default/pods", body=over)
+    assert code == 413
+    assert body["reason"] == "RequestEntityTooLarge"
+    assert body["message"] == f"Request entity too large: limit is {limit}"
+    assert "details" not in body
+    under = pod("fits", limit - 200)
+    assert len(under.encode()) <= limit
+    code, _, body = await raw(sim, "POST", "/api/v1/namespaces/default/pods", body=under)
+    assert code == 201, body
+    # a patch is a write too; a read is not bounded
+    code, _, body = await raw(
+        sim,
+        "PATCH",
+        "/api/v1/namespaces/default/pods/fits",
+        body='{"metadata":{"annotations":{"a":"' + "y" * limit + '"}}}',
+        content_type="application/merge-patch+json",
+    )
+    assert code == 413
+    code, _, body = await raw(sim, "GET", "/api/v1/namespaces/default/pods/fits")
+    assert code == 200 and len(body["spec"]["containers"][0]["args"][0]) == limit - 200

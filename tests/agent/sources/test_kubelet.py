@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import shutil
 import ssl
 import subprocess
+import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from agent.eviction.summary import FsStats, VolumeStats
 from agent.sources.kubelet import (
+    MAX_SUMMARY_BYTES,
     KubeletSummaryConfig,
     KubeletSummaryError,
     fetch_summary,
@@ -23,6 +27,7 @@ from agent.sources.kubelet import (
 )
 from agent.sources.roots import Roots
 from agent.sources.summary import SourceConfig, SummaryCollector
+from kube.boundedjson import Cursor
 
 TOKEN = "sa-token-abc"
 UID = "dddddddd-4444-4a2b-9c3d-000000000004"
@@ -55,6 +60,18 @@ FIXTURE: dict[str, Any] = {
     ],
 }
 
+# FIXTURE as the agent keeps it: of a pod entry what the merge takes, volumes read once
+KEPT: dict[str, Any] = {
+    "node": FIXTURE["node"],
+    "pods": [
+        {
+            **{k: v for k, v in FIXTURE["pods"][0].items() if k != "volume"},
+            "volume": (VolumeStats("scratch", FsStats(used_bytes=2048)),),
+        },
+        *FIXTURE["pods"][1:],
+    ],
+}
+
 SEEN = web.AppKey("seen", list[dict[str, str]])
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -67,22 +84,23 @@ async def _summary(request: web.Request) -> web.StreamResponse:
     return web.json_response(FIXTURE)
 
 
-async def _server(handler: Handler, ssl_ctx: ssl.SSLContext | None = None) -> TestServer:
+async def _server(
+    handler: Handler, ssl_ctx: ssl.SSLContext | None = None, **routes: Handler
+) -> TestServer:
     app = web.Application()
     app[SEEN] = []
     app.router.add_get("/stats/summary", handler)
+    for name, other in routes.items():
+        app.router.add_get(f"/{name}", other)
     server = TestServer(app, host="127.0.0.1")
     await server.start_server(ssl=ssl_ctx)
     return server
 
 
-@pytest.fixture(scope="module")
-def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def _mint(cert: Path, key: Path) -> None:
     openssl = shutil.which("openssl")
     if openssl is None:
         pytest.skip("openssl binary absent: cannot mint a serving certificate for the TLS test")
-    d = tmp_path_factory.mktemp("tls")
-    cert, key = d / "kubelet.crt", d / "kubelet.key"
     subprocess.run(
         [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
          "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
@@ -90,6 +108,13 @@ def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         check=True,
         capture_output=True,
     )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "kubelet.crt", d / "kubelet.key"
+    _mint(cert, key)
     return cert, key
 
 
@@ -124,7 +149,7 @@ def _url(srv: TestServer, scheme: str = "https") -> str:
 
 async def test_fetch_sends_bearer_token(server: TestServer, token: Path, ca: Path) -> None:
     data = await fetch_summary(KubeletSummaryConfig(url=_url(server), token_path=token, ca_path=ca))
-    assert data == FIXTURE
+    assert data == KEPT
     assert server.app[SEEN][0]["Authorization"] == f"Bearer {TOKEN}"
 
 
@@ -195,13 +220,30 @@ async def test_tls_verifies_against_the_ca_or_is_explicitly_insecure(
         url = _url(srv, "https")
         ok = await fetch_summary(KubeletSummaryConfig(url=url, token_path=token, ca_path=cert))
         assert ok["node"]["nodeName"] == "node-1"
-        other_ca = tmp_path / "empty-ca.crt"
+        other_ca = tmp_path / "other-ca.crt"
+        _mint(other_ca, tmp_path / "other.key")
         with pytest.raises(KubeletSummaryError, match=r"(?i)certificate"):
             await fetch_summary(KubeletSummaryConfig(url=url, token_path=token, ca_path=other_ca))
         insecure = KubeletSummaryConfig(url=url, token_path=token, ca_path=None, insecure=True)
         assert (await fetch_summary(insecure))["pods"][0]["podRef"]["uid"] == UID
+        assert len(srv.app[SEEN]) == 2  # the refused certificate got no request
     finally:
         await srv.close()
+
+
+async def test_a_missing_or_unreadable_ca_file_is_refused_not_replaced_by_the_system_cas(
+    server: TestServer, token: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "ca.crt"
+    with pytest.raises(KubeletSummaryError, match=rf"kubelet CA file {missing}: no such file"):
+        await fetch_summary(
+            KubeletSummaryConfig(url=_url(server), token_path=token, ca_path=missing)
+        )
+    empty = tmp_path / "empty.crt"
+    empty.write_text("")
+    with pytest.raises(KubeletSummaryError, match=rf"kubelet CA file {empty}: "):
+        await fetch_summary(KubeletSummaryConfig(url=_url(server), token_path=token, ca_path=empty))
+    assert server.app[SEEN] == []  # nothing was sent, the token least of all
 
 
 def test_merge_takes_disk_figures_and_names_by_uid() -> None:
@@ -268,7 +310,7 @@ async def test_the_token_never_travels_over_plain_http(token: Path) -> None:
         assert srv.app[SEEN] == []  # not even a connection carrying something else
         # no credential configured: plain http is then only a read of public figures
         data = await fetch_summary(KubeletSummaryConfig(url=url, token_path=None))
-        assert data == FIXTURE and "Authorization" not in srv.app[SEEN][0]
+        assert data == KEPT and "Authorization" not in srv.app[SEEN][0]
     finally:
         await srv.close()
 
@@ -328,3 +370,174 @@ async def test_kubelet_pod_entries_with_absurd_figures_are_dropped(
     finally:
         await col.aclose()
         await srv.close()
+
+
+async def _plain(handler: Handler) -> tuple[TestServer, KubeletSummaryConfig]:
+    srv = await _server(handler)
+    return srv, KubeletSummaryConfig(url=_url(srv, "http"), token_path=None)
+
+
+async def test_a_summary_over_16_mib_is_refused_announced_or_streamed() -> None:
+    big = b'{"node": {"nodeName": "n"}, "pods": []' + b" " * MAX_SUMMARY_BYTES + b"}"
+
+    async def announced(request: web.Request) -> web.StreamResponse:
+        request.app[SEEN].append({})
+        return web.Response(body=big, content_type="application/json")
+
+    async def streamed(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()  # chunked: no Content-Length to go by
+        await resp.prepare(request)
+        for i in range(0, len(big), 1 << 20):
+            await resp.write(big[i : i + (1 << 20)])
+        return resp
+
+    for handler in (announced, streamed):
+        srv, cfg = await _plain(handler)
+        try:
+            with pytest.raises(KubeletSummaryError, match=f"larger than {MAX_SUMMARY_BYTES} bytes"):
+                await fetch_summary(cfg)
+        finally:
+            await srv.close()
+    fits = big[: MAX_SUMMARY_BYTES - 1] + b"}"  # at the bound exactly: read
+
+    async def within(_r: web.Request) -> web.StreamResponse:
+        return web.Response(body=fits, content_type="application/json")
+
+    srv, cfg = await _plain(within)
+    try:
+        assert await fetch_summary(cfg) == {"node": {"nodeName": "n"}, "pods": []}
+    finally:
+        await srv.close()
+
+
+async def test_redirects_are_not_followed(token: Path, self_signed: tuple[Path, Path]) -> None:
+    async def moved(request: web.Request) -> web.StreamResponse:
+        request.app[SEEN].append(dict(request.headers))
+        raise web.HTTPFound("/elsewhere")
+
+    async def elsewhere(request: web.Request) -> web.StreamResponse:
+        request.app[SEEN].append({"elsewhere": request.headers.get("Authorization", "")})
+        return web.json_response(FIXTURE)
+
+    srv = await _server(moved, _tls(self_signed), elsewhere=elsewhere)
+    try:
+        cfg = KubeletSummaryConfig(url=_url(srv), token_path=token, ca_path=self_signed[0])
+        with pytest.raises(KubeletSummaryError, match=r"HTTP 302 \(redirects are not followed\)"):
+            await fetch_summary(cfg)
+        assert len(srv.app[SEEN]) == 1 and "elsewhere" not in srv.app[SEEN][0]
+    finally:
+        await srv.close()
+
+
+async def test_a_summary_nested_too_deeply_is_a_failed_read() -> None:
+    deep = b'{"node": {}, "pods": [' + b"[" * 5000 + b"]" * 5000 + b"]}"
+
+    async def handler(_r: web.Request) -> web.StreamResponse:
+        return web.Response(body=deep, content_type="application/json")
+
+    srv, cfg = await _plain(handler)
+    try:
+        with pytest.raises(KubeletSummaryError, match="JSONTooDeep: JSON nested deeper than 100"):
+            await fetch_summary(cfg)
+    finally:
+        await srv.close()
+
+
+def _many_volumes(n: int) -> dict[str, Any]:
+    summary = copy.deepcopy(FIXTURE)
+    summary["pods"][0]["volume"] = [
+        {
+            "time": T,
+            "availableBytes": 10**9,
+            "capacityBytes": 2 * 10**9,
+            "usedBytes": 4096,
+            "inodesFree": 1000,
+            "inodes": 2000,
+            "inodesUsed": 1,
+            "name": f"v{i}",
+        }
+        for i in range(n)
+    ] + [{"time": T, "name": "full", "usedBytes": 9 << 20, "inodesUsed": 7}]
+    return summary
+
+
+async def test_a_refused_summary_is_logged_and_its_figures_become_unknown(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers = [web.json_response(FIXTURE)]
+
+    async def handler(_r: web.Request) -> web.StreamResponse:
+        return answers[0]
+
+    srv, kubelet = await _plain(handler)
+    now = [1000.0]
+    cfg = SourceConfig(
+        roots=Roots(proc_root=tmp_path, cgroup_root=tmp_path / "nocg", kubelet_root=tmp_path),
+        kubelet_summary=kubelet,
+        kubelet_summary_interval=10,
+    )
+    col = SummaryCollector(cfg, monotonic=lambda: now[0])
+    try:
+        assert await col.refresh_kubelet() is not None
+        assert (await col.get_summary())["pods"][0]["podRef"]["uid"] == UID
+        body = b'{"node": {}, "pods": []' + b" " * MAX_SUMMARY_BYTES + b"}"
+        answers[0] = web.Response(body=body, content_type="application/json")
+        with caplog.at_level("WARNING"):
+            assert await col.refresh_kubelet() is None
+        assert f"kubelet summary unavailable: GET {kubelet.url}: response larger than" in (
+            caplog.text
+        )
+        now[0] += 31  # the last good figures expire as after any failed read
+        col._kubelet_fetched_at = now[0]  # no new fetch started by get_summary
+        assert (await col.get_summary())["pods"] == []
+    finally:
+        await col.aclose()
+        await srv.close()
+
+
+async def test_40000_volumes_are_read_once_and_kept_small() -> None:
+    """A pod with 40,000 emptyDirs: its entry keeps one small ``VolumeStats`` per volume,
+    equal figures shared, and the per-sync Summary takes them as they are."""
+    from agent.eviction.summary import Summary
+    from agent.sources.kubelet import read_summary
+
+    text = json.dumps(_many_volumes(40_000))
+    tracemalloc.start()
+    try:
+        kept = read_summary(Cursor(text))
+        held = tracemalloc.get_traced_memory()[0]
+        parsed = json.loads(text)
+        parsed_size = tracemalloc.get_traced_memory()[0] - held
+        del parsed
+    finally:
+        tracemalloc.stop()
+    volumes = kept["pods"][0]["volume"]
+    assert len(volumes) == 40_001
+    assert volumes[0] == VolumeStats("v0", FsStats(used_bytes=4096, inodes_used=1))
+    assert volumes[-1] == VolumeStats("full", FsStats(used_bytes=9 << 20, inodes_used=7))
+    assert len({id(v.fs) for v in volumes}) == 2  # 40,000 equal figures, one object
+    assert held < parsed_size / 3, (held, parsed_size)
+    merged = merge_kubelet_pod_storage([], kept)
+    summary = Summary.from_dict({"node": {"nodeName": "n"}, "pods": merged})
+    assert summary.pods[0].volume_stats is volumes  # not read again on every sync
+    # the next fetch keeps the volumes that did not change, and only those
+    changed = _many_volumes(40_000)
+    changed["pods"][0]["volume"][7]["usedBytes"] = 8192
+    again = read_summary(Cursor(json.dumps(changed)), previous=kept)["pods"][0]["volume"]
+    v7 = VolumeStats("v7", FsStats(used_bytes=8192, inodes_used=1))
+    assert again == (*volumes[:7], v7, *volumes[8:])
+    assert all(a is b for a, b in zip(again, volumes, strict=True) if a == b)
+    assert again[7] is not volumes[7]
+
+
+async def test_a_pod_entry_with_a_malformed_volume_is_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from agent.sources.kubelet import read_summary
+
+    bad = _many_volumes(3)
+    bad["pods"][0]["volume"][1]["usedBytes"] = -1
+    with caplog.at_level("WARNING"):
+        kept = read_summary(Cursor(json.dumps(bad)))
+    assert [p["podRef"] for p in kept["pods"]] == [p["podRef"] for p in FIXTURE["pods"][1:]]
+    assert "pod entry skipped: stats summary: pods[0].volume[1].usedBytes" in caplog.text
