@@ -27,8 +27,8 @@ stub serving what a kubelet reports for that node: one volume entry per emptyDir
 the same steady state and three relists. The figure is peak RSS against the DaemonSet's
 memory limit (88 MiB), the anchor, with the peak of its anonymous part (sampled every 20 ms):
 file pages (the interpreter's and the libraries' code) are what a memory limit reclaims
-before it kills, anonymous ones are not. Before the reads were bounded, the issue that asked
-for it measured 209 MiB on such a node.
+before it kills, anonymous ones are not. Before the reads were bounded, the agent reached
+209 MiB on such a node.
 
 Run: ``.venv/bin/python bench/agent_footprint.py [--seconds 60] [--pods 110] [--oversized]
 [--agent-arg=--no-kernel-memcg-notification]`` (the last: the usage watch polls instead of the

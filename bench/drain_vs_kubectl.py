@@ -6,7 +6,7 @@ cordoned, so they all land on node-1; it is uncordoned once the cluster has sett
 kubelet makes them Ready. Then the real command line runs as a subprocess (``evict`` from this
 virtualenv, ``/usr/bin/kubectl``), the node must end empty, and which tool goes first alternates
 between rounds. During the drain the cluster lives: each evicted pod is replaced by its
-ReplicaSet on node-2, and a budget reopens when the replacement is Ready. Scenarios of issue 8:
+ReplicaSet on node-2, and a budget reopens when the replacement is Ready. Scenarios and targets:
 
 (a) 110 pods of 5 Deployments, no PDB — target ≤ 1.0× kubectl's wall time;
 (b) the same behind one PDB per Deployment with ``maxUnavailable: 1``; replacements are Ready
@@ -26,7 +26,7 @@ for that work between its steps, and a fixed cost that is nothing beside a 30 s 
 becomes a fifth of the run. So (c) is measured as a drain on a cluster behaves, and the same
 evict-against-ideal comparison is also run compressed and reported under ``compressed``.
 
-The ideal of (c) is the issue's "one eviction round trip plus the deletion time" for a client
+The ideal of (c) is "one eviction round trip plus the deletion time" for a client
 with no start-up cost and unbounded concurrency: ``bench/support/ideal_drain_client.py``, its
 own process like the real tools, finds the node cordoned and its pods known, sends all 1000
 evictions at once and stops when the last pod is gone — measured on a fresh identical cluster,
@@ -214,7 +214,7 @@ async def single_seconds(
     state: list[dict[str, Any]], faults: dict[str, Any], pods: int, time_scale: float = TIME_SCALE
 ) -> float:
     """One eviction round trip plus the deletion time of one pod on an idle cluster: the
-    issue's formula for the ideal, taken literally (in real time, one sample is 30 s)."""
+    ideal's formula taken literally (in real time, one sample is 30 s)."""
     from evictor.client import Evictor, refs
 
     sim = await build(state, faults, pods, time_scale)

@@ -12,7 +12,7 @@ and the kubelet starts them and makes them Ready (ready-after 0). Measured:
   — everything in one event loop: the controllers' creates, watch fan-out, the loop's
   snapshot upkeep, ``schedule_one``, the binding write, the ``Scheduled`` event and the
   kubelet's status writes. The anchor is kube-scheduler's SchedulingBasic floor (680 pods/s,
-  Go, 16 workers); the issue's target is 300 pods/s;
+  Go, 16 workers); the target is 300 pods/s;
 * beside it, ``schedule_one`` alone on the same cluster (a ``Snapshot`` of the same nodes, the
   same pods, bound with ``Snapshot.bind_pod``): the cost of the decision without the API;
 * the time until every pod exists, is bound, and is Ready;

@@ -1,4 +1,4 @@
-"""The project's one room for talking to the Kubernetes API (ARCHITECTURE.md, issue 15).
+"""The project's one room for talking to the Kubernetes API (ARCHITECTURE.md).
 
 One concern per module, in the manner of kopf's ``_cogs/clients``:
 

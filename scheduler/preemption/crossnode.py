@@ -2,9 +2,10 @@
 
 kube-scheduler's DefaultPreemption removes victims only from the node it nominates. A pod whose
 required anti-affinity (or an existing pod's anti-affinity towards it) is blocked by a
-lower-priority pod on *another* node of the same topology domain — seed 000's zone
-anti-affinity example — therefore stays unschedulable in kube: no victim set on any single
-node lets it in (see ``spec/kube-scheduler.md``, "No cross-node preemption").
+lower-priority pod on *another* node of the same topology domain
+(``examples/cross-node-preemption.yaml``) therefore stays unschedulable in kube: no victim set
+on any single node lets it in, as "Cross node preemption" in the documentation says:
+https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/#cross-node-preemption
 
 This module widens the victim search for exactly that case. For each node whose Filter status
 is Unschedulable, the potential victims are the lower-priority pods on the node (as kube's)

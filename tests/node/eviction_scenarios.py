@@ -365,7 +365,7 @@ def _mi(n: int) -> str:
 
 
 def scenarios(scale: Scale) -> list[Scenario]:
-    """Every scenario of the suite the issue names, sized for ``scale``."""
+    """Every scenario of the suite, sized for ``scale``."""
     s = scale
     ephemeral = {"ephemeral-storage": _mi(s.limit_mib)}
     over, under = s.limit_mib + 1, s.limit_mib - 1
