@@ -67,7 +67,7 @@ class Scale:
     transition_period_s: int  # evictionPressureTransitionPeriod: 5m
     watch_after_s: int  # postTestConditionMonitoringPeriod: 1m
     timeout_s: int  # pressureTimeout: 10-20 min
-    fill_delay_s: int = 15  # before a disk or inode hog starts filling (see the module doc)
+    fill_delay_s: int = 15  # before a disk or inode hog starts filling (see above)
 
 
 HOST: Final = Scale(
