@@ -1,19 +1,7 @@
 """Every file, folder and module ARCHITECTURE.md names exists: the map leads nowhere else.
 
-What counts as a name, read from the text as a newcomer reads it:
-
-* in prose and tables, a backticked path (``kube/data/schema.json``, ``cli/``) or a dotted name
-  of one of our packages (``kube.objects``, ``scheduler.framework.DEFAULT_PLUGIN_WEIGHTS``: the
-  module, then the attribute);
-* in a drawing (a fence without a language), every word that ends in ``/`` or in a file
-  extension, and the lower-case module names listed in parentheses after a folder
-  (``scheduling/ (loop, informers, api_calls, metrics)``).
-
-A path is looked for from the repository's root, then inside the package the section is about
-(its heading names it, or a backticked folder in the heading), then anywhere below that
-package by its last components: a drawing says ``fit.py`` under ``noderesources/`` without the
-whole path. Upstream paths (``pkg/…``, ``*.go``, the other repositories' folders) are not ours
-and are skipped by their prefix.
+``names`` reads the names as a newcomer reads them, ``missing`` looks each one up; a planted
+name of every form must be reported, so the check cannot pass by reading nothing.
 """
 
 from __future__ import annotations
@@ -68,7 +56,19 @@ def _section_base(heading: str) -> str | None:
 
 
 def names(text: str) -> list[Name]:
-    """Every name of a file, folder or module in ``text`` (ARCHITECTURE.md's Markdown)."""
+    """Every name of a file, folder or module in ``text`` (ARCHITECTURE.md's Markdown).
+
+    * in prose and tables, a backticked path (``kube/data/schema.json``, ``cli/``) or a dotted
+      name of one of our packages (``kube.objects``,
+      ``scheduler.framework.DEFAULT_PLUGIN_WEIGHTS``: the module, then the attribute);
+    * in a drawing (a fence without a language), every word that ends in ``/`` or in a file
+      extension, and the lower-case module names listed in parentheses after a folder
+      (``scheduling/ (loop, informers, api_calls, metrics)``), the list carried over the
+      drawing's next lines when it wraps.
+
+    Upstream paths (``pkg/…``, ``*.go``, the other repositories' folders) are not ours and are
+    skipped by their prefix.
+    """
     found: list[Name] = []
     base = ""
     level_bases: dict[int, str] = {}
@@ -123,6 +123,10 @@ def _parenthesised(rest: str, following: list[str]) -> str:
 
 
 def _path_exists(path: str, base: str, root: Path) -> bool:
+    """``path`` from the repository's root, then inside ``base`` (the package the section is
+    about: its heading names it, or a backticked folder in the heading), then anywhere below
+    ``base`` by its last components: a drawing says ``fit.py`` under ``noderesources/``
+    without the whole path."""
     is_dir = path.endswith("/")
     stripped = path.rstrip("/")
 
