@@ -5,19 +5,8 @@ out to every Node watcher. The kubelet's own cost is the anchor: it renews its L
 (360 writes an hour) and writes its Node status only when it changes or every
 ``nodeStatusReportFrequency`` (5 min: 12 an hour) — 372 an hour (pkg/kubelet/nodelease,
 pkg/kubelet/kubelet_node_status.go; its 10 s Node reads come from the API server's cache and are
-not counted). The agent runs with ``--node-conditions --node-taints``, its most talkative
-install, against an in-process kubesim whose request log counts every request it sends: the pod
-list, the pod watch (one request per 5-minute watch), Node reads and writes, and for an
-eviction its Event, ``DisruptionTarget`` condition and DELETE.
-
-Two simulated hours, in time compressed ``--speed`` times (100: 36 s each): every period is
-divided alike — the 1 s sync, the 300 s watch, the 5-minute pressure-transition period, the
-actions' clock that times the Node status report, kubesim's own time scale — so each count is
-what an hour of real time sends. Hour 1 is idle (start-up included); in hour 2 one pod's
-working set climbs past ``memory.available<500Mi`` at minute 10, is evicted, and the pressure
-ends after its transition period. The stats come from ``tests/agent/agent_fakes.FakeNode``.
-
-Prints one JSON line per hour: requests, the anchor, their ratio, and the requests by kind.
+not counted). Prints one JSON line per hour (``bench``): requests, the anchor, their ratio, and
+the requests by kind.
 
 Run: ``.venv/bin/python bench/agent_api_requests.py [--speed 100]``.
 """
@@ -108,6 +97,17 @@ def figure(name: str, records: list[RequestRecord], speed: float) -> dict[str, A
 
 
 async def bench(speed: float) -> list[dict[str, Any]]:
+    """Two simulated hours of the agent with ``--node-conditions --node-taints``, its most
+    talkative install, against an in-process kubesim whose request log counts every request
+    it sends: the pod list, the pod watch (one request per 5-minute watch), Node reads and
+    writes, and for an eviction its Event, ``DisruptionTarget`` condition and DELETE.
+
+    Time is compressed ``speed`` times (100: 36 s an hour), every period alike — the 1 s
+    sync, the 300 s watch, the 5-minute pressure-transition period, the actions' clock that
+    times the Node status report, kubesim's own time scale — so each count is what an hour of
+    real time sends. Hour 1 is idle (start-up included); in hour 2 one pod's working set
+    climbs past ``memory.available<500Mi`` at minute 10, is evicted, and the pressure ends
+    after its transition period. The stats come from ``tests/agent/agent_fakes.FakeNode``."""
     from agent.config import load_config
     from agent.daemon import Agent
 

@@ -1,34 +1,11 @@
 """Benchmark: the agent's own footprint on a full node of realistic pods.
 
-``eviction-agent run`` at its default 1 s interval (plus the fast memory check and the PSI
-monitor) on a node with 110 pods (the kubelet's default ``maxPods``), each about 30 KB of JSON as
-a real API server serves it: ``managedFields`` of three managers, a
-``last-applied-configuration`` annotation, two containers with environment, probes and mounts,
-projected/configMap/secret/emptyDir volumes, status with conditions and container statuses
-(``realistic_pod``). The pods are bound to the node in an in-process kubesim, each with its pod
-cgroup under a fake node's ``kubepods`` tree (see ``agent_reaction.py``), so every sync reads 110
-pod cgroups as on a real node.
-
-Two phases: after a warm-up, CPU time is measured over ``--seconds`` (60) of steady state and
-reported as a share of one core; then a relist under load — the agent's connections to the API
-are cut (a TCP proxy between them) while 20 pods a second are modified, and the next watches
-answer ``410 Gone`` three times in a row, so the informer lists all 110 pods three times while
-events stream. Peak RSS is the process's high-water mark (``VmHWM``, imports included) at the
-end, so it covers both phases.
-
-Targets: ≤ 1 % of a core and ≤ 60 MiB. Anchors: the targets themselves (the kubelet's eviction
-manager cannot be measured apart from the kubelet).
-
-``--oversized``: what tenants can put in their pods instead. 40 pods carrying ~1.4 MB of
-``args`` each, as short arguments (``--flag-000123=abc``: the most Python objects per byte an
-``args`` list can make; kube-apiserver accepts such a pod, up to etcd's 1.5 MiB), one pod with
-40,000 emptyDir volumes, and the kubelet's ``/stats/summary`` (``--kubelet-summary-url``, a
-stub serving what a kubelet reports for that node: one volume entry per emptyDir, ~7 MB) —
-the same steady state and three relists. The figure is peak RSS against the DaemonSet's
-memory limit (88 MiB), the anchor, with the peak of its anonymous part (sampled every 20 ms):
-file pages (the interpreter's and the libraries' code) are what a memory limit reclaims
-before it kills, anonymous ones are not. Before the reads were bounded, the issue that asked
-for it measured 209 MiB on such a node.
+``eviction-agent run`` at its default 1 s interval on a node of 110 realistic pods (the
+kubelet's default ``maxPods``, ``realistic_pod``): CPU over a steady state as a share of one
+core, and peak RSS through a relist under load (``bench``). Targets: ≤ 1 % of a core and
+≤ 60 MiB; the anchors are the targets themselves (the kubelet's eviction manager cannot be
+measured apart from the kubelet). ``--oversized``: what tenants can put in their pods instead
+(``oversized_pods``), against the DaemonSet's memory limit (88 MiB).
 
 Run: ``.venv/bin/python bench/agent_footprint.py [--seconds 60] [--pods 110] [--oversized]
 [--agent-arg=--no-kernel-memcg-notification]`` (the last: the usage watch polls instead of the
@@ -120,7 +97,10 @@ def _fields_v1(obj: Any) -> Any:
 
 
 def realistic_pod(name: str, i: int, *, churn: int = 0) -> dict[str, Any]:
-    """A pod as a real API server serves it, about 30 KB of JSON (``managedFields`` included)."""
+    """A pod as a real API server serves it, about 30 KB of JSON: ``managedFields`` of three
+    managers, a ``last-applied-configuration`` annotation, two containers with environment,
+    probes and mounts, projected/configMap/secret/emptyDir volumes, status with conditions and
+    container statuses."""
     app = f"svc-{i % 12}"
     labels = {
         "app.kubernetes.io/name": app,
@@ -357,7 +337,15 @@ ISSUE_BEFORE_MIB = 209
 
 
 def oversized_pods() -> list[dict[str, Any]]:
-    """40 pods of ~1.4 MB of short ``args`` and one with 40,000 emptyDirs."""
+    """40 pods of ~1.4 MB of short ``args`` and one with 40,000 emptyDirs.
+
+    The arguments are short (``--flag-000123=abc``): the most Python objects per byte an
+    ``args`` list can make; kube-apiserver accepts such a pod, up to etcd's 1.5 MiB. With them,
+    the kubelet's ``/stats/summary`` (``kubelet_summary``, served by a stub at
+    ``--kubelet-summary-url``: one volume entry per emptyDir, ~7 MB). The figure is peak RSS
+    with the peak of its anonymous part (sampled every 20 ms): file pages (the interpreter's
+    and the libraries' code) are what a memory limit reclaims before it kills, anonymous ones
+    are not. Before the reads were bounded, the agent reached 209 MiB on such a node."""
     args = [f"--flag-{j:06d}=abc" for j in range(ARGS_BYTES // 20)]
     out = []
     for i in range(OVERSIZED_PODS):
@@ -492,6 +480,15 @@ async def bench(
     *,
     oversized: bool = False,
 ) -> dict[str, Any]:
+    """The agent (with the fast memory check and the PSI monitor) against an in-process
+    kubesim, each pod bound to the node with its pod cgroup under a fake node's ``kubepods``
+    tree (as ``agent_reaction.py``), so every sync reads the pod cgroups as on a real node.
+
+    Two phases: after a warm-up, CPU time over ``seconds`` of steady state; then a relist under
+    load — the agent's connections to the API are cut (``CuttableProxy``) while 20 pods a
+    second are modified, and the next watches answer ``410 Gone`` three times in a row, so the
+    informer lists every pod three times while events stream. Peak RSS is the process's
+    high-water mark (``VmHWM``, imports included) at the end, so it covers both phases."""
     node = FakeNodeCgroup(1024 * MIB)
     agent: subprocess.Popen[bytes] | None = None
     tmp = Path(tempfile.mkdtemp(prefix="agent-footprint-"))

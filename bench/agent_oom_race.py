@@ -1,34 +1,12 @@
 """Benchmark: the OOM race — the fastest memory ramp the agent wins against the kernel OOM killer.
 
-On ``make demo``'s node — kubesim's node-1 running its pods as real processes in a kubepods
-memory cgroup limited to 640Mi (``kubesim.node.runtime``), the agent as the daemon it is
-(``eviction-agent run --node-cgroup … --memory-capacity 640Mi --eviction-hard
-memory.available<200Mi``, the demo's flags) — one BestEffort pod grows its working set at a fixed
-rate towards 1000 MiB, more than the node holds. Either the agent evicts the pod while the node
-still has room, or the kernel OOM-kills in the node cgroup. A trial is won when the agent's
-DELETE came and no OOM kill happened; OOM kills are counted from the node cgroup (v2
-``memory.events``, hierarchical) or, on cgroup v1, where ``memory.oom_control``'s ``oom_kill``
-counts only in the victim's own cgroup, from every cgroup under the node, sampled while they
-exist.
-
-The pod runs this file's ``--allocate`` mode: ``kubesim.node.memory_grower`` faults 4 KiB pages one
-by one and tops out near 1.7 GiB/s here, so the ramp maps anonymous memory with
-``MADV_HUGEPAGE`` and touches every page from user space (a huge page faults in whole on its
-first byte, up to ~10 GiB/s; without transparent huge pages, 4 KiB faults). On a shared machine
-the rate asked is not the rate reached, so each trial's ramp is *measured*: the node working
-set's (usage − inactive_file, the kubelet's) slope over the 200 MiB just before the crossing of
-the threshold (the rate the agent races), sampled every 0.5 ms. The figure reported is the
-fastest measured ramp below which no trial was lost (a lost trial counts at its rate through the
-headroom, 200 MiB / crossing → limit, since the allocator may speed up after a stall); the
-slowest ramp lost, the agent's reaction (crossing → its DELETE in kubesim's request log) and
-the time until the pod's memory stopped growing (crossing → peak: the kill) are reported beside
-it, with the ramp that slowest stop implies the headroom absorbs (200 MiB / that time) — the
-allocator on two shared cores does not reach every rate it is asked, and the implied figure
-says how far beyond the fastest measured ramp the agent's reaction reaches.
-
-Anchor: the kubelet's 10 s housekeeping loop. 200 MiB of headroom lasts it 20 MiB/s (it may look
-just before the crossing and next 10 s later), so the ratio is the fastest ramp survived / 20.
-Target: ≥ 3,200 MiB/s (ratio 160).
+On ``make demo``'s node (kubesim's node-1 running its pods as real processes in a kubepods
+memory cgroup limited to 640Mi, the agent as the daemon with the demo's flags), one BestEffort
+pod grows its working set at a fixed rate beyond what the node holds: either the agent evicts
+it while the node still has room, or the kernel OOM-kills (``trial``). Anchor: the kubelet's
+10 s housekeeping loop, for which 200 MiB of headroom lasts 20 MiB/s (it may look just before
+the crossing and next 10 s later), so the ratio is the fastest ramp survived / 20. Target:
+≥ 3,200 MiB/s (ratio 160).
 
 Needs a writable memory cgroup (root, cgroup v1 or v2); without one it prints a JSON line saying
 why and exits 0 without figures. Per-trial lines go to stderr.
@@ -103,7 +81,12 @@ def ramp_pod(name: str, rate: float) -> dict[str, Any]:
 
 
 def allocate(rate_mib: float, max_mib: float) -> None:
-    """The ramp's process: grow a touched anonymous working set at ``rate_mib`` MiB/s."""
+    """The ramp's process: grow a touched anonymous working set at ``rate_mib`` MiB/s.
+
+    ``kubesim.node.memory_grower`` faults 4 KiB pages one by one and tops out near 1.7 GiB/s,
+    so this maps anonymous memory with ``MADV_HUGEPAGE`` and touches every page from user
+    space (a huge page faults in whole on its first byte, up to ~10 GiB/s; without transparent
+    huge pages, 4 KiB faults)."""
     import mmap
 
     def stop(signum: int, frame: Any) -> None:
@@ -130,7 +113,11 @@ def allocate(rate_mib: float, max_mib: float) -> None:
 
 
 class NodeCgroup:
-    """The node's kubepods cgroup: working set and OOM kills."""
+    """The node's kubepods cgroup: working set and OOM kills.
+
+    OOM kills are counted from the node cgroup (v2 ``memory.events``, hierarchical) or, on
+    cgroup v1, where ``memory.oom_control``'s ``oom_kill`` counts only in the victim's own
+    cgroup, from every cgroup under the node, sampled while they exist."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -271,6 +258,12 @@ async def _until(cond: Any, timeout: float, step: float = 0.01) -> bool:
 
 
 async def trial(sim: Simulator, node: NodeCgroup, rate: float, index: int) -> Trial:
+    """One race: a pod ramping at ``rate`` MiB/s towards 1000 MiB, more than the node holds.
+
+    Won when the agent's DELETE came and no OOM kill happened. On a shared machine the rate
+    asked is not the rate reached, so the ramp is *measured*: the node working set's (usage −
+    inactive_file, the kubelet's) slope over the 200 MiB just before the crossing of the
+    threshold (the rate the agent races), sampled every 0.5 ms (``Sampler``)."""
     name = f"ramp-{index}"
     capacity = CAPACITY_MIB * MIB
     # settle: the previous trial's memory is gone
@@ -390,7 +383,15 @@ async def race(
 
 
 def summarize(trials: list[Trial]) -> dict[str, Any]:
-    """The fastest measured ramp below which no trial was lost."""
+    """The fastest measured ramp below which no trial was lost.
+
+    A lost trial counts at its rate through the headroom (200 MiB / crossing → limit), since
+    the allocator may speed up after a stall. Beside it: the slowest ramp lost, the agent's
+    reaction (crossing → its DELETE in kubesim's request log), the time until the pod's memory
+    stopped growing (crossing → peak: the kill), and the ramp that slowest stop implies the
+    headroom absorbs (200 MiB / that time) — the allocator on two shared cores does not reach
+    every rate it is asked, and the implied figure says how far beyond the fastest measured
+    ramp the agent's reaction reaches."""
     measured = [t for t in trials if t.ramp is not None]
     lost = [t.race_rate for t in trials if not t.won and t.race_rate is not None]
     slowest_lost = min(lost, default=None)

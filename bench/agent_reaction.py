@@ -1,16 +1,8 @@
 """Benchmark: how fast the agent reacts to a hard ``memory.available`` crossing.
 
-A real process (``kubesim.node.memory_grower``) grows its working set inside a pod cgroup of a small
-fake node: a memory cgroup of its own (``agentbench-<pid>``, laid out like a kubelet's cgroupfs
-tree ``kubepods/besteffort/pod<uid>``) whose capacity is given to the agent with
-``--memory-capacity``, so a crossing costs a few hundred MiB, not the machine's memory. The agent
-runs as its own process (``eviction-agent run``, default 1 s interval) against an in-process
-kubesim where the pod is bound to the node.
-
-Measured per run: from the crossing — sampled independently here every 2 ms from the node
-cgroup's usage − inactive_file, the kubelet's working set — to the agent's eviction request
-(DELETE of the pod) in kubesim's request log. Anchor: the kubelet's 10 s housekeeping loop (its
-reaction is up to 10 s plus up to 10 s of cAdvisor staleness). Target: p99 ≤ 1 s over 20 runs.
+Measured per run (``bench``): from the crossing to the agent's eviction request. Anchor: the
+kubelet's 10 s housekeeping loop (its reaction is up to 10 s plus up to 10 s of cAdvisor
+staleness). Target: p99 ≤ 1 s over 20 runs.
 
 Needs a writable memory cgroup (root, cgroup v1 or v2); without one it prints a JSON line saying
 why and exits 0 without figures.
@@ -44,7 +36,12 @@ THRESHOLD_MIB = 100
 
 
 class FakeNodeCgroup:
-    """The node's memory cgroup (v1 or v2) and the agent's ``--cgroup-root`` view of it."""
+    """The node's memory cgroup (v1 or v2) and the agent's ``--cgroup-root`` view of it.
+
+    A small fake node: a memory cgroup of its own (``agentbench-<pid>``, laid out like a
+    kubelet's cgroupfs tree ``kubepods/besteffort/pod<uid>``) whose capacity is given to the
+    agent with ``--memory-capacity``, so a crossing costs a few hundred MiB, not the machine's
+    memory."""
 
     def __init__(self, capacity: int) -> None:
         name = f"agentbench-{os.getpid()}"
@@ -179,6 +176,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def bench(runs: int, capacity_mib: int) -> list[float]:
+    """Seconds from each crossing to the agent's DELETE of the pod.
+
+    A real process (``kubesim.node.memory_grower``) grows its working set inside the pod
+    cgroup; the agent runs as its own process (``eviction-agent run``, default 1 s interval)
+    against an in-process kubesim where the pod is bound to the node. The crossing is sampled
+    independently here every 2 ms from the node cgroup's usage − inactive_file (the kubelet's
+    working set); the DELETE's time is in kubesim's request log."""
     capacity = capacity_mib * MIB
     node = FakeNodeCgroup(capacity)
     agent: subprocess.Popen[bytes] | None = None

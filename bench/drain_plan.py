@@ -1,19 +1,9 @@
 """Benchmark: ``evict drain --plan`` of a 1 000-pod, 100-node cluster, against a 2 s target.
 
-The cluster is a living kubesim: 100 nodes in three zones; 50 ReplicaSets of 20 pods (100 m to
-1 CPU each), half of them under a PodDisruptionBudget (``maxUnavailable: 1`` or ``25%``), a
-fifth spread across zones (``topologySpreadConstraints``), a fifth of a higher
-PriorityClass; the scheduler loop placed them all. Figures, each the median of ``--rounds``:
-
-* ``drain_plan_cli_1_node``: the whole command as a user runs it — ``evict drain NODE --plan -o
-  json`` in a fresh process: start-up, the reads (every list of the cluster) and the play;
-* ``drain_plan_core_1_node``: the play alone (``evictor.plan.search.best_plan``) on what was read;
-* ``drain_plan_cli_3_nodes_parallel``: three nodes with ``--parallel 3`` (the plan plays the
-  3! orders and keeps the best), end to end.
-
-One JSON line each: ``{"bench", "value" (wall seconds), "unit", "anchor" (2 s), "ratio"}`` —
-a ratio below 1 meets the target — and, for the command, ``cpu_seconds``: its own user and
-system time, which waiting on a loaded machine does not inflate.
+One JSON line per figure, each the median of ``--rounds`` (``run``): ``{"bench", "value" (wall
+seconds), "unit", "anchor" (2 s), "ratio"}`` — a ratio below 1 meets the target — and, for the
+command, ``cpu_seconds``: its own user and system time, which waiting on a loaded machine does
+not inflate.
 
 Run: ``.venv/bin/python bench/drain_plan.py [--rounds N] [--quick]``.
 """
@@ -162,6 +152,19 @@ def line(bench: str, value: float, **extra: Any) -> str:
 
 
 async def run(nodes: int, workloads: int, per: int, rounds: int) -> None:
+    """On a living kubesim (``make_state``: 100 nodes in three zones; 50 ReplicaSets of 20 pods
+    of 100 m to 1 CPU, half of them under a PodDisruptionBudget of ``maxUnavailable: 1`` or
+    ``25%``, a fifth spread across zones, a fifth of a higher PriorityClass; the scheduler loop
+    places them all):
+
+    * ``drain_plan_cli_1_node``: the whole command as a user runs it — ``evict drain NODE
+      --plan -o json`` in a fresh process: start-up, the reads (every list of the cluster) and
+      the play;
+    * ``drain_plan_core_1_node``: the play alone (``evictor.plan.search.best_plan``) on what
+      was read;
+    * ``drain_plan_cli_3_nodes_parallel``: three nodes with ``--parallel 3`` (the plan plays the
+      3! orders and keeps the best), end to end.
+    """
     pods = workloads * per
     # time scale 1: the kubelets of 100 nodes renew their leases every 10 s, not 200 times a
     # second, and the server answers the plan instead (the plan itself waits for nothing)

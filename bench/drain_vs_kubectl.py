@@ -1,47 +1,9 @@
 """Benchmark: ``evict drain`` against ``kubectl drain`` on identical fresh living kubesim clusters.
 
-Each round builds a fresh kubesim per tool from the same state, with every controller running:
-the Deployments' ReplicaSets create the pods, the scheduler loop binds them (node-2 starts
-cordoned, so they all land on node-1; it is uncordoned once the cluster has settled), the
-kubelet makes them Ready. Then the real command line runs as a subprocess (``evict`` from this
-virtualenv, ``/usr/bin/kubectl``), the node must end empty, and which tool goes first alternates
-between rounds. During the drain the cluster lives: each evicted pod is replaced by its
-ReplicaSet on node-2, and a budget reopens when the replacement is Ready. Scenarios of issue 8:
-
-(a) 110 pods of 5 Deployments, no PDB — target ≤ 1.0× kubectl's wall time;
-(b) the same behind one PDB per Deployment with ``maxUnavailable: 1``; replacements are Ready
-    1 s after they start (the ``kubesim.io/ready-after`` annotation) — target ≤ 0.3×: kubectl
-    waits a fixed 5 s after every budget 429, ``evict`` retries when the budget reopens;
-(c) 1000 pods of 10 Deployments, 20 ms added to every request (fault ``latency``), no PDB —
-    within 1.2× of the ideal and no slower than kubectl.
-
-Time: kubesim runs (a) and (b) 100× faster than the clock (``TIME_SCALE``): the pods' 30 s
-grace period, the kubelet's and the controllers' durations shrink, the network and the
-tools do not. (c) runs in real time. Its target is relative to "one eviction round trip plus
-the deletion time", and compressing only the deletion time (30 s → 0.3 s) turns that ideal
-into a measure of the simulator's own CPU: kubesim's one event loop also deletes the pods and
-creates, schedules and starts 1000 replacements (~3 s of work), every bounded request waits
-for that work between its steps, and a fixed cost that is nothing beside a 30 s grace period
-(a client's start-up, or the 20 round trips that ``--concurrency 50`` needs for 1000 pods)
-becomes a fifth of the run. So (c) is measured as a drain on a cluster behaves, and the same
-evict-against-ideal comparison is also run compressed and reported under ``compressed``.
-
-The ideal of (c) is the issue's "one eviction round trip plus the deletion time" for a client
-with no start-up cost and unbounded concurrency: ``bench/support/ideal_drain_client.py``, its
-own process like the real tools, finds the node cordoned and its pods known, sends all 1000
-evictions at once and stops when the last pod is gone — measured on a fresh identical cluster,
-so the round trip and the deletions are those of 1000 evictions arriving together. The formula
-taken literally — one pod evicted on an idle cluster — is reported as ``one_pod_s`` with
-``ratio_to_one_pod``. What ``evict`` spends beyond the ideal is reported per phase from
-kubesim's request log: ``startup_s`` (process start to its first request: interpreter,
-imports, kubeconfig), ``setup_s`` (first request to first eviction: discovery, node, cordon,
-pod list), ``evictions_s`` (first to last eviction) and ``tail_s`` (last eviction to exit:
-the last pods' deletion).
-
-One JSON line per scenario: ``{"bench", "value" (evict's median s), "unit", "anchor" (kubectl's
-median s), "ratio", "target", "time_scale", ...}``; (c) adds ``ideal_s`` (median of as many
-runs as rounds), ``ratio_to_ideal``, ``one_pod_s``, ``ratio_to_one_pod`` and ``compressed``
-(``evict_s``, ``ideal_s`` and ``ratio_to_ideal`` at ``TIME_SCALE``).
+Three scenarios (``SCENARIOS``): (a) 110 pods of 5 Deployments, no PDB — target ≤ 1.0×
+kubectl's wall time; (b) the same behind a ``maxUnavailable: 1`` budget per Deployment —
+≤ 0.3×; (c) 1000 pods of 10 Deployments, 20 ms added to every request — within 1.2× of an ideal
+client and no slower than kubectl. One JSON line per scenario (``bench`` says what is in it).
 
 Run: ``.venv/bin/python bench/drain_vs_kubectl.py [--rounds N] [--quick] [--scenario a,b,c]``
 (``--quick``: a tenth of the pods, one round).
@@ -175,6 +137,12 @@ async def run_tool(
     *,
     time_scale: float = TIME_SCALE,
 ) -> dict[str, float]:
+    """One real command line (``evict`` from this virtualenv, ``/usr/bin/kubectl``) as a
+    subprocess on a fresh cluster, until the node is empty. Besides the wall time, what it
+    spends per phase, from kubesim's request log: ``startup`` (process start to its first
+    request: interpreter, imports, kubeconfig), ``setup`` (first request to first eviction:
+    discovery, node, cordon, pod list), ``evictions`` (first to last eviction) and ``tail``
+    (last eviction to exit: the last pods' deletion)."""
     sim = await build(state, faults, pods, time_scale)
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
@@ -214,7 +182,7 @@ async def single_seconds(
     state: list[dict[str, Any]], faults: dict[str, Any], pods: int, time_scale: float = TIME_SCALE
 ) -> float:
     """One eviction round trip plus the deletion time of one pod on an idle cluster: the
-    issue's formula for the ideal, taken literally (in real time, one sample is 30 s)."""
+    ideal's formula taken literally (in real time, one sample is 30 s)."""
     from evictor.client import Evictor, refs
 
     sim = await build(state, faults, pods, time_scale)
@@ -235,7 +203,12 @@ async def ideal_seconds(
 ) -> dict[str, float]:
     """The ideal client (``bench/support/ideal_drain_client.py``) on a fresh identical cluster:
     its own process like the real tools, the node cordoned and its pods known in advance, every
-    eviction sent at once, until the last pod is gone."""
+    eviction sent at once, until the last pod is gone.
+
+    That is (c)'s "one eviction round trip plus the deletion time" for a client with no
+    start-up cost and unbounded concurrency, measured so that the round trip and the deletions
+    are those of 1000 evictions arriving together. The formula taken literally, one pod
+    evicted on an idle cluster, is ``single_seconds``."""
     sim = await build(state, faults, pods, time_scale)
     try:
         # cordoned, as the tools do before evicting
@@ -265,6 +238,17 @@ async def ideal_seconds(
         await sim.stop()
 
 
+# (b): replacements are Ready 1 s after they start (``kubesim.io/ready-after``); kubectl waits a
+# fixed 5 s after every budget 429, ``evict`` retries when the budget reopens.
+# Time: (a) and (b) run 100x faster than the clock (``TIME_SCALE``): the pods' 30 s grace
+# period and the kubelet's and controllers' durations shrink, the network and the tools do
+# not. (c) runs in real time: its target is relative to "one eviction round trip plus the
+# deletion time", and compressing only the deletion time (30 s -> 0.3 s) would turn that ideal
+# into a measure of kubesim's own CPU — its one event loop also deletes the pods and creates,
+# schedules and starts 1000 replacements (~3 s of work), and a fixed cost that is nothing
+# beside a 30 s grace period (a client's start-up, the 20 round trips ``--concurrency 50``
+# needs for 1000 pods) becomes a fifth of the run. The compressed comparison is reported too,
+# under ``compressed``.
 SCENARIOS: dict[str, dict[str, Any]] = {
     "a": {"pods": 110, "deployments": 5, "pdb": False, "ready_after": None, "latency": 0.0,
           "time_scale": TIME_SCALE, "target": "<= 1.0", "name": "a_110_pods_no_pdb"},
@@ -286,6 +270,17 @@ def _phases(runs: list[dict[str, float]]) -> dict[str, float]:
 
 
 async def bench(key: str, rounds: int, quick: bool) -> dict[str, Any]:
+    """One scenario's line: ``{"bench", "value" (evict's median s), "unit", "anchor"
+    (kubectl's median s), "ratio", "target", "time_scale", ...}``, with each tool's phases.
+
+    Each round builds a fresh kubesim per tool from the same state, with every controller
+    running: the Deployments' ReplicaSets create the pods, the scheduler loop binds them
+    (node-2 starts cordoned, so they all land on node-1; it is uncordoned once the cluster has
+    settled), the kubelet makes them Ready. Which tool goes first alternates between rounds.
+    During the drain the cluster lives: each evicted pod is replaced by its ReplicaSet on
+    node-2, and a budget reopens when the replacement is Ready. (c) adds ``ideal_s`` (median
+    of as many runs as rounds), ``ratio_to_ideal``, ``one_pod_s``, ``ratio_to_one_pod`` and
+    ``compressed`` (``evict_s``, ``ideal_s`` and ``ratio_to_ideal`` at ``TIME_SCALE``)."""
     sc = SCENARIOS[key]
     pods = sc["pods"] if not quick else max(10, sc["pods"] // 10)
     scale = sc["time_scale"]

@@ -1,21 +1,9 @@
 """Preemption decisions per second on kube-scheduler_perf's PreemptionAsync shape.
 
-5000 nodes of 4 CPU, 20000 low-priority pods of 0.9 CPU (4 per node), then 5000
-high-priority pods of 3 CPU preempted one after another; after each decision the victims are
-removed and the preemptor is bound to the nominated node, as the scheduler would once the
-victims are gone. Anchor: 570 decisions/s, kube-scheduler's published floor for this
-workload (Go, 16 dry-run workers, sampled mode).
-
-Reported (one JSON line each):
-* ``preemption_exhaustive``: ``preempt(mode="exhaustive")`` with the Filter statuses
-  precomputed (every node Unschedulable ``Insufficient cpu``) — the headline figure;
-* ``preemption_sampled``: the same in kube's sampled mode (seeded RNG);
-* ``preemption_exhaustive_with_filter_pass``: the whole PostFilter path as the scheduler and
-  ``simulate`` run it: a failed ``schedule_one`` (PreFilter, then Filter with nominated pods
-  on every node) whose statuses feed ``preempt``.
-
-Each rate counts whole decision loops: preempt, then applying the result to the snapshot.
-``--quick`` runs a small size (used by the smoke test).
+Anchor: 570 decisions/s, kube-scheduler's published floor for this workload (Go, 16 dry-run
+workers, sampled mode). One JSON line per figure: ``preemption_exhaustive`` (the headline),
+``preemption_sampled`` and ``preemption_exhaustive_with_filter_pass`` (``run`` says what each
+times). ``--quick`` runs a small size (used by the smoke test).
 """
 
 from __future__ import annotations
@@ -104,7 +92,16 @@ def run(
     seed: int = 1,
 ) -> Run:
     """Build the cluster, then time ``num_preemptors`` decisions (the first one, which fills
-    the caches, is timed separately as ``cold_seconds``)."""
+    the caches, is timed separately as ``cold_seconds``).
+
+    ``num_nodes`` nodes of 4 CPU, four low-priority pods of 0.9 CPU on each, then high-priority
+    pods of 3 CPU preempted one after another; after each decision the victims are removed and
+    the preemptor is bound to the nominated node, as the scheduler would once the victims are
+    gone (``apply``). Each rate counts whole decision loops: preempt, then applying the result.
+    ``preempt`` gets the Filter statuses precomputed (every node Unschedulable ``Insufficient
+    cpu``), in ``mode``; ``with_filter_pass`` runs the whole PostFilter path as the scheduler
+    and ``simulate`` run it: a failed ``schedule_one`` (PreFilter, then Filter with nominated
+    pods on every node) whose statuses feed ``preempt``."""
     snapshot = make_cluster(num_nodes)
     fw = default_preemption_framework()
     rng = random.Random(seed)

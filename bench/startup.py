@@ -1,4 +1,4 @@
-"""Benchmark: start-up time of every command, against the 0.3 s target of issue 6.
+"""Benchmark: start-up time of every command, against a target of 0.3 s for ``--help``.
 
 Each command is run as a fresh process (``sys.executable -m …``) with ``--help`` (and
 ``--version`` for one), the best of ``--runs`` wall times kept: the floor is what a user
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-ANCHOR = 0.3  # seconds: the issue's target for --help of every command
+ANCHOR = 0.3  # seconds: the target for --help of every command
 
 COMMANDS = {
     "python": ["-c", "pass"],

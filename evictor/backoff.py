@@ -1,7 +1,7 @@
 """Backoff between retries: tenacity's wait strategies, driven by a plain loop.
 
-The evictor's retries and the agent's pod watch are loops a reader follows top to bottom
-(issue 15): they count their own attempts and decide themselves whether to go on. What they
+The evictor's retries and the agent's pod watch are loops a reader follows top to bottom:
+they count their own attempts and decide themselves whether to go on. What they
 do not write themselves is the delay: tenacity's ``wait_*`` strategies compute it from a
 ``RetryCallState``, tenacity's public record of an attempt, which ``delay`` fills with the
 attempt number the loop kept.

@@ -1,33 +1,7 @@
 """``Evictor``: API-initiated eviction with a retry policy that reads the server's answer.
 
-What kubectl's drain does (``k8s.io/kubectl/pkg/drain``) and where this differs:
-
-* kubectl sleeps a fixed 5 s after a PodDisruptionBudget 429 (no ``Retry-After``: the budget is
-  exhausted). Here the PDBs named in the 429's causes are watched and the pod is retried as soon
-  as ``status.disruptionsAllowed > 0`` (``evictor.pdbwatch``), falling back to ``default_retry``
-  (5 s) when the watch is unavailable.
-* ``Retry-After`` is a floor for every retry it comes with, as in client-go (whose REST layer
-  waits ``max(backoff, Retry-After)`` before it retries a 429 or 5xx by itself): the next
-  attempt never goes out sooner, whatever the PDB watch shows meanwhile. That matters for the
-  apiserver's own "The disruption budget NAME is still being processed by the server" 429
-  (``Retry-After: 10``): the budget's status can look open in the watch before the server
-  accepts it again. The watch only shortens waits the server did not bound. Nor is the server's
-  value capped: only the deadline ends such a wait, and then without another attempt.
-* The listed pod's UID is sent as ``deleteOptions.preconditions.uid``, and the pod is re-read
-  before every retry: a same-name replacement (StatefulSet, kubernetes/kubernetes#138229) is
-  reported as ``pod_replaced`` and never evicted. A DELETE with a known UID is never preceded
-  by a read: its precondition already answers, 404 for a pod that is gone and 409 for a
-  replacement, so a client that only deletes (the agent's default mode) needs no pods ``get``.
-* 403 ``NamespaceTerminating``: the pod is re-read (kubectl ≤ 1.34 re-evicted a stale copy);
-  once it is terminating, the namespace controller is deleting it and that counts as evicted.
-* 500 "more than one PodDisruptionBudget" is never retried; the result names the PDBs.
-* Transport errors and other 5xx retry with jittered exponential backoff (kubectl gives up).
-* One ``deadline`` (seconds since the epoch) bounds requests and waits; everything is
-  cancellable (``asyncio.CancelledError`` propagates).
-
-Discovery follows kubectl's ``CheckEvictionSupport``: the ``pods/eviction`` entry of ``/api/v1``
-names the policy group version to use (v1 preferred, v1beta1 accepted); without it, pods are
-deleted.
+What kubectl's drain does (``k8s.io/kubectl/pkg/drain``), with waits bounded by what the server
+says rather than by fixed sleeps; ``Evictor`` lists where it differs.
 """
 
 from __future__ import annotations
@@ -173,7 +147,33 @@ class WaitOutcome:
 
 
 class Evictor:
-    """Evicts pods through one kubernetes-asyncio ``ApiClient`` (not closed here)."""
+    """Evicts pods through one kubernetes-asyncio ``ApiClient`` (not closed here).
+
+    Where it differs from kubectl's drain:
+
+    * kubectl sleeps a fixed 5 s after a PodDisruptionBudget 429 (no ``Retry-After``: the budget is
+      exhausted). Here the PDBs named in the 429's causes are watched and the pod is retried as soon
+      as ``status.disruptionsAllowed > 0`` (``evictor.pdbwatch``), falling back to ``default_retry``
+      (5 s) when the watch is unavailable.
+    * ``Retry-After`` is a floor for every retry it comes with, as in client-go (whose REST layer
+      waits ``max(backoff, Retry-After)`` before it retries a 429 or 5xx by itself): the next
+      attempt never goes out sooner, whatever the PDB watch shows meanwhile. That matters for the
+      apiserver's own "The disruption budget NAME is still being processed by the server" 429
+      (``Retry-After: 10``): the budget's status can look open in the watch before the server
+      accepts it again. The watch only shortens waits the server did not bound. Nor is the server's
+      value capped: only the deadline ends such a wait, and then without another attempt.
+    * The listed pod's UID is sent as ``deleteOptions.preconditions.uid``, and the pod is re-read
+      before every retry: a same-name replacement (StatefulSet, kubernetes/kubernetes#138229) is
+      reported as ``pod_replaced`` and never evicted. A DELETE with a known UID is never preceded by
+      a read: its precondition already answers, 404 for a pod that is gone and 409 for a
+      replacement, so a client that only deletes (the agent's default mode) needs no pods ``get``.
+    * 403 ``NamespaceTerminating``: the pod is re-read (kubectl ≤ 1.34 re-evicted a stale copy);
+      once it is terminating, the namespace controller is deleting it and that counts as evicted.
+    * 500 "more than one PodDisruptionBudget" is never retried; the result names the PDBs.
+    * Transport errors and other 5xx retry with jittered exponential backoff (kubectl gives up).
+    * One ``deadline`` (seconds since the epoch) bounds requests and waits; everything is
+      cancellable (``asyncio.CancelledError`` propagates).
+    """
 
     def __init__(
         self,
@@ -242,7 +242,11 @@ class Evictor:
             )
 
     async def eviction_version(self) -> str | None:
-        """``policy/v1`` or ``policy/v1beta1`` as ``/api/v1`` advertises, None: delete instead."""
+        """``policy/v1`` or ``policy/v1beta1`` as ``/api/v1`` advertises, None: delete instead.
+
+        kubectl's ``CheckEvictionSupport``: the ``pods/eviction`` entry of ``/api/v1`` names the
+        policy group version to use (v1 preferred, v1beta1 accepted); without it, pods are
+        deleted."""
         async with self._discovery_lock:
             if not self._discovered:
                 resp = await self._request(_Request("GET", "/api/v1/"), None)

@@ -1,27 +1,9 @@
 """kubectl's flag habits on click: flags anywhere, ``--flag=true|false``, Go's error lines.
 
 kubectl parses its command line with spf13/pflag under cobra, and scripts written for
-``kubectl drain`` rely on three of its habits that click does not have:
-
-* **Global flags after the subcommand.** cobra's persistent flags (``--kubeconfig``,
-  ``--context``, ``-n``, ``--request-timeout``, ``-v``) are accepted anywhere: ``kubectl drain
-  NODE --kubeconfig FILE``. Here a flag meant for every command is declared on the group *and*
-  on each command (``persistent``), and its callback stores the value on the shared context
-  object, so the last occurrence wins, as with pflag.
-* **Booleans with a value.** A Go bool flag is ``--force``, ``--force=true`` or
-  ``--force=false`` (any spelling ``strconv.ParseBool`` takes), but never consumes the next
-  argument: ``--force false`` is ``--force`` and a positional ``false``. click's flags refuse a
-  value and its optional-value options eat the next argument, so neither fits. A flag with
-  pflag's "no option default" (``NoOptDefVal``: bools, ``--dry-run``) is declared as a
-  ``GoOption`` with ``no_opt_default``, and ``GoCommand.parse_args`` rewrites a bare
-  ``--force`` into ``--force=true`` before click parses: the value then always comes after
-  ``=``, and the next argument is never taken.
-* **Shorthands with ``=``.** pflag reads ``-v=6`` and ``-n=prod`` as ``-v 6`` and ``-n prod``;
-  click would read the value ``=6``. The same pass splits them.
-
-A bad boolean is a usage error (exit 2) worded as pflag words it:
-``invalid argument "maybe" for "--force" flag: strconv.ParseBool: parsing "maybe": invalid
-syntax``. Only click's public API is used (``Command.parse_args``, ``Option.get_help_record``,
+``kubectl drain`` rely on habits click does not have: global flags after the subcommand
+(``persistent``), booleans with a value and shorthands with ``=`` (``go_args``). Only click's
+public API is used (``Command.parse_args``, ``Option.get_help_record``,
 ``Group.command_class``, ``ParamType``), and only click is imported: ``evict --help`` stays fast.
 """
 
@@ -57,7 +39,9 @@ def _flag_name(param: click.Parameter | None) -> str:
 
 
 class _GoBool(click.ParamType):  # type: ignore[type-arg,unused-ignore]
-    """A value of a Go bool flag (``strconv.ParseBool``)."""
+    """A value of a Go bool flag (``strconv.ParseBool``). A bad one is a usage error (exit 2)
+    worded as pflag words it: ``invalid argument "maybe" for "--force" flag:
+    strconv.ParseBool: parsing "maybe": invalid syntax``."""
 
     name = "bool"
 
@@ -109,7 +93,11 @@ def persistent(
 ) -> Callable[[F], F]:
     """A flag every command takes (cobra's persistent flag): declare it on the group and on each
     command; a value given at either place is handed to ``store(ctx, name, value)`` — the
-    later one last — and never to the command function."""
+    later one last — and never to the command function.
+
+    cobra's persistent flags (``--kubeconfig``, ``--context``, ``-n``, ``--request-timeout``,
+    ``-v``) are accepted anywhere: ``kubectl drain NODE --kubeconfig FILE``; storing every
+    occurrence on the shared context object makes the last one win, as with pflag."""
 
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value is not None and param.name is not None:
@@ -120,7 +108,16 @@ def persistent(
 
 
 def go_args(params: Iterable[click.Parameter], args: list[str], *, interspersed: bool) -> list[str]:
-    """``args`` rewritten so that click reads them as pflag would (see the module docstring).
+    """``args`` rewritten so that click reads them as pflag would.
+
+    A Go bool flag is ``--force``, ``--force=true`` or ``--force=false`` (any spelling
+    ``strconv.ParseBool`` takes), but never consumes the next argument: ``--force false`` is
+    ``--force`` and a positional ``false``. click's flags refuse a value and its
+    optional-value options eat the next argument, so neither fits: a bare flag with pflag's
+    "no option default" (a ``GoOption`` with ``no_opt_default``: bools, ``--dry-run``) is
+    rewritten into ``--force=true``, so the value always comes after ``=``. pflag also reads
+    ``-v=6`` and ``-n=prod`` as ``-v 6`` and ``-n prod`` where click would read the value
+    ``=6``; the same pass splits them.
 
     Values are never rewritten: the argument after an option that takes one is passed as it is
     (``--pod-selector --force`` keeps ``--force`` as the selector, as pflag does). Without

@@ -3,20 +3,8 @@
 kubectl's drain sleeps a fixed 5 s after every 429 however soon the budget reopens, so a drain
 behind ``maxUnavailable: 1`` costs about 5 s per pod. The disruption controller publishes the
 budget in ``status.disruptionsAllowed``; one list-then-watch per namespace keeps the latest
-status of every PDB there. A blocked eviction registers as a waiter on the budget(s) named in the
-429's causes; each status update with ``disruptionsAllowed = k > 0`` wakes the first k waiters in
-arrival order (waking everyone would make all of them race for k slots and all but k get another
-429). Waiters also give up after a fallback interval (the caller's ``default_retry``, kubectl's
-5 s), which is also what happens when the watch is unavailable. Only a 429 without
-``Retry-After`` waits here: a server that says when to come back is obeyed to the second
-(``evictor.client``), whatever the budget looks like in the watch meanwhile.
-
-A waiter that registers while the cached budget already shows room is released at once, but only
-once per observed resourceVersion, so a cache that lags the server cannot cause a hot loop.
-
-The list-then-watch is ``evictor.api.watching``'s (410 relists, errors back off with jitter, a
-watch gone silent is restarted from a relist within its liveness bound); while it is not live,
-waiters fall back to the interval, never to a budget view that may have stopped moving.
+status of every PDB there (``PdbTracker``), and a blocked eviction waits on it
+(``wait_reopen``).
 """
 
 from __future__ import annotations
@@ -116,7 +104,12 @@ class _Namespace:
 
 
 class PdbTracker:
-    """One list+watch of PDBs per namespace, started on first use; ``close()`` stops them."""
+    """One list+watch of PDBs per namespace, started on first use; ``close()`` stops them.
+
+    The list-then-watch is ``evictor.api.watching``'s (410 relists, errors back off with
+    jitter, a watch gone silent is restarted from a relist within its liveness bound); while
+    it is not live, waiters fall back to the interval, never to a budget view that may have
+    stopped moving."""
 
     def __init__(
         self,
@@ -172,6 +165,17 @@ class PdbTracker:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> bool:
         """Wait until one of ``names`` has room (True) or ``timeout`` passes (False).
+
+        A blocked eviction waits on the budget(s) named in the 429's causes; each status update
+        with ``disruptionsAllowed = k > 0`` wakes the first k waiters in arrival order (waking
+        everyone would make all of them race for k slots and all but k get another 429).
+        Waiters also give up after ``timeout`` (the caller's ``default_retry``, kubectl's
+        5 s), which is also what happens when the watch is unavailable. Only a 429 without
+        ``Retry-After`` waits here: a server that says when to come back is obeyed to the
+        second (``evictor.client``), whatever the budget looks like in the watch meanwhile. A
+        waiter that registers while the cached budget already shows room is released at once,
+        but only once per observed resourceVersion, so a cache that lags the server cannot
+        cause a hot loop.
 
         ``seen`` maps a PDB name to the resourceVersion this caller was already released on;
         it is updated, so pass the same dict on every retry of one pod. ``sleep`` measures the

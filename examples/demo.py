@@ -1,26 +1,8 @@
 """``make demo``: node-pressure eviction, live, on an embedded cluster with one real node.
 
-Starts kubesim in process as a living cluster (controllers, scheduler loop, kubelets) from
-``examples/demo-cluster.yaml``; node-1's kubelet runs its pods' commands as real processes in a
-kubepods memory cgroup hierarchy (``kubesim.node.runtime``), the other nodes are simulated. The
-agent runs against node-1 as the daemon it is (``python -m agent run`` in a subprocess, reading
-node-1's cgroups through ``--node-cgroup``), with a hard ``memory.available`` threshold.
-
-While the pods' working sets climb, the terminal shows the node's memory, the agent's ranking
-(``agent.rank.explain``, the comparator chain the agent sorts with, over the same cgroup
-readings) and every eviction: the pod, the resource, the agent's message, and the reaction time
-— from the moment an independent 0.1 s sampler saw the threshold crossed to the agent's
-``Evicted`` event. The ReplicaSets create replacements, the scheduler places them on the other
-nodes (node-1 is tainted ``node.kubernetes.io/memory-pressure:NoSchedule`` while the agent
-reports pressure, as the node lifecycle controller taints a kubelet's MemoryPressure) or leaves
-them Pending with its reason. It ends by itself (``--duration``, or once no pod on node-1 is
-above its request and every replacement is placed or Pending) with a summary, exit 0; Ctrl-C
-stops it (exit 130). Either way the agent is stopped and kubesim's runtime kills every process
-and removes every cgroup it made.
-
-Without a writable memory cgroup (not root, read-only cgroupfs, ``--no-cgroups``) the runtime
-measures each pod's processes with psutil, and the demo publishes those figures as a cgroup v1
-tree in a temporary directory that the unchanged agent reads (``--cgroup-root``).
+kubesim runs in process as a living cluster from ``examples/demo-cluster.yaml``, node-1's pods
+as real processes in a kubepods memory cgroup hierarchy (``kubesim.node.runtime``), and the
+agent runs against node-1 as the daemon it is (``Demo``); ``main`` is the command.
 """
 
 from __future__ import annotations
@@ -115,7 +97,11 @@ class Report:
 
 
 class Mirror:
-    """Per-process figures (psutil) written as a cgroup v1 memory tree the agent can read."""
+    """Per-process figures (psutil) written as a cgroup v1 memory tree the agent can read.
+
+    Without a writable memory cgroup (not root, read-only cgroupfs, ``--no-cgroups``) the
+    runtime measures each pod's processes with psutil, and the demo publishes those figures
+    here, in a temporary directory that the unchanged agent reads (``--cgroup-root``)."""
 
     def __init__(self, runtime: ProcessRuntime, base: Path) -> None:
         self.runtime = runtime
@@ -167,6 +153,21 @@ class Mirror:
 
 
 class Demo:
+    """One run of the demo: kubesim in process with controllers, scheduler loop and kubelets;
+    the agent in a subprocess (``python -m agent run``, reading node-1's cgroups through
+    ``--node-cgroup``) with a hard ``memory.available`` threshold.
+
+    While the pods' working sets climb, the terminal shows the node's memory, the agent's
+    ranking (``agent.rank.explain``, the comparator chain the agent sorts with, over the same
+    cgroup readings) and every eviction: the pod, the resource, the agent's message, and the
+    reaction time — from the moment an independent 0.1 s sampler saw the threshold crossed to
+    the agent's ``Evicted`` event. The ReplicaSets create replacements, the scheduler places
+    them on the other nodes (node-1 is tainted ``node.kubernetes.io/memory-pressure:NoSchedule``
+    while the agent reports pressure, as the node lifecycle controller taints a kubelet's
+    MemoryPressure) or leaves them Pending with its reason. Whatever ends it, the agent is
+    stopped and kubesim's runtime kills every process and removes every cgroup it made.
+    """
+
     def __init__(
         self,
         *,
@@ -921,8 +922,11 @@ def main(  # noqa: PLR0917 - click passes options positionally
     agent_args: tuple[str, ...],
     summary_json: Path | None,
 ) -> int:
-    """Run the node-pressure eviction demo (kubesim + a real node + the agent); see the
-    module docstring."""
+    """Run the node-pressure eviction demo (kubesim + a real node + the agent).
+
+    Shows the node's memory, the agent's ranking and every eviction with its reaction time.
+    Ends by itself (--duration, or once no pod on node-1 is above its request and every
+    replacement is placed or Pending) with a summary, exit 0; Ctrl-C stops it (exit 130)."""
     capacity = _quantity(memory_capacity, "--memory-capacity")
     signal_name, sep, value = eviction_hard.partition("<")
     if signal_name != "memory.available" or not sep:

@@ -1,10 +1,6 @@
-"""The Kubernetes basics every package of ours uses, each helper once.
-
-``scheduler``, ``evictor``, ``agent`` and ``kubesim`` all read Kubernetes objects, quantities,
-label selectors and API errors; before this package ``scheduler`` doubled as everyone's
-library of them, so a reader of the agent met "scheduler" where nothing is scheduled. The
-modules here import nothing of ours (the import contract in pyproject.toml checks it), so any
-package may import them:
+"""The Kubernetes basics every package of ours uses, each helper once. The modules import
+nothing of ours (the import contract in pyproject.toml checks it), so any package may import
+them:
 
 * ``kube.quantity`` — resource quantities with apimachinery's grammar, exact;
 * ``kube.resourcehelper`` — a pod's requests and limits from its containers' (sidecars too);

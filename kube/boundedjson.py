@@ -1,27 +1,10 @@
 """JSON read within bounds: a nesting depth, and one member or element at a time.
 
 Every JSON text the agent reads — API lists and watch events, the kubelet's ``/stats/summary``
-— carries values someone else wrote. Two things about CPython's ``json`` make that a risk:
-
-* **Nesting.** The decoder recurses once per level, so a text nested a few thousand levels
-  deep raises ``RecursionError`` (at the interpreter's recursion limit on 3.11, at a C stack
-  bound from 3.12), and a tree nested a few hundred levels parses but breaks whatever walks it
-  recursively later (``repr`` in an error message, a deep copy). Go's ``encoding/json``
-  refuses nesting beyond 10000 levels (``maxNestingDepth``); no Kubernetes object comes near
-  ``MAX_DEPTH`` (100): a pod's deepest path, through ``managedFields``' ``fieldsV1``, is about
-  15 levels, a stats Summary's 5. So a text nested deeper is refused before it is parsed,
-  with ``JSONTooDeep`` — a ``ValueError``, which callers already handle as malformed JSON.
-  The check reads the encoded bytes with ``bytes`` methods only (escaped quotes, then
-  everything but brackets and quotes, then strings dropped; matched pairs peeled), about a
-  tenth of what parsing the same text costs, in time and in memory.
-* **Size.** ``json.loads`` builds the whole tree before the caller sees any of it, and a tree
-  takes 5–25 times its text's size in memory (a list of short strings or small objects is
-  the worst); the text it parses is a second copy of the bytes read, up to four times their
-  size. ``Cursor`` reads a text one object member or array element at a time, each with the
-  C decoder (``JSONDecoder.raw_decode``), so a caller can trim every list item as it is
-  parsed: a page of pods carrying megabytes of ``args`` each is never a page of parsed pods.
-  Over a response's bytes (``Cursor.of``) it decodes them a piece at a time as it reads,
-  dropping what it has read: the bytes and their text are never held whole at once.
+— carries values someone else wrote, and CPython's ``json`` recurses once per level of nesting
+and builds the whole tree before the caller sees any of it. ``loads`` refuses a text nested
+deeper than ``MAX_DEPTH`` before parsing it; ``Cursor`` reads a text one member or element at
+a time.
 """
 
 from __future__ import annotations
@@ -85,7 +68,18 @@ def _check(data: bytes | bytearray, limit: int) -> None:
 
 
 def loads(data: bytes | bytearray, *, limit: int = MAX_DEPTH) -> Any:
-    """``json.loads`` for a text nested at most ``limit`` levels (else ``JSONTooDeep``)."""
+    """``json.loads`` for a text nested at most ``limit`` levels (else ``JSONTooDeep``).
+
+    The decoder recurses once per level, so a text nested a few thousand levels deep raises
+    ``RecursionError`` (at the interpreter's recursion limit on 3.11, at a C stack bound from
+    3.12), and a tree nested a few hundred levels parses but breaks whatever walks it
+    recursively later (``repr`` in an error message, a deep copy). Go's ``encoding/json``
+    refuses nesting beyond 10000 levels (``maxNestingDepth``); no Kubernetes object comes near
+    ``MAX_DEPTH`` (100): a pod's deepest path, through ``managedFields``' ``fieldsV1``, is
+    about 15 levels, a stats Summary's 5. So a text nested deeper is refused before it is
+    parsed, with ``JSONTooDeep`` — a ``ValueError``, which callers already handle as malformed
+    JSON. The check (``nesting_depth``) reads the encoded bytes with ``bytes`` methods only,
+    about a tenth of what parsing the same text costs, in time and in memory."""
     _check(data, limit)
     try:
         return json.loads(data.decode("utf-8"))
@@ -124,7 +118,14 @@ class Cursor:
     ``Cursor(text)`` reads a string whose nesting is the caller's to check;
     ``Cursor.of(buffer)`` checks a buffer's nesting, then reads its text in pieces of 1 MiB
     decoded as they are needed, the bytes and the text read so far dropped: reading a 7 MB
-    body never holds its bytes and its text at once, nor the whole text."""
+    body never holds its bytes and its text at once, nor the whole text.
+
+    Why: ``json.loads`` builds the whole tree before the caller sees any of it, and a tree
+    takes 5–25 times its text's size in memory (a list of short strings or small objects is
+    the worst); the text it parses is a second copy of the bytes read, up to four times their
+    size. Each member or element here is decoded by the C decoder
+    (``JSONDecoder.raw_decode``), so a caller can trim every list item as it is parsed: a page
+    of pods carrying megabytes of ``args`` each is never a page of parsed pods."""
 
     __slots__ = ("pending", "pos", "text")
 

@@ -4,21 +4,7 @@ system priority constants they are measured against (``pkg/apis/scheduling/types
 The kubelet's eviction manager never evicts a critical pod for node pressure, its admission
 lets a critical pod preempt others (``preemptable``), and kube-apiserver's Priority admission
 creates the two system classes at their fixed values: the agent, kubesim and ``scheduler``
-all need the same answer, so it lives here once.
-
-A pod is critical when it is static (its ``kubernetes.io/config.source`` annotation names a
-source other than the API server), a mirror pod (the API copy of a static pod), or when its
-resolved ``spec.priority`` is at least ``SYSTEM_CRITICAL_PRIORITY`` (2000000000). The priority
-class *name* alone does not make a pod critical: only the value admission resolved from it.
-
-These functions answer for the kubelet's *own copy* of a pod, whose annotations the kubelet
-vouches for: it sets ``config.source`` on every pod it receives (``api`` for the API server's,
-``pkg/kubelet/config/config.go``), and only it creates a mirror pod, for a static pod it runs
-from a manifest under the UID written in ``config.mirror`` (``pkg/kubelet/pod/mirror_client.go``,
-the UID being the hash of the source: ``pkg/kubelet/config/common.go``). On an API object both
-annotations are whatever the pod's author wrote: a caller judging pods read from the API must
-first take the kubelet's view of them (the agent's ``agent.eviction.pods.kubelet_view``), or
-any author can make a pod critical. The keys and sources are ``pkg/kubelet/types/pod_update.go``'s.
+all need the same answer, so it lives here once (``is_critical_pod``).
 """
 
 from __future__ import annotations
@@ -78,7 +64,22 @@ def is_critical_pod_based_on_priority(priority: int) -> bool:
 
 
 def is_critical_pod(pod: Pod) -> bool:
-    """``IsCriticalPod``: static, mirror, or ``spec.priority`` ≥ 2000000000."""
+    """``IsCriticalPod``: static, mirror, or ``spec.priority`` ≥ 2000000000.
+
+    Static: its ``kubernetes.io/config.source`` annotation names a source other than the API
+    server; mirror: the API copy of a static pod; or its resolved ``spec.priority`` is at least
+    ``SYSTEM_CRITICAL_PRIORITY``. The priority class *name* alone does not make a pod critical:
+    only the value admission resolved from it.
+
+    This answers for the kubelet's *own copy* of a pod, whose annotations the kubelet vouches
+    for: it sets ``config.source`` on every pod it receives (``api`` for the API server's,
+    ``pkg/kubelet/config/config.go``), and only it creates a mirror pod, for a static pod it
+    runs from a manifest under the UID written in ``config.mirror``
+    (``pkg/kubelet/pod/mirror_client.go``, the UID being the hash of the source:
+    ``pkg/kubelet/config/common.go``). On an API object both annotations are whatever the
+    pod's author wrote: a caller judging pods read from the API must first take the kubelet's
+    view of them (the agent's ``agent.eviction.pods.kubelet_view``), or any author can make a
+    pod critical."""
     if is_static_pod(pod) or is_mirror_pod(pod):
         return True
     return pod.spec_priority is not None and is_critical_pod_based_on_priority(pod.spec_priority)

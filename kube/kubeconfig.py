@@ -2,35 +2,10 @@
 
 The API room (``evictor.api.connect``: the agent and ``evict``) and kubesim (``kubesim wait``
 reading the kubeconfig ``kubesim serve`` wrote) both need "which server, which user, which
-namespace" from a kubeconfig; the rules live here once (``clientcmd``'s loading rules):
-
-* several files (``$KUBECONFIG``) merge with the first file winning: the first one that sets
-  ``current-context`` sets it, and the first entry of a name in ``clusters``, ``users`` or
-  ``contexts`` is the one kept (``ClientConfigLoadingRules.Load``);
-* a file that cannot be decoded fails the whole load, naming the file and the field
-  (``LoadFromFile``): YAML that does not parse, a key given twice, a known field of the wrong
-  JSON type (``token: 5``, ``insecure-skip-tls-verify: "no"``, ``*-data`` that is not base64),
-  an entry that is not an object, two entries of one name in one file (the v1 conversion);
-  fields it does not know are ignored, as client-go ignores them;
-* file references — ``certificate-authority``, ``client-certificate``, ``client-key``,
-  ``tokenFile``, and an exec plugin's ``command`` when it names a path — are relative to the
-  file that holds them (``ResolveLocalPaths``);
-* a context names a cluster and a user by name, and both must exist (clientcmd's
-  ``validateContext`` wording: ``user "u" was not found for context "c"``). client-go's
-  ``ClientConfig`` would carry on with an empty entry — no credentials, or, for a cluster, the
-  in-cluster ServiceAccount — which is another identity than the one the file names, so here
-  it is an error; the user it names is checked as ``validateAuthInfo`` checks it (a client
-  certificate needs a key, an exec plugin a command and an apiVersion, one method at a time).
-
-A user entry may also ask to act as someone else (``as``, ``as-uid``, ``as-groups``,
-``as-user-extra``: client-go's ``rest.ImpersonationConfig``, kubectl's ``--as``); what it asks is
-read and checked here (``Impersonation``), as ``clientcmd``'s validation checks it: a uid, groups
-or extras without a user to act as is refused before any request (``validateAuthInfo``), and a
-value an HTTP header cannot carry is refused too.
-
-Which files to read (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config``, in-cluster) is the
-caller's policy; so is what to do with the credentials (``evictor.api.connect`` sends them only
-over TLS, as client-go does).
+namespace" from a kubeconfig; clientcmd's rules for it live here once (``load_kubeconfig``,
+``Kubeconfig.resolve``). Which files to read (``--kubeconfig``, ``$KUBECONFIG``,
+``~/.kube/config``, in-cluster) is the caller's policy; so is what to do with the credentials
+(``evictor.api.connect`` sends them only over TLS, as client-go does).
 """
 
 from __future__ import annotations
@@ -72,8 +47,10 @@ class KubeconfigError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Impersonation:
     """Whom every request acts as: a user entry's ``as``, ``as-uid``, ``as-groups`` and
-    ``as-user-extra`` (client-go's ``rest.ImpersonationConfig``), sent as ``Impersonate-*``
-    headers. ``user`` is never empty."""
+    ``as-user-extra`` (client-go's ``rest.ImpersonationConfig``, kubectl's ``--as``), sent as
+    ``Impersonate-*`` headers. ``user`` is never empty: a uid, groups or extras without a user
+    to act as are refused before any request, as clientcmd's ``validateAuthInfo`` refuses
+    them, and so is a value an HTTP header cannot carry."""
 
     user: str
     uid: str = ""
@@ -274,7 +251,14 @@ class Kubeconfig:
 
     def resolve(self, context: str | None = None) -> ResolvedContext:
         """``context`` (else ``current-context``) with its cluster and user, which must exist
-        (a user checked as ``validateAuthInfo`` checks it). ``KubeconfigError`` names the file."""
+        (a user checked as ``validateAuthInfo`` checks it). ``KubeconfigError`` names the file.
+
+        Missing ones are an error in clientcmd's ``validateContext`` wording (``user "u" was
+        not found for context "c"``). client-go's ``ClientConfig`` would carry on with an empty
+        entry — no credentials, or, for a cluster, the in-cluster ServiceAccount — which is
+        another identity than the one the file names. A user is checked as
+        ``validateAuthInfo`` checks it: a client certificate needs a key, an exec plugin a
+        command and an apiVersion, one method at a time."""
         name = context or self.current_context
         ctx = self.contexts.get(name)
         if ctx is None:
@@ -518,7 +502,13 @@ def _check_user(user: Mapping[str, Any], where: str) -> None:
 
 def _read(path: str | Path) -> dict[str, Any] | None:
     """One kubeconfig file's document (None: empty). ``OSError`` when it cannot be opened;
-    ``KubeconfigError`` naming the file for anything it holds that is not a kubeconfig."""
+    ``KubeconfigError`` naming the file for anything it holds that is not a kubeconfig.
+
+    As ``LoadFromFile``, one bad file fails the whole load, naming the file and the field:
+    YAML that does not parse, a key given twice, a known field of the wrong JSON type
+    (``token: 5``, ``insecure-skip-tls-verify: "no"``, ``*-data`` that is not base64), an
+    entry that is not an object, two entries of one name in one file (the v1 conversion).
+    Fields it does not know are ignored, as client-go ignores them."""
     from kube.strict import DuplicateKey, ManifestError, TooManyValues, parse_yaml
 
     with open(path, "rb") as f:
@@ -552,7 +542,13 @@ def _read(path: str | Path) -> dict[str, Any] | None:
 
 def load_kubeconfig(paths: Sequence[str | Path]) -> Kubeconfig:
     """Read and merge kubeconfig files. ``KubeconfigError`` for a file that is not a
-    kubeconfig; ``OSError`` (unreadable, gone) is left to the caller."""
+    kubeconfig; ``OSError`` (unreadable, gone) is left to the caller.
+
+    As ``ClientConfigLoadingRules.Load``: the first file wins — the first one that sets
+    ``current-context`` sets it, and the first entry of a name in ``clusters``, ``users`` or
+    ``contexts`` is the one kept. File references (``certificate-authority``,
+    ``client-certificate``, ``client-key``, ``tokenFile``, and an exec plugin's ``command``
+    when it names a path) are relative to the file that holds them (``ResolveLocalPaths``)."""
     current = ""
     merged: dict[str, dict[str, Mapping[str, Any]]] = {s: {} for s, _ in _SECTIONS}
     origins: dict[tuple[str, str], str] = {}

@@ -4,20 +4,8 @@ Manifests (camelCase dicts, as in YAML) are converted once, at the boundary, by
 ``X.from_dict``; the policy code never looks at raw dicts. Conversion reads every field through
 ``kube.reader`` and raises ``InvalidObject`` naming the object and the field; files and YAML
 text become documents in ``kube.manifests`` (``load_objects`` here types them). Both modules'
-names are handed out here too.
-
-Derived values are computed at construction and stored, because the hot paths read them for
-every pod on every node:
-
-* ``Pod.priority`` is ``spec.priority`` or 0 (``corev1helpers.PodPriority``);
-* ``Pod.requests`` is the effective request of ``resourcehelper.PodRequests``: the sum of the
-  app containers and restartable (sidecar) init containers, at least the peak of each ordinary
-  init container plus the sidecars started before it, pod-level ``resources.requests``
-  replacing cpu/memory when set, plus ``overhead``;
-* ``Pod.non_zero_requests`` is the same with the scheduler's defaults (100m CPU, 200Mi memory)
-  for containers that do not state cpu/memory; it is used only for scoring.
-
-Resource maps hold integers: CPU in millicores, everything else in units (see ``quantity``).
+names are handed out here too. Resource maps hold integers: CPU in millicores, everything else
+in units (see ``quantity``).
 """
 
 from __future__ import annotations
@@ -597,6 +585,17 @@ class Pod:
 
     Identity is ``namespace/name`` (``key``); two values for the same pod compare by identity
     only, so use ``key`` or ``uid`` to relate versions of one pod.
+
+    Derived values are computed at construction and stored, because the hot paths read them
+    for every pod on every node:
+
+    * ``priority`` is ``spec.priority`` or 0 (``corev1helpers.PodPriority``);
+    * ``requests`` is the effective request of ``resourcehelper.PodRequests``: the sum of the
+      app containers and restartable (sidecar) init containers, at least the peak of each
+      ordinary init container plus the sidecars started before it, pod-level
+      ``resources.requests`` replacing cpu/memory when set, plus ``overhead``;
+    * ``non_zero_requests`` is the same with the scheduler's defaults (100m CPU, 200Mi memory)
+      for containers that do not state cpu/memory; it is used only for scoring.
     """
 
     name: str

@@ -1,34 +1,7 @@
 """A pod's QoS class (``Guaranteed``, ``Burstable``, ``BestEffort``), decided once for every
 package: kube-apiserver writes it to ``status.qosClass``, the kubelet places the pod's cgroup by
 it (kubesim's node runtime), and the kubelet's eviction admission refuses BestEffort pods under
-memory pressure (the agent).
-
-The rules are ``pkg/apis/core/helper/qos`` (``GetPodQOS``/``ComputePodQOS``) as the API server
-applies them to a pod it has decoded and defaulted:
-
-* only cpu and memory count, and only amounts above zero;
-* every value in a resource list is first rounded up to the milli scale
-  (``SetDefaults_ResourceList``, kubernetes/kubernetes#18538), and a container's missing request
-  takes its limit (``SetDefaults_Pod``) — so ``requests: {cpu: "1", memory: 1Gi}`` with
-  ``limits: {cpu: 1000m, memory: 1024Mi}`` is Guaranteed: quantities are compared by value,
-  never as strings;
-* app and init containers are summed per resource; the pod is Guaranteed when every container
-  limits both cpu and memory and the sums of requests equal the sums of limits, BestEffort when
-  nothing is requested or limited, Burstable otherwise;
-* with pod-level resources (``spec.resources``, the PodLevelResources feature, on by default)
-  naming cpu or memory, the pod-level requests and limits decide instead of the containers'.
-  An empty ``spec.resources`` leaves the containers in charge, as since the
-  ``PodLevelResourcesFixKubeletQOSClass`` fix (kubernetes/kubernetes#135082; before it an empty
-  ``resources: {}`` made any pod BestEffort). Missing pod-level requests are defaulted as the API
-  server does (``defaultPodRequests``): from the containers' effective request for the resource
-  when they state one, else from the pod-level limit;
-* ``get_pod_qos`` answers ``status.qosClass`` when the pod carries one, as ``GetPodQOS`` does;
-  ``compute_pod_qos`` always decides from the spec.
-
-Both take a pod manifest (a mapping, as kubesim stores it) or a ``kube.objects.Pod`` (as the
-agent watches it). A manifest is read exactly; the typed view keeps memory and the other
-non-cpu resources in whole units (``kube.objects``), so a memory amount with a fraction of a
-byte can only be told apart in a manifest.
+memory pressure (the agent). The rules are ``pkg/apis/core/helper/qos``'s (``compute_pod_qos``).
 """
 
 from __future__ import annotations
@@ -92,8 +65,31 @@ def get_pod_qos(pod: Pod | Mapping[str, Any]) -> str:
 
 
 def compute_pod_qos(pod: Pod | Mapping[str, Any]) -> str:
-    """``ComputePodQOS`` on the spec (see the module docstring); ``InvalidPodResources`` for a
-    manifest whose resources do not parse."""
+    """``ComputePodQOS`` on the spec; ``InvalidPodResources`` for a manifest whose resources do
+    not parse. The rules, as the API server applies them to a pod it has decoded and defaulted:
+
+    * only cpu and memory count, and only amounts above zero;
+    * every value in a resource list is first rounded up to the milli scale
+      (``SetDefaults_ResourceList``, kubernetes/kubernetes#18538), and a container's missing request
+      takes its limit (``SetDefaults_Pod``) — so ``requests: {cpu: "1", memory: 1Gi}`` with
+      ``limits: {cpu: 1000m, memory: 1024Mi}`` is Guaranteed: quantities are compared by value,
+      never as strings;
+    * app and init containers are summed per resource; the pod is Guaranteed when every container
+      limits both cpu and memory and the sums of requests equal the sums of limits, BestEffort when
+      nothing is requested or limited, Burstable otherwise;
+    * with pod-level resources (``spec.resources``, the PodLevelResources feature, on by default)
+      naming cpu or memory, the pod-level requests and limits decide instead of the containers'. An
+      empty ``spec.resources`` leaves the containers in charge, as since the
+      ``PodLevelResourcesFixKubeletQOSClass`` fix (kubernetes/kubernetes#135082; before it an empty
+      ``resources: {}`` made any pod BestEffort). Missing pod-level requests are defaulted as the
+      API server does (``defaultPodRequests``): from the containers' effective request for the
+      resource when they state one, else from the pod-level limit.
+
+    ``pod`` is a manifest (a mapping, as kubesim stores it) or a ``kube.objects.Pod`` (as the
+    agent watches it). A manifest is read exactly; the typed view keeps memory and the other
+    non-cpu resources in whole units (``kube.objects``), so a memory amount with a fraction of
+    a byte can only be told apart in a manifest.
+    """
     if isinstance(pod, Mapping):
         containers, init_containers, pod_level = _read_manifest(pod)
     else:

@@ -1,27 +1,11 @@
 """Strict decoding of manifests, as kube-apiserver does with ``fieldValidation=Strict``.
 
-kube-apiserver decodes a body into Go structs; with ``fieldValidation=Strict`` (kubectl's
-default since 1.27, ``--validate=strict``) a field the struct does not have, or a key given
-twice, fails the request with ``strict decoding error: unknown field "spec.foo"``, and a value
-of the wrong JSON type fails it with Go's ``json: cannot unmarshal …`` message whatever the
-validation level. Without this a misspelled ``requets:`` or ``priorityClasName:`` is silently
-dropped and the object behaves as if the field were absent.
-
-The schema of every kind we load lives in ``kube/data/schema.json``, generated from
-kubernetes-asyncio's models by ``kube.schemagen`` so that no command imports the client
-at run time. Problems are worded like kube-apiserver's and placed: file, document, object and
-field path (list indices included, which Go's messages omit).
-
-Levels follow kubectl's ``--validate``: ``strict`` (or ``true``) fails on unknown or duplicate
-fields, ``warn`` reports them and goes on, ``ignore`` (or ``false``) drops them silently — the
-opt-out for manifests written for a newer Kubernetes. Wrong types and unknown kinds fail at
-every level, as they do on the server.
-
-Also here: reading a manifest file defensively (size limit, binary and non-UTF-8 content) and
-the one YAML loader of the project (``parse_yaml``): it keeps timestamps as strings, as the
-YAML-to-JSON conversion of ``sigs.k8s.io/yaml`` does, and its caller decides whether a key given
-twice is recorded (manifests, for the ``--validate`` level) or refused with both lines (the
-agent's configuration, kubeconfig files), and whether aliases are bounded or refused.
+Without it a misspelled ``requets:`` or ``priorityClasName:`` is silently dropped and the object
+behaves as if the field were absent. The schema of every kind we load lives in
+``kube/data/schema.json``, generated from kubernetes-asyncio's models by ``kube.schemagen`` so
+that no command imports the client at run time (``validate_document``, ``check_object``).
+Also here: reading a manifest file defensively (``read_text``) and the one YAML loader of the
+project (``parse_yaml``).
 """
 
 from __future__ import annotations
@@ -106,7 +90,11 @@ class ManifestError(ValueError):
 
 
 def parse_validation(value: str | bool) -> Validation:
-    """kubectl's ``--validate`` values: strict|warn|ignore, true = strict, false = ignore."""
+    """kubectl's ``--validate`` values: strict|warn|ignore, true = strict, false = ignore.
+
+    ``strict`` fails on unknown or duplicate fields, ``warn`` reports them and goes on,
+    ``ignore`` drops them silently — the opt-out for manifests written for a newer Kubernetes.
+    Wrong types and unknown kinds fail at every level, as they do on the server."""
     text = str(value).lower()
     if text in ("strict", "true"):
         return "strict"
@@ -124,7 +112,8 @@ def parse_validation(value: str | bool) -> Validation:
 
 
 def read_text(path: str | Path, *, limit: int = MAX_MANIFEST_BYTES) -> str:
-    """A manifest file's text, or a ``ManifestError`` saying in one line why not."""
+    """A manifest file's text, or a ``ManifestError`` saying in one line why not (too large,
+    binary, not UTF-8)."""
     name = str(path)
     try:
         with open(path, "rb") as f:
@@ -391,6 +380,11 @@ def parse_yaml(
     ``aliases="bound"`` raises ``TooManyValues`` for a document that expands to more than
     ``max_values`` mappings and lists, ``"refuse"`` raises ``AliasRefused`` for any alias.
     ``InvalidYaml`` for anything else that does not load.
+
+    The project's one YAML loader: timestamps stay strings, as the YAML-to-JSON conversion of
+    ``sigs.k8s.io/yaml`` keeps them; the caller decides whether a key given twice is recorded
+    (manifests, for the ``--validate`` level) or refused with both lines (the agent's
+    configuration, kubeconfig files), and whether aliases are bounded or refused.
     """
     raw: list[Any] = []
     loader: _Loader | None = None
@@ -844,6 +838,13 @@ def validate_document(
     doc: Document, *, validation: Validation = "strict", drop_unknown: bool = False
 ) -> list[str]:
     """Check one document; raise ``ManifestError`` or return the warnings to show (``warn``).
+
+    With ``fieldValidation=Strict`` (kubectl's default since 1.27, ``--validate=strict``) a
+    field the struct does not have, or a key given twice, fails the request with ``strict
+    decoding error: unknown field "spec.foo"``, and a value of the wrong JSON type fails it
+    with Go's ``json: cannot unmarshal …`` message whatever the validation level. Problems are
+    worded like kube-apiserver's and placed: file, document, object and field path (list
+    indices included, which Go's messages omit).
 
     With ``drop_unknown``, unknown fields of an accepted document are removed from its
     manifest, as the API server does when decoding.

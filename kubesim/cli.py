@@ -1,28 +1,12 @@
-"""``kubesim``: run the embedded API server from the command line.
+"""``kubesim``: run the embedded API server from the command line (``serve``, ``wait``,
+``certificate``).
 
-``kubesim serve`` loads the state and fault files (strictly decoded, like kube-apiserver with
-``fieldValidation=Strict``; ``--validate`` relaxes it as kubectl's flag does), binds, and only
-once the port answers writes the kubeconfig — atomically — and prints the URL and the
-kubeconfig path; it removes the kubeconfig it wrote when it stops (SIGINT or SIGTERM, exit 0).
-A script therefore never reads a kubeconfig whose server is not answering:
-
-* ``kubesim serve --background …`` returns once the server is ready, printing the PID, the
-  kubeconfig and the log file of the detached server;
-* ``kubesim wait KUBECONFIG`` blocks until the server a kubeconfig names answers ``/readyz``.
-
-``kubesim serve --tls`` serves HTTPS with a CA generated at start
-(``kubesim.plugins.authentication.pki``); the kubeconfig then holds that CA and kubeadm's admin
-client certificate, and ``kubesim certificate USER --group G … --kubeconfig ADMIN -o FILE`` asks
-the running server (over TLS, as its admin, ``POST /_kubesim/certificates``) for a client
-certificate and writes a kubeconfig like a real cluster's. ``--authorization rbac`` serves TLS
-unless ``--no-tls`` is given (``serves_tls``): kubectl sends a kubeconfig's bearer token only
-over HTTPS, so the kubeconfig of an authorizing server works with kubectl only over TLS.
-Credentials never travel in clear: ``serve`` refuses a non-loopback ``--host`` with
-``--no-tls`` once requests are authorized (exit 2, ``kubesim.sim.check_clear_text``).
-
-Bad files or flags exit 2 before anything is served, with one line naming the file, document,
-object and field; a port in use exits 1 (``kube.cliutil`` holds the shared conventions).
-The heavy modules (aiohttp, the server) are imported only when a command runs, so ``--help``
+A script never reads a kubeconfig whose server is not answering: ``serve`` writes it —
+atomically — only once the port answers and removes it when it stops (SIGINT or SIGTERM, exit
+0); ``serve --background`` returns once the server is ready; ``wait`` blocks until the server a
+kubeconfig names answers ``/readyz``. Bad files or flags exit 2 before anything is served,
+naming the file, document, object and field; a port in use exits 1 (``kube.cliutil`` holds the
+shared conventions). The heavy modules are imported only when a command runs, so ``--help``
 stays instant.
 """
 
@@ -132,6 +116,8 @@ def serves_tls(authorization: str, tls: bool | None) -> bool:
     server on http would meet kubectl as ``system:anonymous`` (kubectl then prints ``Error from
     server (Forbidden): unknown``); over TLS the kubeconfig carries kubeadm's admin client
     certificate, which kubectl sends. ``always-allow`` has nothing to protect and stays on http.
+    Credentials never travel in clear: a non-loopback ``--host`` with ``--no-tls`` is refused
+    once requests are authorized (exit 2, ``kubesim.sim.check_clear_text``).
     """
     if tls is not None:
         return tls

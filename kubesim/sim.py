@@ -1,68 +1,9 @@
 """The simulator: kubesim's layers assembled, started and stopped together.
 
-``Simulator`` is where the layers meet (ARCHITECTURE.md draws them): the object store and the
-scheme (``kubesim.core``), the generic store over them (``sim.registry``,
-``kubesim.registry``), the admission chain in kube's order, the authenticators, the
-authorization mode (``AUTHORIZATION_MODES``, as ``pkg/kubeapiserver/authorizer`` wires
-kube-apiserver's), the eviction and binding storage (``kubesim.plugins``), the API server
-with its subresources and reviews (``kubesim.endpoints``), and the actors — controllers,
-kubelets, the scheduler loop, fault injection — each given the simulator as its
-``kubesim.cluster.Cluster`` and nothing more.
-
-``kubesim.serve(...)`` is the in-process entry point (an async context manager) and
-``kubesim serve`` the command-line one; both build a ``Simulator``. Like a fresh
-kube-apiserver, it bootstraps the ``default``, ``kube-system``, ``kube-public`` and
-``kube-node-lease`` namespaces (and the system PriorityClasses and the bootstrap RBAC policy,
-as kube-apiserver's post-start hooks do), then loads the state manifests as they are —
-statuses included, so a test can start from pods that are already Running or Pending on given
-nodes.
-
-It serves ``pods/eviction`` (``kubesim.plugins.eviction``), ``pods/binding``
-(``kubesim.plugins.binding``) and ``<workload>/scale``, runs the controllers of
-``kubesim.controllers`` (namespace, disruption — ``pin_pdb`` freezes a budget's status —,
-ReplicaSet, ReplicationController, Deployment, StatefulSet, DaemonSet, Job, garbage collector),
-the node kubelet and the default scheduler (``kubesim.scheduling``), each of which can be
-switched off with ``disabled_controllers`` (``scheduler_loop=False`` is short for disabling
-``scheduler``: unbound pods stay Pending, as in a cluster without a scheduler), with the timing
-of ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``, or a
-``ClusterSettings`` document in the state), and applies the fault file through
-``kubesim.faults.injection`` (faults given here start with the server, ``add_faults`` and
-``POST /_kubesim/faults`` add more while it runs).
-
-``process_nodes`` names the nodes whose kubelet runs pods for real (``kubesim.node.runtime``):
-each gets a ``ProcessRuntime`` (``runtimes[name]``) under ``cgroup_root``, its kubepods cgroup
-limited to ``memory_capacity`` and its pod cgroups named as the kubelet's ``cgroup_driver``
-names them (``kubepods_at_root``: kubepods directly under the root, for one process node on a
-machine of its own, such as the guest VM of tests/node); the other nodes keep the simulated
-kubelet. A ``ProcessNode`` document in the state (``kubesim.node.config``; ``node_configs`` in
-process) makes its node a process node with its own memory, disk and kubelet settings. The
-runtimes open with the server and are closed — every process killed, every cgroup and disk
-removed — when it stops.
-
-Authentication is kube-apiserver's (``kubesim.plugins.authentication``): static tokens
-(``tokens``, the admin's ``admin_token``), ServiceAccount tokens from the TokenRequest API
-(``service_account_tokens``, ``kubesim.plugins.authentication.serviceaccounts``; its
-``clock`` is the one token time, replaceable in tests), ``TokenReview``/``SelfSubjectReview``
-(``kubesim.plugins.authentication.reviews``) and, with ``tls=True``, HTTPS and client
-certificates from a CA generated at start (``certificate_authority``,
-``kubesim.plugins.authentication.pki``).
-``admin_kubeconfig_user`` is the one place that decides the admin's credentials: kubeadm's
-client certificate (CN=kubernetes-admin, O=system:masters) over TLS, none over HTTP while
-every request is allowed, the admin token otherwise; ``api_client`` and the written
-kubeconfig both use it, with the CA.
-
-Credentials never travel in clear beyond the machine (``check_clear_text``): once requests are
-authorized, a server listening on a non-loopback address must serve TLS, or it is refused
-(``InsecureServing``; ``kubesim serve`` exits 2). Loopback HTTP stays allowed — nothing leaves
-the host — and so does any address under ``always-allow``, where a token grants nothing an
-anonymous request is not already granted, so kubesim's old ``--host 0.0.0.0`` use keeps working.
-
-State manifests are decoded as kube-apiserver decodes a create with ``fieldValidation``
-(``kube.strict``; ``validation="strict"`` by default, as kubectl asks): a misspelled field
-would otherwise be stored and ignored, and the test would run against a different cluster
-than the file says. Errors name the file, document, object and field. ``null`` fields count
-as unset, as in Go. The kubeconfig is written once the port accepts connections and removed
-by ``stop`` (if it still names this server), so it is a readiness signal for scripts.
+``Simulator`` is where the layers meet (ARCHITECTURE.md, "kubesim's layers"): the store and the
+scheme, the generic store, the plugins, the API server and the actors, each actor given the
+simulator as its ``kubesim.cluster.Cluster`` and nothing more. ``kubesim.serve(...)`` (in
+process) and ``kubesim serve`` (the command line) both build one.
 """
 
 from __future__ import annotations
@@ -204,9 +145,12 @@ def load_state(
 ) -> list[tuple[str, int, ResourceType, dict[str, Any]]]:
     """Manifests with their origin; ``kind: List`` flattened; unknown kinds rejected.
 
-    Each manifest is decoded as kube-apiserver does with ``fieldValidation`` set to
-    ``validation`` (``kube.strict``): unknown or duplicate fields fail under ``strict``
-    and are appended to ``warnings`` under ``warn``; wrong types always fail.
+    Each manifest is decoded as kube-apiserver decodes a create with ``fieldValidation`` set to
+    ``validation`` (``kube.strict``; kubectl asks for ``strict``): unknown or duplicate fields
+    fail under ``strict`` and are appended to ``warnings`` under ``warn``; wrong types always
+    fail. A misspelled field would otherwise be stored and ignored, and a test would run
+    against another cluster than its file says. Errors name the file, document, object and
+    field; ``null`` fields count as unset, as in Go.
     """
     out: list[tuple[str, int, ResourceType, dict[str, Any]]] = []
     for source in sources:
@@ -280,7 +224,8 @@ def check_clear_text(host: str, *, tls: bool, authorization: str) -> None:
     """Secrets never travel in clear: once requests are authorized, bearer tokens and the
     admin's credentials are worth stealing, so a server reachable beyond loopback must serve
     TLS. Loopback HTTP stays allowed (nothing leaves the machine), and so does any address
-    under ``always-allow``, where a token grants nothing an anonymous request does not."""
+    under ``always-allow``, where a token grants nothing an anonymous request does not — so
+    kubesim's old ``--host 0.0.0.0`` use keeps working."""
     if tls or authorization == ALWAYS_ALLOW or is_loopback(host):
         return
     raise InsecureServing(
@@ -291,7 +236,48 @@ def check_clear_text(host: str, *, tls: bool, authorization: str) -> None:
 
 
 class Simulator:
-    """One running kubesim: ``url``, ``kubeconfig_path``, ``requests`` and helpers."""
+    """One running kubesim: ``url``, ``kubeconfig_path``, ``requests`` and helpers.
+
+    Like a fresh kube-apiserver it bootstraps the ``default``, ``kube-system``, ``kube-public``
+    and ``kube-node-lease`` namespaces, the system PriorityClasses and the bootstrap RBAC
+    policy (kube-apiserver's post-start hooks), then loads the ``state`` manifests as they are
+    (``load_state``) — statuses included, so a test can start from pods already Running or
+    Pending on given nodes.
+
+    It serves ``pods/eviction`` (``kubesim.plugins.eviction``; a 404 without
+    ``eviction_subresource``), ``pods/binding`` (``kubesim.plugins.binding``) and
+    ``<workload>/scale``, and runs the controllers of ``kubesim.controllers`` (namespace,
+    disruption — ``pin_pdb`` freezes a budget's status —, ReplicaSet, ReplicationController,
+    Deployment, StatefulSet, DaemonSet, Job, garbage collector), the node kubelet and the
+    default scheduler (``kubesim.scheduling``). Any of them can be switched off with
+    ``disabled_controllers``; ``scheduler_loop=False`` is short for disabling ``scheduler``
+    (unbound pods stay Pending, as in a cluster without a scheduler). Their timing is
+    ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``, or a
+    ``ClusterSettings`` document in the state). ``faults`` start with the server
+    (``kubesim.faults.injection``); ``add_faults`` and ``POST /_kubesim/faults`` add more while
+    it runs.
+
+    ``process_nodes`` names the nodes whose kubelet runs pods for real
+    (``kubesim.node.runtime``): each gets a ``ProcessRuntime`` (``runtimes[name]``) under
+    ``cgroup_root``, its kubepods cgroup limited to ``memory_capacity`` and its pod cgroups
+    named as the kubelet's ``cgroup_driver`` names them (``kubepods_at_root``: kubepods directly
+    under the root, for one process node on a machine of its own, such as the guest VM of
+    tests/node); the other nodes keep the simulated kubelet. A ``ProcessNode`` document in the
+    state (``kubesim.node.config``; ``node_configs`` in process) makes its node a process node
+    with its own memory, disk and kubelet settings. The runtimes open with the server and are
+    closed — every process killed, every cgroup and disk removed — when it stops.
+
+    Authentication is kube-apiserver's (``kubesim.plugins.authentication``): static ``tokens``
+    (the admin's ``admin_token``), ServiceAccount tokens from the TokenRequest API
+    (``service_account_tokens``; its ``clock`` is the one token time, replaceable in tests),
+    ``TokenReview``/``SelfSubjectReview`` and, with ``tls=True``, HTTPS and client certificates
+    from a CA generated at start (``certificate_authority``). ``authorization`` picks the mode
+    (``AUTHORIZATION_MODES``); a server that would carry credentials in clear beyond loopback
+    is refused (``check_clear_text``, ``InsecureServing``; ``kubesim serve`` exits 2).
+
+    The kubeconfig is written once the port accepts connections and removed by ``stop`` (if it
+    still names this server), so it is a readiness signal for scripts.
+    """
 
     def __init__(
         self,
@@ -621,9 +607,10 @@ class Simulator:
 
     def admin_kubeconfig_user(self) -> dict[str, Any]:
         """The admin kubeconfig's user entry — the one place that decides the admin's
-        credentials: over TLS kubeadm's client certificate (CN=kubernetes-admin,
-        O=system:masters); over HTTP no credentials while every request is allowed (what
-        kubesim always wrote), the admin's token once requests are authorized."""
+        credentials, used by ``api_client`` and the written kubeconfig alike: over TLS
+        kubeadm's client certificate (CN=kubernetes-admin, O=system:masters); over HTTP no
+        credentials while every request is allowed (what kubesim always wrote), the admin's
+        token once requests are authorized."""
         if self.tls:
             creds = self.admin_credentials()
             return {

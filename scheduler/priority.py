@@ -1,29 +1,10 @@
 """PriorityClass validation and the Priority admission plugin, with kube-apiserver's messages.
 
-Three upstream layers are reproduced here, because kubesim must answer exactly as a real
-kube-apiserver does and the agent must recognise critical pods as the kubelet does:
-
-* ``pkg/apis/scheduling/validation`` — field validation of PriorityClass objects
-  (``validate_priority_class``, ``validate_priority_class_update``). A failure is a 422
-  ``Invalid`` Status; ``kube.apierrors.new_invalid`` builds its message and ``causes`` the way
-  ``apierrors.NewInvalid`` does, and ``FieldError`` renders as ``field.Error.Error()``.
-* ``plugin/pkg/admission/priority`` — the ``Priority`` admission plugin
-  (``PriorityAdmission``). Pods are mutated on create (class resolved to a value and a
-  preemption policy, the lowest-value ``globalDefault`` class used when none is named) and
-  keep their priority on update; PriorityClasses are checked for a second ``globalDefault``.
-  A rejection is a 403 ``Forbidden`` Status built as ``admission.NewForbidden`` does.
-* ``pkg/kubelet/types`` — ``is_critical_pod`` and friends, which live in ``kube.critical``
-  (the agent needs them too) and are re-exported here.
-
-The system classes (``system-node-critical``, ``system-cluster-critical``) are ordinary
-objects created at bootstrap (``system_priority_classes``); admission has no special case for
-them, as upstream since PR #76310 (2019) which dropped the kube-system-only restriction.
-Deleting one is refused by the registry (``validate_priority_class_delete``).
-
-In kube-apiserver the order is: mutating admission (pods), then field validation (422), then
-validating admission (403, PriorityClasses). The registry clears ``metadata.namespace`` of a
-cluster-scoped object before validation (``EnsureObjectNamespaceMatchesRequestNamespace``), so
-the "namespace not allowed" rule below is only reachable by calling the function directly.
+kubesim must answer exactly as a real kube-apiserver does, so this reproduces
+``pkg/apis/scheduling/validation`` (``validate_priority_class``,
+``validate_priority_class_update``) and ``plugin/pkg/admission/priority``
+(``PriorityAdmission``). The kubelet's critical-pod rules (``pkg/kubelet/types``) live in
+``kube.critical`` (the agent needs them too) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -106,7 +87,8 @@ _FIELD_IMMUTABLE: Final = "field is immutable"
 
 
 def system_priority_classes() -> list[PriorityClass]:
-    """The classes kube-apiserver creates at bootstrap (``SystemPriorityClasses``)."""
+    """The classes kube-apiserver creates at bootstrap (``SystemPriorityClasses``): ordinary
+    objects, whose deletion the registry refuses (``validate_priority_class_delete``)."""
     return [
         PriorityClass(
             name=SYSTEM_NODE_CRITICAL,
@@ -162,7 +144,15 @@ def _validate_labels_and_annotations(pc: PriorityClass) -> list[FieldError]:
 
 
 def validate_priority_class(pc: PriorityClass) -> list[FieldError]:
-    """``ValidatePriorityClass``: the create-time rules, in upstream order."""
+    """``ValidatePriorityClass``: the create-time rules, in upstream order.
+
+    A failure is a 422 ``Invalid`` Status; ``kube.apierrors.new_invalid`` builds its message
+    and ``causes`` the way ``apierrors.NewInvalid`` does, and ``FieldError`` renders as
+    ``field.Error.Error()``. In kube-apiserver the order is: mutating admission (pods), then
+    this field validation (422), then validating admission (403, PriorityClasses). The
+    registry clears ``metadata.namespace`` of a cluster-scoped object before validation
+    (``EnsureObjectNamespaceMatchesRequestNamespace``), so the "namespace not allowed" rule is
+    only reachable by calling this function directly."""
     errs: list[FieldError] = []
     # ValidateObjectMeta(cluster-scoped, NameIsDNSSubdomain)
     if not pc.name:
@@ -270,6 +260,13 @@ class _PriorityFields:
 
 class PriorityAdmission:
     """The ``Priority`` admission plugin over a PriorityClass cache (its lister).
+
+    Pods are mutated on create (class resolved to a value and a preemption policy, the
+    lowest-value ``globalDefault`` class used when none is named) and keep their priority on
+    update; PriorityClasses are checked for a second ``globalDefault``. A rejection is a 403
+    ``Forbidden`` Status built as ``admission.NewForbidden`` does. The system classes have no
+    special case, as upstream since kubernetes/kubernetes#76310 (2019) dropped the
+    kube-system-only restriction.
 
     ``set_class``/``delete_class`` are the informer's add/update/delete events; the cache holds
     whatever the API server stores, the system classes included (seed it with

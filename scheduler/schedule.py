@@ -1,54 +1,8 @@
 """One scheduling cycle's decision: ``findNodesThatFitPod``, ``prioritizeNodes``, ``selectHost``.
 
-Follows ``pkg/scheduler/schedule_one.go``:
-
-* PreFilter runs once. A rejection fails the pod on every node: all nodes take that status
-  (as the absent-nodes status, so preemption sees it) and its message becomes the
-  ``pre_filter_msg`` of the FitError (``0/N nodes are available: <msg>.``). A plugin may
-  restrict the nodes to evaluate (NodeAffinity's ``metadata.name`` terms); the others take
-  ``node(s) didn't satisfy plugin(s) [<plugins>]``.
-* A pod with ``status.nominatedNodeName`` tries that node first; if it passes, it is the only
-  feasible node and nothing else is evaluated.
-* Filter runs per node with the nominated-pods rule (``RunFilterPluginsWithNominatedPods``):
-  on a node with nominated pods of equal or higher priority the pod must fit with them added
-  and, if that passes, without them.
-* ``numFeasibleNodesToFind``: clusters below 100 nodes are searched entirely; otherwise the
-  search stops after ``max(100, N * p / 100)`` feasible nodes, where ``p`` is
-  ``percentageOfNodesToScore`` or, when 0 (kube's default), ``max(5, 50 - N/125)`` percent.
-  The walk starts at ``start_index`` and wraps; the next cycle starts where this one stopped
-  (``nextStartNodeIndex``) so every node gets its turn. Upstream walks in parallel, so which
-  nodes are found first varies there; here the walk is sequential and deterministic.
-* ``find_feasible_nodes`` evaluates every node by default (what preemption needs);
-  ``schedule_one`` uses kube's adaptive default.
-* One feasible node is chosen without scoring. Otherwise the Score plugins (run by
-  ``scheduler.framework.prioritize_nodes``) give a weighted total per node and the highest
-  wins. Ties go to the first such node in evaluation order, or, when an ``rng`` is given, to a
-  uniformly random one by reservoir sampling as ``selectHost`` did (kube >= 1.32 pops a heap
-  instead, whose tie order is not specified).
-
-Filter plugins that offer ``filter_nodes`` judge the nodes in batches; the verdicts are those
-of calling ``filter`` node by node in profile order, first rejection wins.
-
-The whole-cluster fast path. When every node of the snapshot is to be evaluated and each
-active Filter plugin can answer for the whole cluster at once (``uniform_verdict``: one
-verdict that every node gets, as NodeResourcesFit can from the snapshot's resource columns),
-the chain's verdict is the first rejection among those answers, or Success. A cluster where
-nothing fits (the failed cycle before preemption) then costs a few ``min``/``max`` scans and
-one ``dict.fromkeys`` for its statuses instead of a Python step per node and plugin, and a
-cluster where everything fits skips the per-node filter calls. Nodes with nominated pods are
-still evaluated one by one. The result must equal the node-by-node path in everything:
-feasible nodes, statuses (values and insertion order), diagnosis, next start index — the
-property tests run both on random clusters (``uniform=False`` selects the plain path).
-
-``schedule_one`` never changes the snapshot: bind the result with ``Snapshot.bind_pod``.
-
-What is not modelled is said, never skipped silently: ``unmodelled_features`` names the pod
-features no plugin here evaluates — PersistentVolumeClaim-backed volumes (plain or generic
-ephemeral) and their topology (kube's VolumeBinding, VolumeZone, VolumeRestrictions,
-NodeVolumeLimits), ``resourceClaims`` (DynamicResources), and a ``schedulerName`` other than
-``default-scheduler`` (only the default profile exists here; kube would leave the pod to
-another scheduler or profile). ``schedule_one`` puts them in one line,
-``ScheduleResult.warning`` (also ``Diagnosis.unmodelled``).
+Follows ``pkg/scheduler/schedule_one.go``; ``schedule_one`` is the cycle and never changes the
+snapshot (bind its result with ``Snapshot.bind_pod``). What no plugin here evaluates is named
+per pod (``unmodelled_features``), never skipped silently.
 """
 
 from __future__ import annotations
@@ -106,7 +60,13 @@ _PVC_SOURCES: Final = ("persistentVolumeClaim", "ephemeral")
 
 
 def unmodelled_features(pod: Pod) -> list[str]:
-    """The features of ``pod`` that the modelled plugins do not evaluate, one phrase each."""
+    """The features of ``pod`` that the modelled plugins do not evaluate, one phrase each:
+    PersistentVolumeClaim-backed volumes (plain or generic ephemeral) and their topology
+    (kube's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits),
+    ``resourceClaims`` (DynamicResources), and a ``schedulerName`` other than
+    ``default-scheduler`` (only the default profile exists here; kube would leave the pod to
+    another scheduler or profile). ``schedule_one`` puts them in one line,
+    ``ScheduleResult.warning`` (also ``Diagnosis.unmodelled``)."""
     out: list[str] = []
     pvcs = [v.name for v in pod.volumes if v.source in _PVC_SOURCES]
     if pvcs:
@@ -164,7 +124,11 @@ class Diagnosis:
 
 
 def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int, num_all_nodes: int) -> int:
-    """``numFeasibleNodesToFind``; a percentage of 0 selects the adaptive default."""
+    """``numFeasibleNodesToFind``; a percentage of 0 selects the adaptive default.
+
+    Clusters below 100 nodes are searched entirely; otherwise the search stops after
+    ``max(100, N * p / 100)`` feasible nodes, where ``p`` is ``percentageOfNodesToScore`` or,
+    when 0 (kube's default), ``max(5, 50 - N/125)`` percent."""
     if not 0 <= percentage_of_nodes_to_score <= 100:
         raise ValueError(
             f"percentageOfNodesToScore must be in the range [0, 100], "
@@ -254,7 +218,17 @@ def uniform_filter_verdict(
 ) -> Status | None:
     """The Filter chain's verdict shared by every node of ``snapshot`` (nominated pods not
     included): Success, or the first plugin's rejection, tagged. None when some active plugin
-    cannot answer for the whole cluster at once, or answers with an Error."""
+    cannot answer for the whole cluster at once, or answers with an Error.
+
+    The whole-cluster fast path: when every node is to be evaluated and each active Filter
+    plugin can answer for the whole cluster at once (``uniform_verdict``, as NodeResourcesFit
+    can from the snapshot's resource columns), a cluster where nothing fits (the failed cycle
+    before preemption) costs a few ``min``/``max`` scans and one ``dict.fromkeys`` for its
+    statuses instead of a Python step per node and plugin, and a cluster where everything fits
+    skips the per-node filter calls. Nodes with nominated pods are still evaluated one by one.
+    The result must equal the node-by-node path in everything — feasible nodes, statuses
+    (values and insertion order), diagnosis, next start index: the property tests run both on
+    random clusters (``find_nodes_that_fit_pod(uniform=False)`` is the plain path)."""
     return _uniform_verdicts(framework, state, pod, snapshot)[0]
 
 
@@ -503,8 +477,25 @@ def find_nodes_that_fit_pod(
 ) -> tuple[list[NodeInfo], Diagnosis, int]:
     """``findNodesThatFitPod``: feasible nodes, the diagnosis, and the next start index.
 
+    * PreFilter runs once. A rejection fails the pod on every node: all nodes take that status
+      (as the absent-nodes status, so preemption sees it) and its message becomes the
+      ``pre_filter_msg`` of the FitError (``0/N nodes are available: <msg>.``). A plugin may
+      restrict the nodes to evaluate (NodeAffinity's ``metadata.name`` terms); the others take
+      ``node(s) didn't satisfy plugin(s) [<plugins>]``.
+    * A pod with ``status.nominatedNodeName`` tries that node first; if it passes, it is the
+      only feasible node and nothing else is evaluated.
+    * Filter runs per node with the nominated-pods rule (``RunFilterPluginsWithNominatedPods``):
+      on a node with nominated pods of equal or higher priority the pod must fit with them
+      added and, if that passes, without them. Plugins that offer ``filter_nodes`` judge the
+      nodes in batches, with the verdicts of calling ``filter`` node by node in profile order,
+      first rejection wins.
+    * The walk stops after ``num_feasible_nodes_to_find`` feasible nodes. It starts at
+      ``start_index`` and wraps; the next cycle starts where this one stopped
+      (``nextStartNodeIndex``) so every node gets its turn. Upstream walks in parallel, so
+      which nodes are found first varies there; here the walk is sequential and deterministic.
+
     An Error from a plugin raises ``SchedulingError``. ``uniform=False`` turns the
-    whole-cluster fast path off (the tests compare both).
+    whole-cluster fast path (``uniform_filter_verdict``) off; the tests compare both.
     """
     fwk = framework if framework is not None else default_framework()
     cycle = state if state is not None else CycleState()
@@ -615,7 +606,8 @@ def find_feasible_nodes(
 ) -> tuple[list[NodeInfo], NodeToStatus]:
     """The nodes where ``pod`` fits, and the status of every node that does not.
 
-    Evaluates every node by default; pass kube's ``percentage_of_nodes_to_score`` (0 for the
+    Evaluates every node by default (what preemption needs; ``schedule_one`` uses kube's
+    adaptive default); pass kube's ``percentage_of_nodes_to_score`` (0 for the
     adaptive default) to stop early as the scheduler does. After a PreFilter rejection every
     node has the absent-nodes status (the rejection) and no explicit entry. A plugin Error
     raises ``SchedulingError``. ``state`` (optional) receives the PreFilter state.
@@ -632,7 +624,9 @@ def find_feasible_nodes(
 
 
 def select_host(scores: NodeScores, rng: random.Random | None = None) -> str:
-    """The highest total; ties to the first in order, or reservoir-sampled with ``rng``."""
+    """The highest total; ties to the first in evaluation order, or, with ``rng``, to a
+    uniformly random one by reservoir sampling as ``selectHost`` did (kube >= 1.32 pops a
+    heap instead, whose tie order is not specified)."""
     totals = scores.total_scores
     if not totals:
         return ""
@@ -712,6 +706,10 @@ def schedule_one(
     rng: random.Random | None = None,
 ) -> ScheduleResult:
     """``schedulePod``: pick a node for ``pod`` without changing ``snapshot``.
+
+    One feasible node is chosen without scoring; otherwise the Score plugins (run by
+    ``scheduler.framework.prioritize_nodes``) give a weighted total per node and
+    ``select_host`` takes the highest.
 
     ``percentage_of_nodes_to_score`` None or 0 is kube's adaptive default; 100 evaluates every
     node. ``start_index`` is the previous result's ``next_start_index``.

@@ -1,25 +1,8 @@
 """Answer "if these pods arrive, where do they go and what gets preempted?" for a cluster.
 
-This is the scheduling cycle of kube-scheduler, run over manifests instead of an API server:
-
-1. PriorityClasses (plus the two system classes kube-apiserver bootstraps) are validated and
-   every pod goes through Priority admission, so ``priorityClassName`` resolves to the value
-   the API server would have stored — an unknown class is an error, as it is at creation.
-2. Pending pods (no ``spec.nodeName``) are taken in activeQ order (``less``: priority, then
-   arrival, which here is the order in the input).
-3. Each pod is filtered and scored (``schedule_one``). If it fits, it is bound in the snapshot,
-   so later pods see it. If not, DefaultPreemption runs (``preempt``) with the filter
-   statuses; when it nominates a node, the victims are removed and the lower-priority
-   nominations on that node cleared, and the pod is scheduled again — the outcome once the
-   victims have terminated (the real scheduler waits for their graceful termination and
-   may place the pod elsewhere if the cluster changed meanwhile).
-
-The default profile of kube 1.32 decides, topology spreading and its system defaults included
-(Services, ReplicationControllers, ReplicaSets and StatefulSets in the input provide the
-selectors). A pod feature no modelled plugin evaluates (PVC-backed volumes, resourceClaims,
-another schedulerName) is named in ``Decision.warning``, one line per pod.
-
-Pure: the caller loads the objects and prints the ``SimulationReport``.
+The scheduling cycle of kube-scheduler, run over manifests instead of an API server
+(``simulate``), with the default profile of kube 1.32 deciding. Pure: the caller loads the
+objects and prints the ``SimulationReport``.
 """
 
 from __future__ import annotations
@@ -195,6 +178,24 @@ def simulate(
     ``now`` is the time unset pod start times count as (see ``preempt``); ``seed`` feeds the
     sampled preemption mode's random offset; ``cross_node`` allows victims on other nodes of
     a blocking topology domain (beyond kube, see ``scheduler.preemption.crossnode``).
+
+    1. PriorityClasses (plus the two system classes kube-apiserver bootstraps) are validated
+       and every pod goes through Priority admission, so ``priorityClassName`` resolves to the
+       value the API server would have stored — an unknown class is an error, as it is at
+       creation.
+    2. Pending pods (no ``spec.nodeName``) are taken in activeQ order (``less``: priority,
+       then arrival, which here is the order in the input).
+    3. Each pod is filtered and scored (``schedule_one``). If it fits, it is bound in the
+       snapshot, so later pods see it. If not, DefaultPreemption runs (``preempt``) with the
+       filter statuses; when it nominates a node, the victims are removed and the
+       lower-priority nominations on that node cleared, and the pod is scheduled again — the
+       outcome once the victims have terminated (the real scheduler waits for their graceful
+       termination and may place the pod elsewhere if the cluster changed meanwhile).
+
+    Topology spreading's system defaults take their selectors from the Services,
+    ReplicationControllers, ReplicaSets and StatefulSets in ``objects``. A pod feature no
+    modelled plugin evaluates (PVC-backed volumes, resourceClaims, another schedulerName) is
+    named in ``Decision.warning``, one line per pod.
     """
     snapshot, queue = build_snapshot(objects, pending=pending)
     # activeQ order: priority first, then arrival (a stable sort keeps input order).

@@ -1,39 +1,10 @@
 """The cluster as the scheduler sees it: ``NodeInfo`` per node and a ``Snapshot`` of them all.
 
-``NodeInfo`` keeps the per-node aggregates kube-scheduler keeps (``Requested``,
-``NonZeroRequested``, pods with affinity / required anti-affinity, host ports) and updates them
-incrementally as pods are added and removed, so no decision re-sums a node's pods. Every change
-bumps ``generation`` (a process-wide counter, as in kube) so callers can cache per-node results
-and know when they are stale.
-
-``Snapshot`` indexes nodes by name (and keeps their order: sampled preemption and the
-round-robin node walk depend on it), bound pods by ``namespace/name``, nominated pods by node
-(in insertion order, like the nominator), PDBs, PriorityClasses and Namespaces, and the
-Services, ReplicationControllers, ReplicaSets and StatefulSets whose selectors PodTopologySpread
-needs for its system default constraints (``helper.DefaultSelector``). It also counts, per
-image name of the nodes' ``status.images``, how many nodes hold it and its size (the
-scheduler cache's ``imageStates``, read by ImageLocality). It is changed in place with
-``add_pod`` / ``remove_pod`` / ``bind_pod`` so repeated decisions do not rebuild it.
-
-``ResourceColumns`` keeps, per resource (cpu, memory, ephemeral-storage free and
-allocatable, and free pod slots), how many nodes have each value, updated by the NodeInfos as
-pods come and go. It exists so NodeResourcesFit can answer for the whole cluster from the
-smallest and largest value ("no node has 3 CPU free") instead of a Python step per node; it
-must always equal what the NodeInfos hold (``ResourceColumns.of`` rebuilds it from them, and
-the tests compare the two after random changes).
-
-``Snapshot.layout_generation`` changes whenever a node is added, removed or replaced, and
-``pod_changes`` lists the nodes whose pods changed since a cursor (a bounded log), so an index
-over every node (PodTopologySpread's counts per topology domain) can be brought up to date by
-looking at those nodes only, and rebuilt when the layout changed or the log no longer reaches
-back.
-
-``NodeInfo.resource_class`` numbers the nodes' resource amounts (allocatable, requested,
-non-zero requested): two owned nodes share a class only when those are equal (and nearly
-always when they are). The resource scorers compute one score per class and spread it to the
-nodes at C level, since on a big cluster most nodes look alike; clones have no class (-1) and
-are scored one by one. Both indexes follow ``add_pod`` / ``remove_pod`` / ``set_node``: an
-owned NodeInfo's totals must not be changed behind their back.
+kube-scheduler's cache and snapshot (``pkg/scheduler/framework/types.go``,
+``pkg/scheduler/backend/cache``), changed in place as pods come and go so that repeated
+decisions rebuild nothing; ``ResourceColumns`` and the change log are indexes of our own for
+whole-cluster answers. An owned NodeInfo's totals change only through ``add_pod`` /
+``remove_pod`` / ``set_node``, which keep every index true.
 """
 
 from __future__ import annotations
@@ -84,8 +55,18 @@ def _has_required_anti_affinity(pod: Pod) -> bool:
 class NodeInfo:
     """One node and the pods bound to it, with running totals.
 
-    ``requested`` sums the pods' effective requests (cpu in millicores); the pod count is
-    ``len(pods)`` and is checked against ``allocatable["pods"]``.
+    The per-node aggregates kube-scheduler keeps (``Requested``, ``NonZeroRequested``, pods
+    with affinity / required anti-affinity, host ports), updated incrementally as pods are
+    added and removed, so no decision re-sums a node's pods. ``requested`` sums the pods'
+    effective requests (cpu in millicores); the pod count is ``len(pods)`` and is checked
+    against ``allocatable["pods"]``. Every change bumps ``generation`` (a process-wide
+    counter, as in kube) so callers can cache per-node results and know when they are stale.
+
+    ``resource_class`` numbers the node's resource amounts (allocatable, requested, non-zero
+    requested): two owned nodes share a class only when those are equal (and nearly always
+    when they are). The resource scorers compute one score per class and spread it to the
+    nodes at C level, since on a big cluster most nodes look alike; clones have no class (-1)
+    and are scored one by one.
     """
 
     __slots__ = (
@@ -253,6 +234,11 @@ class ResourceColumns:
     — a count of nodes per value, so ``span`` (smallest and largest value over all nodes)
     costs a scan of the distinct values rather than of the nodes. Missing entries count as 0,
     as ``fits_request`` reads them.
+
+    It exists so NodeResourcesFit can answer for the whole cluster from the smallest and
+    largest value ("no node has 3 CPU free") instead of a Python step per node; it must always
+    equal what the NodeInfos hold (``of`` rebuilds it from them, and the tests compare the two
+    after random changes).
     """
 
     __slots__ = ("counts", "rows")
@@ -314,7 +300,23 @@ class ResourceColumns:
 
 
 class Snapshot:
-    """Nodes, bound and nominated pods, PDBs, PriorityClasses and Namespaces."""
+    """Nodes, bound and nominated pods, PDBs, PriorityClasses and Namespaces.
+
+    Indexes nodes by name (and keeps their order: sampled preemption and the round-robin node
+    walk depend on it), bound pods by ``namespace/name``, nominated pods by node (in insertion
+    order, like the nominator), PDBs, PriorityClasses and Namespaces, and the Services,
+    ReplicationControllers, ReplicaSets and StatefulSets whose selectors PodTopologySpread
+    needs for its system default constraints (``helper.DefaultSelector``). It also counts, per
+    image name of the nodes' ``status.images``, how many nodes hold it and its size (the
+    scheduler cache's ``imageStates``, read by ImageLocality). Changed in place with
+    ``add_pod`` / ``remove_pod`` / ``bind_pod``.
+
+    ``layout_generation`` changes whenever a node is added, removed or replaced, and
+    ``pod_changes`` lists the nodes whose pods changed since a cursor (a bounded log), so an
+    index over every node (PodTopologySpread's counts per topology domain) can be brought up to
+    date by looking at those nodes only, and rebuilt when the layout changed or the log no
+    longer reaches back.
+    """
 
     __slots__ = (
         "__weakref__",  # lets callers keep derived indexes per snapshot (preemption's cache)

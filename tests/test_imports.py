@@ -1,10 +1,10 @@
-"""No import circle among our modules, counting every import (issue 21).
+"""No import circle among our modules, counting every import.
 
 The repository rule (ARCHITECTURE.md): a circle — through top-level, ``TYPE_CHECKING`` or
 function-level imports alike — means no reader can take one module without the others. The
 direction between packages is import-linter's job (``make lint``); circles inside a package are
-this test's. ``PACKAGES`` is the one list of what is walked, kubesim included since its layers
-took its circle apart (the layers half of issue 21; its layers are a contract of their own).
+this test's. ``PACKAGES`` is the one list of what is walked, kubesim included (its layers are a
+contract of their own, ARCHITECTURE.md's "kubesim's layers").
 """
 
 from __future__ import annotations

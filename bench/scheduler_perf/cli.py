@@ -1,8 +1,8 @@
 """The command line: ``python bench/scheduler_perf [CONFIG…] [--workload REGEX]
 [--label-filter LABELS] [--through scheduler|kubesim|both]``.
 
-Without configs, the repository's copies beside this package; without a filter, the table of
-the issue (``config.DEFAULT_TABLE``). One JSON line per workload (``both``: the library's line
+Without configs, the repository's copies beside this package; without a filter, the workloads
+with a floor (``config.DEFAULT_TABLE``). One JSON line per workload (``both``: the library's line
 with the kubesim figure and their ratio added). Exit 2 for a bad config or filter, 1 when a
 workload fails (pods left unscheduled, timeout).
 """
@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--workload",
         metavar="REGEX",
-        help="run the workloads whose TestCase/Workload name matches (default: the issue's table)",
+        help="run the workloads whose TestCase/Workload name matches (default: those with a floor)",
     )
     parser.add_argument(
         "--label-filter",

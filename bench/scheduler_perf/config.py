@@ -39,7 +39,7 @@ DEFAULT_CONFIGS: Final = (
     CONFIG_DIR / "misc" / "performance-config.yaml",
     CONFIG_DIR / "topology_spreading" / "performance-config.yaml",
 )
-# The table: every workload a floor is asked for, at the size upstream's CI runs.
+# The default table: every workload with a floor, at the size upstream's CI runs.
 DEFAULT_TABLE: Final = (
     "SchedulingBasic/5000Nodes_10000Pods",
     "SchedulingDaemonset/15000Nodes",

@@ -3,7 +3,7 @@
 It knows the node's pods before it starts (a JSON file of ``{"namespace", "name", "uid"}``),
 opens a watch of the node's pods, then sends every eviction at once — one connection each, no
 concurrency bound, no retries, no models, no tenacity — and stops its clock when the last pod's
-``DELETED`` arrives. That is the issue's "one eviction round trip plus the deletion time", taken
+``DELETED`` arrives. That is "one eviction round trip plus the deletion time", taken
 with all the evictions in flight together, on the same server the real tools face: the least
 any client can spend once its process is up and the pods are known. Start-up, discovery, cordon
 and listing are left out on purpose (``evict`` pays them; the ideal does not).

@@ -1,24 +1,12 @@
-"""Every request to the Kubernetes API except a watch: built, sent and read here.
+"""Every request to the Kubernetes API except a watch: built, sent and read here (``send``).
 
-``send`` is the one function for that: it builds the request through ``ApiClient.call_api``, the
-library's public entry point under every generated method (auth settings — the bearer token,
-refreshed by the library's own hooks —, headers, query encoding, body serialization and TLS stay
-the library's), and reads the answer into a ``Response``: status, headers and parsed JSON. The
-generated methods deserialize answers into models and raise on non-2xx; the eviction loop needs
-the status code, the ``Retry-After`` header and the Status body of *every* answer, and a drain
-lists thousands of pods, where building models costs more than the request. So the answer is
-asked for unread (``_preload_content=False``) and its JSON parsed once, here, refused unparsed
-when nested deeper than ``kube.boundedjson.MAX_DEPTH``. No HTTP answer at all (connection
-refused or dropped, timed out) is a ``TransportError``.
-
-Because every request passes here, so do kubectl's two per-request settings: ``--request-timeout``
-(``request_timeout``: a bound on each request, none by default, as kubectl's ``0``) and the
-request lines of ``-v=6`` (``GET URL 200 OK in N milliseconds`` on the ``evictor.requests``
-logger, silent unless its own level is set to DEBUG: a process that logs at DEBUG, such as the
-agent, does not get a line per request by inheritance). Watches are long-lived streams: they use
-``request`` (the unread response, streamed by ``watching``) and are not bounded by the request
-timeout. ``read_bounded`` reads such an unread body up to a number of bytes, for whoever must
-not hold more (``watching``'s pages, the agent's kubelet summary).
+Because every request passes here, so do kubectl's two per-request settings:
+``--request-timeout`` (``request_timeout``) and the request lines of ``-v=6`` (``GET URL 200 OK
+in N milliseconds`` on the ``evictor.requests`` logger, silent unless its own level is set to
+DEBUG: a process that logs at DEBUG, such as the agent, does not get a line per request by
+inheritance). Watches are long-lived streams: they use ``request`` (the unread response,
+streamed by ``watching``), are not bounded by the request timeout, and are read within a
+number of bytes by ``read_bounded``.
 """
 
 from __future__ import annotations
@@ -237,8 +225,18 @@ async def send(
     timeout: float | None = None,
 ) -> Response:
     """One request through ``api_client``, answered: the status, headers and parsed JSON of any
-    HTTP answer, ``TransportError`` when there is none. ``timeout`` bounds the request within
-    the library (the ``request_timeout`` of the context bounds it in any case)."""
+    HTTP answer, ``TransportError`` when there is none (connection refused or dropped, timed
+    out). ``timeout`` bounds the request within the library (the ``request_timeout`` of the
+    context bounds it in any case).
+
+    Built through ``ApiClient.call_api``, the library's public entry point under every
+    generated method (auth settings — the bearer token, refreshed by the library's own hooks
+    —, headers, query encoding, body serialization and TLS stay the library's). The generated
+    methods deserialize answers into models and raise on non-2xx; the eviction loop needs the
+    status code, the ``Retry-After`` header and the Status body of *every* answer, and a drain
+    lists thousands of pods, where building models costs more than the request. So the answer
+    is asked for unread (``_preload_content=False``) and its JSON parsed once, here, refused
+    unparsed when nested deeper than ``kube.boundedjson.MAX_DEPTH``."""
     return await _answer(
         request(
             api_client,

@@ -1,55 +1,10 @@
 """One factory for the API client of ``evict`` and the agent: kubeconfig or in-cluster, with
 credentials that refresh as client-go's do.
 
-kubernetes-asyncio reads credentials once: ``load_kube_config`` runs an exec plugin and reads a
-``tokenFile`` when it loads, and the TLS context holds the client certificate read then. A
-process that runs for days (the agent under systemd) or hours (``evict drain`` of a big node
-behind budgets) then sends a token that rotated or expired, and a renewed certificate is never
-presented: every request fails with 401 and, before issue 15, nothing noticed. client-go is the
-contract here:
-
-* ``tokenFile`` (kubeconfig) and the in-cluster ServiceAccount token are re-read when the copy
-  in memory is older than a minute (``transport.NewCachedFileTokenSource``), and at once after a
-  401 (``tokenSourceTransport`` resets the cached token on 401);
-* an exec plugin is run again when its ``expirationTimestamp`` is near (here ``EXEC_SKEW``
-  before it; client-go waits for the instant itself) and after a 401 answered to the
-  credentials it produced (``exec.Authenticator.maybeRefreshCreds``);
-* client certificate files are re-read when they change (client-go's ``dynamicClientCert``
-  polls them; here a ``stat`` at most every ``CERT_CHECK`` seconds and after a 401): new
-  connections present the new certificate, and connections made with the old one are closed
-  once their requests end.
-
-A 401 makes the credentials refresh once, and the request is sent again when the refresh changed
-anything (a request is never repeated with the credentials that were just refused); a second 401
-is the caller's answer. The static parts of a kubeconfig (server, CA, TLS server name,
-``proxy-url``, contexts) are read by kubernetes-asyncio's own loader from the merged kubeconfig
-with the refreshable parts and client certificates taken out, so the library never runs the
-plugin itself nor writes a key to a temporary file of its own.
-
-Which configuration, and which identity, follows clientcmd's loading rules
-(``ClientConfigLoadingRules.Load``, ``DeferredLoadingClientConfig.ClientConfig``):
-``--kubeconfig`` naming a missing file is an error, files ``$KUBECONFIG`` lists that do not exist
-are skipped, and a file that exists but cannot be read or decoded is an error naming it
-(``kube.kubeconfig``), as is a context, cluster or user it names that is missing. The in-cluster
-ServiceAccount is used only when the merged configuration chooses no context at all (client-go's
-``ErrEmptyConfig``) and no kubeconfig, context or override was named: a kubeconfig that fails
-never falls back to it, since that would be another identity.
-
-Credentials travel only over TLS, as in ``DirectClientConfig.ClientConfig``: for a server that is
-not ``https`` (``kube.kubeconfig.transport_tls``) no token, token file, client certificate, basic
-auth or auth provider is read and no exec plugin runs; one warning says so. Impersonation is
-still sent: client-go sets it before that test.
-
-A client key that exists only in memory — ``client-key-data`` or an exec plugin's
-``clientKeyData`` — reaches the TLS context through files, since Python's ``ssl`` loads keys
-from files only: they are written to a fresh private (0700) directory just before the
-connection pool's TLS context is built and removed as soon as it has loaded them, within one
-synchronous step (``Credentials.presented``), so no key file outlives that step, not even across
-a crash.
-
-The proxy rule (kubectl's ``ProxyFromEnvironment``) is applied here for both commands
-(``resolve_proxy_once``), and so is a kubeconfig user's (or ``--as``'s) impersonation: its
-``Impersonate-*`` lines go on every request (``evictor.api.impersonation``).
+kubernetes-asyncio reads credentials once, when it loads: a process that runs for days (the
+agent) or hours (``evict drain`` behind budgets) would go on sending a token that rotated or
+expired, and every request would fail with 401. ``Credentials`` refreshes them as client-go
+does; ``connect`` chooses the configuration and identity as clientcmd does.
 """
 
 from __future__ import annotations
@@ -233,7 +188,23 @@ class _Exec:
 
 @dataclass(slots=True)
 class Credentials:
-    """The refreshable credentials of one user (see the module docstring)."""
+    """The refreshable credentials of one user, refreshed as client-go refreshes them:
+
+    * ``tokenFile`` (kubeconfig) and the in-cluster ServiceAccount token are re-read when the
+      copy in memory is older than a minute (``transport.NewCachedFileTokenSource``), and at
+      once after a 401 (``tokenSourceTransport`` resets the cached token on 401);
+    * an exec plugin is run again when its ``expirationTimestamp`` is near (here ``EXEC_SKEW``
+      before it; client-go waits for the instant itself) and after a 401 answered to the
+      credentials it produced (``exec.Authenticator.maybeRefreshCreds``);
+    * client certificate files are re-read when they change (client-go's ``dynamicClientCert``
+      polls them; here a ``stat`` at most every ``CERT_CHECK`` seconds and after a 401): new
+      connections present the new certificate, and connections made with the old one are
+      closed once their requests end.
+
+    A client key that exists only in memory (``client-key-data``, an exec plugin's
+    ``clientKeyData``) reaches the TLS context through files, since Python's ``ssl`` loads keys
+    from files only (``presented``).
+    """
 
     token: str = ""  # a static token ("" if none)
     token_file: _TokenFile | None = None
@@ -291,7 +262,8 @@ class Credentials:
         """While active, ``configuration`` names files holding ``key_pair`` (if any), for the
         TLS context built inside: in a new private directory (``mkdtemp``: 0700, files 0600),
         removed with them on the way out, and the configuration's own files put back. Keep
-        the block synchronous, so the files exist only while the context loads them."""
+        the block synchronous, so the files exist only while the context loads them and no
+        key file outlives that step."""
         if self.key_pair is None:
             yield
             return
@@ -336,9 +308,13 @@ def _client_class() -> Any:
     from evictor.api.impersonation import header_lines, with_lines
 
     class RefreshingApiClient(ApiClient):  # type: ignore[misc,unused-ignore]
-        """An ``ApiClient`` whose every call brings the credentials up to date first, and
-        refreshes them once after a 401 (the module docstring), and whose every request
-        carries the ``Impersonate-*`` lines of ``impersonation`` (``request``)."""
+        """An ``ApiClient`` whose every call brings the credentials up to date first
+        (``Credentials``), and whose every request carries the ``Impersonate-*`` lines of
+        ``impersonation`` (``request``).
+
+        A 401 makes the credentials refresh once, and the request is sent again when the
+        refresh changed anything (a request is never repeated with the credentials that were
+        just refused); a second 401 is the caller's answer."""
 
         def __init__(
             self,
@@ -555,10 +531,29 @@ async def connect(
 ) -> Connection:
     """The API client for ``prog`` from ``kubeconfig`` (else ``$KUBECONFIG``, else
     ``~/.kube/config``) changed by kubectl's global ``overrides`` (``--server``, ``--token``,
-    ``--cluster``, ``--user``, ``--as`` …), acting as the user's ``as`` (if any), or in-cluster
-    when they choose no context and neither a kubeconfig, a context nor an override was named
-    (the module docstring). ``warn`` gets the line about credentials kept from a server that
-    is not https (default: this module's logger). Raises ``ConfigError``."""
+    ``--cluster``, ``--user``, ``--as`` …), acting as the user's ``as`` (if any), or in-cluster.
+    ``warn`` gets the line about credentials kept from a server that is not https (default:
+    this module's logger). Raises ``ConfigError``.
+
+    Which configuration and which identity follow clientcmd's loading rules
+    (``ClientConfigLoadingRules.Load``, ``DeferredLoadingClientConfig.ClientConfig``):
+    ``--kubeconfig`` naming a missing file is an error, files ``$KUBECONFIG`` lists that do
+    not exist are skipped, and a file that exists but cannot be read or decoded is an error
+    naming it (``kube.kubeconfig``), as is a context, cluster or user it names that is
+    missing. The in-cluster ServiceAccount is used only when the merged configuration chooses
+    no context at all (client-go's ``ErrEmptyConfig``) and no kubeconfig, context or override
+    was named: a kubeconfig that fails never falls back to it, since that would be another
+    identity. The static parts of a kubeconfig (server, CA, TLS server name, ``proxy-url``,
+    contexts) are read by kubernetes-asyncio's own loader, with the refreshable parts and
+    client certificates taken out, so the library never runs a plugin itself nor writes a key
+    to a temporary file of its own.
+
+    Credentials travel only over TLS, as in ``DirectClientConfig.ClientConfig``: for a server
+    that is not ``https`` (``kube.kubeconfig.transport_tls``) no token, token file, client
+    certificate, basic auth or auth provider is read and no exec plugin runs; one warning says
+    so. Impersonation is still sent (client-go sets it before that test), and kubectl's proxy
+    rule is applied (``resolve_proxy_once``).
+    """
     from evictor.api.deferred import defer_client_models, defer_system_cas
 
     defer_client_models()  # config and ApiClient only: the models cost ~0.3 s of start-up

@@ -1,51 +1,13 @@
-"""The room's one workaround that reaches into its dependencies: start-up costs no public API
-avoids, measured. Nothing else in the project touches a private name of aiohttp,
-kubernetes-asyncio or urllib3; ``dependency_problems()`` (run by
-``tests/evictor/test_deferred_contract.py`` in a fresh interpreter) fails loudly when an upgrade
-moves what this module relies on, instead of the agent silently losing the saving.
+"""Start-up savings no public API offers: kubernetes-asyncio's client without its ~770 generated
+models (``defer_client_models``), and TLS contexts that load the system CAs only when a TLS
+connection needs them (``defer_system_cas``).
 
-Measured (best of 7 fresh interpreters, this project's 2-core CI machine, issue 15): importing
-``kubernetes_asyncio.client.api_client`` and ``config.kube_config`` takes 0.47 s, 0.23 s with
-``defer_client_models``; importing aiohttp takes 0.20 s, 0.16 s with ``defer_system_cas``.
-What each relies on: ``defer_client_models`` on the package layout of kubernetes-asyncio
-(``client/api_client.py``, ``client/configuration.py``, ``client/exceptions.py``, one module per
-API class, ``client/__init__`` importing every model) and urllib3 being a package;
-``defer_system_cas`` on ``ssl.SSLContext.load_default_certs``/``set_default_verify_paths`` (public)
-and aiohttp's private ``TCPConnector._get_ssl_context(req)`` (``AIOHTTP_SSL_HOOK``), the one
-place aiohttp hands a context to a new TLS connection.
-
-Importing kubernetes-asyncio's config and ``ApiClient`` without its ~770 generated models.
-
-``import kubernetes_asyncio`` executes ``kubernetes_asyncio/client/__init__.py``, which imports
-every generated API class and all ~770 model classes: about 0.3 s of start-up and 30 MiB of RSS.
-The node agent (footprint budget, issue 9) and the ``evict`` command (start-up before its first
-request) read and write raw JSON (``_preload_content=False``), so they need none of them.
-
-``defer_client_models()`` registers ``kubernetes_asyncio``, ``kubernetes_asyncio.client`` and its
-``api`` and ``models`` packages as module objects whose ``__init__`` has not run yet:
-
-* submodules import normally (``kubernetes_asyncio.config``, ``client.api_client``,
-  ``client.rest``, ``client.configuration``, ``watch``, one API class's module such as
-  ``client.api.core_v1_api``), so the kubeconfig's static parts, TLS and the auth headers are
-  the library's own code, unchanged (credentials that refresh are ``evictor.api.connect``'s);
-* ``client.ApiClient``/``client.Configuration``/``client.ApiException`` resolve to their modules;
-* any other name (``client.CoreV1Api``, ``client.V1Pod``, ``models.V1Pod`` as
-  ``ApiClient.deserialize`` looks it up) runs the package's real ``__init__`` on first use, so
-  every library and test that wants the full client still gets it — only later;
-* ``urllib3`` (~20 ms), which ``client.configuration`` imports only to build an HTTP basic auth
-  header, is deferred whole: its ``__init__`` runs on the first use of any of its names.
-
-It is a no-op once ``kubernetes_asyncio`` is imported (tests, kubesim in the same process).
-
-``defer_system_cas()`` does the same for TLS trust: aiohttp builds two ``SSLContext`` objects
-when it is imported and kubernetes-asyncio builds one per ``ApiClient``, each loading the
-system's CA bundle (~20 ms each, ~70 ms of a command's start-up) — also for an ``http://``
-server, where no TLS connection is ever made. Contexts created without a CA of their own get
-the very same CAs just before aiohttp hands them to its first TLS connection (its connector's
-``_get_ssl_context``); a context given a CA file or data is built as usual.
-
-These live here, not in the agent, because both the agent and the ``evict`` CLI use them and the
-agent may import ``evictor`` (ARCHITECTURE.md's import direction), not the other way round.
+The room's one workaround that reaches into its dependencies: nothing else in the project
+touches a private name of aiohttp, kubernetes-asyncio or urllib3, and ``dependency_problems()``
+(``tests/evictor/test_deferred_contract.py``, in a fresh interpreter) fails loudly when an
+upgrade moves what this module relies on, instead of the agent silently losing the saving. It
+lives here, not in the agent, because the agent and the ``evict`` CLI both use it and the agent
+may import ``evictor``, not the other way round.
 """
 
 from __future__ import annotations
@@ -126,7 +88,37 @@ def _deferred_package(name: str, *, whole: bool = False) -> ModuleType | None:
 
 
 def defer_client_models() -> bool:
-    """Make ``kubernetes_asyncio`` importable without its models; False if already imported."""
+    """Make ``kubernetes_asyncio`` importable without its models; False if already imported.
+
+    ``import kubernetes_asyncio`` executes ``kubernetes_asyncio/client/__init__.py``, which
+    imports every generated API class and all ~770 model classes: about 0.3 s of start-up and
+    30 MiB of RSS. The agent (its footprint, ``bench/agent_footprint.py``) and ``evict`` (its
+    start-up, ``bench/startup.py``) read and write raw JSON (``_preload_content=False``), so
+    they need none of them. Measured, best of 7 fresh interpreters on a 2-core machine:
+    importing ``client.api_client`` and ``config.kube_config`` takes 0.47 s, 0.23 s with this.
+
+    ``kubernetes_asyncio``, ``kubernetes_asyncio.client`` and its ``api`` and ``models``
+    packages are registered as module objects whose ``__init__`` has not run yet:
+
+    * submodules import normally (``kubernetes_asyncio.config``, ``client.api_client``,
+      ``client.rest``, ``client.configuration``, ``watch``, one API class's module such as
+      ``client.api.core_v1_api``), so the kubeconfig's static parts, TLS and the auth headers
+      are the library's own code, unchanged (credentials that refresh are
+      ``evictor.api.connect``'s);
+    * ``client.ApiClient``/``client.Configuration``/``client.ApiException`` resolve to their
+      modules;
+    * any other name (``client.CoreV1Api``, ``client.V1Pod``, ``models.V1Pod`` as
+      ``ApiClient.deserialize`` looks it up) runs the package's real ``__init__`` on first use,
+      so every library and test that wants the full client still gets it — only later;
+    * ``urllib3`` (~20 ms), which ``client.configuration`` imports only to build an HTTP basic
+      auth header, is deferred whole: its ``__init__`` runs on the first use of any of its
+      names.
+
+    It relies on that package layout (``client/api_client.py``, ``client/configuration.py``,
+    ``client/exceptions.py``, one module per API class, ``client/__init__`` importing every
+    model) and on urllib3 being a package. A no-op once ``kubernetes_asyncio`` is imported
+    (tests, kubesim in the same process).
+    """
     if "kubernetes_asyncio" in sys.modules:
         return False
     for name in _DEFERRED:
@@ -183,7 +175,18 @@ def load_pending_cas(context: object) -> None:
 def defer_system_cas() -> bool:
     """Import aiohttp with its default TLS contexts' CAs deferred to their first use, and make
     its connector load any pending CAs before a TLS connection; False if aiohttp is already
-    imported or has no ``TCPConnector._get_ssl_context`` to hook (CAs load as usual)."""
+    imported or has no ``TCPConnector._get_ssl_context`` to hook (CAs load as usual).
+
+    aiohttp builds two ``SSLContext`` objects when it is imported and kubernetes-asyncio one
+    per ``ApiClient``, each loading the system's CA bundle (~20 ms each, ~70 ms of a command's
+    start-up) — also for an ``http://`` server, where no TLS connection is ever made. Contexts
+    created without a CA of their own get the very same CAs just before aiohttp hands them to
+    their first TLS connection; a context given a CA file or data is built as usual. Importing
+    aiohttp takes 0.16 s instead of 0.20 s. It relies on ``ssl.SSLContext.load_default_certs``
+    and ``set_default_verify_paths`` (public) and on aiohttp's private
+    ``TCPConnector._get_ssl_context(req)`` (``AIOHTTP_SSL_HOOK``), the one place aiohttp hands
+    a context to a new TLS connection.
+    """
     if "aiohttp" in sys.modules:
         return False
     with system_cas_on_first_use():

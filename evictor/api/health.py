@@ -1,8 +1,8 @@
 """How the API server is answering this process, for readiness probes and metrics.
 
 The agent's ``/readyz`` and systemd watchdog looked only at its sync loop: a token that expired
-for good left it syncing over a stale pod view, evicting nothing new, with every probe green
-(issue 15). What tells the truth is the API's own answers: a 401 that survived a credential
+for good left it syncing over a stale pod view, evicting nothing new, with every probe green.
+What tells the truth is the API's own answers: a 401 that survived a credential
 refresh (``evictor.api.connect`` already refreshed once and resent) or a 403 says the process
 can no longer act, and only an answer that is neither says it can again (kube-apiserver
 authenticates and authorizes before anything else, so any other status proves both passed).

@@ -1,22 +1,10 @@
 """Acting as someone else (``kubectl --as``): the ``Impersonate-*`` header lines on every request.
 
-client-go's ``ImpersonatingRoundTripper`` (``k8s.io/client-go/transport/round_trippers.go``) adds,
-to each request of a client whose ``rest.Config.Impersonate`` names a user:
-
-* ``Impersonate-User`` (always) and ``Impersonate-Uid`` (when one is asked for);
-* ``Impersonate-Group``, one header line per group: the API server reads every line of the name
-  and never splits a value on commas, so ``system:masters,dev`` would be a single group;
-* ``Impersonate-Extra-<key>``, one line per value, the key percent-encoded byte by byte (UTF-8)
-  wherever it is not an HTTP token character, ``%`` included, because header names are tokens
-  and the server percent-decodes (and lower-cases) what follows the prefix.
-
-kubernetes-asyncio keeps default headers in a plain dict, one value per name, so the lines go in
-through the ``ApiClient``'s public ``request`` method (``RefreshingApiClient`` in ``connect``):
-the request's headers become a ``multidict.CIMultiDict`` with the lines added, which the
-library's REST layer hands to aiohttp as it is, and aiohttp writes one line per value.
-
-What is asked for is read and checked with the kubeconfig (``kube.kubeconfig.Impersonation``):
-a uid or groups without a user to act as never gets here, as clientcmd refuses it.
+client-go's ``ImpersonatingRoundTripper`` (``k8s.io/client-go/transport/round_trippers.go``)
+adds them to each request of a client whose ``rest.Config.Impersonate`` names a user
+(``header_lines``). What is asked for is read and checked with the kubeconfig
+(``kube.kubeconfig.Impersonation``): a uid or groups without a user to act as never gets here,
+as clientcmd refuses it.
 """
 
 from __future__ import annotations
@@ -46,7 +34,17 @@ def escape_extra_key(key: str) -> str:
 
 
 def header_lines(imp: Impersonation) -> tuple[tuple[str, str], ...]:
-    """The header lines of ``imp``, in client-go's order: user, uid, groups, extras."""
+    """The header lines of ``imp``, in client-go's order: user, uid, groups, extras.
+
+    * ``Impersonate-User`` (always) and ``Impersonate-Uid`` (when one is asked for);
+    * ``Impersonate-Group``, one header line per group: the API server reads every line of
+      the name and never splits a value on commas, so ``system:masters,dev`` would be a single
+      group;
+    * ``Impersonate-Extra-<key>``, one line per value, the key percent-encoded byte by byte
+      (UTF-8) wherever it is not an HTTP token character, ``%`` included, because header names
+      are tokens and the server percent-decodes (and lower-cases) what follows the prefix
+      (``escape_extra_key``).
+    """
     lines = [(USER, imp.user)]
     if imp.uid:
         lines.append((UID, imp.uid))
@@ -60,7 +58,13 @@ def header_lines(imp: Impersonation) -> tuple[tuple[str, str], ...]:
 def with_lines(
     headers: Mapping[str, str] | None, lines: Iterable[tuple[str, str]]
 ) -> CIMultiDict[str]:
-    """``headers`` with ``lines`` added, a name repeated once per line."""
+    """``headers`` with ``lines`` added, a name repeated once per line.
+
+    kubernetes-asyncio keeps default headers in a plain dict, one value per name, so the lines
+    go in through the ``ApiClient``'s public ``request`` method (``RefreshingApiClient`` in
+    ``connect``): the request's headers become a ``multidict.CIMultiDict`` with the lines
+    added, which the library's REST layer hands to aiohttp as it is, and aiohttp writes one
+    line per value."""
     out: CIMultiDict[str] = CIMultiDict(headers or {})
     for name, value in lines:
         out.add(name, value)

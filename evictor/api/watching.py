@@ -1,52 +1,10 @@
 """One list-then-watch generator: the informer's, the PDB watch's and the deletion wait's.
 
-client-go's reflector is the contract: LIST (in pages of ``limit``/``continue`` when asked, as
-its pager does), then WATCH from the list's ``resourceVersion`` with ``allowWatchBookmarks``,
-resuming from the last version seen (an event's or a bookmark's) whenever the server ends the
-stream. ``410 Gone`` — as the watch's HTTP answer, as an ``ERROR`` event with code 410, or as an
-expired ``continue`` token — means the version fell out of the watch cache: the view is rebuilt
-from a relist, at once and without counting as a failure. Every other failure (no answer, a 5xx,
-a 401/403, an ``ERROR`` event) backs off with jitter (tenacity's wait strategy through
-``evictor.backoff``) and resumes from the last version, as the reflector's backoff manager does.
-
-What the reflector lacks, and the agent needs (issue 15): a **liveness bound**. A watch whose
-connection stays open but delivers nothing — a proxy or load balancer that stopped forwarding, a
-wedged apiserver — looks to the reader exactly like a quiet node, and the agent would keep
-evicting from a view that misses every new pod. The apiserver sends a bookmark to every
-``allowWatchBookmarks`` watcher about once a minute (``cacheWatcher.nextBookmarkTime``), so
-silence longer than ``liveness_factor`` × ``bookmark_interval`` means the stream is dead: it is
-dropped and the view rebuilt from a relist (a resume could reuse the same dead path and version).
-
-The generator yields ``Page`` objects (one per list page, so a caller can slim each page before
-the next is fetched, as the agent does for its footprint) and ``Event`` objects (``ADDED``,
-``MODIFIED``, ``DELETED``; bookmarks only move the resume point). ``WatchState`` tells how the
-watch is doing (live or not, the last error and its HTTP status, counts), for ``/readyz`` and
-metrics. Malformed lines — a watch line that is not JSON, or nested deeper than
-``kube.boundedjson.MAX_DEPTH`` — are logged and skipped, never fatal: one bad object must not
-stop the view of all the others.
-
-Memory is bounded in bytes, whatever the objects carry. A count of objects is no bound: a pod
-may carry 1.5 MB of ``args`` (kube-apiserver stores objects up to etcd's 1.5 MiB, and takes
-request bodies up to 3 MiB), so a page of 50 can be 70 MB of JSON and several times that
-parsed. So every list page's body and every watch line is read up to ``MAX_OBJECT_BYTES``
-(4 MiB: any object a client can write in JSON or YAML in one request, with what the server
-adds). A page over it is abandoned and asked again from the same ``continue`` token with half
-the ``limit`` (a caller that lists unpaged is paged from 250), down to 1; after each page the
-next ``limit`` is what fits the bound at that page's size per object, up to the caller's page
-size. Within a page the items are parsed one at a time (``kube.boundedjson.Cursor``) and
-passed through the caller's ``transform`` (the agent's ``slim_pod``) before the next is
-parsed, and the body's bytes are decoded a piece at a time as they are read, never held whole
-with their text. A single object over the bound — a page of one, or one watch line — cannot
-be read within it, and is not skipped: the list (or, for a watch line, the next list) fails
-with an error naming the object, as client-go's reflector fails a list it cannot decode, and
-is retried with backoff. Leaving the
-object out would give a view of the node without it — a pod its author made immune to
-eviction by making it big — where a failing list keeps the last complete view and says why.
-Only a client writing protobuf, or growing an object patch by patch, can make one that big.
-
-Requests go through ``evictor.api.calls.request`` (kubernetes-asyncio's public ``call_api``);
-kubernetes-asyncio's ``Watch`` is not used, because it deserializes into models and opens an
-``ApiClient`` of its own.
+client-go's reflector is the contract (``list_and_watch`` says how it is kept), with two
+additions the agent needs: a liveness bound that restarts a watch gone silent, and memory
+bounded in bytes, whatever the objects carry (``_list``). Requests go through
+``evictor.api.calls.request``; kubernetes-asyncio's ``Watch`` is not used, because it
+deserializes into models and opens an ``ApiClient`` of its own.
 """
 
 from __future__ import annotations
@@ -84,7 +42,8 @@ log = logging.getLogger("evictor.api.watching")
 BOOKMARK_INTERVAL: Final = 60.0
 # Silence for this many bookmark intervals restarts the watch from a relist.
 LIVENESS_FACTOR: Final = 3.0
-# A list page's body and a watch line are read up to this many bytes (module docstring).
+# A list page's body and a watch line are read up to this many bytes: any object a client can
+# write in JSON or YAML in one request, with what the server adds (``_list``).
 MAX_OBJECT_BYTES: Final = 4 << 20
 # A caller that lists unpaged is paged from this many objects once a list is over the bound
 # (kubectl's --chunk-size); growing back after small pages stops there too.
@@ -211,6 +170,32 @@ async def list_and_watch(
     the failure and stall lines (a caller with a fallback logs them at DEBUG: ``evict`` prints
     no warning for a watch it can do without). ``transform``: applied to every listed object
     and every event's object as soon as it is parsed (the objects yielded are its results).
+
+    As client-go's reflector: LIST (in pages of ``limit``/``continue`` when asked, as its pager
+    does), then WATCH from the list's ``resourceVersion`` with ``allowWatchBookmarks``,
+    resuming from the last version seen (an event's or a bookmark's) whenever the server ends
+    the stream. ``410 Gone`` — as the watch's HTTP answer, as an ``ERROR`` event with code 410,
+    or as an expired ``continue`` token — means the version fell out of the watch cache: the
+    view is rebuilt from a relist, at once and without counting as a failure. Every other
+    failure (no answer, a 5xx, a 401/403, an ``ERROR`` event) backs off with jitter
+    (``backoff``, tenacity's wait strategy through ``evictor.backoff``) and resumes from the
+    last version, as the reflector's backoff manager does.
+
+    Beyond the reflector, a liveness bound: a watch whose connection stays open but delivers
+    nothing — a proxy or load balancer that stopped forwarding, a wedged apiserver — looks to
+    the reader exactly like a quiet node, and the agent would keep evicting from a view that
+    misses every new pod. The apiserver sends a bookmark to every ``allowWatchBookmarks``
+    watcher about once a minute (``cacheWatcher.nextBookmarkTime``), so silence longer than
+    ``liveness_factor`` × ``bookmark_interval`` means the stream is dead: it is dropped and the
+    view rebuilt from a relist (a resume could reuse the same dead path and version).
+
+    Yields ``Page`` objects (one per list page, so a caller can slim each page before the next
+    is fetched, as the agent does for its footprint) and ``Event`` objects (``ADDED``,
+    ``MODIFIED``, ``DELETED``; bookmarks only move the resume point). ``state`` tells how the
+    watch is doing (live or not, the last error and its HTTP status, counts), for ``/readyz``
+    and metrics. Malformed lines — not JSON, or nested deeper than
+    ``kube.boundedjson.MAX_DEPTH`` — are logged and skipped, never fatal: one bad object must
+    not stop the view of all the others.
     """
     st = state if state is not None else WatchState()
     st.resource_version = resource_version
@@ -333,6 +318,28 @@ class _ListPage:
 
 
 async def _list(target: _Target, st: WatchState) -> AsyncGenerator[Page, None]:
+    """One list, page by page, its memory bounded in bytes whatever the objects carry.
+
+    A count of objects is no bound: a pod may carry 1.5 MB of ``args`` (kube-apiserver stores
+    objects up to etcd's 1.5 MiB, and takes request bodies up to 3 MiB), so a page of 50 can
+    be 70 MB of JSON and several times that parsed. So every page's body is read up to
+    ``max_bytes`` (``MAX_OBJECT_BYTES``, 4 MiB). A page over it is abandoned and asked again
+    from the same ``continue`` token with half the ``limit`` (a caller that lists unpaged is
+    paged from half ``UNPAGED_RETRY_LIMIT``), down to 1; after each page the next ``limit`` is what
+    fits the bound at that page's size per object, up to the caller's page size. Within a page
+    the items are parsed one at a time (``kube.boundedjson.Cursor``) and passed through the
+    caller's ``transform`` (the agent's ``slim_pod``) before the next is parsed, and the
+    body's bytes are decoded a piece at a time as they are read, never held whole with their
+    text.
+
+    A single object over the bound — a page of one, or one watch line — cannot be read within
+    it, and is not skipped: the list (or, for a watch line, the next list) fails with an error
+    naming the object, as client-go's reflector fails a list it cannot decode, and is retried
+    with backoff. Leaving the object out would give a view of the node without it — a pod its
+    author made immune to eviction by making it big — where a failing list keeps the last
+    complete view and says why. Only a client writing protobuf, or growing an object patch by
+    patch, can make one that big.
+    """
     token = ""
     first = True
     limit: int | None = target.page_size or None

@@ -1,29 +1,8 @@
 """The DaemonSet controller: one pod per eligible node, placed on that node.
 
 Reproduces ``pkg/controller/daemon`` (``manage``, ``podsShouldBeOnNode``,
-``NodeShouldRunDaemonPod``, ``updateDaemonSetStatus``):
-
-* a node is eligible when the pod the DaemonSet would create for it fits by node name, by
-  ``nodeSelector`` and required node affinity, and by taints (untolerated NoSchedule or
-  NoExecute taints keep new pods away; only an untolerated NoExecute taint evicts a running
-  one). The verdicts come from ``scheduler``'s own NodeAffinity and TaintToleration helpers,
-  so the scheduler and this controller agree. A cordoned node is eligible: every daemon pod
-  tolerates ``node.kubernetes.io/unschedulable``;
-* every daemon pod gets the default tolerations ``AddOrUpdateDaemonPodTolerations`` adds
-  (not-ready and unreachable NoExecute; disk-, memory-, pid-pressure and unschedulable
-  NoSchedule; network-unavailable too with ``hostNetwork``) and its node-affinity replaced
-  by the single ``matchFields metadata.name In [node]`` term
-  (``ReplaceDaemonSetPodNodeNameNodeAffinity``). Unlike upstream since 1.12, where the default
-  scheduler binds it, the pod is created with ``spec.nodeName`` set — the node is already
-  decided, and the DaemonSet then works without a scheduler, as before 1.12;
-* pods on nodes that should not run one, extra pods on a node (the oldest is kept) and Failed
-  pods are deleted; a Failed pod is replaced on the next sync;
-* rolling updates are not modelled: a template change leaves existing pods alone (they count
-  as not updated); a pod without a ``controller-revision-hash`` label (seeded by a state file)
-  counts as updated, so ``kubectl rollout status`` completes on a seeded cluster;
-* status: ``desiredNumberScheduled``, ``currentNumberScheduled``, ``numberMisscheduled``,
-  ``numberReady``, ``numberAvailable``, ``numberUnavailable``, ``updatedNumberScheduled``,
-  ``observedGeneration`` — what ``kubectl rollout status daemonset`` reads.
+``NodeShouldRunDaemonPod``, ``updateDaemonSetStatus``), with one difference: the pod is created
+bound to its node (``new_daemon_pod``), and rolling updates are not modelled (``_manage``).
 """
 
 from __future__ import annotations
@@ -57,7 +36,9 @@ _DEFAULT_TOLERATIONS: Final = (
 
 
 def daemon_pod_tolerations(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """``AddOrUpdateDaemonPodTolerations``: the pod's tolerations plus the defaults."""
+    """``AddOrUpdateDaemonPodTolerations``: the pod's tolerations plus the defaults —
+    not-ready and unreachable NoExecute; disk-, memory-, pid-pressure and unschedulable
+    NoSchedule; network-unavailable too with ``hostNetwork``."""
     out: list[dict[str, Any]] = [clone(t) for t in spec.get("tolerations") or []]
     wanted = list(_DEFAULT_TOLERATIONS)
     if spec.get("hostNetwork"):
@@ -85,7 +66,12 @@ def _node_affinity(node_name: str) -> dict[str, Any]:
 
 
 def new_daemon_pod(ds: Mapping[str, Any], node_name: str) -> dict[str, Any]:
-    """``NewPod`` plus the node-affinity replacement of ``podsShouldBeOnNode``'s create."""
+    """``NewPod`` plus the node-affinity replacement of ``podsShouldBeOnNode``'s create.
+
+    The pod's node affinity becomes the single ``matchFields metadata.name In [node]`` term
+    (``ReplaceDaemonSetPodNodeNameNodeAffinity``). Unlike upstream since 1.12, where the
+    default scheduler binds it, the pod is created with ``spec.nodeName`` set — the node is
+    already decided, and the DaemonSet then works without a scheduler, as before 1.12."""
     spec = ds.get("spec") or {}
     template = spec.get("template") or {}
     generation = meta_of(ds).get("generation")
@@ -105,7 +91,14 @@ def new_daemon_pod(ds: Mapping[str, Any], node_name: str) -> dict[str, Any]:
 
 
 def node_should_run_daemon_pod(ds: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[bool, bool]:
-    """``NodeShouldRunDaemonPod``: (should run, should continue running)."""
+    """``NodeShouldRunDaemonPod``: (should run, should continue running).
+
+    A node is eligible when the pod the DaemonSet would create for it fits by node name, by
+    ``nodeSelector`` and required node affinity, and by taints (untolerated NoSchedule or
+    NoExecute taints keep new pods away; only an untolerated NoExecute taint evicts a running
+    one). The verdicts come from ``scheduler``'s own NodeAffinity and TaintToleration helpers,
+    so the scheduler and this controller agree. A cordoned node is eligible: every daemon pod
+    tolerates ``node.kubernetes.io/unschedulable``."""
     spec = ds.get("spec") or {}
     template = spec.get("template") or {}
     node_name = str(meta_of(node).get("name", ""))
@@ -172,6 +165,9 @@ class DaemonSetController(WorkloadController):
             self.write_status(ds, self._status(ds, by_node, key))
 
     def _manage(self, ds: Mapping[str, Any], by_node: dict[str, list[dict[str, Any]]]) -> bool:
+        """``manage``: pods on nodes that should not run one, extra pods on a node (the oldest
+        is kept) and Failed pods are deleted; a Failed pod is replaced on the next sync.
+        Rolling updates are not modelled: a template change leaves existing pods alone."""
         changed = False
         for node in list(self.cluster.store.items("nodes")):
             node_name = str(meta_of(node).get("name", ""))
@@ -207,6 +203,12 @@ class DaemonSetController(WorkloadController):
     def _status(
         self, ds: Mapping[str, Any], by_node: dict[str, list[dict[str, Any]]], key: Key
     ) -> dict[str, Any]:
+        """``updateDaemonSetStatus``: ``desiredNumberScheduled``, ``currentNumberScheduled``,
+        ``numberMisscheduled``, ``numberReady``, ``numberAvailable``, ``numberUnavailable``,
+        ``updatedNumberScheduled``, ``observedGeneration`` — what ``kubectl rollout status
+        daemonset`` reads. A pod of an older template counts as not updated; one without a
+        ``controller-revision-hash`` label (seeded by a state file) counts as updated, so
+        ``kubectl rollout status`` completes on a seeded cluster."""
         spec = ds.get("spec") or {}
         min_ready = int(spec.get("minReadySeconds") or 0)
         template_hash = pod_template_hash(spec.get("template") or {})

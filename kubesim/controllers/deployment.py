@@ -1,23 +1,7 @@
 """The Deployment controller: one ReplicaSet per pod template, scaled to the Deployment.
 
 Reproduces the parts of ``pkg/controller/deployment`` that scaling and ``kubectl rollout
-status`` observe:
-
-* the ReplicaSet of the current template is named ``<deployment>-<pod-template-hash>``; the
-  hash is ``ComputeHash``'s shape (a 32-bit hash of the template and ``collisionCount``,
-  written with ``rand.SafeEncodeString``'s alphabet) over a canonical JSON encoding of the
-  template rather than Go's ``spew`` dump, so names are stable but not byte-identical to a
-  real cluster's. The label ``pod-template-hash`` goes on the ReplicaSet, its selector and its
-  template; the annotations ``deployment.kubernetes.io/revision``, ``desired-replicas`` and
-  ``max-replicas`` as ``SetNewReplicaSetAnnotations`` writes them;
-* ReplicaSets are adopted and released by selector like pods (``ClaimReplicaSets``); a
-  ReplicaSet is "new" when its template without ``pod-template-hash`` equals the Deployment's;
-* scale: the new ReplicaSet gets ``spec.replicas``. Rolling updates are not modelled: on a
-  template change the new ReplicaSet gets every replica at once and older ones go to 0;
-* status: ``observedGeneration``, ``replicas``/``updatedReplicas``/``readyReplicas``/
-  ``availableReplicas``/``unavailableReplicas`` summed from the ReplicaSets' statuses, and the
-  ``Available`` (``MinimumReplicasAvailable``) and ``Progressing`` (``NewReplicaSetCreated``,
-  ``ReplicaSetUpdated``, ``NewReplicaSetAvailable``) conditions with upstream's messages.
+status`` observe (``DeploymentController``).
 """
 
 from __future__ import annotations
@@ -50,7 +34,12 @@ MAX: Final = "deployment.kubernetes.io/max-replicas"
 
 
 def pod_template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
-    """A stable ``controller.ComputeHash`` of a pod template."""
+    """A stable ``controller.ComputeHash`` of a pod template.
+
+    ``ComputeHash``'s shape (a 32-bit hash of the template and ``collisionCount``, written
+    with ``rand.SafeEncodeString``'s alphabet) over a canonical JSON encoding of the template
+    rather than Go's ``spew`` dump, so names are stable but not byte-identical to a real
+    cluster's."""
     data = json.dumps(template, sort_keys=True, separators=(",", ":"))
     if collision_count:
         data += str(collision_count)
@@ -71,6 +60,16 @@ def _without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class DeploymentController(WorkloadController):
+    """One ReplicaSet per pod template, named ``<deployment>-<pod-template-hash>``.
+
+    The label ``pod-template-hash`` goes on the ReplicaSet, its selector and its template; the
+    annotations ``deployment.kubernetes.io/revision``, ``desired-replicas`` and
+    ``max-replicas`` as ``SetNewReplicaSetAnnotations`` writes them. A ReplicaSet is "new"
+    when its template without ``pod-template-hash`` equals the Deployment's, and gets
+    ``spec.replicas``. Rolling updates are not modelled: on a template change the new
+    ReplicaSet gets every replica at once and older ones go to 0.
+    """
+
     name = "deployment"
     component = "deployment-controller"
     storage = "deployments"
@@ -89,7 +88,8 @@ class DeploymentController(WorkloadController):
         return out
 
     def _replica_sets(self, dep: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """``ClaimReplicaSets``: controlled ReplicaSets plus orphans the selector matches."""
+        """``ClaimReplicaSets``: controlled ReplicaSets plus orphans the selector matches (adopted
+        and released by selector like pods)."""
         meta = meta_of(dep)
         namespace = str(meta.get("namespace", ""))
         uid = str(meta.get("uid", ""))
@@ -261,7 +261,12 @@ class DeploymentController(WorkloadController):
         *,
         created: bool,
     ) -> dict[str, Any]:
-        """``calculateStatus`` plus the conditions ``syncRolloutStatus`` maintains."""
+        """``calculateStatus`` plus the conditions ``syncRolloutStatus`` maintains:
+        ``observedGeneration``, ``replicas``/``updatedReplicas``/``readyReplicas``/
+        ``availableReplicas``/``unavailableReplicas`` summed from the ReplicaSets' statuses, and
+        the ``Available`` (``MinimumReplicasAvailable``) and ``Progressing``
+        (``NewReplicaSetCreated``, ``ReplicaSetUpdated``, ``NewReplicaSetAvailable``) conditions
+        with upstream's messages."""
 
         def total(field: str, sets: Iterable[Mapping[str, Any]]) -> int:
             return sum(int((rs.get("status") or {}).get(field) or 0) for rs in sets)

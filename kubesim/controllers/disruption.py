@@ -1,40 +1,8 @@
 """The disruption controller: keeps every PodDisruptionBudget's status, as kube-controller-manager.
 
-Reproduces ``pkg/controller/disruption/disruption.go``. For each PDB:
-
-* the pods are those of its namespace its selector matches (the PDB lister's policy/v1 rule:
-  ``{}`` selects every pod, an absent selector none);
-* ``expectedPods`` and ``desiredHealthy`` (``getExpectedPodCount``): with ``maxUnavailable``
-  (int or %) or a percentage ``minAvailable`` the expected count is the sum of the scales of
-  the pods' controllers (``getExpectedScale``: a ReplicaSet owned by a Deployment counts as the
-  Deployment, a ReplicationController, ReplicaSet or StatefulSet by its replicas, UIDs must
-  match the owner references). Pods
-  without a controller are "unmanaged" and add nothing. A pod whose controller cannot be found
-  is an error (``found no controllers for pod "NAME"``), and so is one owned by a kind without a
-  scale subresource (``daemonsets.apps does not implement the scale subresource``). An
-  integer ``minAvailable`` needs no controller: expected is the number of pods and desired the
-  integer. Percentages round up (``GetScaledValueFromIntOrPercent(..., true)``);
-* ``currentHealthy``: Ready pods that are neither being deleted nor listed in
-  ``disruptedPods`` within the deletion timeout;
-* ``disruptedPods``: entries of pods that are gone or terminating are dropped, entries older than
-  ``DeletionTimeout`` (2 minutes, × ``time_scale`` here) are dropped and the pod counts again;
-  the PDB is re-synced when the oldest entry expires (the recheck queue);
-* ``disruptionsAllowed = currentHealthy - desiredHealthy``, 0 when negative or when
-  ``expectedPods`` is 0; ``observedGeneration = generation``; the ``DisruptionAllowed``
-  condition True/SufficientPods or False/InsufficientPods;
-* a sync error takes ``failSafe``: ``disruptionsAllowed`` 0 and the condition False/SyncFailed
-  with the error as message, leaving ``observedGeneration`` unchanged (so evictions get the
-  "still being processed" 429 until the PDB can be computed).
-
-The status is written only when it differs (``updatePdbStatus``). The controller is driven by
-store events (pods, PDBs, ReplicationControllers, ReplicaSets, Deployments, StatefulSets), so
-a status follows a change within the same event-loop turn burst, not after a poll.
-
-A test can pin a PDB's status: the annotation ``kubesim.io/static-status: "true"`` on the PDB,
-or ``Simulator.pin_pdb(namespace, name, status)``, makes this controller leave the status alone
-(the eviction subresource still decrements it, as it would a stale budget). Events
-(``NoPods``, ``UnmanagedPods``, ``NotDeleted``) and the stale ``DisruptionTarget`` cleanup are
-not reproduced.
+Reproduces ``pkg/controller/disruption/disruption.go`` as pure functions over a budget and its
+pods (``compute_status``, ``fail_safe_status``) and a watch-driven ``DisruptionController``
+that writes what they answer.
 """
 
 from __future__ import annotations
@@ -142,7 +110,18 @@ def get_expected_scale(
 def get_expected_pod_count(
     pdb: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], find: ScaleFinder
 ) -> ExpectedCount:
-    """``getExpectedPodCount``."""
+    """``getExpectedPodCount``: ``expectedPods`` and ``desiredHealthy``.
+
+    With ``maxUnavailable`` (int or %) or a percentage ``minAvailable`` the expected count is
+    the sum of the scales of the pods' controllers (``get_expected_scale``: a ReplicaSet owned
+    by a Deployment counts as the Deployment, a ReplicationController, ReplicaSet or
+    StatefulSet by its replicas, UIDs must match the owner references). Pods without a
+    controller are "unmanaged" and add nothing. A pod whose controller cannot be found is an
+    error (``found no controllers for pod "NAME"``), and so is one owned by a kind without a
+    scale subresource (``daemonsets.apps does not implement the scale subresource``). An
+    integer ``minAvailable`` needs no controller: expected is the number of pods and desired
+    the integer. Percentages round up (``GetScaledValueFromIntOrPercent(..., true)``).
+    """
     spec = pdb.get("spec") or {}
     max_unavailable = spec.get("maxUnavailable")
     min_available = spec.get("minAvailable")
@@ -165,7 +144,11 @@ def build_disrupted_pod_map(
     now: float,
     timeout: float,
 ) -> tuple[dict[str, float], float | None]:
-    """``buildDisruptedPodMap``: live entries and when the oldest one expires."""
+    """``buildDisruptedPodMap``: live entries and when the oldest one expires.
+
+    Entries of pods that are gone or terminating are dropped, and so are entries older than
+    ``DeletionTimeout`` (2 minutes, × ``time_scale`` here): the pod counts again. The budget is
+    synced again when the oldest entry expires (the recheck queue)."""
     result: dict[str, float] = {}
     recheck: float | None = None
     if not disrupted:
@@ -191,7 +174,8 @@ def build_disrupted_pod_map(
 def count_healthy_pods(
     pods: Iterable[Mapping[str, Any]], disrupted: Mapping[str, float], *, now: float, timeout: float
 ) -> int:
-    """``countHealthyPods``."""
+    """``countHealthyPods``: Ready pods that are neither being deleted nor listed in
+    ``disruptedPods`` within the deletion timeout."""
     healthy = 0
     for pod in pods:
         meta = pod.get("metadata") or {}
@@ -221,7 +205,12 @@ def compute_status(
 ) -> tuple[dict[str, Any], float | None]:
     """The status ``trySync`` + ``updatePdbStatus`` would write, and the next recheck time.
 
-    Raises SyncError when the expected count cannot be computed.
+    The pods are those of the budget's namespace its selector matches (the PDB lister's
+    policy/v1 rule: ``{}`` selects every pod, an absent selector none).
+    ``disruptionsAllowed = currentHealthy - desiredHealthy``, 0 when negative or when
+    ``expectedPods`` is 0; ``observedGeneration = generation``; the ``DisruptionAllowed``
+    condition True/SufficientPods or False/InsufficientPods. Raises SyncError when the expected
+    count cannot be computed (the caller then writes ``fail_safe_status``).
     """
     counts = get_expected_pod_count(pdb, pods, find)
     live, recheck = build_disrupted_pod_map(pods, disrupted, now=now, timeout=timeout)
@@ -252,7 +241,9 @@ def compute_status(
 
 
 def fail_safe_status(pdb: Mapping[str, Any], error: str, *, now: float) -> dict[str, Any]:
-    """``failSafe``: no disruptions allowed, condition SyncFailed, the rest unchanged."""
+    """``failSafe``: no disruptions allowed, condition False/SyncFailed with the error as its
+    message, the rest unchanged — ``observedGeneration`` too, so evictions get the "still being
+    processed" 429 until the budget can be computed."""
     status: dict[str, Any] = clone(pdb.get("status") or {})
     status["disruptionsAllowed"] = 0
     conditions = status.setdefault("conditions", [])
@@ -291,7 +282,17 @@ def _same_status(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 class DisruptionController:
-    """Watch-driven PDB status writer; see the module docstring."""
+    """Watch-driven PDB status writer.
+
+    Driven by store events (pods, PDBs, ReplicationControllers, ReplicaSets, Deployments,
+    StatefulSets), so a status follows a change within the same event-loop burst, not after a
+    poll; the status is written only when it differs (``updatePdbStatus``). A test can pin a
+    budget's status: the annotation ``kubesim.io/static-status: "true"`` on it, or
+    ``Simulator.pin_pdb(namespace, name, status)``, makes this controller leave the status
+    alone (the eviction subresource still decrements it, as it would a stale budget). Events
+    (``NoPods``, ``UnmanagedPods``, ``NotDeleted``) and the stale ``DisruptionTarget`` cleanup
+    are not reproduced.
+    """
 
     name = "disruption"
 

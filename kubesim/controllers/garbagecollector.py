@@ -1,22 +1,8 @@
 """The garbage collector: dependents go when their owners are gone.
 
 Reproduces the outcome of ``pkg/controller/garbagecollector`` (``attemptToDeleteItem``,
-``processDeletingDependentsItem``, ``orphanDependents``) from the store's watch:
-
-* an object whose ``ownerReferences`` all name objects that do not exist (no object of that
-  kind, namespace and name with that UID) is deleted — background propagation, what
-  ``kubectl delete deployment`` asks for, so the ReplicaSet and then its pods go. Pods are
-  deleted gracefully, as the GC's delete without options does. An object that keeps at least
-  one live owner only loses the dangling references;
-* foreground deletion: an owner being deleted with the ``foregroundDeletion`` finalizer has
-  its dependents deleted, and the finalizer is removed once no dependent with
-  ``blockOwnerDeletion: true`` is left;
-* orphaning: an owner being deleted with the ``orphan`` finalizer has itself removed from its
-  dependents' owner references, then the finalizer removed.
-
-As upstream, dangling references found when the collector starts count too: a state that
-seeds pods owned by a ReplicaSet it does not contain loses those pods unless this controller
-is disabled (``Simulator(disabled_controllers={"garbagecollector"})``).
+``processDeletingDependentsItem``, ``orphanDependents``) from the store's watch
+(``GarbageCollector``).
 """
 
 from __future__ import annotations
@@ -45,6 +31,24 @@ SKIPPED: Final = frozenset({"events"})
 
 
 class GarbageCollector:
+    """Background, foreground and orphan propagation, as the collector's outcome.
+
+    * an object whose ``ownerReferences`` all name objects that do not exist (no object of
+      that kind, namespace and name with that UID) is deleted — background propagation, what
+      ``kubectl delete deployment`` asks for, so the ReplicaSet and then its pods go. Pods are
+      deleted gracefully, as the GC's delete without options does. An object that keeps at
+      least one live owner only loses the dangling references (``_attempt_to_delete``);
+    * foreground deletion: an owner being deleted with the ``foregroundDeletion`` finalizer
+      has its dependents deleted, and the finalizer is removed once no dependent with
+      ``blockOwnerDeletion: true`` is left (``_process_deleting_owner``);
+    * orphaning: an owner being deleted with the ``orphan`` finalizer has itself removed from
+      its dependents' owner references, then the finalizer removed.
+
+    As upstream, dangling references found when the collector starts count too: a state that
+    seeds pods owned by a ReplicaSet it does not contain loses those pods unless this
+    controller is disabled (``Simulator(disabled_controllers={"garbagecollector"})``).
+    """
+
     name = "garbagecollector"
 
     def __init__(self) -> None:

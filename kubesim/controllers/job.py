@@ -1,25 +1,8 @@
 """The Job controller: runs pods until enough of them Succeeded.
 
-Reproduces the ``NonIndexed`` path of ``pkg/controller/job/job_controller.go``:
-
-* the pods are those labelled ``batch.kubernetes.io/controller-uid=<uid>`` (the selector the
-  apiserver generates for a Job without ``manualSelector``) or matched by ``spec.selector``,
-  and controlled by the Job; they carry ``batch.kubernetes.io/job-name``/``job-name`` and
-  ``batch.kubernetes.io/controller-uid``/``controller-uid`` labels;
-* ``completions`` and ``parallelism`` default to 1; while fewer than ``completions`` pods
-  Succeeded, ``min(parallelism, completions - succeeded)`` are kept active; with
-  ``completions`` unset (a work queue) the Job is done once any pod Succeeded and none is
-  active;
-* more Failed pods than ``backoffLimit`` (default 6) fail the Job: conditions
-  ``FailureTarget`` and ``Failed`` with reason ``BackoffLimitExceeded`` and the message
-  ``Job has reached the specified backoff limit``, active pods deleted;
-* success sets ``completionTime`` and the conditions ``SuccessCriteriaMet`` then ``Complete``
-  (the 1.31+ order) with ``status "True"``; ``startTime``, ``active``, ``ready``,
-  ``succeeded``, ``failed`` and ``uncountedTerminatedPods`` are kept current. Counts never go
-  down when finished pods are deleted (upstream tracks them with a finalizer).
-
-How long a pod runs is the kubelet's business (``kubesim.node.kubelet``): the configured
-``job_duration`` or the pod's ``kubesim.io/run-for`` annotation.
+Reproduces the ``NonIndexed`` path of ``pkg/controller/job/job_controller.go``
+(``JobController``). How long a pod runs is the kubelet's business (``kubesim.node.kubelet``):
+the configured ``job_duration`` or the pod's ``kubesim.io/run-for`` annotation.
 """
 
 from __future__ import annotations
@@ -53,6 +36,25 @@ def _int(spec: Mapping[str, Any], key: str, default: int | None) -> int | None:
 
 
 class JobController(WorkloadController):
+    """The ``NonIndexed`` Job's sync:
+
+    * the pods are those labelled ``batch.kubernetes.io/controller-uid=<uid>`` (the selector the
+      apiserver generates for a Job without ``manualSelector``) or matched by ``spec.selector``,
+      and controlled by the Job; they carry ``batch.kubernetes.io/job-name``/``job-name`` and
+      ``batch.kubernetes.io/controller-uid``/``controller-uid`` labels;
+    * ``completions`` and ``parallelism`` default to 1; while fewer than ``completions`` pods
+      Succeeded, ``min(parallelism, completions - succeeded)`` are kept active; with
+      ``completions`` unset (a work queue) the Job is done once any pod Succeeded and none is
+      active;
+    * more Failed pods than ``backoffLimit`` (default 6) fail the Job: conditions
+      ``FailureTarget`` and ``Failed`` with reason ``BackoffLimitExceeded`` and the message
+      ``Job has reached the specified backoff limit``, active pods deleted;
+    * success sets ``completionTime`` and the conditions ``SuccessCriteriaMet`` then ``Complete``
+      (the 1.31+ order) with ``status "True"``; ``startTime``, ``active``, ``ready``,
+      ``succeeded``, ``failed`` and ``uncountedTerminatedPods`` are kept current. Counts never go
+      down when finished pods are deleted (upstream tracks them with a finalizer).
+    """
+
     name = "job"
     component = "job-controller"
     storage = "jobs"

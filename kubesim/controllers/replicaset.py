@@ -2,23 +2,10 @@
 
 Reproduces ``pkg/controller/replicaset/replica_set.go`` (``syncReplicaSet``,
 ``manageReplicas``, ``calculateStatus``); the ReplicationController manager upstream is the
-same code behind an adapter, and here a subclass whose selector is a plain label map.
-
-* The pods are those ``ClaimPods`` gives: controlled by the ReplicaSet (UID match), plus
-  orphans its selector matches, adopted by writing an owner reference; a controlled pod the
-  selector no longer matches is released.
-* Active pods (not terminal, not being deleted) are counted against ``spec.replicas``
-  (defaulted to 1): missing ones are created from the template with ``generateName`` of the
-  ReplicaSet's name (``web-5d4f8-`` + five random characters from the apiserver) — at most
-  ``burstReplicas`` (500) per sync, as upstream; extra ones are deleted in
-  ``ActivePodsWithRanks`` order (unscheduled, pending, not ready and newest first).
-* Status: ``replicas`` (active pods), ``fullyLabeledReplicas`` (those carrying every template
-  label), ``readyReplicas``, ``availableReplicas`` (Ready for ``minReadySeconds``, re-synced
-  when that elapses), ``observedGeneration``; written only when it changes.
-
-A replaced pod is just a new pod: an evicted or deleted pod leaves the active set as soon as
-it is marked for deletion, so the replacement is created while the old one terminates, as in
-a cluster.
+same code behind an adapter, and here a subclass whose selector is a plain label map. A
+replaced pod is just a new pod: an evicted or deleted pod leaves the active set as soon as it
+is marked for deletion, so the replacement is created while the old one terminates, as in a
+cluster.
 """
 
 from __future__ import annotations
@@ -56,6 +43,9 @@ class ReplicaSetController(WorkloadController):
     watched = ("replicasets", "pods")
 
     def sync(self, key: Key) -> None:
+        """``syncReplicaSet`` over the pods ``ClaimPods`` gives: controlled by the ReplicaSet
+        (UID match), plus orphans its selector matches, adopted by writing an owner
+        reference; a controlled pod the selector no longer matches is released."""
         rs = self.cluster.store.get(self.storage, key)
         if rs is None:
             return  # the garbage collector removes its pods
@@ -69,6 +59,11 @@ class ReplicaSetController(WorkloadController):
         self.write_status(rs, self.calculate_status(rs, pods, key))
 
     def manage_replicas(self, rs: Mapping[str, Any], pods: list[dict[str, Any]]) -> None:
+        """Active pods (not terminal, not being deleted) against ``spec.replicas`` (defaulted
+        to 1): missing ones are created from the template with ``generateName`` of the
+        ReplicaSet's name (``web-5d4f8-`` + five random characters from the apiserver) — at
+        most ``burstReplicas`` (500) per sync, as upstream; extra ones are deleted in
+        ``ActivePodsWithRanks`` order (unscheduled, pending, not ready and newest first)."""
         diff = len(pods) - spec_replicas(rs)
         template = (rs.get("spec") or {}).get("template") or {}
         if diff < 0:
@@ -82,6 +77,10 @@ class ReplicaSetController(WorkloadController):
     def calculate_status(
         self, rs: Mapping[str, Any], pods: list[dict[str, Any]], key: Key
     ) -> dict[str, Any]:
+        """``replicas`` (active pods), ``fullyLabeledReplicas`` (those carrying every
+        template label), ``readyReplicas``, ``availableReplicas`` (Ready for
+        ``minReadySeconds``, re-synced when that elapses), ``observedGeneration``; written
+        only when it changes."""
         spec = rs.get("spec") or {}
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         min_ready = int(spec.get("minReadySeconds") or 0)

@@ -1,25 +1,9 @@
 """The StatefulSet controller: pods with stable names, recreated under the same name.
 
 Reproduces ``pkg/controller/statefulset`` (``StatefulSetControl.UpdateStatefulSet``) without
-volumes or rolling updates:
-
-* pod ``i`` is ``<set>-<i>`` for ``0 <= i < replicas`` with the template's labels plus
-  ``statefulset.kubernetes.io/pod-name``, ``apps.kubernetes.io/pod-index`` and
-  ``controller-revision-hash``, ``spec.hostname`` = the pod's name and ``spec.subdomain`` =
-  ``serviceName``;
-* a pod that is gone is created again under the same name — a new object with a new UID.
-  That is the case a drain must handle: the name it evicted comes back
-  (kubernetes/kubernetes#138229). A Failed or Succeeded pod is deleted so it can come back;
-* ``podManagementPolicy: OrderedReady`` (the default) creates one pod at a time, in ordinal
-  order, only when every lower ordinal is Running and Ready, and while any pod is terminating
-  it waits; scale-down removes the highest ordinal first, one at a time, once the rest are
-  Ready. ``Parallel`` creates and deletes them all at once;
-* rolling updates are not modelled: pods of an older template stay; a pod without a
-  ``controller-revision-hash`` label (seeded by a state file) counts as current;
-* status: ``observedGeneration``, ``replicas``, ``readyReplicas``, ``currentReplicas``,
-  ``updatedReplicas``, ``availableReplicas``, ``currentRevision`` = ``updateRevision``
-  (``<set>-<hash>``; ControllerRevision objects are not served), ``collisionCount`` — what
-  ``kubectl rollout status statefulset`` reads.
+volumes or rolling updates. A pod that is gone is created again under the same name — a new
+object with a new UID: the case a drain must handle, since the name it evicted comes back
+(kubernetes/kubernetes#138229).
 """
 
 from __future__ import annotations
@@ -97,6 +81,12 @@ class StatefulSetController(WorkloadController):
         revision: str,
         parallel: bool,
     ) -> None:
+        """A pod that is gone is created again under the same name; a Failed or Succeeded pod
+        is deleted so it can come back. ``podManagementPolicy: OrderedReady`` (the default)
+        creates one pod at a time, in ordinal order, only when every lower ordinal is Running
+        and Ready, and while any pod is terminating it waits; scale-down removes the highest
+        ordinal first, one at a time, once the rest are Ready. ``Parallel`` (``parallel``)
+        creates and deletes them all at once."""
         # Terminal pods are deleted and come back (``isFailed``/``isSucceeded`` in the loop).
         for _, pod in sorted(pods.items()):
             phase = (pod.get("status") or {}).get("phase")
@@ -132,6 +122,10 @@ class StatefulSetController(WorkloadController):
                 return
 
     def _new_pod(self, sts: Mapping[str, Any], ordinal: int, revision: str) -> dict[str, Any]:
+        """Pod ``i``: ``<set>-<i>`` with the template's labels plus
+        ``statefulset.kubernetes.io/pod-name``, ``apps.kubernetes.io/pod-index`` and
+        ``controller-revision-hash``, ``spec.hostname`` = the pod's name and ``spec.subdomain``
+        = ``serviceName``."""
         name = f"{meta_of(sts).get('name', '')}-{ordinal}"
         spec = sts.get("spec") or {}
         pod = pod_from_template(
@@ -152,6 +146,12 @@ class StatefulSetController(WorkloadController):
     def _status(
         self, sts: Mapping[str, Any], pods: dict[int, dict[str, Any]], revision: str, key: Key
     ) -> dict[str, Any]:
+        """``observedGeneration``, ``replicas``, ``readyReplicas``, ``currentReplicas``,
+        ``updatedReplicas``, ``availableReplicas``, ``currentRevision`` = ``updateRevision``
+        (``<set>-<hash>``; ControllerRevision objects are not served), ``collisionCount`` —
+        what ``kubectl rollout status statefulset`` reads. Rolling updates are not modelled:
+        pods of an older template stay; a pod without a ``controller-revision-hash`` label
+        (seeded by a state file) counts as current."""
         spec = sts.get("spec") or {}
         min_ready = int(spec.get("minReadySeconds") or 0)
         now = self.now()

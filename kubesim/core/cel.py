@@ -1,30 +1,14 @@
 """CEL for admission policies: compile once, evaluate many times, errors in cel-go's words.
 
-kube-apiserver compiles every expression of a policy when the policy is written (a syntax
-error is a 422 naming the field, ``compilation failed: ERROR: <input>:1:13: Syntax error: ...``)
-and evaluates the compiled program per request; a runtime error (a missing key, a division by
-zero, a type mismatch) becomes ``expression '<expr>' resulted in error: <error>`` and is then
-handled by the policy's ``failurePolicy``.
-
-The CEL itself is the ``common-expression-language`` package (module ``cel``, Rust bindings of
-the ``cel`` crate). It was chosen over ``cel-python`` (``celpy``) after measuring both on the
-expressions kube policies are written with (``has()``, ``all``/``exists``/``map``/``filter``,
-``in`` on maps and lists, ``startsWith``/``matches``, ``null`` for ``oldObject``, ``[...]``
-indexing — both evaluate all of them):
-
-* evaluation, including the conversion of a Pod-sized activation: ~60 µs against ~1.1 ms;
-* compilation: ~1 ms per expression against ~45 ms (lark), so a policy write stays cheap;
-* its syntax errors are cel-go's (``ERROR: <input>:1:13: Syntax error: mismatched input ...``
-  with the caret lines), which is what kube-apiserver prints in its 422;
-* import: ~0.15 s against ~0.07-0.1 s — paid only once a policy exists (the import is lazy).
-
-What it lacks, and what kubesim therefore does not have either: the optional-field syntax
-(``object.?spec``), kube's CEL libraries beyond the standard ones (``lowerAscii``, ``split``,
-``quantity``, ``url``, ``authorizer``...), and static type checking — an expression that does
-not return a bool is found at run time (it denies), not at create. References to variables a
-policy does not declare (``params`` without ``paramKind``, a misspelling) are rejected at
-create with cel-go's ``undeclared reference to 'x' (in container '')``; a macro's iteration
-variable (``x`` in ``list.all(x, ...)``) is the macro's own, not such a reference.
+kube-apiserver compiles every expression of a policy when the policy is written
+(``compile_expression``) and evaluates the compiled program per request (``evaluate``). The
+CEL itself is the ``common-expression-language`` package (module ``cel``, Rust bindings of the
+``cel`` crate), chosen over ``cel-python`` (``celpy``) by measuring both on the expressions kube
+policies are written with (``has()``, ``all``/``exists``/``map``/``filter``, ``in`` on maps and
+lists, ``startsWith``/``matches``, ``null`` for ``oldObject``, ``[...]`` indexing — both
+evaluate all of them): evaluation with a Pod-sized activation ~60 µs against ~1.1 ms,
+compilation ~1 ms against ~45 ms, syntax errors in cel-go's words, import ~0.15 s against
+~0.07-0.1 s (paid only once a policy exists: the import is lazy).
 """
 
 from __future__ import annotations
@@ -116,7 +100,18 @@ def _undeclared(expression: str, name: str) -> str:
 def compile_expression(
     expression: str, *, declared: Iterable[str], variables: Iterable[str] | None = None
 ) -> Program:
-    """Compile ``expression``; ``CelError`` with cel-go's issue text when it does not.
+    """Compile ``expression``; ``CelError`` with cel-go's issue text when it does not (a 422
+    naming the field, ``compilation failed: ERROR: <input>:1:13: Syntax error: ...`` with the
+    caret lines, as kube-apiserver prints it when the policy is written).
+
+    What the library lacks, and what kubesim therefore does not have either: the
+    optional-field syntax (``object.?spec``), kube's CEL libraries beyond the standard ones
+    (``lowerAscii``, ``split``, ``quantity``, ``url``, ``authorizer``...), and static type
+    checking — an expression that does not return a bool is found at run time (it denies), not
+    at create. References to variables a policy does not declare (``params`` without
+    ``paramKind``, a misspelling) are rejected here with cel-go's ``undeclared reference to
+    'x' (in container '')``; a macro's iteration variable (``x`` in ``list.all(x, ...)``) is
+    the macro's own, not such a reference.
 
     ``variables``, when given, are the names ``variables.NAME`` may read (a policy's
     ``spec.variables`` declared so far); another name is cel-go's ``undefined field``.
@@ -189,7 +184,9 @@ class Activation:
 
 
 def evaluate(program: Program, activation: Activation) -> Any:
-    """Run ``program``; ``CelError`` with the runtime error's text when it fails."""
+    """Run ``program``; ``CelError`` with the runtime error's text when it fails (a missing
+    key, a division by zero, a type mismatch: ``expression '<expr>' resulted in error:
+    <error>`` to the policy, whose ``failurePolicy`` then decides)."""
     try:
         context = activation.context(program.variables)
         return program.program.execute(context)

@@ -1,21 +1,8 @@
 """PATCH bodies: JSON Patch (RFC 6902), JSON Merge Patch (RFC 7386), strategic merge patch.
 
-kube-apiserver's ``patchResource`` accepts three content types (plus server-side apply, which
-kubesim refuses with 415 like a server without it):
-
-* ``application/json-patch+json`` — a list of operations; a malformed document is a 400, an
-  operation that does not apply (missing path, failed ``test``) a 422 ``the server rejected our
-  request due to an error in our request`` with the library's message as the cause;
-* ``application/merge-patch+json`` — objects merge recursively, ``null`` deletes, lists replace;
-* ``application/strategic-merge-patch+json`` — like merge patch, but lists declared with
-  ``patchStrategy:"merge"`` in the Go types merge element-wise by their ``patchMergeKey``
-  (containers by ``name``, conditions by ``type``, ownerReferences by ``uid``, ...), lists of
-  primitives with the merge strategy are unions, and the directives kubectl emits for
-  three-way patches are honoured: ``$patch: replace|delete|merge``,
-  ``$setElementOrder/<field>``, ``$deleteFromPrimitiveList/<field>`` and ``$retainKeys``.
-  Lists without a strategy (``tolerations``, node ``taints``) are replaced, as in kube.
-
-The per-kind patch metadata below is the subset of the Go struct tags the served kinds need.
+kube-apiserver's ``patchResource`` accepts three content types (``apply_patch``), plus
+server-side apply, which kubesim refuses with 415 like a server without it. The per-kind patch
+metadata below is the subset of the Go struct tags the served kinds need.
 """
 
 from __future__ import annotations
@@ -116,7 +103,16 @@ def _decode(body: bytes) -> Any:
 def apply_patch(
     original: Mapping[str, Any], body: bytes, content_type: str, *, kind: str
 ) -> dict[str, Any]:
-    """Apply a PATCH body of ``content_type`` to ``original`` (not modified)."""
+    """Apply a PATCH body of ``content_type`` to ``original`` (not modified).
+
+    * ``application/json-patch+json`` — a list of operations; a malformed document is a 400,
+      an operation that does not apply (missing path, failed ``test``) a 422 ``the server
+      rejected our request due to an error in our request`` with the library's message as the
+      cause;
+    * ``application/merge-patch+json`` — objects merge recursively, ``null`` deletes, lists
+      replace (``json_merge_patch``);
+    * ``application/strategic-merge-patch+json`` — ``strategic_merge_patch``.
+    """
     if content_type == JSON_PATCH:
         return json_patch(original, _decode(body))
     patch = _decode(body)
@@ -302,6 +298,13 @@ _DELETE_PRIMITIVE: Final = "$deleteFromPrimitiveList/"
 def strategic_merge_patch(
     original: Mapping[str, Any], patch: Mapping[str, Any], meta: PatchMeta
 ) -> Any:
+    """Like merge patch, but lists declared with ``patchStrategy:"merge"`` in the Go types
+    merge element-wise by their ``patchMergeKey`` (containers by ``name``, conditions by
+    ``type``, ownerReferences by ``uid``, ...; ``meta``), lists of primitives with the merge
+    strategy are unions, and the directives kubectl emits for three-way patches are honoured:
+    ``$patch: replace|delete|merge``, ``$setElementOrder/<field>``,
+    ``$deleteFromPrimitiveList/<field>`` and ``$retainKeys``. Lists without a strategy
+    (``tolerations``, node ``taints``) are replaced, as in kube."""
     try:
         return _merge_map(clone(dict(original)), patch, "", meta)
     except _PatchFailed as exc:

@@ -2,26 +2,9 @@
 
 kube-apiserver knows its kinds through ``runtime.Scheme`` and a ``RESTMapper``, and each
 resource through a REST storage plus a strategy; the facts a client can observe are gathered
-here, one ``ResourceType`` per group/version/resource (``Scheme`` looks them up; the objects
-themselves live in ``kubesim.core.store`` and are written by ``kubesim.registry``):
-
-* discovery: group, version, kind, plural, singular, namespaced, short names, categories,
-  verbs, subresources (``/api/v1``, ``/apis/{g}/{v}``, aggregated discovery);
-* strategy: whether ``status`` is a subresource (then the main resource ignores status
-  changes and the status subresource ignores everything else), whether ``metadata.generation``
-  is kept (kinds with a ``spec``), whether a delete answers with the object
-  (``ReturnDeletedObject``) or a Success ``Status``, whether PUT may create
-  (``AllowCreateOnUpdate``, true only for events here);
-* field selectors: the labels each kind's ``GetAttrs``/``ConvertFieldLabel`` accepts; any
-  other label is a 400 ``field label not supported: <label>``.
-
-``replicationcontrollers`` are served (with ``scale``) because drains, the disruption
-controller and ``kubectl get all`` meet pods they own on old clusters. ``pods/eviction`` can be
-left out (``default_scheme(eviction_subresource=False)``): a server without the Eviction API,
-which clients detect through discovery before falling back to DELETE.
-
-``events`` exist in two groups with one storage, as in kube (``events.k8s.io/v1`` is a
-conversion of the core ``v1`` Event); the converters live in ``kubesim.core.events``.
+here, one ``ResourceType`` per group/version/resource (``Scheme`` looks them up, and
+``default_scheme`` says which are served); the objects themselves live in
+``kubesim.core.store`` and are written by ``kubesim.registry``.
 """
 
 from __future__ import annotations
@@ -66,6 +49,19 @@ class Subresource:
 
 @dataclass(frozen=True, slots=True)
 class ResourceType:
+    """What a client can observe of one served resource:
+
+    * discovery: group, version, kind, plural, singular, namespaced, short names, categories,
+      verbs, subresources (``/api/v1``, ``/apis/{g}/{v}``, aggregated discovery);
+    * strategy: whether ``status`` is a subresource (then the main resource ignores status
+      changes and the status subresource ignores everything else), whether ``metadata.generation``
+      is kept (kinds with a ``spec``), whether a delete answers with the object
+      (``ReturnDeletedObject``) or a Success ``Status``, whether PUT may create
+      (``AllowCreateOnUpdate``, true only for events here);
+    * field selectors: the labels each kind's ``GetAttrs``/``ConvertFieldLabel`` accepts; any
+      other label is a 400 ``field label not supported: <label>``.
+    """
+
     group: str
     version: str
     kind: str
@@ -596,6 +592,11 @@ def default_scheme(*, eviction_subresource: bool = True) -> Scheme:
 
     Clients probe discovery for ``pods/eviction`` before choosing the Eviction API over a plain
     DELETE (``kubectl drain``'s ``CheckEvictionSupport``); hiding it lets that fallback be tested.
+
+    ``replicationcontrollers`` are served (with ``scale``) because drains, the disruption
+    controller and ``kubectl get all`` meet pods they own on old clusters. ``events`` exist in
+    two groups with one storage, as in kube (``events.k8s.io/v1`` is a conversion of the core
+    ``v1`` Event); the converters live in ``kubesim.core.events``.
     """
     types = _build()
     if not eviction_subresource:

@@ -1,20 +1,4 @@
-"""The object store: etcd plus the watch cache of kube-apiserver, in memory.
-
-Reproduced behaviour:
-
-* one global, strictly increasing ``resourceVersion`` (etcd's revision), written as a string
-  of decimal digits; every write of any object takes the next one, and a list carries the
-  current one in ``metadata.resourceVersion``;
-* keys ordered as etcd orders ``/registry/<resource>/<namespace>/<name>``, so lists come
-  back sorted by namespace then name;
-* a bounded event history per resource (the watch cache's ring). A watch or a
-  ``resourceVersionMatch=Exact`` list older than what the ring still holds gets 410
-  ``too old resource version: <rv> (<oldest-1>)``, like ``watchCache.getAllEventsSinceLocked``;
-* DELETED events carry the last state of the object with the deletion's resourceVersion, as
-  etcd3's watcher does;
-* paged lists are consistent snapshots: the continue token remembers the revision of the first
-  page, and later pages are served as of that revision (rebuilt from the history), or 410 when
-  it has been compacted away — the apiserver's ``The provided continue parameter is too old``.
+"""The object store: etcd plus the watch cache of kube-apiserver, in memory (``Store``).
 
 Stored objects are never mutated: writers hand in a fresh dict and readers get the stored one
 and must copy before changing it (``clone``). The encoded JSON of each object is cached, so a
@@ -111,7 +95,24 @@ class _Resource:
 
 
 class Store:
-    """In-memory storage for every resource, with history and watch fan-out."""
+    """In-memory storage for every resource, with history and watch fan-out.
+
+    * one global, strictly increasing ``resourceVersion`` (etcd's revision), written as a
+      string of decimal digits; every write of any object takes the next one, and a list
+      carries the current one in ``metadata.resourceVersion``;
+    * keys ordered as etcd orders ``/registry/<resource>/<namespace>/<name>``, so lists come
+      back sorted by namespace then name;
+    * a bounded event history per resource (the watch cache's ring). A watch or a
+      ``resourceVersionMatch=Exact`` list older than what the ring still holds gets 410
+      ``too old resource version: <rv> (<oldest-1>)``, like
+      ``watchCache.getAllEventsSinceLocked`` (``events_since``, ``TooOld``);
+    * DELETED events carry the last state of the object with the deletion's
+      resourceVersion, as etcd3's watcher does;
+    * paged lists are consistent snapshots: the continue token remembers the revision of the
+      first page, and later pages are served as of that revision (rebuilt from the history),
+      or 410 when it has been compacted away — the apiserver's ``The provided continue
+      parameter is too old``.
+    """
 
     def __init__(self, *, history_size: int = 10000) -> None:
         self.history_size = history_size

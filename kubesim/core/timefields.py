@@ -2,22 +2,8 @@
 
 kube-apiserver decodes every body into Go types, so a timestamp is whatever
 ``metav1.Time``/``metav1.MicroTime`` make of it (``k8s.io/apimachinery/pkg/apis/meta/v1``):
-
-* ``metav1.Time`` reads ``time.Parse(time.RFC3339, s)`` — any offset, any fraction — and
-  writes ``t.UTC().Format(time.RFC3339)``: UTC, ``Z``, whole seconds (the fraction is cut, not
-  rounded). ``2026-01-01T12:00:00.7+02:00`` is stored as ``2026-01-01T10:00:00Z``;
-* ``metav1.MicroTime`` (Event ``eventTime``, ``series.lastObservedTime``, Lease ``acquireTime``/
-  ``renewTime``) reads ``time.Parse("2006-01-02T15:04:05.000000Z07:00", s)``: exactly six
-  fractional digits, which is why a Python client's ``datetime.isoformat()`` without
-  microseconds is refused by a real cluster; it writes UTC with six digits and ``Z``;
-* ``null`` is the zero time; anything else that does not parse — a timestamp without a zone
-  above all — makes the whole body a 400 ``<Kind> in version "<v>" cannot be handled as a
-  <Kind>: parsing time "..." as "...": cannot parse "..." as "..."`` (the decoder returns the
-  ``time.ParseError`` unwrapped).
-
-The parser here walks the layout element by element as Go's ``time.parse`` does, so the error
-names the same remaining text and layout element. Only the known time fields of the kinds
-kubesim serves are converted; a field of another kind is left as sent.
+``parse_go_time`` reads, ``reencode`` writes. Only the known time fields of the kinds kubesim
+serves are converted (``time_fields``); a field of another kind is left as sent.
 """
 
 from __future__ import annotations
@@ -81,7 +67,18 @@ def _leap(year: int) -> bool:
 
 
 def parse_go_time(text: str, *, micro: bool) -> _Parsed:
-    """``time.Parse(RFC3339 or RFC3339Micro, text)`` with Go's error messages."""
+    """``time.Parse(RFC3339 or RFC3339Micro, text)`` with Go's error messages.
+
+    ``metav1.Time`` reads ``time.Parse(time.RFC3339, s)`` — any offset, any fraction.
+    ``metav1.MicroTime`` (Event ``eventTime``, ``series.lastObservedTime``, Lease
+    ``acquireTime``/``renewTime``) reads ``time.Parse("2006-01-02T15:04:05.000000Z07:00", s)``:
+    exactly six fractional digits, which is why a Python client's ``datetime.isoformat()``
+    without microseconds is refused by a real cluster. Anything that does not parse — a
+    timestamp without a zone above all — makes the whole body a 400 ``<Kind> in version "<v>"
+    cannot be handled as a <Kind>: parsing time "..." as "...": cannot parse "..." as "..."``
+    (the decoder returns the ``time.ParseError`` unwrapped). The layout is walked element by
+    element as Go's ``time.parse`` does, so the error names the same remaining text and
+    layout element."""
     layout = RFC3339_MICRO if micro else RFC3339
     value = text
     out = _Parsed()
@@ -181,7 +178,11 @@ def _encode(p: _Parsed, *, micro: bool) -> str:
 
 
 def reencode(value: Any, *, micro: bool) -> Any:
-    """The stored form of one time value (``None`` stays the zero time)."""
+    """The stored form of one time value (``None`` stays the zero time).
+
+    ``metav1.Time`` writes ``t.UTC().Format(time.RFC3339)``: UTC, ``Z``, whole seconds (the
+    fraction is cut, not rounded) — ``2026-01-01T12:00:00.7+02:00`` is stored as
+    ``2026-01-01T10:00:00Z``; ``metav1.MicroTime`` writes UTC with six digits and ``Z``."""
     if value is None:
         return None
     if isinstance(value, datetime | date):

@@ -1,23 +1,5 @@
-"""Server-side field validation: the ``fieldValidation`` query parameter of writes.
-
-kube-apiserver decodes create/update/patch bodies strictly and, per the request's
-``fieldValidation`` (KEP-2885, GA in 1.27):
-
-* ``Strict``: an unknown or duplicate field fails the request with 400 BadRequest
-  ``strict decoding error: unknown field "spec.foo", unknown field "spec.bar"`` (all problems,
-  joined with ", ") — what kubectl asks for by default (``--validate=strict``);
-* ``Warn`` (the default when the parameter is absent): the request succeeds and each problem
-  comes back as a ``Warning: 299 - "unknown field \\"spec.foo\\""`` response header, which
-  kubectl prints as ``Warning: unknown field "spec.foo"``;
-* ``Ignore``: unknown fields are dropped silently.
-
-In every mode an accepted object is stored without its unknown fields, as decoding into the
-Go struct loses them.
-
-The schema and the wording are shared with the manifest loaders (``kube.strict``).
-Patches are checked as the partial objects they are (merge and strategic merge patches;
-``$``-directives are not fields); JSON patches are not checked. Kinds the schema does not
-cover are not checked.
+"""Server-side field validation: the ``fieldValidation`` query parameter of writes (KEP-2885,
+GA in 1.27). The schema and the wording are shared with the manifest loaders (``kube.strict``).
 """
 
 from __future__ import annotations
@@ -69,7 +51,20 @@ def check_body(
     options_kind: str = "CreateOptions",
     patch: bool = False,
 ) -> None:
-    """Apply the request's ``fieldValidation`` to a decoded body (raise, or note warnings)."""
+    """Apply the request's ``fieldValidation`` to a decoded body (raise, or note warnings).
+
+    * ``Strict``: an unknown or duplicate field fails the request with 400 BadRequest
+      ``strict decoding error: unknown field "spec.foo", unknown field "spec.bar"`` (all
+      problems, joined with ", ") — what kubectl asks for by default (``--validate=strict``);
+    * ``Warn`` (the default when the parameter is absent): the request succeeds and each
+      problem comes back as a ``Warning: 299 - "unknown field \"spec.foo\""`` response header,
+      which kubectl prints as ``Warning: unknown field "spec.foo"``;
+    * ``Ignore``: unknown fields are dropped silently.
+
+    In every mode an accepted object is stored without its unknown fields, as decoding into
+    the Go struct loses them. Patches are checked as the partial objects they are (merge and
+    strategic merge patches; ``$``-directives are not fields); JSON patches are not checked.
+    Kinds the schema does not cover are not checked."""
     mode = directive(request.query, options_kind=options_kind)
     model = model_for(rt.api_version, rt.kind)
     if model is None or not isinstance(data, Mapping):

@@ -1,21 +1,10 @@
-"""A minimal OpenAPI v3 endpoint: what kubectl needs to use server-side field validation.
+"""A minimal OpenAPI endpoint: what kubectl needs to use server-side field validation.
 
 kubectl 1.27+ decides how to validate (``--validate=strict`` by default) by asking
 ``/openapi/v3`` whether the PATCH operation of the object's group/version/kind declares the
 ``fieldValidation`` query parameter (``queryParamVerifierV3``); if it cannot tell, it downloads
 the OpenAPI v2 schema — protobuf only — for client-side validation and fails without it. So
-kubesim publishes, per group/version, an OpenAPI 3 document whose paths carry each resource's
-operations tagged with ``x-kubernetes-group-version-kind`` and the ``fieldValidation``
-parameter, and no schemas. Their PATCH operations do not offer
-``application/strategic-merge-patch+json``, so ``kubectl apply`` computes its three-way
-strategic merge patch from its compiled-in types (the same patch metadata kube-apiserver
-uses) instead of from schemas kubesim does not have.
-
-kubectl 1.27 and 1.28 also download ``/openapi/v2`` (protobuf only,
-``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``) before validating, and fail if
-it is missing. kubesim answers with a valid but empty gnostic ``openapi_v2.Document`` (swagger
-version and info, no definitions): client-side validation finds no schema for the kind and
-accepts the object, leaving validation to the server, as with a CRD without a schema.
+kubesim publishes ``openapi_v3_group_version`` and an empty ``openapi_v2_protobuf``.
 """
 
 from __future__ import annotations
@@ -40,7 +29,13 @@ def _pb_string(field: int, text: str) -> bytes:
 
 
 def openapi_v2_protobuf(version: str = "v1.32.0-kubesim") -> bytes:
-    """``openapi_v2.Document{swagger: "2.0", info: {title: "Kubernetes", version}}``."""
+    """``openapi_v2.Document{swagger: "2.0", info: {title: "Kubernetes", version}}``.
+
+    kubectl 1.27 and 1.28 download ``/openapi/v2`` (protobuf only,
+    ``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``) before validating, and
+    fail if it is missing. This valid but empty gnostic document (swagger version and info, no
+    definitions) makes client-side validation find no schema for the kind and accept the
+    object, leaving validation to the server, as with a CRD without a schema."""
     info = _pb_string(1, "Kubernetes") + _pb_string(2, version)
     return _pb_string(1, "2.0") + bytes([(2 << 3) | 2, len(info)]) + info
 
@@ -96,6 +91,12 @@ def _ops(rt: ResourceType, *, item: bool) -> dict[str, Any]:
 
 
 def openapi_v3_group_version(scheme: Scheme, group: str, version: str) -> dict[str, Any]:
+    """The OpenAPI 3 document of a group/version: paths carrying each resource's operations
+    tagged with ``x-kubernetes-group-version-kind`` and the ``fieldValidation`` parameter, and
+    no schemas. The PATCH operations do not offer ``application/strategic-merge-patch+json``,
+    so ``kubectl apply`` computes its three-way strategic merge patch from its compiled-in
+    types (the same patch metadata kube-apiserver uses) instead of from schemas kubesim does
+    not have."""
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
     paths: dict[str, Any] = {}
     for rt in scheme.in_group_version(group, version):

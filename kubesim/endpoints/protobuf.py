@@ -5,18 +5,8 @@ kubectl 1.32+ sends typed-client bodies as protobuf (``kubectl create namespace`
 deployment``, ``kubectl create job``, the ``DeleteOptions`` of ``kubectl drain
 --disable-eviction``, the access reviews of ``kubectl auth can-i``, ``kubectl create
 role``/``clusterrole``/``rolebinding``/``clusterrolebinding``), and client-go does not fall
-back to JSON on a 415. kube-apiserver's
-protobuf serializer frames a ``runtime.Unknown`` after the magic ``k8s\\x00``: ``typeMeta``
-(apiVersion, kind), ``raw`` (the object's own message), ``contentEncoding``, ``contentType``.
-This module decodes the wire format and the messages of the kinds clients send that way into
-the JSON shape, with the field numbers of ``k8s.io/api/*/generated.proto``.
-
-Go's gogo-protobuf marshaller writes every non-pointer field, empty or not, and a pointer field
-only when it is set; so an empty string, zero or false is dropped (JSON's ``omitempty``) except
-for pointer fields (marked ``?``), where ``replicas: 0`` or ``gracePeriodSeconds: 0`` is what the
-client asked for. A field kubesim has no schema for is ignored when empty and makes the body a
-415 otherwise: dropping data silently would store something the client did not send. Other
-kinds stay a 415, as before.
+back to JSON on a 415. ``decode_object`` reads them into the JSON shape; other kinds stay a
+415.
 """
 
 from __future__ import annotations
@@ -510,7 +500,17 @@ def _convert(name: str, msg: dict[str, Any]) -> Any:
 
 
 def decode_object(body: bytes) -> dict[str, Any]:
-    """The JSON-shaped object of a protobuf body, or ProtobufError."""
+    """The JSON-shaped object of a protobuf body, or ProtobufError.
+
+    kube-apiserver's protobuf serializer frames a ``runtime.Unknown`` after the magic
+    ``k8s\x00``: ``typeMeta`` (apiVersion, kind), ``raw`` (the object's own message),
+    ``contentEncoding``, ``contentType``. The messages are read with the field numbers of
+    ``k8s.io/api/*/generated.proto``. Go's gogo-protobuf marshaller writes every non-pointer
+    field, empty or not, and a pointer field only when it is set; so an empty string, zero or
+    false is dropped (JSON's ``omitempty``) except for pointer fields (marked ``?``), where
+    ``replicas: 0`` or ``gracePeriodSeconds: 0`` is what the client asked for. A field kubesim
+    has no schema for is ignored when empty and makes the body a 415 otherwise: dropping data
+    silently would store something the client did not send."""
     if not body.startswith(MAGIC):
         raise ProtobufError("missing the k8s protobuf magic prefix")
     unknown = _message("Unknown", body[len(MAGIC) :])

@@ -1,28 +1,8 @@
 """The API server: kube-apiserver's filter chain, then dispatch to the handlers, on aiohttp.
 
-Per request, in the order kube-apiserver's filters run (``pkg/endpoints/filters``):
-
-1. ``RequestInfo`` is derived from the path (``kubesim.endpoints.request``), giving the verb;
-2. authentication (``kubesim.plugins.authentication``: bad credentials are a 401),
-   impersonation (``kubesim.endpoints.impersonation``, ``kubectl --as``) and authorization
-   (``kubesim.plugins.authorization``: a denial is kube's 403); the user goes into the request
-   log with the verdict, and the rest runs with the request's ``Attributes`` current, for
-   admission;
-3. the request hooks run (``ApiServer.request_hooks``): fault injection and latency plug in
-   here and may delay, answer with a Status, or drop the connection (``DropConnection``);
-4. dispatch: a write's body over ``MAX_REQUEST_BODY_BYTES`` (3 MiB, kube-apiserver's
-   default ``MaxRequestBodyBytes``, ``limitedReadBody`` in its handlers) is a 413
-   RequestEntityTooLarge; then non-resource paths (``nonresource``), the REST verbs of stored kinds
-   (``handlers``), a registered subresource (``ApiServer.subresources``: ``status``, ``scale``,
-   and the create-only ``pods/eviction``, ``pods/binding``, ``serviceaccounts/token`` of
-   ``subresources``), or a review kind (``ApiServer.virtual``: create-only, never stored);
-5. errors become ``Status`` bodies (``kubesim.endpoints.codec``); anything unexpected is a 500
-   InternalError Status, never a traceback; the request is appended to the request log, with
-   the warnings and audit annotations validating admission added.
-
-``/_kubesim/`` control endpoints are kubesim's own; once an authorizer other than AlwaysAllow
-is installed they answer only members of ``system:masters`` (the admin kubeconfig), since
-fault injection and the request log are no business of a ServiceAccount.
+``ApiServer`` runs each request through the filters in kube-apiserver's order
+(``pkg/endpoints/filters``) and dispatches it to the handlers, subresources and reviews;
+``/_kubesim/`` control endpoints are kubesim's own.
 """
 
 from __future__ import annotations
@@ -155,6 +135,22 @@ class ApiServer:
     # --- the chain --------------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        """One request, in the order kube-apiserver's filters run:
+
+        1. ``RequestInfo`` is derived from the path (``kubesim.endpoints.request``), giving the
+           verb;
+        2. authentication (``kubesim.plugins.authentication``: bad credentials are a 401),
+           impersonation (``kubesim.endpoints.impersonation``, ``kubectl --as``) and
+           authorization (``kubesim.plugins.authorization``: a denial is kube's 403); the user
+           goes into the request log with the verdict, and the rest runs with the request's
+           ``Attributes`` current, for admission;
+        3. the request hooks run (``request_hooks``): fault injection and latency plug in here
+           and may delay, answer with a Status, or drop the connection (``DropConnection``);
+        4. dispatch (``_dispatch``);
+        5. errors become ``Status`` bodies (``kubesim.endpoints.codec``); anything unexpected
+           is a 500 InternalError Status, never a traceback; the request is appended to the
+           request log, with the warnings and audit annotations validating admission added.
+        """
         path = request.path
         if path.startswith("/_kubesim/") or path == "/_kubesim":
             return await self._control(request)
@@ -239,6 +235,12 @@ class ApiServer:
         return self.authorizer.authorize(attrs)
 
     async def _dispatch(self, ctx: RequestContext) -> web.StreamResponse:
+        """Non-resource paths (``nonresource``), the REST verbs of stored kinds (``handlers``),
+        a registered subresource (``subresources``: ``status``, ``scale``, and the
+        create-only ``pods/eviction``, ``pods/binding``, ``serviceaccounts/token``), or a
+        review kind (``virtual``: create-only, never stored). A write's body over
+        ``MAX_REQUEST_BODY_BYTES`` (3 MiB, kube-apiserver's default ``MaxRequestBodyBytes``,
+        ``limitedReadBody`` in its handlers) is a 413 RequestEntityTooLarge."""
         info = ctx.info
         if not info.is_resource:
             return self.paths.serve(ctx)
@@ -285,6 +287,10 @@ class ApiServer:
     # --- /_kubesim/ -------------------------------------------------------------------------
 
     async def _control(self, request: web.Request) -> web.StreamResponse:
+        """``/_kubesim/`` control endpoints, kubesim's own. Once an authorizer other than
+        AlwaysAllow is installed they answer only members of ``system:masters`` (the admin
+        kubeconfig): fault injection and the request log are no business of a
+        ServiceAccount."""
         name = request.path[len("/_kubesim/") :].strip("/") if request.path != "/_kubesim" else ""
         if not isinstance(self.authorizer, AlwaysAllow):
             try:

@@ -1,28 +1,4 @@
-"""Watch streams, as kube-apiserver's cacher serves them.
-
-A watch answers 200 with a stream of newline-delimited JSON ``{"type": ..., "object": ...}``
-events (``watch.Event`` through the JSON serializer's framer):
-
-* ``resourceVersion`` unset or ``"0"``: synthetic ``ADDED`` events for every current object
-  that passes the selectors, then live changes ("get state and start at most recent");
-* ``resourceVersion=N``: every change after N from the history ring, then live changes. If N is
-  older than the ring (``too old resource version: N (oldest-1)``), the stream carries a single
-  ``ERROR`` event with the 410 ``Expired`` Status and ends — the cacher returns an error
-  watcher after the request was accepted, so the HTTP status is still 200 (a client sees the
-  410 in the event, which is what client-go's reflector and kubernetes-asyncio react to);
-* label and field selectors are applied to the old and new state of each change, so an object
-  that stops matching is seen as ``DELETED`` and one that starts matching as ``ADDED``
-  (``cacheWatcher.convertToWatchEvent``);
-* ``allowWatchBookmarks=true``: ``BOOKMARK`` events carrying only the current
-  resourceVersion, every ``bookmark_interval`` (the watch cache's minute) and once 2 s before
-  the watch's deadline (``cacheWatcher.nextBookmarkTime``), so a client that re-watches after
-  the timeout starts from the newest resourceVersion instead of replaying or hitting a 410 — no
-  pre-timeout bookmark when the whole watch is shorter than those 2 s; with
-  ``sendInitialEvents=true`` the initial ADDED events end with a bookmark annotated
-  ``k8s.io/initial-events-end: "true"`` (the WatchList protocol);
-* ``timeoutSeconds`` ends the stream cleanly; without it the server's own request timeout
-  (30 minutes here, as ``--min-request-timeout``) applies.
-"""
+"""Watch streams, as kube-apiserver's cacher serves them (``watch_stream``)."""
 
 from __future__ import annotations
 
@@ -74,7 +50,31 @@ def _with_rv(obj: dict[str, Any], rv: int) -> dict[str, Any]:
 
 
 async def watch_stream(registry: GenericStore, req: WatchRequest) -> AsyncGenerator[bytes, None]:
-    """Yield encoded watch events until the timeout (or the consumer stops)."""
+    """Yield encoded watch events until the timeout (or the consumer stops).
+
+    A watch answers 200 with a stream of newline-delimited JSON ``{"type": ..., "object": ...}``
+    events (``watch.Event`` through the JSON serializer's framer):
+
+    * ``resourceVersion`` unset or ``"0"``: synthetic ``ADDED`` events for every current object
+      that passes the selectors, then live changes ("get state and start at most recent");
+    * ``resourceVersion=N``: every change after N from the history ring, then live changes. If N is
+      older than the ring (``too old resource version: N (oldest-1)``), the stream carries a single
+      ``ERROR`` event with the 410 ``Expired`` Status and ends — the cacher returns an error
+      watcher after the request was accepted, so the HTTP status is still 200 (a client sees the
+      410 in the event, which is what client-go's reflector and kubernetes-asyncio react to);
+    * label and field selectors are applied to the old and new state of each change, so an object
+      that stops matching is seen as ``DELETED`` and one that starts matching as ``ADDED``
+      (``cacheWatcher.convertToWatchEvent``);
+    * ``allowWatchBookmarks=true``: ``BOOKMARK`` events carrying only the current
+      resourceVersion, every ``bookmark_interval`` (the watch cache's minute) and once 2 s before
+      the watch's deadline (``cacheWatcher.nextBookmarkTime``), so a client that re-watches after
+      the timeout starts from the newest resourceVersion instead of replaying or hitting a 410 — no
+      pre-timeout bookmark when the whole watch is shorter than those 2 s; with
+      ``sendInitialEvents=true`` the initial ADDED events end with a bookmark annotated
+      ``k8s.io/initial-events-end: "true"`` (the WatchList protocol);
+    * ``timeoutSeconds`` ends the stream cleanly; without it the server's own request timeout
+      (30 minutes here, as ``--min-request-timeout``) applies.
+    """
     store = registry.store
     rt = req.rt
     storage = rt.storage_name

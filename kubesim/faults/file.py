@@ -1,4 +1,4 @@
-"""The fault file: typed, validated at load time (phase 2 acts on it).
+"""The fault file: typed, validated at load time (``kubesim.faults.injection`` acts on it).
 
 Schema (YAML or the same mapping in process)::
 

@@ -1,37 +1,10 @@
 """Fault injection: acting on the typed fault file (``kubesim.faults.file``) while serving.
 
 Clients of a real cluster meet slow answers, throttling, dropped connections and pods that do not
-go away on time; the eviction client and kubectl drain must be tested against all of them. The
-``FaultInjector`` plugs into the server's request hooks (before any handler runs) and into the
-kubelet and the store:
-
-* ``latency``: every API request waits that long first;
-* ``faults[]``: a request matches when every given ``match`` field equals the request's
-  (``verb``, ``resource``, ``subresource``, ``namespace``, ``name``; ``resource`` may be written
-  ``pods/eviction``). An unset ``subresource`` matches only the main resource, ``"*"`` any.
-  ``calls`` counts, per fault, the matching requests of that verb on that object (1-based, from
-  the moment the fault was loaded); the fault applies to the calls in its range. Applying means:
-  ``delay`` seconds of waiting (delays of several faults add up), then the first ``respond``
-  (a ``Status`` with ``Retry-After`` when ``retryAfterSeconds > 0``) or ``drop`` (the connection is
-  closed with no answer, watches too) or ``silent`` (200 with a watch stream's headers, then
-  nothing at all — no event, no bookmark, no end — while the connection is held open until the
-  client closes it: the hung watch behind a proxy that stopped forwarding, which only a client's
-  own liveness bound notices) among the applicable faults; with none of them, the request is
-  served normally after the delay;
-* ``pods[]``: ``deletionDelay`` and ``neverDelete`` override the kubelet's graceful-deletion
-  time for that pod (seconds of wall time, not scaled); ``recreateAfterDelete`` brings the pod
-  back ``after`` seconds after it is gone, under the same name with the given ``uid`` (a fresh
-  one if unset) on the given ``node`` (the old one if unset), started by the kubelet — the
-  StatefulSet case of kubernetes/kubernetes#138229; ``timeline`` steps run ``after`` seconds
-  past the server start (faults given when the server is built) or past the moment the faults
-  were added at run time: ``set`` writes dotted paths (``status.phase``, ``metadata.labels.KEY``,
-  ``metadata.annotations.KEY``, and ``status.conditions.TYPE`` for a condition's status);
-  setting ``status.phase`` to ``Failed`` or ``Succeeded`` also turns ``Ready`` and
-  ``ContainersReady`` False as the kubelet does, unless the step sets them; ``delete: true``
-  deletes the pod as ``kubectl delete`` would (gracefully).
-
-Every request, faulted or not, is in the request log with the code actually sent (0 for a
-dropped connection).
+go away on time; the eviction client and kubectl drain must be tested against all of them.
+``FaultInjector`` plugs into the server's request hooks (before any handler runs), the kubelet
+and the store. Every request, faulted or not, is in the request log with the code actually sent
+(0 for a dropped connection).
 """
 
 from __future__ import annotations
@@ -100,10 +73,17 @@ class ActiveFault:
 
 
 class FaultInjector:
-    """Applies faults to a cluster; see the module docstring. ``faults`` is the set the
-    server's latency is read from (it grows as faults are added), ``request_log`` where a
-    silenced request is logged, ``kubelet`` the node kubelet deletion faults are given to
-    (None while the cluster runs none)."""
+    """Applies faults to a cluster: a request's in ``hook``, a pod's in ``run``. ``faults`` is
+    the set the server's latency is read from (it grows as faults are added), ``request_log``
+    where a silenced request is logged, ``kubelet`` the node kubelet deletion faults are given
+    to (None while the cluster runs none).
+
+    ``pods[]``: ``deletionDelay`` and ``neverDelete`` override the kubelet's graceful-deletion
+    time for that pod (seconds of wall time, not scaled); ``recreateAfterDelete`` brings the
+    pod back ``after`` seconds after it is gone (``_recreate_pod``); ``timeline`` steps run
+    ``after`` seconds past the server start (faults given when the server is built) or past the
+    moment the faults were added at run time (``_run_step``).
+    """
 
     def __init__(
         self,
@@ -147,6 +127,19 @@ class FaultInjector:
     # --- requests ---------------------------------------------------------------------------
 
     async def hook(self, ctx: RequestContext) -> web.StreamResponse | None:
+        """The request's faults, or None to serve it normally.
+
+        ``latency``: every API request waits that long first. ``faults[]``: a request matches
+        when every given ``match`` field equals the request's (``verb``, ``resource``,
+        ``subresource``, ``namespace``, ``name``; ``resource`` may be written
+        ``pods/eviction``); an unset ``subresource`` matches only the main resource, ``"*"``
+        any. ``calls`` counts, per fault, the matching requests of that verb on that object
+        (1-based, from the moment the fault was loaded); the fault applies to the calls in its
+        range. Applying means ``delay`` seconds of waiting (delays of several faults add up),
+        then the first ``respond`` (a ``Status`` with ``Retry-After`` when
+        ``retryAfterSeconds > 0``), ``drop`` (the connection is closed with no answer, watches
+        too) or ``silent`` (``_silent``) among the applicable faults; with none of them, the
+        request is served normally after the delay."""
         latency = self.faults.latency
         if latency > 0:
             await asyncio.sleep(latency)
@@ -178,7 +171,10 @@ class FaultInjector:
         raise DropConnection
 
     async def _silent(self, ctx: RequestContext) -> web.StreamResponse:
-        """Start a 200 stream and send nothing until the client goes away."""
+        """200 with a watch stream's headers, then nothing at all — no event, no bookmark, no
+        end — while the connection is held open until the client closes it: the hung watch
+        behind a proxy that stopped forwarding, which only a client's own liveness bound
+        notices."""
         resp = web.StreamResponse(status=200)
         resp.headers["Content-Type"] = "application/json"
         resp.headers["Transfer-Encoding"] = "chunked"
@@ -245,6 +241,11 @@ class FaultInjector:
             registry.delete(rt, pf.namespace, pf.name, DeleteOptions())
 
     def _apply_set(self, pod: dict[str, Any], values: Mapping[str, Any]) -> None:
+        """A timeline step's ``set``: dotted paths (``status.phase``, ``metadata.labels.KEY``,
+        ``metadata.annotations.KEY``, and ``status.conditions.TYPE`` for a condition's
+        status). Setting ``status.phase`` to ``Failed`` or ``Succeeded`` also turns ``Ready``
+        and ``ContainersReady`` False as the kubelet does, unless the step sets them; a step's
+        ``delete: true`` deletes the pod as ``kubectl delete`` would (gracefully)."""
         rt = self.cluster.scheme.for_storage("pods")
         registry = self.cluster.registry
         meta = pod.get("metadata") or {}
@@ -282,6 +283,9 @@ class FaultInjector:
             registry.update(rt, ns, name, new, subresource="status")
 
     def _recreate_pod(self, pf: PodFault, last: Mapping[str, Any]) -> None:
+        """The pod back under the same name with the given ``uid`` (a fresh one if unset) on
+        the given ``node`` (the old one if unset), started by the kubelet — the StatefulSet
+        case of kubernetes/kubernetes#138229."""
         spec_r = pf.recreate_after_delete
         assert spec_r is not None
         rt = self.cluster.scheme.for_storage("pods")

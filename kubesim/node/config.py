@@ -2,36 +2,8 @@
 
 Node e2e tests reconfigure the kubelet per test (``tempSetCurrentKubeletConfig``: reserved
 memory, eviction thresholds, feature gates), and a node's disk and memory are what pressure is
-made of. A state file gives each process node that configuration in a document of its own
-(the flags ``--process-node`` and ``--memory-capacity`` make a node with the defaults)::
-
-    apiVersion: kubesim.io/v1alpha1
-    kind: ProcessNode
-    metadata: {name: node-1}        # the Node whose pods run for real
-    memoryCapacity: 1Gi             # its memory (default: --memory-capacity, else the machine's)
-    filesystem:                     # its disk (NodeFilesystem): a tmpfs when size or inodes
-      path: /var/tmp/node-1         #   is given; default a directory in the runtime's state
-      size: 512Mi
-      inodes: 20000
-    kubelet:                        # the KubeletConfiguration fields the node honours
-      port: 0                       #   its server (/stats/summary); 0: a free port
-      cgroupRoot: /node-1           #   where kubepods goes (default: a name of the runtime's)
-      kubeReserved: {memory: 100Mi}
-      systemReserved: {memory: 0}
-      enforceNodeAllocatable: [pods]
-      evictionHard: {memory.available: 100Mi}
-      featureGates: {SizeMemoryBackedVolumes: false}
-      staticPodPath: /etc/kubernetes/manifests  # pods run from files (kubesim.node.static)
-
-The kubelet's arithmetic (``pkg/kubelet/cm/node_container_manager_linux.go``): the pods cgroup
-(kubepods) is limited to capacity − kubeReserved − systemReserved when
-``enforceNodeAllocatable`` lists ``pods`` (else to capacity), and the node's allocatable
-memory, which the scheduler, the downward API and memory-backed volumes see, is that minus
-the hard ``memory.available`` threshold. kubesim's kubelet evicts nothing itself (the agent
-under test does): ``evictionHard`` only shapes allocatable, as it does on a real node.
-
-Validation is strict, as for the other state documents: an unknown field, an unparsable
-quantity or a negative one is a ``ValueError`` naming the field.
+made of; a ``ProcessNode`` document in a state file (``parse_process_node``) gives a process
+node that configuration.
 """
 
 from __future__ import annotations
@@ -67,7 +39,15 @@ _CGROUP_NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,254}")
 
 @dataclass(frozen=True)
 class NodeConfig:
-    """What a process node is given (see the module doc); the defaults are a kubelet's."""
+    """What a process node is given (``parse_process_node``); the defaults are a kubelet's.
+
+    The kubelet's arithmetic (``pkg/kubelet/cm/node_container_manager_linux.go``): the pods
+    cgroup (kubepods) is limited to capacity − kubeReserved − systemReserved when
+    ``enforceNodeAllocatable`` lists ``pods`` (else to capacity), and the node's allocatable
+    memory, which the scheduler, the downward API and memory-backed volumes see, is that minus
+    the hard ``memory.available`` threshold. kubesim's kubelet evicts nothing itself (the agent
+    under test does): ``evictionHard`` only shapes allocatable, as it does on a real node.
+    """
 
     memory_capacity: int | None = None
     filesystem: FilesystemConfig = field(default_factory=FilesystemConfig)
@@ -224,7 +204,30 @@ def _kubelet(value: Any, changes: dict[str, Any]) -> None:
 
 
 def parse_process_node(doc: Mapping[str, Any]) -> tuple[str, NodeConfig]:
-    """The node name and configuration a ``ProcessNode`` document gives."""
+    """The node name and configuration a ``ProcessNode`` document gives (the flags
+    ``--process-node`` and ``--memory-capacity`` make a node with the defaults)::
+
+        apiVersion: kubesim.io/v1alpha1
+        kind: ProcessNode
+        metadata: {name: node-1}        # the Node whose pods run for real
+        memoryCapacity: 1Gi             # its memory (default: --memory-capacity, else the host's)
+        filesystem:                     # its disk (NodeFilesystem): a tmpfs when size or inodes
+          path: /var/tmp/node-1         #   is given; default a directory in the runtime's state
+          size: 512Mi
+          inodes: 20000
+        kubelet:                        # the KubeletConfiguration fields the node honours
+          port: 0                       #   its server (/stats/summary); 0: a free port
+          cgroupRoot: /node-1           #   where kubepods goes (default: a name of the runtime's)
+          kubeReserved: {memory: 100Mi}
+          systemReserved: {memory: 0}
+          enforceNodeAllocatable: [pods]
+          evictionHard: {memory.available: 100Mi}
+          featureGates: {SizeMemoryBackedVolumes: false}
+          staticPodPath: /etc/kubernetes/manifests  # pods run from files (kubesim.node.static)
+
+    Validation is strict, as for the other state documents: an unknown field, an unparsable
+    quantity or a negative one is a ``ValueError`` naming the field.
+    """
     _check_fields(
         doc,
         ("apiVersion", "kind", "metadata", "memoryCapacity", "filesystem", "kubelet"),

@@ -3,26 +3,8 @@
 Disk-pressure eviction reads the node's filesystems (``nodefs``: the kubelet's root directory;
 ``imagefs``/``containerfs``: the container runtime's) and the pods' share of them — container
 writable layers, container logs, emptyDir volumes — so a process node needs a disk of its own
-that a test can fill without touching the machine's. ``NodeFilesystem`` is that disk, laid out
-as a kubelet with containerd lays out a node's single filesystem (the kubelet's "single
-filesystem" layout: images, writable layers, logs and volumes on one device)::
-
-    <root>/kubelet/pods/<pod uid>/volumes/kubernetes.io~empty-dir/<volume>   emptyDir volumes
-    <root>/kubelet/pods/<pod uid>/etc-hosts                                   the pod's /etc/hosts
-    <root>/log/pods/<namespace>_<name>_<uid>/<container>/0.log                 container logs
-    <root>/containerd/snapshots/<container id>/fs                             writable layers
-
-With a ``size`` or an ``inodes`` bound the root is a tmpfs of that size (``mount -t tmpfs -o
-size=…,nr_inodes=…``), so ``nodefs.available`` and ``nodefs.inodesFree`` reach a threshold when
-the pods write; without one (or when mounting is not permitted: not root, no ``CAP_SYS_ADMIN``)
-it is a plain directory on the machine's disk and ``mounted`` says why not. A tmpfs's pages are
-charged to the memory cgroup of the process that writes them, so the node's memory capacity
-must leave room for what its pods write to disk.
-
-Usage is measured as the kubelet's ``MetricsDu`` measures a volume and containerd's snapshotter
-a writable layer (``du`` and ``find | wc -l``, ``pkg/volume/util/fs``): the blocks of every
-file, directory and link under the path, each inode once (hard links), never crossing onto
-another filesystem (a memory-backed emptyDir is its own tmpfs).
+that a test can fill without touching the machine's (``NodeFilesystem``), measured as the
+kubelet measures it (``disk_usage``).
 """
 
 from __future__ import annotations
@@ -84,7 +66,10 @@ def disk_usage(path: Path) -> DiskUsage:
     """Blocks (× 512) and inodes of ``path`` and everything under it on the same filesystem.
 
     Each inode counts once; symbolic links are not followed; a file removed while the walk
-    runs is skipped; a directory on another device (a mount point) is left out whole.
+    runs is skipped; a directory on another device (a mount point) is left out whole. As the
+    kubelet's ``MetricsDu`` measures a volume and containerd's snapshotter a writable layer
+    (``du`` and ``find | wc -l``, ``pkg/volume/util/fs``); a memory-backed emptyDir is its own
+    tmpfs, so it is not counted on the node's disk.
     """
     try:
         top = os.lstat(path)
@@ -152,8 +137,24 @@ def is_mount_point(path: Path) -> bool:
 
 
 class NodeFilesystem:
-    """The disk of one process node (see the module doc): ``open`` mounts and lays it out,
-    ``close`` unmounts it and removes what it made."""
+    """The disk of one process node: ``open`` mounts and lays it out, ``close`` unmounts it and
+    removes what it made.
+
+    Laid out as a kubelet with containerd lays out a node's single filesystem (the kubelet's
+    "single filesystem" layout: images, writable layers, logs and volumes on one device)::
+
+        <root>/kubelet/pods/<pod uid>/volumes/kubernetes.io~empty-dir/<volume>   emptyDirs
+        <root>/kubelet/pods/<pod uid>/etc-hosts                         the pod's /etc/hosts
+        <root>/log/pods/<namespace>_<name>_<uid>/<container>/0.log       container logs
+        <root>/containerd/snapshots/<container id>/fs                   writable layers
+
+    With a ``size`` or an ``inodes`` bound the root is a tmpfs of that size (``mount -t tmpfs
+    -o size=…,nr_inodes=…``), so ``nodefs.available`` and ``nodefs.inodesFree`` reach a
+    threshold when the pods write; without one (or when mounting is not permitted: not root,
+    no ``CAP_SYS_ADMIN``) it is a plain directory on the machine's disk and ``mounted`` says
+    why not. A tmpfs's pages are charged to the memory cgroup of the process that writes them,
+    so the node's memory capacity must leave room for what its pods write to disk.
+    """
 
     def __init__(self, config: FilesystemConfig, *, default_path: Path, source: str) -> None:
         self.config = config

@@ -1,45 +1,8 @@
 """A built-in "kubelet" for every node: pod lifecycle and graceful deletion; what it reports of
 the node itself (status, labels, the node lease) is ``kubesim.node.nodestatus``.
 
-What a real kubelet does with pods, without running anything:
-
-* **Admission** (``kubesim.node.admission``): before starting a bound pod the kubelet checks it
-  against the pods it already admitted on the node; a pod without room (or not matching the
-  node) ends ``Failed`` with ``OutOfcpu``/``OutOfmemory``/``OutOfpods``/… and a Warning event.
-* **Starting pods**: a pod created through the API (or seeded without a ``status``) that is
-  bound to an existing node becomes ``Running`` with ``startTime``, ``hostIP``, a ``podIP``
-  from the node's pod CIDR (``spec.podCIDR``, else ``10.244.<node index>.0/24``), started
-  container statuses (image, imageID, containerID, ``state.running.startedAt``) and the
-  PodReadyToStartContainers/Initialized/PodScheduled conditions. Ready and ContainersReady
-  follow after the ready delay (``ControllerSettings.ready_after`` or the pod's
-  ``kubesim.io/ready-after`` annotation, × time scale); with no delay all is written at once.
-  Pods seeded with an explicit status keep it. Unbound pods wait for a scheduler.
-* **Pods that finish**: a pod with ``restartPolicy`` Never or OnFailure that a Job controls,
-  or that carries ``kubesim.io/run-for``, Succeeds after that long (default
-  ``job_duration``): phase ``Succeeded``, containers ``terminated`` with exit code 0 and
-  reason ``Completed``, Ready/ContainersReady False with reason ``PodCompleted``.
-* **Graceful deletion**: the API server only marks a pod for deletion (``deletionTimestamp``,
-  ``deletionGracePeriodSeconds``); the kubelet stops the containers within the grace period and
-  then deletes the object for good with grace 0 and a UID precondition (``statusManager`` →
-  ``canBeDeleted``). kubesim's does the same after ``grace × time_scale`` seconds, unless a
-  per-pod override says otherwise (``deletion_delay`` hook; ``None`` keeps the pod Terminating
-  forever, like a pod on a dead node). A shorter grace period given later reschedules it.
-* **Process nodes** (``Simulator(process_nodes=...)``): on those nodes the containers that have
-  a ``command`` run for real in the node's ``ProcessRuntime``. Their ``containerStatuses`` come
-  from the runtime (container IDs, ``OOMKilled``/``Error``/``Completed`` exits with exit codes),
-  and the pod phase follows them as ``getPhase`` does: with ``restartPolicy`` Never a pod whose
-  containers all exited is Succeeded (all 0) or Failed; OnFailure Succeeds when all exited 0;
-  otherwise the container waits in ``CrashLoopBackOff`` with the exit as ``lastState`` (the
-  runtime does not restart it) and the pod stays Running, not Ready. A graceful deletion stops
-  the containers as ``killContainer`` does (SIGTERM to the process group, SIGKILL after
-  grace × time scale), removes the pod's cgroups and only then deletes the object. The node's
-  memory capacity is the runtime's ``memory_capacity`` and its allocatable the kubelet's
-  capacity − reserved − hard eviction threshold (``kubesim.node.config``); its ephemeral
-  storage is its disk's size. Each process node serves ``/stats/summary`` from its real files
-  and cgroups (``kubesim.node.server``) on the port its status names in
-  ``daemonEndpoints.kubeletEndpoint``, as a kubelet serves it on 10250. A process node with a
-  ``staticPodPath`` also runs the pods of its manifests and keeps their mirror pods in the API
-  (``kubesim.node.static``): a mirror pod is never started as a pod of its own.
+What a real kubelet does with pods, without running anything — except on process nodes, where
+the containers run for real in the node's ``ProcessRuntime``. ``Kubelet`` lists what it does.
 """
 
 from __future__ import annotations
@@ -113,6 +76,43 @@ class _PodNetwork:
 
 
 class Kubelet:
+    """Every node's kubelet, as a controller of the living cluster.
+
+    * **Admission** (``kubesim.node.admission``): before starting a bound pod the kubelet
+      checks it against the pods it already admitted on the node; a pod without room (or not
+      matching the node) ends ``Failed`` with ``OutOfcpu``/``OutOfmemory``/``OutOfpods``/… and
+      a Warning event.
+    * **Starting pods**: a pod created through the API (or seeded without a ``status``) that is
+      bound to an existing node becomes ``Running`` with ``startTime``, ``hostIP``, a ``podIP``
+      from the node's pod CIDR (``spec.podCIDR``, else ``10.244.<node index>.0/24``), started
+      container statuses (image, imageID, containerID, ``state.running.startedAt``) and the
+      PodReadyToStartContainers/Initialized/PodScheduled conditions. Ready and ContainersReady
+      follow after the ready delay (``ready_delay``); with no delay all is written at once. Pods
+      seeded with an explicit status keep it. Unbound pods wait for a scheduler.
+    * **Pods that finish**: a pod with ``restartPolicy`` Never or OnFailure that a Job controls,
+      or that carries ``kubesim.io/run-for``, Succeeds after that long (``run_duration``):
+      phase ``Succeeded``, containers ``terminated`` with exit code 0 and reason
+      ``Completed``, Ready/ContainersReady False with reason ``PodCompleted``.
+    * **Graceful deletion**: the API server only marks a pod for deletion
+      (``deletionTimestamp``, ``deletionGracePeriodSeconds``); the kubelet stops the containers
+      within the grace period and then deletes the object for good with grace 0 and a UID
+      precondition (``statusManager`` → ``canBeDeleted``). This one does the same after
+      ``grace × time_scale`` seconds, unless a per-pod override says otherwise
+      (``set_deletion_override``, ``deletion_delay``; ``None`` keeps the pod Terminating
+      forever, like a pod on a dead node). A shorter grace period given later reschedules it.
+    * **Process nodes** (``Simulator(process_nodes=...)``): the containers that have a
+      ``command`` run in the node's ``ProcessRuntime``, their ``containerStatuses`` and the pod
+      phase come from it (``_sync_process_status``), and a graceful deletion stops them
+      (``_stop_process_pod``). The node's memory capacity is the runtime's
+      ``memory_capacity`` and its allocatable the kubelet's capacity − reserved − hard
+      eviction threshold (``kubesim.node.config``); its ephemeral storage is its disk's size.
+      Each process node serves ``/stats/summary`` from its real files and cgroups
+      (``kubesim.node.server``) on the port its status names in
+      ``daemonEndpoints.kubeletEndpoint``, as a kubelet serves it on 10250. A process node
+      with a ``staticPodPath`` also runs the pods of its manifests and keeps their mirror pods
+      in the API (``kubesim.node.static``): a mirror pod is never started as a pod of its own.
+    """
+
     name = "kubelet"
 
     def __init__(self) -> None:
@@ -386,14 +386,16 @@ class Kubelet:
         self._start(pod, node)
 
     def ready_delay(self, pod: Mapping[str, Any]) -> float:
-        """Seconds of wall time from start to Ready for this pod."""
+        """Seconds of wall time from start to Ready for this pod: its ``kubesim.io/ready-after``
+        annotation, else ``ControllerSettings.ready_after``, × time scale."""
         seconds = annotation_seconds(pod, READY_AFTER_ANNOTATION)
         if seconds is None:
             seconds = self.cluster.settings.ready_after
         return seconds * self.cluster.time_scale
 
     def run_duration(self, pod: Mapping[str, Any]) -> float | None:
-        """Seconds of wall time until the pod Succeeds, or None when it runs forever."""
+        """Seconds of wall time until the pod Succeeds (its ``kubesim.io/run-for``, default
+        ``job_duration``), or None when it runs forever."""
         spec = pod.get("spec") or {}
         if spec.get("restartPolicy", "Always") == "Always":
             return None
@@ -715,7 +717,14 @@ class Kubelet:
             self._sync_process_status(entry[1], uid, statuses)
 
     def _sync_process_status(self, key: Key, uid: str, statuses: list[ContainerStatus]) -> None:
-        """Write the runtime's view of the containers, and the phase it implies."""
+        """Write the runtime's view of the containers, and the phase it implies.
+
+        The statuses are the runtime's (container IDs, ``OOMKilled``/``Error``/``Completed``
+        exits with exit codes), and the phase follows them as ``getPhase`` does: with
+        ``restartPolicy`` Never a pod whose containers all exited is Succeeded (all 0) or
+        Failed; OnFailure Succeeds when all exited 0; otherwise the container waits in
+        ``CrashLoopBackOff`` with the exit as ``lastState`` (the runtime does not restart it)
+        and the pod stays Running, not Ready."""
         pod = self._current(key, uid)
         if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
             return
@@ -786,6 +795,9 @@ class Kubelet:
             self._stop_process_pod(key, uid, 0.0, finish=False)
 
     def _stop_process_pod(self, key: Key, uid: str, grace: float, *, finish: bool) -> None:
+        """Stop a process pod as ``killContainer`` does (SIGTERM to the process group, SIGKILL
+        after grace × time scale), remove its cgroups, and only then (``finish``) delete the
+        object."""
         entry = self._process_pods.get(uid)
         if entry is None:
             return

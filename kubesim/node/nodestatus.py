@@ -1,23 +1,8 @@
 """What a kubelet reports of its node: the node's status and labels, and the node lease.
 
-* **Node status** (``kubelet_node_status.go`` ``setNodeStatus``): fields a node manifest lacks
-  are filled once, through the ``status`` subresource, as the kubelet's first status update
-  would: ``nodeInfo`` (architecture, operatingSystem, kubeletVersion — the server's minor
-  version —, containerRuntimeVersion, kernelVersion, osImage, machineID, systemUUID, bootID,
-  kubeProxyVersion), ``capacity`` (4 CPUs, 16Gi, 110 pods, 100Gi ephemeral storage; only when
-  the node has none) and ``allocatable`` (= capacity), ``addresses`` (InternalIP and
-  Hostname), ``daemonEndpoints`` and the MemoryPressure/DiskPressure/PIDPressure/Ready
-  conditions that are missing. What the manifest says is kept: a node seeded NotReady stays
-  NotReady — a dead kubelet, which starts no pod and renews no lease until the node is Ready
-  again. So typed clients (kubernetes-asyncio ``list_node``) accept every node. A process
-  node's memory and ephemeral storage are its runtime's (``kubesim.node.runtime``).
-* **Node labels** (``initialNode``): ``kubernetes.io/hostname`` (the node name),
-  ``kubernetes.io/os`` and ``kubernetes.io/arch`` (from ``nodeInfo``; amd64, or the machine's
-  for process nodes) are added where a node lacks them; a manifest's values are kept.
-* **Node lease** (``pkg/kubelet/nodelease``): a ``coordination.k8s.io/v1`` Lease named after
-  the node in ``kube-node-lease``, owned by the Node, ``holderIdentity`` the node name,
-  ``leaseDurationSeconds: 40``, ``renewTime`` renewed every 10 s (× time scale, but not more
-  often than every 0.5 s of wall time) with an optimistic-concurrency update.
+``complete_node`` fills what a node manifest lacks, as the kubelet's registration and first
+status update do (``kubelet_node_status.go``); ``renew_leases`` keeps each node's Lease
+(``pkg/kubelet/nodelease``).
 """
 
 from __future__ import annotations
@@ -107,7 +92,18 @@ def node_is_up(node: Mapping[str, Any]) -> bool:
 def node_status_defaults(
     cluster: Cluster, node: Mapping[str, Any], *, kubelet_port: int | None = None
 ) -> dict[str, Any] | None:
-    """The node's status with missing fields filled, or None when nothing is missing."""
+    """The node's status with missing fields filled, or None when nothing is missing.
+
+    As ``setNodeStatus``: ``nodeInfo`` (architecture, operatingSystem, kubeletVersion — the
+    server's minor version —, containerRuntimeVersion, kernelVersion, osImage, machineID,
+    systemUUID, bootID, kubeProxyVersion), ``capacity`` (4 CPUs, 16Gi, 110 pods, 100Gi
+    ephemeral storage; only when the node has none) and ``allocatable`` (= capacity),
+    ``addresses`` (InternalIP and Hostname), ``daemonEndpoints`` and the
+    MemoryPressure/DiskPressure/PIDPressure/Ready conditions that are missing. So typed
+    clients (kubernetes-asyncio ``list_node``) accept every node. What the manifest says is
+    kept: a node seeded NotReady stays NotReady — a dead kubelet, which starts no pod and
+    renews no lease until the node is Ready again. A process node's memory and ephemeral
+    storage are its runtime's (``set_memory_capacity``, ``set_ephemeral_storage``)."""
     meta = node.get("metadata") or {}
     name = str(meta.get("name", ""))
     uid = str(meta.get("uid", ""))
@@ -204,8 +200,9 @@ def set_ephemeral_storage(status: dict[str, Any], capacity: int) -> None:
 
 def node_label_defaults(cluster: Cluster, node: Mapping[str, Any]) -> dict[str, str] | None:
     """The node's labels with the kubelet's registration labels added where missing
-    (hostname, os, arch — ``initialNode``), or None when none is missing. Values a
-    manifest gave are kept."""
+    (``kubernetes.io/hostname``, ``kubernetes.io/os``, ``kubernetes.io/arch`` from
+    ``nodeInfo``: amd64, or the machine's for process nodes — ``initialNode``), or None when
+    none is missing. Values a manifest gave are kept."""
     meta = node.get("metadata") or {}
     labels = meta.get("labels") or {}
     name = str(meta.get("name", ""))
@@ -256,7 +253,8 @@ def complete_node(
 
 
 async def renew_leases(cluster: Cluster) -> None:
-    """The node lease controller of every node whose kubelet is up, until cancelled."""
+    """The node lease controller of every node whose kubelet is up, until cancelled: every
+    10 s × time scale, but not more often than every 0.5 s of wall time."""
     while True:
         for node in list(cluster.store.items("nodes")):
             if not node_is_up(node):
@@ -269,7 +267,10 @@ async def renew_leases(cluster: Cluster) -> None:
 
 
 def renew_lease(cluster: Cluster, node: Mapping[str, Any]) -> dict[str, Any]:
-    """Create or renew the node's Lease (``ensureLease`` / ``retryUpdateLease``)."""
+    """Create or renew the node's Lease (``ensureLease`` / ``retryUpdateLease``): a
+    ``coordination.k8s.io/v1`` Lease named after the node in ``kube-node-lease``, owned by the
+    Node, ``holderIdentity`` the node name, ``leaseDurationSeconds: 40``, ``renewTime``
+    written with an optimistic-concurrency update."""
     rt = cluster.scheme.for_kind("coordination.k8s.io/v1", "Lease")
     assert rt is not None
     meta = node.get("metadata") or {}

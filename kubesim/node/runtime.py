@@ -1,57 +1,9 @@
-"""A process runtime for kubesim's demo node: containers as real processes in kubepods cgroups.
+"""A process runtime for kubesim's process nodes: containers as real processes in kubepods cgroups.
 
 The eviction agent measures what a kubelet's node really holds — memory working sets read from
-the kubepods cgroup hierarchy — so the node it watches in the demo must hold real processes in
-the same layout a kubelet with the cgroupfs driver builds (``pkg/kubelet/cm``: the cgroup,
-pod-container and QoS-container managers):
-
-    <sub-root>/kubepods/                        node cgroup, limit = the node's memory capacity
-    <sub-root>/kubepods/pod<uid>/<container-id>  Guaranteed pods sit directly under kubepods
-    <sub-root>/kubepods/burstable/pod<uid>/...
-    <sub-root>/kubepods/besteffort/pod<uid>/...
-
-The sub-root (``<prefix>-<owner pid>-<instance>``) keeps a demo or a test away from a real
-kubelet's ``kubepods`` and from other runtimes on the same machine; the owner pid in the name lets
-the next runtime remove what a crashed one left behind. On a machine of its own (the guest VM of
-tests/node) ``kubepods_at_root`` puts kubepods directly under the cgroup root, as a kubelet with
-``--cgroup-root=/`` does. The names are the cgroupfs driver's above, or with
-``cgroup_driver="systemd"`` the systemd driver's (``kubepods.slice/kubepods-burstable.slice/
-kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope``, ``kube.cgroups``), and
-on v2 every parent enables ``+memory +pids`` for its children, as the kubelet does.
-
-The QoS class is ``qos.GetPodQOS`` (``kube.qos``, the one the API server and the agent use
-too); the pod cgroup gets the sum of the containers' memory limits when every container declares one
-(``ResourceConfigForPod``), each container cgroup its own limit, as runc does for a container.
-
-cgroup v1 (memory controller mounted at ``<cgroup-root>/memory``) and v2 (unified at the root or
-at ``<cgroup-root>/unified`` with the memory controller available) are detected; v2 sets
-``memory.oom.group`` on containers, as the kubelet does on v2
-since 1.28 (kubernetes/kubernetes#117793; ``singleProcessOOMKill`` defaults to false, #126096).
-A process joins its cgroup before ``exec`` (it writes itself into ``cgroup.procs``), so every
-page it touches is charged there. The exit of a container is reported as containerd reports it
-to the kubelet: ``Completed`` for 0, ``Error`` otherwise, ``OOMKilled`` when the container
-cgroup's OOM-kill counter moved (v1 ``memory.oom_control``, v2 ``memory.events``), and
-128 + signal as the exit code of a signalled process.
-
-Each node also has a disk of its own (``kubesim.node.filesystem``; ``NodeConfig`` sizes it, with
-the node's kube-reserved memory and its kubelet's other settings): a container's working
-directory is its writable layer there, its output goes to its log file there, and its pod's
-emptyDir volumes and etc-hosts are made there before it starts (``kubesim.node.volumes``), so
-that what a pod writes is where a kubelet measures it (``kubesim.node.stats``). The node's
-kubepods cgroup is limited to capacity less what is reserved when allocatable is enforced on
-pods, and the ``resourceFieldRef`` of the downward API gives a container its requests and
-limits (``kubesim.node.downward``). With a ``cgroupRoot`` configured (the kubelet's
-``--cgroup-root``) the node's cgroups go there instead of under the sub-root.
-
-Stopping follows the kubelet's ``killContainer``: SIGTERM to the process group, SIGKILL after
-the grace period (never less than ``minimumGracePeriodInSeconds`` = 2 s, unless the kubelet's
-``gracePeriodOverride`` replaces it), then whatever is still in the cgroup is killed and the
-cgroups are removed leaf first, retrying while the kernel still counts tasks, and the pod's
-files (layers, logs, volumes) are removed from the node's disk. Children die with
-the runtime (``PR_SET_PDEATHSIG``), and the next runtime removes the sub-roots a crashed one
-left. Where no writable memory cgroup exists (not root, read-only mount, no controller) the
-runtime still runs the processes and measures each process tree with psutil (RSS sum); ``mode``
-says which is active and ``mode_reason`` why.
+the kubepods cgroup hierarchy — so the node it watches must hold real processes in the layout a
+kubelet builds (``pkg/kubelet/cm``: the cgroup, pod-container and QoS-container managers), on a
+disk of its own (``kubesim.node.filesystem``). ``ProcessRuntime`` says how.
 """
 
 from __future__ import annotations
@@ -394,10 +346,41 @@ ExitCallback = Callable[[str, ContainerStatus], None]
 
 
 class ProcessRuntime:
-    """Runs pods' commands as process groups in per-container memory cgroups (see module doc).
+    """Runs pods' commands as process groups in per-container memory cgroups.
 
     ``async with ProcessRuntime(...) as rt`` (or ``open()`` … ``await close()``). Only one event
     loop may drive a runtime.
+
+    The cgroups are those a kubelet with the cgroupfs driver builds::
+
+        <sub-root>/kubepods/                        node cgroup, limit = the node's memory capacity
+        <sub-root>/kubepods/pod<uid>/<container-id>  Guaranteed pods sit directly under kubepods
+        <sub-root>/kubepods/burstable/pod<uid>/...
+        <sub-root>/kubepods/besteffort/pod<uid>/...
+
+    or, with ``cgroup_driver="systemd"``, the systemd driver's
+    (``kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/
+    cri-containerd-<id>.scope``; ``kube.cgroups`` names both). The sub-root
+    (``<prefix>-<owner pid>-<instance>``) keeps a demo or a test away from a real kubelet's
+    ``kubepods`` and from other runtimes on the same machine, and the owner pid in its name lets
+    the next runtime remove what a crashed one left behind. On a machine of its own (the guest VM
+    of tests/node) ``kubepods_at_root`` puts kubepods directly under the cgroup root, as a
+    kubelet with ``--cgroup-root=/`` does; a node's ``cgroupRoot`` (the kubelet's
+    ``--cgroup-root``) puts them there instead of under the sub-root. cgroup v1 and v2 are
+    detected (``kubesim.node.cgroups``); where no writable memory cgroup exists (not root,
+    read-only mount, no controller) the runtime still runs the processes and measures each
+    process tree with psutil (RSS sum): ``mode`` says which is active and ``mode_reason`` why.
+
+    The QoS class is ``qos.GetPodQOS`` (``kube.qos``, the one the API server and the agent use
+    too); the pod cgroup gets the sum of the containers' memory limits when every container
+    declares one (``ResourceConfigForPod``), each container cgroup its own limit, as runc does;
+    on v2 containers get ``memory.oom.group``, as the kubelet sets it since 1.28
+    (kubernetes/kubernetes#117793; ``singleProcessOOMKill`` defaults to false, #126096). The
+    node's kubepods cgroup is limited to capacity less what is reserved when allocatable is
+    enforced on pods (``_pods_cgroup_limit``).
+
+    Children die with the runtime (``PR_SET_PDEATHSIG``), and the next runtime removes the
+    sub-roots a crashed one left.
     """
 
     def __init__(
@@ -649,6 +632,14 @@ class ProcessRuntime:
     async def start(self, pod: Mapping[str, Any]) -> list[ContainerStatus]:
         """Run every container of ``pod`` that has a ``command``; idempotent per UID.
 
+        A container's working directory is its writable layer on the node's disk, its output
+        goes to its log file there, and its pod's emptyDir volumes and etc-hosts are made there
+        before it starts (``kubesim.node.volumes``), so that what a pod writes is where a
+        kubelet measures it (``kubesim.node.stats``); the downward API's ``resourceFieldRef``
+        gives it its requests and limits (``kubesim.node.downward``). A process joins its
+        cgroup before ``exec`` (it writes itself into ``cgroup.procs``), so every page it
+        touches is charged there.
+
         Containers without a command (an image's entrypoint we do not have) are not run and
         not reported. A container that cannot be started is reported exited with reason
         ``StartError`` and exit code 128, as containerd does. Raises PodSpecError for a pod
@@ -872,6 +863,10 @@ class ProcessRuntime:
         return ctr
 
     async def _wait(self, pod: _Pod, ctr: _Container) -> None:
+        """A container's exit as containerd reports it to the kubelet: ``Completed`` for 0,
+        ``Error`` otherwise, ``OOMKilled`` when the container cgroup's OOM-kill counter moved
+        (v1 ``memory.oom_control``, v2 ``memory.events``), 128 + signal as the exit code of a
+        signalled process."""
         assert ctr.process is not None
         rc = await ctr.process.wait()
         ctr.finished_at = time.time()
@@ -925,10 +920,13 @@ class ProcessRuntime:
         """Stop a pod as the kubelet's ``killContainer`` does and forget it.
 
         SIGTERM to each container's process group, SIGKILL after the grace period, then
-        anything left in the pod's cgroups is killed and the cgroups are removed leaf first.
-        The grace period is floored at ``minimum_grace_seconds`` unless ``override`` (the
-        kubelet's ``gracePeriodOverride``, used by its own evictions, replaces the floored
-        value). Returns the final container states; None for a pod the runtime does not hold.
+        anything left in the pod's cgroups is killed and the cgroups are removed leaf first,
+        retrying while the kernel still counts tasks; the pod's files (layers, logs, volumes)
+        are removed from the node's disk. The grace period is floored at
+        ``minimum_grace_seconds`` (the kubelet's ``minimumGracePeriodInSeconds``, 2 s) unless
+        ``override`` (the kubelet's ``gracePeriodOverride``, used by its own evictions,
+        replaces the floored value). Returns the final container states; None for a pod the
+        runtime does not hold.
         """
         pod = self._pods.get(pod_uid)
         if pod is None:

@@ -4,31 +4,7 @@ A kubelet with ``staticPodPath`` runs every pod manifest of that directory itsel
 (``pkg/kubelet/config/file.go``), whatever the API server says, and shows each in the API as a
 *mirror pod* it creates and keeps (``pkg/kubelet/pod/mirror_client.go``). The eviction agent
 must tell a real mirror pod from a pod that only carries the annotations, so a process node
-runs them as the kubelet does:
-
-- **Read once, at start**: each regular file of the directory not starting with ``.``, in name
-  order, holding one ``v1`` Pod (YAML or JSON); a file that is not one is logged and skipped.
-  (A kubelet also rereads the directory every ``fileCheckFrequency``; kubesim does not.)
-- **The kubelet's copy** (``applyDefaults`` in ``pkg/kubelet/config/common.go``, the merge in
-  ``config.go``): its UID is the hex MD5 of the node's name, the file's path and the manifest
-  (32 hex digits; a UID the manifest gives is kept), its name gets ``-<node name>``, its
-  namespace defaults to ``default``, ``spec.nodeName`` is the node, it tolerates every
-  ``NoExecute`` taint, and it carries ``kubernetes.io/config.hash`` (the UID),
-  ``kubernetes.io/config.source: file`` and ``kubernetes.io/config.seen``.
-- **Run under that UID** by the node's runtime: the pod cgroup is ``pod<hash>``, and the node's
-  ``/stats/summary`` names the pod by it — as a real node's cgroups and summary do.
-- **Its mirror pod**: a copy created through the API with ``kubernetes.io/config.mirror: <hash>``
-  and an ``ownerReference`` to its Node (``controller: true``, as NodeRestriction requires),
-  once the Node exists. Its status is the static pod's (the runtime's container states, the host
-  IP — and as pod IP only with ``hostNetwork``: kubesim gives a static pod no pod network).
-  Deleting the mirror does not stop the static pod: the kubelet deletes a mirror being deleted
-  at once (grace 0, UID precondition) and creates it again, with a new API UID.
-
-Only the pod at the static pod's name and namespace whose ``config.mirror`` is the static pod's
-hash is its mirror (``IsMirrorPodOf``). Any other pod carrying ``config.mirror`` is run by
-kubesim's kubelet like any pod; a real kubelet would not run it and would delete it as an
-orphaned mirror pod — kubesim keeps it, so that a test can show that such a claim earns the pod
-nothing from the eviction agent. Static pods skip the kubelet's admission.
+runs them as the kubelet does (``StaticPods``).
 """
 
 from __future__ import annotations
@@ -88,7 +64,14 @@ class StaticPod:
 
 
 def _kubelet_copy(manifest: dict[str, Any], *, node: str, path: Path, seen: str) -> dict[str, Any]:
-    """``applyDefaults`` and the first-seen annotation, on a decoded manifest."""
+    """``applyDefaults`` and the first-seen annotation, on a decoded manifest.
+
+    As ``applyDefaults`` in ``pkg/kubelet/config/common.go`` and the merge in ``config.go``:
+    the UID is the hex MD5 of the node's name, the file's path and the manifest (32 hex
+    digits; a UID the manifest gives is kept), the name gets ``-<node name>``, the namespace
+    defaults to ``default``, ``spec.nodeName`` is the node, the pod tolerates every
+    ``NoExecute`` taint, and it carries ``kubernetes.io/config.hash`` (the UID),
+    ``kubernetes.io/config.source: file`` and ``kubernetes.io/config.seen``."""
     pod: dict[str, Any] = clone(manifest)
     meta = pod.setdefault("metadata", {})
     if not meta.get("uid"):
@@ -135,7 +118,11 @@ def _manifest(path: Path) -> dict[str, Any]:
 
 
 def read_static_pods(directory: Path, *, node: str, now: float) -> list[StaticPod]:
-    """The static pods of ``node`` from the manifests in ``directory`` (module docstring)."""
+    """The static pods of ``node`` from the manifests in ``directory``, read once.
+
+    Each regular file not starting with ``.``, in name order, holding one ``v1`` Pod (YAML or
+    JSON); a file that is not one is logged and skipped. (A kubelet also rereads the directory
+    every ``fileCheckFrequency``; kubesim does not.)"""
     try:
         files = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
     except OSError as exc:
@@ -156,7 +143,20 @@ def read_static_pods(directory: Path, *, node: str, now: float) -> list[StaticPo
 
 
 class StaticPods:
-    """The static pods of every process node, and their mirror pods in the API."""
+    """The static pods of every process node, and their mirror pods in the API.
+
+    A static pod runs under its UID in the node's runtime: the pod cgroup is ``pod<hash>``, and
+    the node's ``/stats/summary`` names the pod by it — as a real node's cgroups and summary
+    do. Static pods skip the kubelet's admission.
+
+    Its mirror pod is a copy created through the API with ``kubernetes.io/config.mirror:
+    <hash>`` and an ``ownerReference`` to its Node (``controller: true``, as NodeRestriction
+    requires), once the Node exists (``_ensure_mirror``). Its status is the static pod's (the
+    runtime's container states, the host IP — and as pod IP only with ``hostNetwork``: kubesim
+    gives a static pod no pod network). Deleting the mirror does not stop the static pod: the
+    kubelet deletes a mirror being deleted at once (grace 0, UID precondition) and creates it
+    again, with a new API UID (``sync_mirror``).
+    """
 
     def __init__(self) -> None:
         self._pods: dict[Key, StaticPod] = {}
@@ -197,7 +197,13 @@ class StaticPods:
         self._cluster = None
 
     def is_mirror(self, pod: Mapping[str, Any]) -> bool:
-        """Whether ``pod`` is the mirror pod of a static pod of ours (``IsMirrorPodOf``)."""
+        """Whether ``pod`` is the mirror pod of a static pod of ours (``IsMirrorPodOf``): the
+        pod at the static pod's name and namespace whose ``config.mirror`` is its hash.
+
+        Any other pod carrying ``config.mirror`` is run by kubesim's kubelet like any pod; a
+        real kubelet would not run it and would delete it as an orphaned mirror pod — kubesim
+        keeps it, so that a test can show that such a claim earns the pod nothing from the
+        eviction agent."""
         meta = pod.get("metadata") or {}
         static = self._pods.get((str(meta.get("namespace", "")), str(meta.get("name", ""))))
         annotations = meta.get("annotations") or {}

@@ -4,26 +4,7 @@ The eviction agent reads per-pod disk figures from the kubelet's summary
 (``--kubelet-summary-url``): no cgroup holds them. A process node serves the same document
 (``kubesim.node.server``), filled from what its pods really wrote on the node's disk
 (``kubesim.node.filesystem``) and really hold in its cgroups, the way the kubelet's summary
-provider fills it (``pkg/kubelet/stats``, CRI stats provider, single-filesystem layout):
-
-- ``node.fs``: statfs of the kubelet's root directory (nodefs); ``node.runtime.imageFs`` and
-  ``containerFs``: statfs of the runtime's root, the same device here; ``node.rlimit`` as
-  ``kube.kernelstats`` reads it; ``node.memory``: the node's capacity less the working set
-  of its pods cgroup, which is also the ``pods`` system container (its own limit less its
-  working set: ``allocatableMemory.available``).
-- per container: ``rootfs`` (the writable layer: ``du`` of the snapshot directory and its
-  inode count, over the imagefs figures), ``logs`` (the files of the container's log
-  directory, over the nodefs figures), ``memory`` (its cgroup's working set).
-- per pod: ``memory`` and ``process_stats`` from the pod cgroup; ``volume``: every emptyDir,
-  ``du`` over statfs of the volume (a memory-backed one is its own tmpfs); and
-  ``ephemeral-storage`` (``calcEphemeralStorage``): the containers' rootfs, their logs (bytes
-  and inodes: the CRI provider knows the log inodes), the local ephemeral volumes — emptyDir on
-  the node's disk, not ``medium: Memory``, whose pages count as the pod's memory —, the
-  files of the pod's log directory and its etc-hosts, over the nodefs figures.
-
-The kubelet refreshes volume figures in the background (every minute, jittered) and cAdvisor
-its disk figures every housekeeping; this computes them on each request, so a test sees what
-was written before it asked. Times are whole RFC 3339 seconds, as the kubelet prints them.
+provider fills it (``pkg/kubelet/stats``, CRI stats provider, single-filesystem layout).
 """
 
 from __future__ import annotations
@@ -101,7 +82,17 @@ def pod_stats(
     imagefs: JSONDict | None,
     time: str,
 ) -> JSONDict:
-    """One ``PodStats`` entry."""
+    """One ``PodStats`` entry.
+
+    Per container: ``rootfs`` (the writable layer: ``du`` of the snapshot directory and its
+    inode count, over the imagefs figures), ``logs`` (the files of the container's log
+    directory, over the nodefs figures), ``memory`` (its cgroup's working set). Per pod:
+    ``memory`` and ``process_stats`` from the pod cgroup; ``volume``: every emptyDir, ``du``
+    over statfs of the volume (a memory-backed one is its own tmpfs); and
+    ``ephemeral-storage`` (``calcEphemeralStorage``): the containers' rootfs, their logs (bytes
+    and inodes: the CRI provider knows the log inodes), the local ephemeral volumes — emptyDir
+    on the node's disk, not ``medium: Memory``, whose pages count as the pod's memory —, the
+    files of the pod's log directory and its etc-hosts, over the nodefs figures."""
     usage = runtime.usage(layout.uid)
     per_container = usage.containers if usage is not None else {}
     containers = [
@@ -153,7 +144,18 @@ def node_summary(
     clock: Callable[[], float],
     proc_root: Path = Path("/proc"),
 ) -> JSONDict:
-    """The node's ``Summary`` (``stats/v1alpha1``)."""
+    """The node's ``Summary`` (``stats/v1alpha1``).
+
+    ``node.fs``: statfs of the kubelet's root directory (nodefs); ``node.runtime.imageFs`` and
+    ``containerFs``: statfs of the runtime's root, the same device here; ``node.rlimit`` as
+    ``kube.kernelstats`` reads it; ``node.memory``: the node's capacity less the working set
+    of its pods cgroup, which is also the ``pods`` system container (its own limit less its
+    working set: ``allocatableMemory.available``); the pods as ``pod_stats`` gives them.
+
+    The kubelet refreshes volume figures in the background (every minute, jittered) and
+    cAdvisor its disk figures every housekeeping; this computes them on each request, so a
+    test sees what was written before it asked. Times are whole RFC 3339 seconds, as the
+    kubelet prints them."""
     time = format_time(clock())
     fs = runtime.filesystem
     nodefs = read_fs_stats(fs.kubelet_root, time=time) if fs is not None else None

@@ -1,24 +1,9 @@
 """A process node's pod storage: emptyDir volumes, /etc/hosts and container writable layers.
 
 What the kubelet and the runtime put on the node's disk for a pod, on the process node's
-``NodeFilesystem``, so that what a pod writes is where a kubelet would measure it:
-
-* **emptyDir** (``pkg/volume/emptydir``): a directory under the pod's directory on the node's
-  disk; with ``medium: Memory`` a tmpfs mounted there, whose pages are charged to the memory
-  cgroup of the container that writes them (the pod's). Its size is the kubelet's
-  ``calculateEmptyDirMemorySize``: with ``SizeMemoryBackedVolumes`` (GA in 1.32) the node's
-  allocatable memory, lowered to the pod's memory limit when every container declares one and
-  to the volume's ``sizeLimit`` when set; without the gate no size (the kernel's default, half
-  the machine's memory), so a pod can write past its ``sizeLimit`` and be evicted for it. Only
-  emptyDir volumes are made; other volume kinds are not materialised.
-* **etc-hosts**: the kubelet's managed hosts file for the pod (``/etc/hosts`` in its
-  containers), counted in the pod's ephemeral storage.
-* **writable layer**: containerd's snapshot directory of the container, its working directory
-  and its ``/``. The runtime does not change the container's root or mount namespace, so each
-  ``volumeMounts`` entry appears in the writable layer at its ``mountPath`` as a symbolic link
-  to the volume (``subPath`` below it): a command addresses its files relative to its working
-  directory (``dd of=test-mnt/file``, not ``/test-mnt/file``), and what it writes through the
-  link counts in the volume, not in the layer.
+``NodeFilesystem``, so that what a pod writes is where a kubelet would measure it
+(``set_up_pod_volumes``, ``link_volume_mounts``). Only emptyDir volumes are made; other volume
+kinds are not materialised.
 """
 
 from __future__ import annotations
@@ -107,7 +92,12 @@ def empty_dir_memory_size(
     size_memory_backed_volumes: bool,
 ) -> int | None:
     """The tmpfs size of a memory-backed emptyDir (``calculateEmptyDirMemorySize``); None: the
-    kernel's default."""
+    kernel's default.
+
+    With ``SizeMemoryBackedVolumes`` (GA in 1.32) the node's allocatable memory, lowered to the
+    pod's memory limit when every container declares one and to the volume's ``sizeLimit``
+    when set; without the gate no size (the kernel's default, half the machine's memory), so a
+    pod can write past its ``sizeLimit`` and be evicted for it."""
     if not size_memory_backed_volumes:
         return None
     size = node_allocatable_memory
@@ -119,7 +109,8 @@ def empty_dir_memory_size(
 
 
 def etc_hosts_content(pod: Mapping[str, Any]) -> str:
-    """The kubelet's managed hosts file: loopback entries, then the pod's IP and hostname."""
+    """The kubelet's managed hosts file: loopback entries, then the pod's IP and hostname
+    (``/etc/hosts`` in its containers, counted in the pod's ephemeral storage)."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     lines = [
@@ -146,6 +137,10 @@ def set_up_pod_volumes(
     size_memory_backed_volumes: bool,
 ) -> dict[str, EmptyDirVolume]:
     """Make the pod's directory, its etc-hosts and its emptyDir volumes (by name).
+
+    An emptyDir (``pkg/volume/emptydir``) is a directory under the pod's directory on the node's
+    disk; with ``medium: Memory`` a tmpfs mounted there (``empty_dir_memory_size``), whose pages are
+    charged to the memory cgroup of the container that writes them (the pod's).
 
     Raises PodStorageError for a volume the runtime cannot read and OSError when a
     memory-backed volume cannot be mounted (what the kubelet reports as a failed mount).
@@ -177,7 +172,14 @@ def link_volume_mounts(
     *,
     where: str,
 ) -> None:
-    """Each of the container's ``volumeMounts`` as a link at its mountPath in ``layer``."""
+    """Each of the container's ``volumeMounts`` as a link at its mountPath in ``layer``.
+
+    The writable layer (containerd's snapshot directory of the container) is its working
+    directory and its ``/``. The runtime does not change the container's root or mount
+    namespace, so each mount appears in the layer at its ``mountPath`` as a symbolic link to
+    the volume (``subPath`` below it): a command addresses its files relative to its working
+    directory (``dd of=test-mnt/file``, not ``/test-mnt/file``), and what it writes through the
+    link counts in the volume, not in the layer."""
     mounts = container.get("volumeMounts") or []
     if not isinstance(mounts, list):
         raise PodStorageError(f"{where}.volumeMounts: must be a list")

@@ -2,30 +2,8 @@
 
 A scheduler never updates ``spec.nodeName`` itself (the pod update validation forbids it);
 it creates a ``v1 Binding`` for the pod and the apiserver assigns the pod in one guarded
-write. This module reproduces ``pkg/registry/core/pod/storage/storage.go``
-(``BindingREST.Create`` → ``assignPod`` → ``setPodNodeAndMetadata``):
-
-1. the body is a ``v1 Binding`` (JSON, YAML or protobuf); ``name in URL does not match name
-   in Binding object`` is a 400; a namespace in the body must be the URL's (400);
-2. ``ValidatePodBinding``: ``target.kind`` must be empty or ``Node`` and ``target.name`` is
-   required (422 ``Binding "x" is invalid: target.name: Required value``);
-3. preconditions: ``metadata.uid`` and ``metadata.resourceVersion`` of the Binding, when
-   given, must be the pod's (409 ``Precondition failed: UID in precondition: …`` — the pod's
-   storage error, as upstream);
-4. the guarded update answers 409 ``Operation cannot be fulfilled on pods/binding "x": …``
-   when the pod is being deleted (``pod x is being deleted, cannot be assigned to a host``),
-   already bound (``pod x is already assigned to node "n"``) or still has scheduling gates
-   (``pod x has non-empty .spec.schedulingGates``); a missing pod is a 404;
-5. otherwise ``spec.nodeName`` is set, the Binding's annotations are merged into the pod's,
-   the ``PodScheduled`` condition becomes True (``UpdatePodCondition``: the transition time
-   moves only when the status changes) and the pod is written once (one watch event);
-6. the answer is ``201`` with a Success ``Status``; ``dryRun=All`` checks everything and
-   writes nothing.
-
-``ClearingNominatedNodeNameAfterBinding`` (1.34+) is not reproduced: as in the 1.32
-kube-apiserver kubesim reports by default, ``status.nominatedNodeName`` survives the bind.
-
-The endpoints decode the request and call ``BindingStorage.create``
+write (``pkg/registry/core/pod/storage/storage.go``: ``BindingREST.Create`` → ``assignPod`` →
+``setPodNodeAndMetadata``). The endpoints decode the request and call ``BindingStorage.create``
 (``kubesim.endpoints.subresources``); the scheduler loop calls ``BindingStorage.bind`` in
 process (the same checks), so its write path is one dict copy and one store write per pod.
 """
@@ -73,7 +51,28 @@ class BindingStorage:
         ``dry_run``: the request's ``dryRun`` values, which the endpoints validated.
 
         Validating admission sees the Binding (for an API request); the pod's own write is the
-        storage's, not admitted again."""
+        storage's, not admitted again. In this order:
+
+        1. the body is a ``v1 Binding`` (JSON, YAML or protobuf); ``name in URL does not match name
+           in Binding object`` is a 400; a namespace in the body must be the URL's (400);
+        2. ``ValidatePodBinding``: ``target.kind`` must be empty or ``Node`` and ``target.name`` is
+           required (422 ``Binding "x" is invalid: target.name: Required value``);
+        3. preconditions: ``metadata.uid`` and ``metadata.resourceVersion`` of the Binding, when
+           given, must be the pod's (409 ``Precondition failed: UID in precondition: …`` — the pod's
+           storage error, as upstream);
+        4. the guarded update answers 409 ``Operation cannot be fulfilled on pods/binding "x": …``
+           when the pod is being deleted (``pod x is being deleted, cannot be assigned to a host``),
+           already bound (``pod x is already assigned to node "n"``) or still has scheduling gates
+           (``pod x has non-empty .spec.schedulingGates``); a missing pod is a 404;
+        5. otherwise ``spec.nodeName`` is set, the Binding's annotations are merged into the pod's,
+           the ``PodScheduled`` condition becomes True (``UpdatePodCondition``: the transition time
+           moves only when the status changes) and the pod is written once (one watch event);
+        6. the answer is ``201`` with a Success ``Status``; ``dryRun=All`` checks everything and
+           writes nothing.
+
+        ``ClearingNominatedNodeNameAfterBinding`` (1.34+) is not reproduced: as in the 1.32
+        kube-apiserver kubesim reports by default, ``status.nominatedNodeName`` survives the bind.
+        """
         self.registry.run_validating_admission(
             "CREATE",
             self.pods,

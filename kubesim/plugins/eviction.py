@@ -3,46 +3,8 @@
 The eviction subresource is how ``kubectl drain``, the cluster autoscaler and the descheduler
 remove pods without breaking PodDisruptionBudgets. This module reproduces
 ``pkg/registry/core/pod/storage/eviction.go`` (policy/v1 with ``unhealthyPodEvictionPolicy``
-and the ``DisruptionTarget`` condition) together with what the generic create handler does
-around it, in this order:
-
-1. the body is an ``Eviction`` in ``policy/v1`` or ``policy/v1beta1`` (JSON, YAML or protobuf);
-   a namespace in the body must be the URL's (400); the dry-run query is validated as
-   ``CreateOptions`` (422);
-2. ``name in URL does not match name in Eviction object`` (400, also for an empty name);
-3. ``propagateDryRun``: a dry run given in the query or in ``deleteOptions.dryRun`` is copied
-   to the other; both given and different is a plain Go error, which the apiserver turns into
-   a 500 with an empty reason (``ErrorToAPIStatus``) — the spec study says 400, the code says
-   500 and the code wins;
-4. admission: NamespaceLifecycle (404 for a missing namespace, 403 with the
-   ``NamespaceTerminating`` cause while it is being deleted);
-5. the pod (404 when missing); pods that ``canIgnorePDB`` — ``Succeeded``, ``Failed``,
-   ``Pending`` or already terminating — are deleted without looking at budgets, a Pending pod
-   with a ``resourceVersion`` precondition unless the caller gave one;
-6. the PDBs of the pod's namespace whose selector matches (policy/v1: ``{}`` matches every pod,
-   an absent or invalid selector nothing): more than one is a 500 Status with an empty reason;
-   none means the eviction is allowed;
-7. an unready pod is deleted without touching the budget when the policy is ``AlwaysAllow``,
-   or (``IfHealthyBudget``, the default) when ``currentHealthy >= desiredHealthy > 0``; the
-   delete then carries the pod's resourceVersion and a conflict becomes the "still being
-   processed" 429;
-8. ``checkAndDecrement``: ``observedGeneration < generation`` → 429 with Retry-After 10;
-   ``disruptionsAllowed < 0`` → 403; more than 2000 ``disruptedPods`` → 403;
-   ``disruptionsAllowed == 0`` → 429 with no Retry-After; otherwise the budget is decremented,
-   the ``DisruptionAllowed`` condition turns False/InsufficientPods at 0, the pod is recorded
-   in ``disruptedPods`` and the status written (nothing is written on a dry run);
-9. ``addConditionAndDeletePod``: unless dry run, the UID and resourceVersion preconditions are
-   checked against the stored pod (409 with upstream's wording), the pod gets
-   ``DisruptionTarget=True`` (``EvictionByEvictionAPI``, "Eviction API: evicting") and is then
-   deleted with the caller's DeleteOptions (gracefully);
-10. success is ``201`` with ``Status{status: Success, code: 201}``.
-
-Upstream wraps steps 5 and 8 in conflict retries (20 × ~500 ms) because another writer may
-change the pod or the PDB between its read and its write. kubesim's handler reads and writes
-without yielding to the event loop, so no other request or controller can interleave and those
-retries could never trigger; they are not reproduced. The endpoints decode the request and
-validate its dry-run query (``kubesim.endpoints.subresources``); the rest is
-``EvictionStorage.create``'s.
+and the ``DisruptionTarget`` condition) with what the generic create handler does around it;
+``EvictionStorage.create`` lists the steps.
 """
 
 from __future__ import annotations
@@ -130,7 +92,47 @@ class EvictionStorage:
     def create(
         self, namespace: str, name: str, eviction: Mapping[str, Any], *, dry_run: list[str]
     ) -> dict[str, Any]:
-        """Evict; returns the Success Status body or raises the StatusError kube would."""
+        """Evict; returns the Success Status body or raises the StatusError kube would.
+
+        In this order:
+
+        1. the body is an ``Eviction`` in ``policy/v1`` or ``policy/v1beta1`` (JSON, YAML or
+           protobuf); a namespace in the body must be the URL's (400); the dry-run query is
+           validated as ``CreateOptions`` (422);
+        2. ``name in URL does not match name in Eviction object`` (400, also for an empty name);
+        3. ``propagateDryRun``: a dry run given in the query or in ``deleteOptions.dryRun`` is
+           copied to the other; both given and different is a plain Go error, which the apiserver
+           turns into a 500 with an empty reason (``ErrorToAPIStatus``), not a 400;
+        4. admission: NamespaceLifecycle (404 for a missing namespace, 403 with the
+           ``NamespaceTerminating`` cause while it is being deleted);
+        5. the pod (404 when missing); pods that ``canIgnorePDB`` — ``Succeeded``, ``Failed``,
+           ``Pending`` or already terminating — are deleted without looking at budgets, a Pending
+           pod with a ``resourceVersion`` precondition unless the caller gave one;
+        6. the PDBs of the pod's namespace whose selector matches (policy/v1: ``{}`` matches every
+           pod, an absent or invalid selector nothing): more than one is a 500 Status with an empty
+           reason; none means the eviction is allowed;
+        7. an unready pod is deleted without touching the budget when the policy is ``AlwaysAllow``,
+           or (``IfHealthyBudget``, the default) when ``currentHealthy >= desiredHealthy > 0``; the
+           delete then carries the pod's resourceVersion and a conflict becomes the "still being
+           processed" 429;
+        8. ``checkAndDecrement``: ``observedGeneration < generation`` → 429 with Retry-After 10;
+           ``disruptionsAllowed < 0`` → 403; more than 2000 ``disruptedPods`` → 403;
+           ``disruptionsAllowed == 0`` → 429 with no Retry-After; otherwise the budget is
+           decremented, the ``DisruptionAllowed`` condition turns False/InsufficientPods at 0, the
+           pod is recorded in ``disruptedPods`` and the status written (nothing is written on a dry
+           run);
+        9. ``addConditionAndDeletePod``: unless dry run, the UID and resourceVersion preconditions
+           are checked against the stored pod (409 with upstream's wording), the pod gets
+           ``DisruptionTarget=True`` (``EvictionByEvictionAPI``, "Eviction API: evicting") and is
+           then deleted with the caller's DeleteOptions (gracefully);
+        10. success is ``201`` with ``Status{status: Success, code: 201}``.
+
+        Upstream wraps steps 5 and 8 in conflict retries (20 × ~500 ms) because another writer may
+        change the pod or the PDB between its read and its write. kubesim's handler reads and writes
+        without yielding to the event loop, so no other request or controller can interleave and
+        those retries could never trigger; they are not reproduced. The endpoints decode the request
+        and validate its dry-run query (``kubesim.endpoints.subresources``); the rest is here.
+        """
         self._check_type(eviction)
         meta = eviction.get("metadata") or {}
         if not isinstance(meta, Mapping):

@@ -3,23 +3,7 @@
 kubesim stores the core ``v1`` shape of every Event (``kubesim.core.events`` converts
 ``events.k8s.io/v1`` to it), and validates that stored shape with the field paths of the
 internal type (so an ``events.k8s.io`` client also reads ``involvedObject.namespace``,
-``reportingController``, ``message``):
-
-* every event passes the legacy rules: without ``eventTime`` the involved object's namespace
-  must be the event's (an empty one only in ``default`` or a cluster-scoped event); with
-  ``eventTime`` ("new" events) an empty involved namespace is allowed only in ``default`` and
-  ``kube-system``, and ``reportingController`` (a qualified name), ``reportingInstance``,
-  ``action`` and ``reason`` are required, with length limits (128, 128, 128, note 1024);
-* ``events.k8s.io/v1`` writes are strict on top: object meta with a DNS-subdomain name,
-  ``eventTime`` required, ``type`` ``Normal`` or ``Warning``, ``series`` with ``count >= 2`` and
-  ``lastObservedTime``, and the deprecated fields (``deprecatedFirstTimestamp``,
-  ``deprecatedLastTimestamp``, ``deprecatedCount``, ``deprecatedSource``) unset; an update may
-  not change the event's identity fields (``reason``, ``message``, ``type``, ``action``,
-  ``reportingController``, ``reportingInstance``, ``eventTime``).
-
-Note the upstream quirk kept here: an ``events.k8s.io`` event *without* ``eventTime`` takes the
-legacy branch, so it is told ``eventTime: Required value`` but not that ``reason`` or
-``reportingController`` are missing.
+``reportingController``, ``message``): ``validate_event_create``, ``validate_event_update``.
 """
 
 from __future__ import annotations
@@ -125,7 +109,22 @@ def _strict_meta_causes(ev: Mapping[str, Any]) -> list[Cause]:
 
 
 def validate_event_create(ev: Mapping[str, Any], *, group: str) -> list[Cause]:
-    """The field errors of creating ``ev`` (core shape) through ``group``'s API."""
+    """The field errors of creating ``ev`` (core shape) through ``group``'s API.
+
+    Every event passes the legacy rules (``_legacy_causes``): without ``eventTime`` the
+    involved object's namespace must be the event's (an empty one only in ``default`` or a
+    cluster-scoped event); with ``eventTime`` ("new" events) an empty involved namespace is
+    allowed only in ``default`` and ``kube-system``, and ``reportingController`` (a qualified
+    name), ``reportingInstance``, ``action`` and ``reason`` are required, with length limits
+    (128, 128, 128, note 1024). ``events.k8s.io/v1`` writes are strict on top: object meta with
+    a DNS-subdomain name, ``eventTime`` required, ``type`` ``Normal`` or ``Warning``,
+    ``series`` with ``count >= 2`` and ``lastObservedTime``, and the deprecated fields
+    (``deprecatedFirstTimestamp``, ``deprecatedLastTimestamp``, ``deprecatedCount``,
+    ``deprecatedSource``) unset.
+
+    The upstream quirk kept here: an ``events.k8s.io`` event *without* ``eventTime`` takes the
+    legacy branch, so it is told ``eventTime: Required value`` but not that ``reason`` or
+    ``reportingController`` are missing."""
     causes = _legacy_causes(ev)
     if group != "events.k8s.io":
         return causes  # core v1: no further validation, for backwards compatibility
@@ -159,7 +158,10 @@ _IMMUTABLE_TEXT: Final = (
 def validate_event_update(
     new: Mapping[str, Any], old: Mapping[str, Any], *, group: str
 ) -> list[Cause]:
-    """The field errors of replacing ``old`` with ``new`` through ``group``'s API."""
+    """The field errors of replacing ``old`` with ``new`` through ``group``'s API: through
+    ``events.k8s.io``, an update may not change the event's identity fields (``reason``,
+    ``message``, ``type``, ``action``, ``reportingController``, ``reportingInstance``,
+    ``eventTime``)."""
     causes = _legacy_causes(new)
     if group != "events.k8s.io":
         return causes

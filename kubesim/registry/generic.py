@@ -6,30 +6,6 @@ differences in its strategy (``kubesim.registry.validation``), admission called 
 shapes of ``kubesim.registry.admission``. It knows nothing of HTTP, so the endpoints, the
 in-process API (``sim.apply``), the controllers, kubelets and scheduler loop, and the
 eviction and binding storage all write through the same code (as ``sim.registry``).
-
-Reproduced behaviour (``rest.BeforeCreate``/``BeforeUpdate``/``BeforeDelete``):
-
-* create: namespace from the path (400 when the body names another), ``generateName`` with
-  five random characters (a taken name is generated again, up to 8 names — RetryGenerateName
-  —, then 409 ``… the server was not able to generate a unique name``),
-  ``uid``/``creationTimestamp``/``resourceVersion`` set by the server, ``generation: 1`` for
-  kinds with a spec, status reset (pods start ``Pending``; a pod with ``schedulingGates`` gets
-  ``PodScheduled=False``, reason ``SchedulingGated``), defaults, admission
-  (NamespaceLifecycle: 404 for a missing namespace, 403 ``NamespaceTerminating`` while it is
-  being deleted; then the mutating plugins of ``kubesim.plugins.admission``), validation
-  (422), the validating plugins (403) and validating admission policies, then 409
-  ``AlreadyExists``; ``dryRun=All`` answers without storing;
-* update: URL/body name and namespace must agree (400), a stale ``resourceVersion`` is a 409
-  ``the object has been modified; ...``, an empty one is an unconditional update; the main
-  resource keeps the stored status and the status subresource keeps everything but status;
-  ``generation`` grows when the spec changes; an update that changes nothing is not written
-  (no new resourceVersion, no watch event);
-* delete: preconditions (``uid``, ``resourceVersion``) → 409 ``Precondition failed: ...``;
-  pods are deleted gracefully (``CheckGracefulDelete``: the request's grace period, else the
-  pod's ``terminationGracePeriodSeconds``, else 0; unbound or terminal pods go at once), which
-  only sets ``deletionTimestamp`` = now + grace and ``deletionGracePeriodSeconds``; a second
-  delete may only shorten it. Objects with finalizers wait for them. Kinds with
-  ``ReturnDeletedObject`` answer with the object, others with a Success ``Status``.
 """
 
 from __future__ import annotations
@@ -449,7 +425,19 @@ class GenericStore:
     def create(
         self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False
     ) -> dict[str, Any]:
-        """POST: returns the stored object in the wire shape of ``rt``."""
+        """POST: returns the stored object in the wire shape of ``rt`` (``rest.BeforeCreate``).
+
+        Namespace from the path (400 when the body names another), ``generateName`` with five
+        random characters (a taken name is generated again, up to 8 names —
+        RetryGenerateName —, then 409 ``… the server was not able to generate a unique
+        name``), ``uid``/``creationTimestamp``/``resourceVersion`` set by the server,
+        ``generation: 1`` for kinds with a spec, status reset (pods start ``Pending``; a pod
+        with ``schedulingGates`` gets ``PodScheduled=False``, reason ``SchedulingGated``),
+        defaults, admission (NamespaceLifecycle: 404 for a missing namespace, 403
+        ``NamespaceTerminating`` while it is being deleted; then the mutating plugins of
+        ``kubesim.plugins.admission``), validation (422), the validating plugins (403) and
+        validating admission policies, then 409 ``AlreadyExists``; ``dryRun=All`` answers
+        without storing."""
         obj = self.prepare_create(rt, namespace, body)
         meta = obj["metadata"]
         self.admit_namespace(
@@ -501,7 +489,13 @@ class GenericStore:
         dry_run: bool = False,
         check_name: bool = True,
     ) -> tuple[dict[str, Any], bool]:
-        """PUT (also the tail of PATCH): returns (object, created)."""
+        """PUT (also the tail of PATCH): returns (object, created) (``rest.BeforeUpdate``).
+
+        URL and body name and namespace must agree (400), a stale ``resourceVersion`` is a 409
+        ``the object has been modified; ...``, an empty one is an unconditional update; the
+        main resource keeps the stored status and the status subresource keeps everything but
+        status; ``generation`` grows when the spec changes; an update that changes nothing is
+        not written (no new resourceVersion, no watch event)."""
         check_type(rt, body)
         new = self.from_wire(rt, clone(body))
         new["kind"] = self.storage_type(rt).kind
@@ -655,7 +649,14 @@ class GenericStore:
     def delete(
         self, rt: ResourceType, namespace: str, name: str, options: DeleteOptions
     ) -> dict[str, Any]:
-        """DELETE: the body kube answers with (object or Success Status)."""
+        """DELETE: the body kube answers with (object or Success Status) (``rest.BeforeDelete``).
+
+        Preconditions (``uid``, ``resourceVersion``) → 409 ``Precondition failed: ...``; pods
+        are deleted gracefully (``CheckGracefulDelete``: the request's grace period, else the
+        pod's ``terminationGracePeriodSeconds``, else 0; unbound or terminal pods go at once),
+        which only sets ``deletionTimestamp`` = now + grace and ``deletionGracePeriodSeconds``;
+        a second delete may only shorten it. Objects with finalizers wait for them. Kinds with
+        ``ReturnDeletedObject`` answer with the object, others with a Success ``Status``."""
         refuse = strategy_for(self.storage_type(rt).kind).validate_delete
         if refuse is not None:
             refuse(name)

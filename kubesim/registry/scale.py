@@ -3,20 +3,8 @@
 ``kubectl scale`` (and the HPA, and the disruption controller's ``getScaleController``) never
 edit a workload itself: they read and write ``/scale``, a ``Scale`` whose ``spec.replicas`` is
 the workload's and whose ``status`` carries the observed ``replicas`` and the pod ``selector``
-as a string (``pkg/registry/core/replicationcontroller/storage``, ``pkg/registry/apps/*``):
-
-* GET answers the Scale (name, namespace, uid, resourceVersion and creationTimestamp of the
-  workload);
-* PUT takes a Scale: its name must be the URL's (400), ``spec.replicas`` must not be negative
-  (422 ``Scale.autoscaling "<name>" is invalid: spec.replicas: Invalid value: -1: must be
-  greater than or equal to 0``), a ``metadata.resourceVersion`` is a precondition on the
-  workload (409 on a stale one); only ``spec.replicas`` of the workload changes, so its
-  ``generation`` grows;
-* PATCH applies the patch to the Scale and then behaves as PUT.
-
-A ReplicationController's selector is a plain map (``app=web,tier=db``); the apps kinds'
-``LabelSelector`` is printed as ``labels.Selector.String()`` does (``k in (a,b)``, ``!k``), by
-``kube.labels``.
+as a string (``pkg/registry/core/replicationcontroller/storage``, ``pkg/registry/apps/*``).
+PATCH applies the patch to the Scale and then behaves as PUT (``apply_scale``).
 """
 
 from __future__ import annotations
@@ -35,7 +23,10 @@ SCALE_API_VERSION: Final = "autoscaling/v1"
 
 
 def to_scale(rt: ResourceType, obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The Scale of a stored workload."""
+    """The Scale of a stored workload (GET): name, namespace, uid, resourceVersion and
+    creationTimestamp of the workload. A ReplicationController's selector is a plain map
+    (``app=web,tier=db``); the apps kinds' ``LabelSelector`` is printed as
+    ``labels.Selector.String()`` does (``k in (a,b)``, ``!k``), by ``kube.labels``."""
     meta = meta_of(obj)
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -60,7 +51,13 @@ def to_scale(rt: ResourceType, obj: Mapping[str, Any]) -> dict[str, Any]:
 def apply_scale(
     rt: ResourceType, obj: Mapping[str, Any], scale: Any, *, name: str
 ) -> dict[str, Any]:
-    """The workload (wire shape) with the Scale's replicas, for an update; or 400/422."""
+    """The workload (wire shape) with the Scale's replicas, for an update; or 400/422.
+
+    The Scale's name must be the URL's (400), ``spec.replicas`` must not be negative (422
+    ``Scale.autoscaling "<name>" is invalid: spec.replicas: Invalid value: -1: must be greater
+    than or equal to 0``), a ``metadata.resourceVersion`` is a precondition on the workload
+    (409 on a stale one); only ``spec.replicas`` of the workload changes, so its
+    ``generation`` grows."""
     if not isinstance(scale, Mapping):
         raise bad_request("the object provided is unrecognized (must be of type Scale)")
     scale_meta = meta_of(scale)

@@ -1,23 +1,9 @@
 """Defaulting and validation of incoming objects, as the registry strategies do it, and the
 table of every kind's ``Strategy`` (``kubesim.registry.strategy``).
 
-kube-apiserver decodes a body into its Go type (type errors are a 400 ``<Kind> in version
-"<v>" cannot be handled as a <Kind>: ...``), applies defaults (``SetDefaults_*``), and runs the
-strategy's ``Validate``: every problem becomes a ``field.Error`` and the answer is a 422
-``<Kind> "<name>" is invalid: <field>: <detail>`` with one cause per error (type
-``FieldValueRequired``, ``FieldValueInvalid``, ``FieldValueNotSupported``, ...).
-
-For the kinds the policy core models (Pod, Node, PodDisruptionBudget, Namespace), the typed
-conversion ``kube.objects.X.from_dict`` is the validator: its ``InvalidObject`` names the
-field, and is mapped here to the kube error shape. PriorityClasses are validated by their own
-strategy (``kubesim.registry.scheduling``), as upstream's scheduling validation. Names are
-checked as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
-
-Events are validated by ``kubesim.core.events`` (the request's group matters), time fields
-are decoded as the Go types do by ``kubesim.core.timefields`` (a 400, like any decoding
-error), ReplicationControllers as ``ValidateReplicationControllerSpec`` for the fields clients
-get wrong. Defaults include the job strategy's generated selector (``controller-uid`` and
-``job-name`` labels) and a Deployment's ``strategy: {}`` filled in, as kubectl sends it empty.
+kube-apiserver decodes a body into its Go type (``decode_check``: type errors are a 400),
+applies defaults (``SetDefaults_*``), and runs the strategy's ``Validate`` (``validate``: a
+422 with one cause per ``field.Error``).
 """
 
 from __future__ import annotations
@@ -186,7 +172,8 @@ def _cannot_handle(rt: ResourceType, detail: str) -> StatusError:
 
 
 def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """The decoding step: a field of the wrong JSON type is a 400, before admission runs.
+    """The decoding step: a field of the wrong JSON type is a 400 (``<Kind> in version "<v>"
+    cannot be handled as a <Kind>: ...``), before admission runs.
 
     Time fields are re-encoded here as the Go types would (``kubesim.core.timefields``), and
     every ``resource.Quantity`` (containers' resources, a pod's overhead, an emptyDir's
@@ -223,6 +210,19 @@ def validate(
     old: Mapping[str, Any] | None = None,
 ) -> None:
     """Raise the 400/422 kube-apiserver gives for ``obj``; return quietly when valid.
+
+    A 422 is ``<Kind> "<name>" is invalid: <field>: <detail>`` with one cause per error (type
+    ``FieldValueRequired``, ``FieldValueInvalid``, ``FieldValueNotSupported``, ...). For the
+    kinds the policy core models (Pod, Node, PodDisruptionBudget, Namespace), the typed
+    conversion ``kube.objects.X.from_dict`` is the validator: its ``InvalidObject`` names the
+    field, and is mapped to the kube error shape. PriorityClasses are validated by their own
+    strategy (``kubesim.registry.scheduling``), as upstream's scheduling validation; Events by
+    ``kubesim.registry.events`` (the request's group matters); ReplicationControllers as
+    ``ValidateReplicationControllerSpec`` for the fields clients get wrong. Names are checked
+    as ``ValidateObjectMeta`` does (DNS-1123 subdomain, DNS-1123 label for namespaces).
+    Defaults include the job strategy's generated selector (``controller-uid`` and
+    ``job-name`` labels) and a Deployment's ``strategy: {}`` filled in, as kubectl sends it
+    empty.
 
     ``rt`` is the storage type; ``request_group`` the group the client wrote through (events
     are validated more strictly through ``events.k8s.io``), ``old`` the stored object on update.

@@ -2,24 +2,7 @@
 the preferred terms a node matches add to its score (Score).
 
 ``pkg/scheduler/framework/plugins/nodeaffinity`` with
-``component-helpers/scheduling/corev1/nodeaffinity.GetRequiredNodeAffinity``:
-
-* every ``nodeSelector`` pair must be a node label with that value;
-* ``requiredDuringSchedulingIgnoredDuringExecution``: the terms are ORed, the requirements of
-  a term ANDed (operators In, NotIn, Exists, DoesNotExist, Gt, Lt on labels; In/NotIn on the
-  field ``metadata.name``); a term with no requirement matches nothing, and so does a
-  selector with no terms;
-* a mismatch is UnschedulableAndUnresolvable ``node(s) didn't match Pod's node affinity/selector``.
-
-PreFilter answers Skip when the pod has neither a nodeSelector nor required terms. When every
-required term pins ``metadata.name`` with ``In``, PreFilter restricts the nodes to evaluate to
-the union over terms of the intersection within each term (``PreFilterResult``); an empty
-result means the terms contradict each other and the pod is rejected at once with
-UnschedulableAndUnresolvable ``pod affinity terms conflict``. Nodes left out get the status
-``node(s) didn't satisfy plugin(s) [NodeAffinity]`` from the scheduler, not from here.
-
-Score: the sum of the weights of the preferred terms the node matches; normalized to the best
-node (``DefaultNormalizeScore``). PreScore answers Skip without preferred terms.
+``component-helpers/scheduling/corev1/nodeaffinity.GetRequiredNodeAffinity``.
 """
 
 from __future__ import annotations
@@ -55,7 +38,14 @@ _REJECT: Final = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_POD, plugi
 
 
 class RequiredNodeAffinity:
-    """``nodeaffinity.RequiredNodeAffinity``: the pod's nodeSelector and required terms."""
+    """``nodeaffinity.RequiredNodeAffinity``: the pod's nodeSelector and required terms.
+
+    Every ``nodeSelector`` pair must be a node label with that value; the terms of
+    ``requiredDuringSchedulingIgnoredDuringExecution`` are ORed, the requirements of a term
+    ANDed (operators In, NotIn, Exists, DoesNotExist, Gt, Lt on labels; In/NotIn on the field
+    ``metadata.name``); a term with no requirement matches nothing, and so does a selector
+    with no terms. A mismatch is UnschedulableAndUnresolvable ``node(s) didn't match Pod's
+    node affinity/selector``."""
 
     __slots__ = ("memo_key", "node_selector", "required")
 
@@ -104,6 +94,13 @@ class NodeAffinity(NoPreFilterExtensions):
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        """Skip when the pod has neither a nodeSelector nor required terms. When every required
+        term pins ``metadata.name`` with ``In``, the nodes to evaluate are the union over terms
+        of the intersection within each term (``pre_filter_result``); an empty result means the
+        terms contradict each other and the pod is rejected at once with
+        UnschedulableAndUnresolvable ``pod affinity terms conflict``. Nodes left out get
+        ``node(s) didn't satisfy plugin(s) [NodeAffinity]`` from the scheduler, not from
+        here."""
         required = RequiredNodeAffinity(pod)
         if not required.node_selector and required.required is None:
             return SKIP
@@ -144,7 +141,9 @@ class NodeAffinity(NoPreFilterExtensions):
 
 
 class NodeAffinityScorer:
-    """The PreScore, Score and NormalizeScore of the plugin."""
+    """The PreScore, Score and NormalizeScore of the plugin: the sum of the weights of the
+    preferred terms the node matches, normalized to the best node (``DefaultNormalizeScore``);
+    PreScore answers Skip without preferred terms."""
 
     name = NAME
     scores_in_range = True

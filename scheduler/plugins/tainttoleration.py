@@ -1,23 +1,8 @@
 """TaintToleration: a node's NoSchedule/NoExecute taints must all be tolerated (Filter), and
 nodes with fewer untolerated PreferNoSchedule taints score higher (Score).
 
-``pkg/scheduler/framework/plugins/tainttoleration``. Filter: the first taint with effect
-NoSchedule or NoExecute that no toleration tolerates (``FindMatchingUntoleratedTaint``, in the
-node's taint order) rejects the node with UnschedulableAndUnresolvable.
-
-The reason is ``node(s) had untolerated taint(s)``: since kubernetes#134740 (1.35, cherry-picked
-to 1.34) the scheduler no longer puts taint keys and values in pod statuses, as they may be
-sensitive. Older releases said ``node(s) had untolerated taint {key: value}`` (1.25-1.34) and
-``node(s) had taints that the pod didn't tolerate`` before that.
-``find_matching_untolerated_taint`` still names the taint for callers that want to explain it.
-
-Upstream has no PreFilter here; ours answers Skip when Filter could only pass: no node in the
-snapshot has a NoSchedule or NoExecute taint, or the pod tolerates every such taint (keyless
-``operator: Exists`` tolerations).
-
-Score: the number of PreferNoSchedule taints not tolerated by the pod's tolerations with
-effect PreferNoSchedule or empty; normalized in reverse (fewest is best; all zero gives
-everyone 100).
+``pkg/scheduler/framework/plugins/tainttoleration``, with a PreFilter of our own that skips
+the Filter when it could only pass.
 """
 
 from __future__ import annotations
@@ -77,11 +62,22 @@ class TaintToleration(NoPreFilterExtensions):
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        """Upstream has no PreFilter here; ours answers Skip when Filter could only pass: no
+        node in the snapshot has a NoSchedule or NoExecute taint, or the pod tolerates every
+        such taint (keyless ``operator: Exists`` tolerations)."""
         if not any(snapshot.has_nodes_with_taint_effect(e) for e in DO_NOT_SCHEDULE_EFFECTS):
             return SKIP
         return SKIP if _tolerates_everything(pod.tolerations) else None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """The first taint with effect NoSchedule or NoExecute that no toleration tolerates
+        (``find_matching_untolerated_taint``, in the node's taint order) rejects the node with
+        UnschedulableAndUnresolvable ``node(s) had untolerated taint(s)``: since
+        kubernetes#134740 (1.35, cherry-picked to 1.34) the scheduler no longer puts taint keys
+        and values in pod statuses, as they may be sensitive. Older releases said ``node(s)
+        had untolerated taint {key: value}`` (1.25-1.34) and ``node(s) had taints that the pod
+        didn't tolerate`` before that. ``find_matching_untolerated_taint`` still names the
+        taint for callers that want to explain it."""
         node = node_info.node
         if node is None or not node.taints:
             return None
@@ -135,7 +131,9 @@ _PRE_SCORE_TAINTS_KEY: Final = "PreScoreTaintToleration"
 
 
 class TaintTolerationScorer:
-    """The PreScore, Score and NormalizeScore of the plugin."""
+    """The PreScore, Score and NormalizeScore of the plugin: the number of PreferNoSchedule
+    taints not tolerated by the pod's tolerations with effect PreferNoSchedule or empty;
+    normalized in reverse (fewest is best; all zero gives everyone 100)."""
 
     name = NAME
     scores_in_range = True

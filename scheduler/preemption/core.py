@@ -1,31 +1,10 @@
 """DefaultPreemption's building blocks, one function per upstream function.
 
 Reproduces ``pkg/scheduler/framework/preemption/preemption.go`` and
-``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``:
-
-* ``select_victims_on_node`` removes every lower-priority (eligible) pod, checks that the
-  preemptor then fits (filters with nominated pods, both passes), and reprieves as many pods as
-  possible: PDB-violating ones first, then the others, most important first.
-* ``filter_pods_with_pdb_violation`` counts budgets with a fresh copy of
-  ``status.disruptionsAllowed`` per call; only same-namespace PDBs with a non-empty selector
-  match, and pods listed in ``status.disruptedPods`` do not consume budget.
-* ``dry_run_preemption`` visits ``potential_nodes[(offset + i) % n]`` with two bounded candidate
-  lists and kube's early stop (a non-violating candidate exists and both lists together reach
-  ``num_candidates``).
-* ``pick_one_node_for_preemption`` applies the five default score functions in order.
-
-Deliberate differences, all about determinism:
-
-* kube runs the dry run on 16 goroutines, so which candidates land in the bounded lists can vary
-  from run to run; here nodes are visited one by one in order (kube with one worker).
-* kube sorts victims with ``sort.Slice`` (not stable) and breaks a full tie in
-  ``pickOneNodeForPreemption`` by map iteration order (random); here the sort is stable (node
-  pod order breaks ties) and the first remaining candidate, in the order given, wins.
-* kube reads ``time.Now()`` for a pod without ``status.startTime``. The core never reads a
-  clock: every function takes ``now`` (seconds since the epoch). With ``now=None`` an unset
-  start time counts as later than any set one, which is what "now" means for pods that
-  started in the past; two unset start times are equal (kube's two ``time.Now()`` calls would
-  make the first one marginally earlier).
+``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``. Where it differs,
+it is deliberately, for determinism: nodes are visited one by one (``dry_run_preemption``),
+ties are broken by order (``select_victims_on_node``, ``pick_one_node_for_preemption``), and
+no clock is read (``start_time``).
 """
 
 from __future__ import annotations
@@ -121,7 +100,13 @@ class Candidate:
 
 
 def start_time(pod: Pod, now: float | None) -> float:
-    """``GetPodStartTime`` without a clock: unset is ``now``, or +inf when ``now`` is None."""
+    """``GetPodStartTime`` without a clock: unset is ``now``, or +inf when ``now`` is None.
+
+    kube reads ``time.Now()`` for a pod without ``status.startTime``; the core never reads a
+    clock: every function takes ``now`` (seconds since the epoch). With ``now=None`` an unset
+    start time counts as later than any set one, which is what "now" means for pods that
+    started in the past; two unset start times are equal (kube's two ``time.Now()`` calls
+    would make the first one marginally earlier)."""
     t = pod.start_time
     if t is not None:
         return t
@@ -246,6 +231,7 @@ def filter_pods_with_pdb_violation(
     Each call starts from a fresh copy of every PDB's ``disruptionsAllowed``; a pod consumes one
     disruption from each matching PDB (same namespace, non-empty selector matching its labels,
     pod name not in ``disruptedPods``) and is violating when any of them goes below zero.
+    Pods listed in ``disruptedPods`` do not consume budget.
     """
     if not pdbs:
         return [], list(pods)
@@ -375,6 +361,11 @@ def select_victims_on_node(
     ``node_info`` and ``state`` are not changed (copies are used). Without ``state`` the
     framework's PreFilter runs first (on ``snapshot``, or a snapshot of this node). Nominated
     pods come from ``snapshot``; with no snapshot there are none.
+
+    Every lower-priority (eligible) pod is removed, the preemptor must then fit (filters with
+    nominated pods, both passes), and as many pods as possible are reprieved: PDB-violating
+    ones first, then the others, most important first. kube sorts victims with ``sort.Slice``
+    (not stable); here the sort is stable, so the node's pod order breaks ties.
     """
     fw = framework if framework is not None else default_preemption_framework()
     if state is None:
@@ -585,6 +576,12 @@ def dry_run_preemption(
     visited node that is not a candidate (a node where the preemptor fits with zero victims gets
     Error ``expected at least one victim pod on node "<n>"``). Without ``state`` PreFilter runs
     first; if it rejects the pod, every node gets that status.
+
+    Visits ``potential_nodes[(offset + i) % n]`` with two bounded candidate lists and kube's
+    early stop (a non-violating candidate exists and both lists together reach
+    ``num_candidates``). kube runs the dry run on 16 goroutines, so which candidates land in
+    the bounded lists can vary from run to run; here nodes are visited in order (kube with one
+    worker).
     """
     fw = framework if framework is not None else default_preemption_framework()
     node_statuses = NodeToStatus()
@@ -651,7 +648,8 @@ def pick_one_node_for_preemption(
 
     One candidate is returned without scoring. Otherwise the criteria of ``PICK_CRITERIA`` are
     applied in order, each keeping the best nodes; a full tie goes to the first remaining
-    candidate in the order given. Victims must be sorted most important first.
+    candidate in the order given (kube breaks a full tie by map iteration order, at random).
+    Victims must be sorted most important first.
     """
     if not candidates:
         return ""

@@ -2,24 +2,14 @@
 
 kube-scheduler's DefaultPreemption removes victims only from the node it nominates. A pod whose
 required anti-affinity (or an existing pod's anti-affinity towards it) is blocked by a
-lower-priority pod on *another* node of the same topology domain — seed 000's zone
-anti-affinity example — therefore stays unschedulable in kube: no victim set on any single
-node lets it in (see ``spec/kube-scheduler.md``, "No cross-node preemption").
+lower-priority pod on *another* node of the same topology domain
+(``examples/cross-node-preemption.yaml``) therefore stays unschedulable in kube: no victim set
+on any single node lets it in, as "Cross node preemption" in the documentation says:
+https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/#cross-node-preemption
 
-This module widens the victim search for exactly that case. For each node whose Filter status
-is Unschedulable, the potential victims are the lower-priority pods on the node (as kube's)
-plus the lower-priority pods on the other nodes that share a topology value with it for a key
-through which they block the preemptor by anti-affinity, in either direction. Then kube's
-``SelectVictimsOnNode`` procedure runs over that wider set: all are removed (the PreFilter
-state follows through ``RemovePod`` with each pod's own node), the preemptor must pass the
-Filter plugins on the node, and victims are reprieved greedily, PDB-violating ones first, most
-important first, keeping only the pods whose return would block the preemptor again — so the
-set is minimal (no victim can be spared) and PDB accounting covers victims on every node.
-Candidates are ranked by kube's five criteria (``pick_key``); the first best node in snapshot
-order wins.
-
-It runs only when kube's own search found no candidate, so every decision kube can make is
-left unchanged; with ``cross_node=False`` (the default) nothing here runs.
+Here the victim search is widened for exactly that case (``find_cross_node_candidates``). It
+runs only when kube's own search found no candidate, so every decision kube can make is left
+unchanged; with ``cross_node=False`` (the default) nothing here runs.
 """
 
 from __future__ import annotations
@@ -161,7 +151,18 @@ def find_cross_node_candidates(
     now: float | None = None,
     is_eligible_pod: IsEligiblePod | None = None,
 ) -> CrossNodeSearch:
-    """Evaluate every potential node with the widened victim set (see the module docstring).
+    """Evaluate every potential node with the widened victim set.
+
+    For each node whose Filter status is Unschedulable, the potential victims are the lower-priority
+    pods on the node (as kube's) plus the lower-priority pods on the other nodes that share a
+    topology value with it for a key through which they block the preemptor by anti-affinity, in
+    either direction. Then kube's ``SelectVictimsOnNode`` procedure runs over that wider set: all
+    are removed (the PreFilter state follows through ``RemovePod`` with each pod's own node), the
+    preemptor must pass the Filter plugins on the node, and victims are reprieved greedily,
+    PDB-violating ones first, most important first, keeping only the pods whose return would block
+    the preemptor again — so the set is minimal (no victim can be spared) and PDB accounting covers
+    victims on every node. Candidates are ranked by kube's five criteria (``pick_key``); the first
+    best node in snapshot order wins.
 
     ``state`` is the preemptor's PreFilter state on ``snapshot``; it is cloned per node.
     """

@@ -2,34 +2,8 @@
 
 The flow is ``Evaluator.Preempt`` (see ``core``): eligibility, potential nodes (Filter status
 Unschedulable), dry run, pick, then what the caller must do (victims to delete, lower-priority
-nominations on the chosen node to clear). ``preempt`` never changes the snapshot.
-
-``mode="exhaustive"`` evaluates every potential node and picks the best candidate of all of
-them (deterministic: a full tie goes to the first node in snapshot order). ``mode="sampled"``
-reproduces kube: ``max(10% of nodes, 100)`` candidates (capped at the node count), a random
-offset from the seeded ``rng``, wrap-around visiting, bounded candidate lists and early stop.
-
-Why it is fast. Evaluating 5000 nodes per decision (copy the node, run the filters a few
-times) costs about a quarter of a second in Python. But between two decisions only a few nodes
-change, and ``SelectVictimsOnNode`` on a node depends only on: the node's pods and the node
-(``NodeInfo.generation`` changes with each of them), the preemptor's scheduling-relevant spec,
-the PDBs, the nominated pods of that node of priority >= the preemptor's, ``now`` when a
-potential victim has no start time, the framework and ``is_eligible_pod`` — provided every
-active Filter plugin is node-local (its verdict on a node depends on the pod and that node
-only). So outcomes are cached per snapshot, per (framework, preemptor signature, PDBs,
-eligibility predicate), per node, and checked each decision with C-level scans (generations,
-Filter status codes); only changed or new nodes are evaluated. The best candidate comes from a
-heap of pick keys (the five criteria, then node position) with lazy deletion, so picking is
-O(log n) rather than a loop over thousands of candidates.
-
-Plugins count as node-local when they set ``node_local = True``, or, without that attribute,
-when their name is one of kube's node-local plugins (``NODE_LOCAL_PLUGINS``); plugins that
-PreFilter skipped do not count. With any other active plugin (InterPodAffinity with
-required terms, for instance) outcomes are reused only within the one decision.
-
-``naive=True`` runs the reference path instead (``nodes_where_preemption_might_help``,
-``dry_run_preemption``, ``pick_one_node_for_preemption`` with no cache); tests use it to prove
-that both paths give identical results.
+nominations on the chosen node to clear). ``preempt`` never changes the snapshot; why it is
+fast is ``_preempt_fast``'s to say.
 """
 
 from __future__ import annotations
@@ -426,6 +400,15 @@ def preempt(
     "later than any set start time". ``rng`` seeds the sampled mode's offset (default
     ``random.Random(0)``). Status messages carry the ``preemption: `` prefix, as PostFilter's.
 
+    ``mode="exhaustive"`` evaluates every potential node and picks the best candidate of all of
+    them (deterministic: a full tie goes to the first node in snapshot order).
+    ``mode="sampled"`` reproduces kube: ``max(10% of nodes, 100)`` candidates (capped at the
+    node count), a random offset from the seeded ``rng``, wrap-around visiting, bounded
+    candidate lists and early stop. ``naive=True`` runs the reference path instead
+    (``nodes_where_preemption_might_help``, ``dry_run_preemption``,
+    ``pick_one_node_for_preemption`` with no cache); tests use it to prove that both paths
+    give identical results.
+
     Cached outcomes assume that Filter plugins and ``is_eligible_pod`` are pure functions of
     their arguments; pass the same framework and predicate objects from call to call (a new
     lambda per call is a new cache key, so nothing is reused).
@@ -647,6 +630,27 @@ def _filter_statuses(
 
 
 def _preempt_fast(a: _Args) -> PreemptionResult:
+    """The cached path: the same decision as ``_preempt_naive``, for a few nodes' work.
+
+    Evaluating 5000 nodes per decision (copy the node, run the filters a few times) costs
+    about a quarter of a second in Python. But between two decisions only a few nodes change,
+    and ``SelectVictimsOnNode`` on a node depends only on: the node's pods and the node
+    (``NodeInfo.generation`` changes with each of them), the preemptor's scheduling-relevant
+    spec, the PDBs, the nominated pods of that node of priority >= the preemptor's, ``now``
+    when a potential victim has no start time, the framework and ``is_eligible_pod`` —
+    provided every active Filter plugin is node-local (its verdict on a node depends on the pod
+    and that node only). So outcomes are cached per snapshot, per (framework, preemptor
+    signature, PDBs, eligibility predicate), per node (``_Context``), and checked each decision
+    with C-level scans (generations, Filter status codes); only changed or new nodes are
+    evaluated. The best candidate comes from a heap of pick keys (the five criteria, then node
+    position) with lazy deletion, so picking is O(log n) rather than a loop over thousands of
+    candidates.
+
+    Plugins count as node-local when they set ``node_local = True``, or, without that
+    attribute, when their name is one of kube's node-local plugins (``NODE_LOCAL_PLUGINS``);
+    plugins that PreFilter skipped do not count. With any other active plugin (InterPodAffinity
+    with required terms, for instance) outcomes are reused only within the one decision.
+    """
     snapshot, pod, fw = a.snapshot, a.pod, a.framework
     active = [p for p in fw.filter_plugins if p.name not in a.state.skip_filter_plugins]
     rejection = a.pre_filter_rejection

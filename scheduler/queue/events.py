@@ -1,25 +1,10 @@
 """Cluster events: what happened in the cluster, as the scheduling queue sees it.
 
-A ``ClusterEvent`` is a resource, an action bit-set and an optional custom label, exactly as
-``fwk.ClusterEvent``. Plugins register the events that may make a pod they rejected
-schedulable (``EventsToRegister``); the queue moves a pod out of the unschedulable pool only
-on an event one of its rejecting plugins registered, or on a wildcard event (``*``/All), which
-moves every pod that is not gated.
-
-Matching is ``framework.MatchClusterEvents``: a registered event matches an incoming one when
-it is the wildcard, or when the resources match (``Pod`` also matches the internal
-``AssignedPod`` and ``UnschedulablePod`` resources), the action bits intersect and the incoming
-action is not broader than the registered one (``UpdateNodeLabel`` matches a registered
-``Update``, a generic ``Update`` does not match a registered ``UpdateNodeLabel``). An incoming
-wildcard matches only a registered wildcard, which is why gated pods ignore the leftover flush.
-
-``DEFAULT_PLUGIN_EVENTS`` holds the events the in-tree plugins register when queueing hints are
-off (the mode this package reproduces). They include ``UpdateNodeTaint | UpdateNodeLabel`` next
-to ``Node/Add`` for every plugin, the workaround for Node/Add events lost to ``preCheck``
-(kubernetes/kubernetes#109437, #110175). ``SchedulingGates`` registers nothing in that mode: a
-gated pod leaves the pool only through its own update. A plugin that registers no
-``EventsToRegister`` at all is treated as interested in every event of every resource
-(``UnrollWildCardResource``); see ``events_for_plugin``.
+Plugins register the events that may make a pod they rejected schedulable
+(``EventsToRegister``: ``DEFAULT_PLUGIN_EVENTS`` for the in-tree ones); the queue moves a pod
+out of the unschedulable pool only on an event one of its rejecting plugins registered
+(``match_cluster_events``), or on a wildcard event (``*``/All), which moves every pod that is
+not gated.
 """
 
 from __future__ import annotations
@@ -131,7 +116,8 @@ WildCard: Final = "*"
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
-    """``fwk.ClusterEvent``: a change of ``resource`` of kind ``action_type``."""
+    """``fwk.ClusterEvent``: a change of ``resource`` of kind ``action_type`` (a bit-set), with
+    an optional custom label."""
 
     resource: str
     action_type: ActionType
@@ -158,7 +144,14 @@ def _match_resources(registered: str, incoming: str) -> bool:
 
 
 def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
-    """``MatchClusterEvents``: ``incoming`` is the same as or narrower than ``registered``."""
+    """``MatchClusterEvents``: ``incoming`` is the same as or narrower than ``registered``.
+
+    A registered event matches an incoming one when it is the wildcard, or when the resources
+    match (``Pod`` also matches the internal ``AssignedPod`` and ``UnschedulablePod``
+    resources), the action bits intersect and the incoming action is not broader than the
+    registered one (``UpdateNodeLabel`` matches a registered ``Update``, a generic ``Update``
+    does not match a registered ``UpdateNodeLabel``). An incoming wildcard matches only a
+    registered wildcard, which is why gated pods ignore the leftover flush."""
     if registered.is_wildcard():
         return True
     a, b = int(registered.action_type), int(incoming.action_type)
@@ -225,7 +218,10 @@ ALL_RESOURCES_EVENTS: Final[tuple[ClusterEvent, ...]] = tuple(
 _NODE_ADD_LIKE: Final = A.Add | A.UpdateNodeTaint | A.UpdateNodeLabel
 
 # EventsToRegister of the in-tree plugins with SchedulerQueueingHints off
-# (InPlacePodVerticalScaling on, its default since 1.33).
+# (InPlacePodVerticalScaling on, its default since 1.33). Every plugin has
+# ``UpdateNodeTaint | UpdateNodeLabel`` next to ``Node/Add``: the workaround for Node/Add events
+# lost to ``preCheck`` (kubernetes/kubernetes#109437, #110175). ``SchedulingGates`` registers
+# nothing in that mode: a gated pod leaves the pool only through its own update.
 DEFAULT_PLUGIN_EVENTS: Final[Mapping[str, tuple[ClusterEvent, ...]]] = {
     "NodeResourcesFit": (
         ClusterEvent(PodResource, A.Delete | A.UpdatePodScaleDown),
@@ -254,7 +250,8 @@ DEFAULT_PLUGIN_EVENTS: Final[Mapping[str, tuple[ClusterEvent, ...]]] = {
 def events_for_plugin(
     plugin: str, registry: Mapping[str, Iterable[ClusterEvent]]
 ) -> tuple[ClusterEvent, ...]:
-    """The events ``plugin`` registered; every resource's events when it registered none."""
+    """The events ``plugin`` registered; every resource's events when it registered no
+    ``EventsToRegister`` at all (``UnrollWildCardResource``)."""
     events = registry.get(plugin)
     if events is None:
         return ALL_RESOURCES_EVENTS

@@ -1,59 +1,8 @@
 """kube-scheduler's ``PriorityQueue`` (pkg/scheduler/backend/queue/scheduling_queue.go).
 
-Three places hold a pending pod, and a pod is in at most one of them (identity is
-``namespace/name``):
-
-* **activeQ** — a heap ordered by the QueueSort ``less`` (priority, then queue timestamp);
-  ``pop`` takes its head.
-* **backoffQ** — two heaps, as upstream: ``podBackoffQ`` for pods a plugin rejected and
-  ``podErrorBackoffQ`` for pods that failed with no rejecting plugin (an error).
-* **unschedulable pool** — pods a plugin rejected, and gated pods, waiting for an event.
-
-Mode reproduced: **SchedulerQueueingHints off, SchedulerPopFromBackoffQ on.** Without hints
-the queue's decisions depend only on what plugins *registered* (``EventsToRegister``), never on
-plugin callbacks, so a pure library can reproduce them exactly; the hint functions are plugin
-code this package does not own. In that mode ``done`` is a no-op (no in-flight tracking) and a
-pod rejected during its cycle goes to the backoff queue instead of the pool when a move
-request happened at or after that cycle (``moveRequestCycle >= cycle``), or when no plugin
-rejected it at all; an update of a pod in the pool requeues it when ``is_pod_updated`` says
-anything but status/bookkeeping changed; an update of a pod the queue does not hold (for
-example one being scheduled) adds it to activeQ. SchedulerPopFromBackoffQ (beta, default on
-since 1.33) is reproduced in full:
-
-* backoff expirations are truncated to whole seconds and a pod is "still backing off" while
-  ``not expiration < floor(now)`` — the whole window of its expiration second, i.e. the same
-  window counts as backing off;
-* podBackoffQ orders by expiration window, then by ``less``; podErrorBackoffQ by expiration;
-* PreEnqueue runs when a pod enters the backoff queue as well as activeQ, and not again when it
-  moves from the backoff queue to activeQ;
-* ``pop`` on an empty activeQ serves the head of podBackoffQ (never of podErrorBackoffQ).
-
-Backoff: ``count`` is ``consecutive_errors_count`` if positive, else ``unschedulable_count``;
-the expiration is ``timestamp + backoff_duration(count, initial, max)``; ``pod_max_backoff == 0``
-disables backoff. Time comes only from the injected clock. The periodic goroutines of upstream
-(flush completed backoffs every second, leftover pods every 30 s) are the caller's job:
-``flush_backoff_q_completed`` and ``flush_unschedulable_pods_leftover``.
-
-Moving pods out of the pool (``move_all_to_active_or_backoff_queue``, ``assigned_pod_added``,
-…) follows ``movePodsToActiveOrBackoffQueue``: nothing happens for an event no enabled plugin
-registered (wildcards always count); a gated pod moves only on an event its gating plugin
-registered; otherwise a pod moves when one of its rejecting plugins registered the event (or
-it has no rejecting plugin, or the event is a wildcard), to the backoff queue while it is still
-backing off and to activeQ otherwise (a *pending* plugin's event skips the backoff).
-
-``assigned_pod_added`` only considers pool pods that PodTopologySpread rejected in the same
-namespace or whose *required pod-affinity* terms match the new pod. Upstream uses
-``PodInfo.RequiredAffinityTerms`` here, which excludes anti-affinity terms (a new pod can only
-make anti-affinity worse), and so does this port.
-
-Speed (kubernetes#124384: thousands of gated pods in the pool, a bind or a deletion every few
-milliseconds). The pool keeps, beside itself and in its order, the pods that could have a
-cross-topology term (PodTopologySpread among their rejectors, or required pod-affinity terms)
-and the pods that were not gated when they entered; an event that no gating plugin of the
-pool's gated pods registered can move only the latter, so ``assigned_pod_added`` and
-``move_all_to_active_or_backoff_queue`` do not walk the gated pods. Whether an event moves a
-gated pod is worked out once per (gating plugin, event), not once per pod. Pods are still
-judged one by one, in pool order, so what moves and in which order does not change.
+activeQ, the two backoff heaps and the unschedulable pool, with SchedulerQueueingHints off and
+SchedulerPopFromBackoffQ on (``SchedulingQueue`` says why); time comes only from the injected
+clock.
 """
 
 from __future__ import annotations
@@ -160,7 +109,32 @@ def is_pod_updated(old: Pod, new: Pod) -> bool:
 
 
 class SchedulingQueue:
-    """``PriorityQueue`` with queueing hints off and PopFromBackoffQ on (see module doc).
+    """``PriorityQueue`` with queueing hints off and PopFromBackoffQ on.
+
+    Three places hold a pending pod, and a pod is in at most one of them (identity is
+    ``namespace/name``):
+
+    * **activeQ** — a heap ordered by the QueueSort ``less`` (priority, then queue timestamp);
+      ``pop`` takes its head.
+    * **backoffQ** — two heaps, as upstream: ``podBackoffQ`` for pods a plugin rejected and
+      ``podErrorBackoffQ`` for pods that failed with no rejecting plugin (an error).
+    * **unschedulable pool** — pods a plugin rejected, and gated pods, waiting for an event.
+
+    Why queueing hints are off: then the queue's decisions depend only on what plugins
+    *registered* (``EventsToRegister``), never on plugin callbacks, so a pure library can
+    reproduce them exactly; the hint functions are plugin code this package does not own. In
+    that mode ``done`` is a no-op (no in-flight tracking), a pod rejected during its cycle goes
+    to the backoff queue rather than the pool when a move request happened at or after that
+    cycle or no plugin rejected it (``add_unschedulable_if_not_present``), an update of a pod
+    in the pool requeues it when ``is_pod_updated`` says anything but status or bookkeeping
+    changed, and an update of a pod the queue does not hold (one being scheduled) adds it to
+    activeQ. SchedulerPopFromBackoffQ (beta, default on since 1.33) is reproduced in full: the
+    1 s backoff windows (``is_pod_backing_off``), PreEnqueue on entering the backoff queue
+    (``_move_to_backoff_q``), ``pop`` from podBackoffQ when activeQ is empty.
+
+    Upstream's periodic goroutines (flush completed backoffs every second, leftover pods every
+    30 s) are the caller's: ``flush_backoff_q_completed`` and
+    ``flush_unschedulable_pods_leftover``.
 
     ``plugin_events`` maps each enabled plugin to the events it registers (default: the in-tree
     plugins, ``events.DEFAULT_PLUGIN_EVENTS``); a rejecting plugin missing from it is taken for
@@ -254,7 +228,11 @@ class SchedulingQueue:
         return self._now()
 
     def get_backoff_time(self, pinfo: QueuedPodInfo) -> float | None:
-        """``getBackoffTime``: the cached, window-aligned expiration; None when none applies."""
+        """``getBackoffTime``: the cached, window-aligned expiration; None when none applies.
+
+        ``count`` is ``consecutive_errors_count`` if positive, else ``unschedulable_count``; the
+        expiration is ``timestamp + backoff_duration(count, initial, max)`` truncated to whole
+        seconds; ``pod_max_backoff == 0`` disables backoff."""
         if self.pod_max_backoff == 0:
             return None
         count = pinfo.consecutive_errors_count or pinfo.unschedulable_count
@@ -266,18 +244,21 @@ class SchedulingQueue:
         return pinfo.backoff_expiration
 
     def is_pod_backing_off(self, pinfo: QueuedPodInfo) -> bool:
-        """``isPodBackingoff``: the expiration is not before the current 1 s window."""
+        """``isPodBackingoff``: the expiration is not before the current 1 s window — the
+        whole second of its expiration still counts as backing off."""
         expiration = self.get_backoff_time(pinfo)
         if expiration is None:
             return False
         return not expiration < math.floor(self._now())
 
     def _backoff_key(self, pinfo: QueuedPodInfo) -> tuple[float, ...]:
+        """podBackoffQ's order: the expiration window, then ``less``."""
         expiration = self.get_backoff_time(pinfo)
         exp = _ZERO_TIME if expiration is None else expiration
         return (exp, -pinfo.pod.priority, pinfo.timestamp)
 
     def _error_backoff_key(self, pinfo: QueuedPodInfo) -> tuple[float, ...]:
+        """podErrorBackoffQ's order: the expiration alone."""
         expiration = self.get_backoff_time(pinfo)
         return (_ZERO_TIME if expiration is None else expiration,)
 
@@ -359,7 +340,9 @@ class SchedulingQueue:
     def _move_to_active_q(
         self, pinfo: QueuedPodInfo, event: str, *, moves_from_backoff_q: bool = False
     ) -> bool:
-        """``moveToActiveQ``; a pod failing PreEnqueue lands in the pool instead."""
+        """``moveToActiveQ``; a pod failing PreEnqueue lands in the pool instead. PreEnqueue
+        does not run again for a pod coming from the backoff queue (``moves_from_backoff_q``):
+        it ran when the pod entered it."""
         if not moves_from_backoff_q:
             self._run_pre_enqueue_plugins(pinfo)
         key = pinfo.pod.key
@@ -408,7 +391,8 @@ class SchedulingQueue:
         self._move_to_active_q(self._new_queued_pod_info(pod), _UNSCHEDULED_POD_ADD)
 
     def pop(self) -> QueuedPodInfo | None:
-        """``Pop``: the head of activeQ, else of podBackoffQ; None when both are empty.
+        """``Pop``: the head of activeQ, else of podBackoffQ (never of podErrorBackoffQ); None
+        when both are empty.
 
         Increments the pod's ``attempts`` and the scheduling cycle. Never blocks.
         """
@@ -661,7 +645,13 @@ class SchedulingQueue:
         old_obj: object = None,
         new_obj: object = None,
     ) -> None:
-        """``movePodsToActiveOrBackoffQueue``; records the move request cycle."""
+        """``movePodsToActiveOrBackoffQueue``; records the move request cycle.
+
+        Nothing happens for an event no enabled plugin registered (wildcards always count); a
+        gated pod moves only on an event its gating plugin registered; otherwise a pod moves
+        when one of its rejecting plugins registered the event (or it has no rejecting plugin,
+        or the event is a wildcard), to the backoff queue while it is still backing off and to
+        activeQ otherwise (a *pending* plugin's event skips the backoff)."""
         if not self.is_event_of_interest(event):
             return
         for pinfo in pods:
@@ -680,7 +670,16 @@ class SchedulingQueue:
         return {"kubernetes.io/metadata.name": namespace}
 
     def _pool_set(self, key: str, pinfo: QueuedPodInfo) -> None:
-        """``self._unschedulable[key] = pinfo``, keeping the side indexes in pool order."""
+        """``self._unschedulable[key] = pinfo``, keeping the side indexes in pool order.
+
+        The indexes are for speed (kubernetes#124384: thousands of gated pods in the pool, a
+        bind or a deletion every few milliseconds): the pods that could have a cross-topology
+        term (PodTopologySpread among their rejectors, or required pod-affinity terms) and the
+        pods that were not gated when they entered. An event no gating plugin of the pool's
+        gated pods registered can move only the latter, so ``assigned_pod_added`` and
+        ``move_all_to_active_or_backoff_queue`` do not walk the gated pods; whether an event
+        moves a gated pod is worked out once per (gating plugin, event). Pods are still judged
+        one by one, in pool order, so what moves and in which order does not change."""
         if pinfo.gated:
             self._note_gating(pinfo.gating_plugin_events)
         if key in self._unschedulable:  # keeps its place in the pool: rebuild the indexes
@@ -701,7 +700,10 @@ class SchedulingQueue:
 
     def _pods_with_cross_topology_term(self, pod: Pod) -> list[QueuedPodInfo]:
         """``getUnschedulablePodsWithCrossTopologyTerm``, over the pool pods that may have
-        such a term (in pool order)."""
+        such a term (in pool order): those PodTopologySpread rejected in ``pod``'s namespace,
+        and those whose *required pod-affinity* terms match it. Upstream uses
+        ``PodInfo.RequiredAffinityTerms``, which leaves out anti-affinity terms (a new pod can
+        only make anti-affinity worse), and so does this port."""
         cross = self._cross
         if cross is None:
             cross = self._cross = {

@@ -1,30 +1,9 @@
 """Which updates a gated pod accepts (``ValidatePodUpdate``, KEP-3838 mutable directives).
 
 While a pod still has scheduling gates, a controller (Kueue, for example) may narrow where it
-will run before releasing it. ``pkg/apis/core/validation`` allows exactly this:
-
-* ``spec.schedulingGates`` may only lose entries, on any pod: each new name is reported as
-  Forbidden ``only deletion is allowed, but found new scheduling gate '<name>'`` on
-  ``spec.schedulingGates[<index>].name`` (upstream iterates a map, so its order is random;
-  here it is index order);
-* on a pod that was gated before the update (``len(old.schedulingGates) > 0``):
-
-  - ``spec.nodeSelector`` may only gain keys: Invalid ``only additions to spec.nodeSelector are
-    allowed (no mutations or deletions)``;
-  - required node affinity may only be tightened: when the old pod had required terms, their
-    number is fixed (``no additions/deletions to non-empty NodeSelectorTerms list are
-    allowed``) and each term may only get requirements appended to its matchExpressions and
-    matchFields (``only additions are allowed (no mutations or deletions)``; an empty term may
-    not gain any); setting it when it was unset (or had no terms) is allowed; preferred terms
-    may change freely.
-
-Everything else about placement stays immutable: changing pod (anti-)affinity, or the node
-selector/affinity of a pod that is not gated, is reported the way the final spec comparison of
-``ValidatePodUpdate`` does (``spec: Forbidden: pod updates may not change fields other than
-…``). Upstream appends a ``cmp.Diff`` of the two specs to that message; it is not reproduced.
-Other immutable fields are not checked here.
-
-Errors are ``kube.apierrors.FieldError`` values, whose ``str`` is kube's ``Error()``.
+will run before releasing it; ``pkg/apis/core/validation`` allows exactly that
+(``validate_pod_update_while_gated``). Errors are ``kube.apierrors.FieldError`` values, whose
+``str`` is kube's ``Error()``.
 """
 
 from __future__ import annotations
@@ -152,6 +131,27 @@ def validate_pod_update_while_gated(old: Pod, new: Pod) -> list[FieldError]:
 
     Returns the errors in upstream's order (gates, node selector, node affinity, then the
     catch-all for other placement changes); an empty list means the update is allowed.
+
+    * ``spec.schedulingGates`` may only lose entries, on any pod: each new name is reported as
+      Forbidden ``only deletion is allowed, but found new scheduling gate '<name>'`` on
+      ``spec.schedulingGates[<index>].name`` (upstream iterates a map, so its order is random;
+      here it is index order);
+    * on a pod that was gated before the update (``len(old.schedulingGates) > 0``):
+
+      - ``spec.nodeSelector`` may only gain keys: Invalid ``only additions to
+        spec.nodeSelector are allowed (no mutations or deletions)``;
+      - required node affinity may only be tightened: when the old pod had required terms,
+        their number is fixed (``no additions/deletions to non-empty NodeSelectorTerms list
+        are allowed``) and each term may only get requirements appended to its
+        matchExpressions and matchFields (``only additions are allowed (no mutations or
+        deletions)``; an empty term may not gain any); setting it when it was unset (or had no
+        terms) is allowed; preferred terms may change freely.
+
+    Everything else about placement stays immutable: changing pod (anti-)affinity, or the node
+    selector/affinity of a pod that is not gated, is reported the way the final spec
+    comparison of ``ValidatePodUpdate`` does (``spec: Forbidden: pod updates may not change
+    fields other than …``). Upstream appends a ``cmp.Diff`` of the two specs to that message;
+    it is not reproduced. Other immutable fields are not checked here.
     """
     errs = _only_deleted_scheduling_gates(new.scheduling_gates, old.scheduling_gates)
     old_affinity, new_affinity = old.affinity, new.affinity

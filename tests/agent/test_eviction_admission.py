@@ -1,4 +1,5 @@
-"""Admission under node pressure (the eviction manager's ``Admit``, spec §8)."""
+"""Admission under node pressure (the eviction manager's ``Admit``,
+pkg/kubelet/eviction/eviction_manager.go)."""
 
 from __future__ import annotations
 

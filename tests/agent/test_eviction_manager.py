@@ -1,4 +1,5 @@
-"""``EvictionManager.synchronize`` over time with a fake clock (spec §3–§7)."""
+"""``EvictionManager.synchronize`` over time with a fake clock (``synchronize`` in
+pkg/kubelet/eviction/eviction_manager.go)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``parse_threshold_config`` and friends: the kubelet's flag and config rules (spec §2)."""
+"""``parse_threshold_config`` and friends: the kubelet's flag and config rules
+(``ParseThresholdConfig``, pkg/kubelet/eviction/helpers.go)."""
 
 from __future__ import annotations
 

@@ -2,31 +2,10 @@
 
 A kubesim that authorizes with RBAC and admits with ValidatingAdmissionPolicies gets exactly
 ``deploy/*.yaml`` (plus each ``deploy/optional/`` file with the flag it serves), applied by the
-admin with strict field validation as ``kubectl apply`` sends them. The DaemonSet controller
-starts the agent's pods; the agent then runs in process with a ServiceAccount token bound to
-its own pod on node-1 (``kubectl create token … --bound-object-kind Pod``, what the pod's
-projected token is), through a memory-pressure episode in the default ``--eviction-mode=delete``
-with the base install alone (which never reads a pod), in ``eviction-api`` mode with the file
-that mode needs, and with ``--node-conditions`` / ``--node-taints``. Every decision must be
-carried out with no 401 or 403 in the request log. The base install refuses the agent any
-Eviction; with the same token the policy refuses a pod on node-2 and node-2 itself, and RBAC
-refuses Secrets. Every grant of every role is shown to be needed: the requests the agent made,
-authorized again without that one grant, include one it would deny.
-
-The admission policy is then met by real kubectl, against ``kubesim serve --tls --authorization
-rbac`` with ``deploy/`` applied by ``kubectl apply -k``: ``auth can-i`` as the agent, each write
-it refuses (a pod's labels, annotations, phase or another condition through ``pods/status``; a
-Node's labels, cordon, another owner's taint, capacity or the kubelet's conditions) and each it
-lets through (the agent's DisruptionTarget condition, its taint, its node conditions), and an
-overlay that moves the install to another namespace keeping the agent confined.
-
-``deploy/kubelet-stats-rbac.yaml`` (the DaemonSet's ``--kubelet-summary-url``) is proven against
-a kubelet that authorizes ``/stats/summary`` through the API server (TokenReview and
-SubjectAccessReview, as ``--authorization-mode=Webhook`` does): refused without it, served with
-it, and with it the agent configured by the DaemonSet's own flags evicts a pod over its emptyDir
-limit on the kubelet's figures. The ClusterRole documented for ``evict``
-(``deploy/evict/drain-clusterrole.yaml``) is proven the same way as the agent's, with drains of
-a living cluster by a user bound to it through a group.
+admin with strict field validation as ``kubectl apply`` sends them; every grant of every role is
+shown to be needed. The admission policy is then met by real kubectl, the kubelet-stats role by
+a webhook-authorizing kubelet, and the ClusterRole documented for ``evict`` by drains of a
+living cluster.
 """
 
 from __future__ import annotations
@@ -293,6 +272,16 @@ def assert_no_401_or_403(sim: Simulator, *, since: int = 0) -> None:
 async def test_the_agent_runs_with_exactly_the_shipped_permissions(
     sim: Simulator, admin: Admin, tmp_path: Path
 ) -> None:
+    """The DaemonSet controller starts the agent's pods; the agent then runs in process with a
+    ServiceAccount token bound to its own pod on node-1 (``kubectl create token …
+    --bound-object-kind Pod``, what the pod's projected token is), through a memory-pressure
+    episode in the default ``--eviction-mode=delete`` with the base install alone (which never
+    reads a pod), in ``eviction-api`` mode with the file that mode needs, and with
+    ``--node-conditions`` / ``--node-taints``. Every decision must be carried out with no 401
+    or 403 in the request log. The base install refuses the agent any Eviction; with the same
+    token the policy refuses a pod on node-2 and node-2 itself, and RBAC refuses Secrets. The
+    requests the agent made, authorized again without any one grant, include one it would
+    deny (``assert_every_grant_is_needed``)."""
     await admin.apply(docs(*base_manifests()))
     token = await admin.token_for_agent_pod("node-1")
     kubeconfig = agent_kubeconfig(tmp_path, sim, token)
@@ -649,7 +638,9 @@ async def test_the_kubelets_summary_serves_the_agent_as_installed(
 ) -> None:
     """The DaemonSet reads per-pod disk figures from the kubelet (``--kubelet-summary-url``,
     authorized by ``deploy/kubelet-stats-rbac.yaml``). The agent's fetch, with a token bound to
-    its pod, is refused by a webhook-authorizing kubelet without that file and served with it;
+    its pod, is refused by a kubelet that authorizes ``/stats/summary`` through the API server
+    (TokenReview and SubjectAccessReview, as ``--authorization-mode=Webhook`` does) without
+    that file and served with it;
     configured by the DaemonSet's own flags, the agent then evicts a pod whose emptyDir is over
     its ``sizeLimit`` on the kubelet's figures — the local-storage limit, working as installed."""
     from agent.cli import _api_client, main
@@ -1136,7 +1127,14 @@ async def an_overlay_that_moves_the_install_keeps_the_agent_confined(cluster: Cl
 @pytest.mark.kubectl
 @needs_kubectl
 async def test_the_admission_policy_as_kubectl_meets_it(cluster: Cluster) -> None:
-    """One installed cluster for every check of the policy: each starts kubectl a few times,
+    """Against ``kubesim serve --tls --authorization rbac`` with ``deploy/`` applied by
+    ``kubectl apply -k``: ``auth can-i`` as the agent, each write the policy refuses (a pod's
+    labels, annotations, phase or another condition through ``pods/status``; a Node's labels,
+    cordon, another owner's taint, capacity or the kubelet's conditions) and each it lets
+    through (the agent's DisruptionTarget condition, its taint, its node conditions), and an
+    overlay that moves the install to another namespace keeping the agent confined.
+
+    One installed cluster for every check of the policy: each starts kubectl a few times,
     the cluster and its install cost more than all of them."""
     await the_base_install_evicts_nothing(cluster)
     await pod_status_writes_change_only_the_disruption_target_condition(cluster)

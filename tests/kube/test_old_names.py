@@ -1,8 +1,8 @@
 """Old module paths keep working: which stay, what they hand out, and which were retired.
 
 Users' code and the held-out suites import ``scheduler.objects``, ``scheduler.filters``,
-``scheduler.score`` and the rest, and API.md names ``scheduler``'s public API. Two moves left old
-paths behind:
+``scheduler.score`` and the rest, and ``scheduler.__all__`` is ``scheduler``'s public API. Two
+moves left old paths behind:
 
 * the Kubernetes basics went to the ``kube`` package: ``scheduler.objects`` and its seven
   siblings hand out the very objects ``kube`` defines (the same class, so ``isinstance`` and
@@ -137,7 +137,8 @@ def test_package_level_names_come_from_kube() -> None:
 
 
 def test_every_package_level_name_resolves_to_its_home() -> None:
-    """API.md's names, imported from the top-level package (lazily), after the plugins moved."""
+    """The public names (``scheduler.__all__``), imported from the top-level package (lazily), after
+    the plugins moved."""
     import scheduler
     import scheduler.framework
     import scheduler.plugins.defaults

@@ -233,7 +233,7 @@ def test_get_pod_qos_prefers_the_stored_class(manifest: dict[str, Any], stored: 
 
 
 def test_the_issue_example_is_guaranteed() -> None:
-    """Equal amounts written differently (issue 21: kubesim compared them as strings)."""
+    """Equal amounts written differently (kubesim once compared them as strings)."""
     manifest = {
         "metadata": {"name": "p"},
         "spec": {

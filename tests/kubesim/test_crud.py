@@ -48,7 +48,7 @@ async def test_create_sets_server_fields_and_defaults(
 
 
 async def test_create_decides_the_qos_class_by_value(api: client.ApiClient) -> None:
-    """Equal amounts written differently are equal (issue 21: they were compared as text, and
+    """Equal amounts written differently are equal (they were once compared as text, and
     this pod was Burstable); the class comes from kube.qos, the agent's and the node's too."""
     v1 = client.CoreV1Api(api)
     body = pod("qos", node=None)

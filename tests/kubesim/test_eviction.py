@@ -522,7 +522,8 @@ async def test_uid_precondition_conflict_after_decrement(
             kind="Pod",
         ),
     )
-    # The budget was already decremented: one disruption slot is held (spec §1.4).
+    # The budget was decremented before the delete failed (checkAndDecrement comes first in
+    # pkg/registry/core/pod/storage/eviction.go): one disruption slot is held.
     after = sim.get("PodDisruptionBudget", "shop", "web")
     assert after is not None
     assert after["status"]["disruptionsAllowed"] == 1

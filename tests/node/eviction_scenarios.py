@@ -1,35 +1,9 @@
 """The kubelet's node e2e eviction suite (``test/e2e_node/eviction_test.go``), as data.
 
-Each scenario is one of upstream's ``SIGDescribe`` blocks: the pods it creates (the same
-builders: ``innocentPod``, ``diskConsumingPod``, ``inodeConsumingPod``, ``pidConsumingPod``,
-``getMemhogPod``), each with its ``evictionPriority`` (0: must never be evicted; a pod of
-priority N must not go while one of priority N+1 still runs), the node condition that must be
-seen, the starved resource the ``Evicted`` events must name, and the kubelet configuration the
-test sets — thresholds placed relative to the node's current figures read from its
-``/stats/summary`` (``available − consumed``), as ``tempSetCurrentKubeletConfig`` places them.
-Here the eviction agent is the evictor and kubesim's process node runs the pods, so the
-configuration becomes the agent's flags and the node's ``ProcessNode`` document.
-
-Sizes are scaled to the machine (``Scale``): upstream consumes 4 GiB of disk, 600 MiB of
-memory, 10 000 PIDs and 200 000 inodes on a cloud VM; the host and the guest of these tests use
-MiB and hundreds, with the same relations (a hog alone crosses the threshold; the guaranteed
-pod stays under its request). Upstream's time constants shrink likewise (soft grace 1 min,
-pressure transition 5 min, the post-test watch 1 min). One relation must not shrink: disk and
-inode pressure builds over minutes upstream, long after the per-pod disk figures the evictor
-ranks with (the kubelet's summary, fetched every 10 s) include every pod. Filled in seconds,
-the ranking would see pods with no figures yet — ranked first, then by priority alone: the
-guaranteed pod could go first. So the pods that fill the disk toward a threshold start filling
-``Scale.fill_delay_s`` after they start (one summary period and its fetch), then at upstream's
-pace.
-
-Two things differ from a kubelet's node, by design of the agent: it evicts through the API
-(delete with a grace period), so an evicted pod is identified by the agent's ``Evicted`` event
-(``events.k8s.io``, reporting controller ``node-pressure-evictor.io/eviction-agent``) rather
-than a lingering ``Failed`` pod, and the node condition it writes is
-``NodePressureAgent<condition>``. kubesim runs commands, not images: the pods call busybox's
-shell, the shell of upstream's busybox image (the machine's static busybox: under TCG a
-dynamically linked ``sh`` and ``touch`` per file cost a second each), and address their files
-relative to their working directory (no mount namespace: ``kubesim.node.volumes``).
+Each ``Scenario`` is one of upstream's ``SIGDescribe`` blocks, sized for the machine
+(``Scale``). Here the eviction agent is the evictor and kubesim's process node runs the pods,
+so the kubelet configuration a test sets becomes the agent's flags and the node's
+``ProcessNode`` document (``process_node_document``).
 """
 
 from __future__ import annotations
@@ -58,7 +32,19 @@ JSONDict = dict[str, Any]
 
 @dataclass(frozen=True)
 class Scale:
-    """The sizes and times of one machine (upstream's in the comments)."""
+    """The sizes and times of one machine (upstream's in the comments).
+
+    Upstream consumes 4 GiB of disk, 600 MiB of memory, 10 000 PIDs and 200 000 inodes on a
+    cloud VM; the host and the guest of these tests use MiB and hundreds, with the same
+    relations (a hog alone crosses the threshold; the guaranteed pod stays under its request).
+    Upstream's time constants shrink likewise (soft grace 1 min, pressure transition 5 min, the
+    post-test watch 1 min). One relation must not shrink: disk and inode pressure builds over
+    minutes upstream, long after the per-pod disk figures the evictor ranks with (the kubelet's
+    summary, fetched every 10 s) include every pod. Filled in seconds, the ranking would see
+    pods with no figures yet — ranked first, then by priority alone: the guaranteed pod could
+    go first. So the pods that fill the disk toward a threshold start filling ``fill_delay_s``
+    after they start (one summary period and its fetch), then at upstream's pace.
+    """
 
     name: str
     node_memory_mib: int  # the nodes' memory capacity
@@ -81,7 +67,7 @@ class Scale:
     transition_period_s: int  # evictionPressureTransitionPeriod: 5m
     watch_after_s: int  # postTestConditionMonitoringPeriod: 1m
     timeout_s: int  # pressureTimeout: 10-20 min
-    fill_delay_s: int = 15  # before a disk or inode hog starts filling (see the module doc)
+    fill_delay_s: int = 15  # before a disk or inode hog starts filling (see above)
 
 
 HOST: Final = Scale(
@@ -170,7 +156,22 @@ class NodeFigures:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One ``SIGDescribe`` of eviction_test.go."""
+    """One ``SIGDescribe`` of eviction_test.go.
+
+    The pods it creates (the same builders: ``innocentPod``, ``diskConsumingPod``,
+    ``inodeConsumingPod``, ``pidConsumingPod``, ``getMemhogPod``), each with its
+    ``evictionPriority`` (0: must never be evicted; a pod of priority N must not go while one
+    of priority N+1 still runs), the node condition that must be seen, the starved resource the
+    ``Evicted`` events must name, and the kubelet configuration the test sets — thresholds
+    placed relative to the node's current figures read from its ``/stats/summary``
+    (``available − consumed``), as ``tempSetCurrentKubeletConfig`` places them.
+
+    Two things differ from a kubelet's node, by design of the agent: it evicts through the API
+    (delete with a grace period), so an evicted pod is identified by the agent's ``Evicted``
+    event (``events.k8s.io``, reporting controller
+    ``node-pressure-evictor.io/eviction-agent``) rather than a lingering ``Failed`` pod, and the
+    node condition it writes is ``NodePressureAgent<condition>``.
+    """
 
     name: str
     node: str  # the process node it runs on (one per scenario, configured for it)
@@ -246,7 +247,12 @@ def pod_with_command(
     priority_class: str | None = None,
     delay_s: int = 0,
 ) -> JSONDict:
-    """``podWithCommand``: `command` `iterations` times (after ``delay_s``), then idle."""
+    """``podWithCommand``: `command` `iterations` times (after ``delay_s``), then idle.
+
+    kubesim runs commands, not images: the pods call busybox's shell, the shell of upstream's
+    busybox image (the machine's static busybox: under TCG a dynamically linked ``sh`` and
+    ``touch`` per file cost a second each), and address their files relative to their working
+    directory (no mount namespace: ``kubesim.node.volumes``)."""
     wait = f"sleep {delay_s}; " if delay_s else ""
     container: JSONDict = {
         "name": f"{name}-container",
@@ -365,7 +371,7 @@ def _mi(n: int) -> str:
 
 
 def scenarios(scale: Scale) -> list[Scenario]:
-    """Every scenario of the suite the issue names, sized for ``scale``."""
+    """Every scenario of the suite, sized for ``scale``."""
     s = scale
     ephemeral = {"ephemeral-storage": _mi(s.limit_mib)}
     over, under = s.limit_mib + 1, s.limit_mib - 1

@@ -1,31 +1,10 @@
 """The agent as deploy/daemonset.yaml runs it, in the guest (cgroup v2, Linux 6.1).
 
-A container is emulated with the kernel's own means, each one what the manifest asks for:
-uid/gid 65534 with no capabilities and no_new_privs (`runAsUser`, `capabilities.drop: [ALL]`,
-`allowPrivilegeEscalation: false`), a PID namespace of its own with its own /proc
-(`hostPID: false`), a cgroup namespace (as containerd gives on v2), the host's
-/sys/fs/cgroup, /var/lib/kubelet and /var/lib/containerd bind-mounted read-only under /host,
-and the root file system read-only (`readOnlyRootFilesystem`). The agent's arguments and
-environment are the manifest's, `$(NODE_NAME)`/`$(NODE_IP)` filled in, plus the test's
-thresholds and a kubeconfig for the API (the pod's ServiceAccount volume is mounted, with a
-token the guest's kubelet port accepts, but the API server is reached with the kubeconfig).
-Not emulated: seccomp's RuntimeDefault profile, the pod's own cgroup, limits and network
-namespace.
-
-The pods live on kubesim's simulated node-2; their cgroups are made by hand under
-kubepods.slice with the pods' UIDs (tests/node/kubelet_cgroups.py), so the checks control
-exactly what the kubelet would have built:
-
-- PID ranking (finding 1): read from another PID namespace, a cgroup's process list hides the
-  processes the reader cannot see (v2 prints 0 for each); a container of three processes must
-  still count three, and under PID pressure the pod with more processes goes first;
-- static pods (finding 3): a pod cgroup named by a static pod's 32-hex UID is read, and found
-  to be the mirror pod that carries that UID in `kubernetes.io/config.mirror`;
-- per-pod disk figures as installed (finding 4): the manifest's `--kubelet-summary-url`
-  reaches a kubelet port served in the guest (guest_kubelet.py: HTTPS, a certificate of the CA
-  mounted as the pod's ServiceAccount `ca.crt`, the ServiceAccount token required), and a pod
-  whose emptyDir is over its sizeLimit by those figures is evicted;
-- what the agent arms and what it polls is logged once ("wake sources").
+The container is emulated with the kernel's own means (``daemonset``), the pods live on
+kubesim's simulated node-2 with cgroups made by hand (``DaemonSetPods``), so the checks control
+exactly what the kubelet would have built: PID ranking from another PID namespace, static pods
+found by their cgroup, per-pod disk figures as installed, and what the agent arms and polls
+logged once ("wake sources").
 """
 
 from __future__ import annotations
@@ -169,7 +148,8 @@ def agent_log(journal: str) -> list[dict[str, Any]]:
 
 
 class DaemonSetPods:
-    """Pods of node-2 in the API, their cgroups made by hand with the pods' UIDs."""
+    """Pods of node-2 in the API, their cgroups made by hand under kubepods.slice with the pods'
+    UIDs (tests/node/kubelet_cgroups.py)."""
 
     def __init__(self, guest: Guest, cluster: GuestCluster) -> None:
         self.guest = guest
@@ -225,6 +205,10 @@ def node2(guest: Guest, cluster: GuestCluster) -> Iterator[DaemonSetPods]:
 def test_in_its_own_pid_namespace_the_collector_counts_every_process_and_finds_static_pods(
     guest: Guest, node2: DaemonSetPods
 ) -> None:
+    """Read from another PID namespace, a cgroup's process list hides the processes the reader
+    cannot see (v2 prints 0 for each): a container of three processes must still count three.
+    A pod cgroup named by a static pod's 32-hex UID is read, and found to be the mirror pod
+    that carries that UID in `kubernetes.io/config.mirror`."""
     code = (
         "import json, os\n"
         "from pathlib import Path\n"
@@ -255,7 +239,19 @@ def test_in_its_own_pid_namespace_the_collector_counts_every_process_and_finds_s
 def daemonset(guest: Guest, name: str, extra: list[str]) -> Iterator[str]:
     """The agent started as the DaemonSet runs it (a transient unit of its own, so that its
     journal is this run's), the manifest's args plus `extra`; its unit name. Stopped on the way
-    out."""
+    out.
+
+    Each part of the container is what the manifest asks for: uid/gid 65534 with no
+    capabilities and no_new_privs (`runAsUser`, `capabilities.drop: [ALL]`,
+    `allowPrivilegeEscalation: false`), a PID namespace of its own with its own /proc
+    (`hostPID: false`), a cgroup namespace (as containerd gives on v2), the host's
+    /sys/fs/cgroup, /var/lib/kubelet and /var/lib/containerd bind-mounted read-only under /host,
+    and the root file system read-only (`readOnlyRootFilesystem`). The agent's arguments and
+    environment are the manifest's, `$(NODE_NAME)`/`$(NODE_IP)` filled in, plus `extra` and a
+    kubeconfig for the API (the pod's ServiceAccount volume is mounted, with a token the
+    guest's kubelet port accepts, but the API server is reached with the kubeconfig). Not
+    emulated: seccomp's RuntimeDefault profile, the pod's own cgroup, limits and network
+    namespace."""
     unit = f"harness-daemonset-{name}.service"
     argv, env = manifest_argv([f"--kubeconfig={DS_KUBECONFIG}", *extra])
     setenv = [f"--setenv={k}={v}" for k, v in env.items()]
@@ -271,7 +267,7 @@ def daemonset(guest: Guest, name: str, extra: list[str]) -> Iterator[str]:
 def test_as_installed_the_daemonset_reads_per_pod_disk_figures_from_the_kubelet(
     guest: Guest, cluster: GuestCluster, node2: DaemonSetPods
 ) -> None:
-    """Finding 4: exactly as installed (the manifest's args, no threshold of the test's), the
+    """Exactly as installed (the manifest's args, no threshold of the test's), the
     agent gets the kubelet's per-pod disk figures through --kubelet-summary-url with its
     ServiceAccount token and CA, and acts on them: the emptyDir over its sizeLimit is evicted
     with the kubelet's message, and no other pod (the node is under no pressure)."""

@@ -1,7 +1,7 @@
 """The guest itself: what the harness promises every scenario, and the agent's reader on v2.
 
 These run first (the file sorts first) and are the cheapest proof that the guest is the node
-the issue asks for: Debian's kernel on the unified cgroup hierarchy with systemd as PID 1, the
+the suite needs: Debian's kernel on the unified cgroup hierarchy with systemd as PID 1, the
 loopback up, nothing of the host's boot, and the channel's timeouts enforced. The last test is
 the agent's own `SummaryCollector` against cgroups laid out as the kubelet's systemd driver
 lays them out on a real cgroup v2 kernel (no fixture files: the kernel's counters).

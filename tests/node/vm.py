@@ -2,18 +2,7 @@
 
 The host has no usable KVM (its /dev/kvm is a PVM hypervisor that boots only PVM kernels), so
 the guest runs under TCG, where Python is some 27 times slower than on the host: boot once per
-test session, keep the guest's Python work small, and start expensive things once.
-
-The VM has no network device (`-nic none`): the command channel is a virtio-serial port whose
-host end is a Unix socket this process listens on before QEMU starts, so nothing races the
-connection. The guest's end is guest_runner.py, started by a unit of the harness's own target;
-its first message is a hello, which is the boot figure (`Guest.boot_seconds`). The console
-(kernel, systemd status, the journal forwarded) goes to a file kept for failures.
-
-Every wait is bounded: the boot, each command (the runner kills its process group at the
-timeout; the host gives it a grace period more and then declares the guest hung), the whole
-session (a timer kills QEMU), and QEMU itself dies with this process (PR_SET_PDEATHSIG). A
-dead or hung guest fails every later call at once with the reason and the console's tail.
+test session, keep the guest's Python work small, and start expensive things once (``Guest``).
 
     python -m tests.node.vm -- sh -c 'cat /sys/fs/cgroup/cgroup.controllers'
 
@@ -106,7 +95,21 @@ class GuestConfig:
 
 
 class Guest:
-    """A booted guest: `run`, `python`, `put`, `get`, `journal`; `close` powers it off."""
+    """A booted guest: `run`, `python`, `put`, `get`, `journal`; `close` powers it off.
+
+    The VM has no network device (`-nic none`): the command channel is a virtio-serial port
+    whose host end is a Unix socket this process listens on before QEMU starts, so nothing
+    races the connection. The guest's end is guest_runner.py, started by a unit of the
+    harness's own target; its first message is a hello, which is the boot figure
+    (`boot_seconds`). The console (kernel, systemd status, the journal forwarded) goes to a
+    file kept for failures.
+
+    Every wait is bounded: the boot, each command (the runner kills its process group at the
+    timeout; the host gives it a grace period more and then declares the guest hung), the
+    whole session (a timer kills QEMU), and QEMU itself dies with this process
+    (PR_SET_PDEATHSIG). A dead or hung guest fails every later call at once with the reason
+    and the console's tail.
+    """
 
     def __init__(self, config: GuestConfig | None = None) -> None:
         self.config = config or GuestConfig()

@@ -1,4 +1,5 @@
-"""SchedulingQueue operations (spec §2.6) against a fake clock."""
+"""SchedulingQueue operations (pkg/scheduler/backend/queue/scheduling_queue.go) against a fake
+clock."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The nominator (spec §2.7) on its own and inside the queue."""
+"""The nominator (pkg/scheduler/backend/queue/nominator.go) on its own and inside the queue."""
 
 from __future__ import annotations
 
@@ -125,7 +125,8 @@ def test_gated_add_is_not_nominated_but_an_update_is() -> None:
 
 
 def test_queue_nominations_reserve_room_for_equal_or_higher_priority() -> None:
-    """§6 item 9: nominated pods of priority >= the incoming pod's count as running."""
+    """Nominated pods of priority >= the incoming pod's count as running (``addGENominatedPods``,
+    pkg/scheduler/framework/runtime/framework.go)."""
     from kube.objects import Container, Node
     from scheduler.framework import CycleState, Framework
     from scheduler.plugins.noderesources.fit import NodeResourcesFit

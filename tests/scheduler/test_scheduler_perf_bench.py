@@ -38,7 +38,7 @@ def _small() -> list[tuple[Any, Any]]:
 
 def test_every_named_test_case_has_a_small_variant_in_the_repository() -> None:
     assert {tc.name for tc, _ in _small()} == NAMED
-    for name in SP.DEFAULT_TABLE:  # and the sizes are there too
+    for name in SP.DEFAULT_TABLE:  # and the default table's sizes are there too
         test_case, _, workload = name.partition("/")
         assert any(
             tc.name == test_case and w.name == workload

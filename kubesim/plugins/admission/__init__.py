@@ -16,10 +16,6 @@ object, validating ones after. kubesim's chain, in that order:
    validating, after the registry's validation, for API requests only.
 
 ``install`` puts them on a generic store; the plugins are served in every authorization mode.
-``Priority`` and ``ValidatingAdmissionPolicy`` can be left out, as kube-apiserver's
-``--disable-admission-plugins`` leaves plugins out (kube's integration-test servers, which
-scheduler_perf runs against, disable Priority so that pods may carry ``spec.priority``
-without a class); the other two are not admission plugins one can switch off there.
 """
 
 from __future__ import annotations
@@ -57,7 +53,12 @@ def install(
 ) -> AdmissionChain:
     """Install the chain on ``registry`` in kube's order; ``resolver`` and ``authorize`` are the
     server's RBAC rules and authorizer chain, which the escalation check consults. Plugins
-    named in ``disabled`` (of ``DISABLEABLE_PLUGINS``) are left out of it."""
+    named in ``disabled`` (of ``DISABLEABLE_PLUGINS``) are left out of it.
+
+    Only ``Priority`` and ``ValidatingAdmissionPolicy`` can be left out, as kube-apiserver's
+    ``--disable-admission-plugins`` leaves plugins out (kube's integration-test servers, which
+    scheduler_perf runs against, disable Priority so that pods may carry ``spec.priority``
+    without a class); the other two are not admission plugins one can switch off there."""
     unknown = sorted(set(disabled) - set(DISABLEABLE_PLUGINS))
     if unknown:
         raise ValueError(

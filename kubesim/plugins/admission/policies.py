@@ -1,38 +1,9 @@
 """ValidatingAdmissionPolicy: kube-apiserver's CEL admission, on every API write kubesim serves.
 
-Reproduced from upstream's ``policy/validating`` dispatcher and validator:
-
-* only policies named by at least one binding (``spec.policyName``) are evaluated; a request
-  is evaluated against a policy when its ``matchConstraints`` match and, per binding, when the
-  binding's ``matchResources`` match (``kubesim.plugins.admission.matching``);
-* per binding, the parameters are collected (``paramKind`` + ``paramRef``: by name or
-  selector, in the request's namespace unless ``paramRef.namespace`` says otherwise; none found
-  is allowed, or a denial with ``parameterNotFoundAction: Deny``) and the policy is evaluated
-  once per parameter (once with ``params: null`` without a paramKind);
-* ``matchConditions`` first (all must be true; a false one skips the policy; errors follow
-  ``failurePolicy``), then each validation with ``object``, ``oldObject`` (null on CREATE,
-  ``object`` null on DELETE), ``request`` (an AdmissionRequest: kind, resource, subResource,
-  requestKind..., name, namespace, operation, userInfo, dryRun, options), ``params``,
-  ``namespaceObject`` and ``variables`` (``spec.variables``, evaluated on first use, once per
-  evaluation);
-* a validation that is not true denies with ``messageExpression``'s result, else ``message``,
-  else ``failed expression: <expression>``; its ``reason`` (default Invalid) gives the code
-  (Forbidden 403, Unauthorized 401, RequestEntityTooLarge 413, otherwise 422); a runtime error
-  is ``expression '<e>' resulted in error: <error>`` and denies only under ``failurePolicy:
-  Fail`` (the default); configuration problems (missing params, unknown paramKind) are
-  ``failed to configure binding: ...`` under the same rule;
-* the binding's ``validationActions``: ``Deny`` fails the request with ``<resource> "<name>" is
-  forbidden: ValidatingAdmissionPolicy '<p>' with binding '<b>' denied request: <message>``
-  (the first denial wins; the Status has that text as its one cause), ``Warn`` adds a
-  ``Warning`` header ``Validation failed for ValidatingAdmissionPolicy '<p>' with binding
-  '<b>': <message>``, ``Audit`` records the ``validation.policy.admission.k8s.io/
-  validation_failure`` annotation on the request log entry, as ``auditAnnotations`` do.
-
-Every expression is compiled once per policy generation (a cache keyed by the policy's uid
-and ``metadata.generation``); a request meets a dictionary lookup when no binding exists. The
-policy and binding objects are defaulted and validated when written
-(``kubesim.registry.admissionregistration``). The ``authorizer`` variable is declared but not served
-(an expression using it errs and follows ``failurePolicy``).
+Reproduced from upstream's ``policy/validating`` dispatcher and validator
+(``staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating``) in
+``ValidatingAdmissionPolicies``. The policy and binding objects are defaulted and validated
+when written (``kubesim.registry.admissionregistration``).
 """
 
 from __future__ import annotations
@@ -223,7 +194,19 @@ class _Evaluation:
 
 
 class ValidatingAdmissionPolicies:
-    """The ``ValidatingAdmissionPolicy`` admission plugin over one simulator's store."""
+    """The ``ValidatingAdmissionPolicy`` admission plugin over one simulator's store.
+
+    Only policies named by at least one binding (``spec.policyName``) are evaluated; a request
+    is evaluated against a policy when its ``matchConstraints`` match and, per binding, when
+    the binding's ``matchResources`` match (``kubesim.plugins.admission.matching``). Per
+    binding the parameters are collected (``_collect_params``) and the policy is evaluated
+    once per parameter (``_validate``), then the binding's actions are taken (``_act``).
+
+    Every expression is compiled once per policy generation (``compiled``: a cache keyed by
+    the policy's uid and ``metadata.generation``); a request meets a dictionary lookup when no
+    binding exists. The ``authorizer`` variable is declared but not served (an expression
+    using it errs and follows ``failurePolicy``).
+    """
 
     def __init__(self, registry: GenericStore) -> None:
         self.registry = registry
@@ -323,7 +306,11 @@ class ValidatingAdmissionPolicies:
     def _collect_params(
         self, spec: Mapping[str, Any], bspec: Mapping[str, Any], call: AdmissionCall
     ) -> list[Any]:
-        """``generic.CollectParams``: the parameter objects to evaluate the policy with."""
+        """``generic.CollectParams``: the parameter objects to evaluate the policy with.
+
+        ``paramKind`` + ``paramRef``: by name or selector, in the request's namespace unless
+        ``paramRef.namespace`` says otherwise; none found is allowed, or a denial with
+        ``parameterNotFoundAction: Deny``; one ``params: null`` without a paramKind."""
         kind = spec.get("paramKind")
         ref = bspec.get("paramRef")
         if not kind or not ref:
@@ -373,7 +360,19 @@ class ValidatingAdmissionPolicies:
     def _validate(self, compiled: CompiledPolicy, state: _RequestState, param: Any) -> _Result:
         """``validator.Validate`` for one parameter: matchConditions, then validations, then
         audit annotations; evaluation errors become failures only under ``failurePolicy:
-        Fail``."""
+        Fail``.
+
+        ``matchConditions`` first (all must be true; a false one skips the policy), then each
+        validation with ``object``, ``oldObject`` (null on CREATE, ``object`` null on DELETE),
+        ``request`` (an AdmissionRequest: kind, resource, subResource, requestKind..., name,
+        namespace, operation, userInfo, dryRun, options), ``params``, ``namespaceObject`` and
+        ``variables`` (``spec.variables``, evaluated on first use, once per evaluation). A
+        validation that is not true fails with ``messageExpression``'s result, else
+        ``message``, else ``failed expression: <expression>``; its ``reason`` (default Invalid)
+        gives the code (Forbidden 403, Unauthorized 401, RequestEntityTooLarge 413, otherwise
+        422). A runtime error is ``expression '<e>' resulted in error: <error>`` (failing only
+        under ``Fail``, the default); configuration problems (missing params, unknown
+        paramKind) are ``failed to configure binding: ...`` under the same rule."""
         fail = compiled.failure_policy != "Ignore"
         ev = _Evaluation(compiled, state.activation(param))
         out = _Result()
@@ -446,7 +445,15 @@ class ValidatingAdmissionPolicies:
         call: AdmissionCall,
         denied: list[_Decision],
     ) -> None:
-        """The binding's ``validationActions`` applied to one evaluation's failures."""
+        """The binding's ``validationActions`` applied to one evaluation's failures.
+
+        ``Deny`` fails the request with ``<resource> "<name>" is forbidden:
+        ValidatingAdmissionPolicy '<p>' with binding '<b>' denied request: <message>`` (the
+        first denial wins; the Status has that text as its one cause), ``Warn`` adds a
+        ``Warning`` header ``Validation failed for ValidatingAdmissionPolicy '<p>' with binding
+        '<b>': <message>``, ``Audit`` records the ``validation.policy.admission.k8s.io/
+        validation_failure`` annotation on the request log entry, as ``auditAnnotations``
+        do."""
         actions = [a for a in bspec.get("validationActions") or [] if isinstance(a, str)]
         notes = call.notes.audit_annotations
         for key, value in result.annotations:

@@ -3,23 +3,9 @@
 A kubeadm cluster has one cluster CA (``/etc/kubernetes/pki/ca.crt``) that signs the
 apiserver's serving certificate and every client certificate it accepts
 (``--client-ca-file``); kubeconfigs carry it as ``certificate-authority-data``. kubesim does
-the same with a CA it generates when a ``Simulator(tls=True)`` is built, kept in memory only.
-
-Keys are ECDSA P-256 (one key generation is ~1 ms, where RSA 2048 takes ~100 ms), certificates
-are X.509 v3 as kubeadm writes them and as Python's ``ssl`` accepts under
-``VERIFY_X509_STRICT`` (key identifiers, critical basic constraints and key usage):
-
-* the CA: ``CN=kubesim-ca``, a CA with ``keyCertSign``;
-* the serving certificate: ``serverAuth``, subject alternative names for ``localhost``,
-  ``127.0.0.1``, ``::1``, the names kube's ``kubernetes`` Service answers to, and the address
-  the server listens on;
-* client certificates: ``clientAuth``, ``CN`` = the user name and one ``O`` per group — the
-  convention of kube-apiserver's x509 authenticator (``CommonNameUserConversion``).
-
-``ClientCertificates`` is that authenticator: a TLS peer certificate, already verified against
-the CA during the handshake, becomes the user named in its subject, with the
-``authentication.kubernetes.io/credential-id`` extra kube-apiserver ≥ 1.31 adds
-(``X509SHA256=`` and the certificate's SHA-256 fingerprint).
+the same with a CA it generates when a ``Simulator(tls=True)`` is built, kept in memory only
+(``CertificateAuthority``), and authenticates client certificates as kube-apiserver's x509
+authenticator does (``ClientCertificates``).
 """
 
 from __future__ import annotations
@@ -95,7 +81,19 @@ def server_names(host: str) -> list[str]:
 
 
 class CertificateAuthority:
-    """A freshly generated CA that issues serving and client certificates."""
+    """A freshly generated CA that issues serving and client certificates.
+
+    Keys are ECDSA P-256 (one key generation is ~1 ms, where RSA 2048 takes ~100 ms),
+    certificates are X.509 v3 as kubeadm writes them and as Python's ``ssl`` accepts under
+    ``VERIFY_X509_STRICT`` (key identifiers, critical basic constraints and key usage):
+
+    * the CA: ``CN=kubesim-ca``, a CA with ``keyCertSign``;
+    * the serving certificate: ``serverAuth``, subject alternative names for ``localhost``,
+      ``127.0.0.1``, ``::1``, the names kube's ``kubernetes`` Service answers to, and the
+      address the server listens on (``server_names``);
+    * client certificates: ``clientAuth``, ``CN`` = the user name and one ``O`` per group —
+      the convention of kube-apiserver's x509 authenticator (``CommonNameUserConversion``).
+    """
 
     def __init__(
         self,
@@ -232,6 +230,10 @@ class CertificateAuthority:
 
 class ClientCertificates:
     """kube-apiserver's x509 authenticator over the connection's verified peer certificate.
+
+    A TLS peer certificate, already verified against the CA during the handshake, becomes the
+    user named in its subject, with the ``authentication.kubernetes.io/credential-id`` extra
+    kube-apiserver ≥ 1.31 adds (``X509SHA256=`` and the certificate's SHA-256 fingerprint).
 
     Python's ``ssl`` verifies a presented client certificate during the handshake, so one
     from another CA fails the handshake; kube-apiserver requests the certificate without

@@ -1,38 +1,8 @@
 """ServiceAccount tokens: the TokenRequest API and the authenticator that accepts its tokens.
 
-What kube-apiserver does, and kubesim with it:
-
-* ``POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/token`` (``TokenREST.Create`` in
-  ``pkg/registry/core/serviceaccount/storage/token.go``): a ``metadata.name``/``namespace`` in
-  the body must match the URL (422); the ServiceAccount must exist (404);
-  ``spec.expirationSeconds`` defaults to 3600 and must lie in [600, 2^32] (422, kube's
-  wording); ``spec.audiences`` defaults to the server's API audiences; ``boundObjectRef``
-  may name a Pod of this ServiceAccount (400 for a pod of another one), a Secret or a Node
-  in the same way — the object must exist (404), its ``uid``, when given, must match (409),
-  and any other kind is a 400. The answer is the request with ``status.token`` and
-  ``status.expirationTimestamp`` (201).
-* the token is a JWT signed ES256 with the issuer's key, claims ``iss``, ``sub``
-  (``system:serviceaccount:NS:NAME``), ``aud``, ``exp``, ``iat``, ``nbf``, ``jti`` and the
-  private ``kubernetes.io`` claim: ``namespace``, ``serviceaccount`` {name, uid} and the bound
-  ``pod``/``secret``/``node`` {name, uid}; a pod-bound token also names the pod's node
-  (``pkg/serviceaccount/claims.go``, kube ≥ 1.30).
-* authentication (``pkg/serviceaccount/jwt.go`` and ``claims.go``'s validator): a JWT of
-  another issuer is not ours (the next authenticator is asked; none left: 401); ours must be
-  correctly signed, be for one of the audiences the server accepts, be within ``nbf``/``exp``
-  with kube's one-minute leeway, its ServiceAccount must still exist with the same uid, and a
-  bound pod or secret must still exist with the same uid and not have been deleting for more
-  than the leeway (a node-bound token likewise for its node). The user is
-  ``system:serviceaccount:NS:NAME``, uid the ServiceAccount's, groups
-  ``system:serviceaccounts`` and ``system:serviceaccounts:NS`` (plus ``system:authenticated``),
-  extra ``authentication.kubernetes.io/pod-name``/``pod-uid``, ``node-name``/``node-uid`` and
-  ``credential-id`` (``JTI=<jti>``) as ``ServiceAccountInfo.UserInfo`` sets them.
-
-Time: the issuer and the validator read ``ServiceAccountTokens.clock`` (seconds since the
-epoch, ``time.time`` unless replaced), so a test proves expiry by moving that clock rather than
-by waiting — the one place kubesim's token time comes from.
-
-The ``default`` ServiceAccount of every namespace (kube-controller-manager's ServiceAccount
-controller) is created by ``DefaultServiceAccounts`` in ``kubesim.controllers.serviceaccount``.
+What kube-apiserver does (``pkg/registry/core/serviceaccount/storage/token.go``,
+``pkg/serviceaccount/jwt.go`` and ``claims.go``), in ``ServiceAccountTokens``. The ``default``
+ServiceAccount of every namespace is ``kubesim.controllers.serviceaccount``'s.
 """
 
 from __future__ import annotations
@@ -119,7 +89,12 @@ def _field(path: str, value: Any, detail: str) -> Cause:
 
 class ServiceAccountTokens:
     """The token issuer and authenticator (``--service-account-signing-key-file``,
-    ``--service-account-issuer``, ``--api-audiences``) over the registry's objects."""
+    ``--service-account-issuer``, ``--api-audiences``) over the registry's objects.
+
+    Time: the issuer and the validator read ``clock`` (seconds since the epoch, ``time.time``
+    unless replaced), so a test proves expiry by moving that clock rather than by waiting —
+    the one place kubesim's token time comes from.
+    """
 
     def __init__(
         self,
@@ -154,7 +129,13 @@ class ServiceAccountTokens:
         secret: Mapping[str, Any] | None = None,
         node: _Ref | None = None,
     ) -> tuple[str, float]:
-        """A signed token for the ServiceAccount ``namespace/name`` and its expiry time."""
+        """A signed token for the ServiceAccount ``namespace/name`` and its expiry time.
+
+        A JWT signed ES256 with the issuer's key, claims ``iss``, ``sub``
+        (``system:serviceaccount:NS:NAME``), ``aud``, ``exp``, ``iat``, ``nbf``, ``jti`` and the
+        private ``kubernetes.io`` claim: ``namespace``, ``serviceaccount`` {name, uid} and the
+        bound ``pod``/``secret``/``node`` {name, uid}; a pod-bound token also names the pod's
+        node (``pkg/serviceaccount/claims.go``, kube ≥ 1.30)."""
         sa = self._find("ServiceAccount", namespace, name)
         if sa is None:
             raise not_found("serviceaccounts", "", name)
@@ -197,7 +178,18 @@ class ServiceAccountTokens:
 
     def review(self, token: str, audiences: Sequence[str] = ()) -> UserInfo | None:
         """Validate ``token`` for ``audiences`` (default: the server's); None when it is not
-        a JWT of this issuer, ``TokenInvalid`` when it is but does not authenticate."""
+        a JWT of this issuer, ``TokenInvalid`` when it is but does not authenticate.
+
+        A JWT of another issuer is not ours (the next authenticator is asked; none left: 401);
+        ours must be correctly signed, be for one of the audiences the server accepts, be
+        within ``nbf``/``exp`` with kube's one-minute leeway, its ServiceAccount must still
+        exist with the same uid, and a bound pod or secret must still exist with the same uid
+        and not have been deleting for more than the leeway (a node-bound token likewise for
+        its node). The user is ``service_account_user``'s: ``system:serviceaccount:NS:NAME``,
+        uid the ServiceAccount's, groups ``system:serviceaccounts`` and
+        ``system:serviceaccounts:NS`` (plus ``system:authenticated``), extra
+        ``authentication.kubernetes.io/pod-name``/``pod-uid``, ``node-name``/``node-uid`` and
+        ``credential-id`` (``JTI=<jti>``) as ``ServiceAccountInfo.UserInfo`` sets them."""
         try:
             unverified = jwt.decode(token, options={"verify_signature": False})
         except jwt.PyJWTError:
@@ -288,7 +280,15 @@ class ServiceAccountTokens:
     # --- the TokenRequest API ----------------------------------------------------------------
 
     def token_request(self, namespace: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """``TokenREST.Create`` on a decoded ``TokenRequest``; the answered TokenRequest."""
+        """``TokenREST.Create`` on a decoded ``TokenRequest``; the answered TokenRequest (201).
+
+        A ``metadata.name``/``namespace`` in the body must match the URL (422); the
+        ServiceAccount must exist (404); ``spec.expirationSeconds`` defaults to 3600 and must
+        lie in [600, 2^32] (422, kube's wording); ``spec.audiences`` defaults to the server's
+        API audiences; ``boundObjectRef`` may name a Pod of this ServiceAccount (400 for a pod
+        of another one), a Secret or a Node in the same way — the object must exist (404), its
+        ``uid``, when given, must match (409), and any other kind is a 400. The answer is the
+        request with ``status.token`` and ``status.expirationTimestamp``."""
         req: dict[str, Any] = clone(dict(body))
         meta = req.get("metadata") if isinstance(req.get("metadata"), dict) else {}
         assert isinstance(meta, dict)

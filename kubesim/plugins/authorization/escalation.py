@@ -3,23 +3,8 @@
 ``rolebinding/policybased``, ``clusterrolebinding/policybased``).
 
 RBAC would be pointless if whoever may write Roles could grant themselves anything, so on
-create and update of an RBAC object, before validation:
-
-* members of ``system:masters`` (and kubesim's own in-process writes) pass;
-* a Role or ClusterRole passes when the user may ``escalate`` it (verb ``escalate`` on
-  ``roles``/``clusterroles`` with its name), or when the user already holds every permission it
-  grants (``validation.Covers`` of the user's rules in that namespace — cluster-wide ones for a
-  ClusterRole); a ClusterRole with an ``aggregationRule`` needs full authority (``*`` on
-  everything) instead: ``must have cluster-admin privileges to use the aggregationRule``;
-* a RoleBinding or ClusterRoleBinding passes when the user may ``bind`` its ``roleRef``
-  (verb ``bind`` on ``roles``/``clusterroles`` named so, in the binding's namespace), or holds
-  every permission of the referenced role (a missing role is its 404);
-* otherwise the answer is a 403 ``<resource> "<name>" is forbidden: user "u" (groups=[...]) is
-  attempting to grant RBAC permissions not currently held:`` and the missing permissions, one
-  ``CompactString`` a line (``CompactRules`` merges the verbs of one group/resource).
-
-An update that only changes what the garbage collector writes (owner references, finalizers)
-is not checked, as upstream.
+create and update of an RBAC object, before validation, ``EscalationCheck`` refuses what the
+user could not have done themselves.
 """
 
 from __future__ import annotations
@@ -221,7 +206,26 @@ def _namespace(obj: Mapping[str, Any]) -> str:
 
 
 class EscalationCheck:
-    """The admission plugin (``GenericStore.admission``) that enforces the rules above."""
+    """The admission plugin (``GenericStore.admission``) that refuses an escalation.
+
+    * members of ``system:masters`` (and kubesim's own in-process writes) pass;
+    * a Role or ClusterRole passes when the user may ``escalate`` it (verb ``escalate`` on
+      ``roles``/``clusterroles`` with its name), or when the user already holds every
+      permission it grants (``covers`` of the user's rules in that namespace — cluster-wide
+      ones for a ClusterRole); a ClusterRole with an ``aggregationRule`` needs full authority
+      (``*`` on everything) instead: ``must have cluster-admin privileges to use the
+      aggregationRule``;
+    * a RoleBinding or ClusterRoleBinding passes when the user may ``bind`` its ``roleRef``
+      (verb ``bind`` on ``roles``/``clusterroles`` named so, in the binding's namespace), or
+      holds every permission of the referenced role (a missing role is its 404);
+    * otherwise the answer is a 403 ``<resource> "<name>" is forbidden: user "u"
+      (groups=[...]) is attempting to grant RBAC permissions not currently held:`` and the
+      missing permissions, one ``CompactString`` a line (``compact_rules`` merges the verbs
+      of one group/resource).
+
+    An update that only changes what the garbage collector writes (owner references,
+    finalizers) is not checked, as upstream.
+    """
 
     def __init__(
         self, registry: GenericStore, resolver: RuleResolver, authorize: Authorize

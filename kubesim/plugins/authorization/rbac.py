@@ -1,26 +1,8 @@
 """The RBAC authorizer, as kube-apiserver's ``--authorization-mode=RBAC`` evaluates a request.
 
 Reproduced from ``plugin/pkg/auth/authorizer/rbac/rbac.go``, ``pkg/registry/rbac/validation/
-rule.go`` and the rule helpers of ``k8s.io/component-helpers/auth/rbac``:
-
-* the rules that apply to a user are visited in upstream's order: every ClusterRoleBinding
-  whose subjects include the user (User by name, Group by membership, ServiceAccount by
-  ``system:serviceaccount:NS:NAME``, its namespace defaulting to the binding's), then — for a
-  namespaced request — the RoleBindings of that namespace, each resolved through its
-  ``roleRef`` (a Role of the binding's namespace or a ClusterRole);
-* a rule allows a resource request when verb, API group, ``resource[/subresource]`` (``*``,
-  and ``*/sub`` for any resource's subresource) and ``resourceNames`` match; a rule with
-  ``resourceNames`` never matches a request without a name (create, list, deletecollection —
-  unless a list or watch names one object with ``fieldSelector=metadata.name=``); a
-  non-resource request matches ``nonResourceURLs`` exactly or by a trailing ``*`` prefix;
-* the first rule that allows wins with the reason ``RBAC: allowed by ClusterRoleBinding "b" of
-  ClusterRole "r" to User "u"``; otherwise the answer is *no opinion*, whose reason is empty
-  unless a binding's role could not be resolved (``RBAC: clusterrole.rbac.authorization.k8s.io
-  "x" not found``) — that reason is what the 403 message gets after a colon.
-
-The agent and ``evict`` make hundreds of requests a second, so the rules of each (user,
-namespace) are resolved once and cached until any RBAC object changes (``Store.revision`` of
-the four RBAC storages).
+rule.go`` and the rule helpers of ``k8s.io/component-helpers/auth/rbac``: ``RuleResolver``
+finds a user's rules, ``rule_allows`` matches one, ``RBACAuthorizer`` decides.
 """
 
 from __future__ import annotations
@@ -162,7 +144,11 @@ def non_resource_url_matches(rule: PolicyRule, path: str) -> bool:
 
 
 def rule_allows(attrs: Attributes, rule: PolicyRule) -> bool:
-    """``RuleAllows``."""
+    """``RuleAllows``: verb, API group, ``resource[/subresource]`` (``*``, and ``*/sub`` for any
+    resource's subresource) and ``resourceNames`` match; a rule with ``resourceNames`` never
+    matches a request without a name (create, list, deletecollection — unless a list or watch
+    names one object with ``fieldSelector=metadata.name=``); a non-resource request matches
+    ``nonResourceURLs`` exactly or by a trailing ``*`` prefix."""
     if attrs.is_resource:
         combined = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
         return (
@@ -247,7 +233,11 @@ class Resolved:
 
 
 class RuleResolver:
-    """``DefaultRuleResolver`` over the store, with a cache per (user, namespace)."""
+    """``DefaultRuleResolver`` over the store, with a cache per (user, namespace).
+
+    The agent and ``evict`` make hundreds of requests a second, so the rules of each (user,
+    namespace) are resolved once and cached until any RBAC object changes (``Store.revision``
+    of the four RBAC storages)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -280,7 +270,13 @@ class RuleResolver:
 
     def resolve(self, user: UserInfo, namespace: str) -> Resolved:
         """``VisitRulesFor``, collected: ClusterRoleBindings first, then the namespace's
-        RoleBindings."""
+        RoleBindings.
+
+        In upstream's order: every ClusterRoleBinding whose subjects include the user (User by
+        name, Group by membership, ServiceAccount by ``system:serviceaccount:NS:NAME``, its
+        namespace defaulting to the binding's), then — for a namespaced request — the
+        RoleBindings of that namespace, each resolved through its ``roleRef`` (a Role of the
+        binding's namespace or a ClusterRole)."""
         self._check_cache()
         key = (user.name, user.groups, namespace)
         hit = self._cache.get(key)
@@ -340,7 +336,13 @@ def aggregate_errors(errors: Sequence[str]) -> str:
 
 
 class RBACAuthorizer:
-    """``RBACAuthorizer.Authorize``: allow with the granting binding as reason, else no opinion."""
+    """``RBACAuthorizer.Authorize``: allow with the granting binding as reason, else no opinion.
+
+    The first rule that allows wins with the reason ``RBAC: allowed by ClusterRoleBinding "b"
+    of ClusterRole "r" to User "u"``; otherwise the answer is *no opinion*, whose reason is
+    empty unless a binding's role could not be resolved (``RBAC:
+    clusterrole.rbac.authorization.k8s.io "x" not found``) — that reason is what the 403
+    message gets after a colon."""
 
     def __init__(self, resolver: RuleResolver) -> None:
         self.resolver = resolver

@@ -1,24 +1,9 @@
 """The ``authorization.k8s.io/v1`` reviews: "may this user do that?" asked of the apiserver.
 
 Reproduced from ``pkg/registry/authorization/{subjectaccessreview,selfsubjectaccessreview,
-localsubjectaccessreview,selfsubjectrulesreview}`` and ``pkg/apis/authorization/validation``:
-
-* ``SubjectAccessReview`` asks for any user (``spec.user``/``groups``/``uid``/``extra``),
-  ``SelfSubjectAccessReview`` for the requester (``kubectl auth can-i``, with ``--as`` for an
-  impersonated one), ``LocalSubjectAccessReview`` for any user within the URL's namespace;
-  each is answered by the server's whole authorizer chain (``system:masters`` first) on
-  ``spec.resourceAttributes`` or ``spec.nonResourceAttributes``, and comes back as sent with
-  ``status: {allowed, denied?, reason?, evaluationError?}`` — 201, never stored;
-* ``SelfSubjectRulesReview`` lists the requester's rules in ``spec.namespace`` (``kubectl auth
-  can-i --list``) as ``resourceRules`` and ``nonResourceRules``; ``incomplete`` with the
-  ``evaluationError`` when a binding's role is missing. Under AlwaysAllow it is ``*`` on
-  everything, as upstream's AlwaysAllow rule resolver answers;
-* a review that asks for neither or both kinds of attributes, names no user, or carries
-  metadata, is a 422 naming the field (``SubjectAccessReview.authorization.k8s.io "" is
-  invalid: ...``).
-
-They are served in every authorization mode: kubectl's ``auth can-i`` must get an answer from
-an AlwaysAllow kubesim too (everything is allowed there).
+localsubjectaccessreview,selfsubjectrulesreview}`` and ``pkg/apis/authorization/validation``
+(``Reviews``). They are served in every authorization mode: kubectl's ``auth can-i`` must get
+an answer from an AlwaysAllow kubesim too (everything is allowed there).
 """
 
 from __future__ import annotations
@@ -133,7 +118,22 @@ def _answer(body: dict[str, Any], decision: Decision, reason: str) -> dict[str, 
 class Reviews:
     """The four reviews over one authorizer chain: each takes the review's type, the URL's
     namespace, the requester and the decoded body, and answers the review (201, never
-    stored; the endpoints decode and respond)."""
+    stored; the endpoints decode and respond).
+
+    * ``SubjectAccessReview`` asks for any user (``spec.user``/``groups``/``uid``/``extra``),
+      ``SelfSubjectAccessReview`` for the requester (``kubectl auth can-i``, with ``--as`` for
+      an impersonated one), ``LocalSubjectAccessReview`` for any user within the URL's
+      namespace; each is answered by the server's whole authorizer chain (``system:masters``
+      first) on ``spec.resourceAttributes`` or ``spec.nonResourceAttributes``, and comes back
+      as sent with ``status: {allowed, denied?, reason?, evaluationError?}``;
+    * ``SelfSubjectRulesReview`` lists the requester's rules in ``spec.namespace`` (``kubectl
+      auth can-i --list``) as ``resourceRules`` and ``nonResourceRules``; ``incomplete`` with
+      the ``evaluationError`` when a binding's role is missing. Under AlwaysAllow it is ``*``
+      on everything, as upstream's AlwaysAllow rule resolver answers;
+    * a review that asks for neither or both kinds of attributes, names no user, or carries
+      metadata, is a 422 naming the field (``SubjectAccessReview.authorization.k8s.io "" is
+      invalid: ...``).
+    """
 
     def __init__(self, authorize: Authorize, resolver: Callable[[], RuleResolver | None]) -> None:
         self.authorize = authorize

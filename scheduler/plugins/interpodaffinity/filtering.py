@@ -1,42 +1,9 @@
 """InterPodAffinity's PreFilter and Filter: required pod affinity and anti-affinity, both ways.
 
-``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``. PreFilter counts, per
-topology pair ``(topologyKey, node label value)``:
-
-* ``existing_anti_affinity_counts``: required anti-affinity terms of pods already placed
-  (only nodes from ``Snapshot.have_pods_with_required_anti_affinity_list``) that match the
-  incoming pod, each counted at the topology value of the node of the pod that owns the term;
-* ``affinity_counts``: pods anywhere that match *all* the incoming pod's required affinity
-  terms, counted once per term at their node's value of that term's key;
-* ``anti_affinity_counts``: pods anywhere matching each required anti-affinity term of the
-  incoming pod.
-
-A term matches a pod when the pod's namespace is in the term's namespaces (by default the
-namespace of the pod that owns the term) or its namespace labels match the term's
-namespaceSelector, and the label selector matches (a missing selector matches nothing;
-``matchLabelKeys``/``mismatchLabelKeys`` were merged into it when the pod was converted, as
-the API server does). Upstream resolves the incoming pod's namespaceSelector into namespace
-names through the Namespace lister; we evaluate it against ``Snapshot.namespace_labels`` of
-the other pod's namespace, which is the same for every namespace the snapshot knows, and
-treats an unknown namespace like the API server's default (only its name label).
-
-Filter, in this order:
-
-1. affinity: every required affinity term's topology key must be a node label, else UU; if
-   some term has no matching pod in the node's topology value the node fails, UU
-   ``node(s) didn't match pod affinity rules`` — unless no pod in the cluster matches
-   (``affinity_counts`` is empty) and the pod matches all its own terms: the first pod of a
-   group with affinity to itself may go anywhere with the topology labels;
-2. the incoming pod's anti-affinity: U ``node(s) didn't match pod anti-affinity rules``;
-3. existing pods' anti-affinity: any node label pair with a count: U
-   ``node(s) didn't satisfy existing pods anti-affinity rules``.
-
-PreFilter answers Skip when no existing pod's anti-affinity matches the pod and the pod has
-no required terms. ``add_pod``/``remove_pod`` update the three counts for a pod added to or
-removed from a node, so the nominated-pods pass and preemption's dry runs see right counts.
-
-The newest upstream splits hostname-scoped terms into a node-local fast path; the verdicts
-are the same as this counting form, which is what releases up to 1.35 implement.
+``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``, in its counting form (the
+newest upstream splits hostname-scoped terms into a node-local fast path with the same
+verdicts; releases up to 1.35 count as here). ``PreFilterState`` holds the counts,
+``InterPodAffinity.filter`` the verdicts.
 """
 
 from __future__ import annotations
@@ -125,7 +92,31 @@ def _matches_all(
 
 
 class PreFilterState:
-    """``preFilterState``; ``clone`` copies the counts (the terms are immutable)."""
+    """``preFilterState``; ``clone`` copies the counts (the terms are immutable).
+
+    Per topology pair ``(topologyKey, node label value)``:
+
+    * ``existing_anti_affinity_counts``: required anti-affinity terms of pods already placed
+      (only nodes from ``Snapshot.have_pods_with_required_anti_affinity_list``) that match the
+      incoming pod, each counted at the topology value of the node of the pod that owns the
+      term;
+    * ``affinity_counts``: pods anywhere that match *all* the incoming pod's required affinity
+      terms, counted once per term at their node's value of that term's key;
+    * ``anti_affinity_counts``: pods anywhere matching each required anti-affinity term of the
+      incoming pod.
+
+    A term matches a pod when the pod's namespace is in the term's namespaces (by default the
+    namespace of the pod that owns the term) or its namespace labels match the term's
+    namespaceSelector, and the label selector matches (a missing selector matches nothing;
+    ``matchLabelKeys``/``mismatchLabelKeys`` were merged into it when the pod was converted, as
+    the API server does). Upstream resolves the incoming pod's namespaceSelector into namespace
+    names through the Namespace lister; here it is evaluated against
+    ``Snapshot.namespace_labels`` of the other pod's namespace, which is the same for every
+    namespace the snapshot knows, and an unknown namespace is treated like the API server's
+    default (only its name label). ``update_with_pod`` keeps the three counts right for a pod
+    added to or removed from a node (``add_pod``/``remove_pod``), so the nominated-pods pass
+    and preemption's dry runs see them.
+    """
 
     __slots__ = (
         "affinity_counts",
@@ -274,6 +265,8 @@ class InterPodAffinity:
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
+        """The counts (``PreFilterState``); Skip when no existing pod's anti-affinity matches
+        the pod and the pod has no required terms."""
         existing = existing_anti_affinity_counts(pod, snapshot)
         affinity, anti = incoming_affinity_anti_affinity_counts(pod, snapshot)
         if (
@@ -295,6 +288,18 @@ class InterPodAffinity:
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """In this order:
+
+        1. affinity: every required affinity term's topology key must be a node label, else
+           UU; if some term has no matching pod in the node's topology value the node fails,
+           UU ``node(s) didn't match pod affinity rules`` — unless no pod in the cluster
+           matches (``affinity_counts`` is empty) and the pod matches all its own terms: the
+           first pod of a group with affinity to itself may go anywhere with the topology
+           labels;
+        2. the incoming pod's anti-affinity: U ``node(s) didn't match pod anti-affinity rules``;
+        3. existing pods' anti-affinity: any node label pair with a count: U
+           ``node(s) didn't satisfy existing pods anti-affinity rules``.
+        """
         s = _state(state)
         if isinstance(s, Status):
             return s

@@ -1,27 +1,8 @@
 """NodeResourcesFit's PreFilter and Filter: does the node have room for the pod's requests?
 (Its Score is ``least_allocated``.)
 
-Reproduces ``fitsRequest`` of ``pkg/scheduler/framework/plugins/noderesources/fit.go``:
-
-* ``len(pods) + 1 > allocatable.pods`` gives ``Too many pods``;
-* a pod requesting nothing is only checked for its pod slot;
-* for cpu, memory, ephemeral-storage and each scalar (extended, hugepages, prefixed native)
-  resource with a non-zero request: ``request > allocatable - requested`` gives
-  ``Insufficient <resource>``;
-* all failures are reported; the code is Unschedulable, or UnschedulableAndUnresolvable when
-  some request exceeds the node's allocatable itself, since no preemption can help there.
-
-Unknown native resource names (no domain, not hugepages) are ignored, as ``Resource.Add``
-ignores them.
-
-Why ``uniform_verdict`` exists: a failed scheduling cycle on a big cluster (the preemption
-path) asks this filter about every node, and in Python a step per node costs milliseconds.
-The verdict on a node depends only on a few booleans — pod slot left, and per requested
-resource whether it is short and whether it exceeds the allocatable itself — so when
-``min``/``max`` over the snapshot's ``ResourceColumns`` show that each boolean is the same on
-every node, every node gets the verdict ``fits_request`` gives on any one of them. It must
-equal ``filter`` on each node; when the booleans differ between nodes it answers None and the
-caller asks node by node.
+Reproduces ``fitsRequest`` of ``pkg/scheduler/framework/plugins/noderesources/fit.go``
+(``fits_request``), with a whole-cluster answer of our own (``uniform_verdict``).
 """
 
 from __future__ import annotations
@@ -60,7 +41,18 @@ def is_scalar_resource_name(name: str) -> bool:
 
 
 def fits_request(pod: Pod, node_info: NodeInfo) -> Status | None:
-    """The NodeResourcesFit verdict for ``pod`` on ``node_info`` (None when it fits)."""
+    """The NodeResourcesFit verdict for ``pod`` on ``node_info`` (None when it fits).
+
+    * ``len(pods) + 1 > allocatable.pods`` gives ``Too many pods``;
+    * a pod requesting nothing is only checked for its pod slot;
+    * for cpu, memory, ephemeral-storage and each scalar (extended, hugepages, prefixed native)
+      resource with a non-zero request: ``request > allocatable - requested`` gives
+      ``Insufficient <resource>``;
+    * all failures are reported; the code is Unschedulable, or UnschedulableAndUnresolvable
+      when some request exceeds the node's allocatable itself, since no preemption can help.
+
+    Unknown native resource names (no domain, not hugepages) are ignored, as ``Resource.Add``
+    ignores them."""
     allocatable = node_info.allocatable
     requested = node_info.requested
     reasons: list[str] = []
@@ -140,7 +132,15 @@ class NodeResourcesFit(NoPreFilterExtensions):
     def uniform_verdict(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
         """The verdict every node of ``snapshot`` gets (Success, or the rejection tagged with
         this plugin) when it is the same on all of them; None when it is not, or when the pod
-        asks for a resource without a column (scalar resources)."""
+        asks for a resource without a column (scalar resources).
+
+        Why: a failed scheduling cycle on a big cluster (the preemption path) asks this filter
+        about every node, and in Python a step per node costs milliseconds. The verdict on a
+        node depends only on a few booleans — pod slot left, and per requested resource
+        whether it is short and whether it exceeds the allocatable itself — so when
+        ``min``/``max`` over the snapshot's ``ResourceColumns`` show that each boolean is the
+        same on every node, every node gets the verdict ``fits_request`` gives on any one of
+        them. It must equal ``filter`` on each node."""
         nodes = snapshot.node_info_list
         if not nodes:
             return None

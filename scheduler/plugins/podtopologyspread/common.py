@@ -1,33 +1,6 @@
 """What PodTopologySpread's Filter and Score share (``podtopologyspread/common.go``): the
-constraints a pod is judged by, which nodes count, and the counts of matching pods.
-
-Constraints. A pod's ``topologySpreadConstraints`` are split by ``whenUnsatisfiable``:
-``DoNotSchedule`` ones are the Filter's, ``ScheduleAnyway`` ones the Score's. Defaults applied
-to each: ``minDomains`` 1, ``nodeAffinityPolicy`` Honor, ``nodeTaintsPolicy`` Ignore; a missing
-``labelSelector`` selects no pod; the pod's values of ``matchLabelKeys`` (keys it has) are
-ANDed into the selector as ``key=value`` requirements. A pod without constraints of its own
-gets the plugin's default constraints — with ``defaulting_type="System"`` (kube's default)
-hostname ``maxSkew`` 3 and zone ``maxSkew`` 5, both ScheduleAnyway — but only when
-``helper.DefaultSelector`` finds a non-empty selector: the merged selectors of the Services of
-its namespace that select it, plus the selector of its controlling ReplicationController,
-ReplicaSet or StatefulSet. Otherwise the plugin is skipped for that pod.
-
-Node inclusion. Only nodes carrying every constraint's topology key are counted. Per
-constraint, with ``nodeAffinityPolicy: Honor`` a node must also match the pod's nodeSelector
-and required node affinity, and with ``nodeTaintsPolicy: Honor`` it must have no NoSchedule /
-NoExecute taint the pod does not tolerate. Pods count when they are in the incoming pod's
-namespace, match the selector and are not terminating (kubernetes#87621).
-
-Speed. PreFilter and PreScore sum a node's matching pods over every node of the cluster,
-every cycle. A node's count depends only on its pods, the selector and the namespace, so it is
-kept in ``NodeInfo.memo`` (emptied whenever the node changes). The sums per topology pair are
-kept too (``SpreadCounts``, per snapshot and per constraint set and pod shape): built once by
-the walk over every node, then brought up to date from ``Snapshot.pod_changes`` — only the
-nodes whose pods changed are counted again — and rebuilt when a node is added, removed or
-replaced. The pairs stay in the order the walk first meets them, so the critical paths (the
-two smallest counts of a key, ties to the first met) are those of the walk. All must equal
-``count_pods_match_selector`` and the walk node by node (the property tests check it;
-``use_index = False`` on an instance takes the walk).
+constraints a pod is judged by (``PluginBase``), which nodes count (``SpreadConstraint``), and
+the counts of matching pods, kept incrementally (``SpreadCounts``).
 """
 
 from __future__ import annotations
@@ -74,9 +47,14 @@ TopologyPair = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class SpreadConstraint:
-    """``topologySpreadConstraint``: a constraint with its defaults applied.
+    """``topologySpreadConstraint``: a constraint with its defaults applied (``minDomains`` 1,
+    ``nodeAffinityPolicy`` Honor, ``nodeTaintsPolicy`` Ignore).
 
-    ``selector`` None is ``labels.Nothing()``: it selects no pod.
+    ``selector`` None is ``labels.Nothing()``: it selects no pod. Only nodes carrying every
+    constraint's topology key are counted (``node_labels_match_spread_constraints``); per
+    constraint, with ``nodeAffinityPolicy: Honor`` a node must also match the pod's
+    nodeSelector and required node affinity, and with ``nodeTaintsPolicy: Honor`` it must have
+    no NoSchedule / NoExecute taint the pod does not tolerate.
     """
 
     max_skew: int
@@ -109,7 +87,8 @@ def node_labels_match_spread_constraints(
 
 
 def count_pods_match_selector(pods: Iterable[Pod], selector: LabelSelector | None, ns: str) -> int:
-    """``countPodsMatchSelector``: terminating pods and other namespaces do not count."""
+    """``countPodsMatchSelector``: terminating pods (kubernetes#87621) and other namespaces do
+    not count."""
     if selector is None:
         return 0
     return sum(
@@ -145,6 +124,17 @@ class SpreadCounts:
     inclusion policies are off, and passes the constraint's inclusion policies (checked only
     where ``checks`` says they can exclude a node); its pair is ``(topology key, label value
     or "")``. ``refresh`` follows ``Snapshot.pod_changes``.
+
+    Why: PreFilter and PreScore sum a node's matching pods over every node of the cluster,
+    every cycle. A node's count depends only on its pods, the selector and the namespace, so it
+    is kept in ``NodeInfo.memo`` (``match_count``), and the sums per topology pair are kept
+    here, per snapshot and per constraint set and pod shape: built once by the walk over every
+    node, then brought up to date from ``Snapshot.pod_changes`` — only the nodes whose pods
+    changed are counted again — and rebuilt when a node is added, removed or replaced. Keeping
+    the pairs in the walk's order keeps the critical paths (the two smallest counts of a key,
+    ties to the first met) those of the walk. All must equal ``count_pods_match_selector`` and
+    the walk node by node (the property tests check it; ``use_index = False`` on a plugin
+    takes the walk).
     """
 
     __slots__ = (
@@ -393,8 +383,11 @@ class PluginBase:
         pod_labels: Mapping[str, str],
         action: str,
     ) -> list[SpreadConstraint]:
-        """``filterTopologySpreadConstraints``: those with ``whenUnsatisfiable == action``,
-        defaults applied and ``matchLabelKeys`` merged into the selector."""
+        """``filterTopologySpreadConstraints``: those with ``whenUnsatisfiable == action``
+        (``DoNotSchedule`` ones are the Filter's, ``ScheduleAnyway`` ones the Score's),
+        defaults applied; a missing ``labelSelector`` selects no pod, and the pod's values of
+        ``matchLabelKeys`` (keys it has) are ANDed into the selector as ``key=value``
+        requirements."""
         out: list[SpreadConstraint] = []
         for c in constraints:
             if c.when_unsatisfiable != action:
@@ -427,7 +420,11 @@ class PluginBase:
         self, pod: Pod, snapshot: Snapshot, action: str
     ) -> list[SpreadConstraint]:
         """``buildDefaultConstraints``: the defaults for ``action`` with the pod's default
-        selector, or none when that selector is empty."""
+        selector, or none when that selector is empty (then the plugin is skipped for the pod).
+
+        Only for a pod without constraints of its own. With ``defaulting_type="System"``
+        (kube's default) they are hostname ``maxSkew`` 3 and zone ``maxSkew`` 5, both
+        ScheduleAnyway; the selector is ``default_selector``'s."""
         by_action = self._defaults_by_action
         constraints = (
             by_action[action]
