@@ -217,22 +217,29 @@ class EvictionLoop:
         )
 
     async def _fast_check_loop(self) -> None:
-        assert self.fast_check is not None
-        hard = [t for t in self.manager.thresholds if is_hard_memory_threshold(t)]
-        if not hard:
+        if not self.fast_check_active:
             return
         while True:
             await asyncio.sleep(self.fast_check_interval)
-            try:
-                summary = Summary.from_dict(self.fast_check())
-                observations, _ = make_signal_observations(summary)
-                met = bool(thresholds_met(hard, observations, False))
-            except Exception as exc:  # a broken reader must not stop the check
-                log.debug("fast memory check failed", extra={"err": str(exc)})
-                continue
-            if met and not self._memory_met:
-                self.wake("memory")
-            self._memory_met = met
+            self.check_memory()
+
+    def check_memory(self) -> bool:
+        """One fast memory check: read the memory figures alone and wake the loop when a hard
+        memory threshold has just become met; whether one is met (False when the read fails:
+        a broken reader must not stop the check)."""
+        assert self.fast_check is not None
+        hard = [t for t in self.manager.thresholds if is_hard_memory_threshold(t)]
+        try:
+            summary = Summary.from_dict(self.fast_check())
+            observations, _ = make_signal_observations(summary)
+            met = bool(thresholds_met(hard, observations, False))
+        except Exception as exc:
+            log.debug("fast memory check failed", extra={"err": str(exc)})
+            return False
+        if met and not self._memory_met:
+            self.wake("memory")
+        self._memory_met = met
+        return met
 
     # --- one sync ------------------------------------------------------------------------------
 
