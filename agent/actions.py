@@ -40,7 +40,7 @@ from agent import DOMAIN
 from agent.eviction import EvictionDecision, effective_grace_period_seconds
 from agent.eviction.pods import is_critical_pod
 from agent.eviction.preference import is_eviction_forbidden
-from agent.informer import pod_ref
+from agent.logs import pod_ref
 from evictor.api.calls import MERGE_PATCH, STRATEGIC_MERGE_PATCH, send
 from kube.objects import Pod
 from kube.times import format_micro_time, format_time

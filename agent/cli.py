@@ -365,7 +365,7 @@ def run(ctx: click.Context, /, **params: Any) -> None:
     cfg = _load(ctx, params)
     if not cfg.node_name:
         raise ConfigUsageError("nodeName (--node-name): required (or set NODE_NAME)")
-    from agent.http import setup_logging
+    from agent.logs import setup_logging
 
     setup_logging(debug=glob.debug)
     try:

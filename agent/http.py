@@ -1,14 +1,9 @@
-"""The agent's HTTP surface and log format.
+"""The agent's HTTP surface.
 
 One aiohttp app serves ``/metrics`` (``prometheus_client.aiohttp``'s handler over the agent's own
 registry — no second server thread), ``/healthz`` (the loop is alive: a sync completed recently)
 and ``/readyz`` (the first sync is done and the pod watch has listed once). Probes in the
 DaemonSet point at them (deploy/daemonset.yaml).
-
-Logs are JSON lines on stderr in the shape of KEP-1602 structured logging: ``ts`` (Unix float),
-``v`` (klog verbosity: 0 for info and above, 4 for debug), ``msg`` (a constant string), ``err``,
-object references as ``{"pod": {"name": ..., "namespace": ...}}`` and other key/value pairs from
-``extra=``. Errors and warnings add ``level`` so they stand out.
 
 The endpoints must answer while the node is under pressure, whoever else connects: a probe that
 times out makes the kubelet restart the agent, and every open connection holds a descriptor the
@@ -38,15 +33,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import json
 import logging
 import socket
-import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from aiohttp import web
 
@@ -55,51 +47,12 @@ from agent.metrics import AgentMetrics
 __all__ = [
     "HttpLimits",
     "HttpServer",
-    "JsonFormatter",
     "listen_socket",
     "make_app",
-    "setup_logging",
     "start_http",
 ]
 
 log = logging.getLogger(__name__)
-
-_STANDARD: Final = frozenset(
-    vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys() | {"message", "asctime"}
-)
-
-
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "ts": round(record.created, 6),
-            "v": 4 if record.levelno < logging.INFO else 0,
-            "msg": record.getMessage(),
-        }
-        if record.levelno >= logging.WARNING:
-            out["level"] = record.levelname.lower()
-        out["logger"] = record.name
-        out.update(
-            (k, v)
-            for k, v in vars(record).items()
-            if k not in _STANDARD and not k.startswith("_") and v is not None
-        )
-        if record.exc_info and record.exc_info[1] is not None:
-            out.setdefault("err", str(record.exc_info[1]) or type(record.exc_info[1]).__name__)
-            out["stacktrace"] = "".join(traceback.format_exception(*record.exc_info))
-        return json.dumps(out, default=str)
-
-
-def setup_logging(*, debug: bool = False, stream: Any = None) -> None:
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    for h in list(root.handlers):
-        root.removeHandler(h)
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG if debug else logging.INFO)
-    for noisy in ("aiohttp.access", "asyncio"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def make_app(

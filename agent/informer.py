@@ -191,11 +191,6 @@ def is_active(pod: Pod) -> bool:
     return pod.phase not in TERMINAL_PHASES and pod.deletion_timestamp is None
 
 
-def pod_ref(pod: Pod) -> dict[str, str]:
-    """klog's ``KObj``: how logs name a pod."""
-    return {"name": pod.name, "namespace": pod.namespace}
-
-
 class PodInformer:
     """List+watch of one node's pods; ``pods`` is the current view, keyed by UID."""
 

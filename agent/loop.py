@@ -74,7 +74,7 @@ from agent.eviction import (
     thresholds_met,
 )
 from agent.eviction.brake import Slot
-from agent.informer import pod_ref
+from agent.logs import pod_ref
 from agent.metrics import AgentMetrics
 from agent.timeline import TimelineRecorder
 from kube.objects import Pod

@@ -26,16 +26,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from agent.eviction.api import (
-    MEMORY_SIGNALS,
-    OP_FOR_SIGNAL,
-    Signal,
-    Threshold,
-    ThresholdOperator,
-    ThresholdValue,
-    float32,
-    get_threshold_quantity,
-)
 from agent.eviction.pods import (
     EPHEMERAL_STORAGE,
     MEMORY,
@@ -63,6 +53,16 @@ from agent.eviction.summary import (
     ProcessStats,
     Summary,
     VolumeStats,
+)
+from agent.eviction.thresholds import (
+    MEMORY_SIGNALS,
+    OP_FOR_SIGNAL,
+    Signal,
+    Threshold,
+    ThresholdOperator,
+    ThresholdValue,
+    float32,
+    get_threshold_quantity,
 )
 from agent.eviction.types import FsStatsType, NodeCondition, NodeReclaim, Observation, StatsFunc
 from kube.duration import DurationError

@@ -48,7 +48,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from agent.eviction.admission import PodAdmitResult, admit_pod
-from agent.eviction.api import Threshold
 from agent.eviction.helpers import (
     REASON,
     build_signal_to_node_reclaim_funcs,
@@ -79,6 +78,7 @@ from agent.eviction.pods import (
 from agent.eviction.preference import apply_eviction_preference, is_eviction_forbidden
 from agent.eviction.quantity import format_request
 from agent.eviction.summary import PodStats, Summary
+from agent.eviction.thresholds import Threshold
 from agent.eviction.types import (
     IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS,
     Clock,

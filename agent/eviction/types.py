@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from agent.eviction.api import Threshold
 from agent.eviction.summary import PodStats, Summary
+from agent.eviction.thresholds import Threshold
 from kube.objects import Pod, PodCondition
 
 __all__ = [

@@ -7,11 +7,11 @@ Summary API object, the decision core's single input.
 """
 
 from agent.sources.cgroups import CgroupLayout, CgroupVersion, detect_layout
+from agent.sources.collector import SourceConfig, SummaryCollector
 from agent.sources.kubelet import KubeletSummaryConfig, fetch_summary
 from agent.sources.pods import PodIdentity
 from agent.sources.psi import MonitorMode, PressureMonitor, Trigger, parse_pressure
 from agent.sources.roots import Roots
-from agent.sources.summary import SourceConfig, SummaryCollector
 from kube.cgroups import CgroupDriver
 
 __all__ = [

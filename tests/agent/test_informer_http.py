@@ -15,8 +15,8 @@ import pytest
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
-from agent.http import JsonFormatter
 from agent.informer import PodInformer
+from agent.logs import JsonFormatter
 from evictor.api.watching import parse_event
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, NODES, FakeNode, pod

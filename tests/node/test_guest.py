@@ -84,7 +84,7 @@ def test_the_agents_collector_reads_kubelet_systemd_cgroups_on_v2(guest: Guest) 
             guest.run(kc.wait_for_usage(scope, mib << 20), timeout=150, check=True)
         code = (
             "import json\n"
-            "from agent.sources.summary import SourceConfig, SummaryCollector\n"
+            "from agent.sources.collector import SourceConfig, SummaryCollector\n"
             "c = SummaryCollector(SourceConfig(node_name='guest'))\n"
             "s = c.collect()\n"
             "print(json.dumps({'layout': [c.layout.version.value, c.layout.driver.value],"

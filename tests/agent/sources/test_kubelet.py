@@ -18,6 +18,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from agent.eviction.summary import FsStats, VolumeStats
+from agent.sources.collector import SourceConfig, SummaryCollector
 from agent.sources.kubelet import (
     MAX_SUMMARY_BYTES,
     KubeletSummaryConfig,
@@ -26,7 +27,6 @@ from agent.sources.kubelet import (
     merge_kubelet_pod_storage,
 )
 from agent.sources.roots import Roots
-from agent.sources.summary import SourceConfig, SummaryCollector
 from kube.boundedjson import Cursor
 
 TOKEN = "sa-token-abc"

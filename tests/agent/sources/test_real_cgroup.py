@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from agent.sources.cgroups import CgroupVersion, detect_layout, detect_version
+from agent.sources.collector import SourceConfig, SummaryCollector
 from agent.sources.pods import read_pods
 from agent.sources.roots import Roots
-from agent.sources.summary import SourceConfig, SummaryCollector
 from kube.cgroups import CgroupDriver
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")

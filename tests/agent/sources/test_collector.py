@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from agent.sources.cgroups import detect_layout, pressure_path
+from agent.sources.collector import CollectContext, SourceConfig, SummaryCollector
 from agent.sources.pods import PodIdentity, read_pods, read_pods_system_container
 from agent.sources.roots import Roots
-from agent.sources.summary import CollectContext, SourceConfig, SummaryCollector
 from kube.times import format_micro_time
 from tests.agent.sources.treebuilder import (
     FakeCgroup,
