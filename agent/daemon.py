@@ -29,7 +29,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from agent.eviction import (
     EvictionBrake,
     EvictionDecision,
     EvictionManager,
+    Summary,
 )
 from agent.eviction.manager import (
     SIGNAL_EMPTY_DIR_FS_LIMIT,
@@ -47,7 +48,7 @@ from agent.eviction.manager import (
 )
 from agent.http import HttpLimits, HttpServer, health_from, make_app, start_http
 from agent.informer import PodInformer
-from agent.loop import EvictionLoop, psi_wakeups
+from agent.loop import EvictionLoop, Stats, StatsSource, psi_wakeups
 from agent.memwatch import MemoryWatches, WakeSource
 from agent.metrics import AgentMetrics
 from agent.systemd import Notifier, watchdog_loop
@@ -85,9 +86,6 @@ class WallClock:
         return time.time()
 
 
-StatsFunc = Callable[[], Awaitable[dict[str, Any]]]
-
-
 class Agent:
     """One running agent; use ``async with Agent(cfg, api_client=...)``."""
 
@@ -96,8 +94,8 @@ class Agent:
         config: AgentConfig,
         *,
         api_client: Any,
-        stats: StatsFunc | None = None,
-        fast_check: Callable[[], dict[str, Any]] | None = None,
+        stats: StatsSource | None = None,
+        fast_check: Callable[[], Stats] | None = None,
         metrics: AgentMetrics | None = None,
         serve_http: bool = True,
         use_psi: bool = True,
@@ -136,7 +134,7 @@ class Agent:
         self.startup_timeout = startup_timeout
         self.informer = PodInformer(api_client, config.node_name, watch_timeout=watch_timeout)
         self.collector: Any = None
-        node_stats: StatsFunc | None = None
+        node_stats: StatsSource | None = None
         if stats is None:
             stats, default_fast, node_stats = self._default_stats()
             fast_check = fast_check or default_fast
@@ -205,8 +203,9 @@ class Agent:
 
     def _default_stats(
         self,
-    ) -> tuple[StatsFunc, Callable[[], dict[str, Any]], StatsFunc | None]:
+    ) -> tuple[StatsSource, Callable[[], Stats], StatsSource | None]:
         from agent.sources import KubeletSummaryConfig, Roots, SourceConfig, SummaryCollector
+        from agent.sources.collector import MEMORY_SECTIONS
 
         cfg = self.config
         roots = Roots.from_strings(
@@ -224,7 +223,7 @@ class Agent:
             if cfg.kubelet_summary_url
             else None
         )
-        self.collector = SummaryCollector(
+        collector = SummaryCollector(
             SourceConfig(
                 roots=roots,
                 node_name=cfg.node_name,
@@ -235,7 +234,7 @@ class Agent:
             ),
             lookup=self.informer.lookup,
         )
-        collector = self.collector
+        self.collector = collector
         if kubelet is not None:
 
             def kubelet_age() -> float:
@@ -244,15 +243,13 @@ class Agent:
 
             self.metrics.kubelet_summary_age.set_function(kubelet_age)
 
-        def fast() -> dict[str, Any]:
-            result: dict[str, Any] = collector.collect(only={"memory", "systemContainers"})
-            return result
+        def fast() -> Summary:
+            return collector.collect(only=MEMORY_SECTIONS)
 
-        async def node_only() -> dict[str, Any]:
+        async def node_only() -> Summary:
             # no pod cgroup read; the kubelet's pod disk figures (local-storage limits, checked
             # on every sync) still come along
-            result: dict[str, Any] = await collector.get_summary(pods=False)
-            return result
+            return await collector.get_summary(pods=False)
 
         return collector.get_summary, fast, node_only
 

@@ -79,11 +79,16 @@ from agent.metrics import AgentMetrics
 from agent.timeline import TimelineRecorder
 from kube.objects import Pod
 
-__all__ = ["EvictionLoop", "LoopStats", "StatsRejected", "psi_wakeups"]
+__all__ = ["EvictionLoop", "LoopStats", "Stats", "StatsRejected", "StatsSource", "psi_wakeups"]
 
 log = logging.getLogger(__name__)
 
 _FORGET_EVICTED_AFTER = 600.0
+
+
+# What a stats source gives: the collector's typed readings, or the Summary API's JSON.
+Stats = Summary | Mapping[str, Any]
+StatsSource = Callable[[], Awaitable[Stats]]
 
 
 class ActionRunner(Protocol):
@@ -126,14 +131,14 @@ class EvictionLoop:
         self,
         manager: EvictionManager,
         *,
-        stats: Callable[[], Awaitable[dict[str, Any]]],
+        stats: StatsSource,
         pods: Callable[[], list[Pod]],
-        node_stats: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+        node_stats: StatsSource | None = None,
         actions: ActionRunner,
         cleanup: CleanupWaiter | None = None,
         metrics: AgentMetrics | None = None,
         interval: float = 1.0,
-        fast_check: Callable[[], dict[str, Any]] | None = None,
+        fast_check: Callable[[], Stats] | None = None,
         fast_check_interval: float = 0.2,
         cleanup_timeout: float = 30.0,
         hard_action_timeout: float = 5.0,
@@ -230,8 +235,7 @@ class EvictionLoop:
         assert self.fast_check is not None
         hard = [t for t in self.manager.thresholds if is_hard_memory_threshold(t)]
         try:
-            summary = Summary.from_dict(self.fast_check())
-            observations, _ = make_signal_observations(summary)
+            observations, _ = make_signal_observations(_summary(self.fast_check()))
             met = bool(thresholds_met(hard, observations, False))
         except Exception as exc:
             log.debug("fast memory check failed", extra={"err": str(exc)})
@@ -362,11 +366,11 @@ class EvictionLoop:
             and self.manager.last_sync is not None
             and not self.manager.thresholds_met
         ):
-            summary = _parse(await self.node_stats())
+            summary = _summary(await self.node_stats())
             observations, _ = make_signal_observations(summary)
             if not thresholds_met(self.manager.thresholds, observations, False):
                 return summary
-        return _parse(await self.stats_source())
+        return _summary(await self.stats_source())
 
     async def _soft_eviction(
         self, decision: EvictionDecision, summary: Summary, slot: Slot | None
@@ -534,9 +538,13 @@ def _key(pod: Pod) -> str:
     return f"{pod.namespace}/{pod.name}"
 
 
-def _parse(raw: dict[str, Any]) -> Summary:
+def _summary(stats: Stats) -> Summary:
+    """Typed readings as they are; the Summary API's JSON (a kubelet's, a test's) read and
+    checked once, ``StatsRejected`` when the core refuses it."""
+    if isinstance(stats, Summary):
+        return stats
     try:
-        return Summary.from_dict(raw)
+        return Summary.from_dict(stats)
     except SummaryError as exc:
         raise StatsRejected(str(exc)) from exc
 

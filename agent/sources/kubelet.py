@@ -33,13 +33,21 @@ from __future__ import annotations
 
 import logging
 import ssl
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
 
-from agent.eviction.summary import FsStats, SummaryError, VolumeStats
+from agent.eviction.summary import (
+    ContainerStats,
+    FsStats,
+    PodReference,
+    PodStats,
+    SummaryError,
+    VolumeStats,
+)
 from evictor.api.calls import BodyTooLarge, read_bounded
 from kube.boundedjson import Cursor
 
@@ -117,7 +125,7 @@ async def fetch_summary(
     cfg: KubeletSummaryConfig,
     *,
     session: aiohttp.ClientSession | None = None,
-    previous: JSONDict | None = None,
+    previous: Sequence[PodStats] | None = None,
 ) -> JSONDict:
     """GET the summary, as ``read_summary`` keeps it (``previous``: the last one, whose
     unchanged volumes are kept rather than made again); KubeletSummaryError with the URL and
@@ -159,7 +167,7 @@ async def fetch_summary(
     return data
 
 
-def read_summary(cursor: Cursor, *, previous: JSONDict | None = None) -> JSONDict:
+def read_summary(cursor: Cursor, *, previous: Sequence[PodStats] | None = None) -> JSONDict:
     """The parts of a ``/stats/summary`` text the agent reads, parsed one pod entry and one
     volume at a time: ``node`` whole, and of each pod entry what the merge takes; volumes as
     ``VolumeStats`` (used bytes and inodes only, equal figures shared, and a volume equal to
@@ -174,10 +182,7 @@ def read_summary(cursor: Cursor, *, previous: JSONDict | None = None) -> JSONDic
         return {}
     data: JSONDict = {}
     shared: dict[FsStats, FsStats] = {}
-    before: dict[str, tuple[VolumeStats, ...]] = {}
-    for p in (previous or {}).get("pods") or []:
-        if isinstance(p, dict) and isinstance(p.get("volume"), tuple):
-            before[str((p.get("podRef") or {}).get("uid", ""))] = p["volume"]
+    before = {p.pod_ref.uid: p.volume_stats for p in previous or ()}
     for key in cursor.members():
         if key == "pods" and cursor.peek() == "[":
             pods = (_read_pod(cursor, shared, before, i) for i, _ in enumerate(cursor.elements()))
@@ -253,57 +258,71 @@ def _read_volumes(
     return bad if bad is not None else tuple(volumes)
 
 
-def merge_kubelet_pod_storage(pods: list[JSONDict], kubelet: JSONDict) -> list[JSONDict]:
+def kubelet_pod_stats(data: JSONDict) -> tuple[PodStats, ...]:
+    """The pod entries of a summary ``read_summary`` kept, as ``PodStats``, read once per
+    fetch; malformed or absurd ones (negative, beyond int64, more available than capacity) are
+    logged and dropped, never merged."""
+    pods = data.get("pods")
+    out: list[PodStats] = []
+    for i, entry in enumerate(pods if isinstance(pods, list) else []):
+        try:
+            out.append(PodStats.from_dict(entry, f"pods[{i}]"))
+        except SummaryError as exc:
+            log.warning("kubelet summary: pod entry skipped: %s", exc)
+    return tuple(out)
+
+
+def merge_kubelet_pod_storage(
+    pods: Sequence[PodStats], kubelet: Sequence[PodStats]
+) -> list[PodStats]:
     """Fold the kubelet's disk figures into our pod stats, matched by pod UID.
 
-    Taken from the kubelet: `ephemeral-storage`, `volume`, containers' `rootfs`/`logs`, and the
-    pod's name/namespace when our lookup had none. Pods only the kubelet reports (no cgroup read)
-    are added with those fields alone. Malformed entries are skipped.
+    Taken from the kubelet: ``ephemeral_storage``, ``volume_stats``, containers' ``rootfs`` and
+    ``logs``, and the pod's name and namespace where our lookup had none. Pods only the kubelet
+    reports (no cgroup read) are added with those figures alone.
     """
-    by_uid: dict[str, JSONDict] = {}
-    for pod in pods:
-        by_uid[pod["podRef"]["uid"]] = pod
     out = list(pods)
-    for kp in kubelet.get("pods") or []:
-        if not isinstance(kp, dict) or not isinstance(kp.get("podRef"), dict):
+    at = {p.pod_ref.uid: i for i, p in enumerate(out)}
+    for kp in kubelet:
+        ref = kp.pod_ref
+        containers = tuple(c for c in kp.containers if c.name)
+        i = at.get(ref.uid)
+        if i is None:
+            at[ref.uid] = len(out)
+            out.append(
+                PodStats(
+                    pod_ref=ref,
+                    start_time=kp.start_time,
+                    containers=containers,
+                    volume_stats=kp.volume_stats,
+                    ephemeral_storage=kp.ephemeral_storage,
+                )
+            )
             continue
-        ref = kp["podRef"]
-        uid = ref.get("uid")
-        if not isinstance(uid, str) or not uid:
-            continue
-        ours = by_uid.get(uid)
-        if ours is None:
-            ours = {
-                "podRef": {
-                    "name": ref.get("name", ""),
-                    "namespace": ref.get("namespace", ""),
-                    "uid": uid,
-                },
-                "startTime": kp.get("startTime", ""),
-                "containers": [],
-            }
-            by_uid[uid] = ours
-            out.append(ours)
-        for key in ("name", "namespace"):
-            if not ours["podRef"].get(key) and isinstance(ref.get(key), str):
-                ours["podRef"][key] = ref[key]
-        for key in ("ephemeral-storage", "volume"):
-            if key in kp:
-                ours[key] = kp[key]
-        _merge_containers(ours, kp.get("containers") or [])
+        ours = out[i]
+        out[i] = replace(
+            ours,
+            pod_ref=PodReference(
+                name=ours.pod_ref.name or ref.name,
+                namespace=ours.pod_ref.namespace or ref.namespace,
+                uid=ref.uid,
+            ),
+            ephemeral_storage=kp.ephemeral_storage or ours.ephemeral_storage,
+            volume_stats=kp.volume_stats or ours.volume_stats,
+            containers=_merge_containers(ours.containers, containers),
+        )
     return out
 
 
-def _merge_containers(ours: JSONDict, theirs: list[Any]) -> None:
-    mine = {c["name"]: c for c in ours["containers"]}
+def _merge_containers(
+    ours: tuple[ContainerStats, ...], theirs: tuple[ContainerStats, ...]
+) -> tuple[ContainerStats, ...]:
+    merged = {c.name: c for c in ours}
     for kc in theirs:
-        if not isinstance(kc, dict) or not isinstance(kc.get("name"), str):
-            continue
-        target = mine.get(kc["name"])
-        if target is None:
-            target = {"name": kc["name"], "startTime": kc.get("startTime", "")}
-            ours["containers"].append(target)
-            mine[kc["name"]] = target
-        for key in ("rootfs", "logs"):
-            if key in kc:
-                target[key] = kc[key]
+        mine = merged.get(kc.name)
+        merged[kc.name] = (
+            ContainerStats(name=kc.name, start_time=kc.start_time, rootfs=kc.rootfs, logs=kc.logs)
+            if mine is None
+            else replace(mine, rootfs=kc.rootfs or mine.rootfs, logs=kc.logs or mine.logs)
+        )
+    return tuple(merged.values())
