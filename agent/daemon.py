@@ -33,7 +33,11 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from agent.actions import OUTCOMES, Actions
+from agent.actions.disruption import DisruptionTargetWriter
+from agent.actions.events import EventWriter
+from agent.actions.evict import OUTCOMES, PodEviction
+from agent.actions.node_conditions import NodeConditions
+from agent.actions.node_taints import NodeTaints
 from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
 from agent.eviction import (
     EvictionBrake,
@@ -55,6 +59,7 @@ from agent.systemd import Notifier, watchdog_loop
 from agent.timeline import TimelineRecorder
 from evictor.api.health import ApiHealth
 from evictor.api.watching import WatchState
+from evictor.client import Evictor
 from kube.cliutil import VERSION
 
 __all__ = ["Agent", "WallClock"]
@@ -146,20 +151,31 @@ class Agent:
         )
         if self.timeline is not None:
             node_stats = None  # the lead-in shows the pods' climb: every sync reads them
-        self.actions = Actions(
-            api_client,
-            node_name=config.node_name,
+        # the writes: the eviction with its Event and condition, the node's conditions and taints
+        self.events = EventWriter(api_client, node_name=config.node_name, dry_run=config.dry_run)
+        self.evictions = PodEviction(
+            Evictor(api_client) if api_client is not None else None,
+            events=self.events,
+            disruption=DisruptionTargetWriter(api_client),
             mode=config.eviction_mode,
             dry_run=config.dry_run,
             preference_namespaces=config.eviction_preference_namespaces,
-            node_status_report_frequency=config.node_status_report_frequency,
+        )
+        self.node_conditions = NodeConditions(
+            api_client,
+            node_name=config.node_name,
+            dry_run=config.dry_run,
+            report_frequency=config.node_status_report_frequency,
+        )
+        self.node_taints = NodeTaints(
+            api_client, node_name=config.node_name, dry_run=config.dry_run
         )
         self.loop = EvictionLoop(
             self.manager,
             stats=stats,
             pods=self.informer.active_pods,
             node_stats=node_stats,
-            actions=self.actions,
+            actions=self.evictions,
             cleanup=self.informer,
             metrics=self.metrics,
             interval=config.housekeeping_interval,
@@ -319,9 +335,9 @@ class Agent:
         """The taints, then the conditions, one after the other: the status patch would change
         the node's resourceVersion between the taints' read and write (a 409, read again)."""
         if self.config.node_taints:
-            await self.actions.report_node_taints(active)
+            await self.node_taints.report(active)
         if self.config.node_conditions:
-            await self.actions.report_node_conditions(active)
+            await self.node_conditions.report(active)
 
     def wake_sources(self) -> list[WakeSource]:
         """What can start a sync, and how: kernel announcements armed, files polled, refusals
@@ -358,7 +374,7 @@ class Agent:
         )
 
     def _held_back(self, decision: EvictionDecision, note: str) -> None:
-        self._spawn(self.actions.write_held_back_event(decision, note))
+        self._spawn(self.events.held_back(decision, note))
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)
@@ -519,9 +535,9 @@ class Agent:
         clear_all = dict.fromkeys(PRESSURE_CONDITIONS, False)
         farewell: list[Coroutine[Any, Any, bool]] = []
         if self.config.node_conditions:
-            farewell.append(self.actions.report_node_conditions(clear_all, stopped=True))
+            farewell.append(self.node_conditions.report(clear_all, stopped=True))
         if self.config.node_taints:
-            farewell.append(self.actions.report_node_taints(clear_all, stopped=True))
+            farewell.append(self.node_taints.report(clear_all, stopped=True))
         if farewell:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(5.0):
@@ -532,9 +548,9 @@ class Agent:
         self.memory_watches.close()
         if self.collector is not None:
             await self.collector.aclose()
-        if self.actions.evictor is not None:
+        if self.evictions.evictor is not None:
             with contextlib.suppress(Exception):
-                await self.actions.evictor.close()
+                await self.evictions.evictor.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -58,7 +58,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent.actions import ActionResult
+from agent.actions.evict import ActionResult
 from agent.eviction import (
     BRAKE_WINDOW_SECONDS,
     EvictionBrake,

@@ -43,14 +43,14 @@ def test_agent_path_loads_no_models(tmp_path: Path) -> None:
         import asyncio, sys
         from evictor.api.deferred import defer_client_models
         assert defer_client_models()
-        import agent.daemon, agent.informer, agent.actions, evictor.client
+        import agent.daemon, agent.informer, agent.actions.evict, evictor.client
         from kubernetes_asyncio import client, config
 
         async def main():
             cfg = client.Configuration()
             await config.load_kube_config(config_file={str(kubeconfig)!r}, client_configuration=cfg)
             api = client.ApiClient(configuration=cfg)
-            agent.actions.Actions(api, node_name="n")
+            evictor.client.Evictor(api)
             headers = {{}}
             await api.update_params_for_auth(headers, [], ["BearerToken"])
             await api.close()

@@ -7,7 +7,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent.actions import ActionResult
+from agent.actions.evict import ActionResult
 from agent.config import load_config
 from agent.daemon import WallClock
 from agent.eviction import EvictionDecision, EvictionManager
