@@ -31,7 +31,7 @@ import math
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.actions.disruption import DisruptionTargetWriter
 from agent.actions.events import EventWriter
@@ -61,6 +61,9 @@ from evictor.api.health import ApiHealth
 from evictor.api.watching import WatchState
 from evictor.client import Evictor
 from kube.cliutil import VERSION
+
+if TYPE_CHECKING:
+    from agent.sources.collector import SummaryCollector
 
 __all__ = ["Agent", "WallClock"]
 
@@ -138,7 +141,7 @@ class Agent:
         self.psi_rescan_interval = psi_rescan_interval
         self.startup_timeout = startup_timeout
         self.informer = PodInformer(api_client, config.node_name, watch_timeout=watch_timeout)
-        self.collector: Any = None
+        self.collector: SummaryCollector | None = None
         node_stats: StatsSource | None = None
         if stats is None:
             stats, default_fast, node_stats = self._default_stats()
@@ -189,10 +192,12 @@ class Agent:
         )
         self.memory_watches = MemoryWatches(
             self.loop.wake,
+            layout=lambda: self.collector.layout if self.collector is not None else None,
             node_cgroup=config.node_cgroup,
             kernel_notification=self.memcg_notification,
             usage_watch=usage_watch,
         )
+        self.loop.wakers.append(self.memory_watches)  # re-armed by the loop after each sync
         self._wake_sources: list[WakeSource] | None = None
         self.metrics.start_at_zero(self._eviction_signals(), OUTCOMES)
         # evaluated at each scrape: readiness as /readyz would answer it now
@@ -304,11 +309,6 @@ class Agent:
 
     def _after_sync(self) -> None:
         self.metrics.informer_connected.set(1 if self.informer.connected else 0)
-        self.memory_watches.update(
-            getattr(self.collector, "layout", None),
-            self.manager.thresholds,
-            self.manager.last_observations,
-        )
         self._report_wake_sources()
         if self.config.node_conditions or self.config.node_taints:
             active = dict(

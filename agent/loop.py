@@ -54,7 +54,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -64,6 +64,7 @@ from agent.eviction import (
     EvictionBrake,
     EvictionDecision,
     EvictionManager,
+    Observation,
     Summary,
     SummaryError,
     Threshold,
@@ -99,6 +100,15 @@ class ActionRunner(Protocol):
 
 class CleanupWaiter(Protocol):
     async def wait_gone(self, uid: str, timeout: float) -> bool: ...
+
+
+class Waker(Protocol):
+    """What wakes the loop between syncs at a line the last sync draws (``wake``): re-armed
+    after every sync with the thresholds and what was observed (``agent.memwatch``)."""
+
+    def rearm(
+        self, thresholds: Sequence[Threshold], observations: Mapping[str, Observation]
+    ) -> None: ...
 
 
 class StatsRejected(Exception):
@@ -144,6 +154,7 @@ class EvictionLoop:
         hard_action_timeout: float = 5.0,
         soft_action_timeout: float = 300.0,
         on_sync: Callable[[], None] | None = None,
+        wakers: Sequence[Waker] = (),
         clock: Callable[[], float] = time.time,
         brake: EvictionBrake | None = None,
         on_held_back: Callable[[EvictionDecision, str], None] | None = None,
@@ -163,6 +174,7 @@ class EvictionLoop:
         self.hard_action_timeout = hard_action_timeout
         self.soft_action_timeout = soft_action_timeout
         self.on_sync = on_sync
+        self.wakers = list(wakers)
         self.clock = clock
         self.brake = brake
         self.on_held_back = on_held_back
@@ -316,6 +328,7 @@ class EvictionLoop:
                     summary=summary,
                 )
             )
+        self._rearm()
         if self.on_sync is not None:
             self.on_sync()
         results: list[ActionResult] = []
@@ -358,6 +371,15 @@ class EvictionLoop:
                 *(self.cleanup.wait_gone(uid, self.cleanup_timeout) for uid in hard_uids)
             )
         return results
+
+    def _rearm(self) -> None:
+        """Re-arm the wakers on this sync's thresholds and observations; a waker that fails is
+        logged and never stops the sync."""
+        for waker in self.wakers:
+            try:
+                waker.rearm(self.manager.thresholds, self.manager.last_observations)
+            except Exception as exc:
+                log.warning("wake-up not re-armed", extra={"err": f"{type(exc).__name__}: {exc}"})
 
     async def _read_stats(self) -> Summary:
         """Fresh stats; node-level only while nothing is met (see ``node_stats``)."""

@@ -74,6 +74,7 @@ class MemoryWatches:
         self,
         wake: Callable[[str], None],
         *,
+        layout: Callable[[], CgroupLayout | None],
         node_cgroup: str = "",
         kernel_notification: bool = True,
         usage_watch: bool = True,
@@ -81,6 +82,7 @@ class MemoryWatches:
         usage_max_delay: float = MAX_DELAY,
     ) -> None:
         self.wake = wake
+        self.layout = layout  # the collector's, re-detected until kubepods exists
         self.node_cgroup = node_cgroup
         self.kernel_notification = kernel_notification
         self.usage_watch_enabled = usage_watch
@@ -94,12 +96,12 @@ class MemoryWatches:
 
     # --- arming ------------------------------------------------------------------------------
 
-    def update(
-        self,
-        layout: CgroupLayout | None,
-        thresholds: Sequence[Threshold],
-        observations: Mapping[str, Observation],
+    def rearm(
+        self, thresholds: Sequence[Threshold], observations: Mapping[str, Observation]
     ) -> None:
+        """Arm the wake-ups at the lines of ``thresholds`` from this sync's ``observations``
+        (the loop calls it after every sync)."""
+        layout = self.layout()
         if layout is None:
             return
         memory = [t for t in thresholds if t.signal in MEMORY_SIGNALS and t.operator]
