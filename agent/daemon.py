@@ -1,25 +1,6 @@
-"""``eviction-agent run`` assembled: informer, stats, manager, loop, actions, HTTP, systemd.
-
-Kept apart from the CLI so tests drive exactly what the daemon runs — against kubesim, with a
-fake stats source in place of the cgroup readers. Start order: HTTP first (probes answer while
-starting), the pod watch, the PSI monitor and the loop; ``READY=1`` goes to systemd after the
-first sync over listed pods, then ``WATCHDOG=1`` while syncs keep completing.
-
-``/healthz`` means "the process loop runs" (a stalled sync). ``/readyz`` and the watchdog also
-tell whether the agent can still see and act: when every API answer has been a 401 or 403
-(after ``evictor.api.connect`` refreshed the credentials) or the pod watch has not been live,
-for ``api_failure_bound`` seconds, ``/readyz`` answers 503 with the reason and the watchdog
-pings stop, so systemd restarts the agent (``Restart=`` in the unit) instead of leaving the node
-protected by a stale pod view. Failed answers count in ``eviction_agent_api_errors_total{code}``.
-The reason is the class of failure and its counts (status codes, the kind of request), never a
-namespace, a pod or the server's text: a probe's body is visible to whoever reaches the port.
-
-What can start a sync between intervals depends on the kernel and the install (cgroup v1 or v2,
-root or the DaemonSet's read-only mounts, Linux before or after 6.5 for PSI): kernel
-announcements where allowed, polls where not (``agent.memwatch``, ``agent.sources.psi``).
-``wake_sources()`` says which, with the reasons for every refusal; it is logged once when the
-agent starts and again whenever it changes (kubepods created after the agent, a cgroup gone),
-and exported as ``eviction_agent_wake_source{source,target,mode}``.
+"""``eviction-agent run`` assembled: the pod informer, the stats collector, the manager, the loop
+and its wake-ups, the writes, HTTP and systemd. Kept apart from the CLI so tests drive exactly what
+the daemon runs — against kubesim, with a fake stats source in place of the cgroup readers.
 """
 
 from __future__ import annotations
@@ -95,7 +76,17 @@ class WallClock:
 
 
 class Agent:
-    """One running agent; use ``async with Agent(cfg, api_client=...)``."""
+    """One running agent; use ``async with Agent(cfg, api_client=...)``.
+
+    Start order: HTTP first (probes answer while starting), the pod watch, the PSI monitors and the
+    loop; ``READY=1`` goes to systemd after the first sync over listed pods, then ``WATCHDOG=1``
+    while syncs keep completing. At stop the agent's conditions are written ``False`` and its taints
+    removed (a taint left by an agent that is gone would bar the node for good).
+
+    ``/healthz`` means "the process loop runs" (a stalled sync). ``/readyz`` and the watchdog also
+    tell whether the agent can still see and act (``api_problem``). What can start a sync between
+    intervals depends on the kernel and the install; ``wake_sources`` says which.
+    """
 
     def __init__(
         self,
@@ -287,8 +278,17 @@ class Agent:
         return True, ""
 
     def api_problem(self) -> str:
-        """Why the agent cannot see or act through the API for ``api_failure_bound`` seconds
-        or longer ("": it can)."""
+        """Why the agent cannot see or act through the API for ``api_failure_bound`` seconds or
+        longer ("": it can).
+
+        When every API answer has been a 401 or 403 (after ``evictor.api.connect`` refreshed the
+        credentials) or the pod watch has not been live for that long, ``/readyz`` answers 503 with
+        this reason and the watchdog pings stop, so systemd restarts the agent (``Restart=`` in the
+        unit) instead of leaving the node protected by a stale pod view. Failed answers count in
+        ``eviction_agent_api_errors_total{code}``. The reason is the class of failure and its counts
+        (status codes, the kind of request), never a namespace, a pod or the server's text: a
+        probe's body is visible to whoever reaches the port.
+        """
         bound = self.api_failure_bound
         health = getattr(self.api_client, "health", None)
         if isinstance(health, ApiHealth) and health.refused_since is not None:
@@ -340,9 +340,14 @@ class Agent:
             await self.node_conditions.report(active)
 
     def wake_sources(self) -> list[WakeSource]:
-        """What can start a sync, and how: kernel announcements armed, files polled, refusals
-        with their reasons (logged once at start and on every change, and the
-        ``eviction_agent_wake_source`` metric)."""
+        """What can start a sync, and how: kernel announcements armed, files polled, refusals with
+        their reasons.
+
+        It depends on the kernel and the install (cgroup v1 or v2, root or the DaemonSet's read-only
+        mounts, Linux before or after 6.5 for PSI); it is logged once when the agent starts and
+        again whenever it changes (kubepods created after the agent, a cgroup gone), and exported as
+        ``eviction_agent_wake_source{source,target,mode}``.
+        """
         out = self.memory_watches.report()
         for monitor in self._psi:
             mode = {"trigger": "announced", "poll": "polled"}.get(monitor.mode.value, "unavailable")

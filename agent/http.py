@@ -1,31 +1,8 @@
-"""The agent's HTTP surface.
-
-One aiohttp app serves ``/metrics`` (``prometheus_client.aiohttp``'s handler over the agent's own
-registry — no second server thread), ``/healthz`` (the loop is alive: a sync completed recently)
-and ``/readyz`` (the first sync is done and the pod watch has listed once). Probes in the
-DaemonSet point at them (deploy/daemonset.yaml).
-
-The endpoints must answer while the node is under pressure, whoever else connects: a probe that
-times out makes the kubelet restart the agent, and every open connection holds a descriptor the
-cgroup readers need. aiohttp alone keeps an idle or half-sent connection for about an hour
-(``keepalive_timeout`` defaults to 3630 s) and accepts any number of them, so 400 clients that
-send half a request hold 400 descriptors. ``HttpLimits`` bounds them:
-
-- aiohttp's public knobs: ``keepalive_timeout`` (an idle connection is closed after
-  ``idle_timeout``), ``lingering_time`` (an unread request body is drained for at most
-  ``read_timeout``), header line and field sizes, and the application's ``client_max_size``;
-- what aiohttp has no option for lives in the protocol we own (``_Guard``, which wraps the
-  protocol ``web.Server`` makes for each connection and forwards every call to it): a request —
-  headers, and the body its ``Content-Length`` announces — must arrive within ``read_timeout``
-  of its first byte (of the accept, for the first request), or the connection is dropped; at
-  most ``max_connections`` are open, and one more drops the oldest whose request is incomplete
-  (else the oldest), so a flood of slow clients costs a bounded number of descriptors and never
-  locks out a probe.
-
-``[::]`` (and an empty host) listens dual-stack — one IPv6 socket with ``IPV6_V6ONLY`` off, which
-also accepts IPv4 as mapped addresses (asyncio's own ``create_server`` turns V6ONLY on) — and
-falls back to ``0.0.0.0`` where the node has no IPv6: probes reach the pod on IPv4-only,
-IPv6-only and dual-stack clusters alike.
+"""The agent's HTTP surface: ``/metrics`` (``prometheus_client.aiohttp``'s handler over the agent's
+own registry, no second server thread), ``/healthz`` (the loop is alive: a sync completed recently)
+and ``/readyz`` (the first sync is done and the pod watch has listed once), where the DaemonSet's
+probes point (deploy/daemonset.yaml). They answer while the node is under pressure, whoever else
+connects (``HttpLimits``).
 """
 
 from __future__ import annotations
@@ -87,12 +64,28 @@ _MAX_HEAD: Final = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class HttpLimits:
-    """How long and how many: the HTTP server's defences (module docstring).
+    """How long and how many: the HTTP server's defences.
+
+    A probe that times out makes the kubelet restart the agent, and every open connection holds a
+    descriptor the cgroup readers need. aiohttp alone keeps an idle or half-sent connection for
+    about an hour (``keepalive_timeout`` defaults to 3630 s) and accepts any number of them, so 400
+    clients that send half a request hold 400 descriptors. These bound them:
+
+    - aiohttp's public knobs: ``keepalive_timeout`` (an idle connection is closed after
+      ``idle_timeout``), ``lingering_time`` (an unread request body is drained for at most
+      ``read_timeout``), header line and field sizes, and the application's ``client_max_size``;
+    - what aiohttp has no option for lives in the protocol we own (``_Guard``, which wraps the
+      protocol ``web.Server`` makes for each connection and forwards every call to it): a request —
+      headers, and the body its ``Content-Length`` announces — must arrive within ``read_timeout``
+      of its first byte (of the accept, for the first request), or the connection is dropped; at
+      most ``max_connections`` are open, and one more drops the oldest whose request is incomplete
+      (else the oldest), so a flood of slow clients costs a bounded number of descriptors and never
+      locks out a probe.
 
     ``read_timeout``: a request must arrive whole within it (headers and announced body; a
-    connection that sends nothing counts from the accept); ``idle_timeout``: a kept-alive
-    connection with no request is closed after it; ``max_connections``: open connections at
-    most (probes and a scrape need a handful).
+    connection that sends nothing counts from the accept); ``idle_timeout``: a kept-alive connection
+    with no request is closed after it; ``max_connections``: open connections at most (probes and a
+    scrape need a handful).
     """
 
     read_timeout: float = 5.0
@@ -308,7 +301,12 @@ def _ipv6_socket() -> socket.socket:
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
-    """A bound, non-blocking TCP socket; ``::`` or an empty host is dual-stack where possible."""
+    """A bound, non-blocking TCP socket; ``::`` or an empty host is dual-stack where possible.
+
+    One IPv6 socket with ``IPV6_V6ONLY`` off, which also accepts IPv4 as mapped addresses (asyncio's
+    own ``create_server`` turns V6ONLY on), falling back to ``0.0.0.0`` where the node has no IPv6:
+    probes reach the pod on IPv4-only, IPv6-only and dual-stack clusters alike.
+    """
     if host in ("", "::"):
         try:
             sock = _ipv6_socket()

@@ -1,50 +1,10 @@
-"""The eviction loop: fresh stats → ``EvictionManager.synchronize`` → one action, within a second.
+"""The eviction loop: fresh stats → ``EvictionManager.synchronize`` → at most one eviction,
+within a second of a signal.
 
-The kubelet runs ``synchronize`` every 10 s on stats that may be another 10 s old, waits up to
-30 s for an evicted pod's cleanup, and — because the sync is synchronous — lets one soft
-eviction of a pod with a long grace period block hard evictions for hours
-(kubernetes/kubernetes#123872). Here:
-
-- a sync runs every ``interval`` (``--housekeeping-interval``, 1 s) and at once when woken: by a
-  PSI trigger (``psi_wakeups``) or by the fast memory check, which reads only the memory figures
-  every ``fast_check_interval`` and wakes the loop when a hard memory threshold becomes met;
-  every sync reads the stats afresh;
-- at most one pod per sync (the core's rule; the local-storage pass may return several);
-- a hard eviction is carried out in line and the loop then waits for the pod to be gone (deleted
-  or terminal, as seen by the informer), bounded by ``cleanup_timeout`` (the kubelet's 30 s);
-- a soft eviction runs in the background: while it is in progress further soft decisions are not
-  acted on, but hard ones are — if the hard decision names the same pod, the soft attempt is
-  cancelled and the pod is evicted the hard way;
-- a pod whose eviction was accepted is never evicted again (it is left out of the active pods
-  until the informer sees it terminating or gone); a failed attempt is retried by a later sync
-  with fresh stats, so an unreachable API server delays an eviction but never duplicates one;
-- the active pods are the kubelet's view of the node's API pods (``kubelet_view``), taken once
-  per sync with the pod UIDs of that sync's stats, so the manager, the ranking it records and
-  the actions' last check all judge criticality as the kubelet would on this node: a pod's own
-  ``config.source`` is ignored, and ``config.mirror`` counts only for the one pod claiming a
-  static pod that runs here (pods disputing one static pod are logged once, as a warning);
-- nothing a sync can raise stops the loop;
-- every iteration yields to the event loop at least once, even when a sync overruns its interval
-  (stats that never suspend, a sync slower than ``interval``): HTTP probes, the pod watch and the
-  systemd watchdog must keep running while the node is under pressure;
-- the brake (``agent.eviction.brake``, ``--max-evictions-per-minute``): a soft or local-storage
-  decision that finds the 60 s window full is held back — skipped, counted in
-  ``eviction_agent_evictions_held_back``, logged and reported (``on_held_back``: the daemon writes
-  a Warning Event ``EvictionHeldBack`` on the pod) once per pod per window — and decided again
-  by a later sync on fresh stats; a hard-threshold decision still proceeds (one per sync, the
-  core's rule, each followed by the cleanup wait) and counts in the window;
-- a Summary the core refuses (absurd figures: negative, non-finite, beyond int64, more available
-  than capacity) is a skipped sync with a logged reason and ``eviction_agent_stats_rejected``
-  counted — never a decision;
-- with a timeline (``--timeline-dir``, ``agent.timeline``) every sync, eviction attempt and
-  hold-back is also handed to it; whatever it raises is logged, never a failed sync.
-
-Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
-was active last sync, a sync may read the node-level figures alone (``node_stats``) — the
-decision is the same (no threshold met → nothing to rank or evict), and 110 pod cgroups are not
-read every second. The first sync and any sync with a met threshold read everything. What the
-core checks on every sync whatever the thresholds — the local-storage limits, on the kubelet's
-per-pod disk figures — must come with ``node_stats`` (the daemon's carries the kubelet's pods).
+The kubelet syncs every 10 s on stats that may be another 10 s old, and one soft eviction of a
+pod with a long grace period blocks its hard evictions for hours
+(kubernetes/kubernetes#123872); ``EvictionLoop`` says what this loop does instead.
+ARCHITECTURE.md ("The agent's inside") draws the path from a signal to the DELETE.
 """
 
 from __future__ import annotations
@@ -137,6 +97,46 @@ def is_hard(decision: EvictionDecision) -> bool:
 
 
 class EvictionLoop:
+    """Syncs on ``interval``, on a wake-up, and acts on the manager's decisions.
+
+    - A sync runs every ``interval`` (``--housekeeping-interval``, 1 s) and at once when woken
+      (``wake``): by a PSI trigger (``psi_wakeups``), by a waker the loop re-arms after every sync
+      (``wakers``: the memory watches), or by the fast memory check (``check_memory``, every
+      ``fast_check_interval``: the memory figures alone, a wake-up when a hard memory threshold
+      becomes met). Every sync reads the stats afresh, and every iteration yields to the event
+      loop at least once, even when a sync overruns its interval: HTTP probes, the pod watch and
+      the systemd watchdog keep running while the node is under pressure.
+    - Stats: the collector's typed ``Summary``, or the Summary API's JSON (a kubelet's, a test's)
+      read once (``Summary.from_dict``). A Summary the core refuses (negative, non-finite, beyond
+      int64, more available than capacity) is a skipped sync with a logged reason and
+      ``eviction_agent_stats_rejected`` counted — never a decision. While no threshold is met and
+      none was active last sync, a sync reads the node-level figures alone (``node_stats``): the
+      decision is the same, and 110 pod cgroups are not read every second. What the core checks
+      whatever the thresholds — the local-storage limits, on the kubelet's per-pod disk figures —
+      must come with ``node_stats``.
+    - The active pods are the kubelet's view of the node's API pods (``kubelet_view``), taken
+      once per sync with that sync's pod UIDs, so the manager, its ranking and the actions' last
+      check all judge criticality as the kubelet would on this node; pods disputing one static
+      pod are logged once, as a warning. A pod whose eviction was accepted is left out until the
+      informer sees it terminating or gone: never evicted twice. A failed attempt is retried by a
+      later sync on fresh stats, so an unreachable API server delays an eviction but never
+      duplicates one.
+    - At most one pod per sync (the core's rule; the local-storage pass may return several). A
+      hard eviction is carried out in line, then the loop waits for the pod to be gone (deleted or
+      terminal, as the informer sees it), bounded by ``cleanup_timeout`` (the kubelet's 30 s). A
+      soft eviction runs in the background: while it is in progress further soft decisions are
+      not acted on, hard ones are — a hard decision for the same pod cancels the soft attempt and
+      evicts the hard way.
+    - The brake (``agent.eviction.brake``, ``--max-evictions-per-minute``): a soft or
+      local-storage decision that finds the 60 s window full is held back — counted in
+      ``eviction_agent_evictions_held_back``, logged and reported once per pod per window
+      (``on_held_back``: the daemon's ``EvictionHeldBack`` Event) — and decided again by a later
+      sync on fresh stats; a hard-threshold decision still proceeds and counts in the window.
+    - Nothing a sync can raise stops the loop; with a timeline (``--timeline-dir``,
+      ``agent.timeline``) every sync, attempt and hold-back is also recorded, and whatever the
+      timeline raises is logged, never a failed sync.
+    """
+
     def __init__(
         self,
         manager: EvictionManager,

@@ -1,32 +1,7 @@
-"""Client for the kubelet's `/stats/summary`, used for what cgroupfs cannot tell: disk.
-
-Per-pod ephemeral-storage usage (writable layers, logs, emptyDir volumes) and per-volume usage are
-only known to the kubelet and the runtime, so the agent asks the kubelet on port 10250 directly
-(authorised as `nodes/stats get`; the API-server proxy path would need `nodes/proxy`, which grants
-exec on every node). The request carries the pod's service-account token,
-re-read on every call because bound tokens rotate. TLS verifies against a CA bundle (the
-ServiceAccount's CA, or the operator's `kubeletCAFile`): a CA file that is missing or unreadable
-fails the fetch, naming the file — it never falls back to the system CAs, which would accept any
-publicly issued certificate for the kubelet's address. `insecure` exists for tests only and is
-not reachable from the configuration. Redirects are not followed: a redirect would take the
-token to another address, and the kubelet serves its summary without one.
-
-That token can delete pods, so it never travels in clear: the configuration refuses an http URL
-unless no token is configured (`kubeletTokenFile: ""`), and `fetch_summary` itself refuses to
-attach one to a non-https URL — two locks, so a caller building its own config cannot leak it.
-
-These figures are cAdvisor-housekeeping old (10 s or more), so they are merged into the agent's
-own fresh cgroup readings rather than replacing them: the memory hot path never waits on this.
-
-Bounded, whatever the node's pods hold: the response is read up to `MAX_SUMMARY_BYTES` (16 MiB;
-a node of 110 pods answers well under 1 MiB) and refused beyond it, and a body nested deeper
-than `kube.boundedjson.MAX_DEPTH` is refused unparsed — a refused read is a failed fetch, logged,
-and its figures are unknown once the last good ones expire. Within the bound the summary is kept
-only as the agent reads it (`read_summary`): a pod entry's podRef, start time, containers'
-writable layers and logs, ephemeral storage and volumes, each volume as a `VolumeStats` with
-only its used bytes and inodes (all the decisions read of it) — a pod with 40,000 emptyDirs
-makes a 7 MB summary, which is never held parsed as 40,000 dictionaries, and its volumes are
-read once per fetch rather than on every sync, those that did not change kept as they were.
+"""Client for the kubelet's ``/stats/summary``, for what cgroupfs cannot tell: disk — the pods'
+writable layers, logs and emptyDir volumes. Its figures are cAdvisor-housekeeping old (10 s or
+more), so they are merged into the agent's own fresh readings rather than replacing them: the memory
+path never waits on this.
 """
 
 from __future__ import annotations
@@ -127,10 +102,28 @@ async def fetch_summary(
     session: aiohttp.ClientSession | None = None,
     previous: Sequence[PodStats] | None = None,
 ) -> JSONDict:
-    """GET the summary, as ``read_summary`` keeps it (``previous``: the last one, whose
-    unchanged volumes are kept rather than made again); KubeletSummaryError with the URL and
-    the cause on any failure (a response over ``MAX_SUMMARY_BYTES`` or nested too deeply
-    included)."""
+    """GET the summary, as ``read_summary`` keeps it (``previous``: the last one's pod entries,
+    whose unchanged volumes are kept rather than made again); KubeletSummaryError with the URL and
+    the cause on any failure.
+
+    The agent asks the kubelet on port 10250 directly (authorised as ``nodes/stats get``; the API
+    server's proxy path would need ``nodes/proxy``, which grants exec on every node), with the pod's
+    service-account token, re-read on every call because bound tokens rotate. TLS verifies against a
+    CA bundle (the ServiceAccount's CA, or the operator's ``kubeletCAFile``): a CA file that is
+    missing or unreadable fails the fetch, naming the file — it never falls back to the system CAs,
+    which would accept any publicly issued certificate for the kubelet's address. ``insecure``
+    exists for tests only and is not reachable from the configuration. Redirects are not followed: a
+    redirect would take the token to another address.
+
+    That token can delete pods, so it never travels in clear: the configuration refuses an http URL
+    unless no token is configured (``kubeletTokenFile: ""``), and this function refuses to attach
+    one to a non-https URL — two locks, so a caller building its own config cannot leak it.
+
+    Bounded, whatever the node's pods hold: the response is read up to ``MAX_SUMMARY_BYTES`` (16
+    MiB; a node of 110 pods answers well under 1 MiB) and refused beyond it, and a body nested
+    deeper than ``kube.boundedjson.MAX_DEPTH`` is refused unparsed — a failed fetch, logged, whose
+    figures are unknown once the last good ones expire.
+    """
     headers = _headers(cfg)
     context = _ssl_context(cfg)
     own = session is None
@@ -168,13 +161,16 @@ async def fetch_summary(
 
 
 def read_summary(cursor: Cursor, *, previous: Sequence[PodStats] | None = None) -> JSONDict:
-    """The parts of a ``/stats/summary`` text the agent reads, parsed one pod entry and one
-    volume at a time: ``node`` whole, and of each pod entry what the merge takes; volumes as
-    ``VolumeStats`` (used bytes and inodes only, equal figures shared, and a volume equal to
-    the one at its place in ``previous`` is that one: a fetch does not make 40,000 again).
-    Raises ValueError for a text that is not JSON ({} for JSON that is not an object); a pod
-    entry with a malformed volume is logged and left out, another malformed entry is kept for
-    the caller to refuse.
+    """The parts of a ``/stats/summary`` text the agent reads, parsed one pod entry and one volume
+    at a time: ``node`` whole, and of each pod entry its podRef, start time, containers' writable
+    layers and logs, ephemeral storage and volumes; each volume a ``VolumeStats`` with only its used
+    bytes and inodes (all the decisions read of it), equal figures shared, and a volume equal to the
+    one at its place in ``previous`` is that one. A pod with 40,000 emptyDirs makes a 7 MB summary,
+    which is never held parsed as 40,000 dictionaries, and a fetch does not make its volumes again.
+
+    Raises ValueError for a text that is not JSON ({} for JSON that is not an object); a pod entry
+    with a malformed volume is logged and left out, another malformed entry is kept for the caller
+    to refuse (``kubelet_pod_stats``).
     """
     if cursor.peek() != "{":
         cursor.value()
