@@ -1,4 +1,5 @@
-"""The assembled Summary: kubelet field names, per-pod stats, the "pods" system container."""
+"""The collector's Summary on every cgroup layout: node and per-pod stats, the "pods" system
+container, pluggable readers."""
 
 from __future__ import annotations
 
