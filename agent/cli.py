@@ -365,7 +365,7 @@ def run(ctx: click.Context, /, **params: Any) -> None:
     cfg = _load(ctx, params)
     if not cfg.node_name:
         raise ConfigUsageError("nodeName (--node-name): required (or set NODE_NAME)")
-    from agent.http import setup_logging
+    from agent.logs import setup_logging
 
     setup_logging(debug=glob.debug)
     try:
@@ -472,8 +472,7 @@ async def _rank(cfg: AgentConfig, signal_name: str | None, stats_file: str | Non
                 memory_capacity=cfg.memory_capacity,
             )
         )
-        raw = collector.collect()
-        summary = Summary.from_dict(raw)
+        summary = collector.collect()
     pods: list[Pod] = []
     source = "summary podRefs (no API: requests and priorities unknown)"
     if cfg.node_name and (cfg.kubeconfig or os.environ.get("KUBECONFIG") or _has_default_kube()):

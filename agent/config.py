@@ -1,29 +1,7 @@
-"""The agent's configuration: the kubelet's eviction flags and KubeletConfiguration fields, plus
-the agent's own options, validated completely before anything runs.
-
-Why the kubelet's names and rules: operators already have ``--eviction-hard`` strings and
-KubeletConfiguration files; the agent takes them unchanged and makes the same decisions.
-
-- Map flags parse as the kubelet's ``cliflag`` types: ``--eviction-hard`` / ``--eviction-soft``
-  are ``<``-separated pairs (``memory.available<100Mi,nodefs.available<10%``), the grace-period
-  and minimum-reclaim flags ``=``-separated pairs. Repeating a map flag adds pairs; the first use
-  replaces the default, as ``LangleSeparatedMapStringString.Set`` does.
-- Flags take precedence over ``--config`` values (the kubelet's precedence); a map flag replaces
-  the file's whole map.
-- ``evictionHard`` defaults (``memory.available<100Mi``, ``nodefs.available<10%``,
-  ``nodefs.inodesFree<5%``, ``imagefs.available<15%``, ``imagefs.inodesFree<5%``) apply only while
-  it is unset; setting any entry drops the others (kubernetes/kubernetes#112057, #119985) unless
-  ``mergeDefaultEvictionSettings`` is true, which fills in each default signal left unspecified.
-- ``evictionPressureTransitionPeriod`` 0 means 5 min (defaulting); ``evictionMaxPodGracePeriod``
-  0 gives soft evictions the pod's own grace and a negative value means 1 s — the kubelet's real
-  behaviour (#118172), documented in ``agent.eviction.manager``.
-- Every entry is checked with the kubelet's own parser (``parse_threshold_config``), so a bad
-  entry fails here with the kubelet's message, prefixed with the field that carries it.
-
-Unknown fields in the file are refused by name (a typo must not silently drop a threshold), and
-so are a key given twice and any YAML alias (``read_config_file``). A message quotes what it refuses
-in a bounded length (``_show``, ``ConfigError``), however large or nested the value.
-Heavy imports (the decision core pulls in the API client) happen inside functions, so ``--help``
+"""The agent's configuration: the kubelet's eviction flags and KubeletConfiguration fields, under
+their names and with their rules (operators already have ``--eviction-hard`` strings and
+KubeletConfiguration files), plus the agent's own options — validated completely before anything
+runs (``load_config``). Heavy imports (the decision core) happen inside functions, so ``--help``
 stays fast.
 """
 
@@ -188,7 +166,13 @@ def _parse_pairs(value: str, sep: str) -> dict[str, str]:
 
 
 def parse_langle_map(value: str) -> dict[str, str]:
-    """``cliflag.LangleSeparatedMapStringString``: ``a<1,b<2``."""
+    """``cliflag.LangleSeparatedMapStringString``: ``a<1,b<2``.
+
+    ``--eviction-hard`` and ``--eviction-soft`` are ``<``-separated pairs
+    (``memory.available<100Mi,nodefs.available<10%``); the grace-period and minimum-reclaim flags
+    are ``=``-separated (``parse_map``). Repeating a map flag adds pairs; the first use replaces the
+    default, as ``LangleSeparatedMapStringString.Set`` does.
+    """
     return _parse_pairs(value, "<")
 
 
@@ -682,7 +666,25 @@ def load_config(
 ) -> AgentConfig:
     """Merge defaults ← file ← flags (both keyed by the camelCase field names) and validate.
 
-    Map flags arrive as already-parsed dicts. Raises ``ConfigError`` naming the first bad entry.
+    Map flags arrive as already-parsed dicts. Raises ``ConfigError`` naming the first bad entry. The
+    kubelet's rules:
+
+    - Flags take precedence over ``--config`` values (the kubelet's precedence); a map flag replaces
+      the file's whole map.
+    - ``evictionHard`` defaults (``memory.available<100Mi``, ``nodefs.available<10%``,
+      ``nodefs.inodesFree<5%``, ``imagefs.available<15%``, ``imagefs.inodesFree<5%``) apply only
+      while it is unset; setting any entry drops the others (kubernetes/kubernetes#112057,
+      kubernetes/kubernetes#119985) unless ``mergeDefaultEvictionSettings`` is true, which fills in
+      each default signal left unspecified.
+    - ``evictionPressureTransitionPeriod`` 0 means 5 min (defaulting); ``evictionMaxPodGracePeriod``
+      0 gives soft evictions the pod's own grace and a negative value means 1 s — the kubelet's real
+      behaviour (kubernetes/kubernetes#118172, ``agent.eviction.manager.EvictionManager``).
+    - Every entry is checked with the kubelet's own parser (``parse_threshold_config``), so a bad
+      entry fails here with the kubelet's message, prefixed with the field that carries it.
+
+    Unknown fields in the file are refused by name (a typo must not silently drop a threshold), and
+    so are a key given twice and any YAML alias (``read_config_file``). A message quotes what it
+    refuses in a bounded length (``_show``, ``ConfigError``), however large or nested the value.
     """
     environ = os.environ if env is None else env
     raw: dict[str, Any] = dict(file_data or {})

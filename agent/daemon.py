@@ -1,25 +1,6 @@
-"""``eviction-agent run`` assembled: informer, stats, manager, loop, actions, HTTP, systemd.
-
-Kept apart from the CLI so tests drive exactly what the daemon runs — against kubesim, with a
-fake stats source in place of the cgroup readers. Start order: HTTP first (probes answer while
-starting), the pod watch, the PSI monitor and the loop; ``READY=1`` goes to systemd after the
-first sync over listed pods, then ``WATCHDOG=1`` while syncs keep completing.
-
-``/healthz`` means "the process loop runs" (a stalled sync). ``/readyz`` and the watchdog also
-tell whether the agent can still see and act: when every API answer has been a 401 or 403
-(after ``evictor.api.connect`` refreshed the credentials) or the pod watch has not been live,
-for ``api_failure_bound`` seconds, ``/readyz`` answers 503 with the reason and the watchdog
-pings stop, so systemd restarts the agent (``Restart=`` in the unit) instead of leaving the node
-protected by a stale pod view. Failed answers count in ``eviction_agent_api_errors_total{code}``.
-The reason is the class of failure and its counts (status codes, the kind of request), never a
-namespace, a pod or the server's text: a probe's body is visible to whoever reaches the port.
-
-What can start a sync between intervals depends on the kernel and the install (cgroup v1 or v2,
-root or the DaemonSet's read-only mounts, Linux before or after 6.5 for PSI): kernel
-announcements where allowed, polls where not (``agent.memwatch``, ``agent.sources.psi``).
-``wake_sources()`` says which, with the reasons for every refusal; it is logged once when the
-agent starts and again whenever it changes (kubepods created after the agent, a cgroup gone),
-and exported as ``eviction_agent_wake_source{source,target,mode}``.
+"""``eviction-agent run`` assembled: the pod informer, the stats collector, the manager, the loop
+and its wake-ups, the writes, HTTP and systemd. Kept apart from the CLI so tests drive exactly what
+the daemon runs — against kubesim, with a fake stats source in place of the cgroup readers.
 """
 
 from __future__ import annotations
@@ -29,16 +10,21 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent.actions import OUTCOMES, Actions
+from agent.actions.disruption import DisruptionTargetWriter
+from agent.actions.events import EventWriter
+from agent.actions.evict import OUTCOMES, PodEviction
+from agent.actions.node_conditions import NodeConditions
+from agent.actions.node_taints import NodeTaints
 from agent.config import SERVICE_ACCOUNT_CA, AgentConfig
 from agent.eviction import (
     EvictionBrake,
     EvictionDecision,
     EvictionManager,
+    Summary,
 )
 from agent.eviction.manager import (
     SIGNAL_EMPTY_DIR_FS_LIMIT,
@@ -47,14 +33,18 @@ from agent.eviction.manager import (
 )
 from agent.http import HttpLimits, HttpServer, health_from, make_app, start_http
 from agent.informer import PodInformer
-from agent.loop import EvictionLoop, psi_wakeups
+from agent.loop import EvictionLoop, Stats, StatsSource, psi_wakeups
 from agent.memwatch import MemoryWatches, WakeSource
 from agent.metrics import AgentMetrics
 from agent.systemd import Notifier, watchdog_loop
 from agent.timeline import TimelineRecorder
 from evictor.api.health import ApiHealth
 from evictor.api.watching import WatchState
+from evictor.client import Evictor
 from kube.cliutil import VERSION
+
+if TYPE_CHECKING:
+    from agent.sources.collector import SummaryCollector
 
 __all__ = ["Agent", "WallClock"]
 
@@ -85,19 +75,26 @@ class WallClock:
         return time.time()
 
 
-StatsFunc = Callable[[], Awaitable[dict[str, Any]]]
-
-
 class Agent:
-    """One running agent; use ``async with Agent(cfg, api_client=...)``."""
+    """One running agent; use ``async with Agent(cfg, api_client=...)``.
+
+    Start order: HTTP first (probes answer while starting), the pod watch, the PSI monitors and the
+    loop; ``READY=1`` goes to systemd after the first sync over listed pods, then ``WATCHDOG=1``
+    while syncs keep completing. At stop the agent's conditions are written ``False`` and its taints
+    removed (a taint left by an agent that is gone would bar the node for good).
+
+    ``/healthz`` means "the process loop runs" (a stalled sync). ``/readyz`` and the watchdog also
+    tell whether the agent can still see and act (``api_problem``). What can start a sync between
+    intervals depends on the kernel and the install; ``wake_sources`` says which.
+    """
 
     def __init__(
         self,
         config: AgentConfig,
         *,
         api_client: Any,
-        stats: StatsFunc | None = None,
-        fast_check: Callable[[], dict[str, Any]] | None = None,
+        stats: StatsSource | None = None,
+        fast_check: Callable[[], Stats] | None = None,
         metrics: AgentMetrics | None = None,
         serve_http: bool = True,
         use_psi: bool = True,
@@ -135,8 +132,8 @@ class Agent:
         self.psi_rescan_interval = psi_rescan_interval
         self.startup_timeout = startup_timeout
         self.informer = PodInformer(api_client, config.node_name, watch_timeout=watch_timeout)
-        self.collector: Any = None
-        node_stats: StatsFunc | None = None
+        self.collector: SummaryCollector | None = None
+        node_stats: StatsSource | None = None
         if stats is None:
             stats, default_fast, node_stats = self._default_stats()
             fast_check = fast_check or default_fast
@@ -148,20 +145,31 @@ class Agent:
         )
         if self.timeline is not None:
             node_stats = None  # the lead-in shows the pods' climb: every sync reads them
-        self.actions = Actions(
-            api_client,
-            node_name=config.node_name,
+        # the writes: the eviction with its Event and condition, the node's conditions and taints
+        self.events = EventWriter(api_client, node_name=config.node_name, dry_run=config.dry_run)
+        self.evictions = PodEviction(
+            Evictor(api_client) if api_client is not None else None,
+            events=self.events,
+            disruption=DisruptionTargetWriter(api_client),
             mode=config.eviction_mode,
             dry_run=config.dry_run,
             preference_namespaces=config.eviction_preference_namespaces,
-            node_status_report_frequency=config.node_status_report_frequency,
+        )
+        self.node_conditions = NodeConditions(
+            api_client,
+            node_name=config.node_name,
+            dry_run=config.dry_run,
+            report_frequency=config.node_status_report_frequency,
+        )
+        self.node_taints = NodeTaints(
+            api_client, node_name=config.node_name, dry_run=config.dry_run
         )
         self.loop = EvictionLoop(
             self.manager,
             stats=stats,
             pods=self.informer.active_pods,
             node_stats=node_stats,
-            actions=self.actions,
+            actions=self.evictions,
             cleanup=self.informer,
             metrics=self.metrics,
             interval=config.housekeeping_interval,
@@ -175,10 +183,12 @@ class Agent:
         )
         self.memory_watches = MemoryWatches(
             self.loop.wake,
+            layout=lambda: self.collector.layout if self.collector is not None else None,
             node_cgroup=config.node_cgroup,
             kernel_notification=self.memcg_notification,
             usage_watch=usage_watch,
         )
+        self.loop.wakers.append(self.memory_watches)  # re-armed by the loop after each sync
         self._wake_sources: list[WakeSource] | None = None
         self.metrics.start_at_zero(self._eviction_signals(), OUTCOMES)
         # evaluated at each scrape: readiness as /readyz would answer it now
@@ -205,8 +215,9 @@ class Agent:
 
     def _default_stats(
         self,
-    ) -> tuple[StatsFunc, Callable[[], dict[str, Any]], StatsFunc | None]:
+    ) -> tuple[StatsSource, Callable[[], Stats], StatsSource | None]:
         from agent.sources import KubeletSummaryConfig, Roots, SourceConfig, SummaryCollector
+        from agent.sources.collector import MEMORY_SECTIONS
 
         cfg = self.config
         roots = Roots.from_strings(
@@ -224,7 +235,7 @@ class Agent:
             if cfg.kubelet_summary_url
             else None
         )
-        self.collector = SummaryCollector(
+        collector = SummaryCollector(
             SourceConfig(
                 roots=roots,
                 node_name=cfg.node_name,
@@ -235,7 +246,7 @@ class Agent:
             ),
             lookup=self.informer.lookup,
         )
-        collector = self.collector
+        self.collector = collector
         if kubelet is not None:
 
             def kubelet_age() -> float:
@@ -244,15 +255,13 @@ class Agent:
 
             self.metrics.kubelet_summary_age.set_function(kubelet_age)
 
-        def fast() -> dict[str, Any]:
-            result: dict[str, Any] = collector.collect(only={"memory", "systemContainers"})
-            return result
+        def fast() -> Summary:
+            return collector.collect(only=MEMORY_SECTIONS)
 
-        async def node_only() -> dict[str, Any]:
+        async def node_only() -> Summary:
             # no pod cgroup read; the kubelet's pod disk figures (local-storage limits, checked
             # on every sync) still come along
-            result: dict[str, Any] = await collector.get_summary(pods=False)
-            return result
+            return await collector.get_summary(pods=False)
 
         return collector.get_summary, fast, node_only
 
@@ -269,8 +278,17 @@ class Agent:
         return True, ""
 
     def api_problem(self) -> str:
-        """Why the agent cannot see or act through the API for ``api_failure_bound`` seconds
-        or longer ("": it can)."""
+        """Why the agent cannot see or act through the API for ``api_failure_bound`` seconds or
+        longer ("": it can).
+
+        When every API answer has been a 401 or 403 (after ``evictor.api.connect`` refreshed the
+        credentials) or the pod watch has not been live for that long, ``/readyz`` answers 503 with
+        this reason and the watchdog pings stop, so systemd restarts the agent (``Restart=`` in the
+        unit) instead of leaving the node protected by a stale pod view. Failed answers count in
+        ``eviction_agent_api_errors_total{code}``. The reason is the class of failure and its counts
+        (status codes, the kind of request), never a namespace, a pod or the server's text: a
+        probe's body is visible to whoever reaches the port.
+        """
         bound = self.api_failure_bound
         health = getattr(self.api_client, "health", None)
         if isinstance(health, ApiHealth) and health.refused_since is not None:
@@ -291,11 +309,6 @@ class Agent:
 
     def _after_sync(self) -> None:
         self.metrics.informer_connected.set(1 if self.informer.connected else 0)
-        self.memory_watches.update(
-            getattr(self.collector, "layout", None),
-            self.manager.thresholds,
-            self.manager.last_observations,
-        )
         self._report_wake_sources()
         if self.config.node_conditions or self.config.node_taints:
             active = dict(
@@ -322,14 +335,19 @@ class Agent:
         """The taints, then the conditions, one after the other: the status patch would change
         the node's resourceVersion between the taints' read and write (a 409, read again)."""
         if self.config.node_taints:
-            await self.actions.report_node_taints(active)
+            await self.node_taints.report(active)
         if self.config.node_conditions:
-            await self.actions.report_node_conditions(active)
+            await self.node_conditions.report(active)
 
     def wake_sources(self) -> list[WakeSource]:
-        """What can start a sync, and how: kernel announcements armed, files polled, refusals
-        with their reasons (logged once at start and on every change, and the
-        ``eviction_agent_wake_source`` metric)."""
+        """What can start a sync, and how: kernel announcements armed, files polled, refusals with
+        their reasons.
+
+        It depends on the kernel and the install (cgroup v1 or v2, root or the DaemonSet's read-only
+        mounts, Linux before or after 6.5 for PSI); it is logged once when the agent starts and
+        again whenever it changes (kubepods created after the agent, a cgroup gone), and exported as
+        ``eviction_agent_wake_source{source,target,mode}``.
+        """
         out = self.memory_watches.report()
         for monitor in self._psi:
             mode = {"trigger": "announced", "poll": "polled"}.get(monitor.mode.value, "unavailable")
@@ -361,7 +379,7 @@ class Agent:
         )
 
     def _held_back(self, decision: EvictionDecision, note: str) -> None:
-        self._spawn(self.actions.write_held_back_event(decision, note))
+        self._spawn(self.events.held_back(decision, note))
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)
@@ -522,9 +540,9 @@ class Agent:
         clear_all = dict.fromkeys(PRESSURE_CONDITIONS, False)
         farewell: list[Coroutine[Any, Any, bool]] = []
         if self.config.node_conditions:
-            farewell.append(self.actions.report_node_conditions(clear_all, stopped=True))
+            farewell.append(self.node_conditions.report(clear_all, stopped=True))
         if self.config.node_taints:
-            farewell.append(self.actions.report_node_taints(clear_all, stopped=True))
+            farewell.append(self.node_taints.report(clear_all, stopped=True))
         if farewell:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(5.0):
@@ -535,9 +553,9 @@ class Agent:
         self.memory_watches.close()
         if self.collector is not None:
             await self.collector.aclose()
-        if self.actions.evictor is not None:
+        if self.evictions.evictor is not None:
             with contextlib.suppress(Exception):
-                await self.actions.evictor.close()
+                await self.evictions.evictor.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

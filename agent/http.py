@@ -1,36 +1,8 @@
-"""The agent's HTTP surface and log format.
-
-One aiohttp app serves ``/metrics`` (``prometheus_client.aiohttp``'s handler over the agent's own
-registry — no second server thread), ``/healthz`` (the loop is alive: a sync completed recently)
-and ``/readyz`` (the first sync is done and the pod watch has listed once). Probes in the
-DaemonSet point at them (deploy/daemonset.yaml).
-
-Logs are JSON lines on stderr in the shape of KEP-1602 structured logging: ``ts`` (Unix float),
-``v`` (klog verbosity: 0 for info and above, 4 for debug), ``msg`` (a constant string), ``err``,
-object references as ``{"pod": {"name": ..., "namespace": ...}}`` and other key/value pairs from
-``extra=``. Errors and warnings add ``level`` so they stand out.
-
-The endpoints must answer while the node is under pressure, whoever else connects: a probe that
-times out makes the kubelet restart the agent, and every open connection holds a descriptor the
-cgroup readers need. aiohttp alone keeps an idle or half-sent connection for about an hour
-(``keepalive_timeout`` defaults to 3630 s) and accepts any number of them, so 400 clients that
-send half a request hold 400 descriptors. ``HttpLimits`` bounds them:
-
-- aiohttp's public knobs: ``keepalive_timeout`` (an idle connection is closed after
-  ``idle_timeout``), ``lingering_time`` (an unread request body is drained for at most
-  ``read_timeout``), header line and field sizes, and the application's ``client_max_size``;
-- what aiohttp has no option for lives in the protocol we own (``_Guard``, which wraps the
-  protocol ``web.Server`` makes for each connection and forwards every call to it): a request —
-  headers, and the body its ``Content-Length`` announces — must arrive within ``read_timeout``
-  of its first byte (of the accept, for the first request), or the connection is dropped; at
-  most ``max_connections`` are open, and one more drops the oldest whose request is incomplete
-  (else the oldest), so a flood of slow clients costs a bounded number of descriptors and never
-  locks out a probe.
-
-``[::]`` (and an empty host) listens dual-stack — one IPv6 socket with ``IPV6_V6ONLY`` off, which
-also accepts IPv4 as mapped addresses (asyncio's own ``create_server`` turns V6ONLY on) — and
-falls back to ``0.0.0.0`` where the node has no IPv6: probes reach the pod on IPv4-only,
-IPv6-only and dual-stack clusters alike.
+"""The agent's HTTP surface: ``/metrics`` (``prometheus_client.aiohttp``'s handler over the agent's
+own registry, no second server thread), ``/healthz`` (the loop is alive: a sync completed recently)
+and ``/readyz`` (the first sync is done and the pod watch has listed once), where the DaemonSet's
+probes point (deploy/daemonset.yaml). They answer while the node is under pressure, whoever else
+connects (``HttpLimits``).
 """
 
 from __future__ import annotations
@@ -38,15 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import json
 import logging
 import socket
-import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from aiohttp import web
 
@@ -55,51 +24,12 @@ from agent.metrics import AgentMetrics
 __all__ = [
     "HttpLimits",
     "HttpServer",
-    "JsonFormatter",
     "listen_socket",
     "make_app",
-    "setup_logging",
     "start_http",
 ]
 
 log = logging.getLogger(__name__)
-
-_STANDARD: Final = frozenset(
-    vars(logging.LogRecord("", 0, "", 0, "", (), None)).keys() | {"message", "asctime"}
-)
-
-
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "ts": round(record.created, 6),
-            "v": 4 if record.levelno < logging.INFO else 0,
-            "msg": record.getMessage(),
-        }
-        if record.levelno >= logging.WARNING:
-            out["level"] = record.levelname.lower()
-        out["logger"] = record.name
-        out.update(
-            (k, v)
-            for k, v in vars(record).items()
-            if k not in _STANDARD and not k.startswith("_") and v is not None
-        )
-        if record.exc_info and record.exc_info[1] is not None:
-            out.setdefault("err", str(record.exc_info[1]) or type(record.exc_info[1]).__name__)
-            out["stacktrace"] = "".join(traceback.format_exception(*record.exc_info))
-        return json.dumps(out, default=str)
-
-
-def setup_logging(*, debug: bool = False, stream: Any = None) -> None:
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    for h in list(root.handlers):
-        root.removeHandler(h)
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG if debug else logging.INFO)
-    for noisy in ("aiohttp.access", "asyncio"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def make_app(
@@ -134,12 +64,28 @@ _MAX_HEAD: Final = 64 * 1024
 
 @dataclass(frozen=True, slots=True)
 class HttpLimits:
-    """How long and how many: the HTTP server's defences (module docstring).
+    """How long and how many: the HTTP server's defences.
+
+    A probe that times out makes the kubelet restart the agent, and every open connection holds a
+    descriptor the cgroup readers need. aiohttp alone keeps an idle or half-sent connection for
+    about an hour (``keepalive_timeout`` defaults to 3630 s) and accepts any number of them, so 400
+    clients that send half a request hold 400 descriptors. These bound them:
+
+    - aiohttp's public knobs: ``keepalive_timeout`` (an idle connection is closed after
+      ``idle_timeout``), ``lingering_time`` (an unread request body is drained for at most
+      ``read_timeout``), header line and field sizes, and the application's ``client_max_size``;
+    - what aiohttp has no option for lives in the protocol we own (``_Guard``, which wraps the
+      protocol ``web.Server`` makes for each connection and forwards every call to it): a request —
+      headers, and the body its ``Content-Length`` announces — must arrive within ``read_timeout``
+      of its first byte (of the accept, for the first request), or the connection is dropped; at
+      most ``max_connections`` are open, and one more drops the oldest whose request is incomplete
+      (else the oldest), so a flood of slow clients costs a bounded number of descriptors and never
+      locks out a probe.
 
     ``read_timeout``: a request must arrive whole within it (headers and announced body; a
-    connection that sends nothing counts from the accept); ``idle_timeout``: a kept-alive
-    connection with no request is closed after it; ``max_connections``: open connections at
-    most (probes and a scrape need a handful).
+    connection that sends nothing counts from the accept); ``idle_timeout``: a kept-alive connection
+    with no request is closed after it; ``max_connections``: open connections at most (probes and a
+    scrape need a handful).
     """
 
     read_timeout: float = 5.0
@@ -355,7 +301,12 @@ def _ipv6_socket() -> socket.socket:
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
-    """A bound, non-blocking TCP socket; ``::`` or an empty host is dual-stack where possible."""
+    """A bound, non-blocking TCP socket; ``::`` or an empty host is dual-stack where possible.
+
+    One IPv6 socket with ``IPV6_V6ONLY`` off, which also accepts IPv4 as mapped addresses (asyncio's
+    own ``create_server`` turns V6ONLY on), falling back to ``0.0.0.0`` where the node has no IPv6:
+    probes reach the pod on IPv4-only, IPv6-only and dual-stack clusters alike.
+    """
     if host in ("", "::"):
         try:
             sock = _ipv6_socket()

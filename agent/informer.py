@@ -1,34 +1,8 @@
-"""The pods bound to this node, kept current by list-then-watch.
-
-The kubelet knows its pods from its own pod manager; the agent learns them from the API, the way
-a client-go informer does: LIST with ``fieldSelector=spec.nodeName=<node>``, then WATCH from the
-list's ``resourceVersion``. The list-then-watch itself — bookmarks, resuming after a disconnect,
-``410 Gone`` → relist, backoff with jitter, and the liveness bound that restarts a watch gone
-silent — is ``evictor.api.watching``'s, shared with the PDB watch and the deletion wait; its
-``WatchState`` (``informer.state``) tells ``/readyz`` whether the view is current. Failures
-never stop the agent: it keeps running on the last known pods (the eviction loop only reads
-them).
-
-A malformed pod (one that ``kube.objects.Pod.from_dict`` refuses) is logged and skipped: it
-can never be ranked or evicted by mistake. Objects stay raw dicts until converted once here.
-
-Footprint: a pod as the API serves it is ~30 KB of JSON on a real node (``managedFields``, the
-``last-applied-configuration`` annotation, environment, probes, affinity), ~120 KB as Python
-objects, and 110 of them were most of the agent's memory. ``slim_pod`` keeps only what the
-agent reads — the decision core (``agent.eviction``: requests, limits, priority, QoS, emptyDir
-volumes, grace period, the critical-pod and eviction-preference annotations, tolerations for
-admission), the actions (name, namespace, uid) and the stats sources (container IDs → names) —
-before the pod is converted; nothing else is kept, not even the raw object. A list is read in
-pages of at most ``list_page_size`` pods (``limit``/``continue``, as client-go's pager does) and
-of at most ``evictor.api.watching.MAX_OBJECT_BYTES`` of JSON (fewer pods when they are large),
-and each pod is slimmed as soon as it is parsed, before the next one is — a list event's pod
-too — so a relist holds the slim old view, the slim new one and one page's text: never the
-node's pods parsed, whatever their authors put in them (40 pods of 1.4 MB of ``args`` each are
-56 MB of JSON). A volume that is already as slim as it gets (``{"name", "emptyDir": {}}``) is
-kept as parsed, not copied. A continue token that expired (410) starts the list again. A pod
-too large to read within the bound fails the list instead of being left out of the view
-(``evictor.api.watching`` says why): the informer then keeps its last complete view, the
-failure's log line names the pod, and ``/readyz`` reports the watch down.
+"""The pods bound to this node, kept current by list-then-watch, as a client-go informer does:
+LIST with ``fieldSelector=spec.nodeName=<node>``, then WATCH from the list's
+``resourceVersion`` (``evictor.api.watching``: bookmarks, ``410 Gone`` → relist, backoff, the
+liveness bound). Each pod is kept slim (``slim_pod``), converted once, and a malformed one is
+logged and skipped: it can never be ranked or evicted by mistake.
 """
 
 from __future__ import annotations
@@ -129,9 +103,19 @@ def _container_statuses(value: Any) -> Any:
 
 
 def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a pod manifest the agent reads (module docstring); malformed parts are kept
-    as they are, so that ``Pod.from_dict`` still refuses them with the field's name. Slimming a
-    slim pod changes nothing, and ``container_names`` reads the same from both."""
+    """The part of a pod manifest the agent reads; malformed parts are kept as they are, so
+    that ``Pod.from_dict`` still refuses them with the field's name. Slimming a slim pod changes
+    nothing, and ``container_names`` reads the same from both.
+
+    What is kept: what the decision core reads (requests, limits, priority, QoS, the kind of each
+    volume and an emptyDir's medium and size limit, grace period, the critical-pod and
+    eviction-preference annotations, tolerations for admission), what the actions need (name,
+    namespace, uid) and what the stats sources need (container IDs → names). A pod as the API
+    serves it is ~30 KB of JSON on a real node (``managedFields``, the
+    ``last-applied-configuration`` annotation, environment, probes), ~120 KB as Python objects;
+    slim, about 4.6 KB. A volume already as slim as it gets (``{"name", "emptyDir": {}}``) is kept
+    as parsed, not copied (a pod may have 40,000).
+    """
     out: dict[str, Any] = {}
     for key in ("apiVersion", "kind"):
         if key in obj:
@@ -191,13 +175,20 @@ def is_active(pod: Pod) -> bool:
     return pod.phase not in TERMINAL_PHASES and pod.deletion_timestamp is None
 
 
-def pod_ref(pod: Pod) -> dict[str, str]:
-    """klog's ``KObj``: how logs name a pod."""
-    return {"name": pod.name, "namespace": pod.namespace}
-
-
 class PodInformer:
-    """List+watch of one node's pods; ``pods`` is the current view, keyed by UID."""
+    """List+watch of one node's pods; ``pods`` is the current view, keyed by UID.
+
+    Its ``WatchState`` (``state``) tells ``/readyz`` whether the view is current; failures never
+    stop the agent, which keeps running on the last known pods. A list is read in pages of at most
+    ``list_page_size`` pods (``limit``/``continue``, as client-go's pager) and of at most
+    ``evictor.api.watching.MAX_OBJECT_BYTES`` of JSON, and each pod is slimmed as soon as it is
+    parsed, before the next one is, so a relist holds the slim old view, the slim new one and one
+    page's text — never the node's pods parsed, whatever their authors put in them. A continue
+    token that expired (410) starts the list again. A pod too large to read within the bound fails
+    the list instead of being left out of the view (``evictor.api.watching`` says why): the
+    informer keeps its last complete view, the log line names the pod, and ``/readyz`` reports
+    the watch down.
+    """
 
     def __init__(
         self,

@@ -1,50 +1,10 @@
-"""The eviction loop: fresh stats → ``EvictionManager.synchronize`` → one action, within a second.
+"""The eviction loop: fresh stats → ``EvictionManager.synchronize`` → at most one eviction,
+within a second of a signal.
 
-The kubelet runs ``synchronize`` every 10 s on stats that may be another 10 s old, waits up to
-30 s for an evicted pod's cleanup, and — because the sync is synchronous — lets one soft
-eviction of a pod with a long grace period block hard evictions for hours
-(kubernetes/kubernetes#123872). Here:
-
-- a sync runs every ``interval`` (``--housekeeping-interval``, 1 s) and at once when woken: by a
-  PSI trigger (``psi_wakeups``) or by the fast memory check, which reads only the memory figures
-  every ``fast_check_interval`` and wakes the loop when a hard memory threshold becomes met;
-  every sync reads the stats afresh;
-- at most one pod per sync (the core's rule; the local-storage pass may return several);
-- a hard eviction is carried out in line and the loop then waits for the pod to be gone (deleted
-  or terminal, as seen by the informer), bounded by ``cleanup_timeout`` (the kubelet's 30 s);
-- a soft eviction runs in the background: while it is in progress further soft decisions are not
-  acted on, but hard ones are — if the hard decision names the same pod, the soft attempt is
-  cancelled and the pod is evicted the hard way;
-- a pod whose eviction was accepted is never evicted again (it is left out of the active pods
-  until the informer sees it terminating or gone); a failed attempt is retried by a later sync
-  with fresh stats, so an unreachable API server delays an eviction but never duplicates one;
-- the active pods are the kubelet's view of the node's API pods (``kubelet_view``), taken once
-  per sync with the pod UIDs of that sync's stats, so the manager, the ranking it records and
-  the actions' last check all judge criticality as the kubelet would on this node: a pod's own
-  ``config.source`` is ignored, and ``config.mirror`` counts only for the one pod claiming a
-  static pod that runs here (pods disputing one static pod are logged once, as a warning);
-- nothing a sync can raise stops the loop;
-- every iteration yields to the event loop at least once, even when a sync overruns its interval
-  (stats that never suspend, a sync slower than ``interval``): HTTP probes, the pod watch and the
-  systemd watchdog must keep running while the node is under pressure;
-- the brake (``agent.eviction.brake``, ``--max-evictions-per-minute``): a soft or local-storage
-  decision that finds the 60 s window full is held back — skipped, counted in
-  ``eviction_agent_evictions_held_back``, logged and reported (``on_held_back``: the daemon writes
-  a Warning Event ``EvictionHeldBack`` on the pod) once per pod per window — and decided again
-  by a later sync on fresh stats; a hard-threshold decision still proceeds (one per sync, the
-  core's rule, each followed by the cleanup wait) and counts in the window;
-- a Summary the core refuses (absurd figures: negative, non-finite, beyond int64, more available
-  than capacity) is a skipped sync with a logged reason and ``eviction_agent_stats_rejected``
-  counted — never a decision;
-- with a timeline (``--timeline-dir``, ``agent.timeline``) every sync, eviction attempt and
-  hold-back is also handed to it; whatever it raises is logged, never a failed sync.
-
-Cost on a full node: per-pod stats are needed only to rank, so while no threshold is met and none
-was active last sync, a sync may read the node-level figures alone (``node_stats``) — the
-decision is the same (no threshold met → nothing to rank or evict), and 110 pod cgroups are not
-read every second. The first sync and any sync with a met threshold read everything. What the
-core checks on every sync whatever the thresholds — the local-storage limits, on the kubelet's
-per-pod disk figures — must come with ``node_stats`` (the daemon's carries the kubelet's pods).
+The kubelet syncs every 10 s on stats that may be another 10 s old, and one soft eviction of a
+pod with a long grace period blocks its hard evictions for hours
+(kubernetes/kubernetes#123872); ``EvictionLoop`` says what this loop does instead.
+ARCHITECTURE.md ("The agent's inside") draws the path from a signal to the DELETE.
 """
 
 from __future__ import annotations
@@ -54,16 +14,17 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent.actions import ActionResult
+from agent.actions.evict import ActionResult
 from agent.eviction import (
     BRAKE_WINDOW_SECONDS,
     EvictionBrake,
     EvictionDecision,
     EvictionManager,
+    Observation,
     Summary,
     SummaryError,
     Threshold,
@@ -74,16 +35,21 @@ from agent.eviction import (
     thresholds_met,
 )
 from agent.eviction.brake import Slot
-from agent.informer import pod_ref
+from agent.logs import pod_ref
 from agent.metrics import AgentMetrics
 from agent.timeline import TimelineRecorder
 from kube.objects import Pod
 
-__all__ = ["EvictionLoop", "LoopStats", "StatsRejected", "psi_wakeups"]
+__all__ = ["EvictionLoop", "LoopStats", "Stats", "StatsRejected", "StatsSource", "psi_wakeups"]
 
 log = logging.getLogger(__name__)
 
 _FORGET_EVICTED_AFTER = 600.0
+
+
+# What a stats source gives: the collector's typed readings, or the Summary API's JSON.
+Stats = Summary | Mapping[str, Any]
+StatsSource = Callable[[], Awaitable[Stats]]
 
 
 class ActionRunner(Protocol):
@@ -94,6 +60,15 @@ class ActionRunner(Protocol):
 
 class CleanupWaiter(Protocol):
     async def wait_gone(self, uid: str, timeout: float) -> bool: ...
+
+
+class Waker(Protocol):
+    """What wakes the loop between syncs at a line the last sync draws (``wake``): re-armed
+    after every sync with the thresholds and what was observed (``agent.memwatch``)."""
+
+    def rearm(
+        self, thresholds: Sequence[Threshold], observations: Mapping[str, Observation]
+    ) -> None: ...
 
 
 class StatsRejected(Exception):
@@ -122,23 +97,64 @@ def is_hard(decision: EvictionDecision) -> bool:
 
 
 class EvictionLoop:
+    """Syncs on ``interval``, on a wake-up, and acts on the manager's decisions.
+
+    - A sync runs every ``interval`` (``--housekeeping-interval``, 1 s) and at once when woken
+      (``wake``): by a PSI trigger (``psi_wakeups``), by a waker the loop re-arms after every sync
+      (``wakers``: the memory watches), or by the fast memory check (``check_memory``, every
+      ``fast_check_interval``: the memory figures alone, a wake-up when a hard memory threshold
+      becomes met). Every sync reads the stats afresh, and every iteration yields to the event
+      loop at least once, even when a sync overruns its interval: HTTP probes, the pod watch and
+      the systemd watchdog keep running while the node is under pressure.
+    - Stats: the collector's typed ``Summary``, or the Summary API's JSON (a kubelet's, a test's)
+      read once (``Summary.from_dict``). A Summary the core refuses (negative, non-finite, beyond
+      int64, more available than capacity) is a skipped sync with a logged reason and
+      ``eviction_agent_stats_rejected`` counted — never a decision. While no threshold is met and
+      none was active last sync, a sync reads the node-level figures alone (``node_stats``): the
+      decision is the same, and 110 pod cgroups are not read every second. What the core checks
+      whatever the thresholds — the local-storage limits, on the kubelet's per-pod disk figures —
+      must come with ``node_stats``.
+    - The active pods are the kubelet's view of the node's API pods (``kubelet_view``), taken
+      once per sync with that sync's pod UIDs, so the manager, its ranking and the actions' last
+      check all judge criticality as the kubelet would on this node; pods disputing one static
+      pod are logged once, as a warning. A pod whose eviction was accepted is left out until the
+      informer sees it terminating or gone: never evicted twice. A failed attempt is retried by a
+      later sync on fresh stats, so an unreachable API server delays an eviction but never
+      duplicates one.
+    - At most one pod per sync (the core's rule; the local-storage pass may return several). A
+      hard eviction is carried out in line, then the loop waits for the pod to be gone (deleted or
+      terminal, as the informer sees it), bounded by ``cleanup_timeout`` (the kubelet's 30 s). A
+      soft eviction runs in the background: while it is in progress further soft decisions are
+      not acted on, hard ones are — a hard decision for the same pod cancels the soft attempt and
+      evicts the hard way.
+    - The brake (``agent.eviction.brake``, ``--max-evictions-per-minute``): a soft or
+      local-storage decision that finds the 60 s window full is held back — counted in
+      ``eviction_agent_evictions_held_back``, logged and reported once per pod per window
+      (``on_held_back``: the daemon's ``EvictionHeldBack`` Event) — and decided again by a later
+      sync on fresh stats; a hard-threshold decision still proceeds and counts in the window.
+    - Nothing a sync can raise stops the loop; with a timeline (``--timeline-dir``,
+      ``agent.timeline``) every sync, attempt and hold-back is also recorded, and whatever the
+      timeline raises is logged, never a failed sync.
+    """
+
     def __init__(
         self,
         manager: EvictionManager,
         *,
-        stats: Callable[[], Awaitable[dict[str, Any]]],
+        stats: StatsSource,
         pods: Callable[[], list[Pod]],
-        node_stats: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+        node_stats: StatsSource | None = None,
         actions: ActionRunner,
         cleanup: CleanupWaiter | None = None,
         metrics: AgentMetrics | None = None,
         interval: float = 1.0,
-        fast_check: Callable[[], dict[str, Any]] | None = None,
+        fast_check: Callable[[], Stats] | None = None,
         fast_check_interval: float = 0.2,
         cleanup_timeout: float = 30.0,
         hard_action_timeout: float = 5.0,
         soft_action_timeout: float = 300.0,
         on_sync: Callable[[], None] | None = None,
+        wakers: Sequence[Waker] = (),
         clock: Callable[[], float] = time.time,
         brake: EvictionBrake | None = None,
         on_held_back: Callable[[EvictionDecision, str], None] | None = None,
@@ -158,6 +174,7 @@ class EvictionLoop:
         self.hard_action_timeout = hard_action_timeout
         self.soft_action_timeout = soft_action_timeout
         self.on_sync = on_sync
+        self.wakers = list(wakers)
         self.clock = clock
         self.brake = brake
         self.on_held_back = on_held_back
@@ -217,22 +234,28 @@ class EvictionLoop:
         )
 
     async def _fast_check_loop(self) -> None:
-        assert self.fast_check is not None
-        hard = [t for t in self.manager.thresholds if is_hard_memory_threshold(t)]
-        if not hard:
+        if not self.fast_check_active:
             return
         while True:
             await asyncio.sleep(self.fast_check_interval)
-            try:
-                summary = Summary.from_dict(self.fast_check())
-                observations, _ = make_signal_observations(summary)
-                met = bool(thresholds_met(hard, observations, False))
-            except Exception as exc:  # a broken reader must not stop the check
-                log.debug("fast memory check failed", extra={"err": str(exc)})
-                continue
-            if met and not self._memory_met:
-                self.wake("memory")
-            self._memory_met = met
+            self.check_memory()
+
+    def check_memory(self) -> bool:
+        """One fast memory check: read the memory figures alone and wake the loop when a hard
+        memory threshold has just become met; whether one is met (False when the read fails:
+        a broken reader must not stop the check)."""
+        assert self.fast_check is not None
+        hard = [t for t in self.manager.thresholds if is_hard_memory_threshold(t)]
+        try:
+            observations, _ = make_signal_observations(_summary(self.fast_check()))
+            met = bool(thresholds_met(hard, observations, False))
+        except Exception as exc:
+            log.debug("fast memory check failed", extra={"err": str(exc)})
+            return False
+        if met and not self._memory_met:
+            self.wake("memory")
+        self._memory_met = met
+        return met
 
     # --- one sync ------------------------------------------------------------------------------
 
@@ -305,6 +328,7 @@ class EvictionLoop:
                     summary=summary,
                 )
             )
+        self._rearm()
         if self.on_sync is not None:
             self.on_sync()
         results: list[ActionResult] = []
@@ -348,6 +372,15 @@ class EvictionLoop:
             )
         return results
 
+    def _rearm(self) -> None:
+        """Re-arm the wakers on this sync's thresholds and observations; a waker that fails is
+        logged and never stops the sync."""
+        for waker in self.wakers:
+            try:
+                waker.rearm(self.manager.thresholds, self.manager.last_observations)
+            except Exception as exc:
+                log.warning("wake-up not re-armed", extra={"err": f"{type(exc).__name__}: {exc}"})
+
     async def _read_stats(self) -> Summary:
         """Fresh stats; node-level only while nothing is met (see ``node_stats``)."""
         if (
@@ -355,11 +388,11 @@ class EvictionLoop:
             and self.manager.last_sync is not None
             and not self.manager.thresholds_met
         ):
-            summary = _parse(await self.node_stats())
+            summary = _summary(await self.node_stats())
             observations, _ = make_signal_observations(summary)
             if not thresholds_met(self.manager.thresholds, observations, False):
                 return summary
-        return _parse(await self.stats_source())
+        return _summary(await self.stats_source())
 
     async def _soft_eviction(
         self, decision: EvictionDecision, summary: Summary, slot: Slot | None
@@ -527,9 +560,13 @@ def _key(pod: Pod) -> str:
     return f"{pod.namespace}/{pod.name}"
 
 
-def _parse(raw: dict[str, Any]) -> Summary:
+def _summary(stats: Stats) -> Summary:
+    """Typed readings as they are; the Summary API's JSON (a kubelet's, a test's) read and
+    checked once, ``StatsRejected`` when the core refuses it."""
+    if isinstance(stats, Summary):
+        return stats
     try:
-        return Summary.from_dict(raw)
+        return Summary.from_dict(stats)
     except SummaryError as exc:
         raise StatsRejected(str(exc)) from exc
 

@@ -1,23 +1,6 @@
-"""What wakes the loop on memory between syncs, re-armed after every sync.
-
-Three mechanisms, from the most to the least announced (``agent.sources.memcg``,
-``agent.sources.usagewatch``):
-
-- cgroup v1 memory thresholds (``cgroup.event_control`` + an eventfd), the kubelet's
-  ``--kernel-memcg-notification``: the kernel signals the crossing itself. They need write access
-  to a root-owned ``0200`` file, which neither the DaemonSet (read-only mounts, uid 65534) nor the
-  shipped systemd unit (no CAP_DAC_OVERRIDE) has; where refused they are logged once.
-- cgroup v2 ``memory.events.local`` of kubepods (and of a non-root node cgroup), through
-  inotify: the cgroup *itself* reached ``memory.high`` or its limit. ``memory.events`` counts
-  every descendant's events since Linux 5.2, so every container hitting its own limit would
-  wake the loop; the ``.local`` file counts the cgroup's own (the agent's only concern there:
-  kubepods at its limit is allocatable memory exhausted). Read access is enough.
-- the usage watch: a thread reading one usage counter at a pace set by the distance to the
-  line. It runs wherever a hard memory threshold has no armed kernel threshold — always on v2,
-  and on v1 without write access — and needs read access only.
-
-``report()`` lists what is armed and what is polled, for the daemon's wake-source log line and
-metric (``eviction_agent_wake_source``).
+"""What wakes the loop on memory between syncs — cgroup v1 thresholds, cgroup v2
+``memory.events.local``, the usage watch — re-armed by the loop after every sync
+(``MemoryWatches.rearm``). ARCHITECTURE.md ("What starts a sync") says which runs where.
 """
 
 from __future__ import annotations
@@ -68,12 +51,29 @@ def _rel_for(signal: str, *, node_cgroup: str, layout: CgroupLayout) -> str | No
 
 
 class MemoryWatches:
-    """The memory wake-ups of one agent; ``update`` after every sync, ``close`` at stop."""
+    """The memory wake-ups of one agent; the loop calls ``rearm`` after every sync, ``close`` at
+    stop.
+
+    Three mechanisms, from the most to the least announced:
+
+    - cgroup v1 memory thresholds (``agent.sources.memcg.MemoryThreshold``), the kubelet's
+      ``--kernel-memcg-notification``: the kernel signals the crossing itself; where refused (no
+      write access) they are logged once;
+    - cgroup v2 ``memory.events.local`` of kubepods (and of a non-root node cgroup), through inotify
+      (``MemoryEventsWatch``): the cgroup itself reached ``memory.high`` or its limit — kubepods at
+      its limit is allocatable memory exhausted;
+    - the usage watch (``agent.sources.usagewatch``): wherever a hard memory threshold has no armed
+      kernel threshold — always on v2, and on v1 without write access.
+
+    ``report()`` lists what is armed and what is polled, for the daemon's wake-source log line and
+    metric (``eviction_agent_wake_source``).
+    """
 
     def __init__(
         self,
         wake: Callable[[str], None],
         *,
+        layout: Callable[[], CgroupLayout | None],
         node_cgroup: str = "",
         kernel_notification: bool = True,
         usage_watch: bool = True,
@@ -81,6 +81,7 @@ class MemoryWatches:
         usage_max_delay: float = MAX_DELAY,
     ) -> None:
         self.wake = wake
+        self.layout = layout  # the collector's, re-detected until kubepods exists
         self.node_cgroup = node_cgroup
         self.kernel_notification = kernel_notification
         self.usage_watch_enabled = usage_watch
@@ -94,12 +95,12 @@ class MemoryWatches:
 
     # --- arming ------------------------------------------------------------------------------
 
-    def update(
-        self,
-        layout: CgroupLayout | None,
-        thresholds: Sequence[Threshold],
-        observations: Mapping[str, Observation],
+    def rearm(
+        self, thresholds: Sequence[Threshold], observations: Mapping[str, Observation]
     ) -> None:
+        """Arm the wake-ups at the lines of ``thresholds`` from this sync's ``observations``
+        (the loop calls it after every sync)."""
+        layout = self.layout()
         if layout is None:
             return
         memory = [t for t in thresholds if t.signal in MEMORY_SIGNALS and t.operator]

@@ -1,10 +1,9 @@
-"""The agent's Prometheus metrics, on a registry of its own (one agent = one registry, so tests
-and embedded agents never collide in the global default registry).
-
-Names follow the kubelet's eviction metrics (``kubelet_evictions{eviction_signal}``,
-``kubelet_eviction_stats_age_seconds``; ecosystem.md §4) under the ``eviction_agent_`` prefix, plus
-what operators asked the kubelet for and never got: the configured thresholds and the observed
-signal values (kubernetes/kubernetes#90464), and how fast the agent reacts.
+"""The agent's Prometheus metrics, on a registry of its own (one agent, one registry: tests and
+embedded agents never collide in the default registry). Names follow the kubelet's eviction metrics
+(``kubelet_evictions{eviction_signal}``, ``kubelet_eviction_stats_age_seconds``:
+pkg/kubelet/metrics/metrics.go) under the ``eviction_agent_`` prefix, plus what operators asked the
+kubelet for and never got: the configured thresholds and the observed signal values
+(kubernetes/kubernetes#90464), and how fast the agent reacts.
 """
 
 from __future__ import annotations

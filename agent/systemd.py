@@ -1,16 +1,6 @@
-"""sd_notify over `$NOTIFY_SOCKET`, in plain socket code.
-
-The unit runs the agent as `Type=notify` with a watchdog (systemd/eviction-agent.service): systemd
-considers it started only after `READY=1`, and restarts it when `WATCHDOG=1` stops arriving within
-`WatchdogSec`. The protocol is stable and tiny — newline-separated `KEY=value` assignments in one
-datagram to the AF_UNIX socket named by `$NOTIFY_SOCKET`, where a leading `@` means the Linux
-abstract namespace (sd_notify(3)) — so no library is needed (libsystemd bindings need headers to
-build; the pure-Python packages are unmaintained).
-
-Without `$NOTIFY_SOCKET` (a DaemonSet, a terminal) every call is a no-op. A failed send is logged
-and reported as False, never raised: notification must not be able to kill the daemon. The
-watchdog interval is honoured only when `$WATCHDOG_PID` is unset or names this process
-(sd_watchdog_enabled(3)); pings go out at half the interval, as systemd recommends.
+"""sd_notify over ``$NOTIFY_SOCKET``, in plain socket code: the unit runs the agent as
+``Type=notify`` with a watchdog (systemd/eviction-agent.service), so systemd considers it started
+after ``READY=1`` and restarts it when ``WATCHDOG=1`` stops arriving within ``WatchdogSec``.
 """
 
 from __future__ import annotations
@@ -33,7 +23,16 @@ def _address(value: str) -> str | None:
 
 
 class Notifier:
-    """Sends sd_notify messages; inert when the process was not started by systemd."""
+    """Sends sd_notify messages; inert when the process was not started by systemd.
+
+    The protocol is stable and tiny — newline-separated ``KEY=value`` assignments in one datagram to
+    the AF_UNIX socket named by ``$NOTIFY_SOCKET``, where a leading ``@`` means the Linux abstract
+    namespace (sd_notify(3)) — so no library is needed (libsystemd bindings need headers to build;
+    the pure-Python packages are unmaintained). Without ``$NOTIFY_SOCKET`` (a DaemonSet, a terminal)
+    every call is a no-op. A failed send is logged and reported as False, never raised: notification
+    must not be able to kill the daemon. The watchdog interval is honoured only when
+    ``$WATCHDOG_PID`` is unset or names this process (sd_watchdog_enabled(3)).
+    """
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         environ = os.environ if env is None else env
@@ -99,10 +98,11 @@ class Notifier:
 
 
 async def watchdog_loop(notifier: Notifier, healthy: Callable[[], bool] = lambda: True) -> None:
-    """Ping the watchdog at half its interval while `healthy()`; returns at once if not asked.
+    """Ping the watchdog at half its interval (as systemd recommends) while ``healthy()``; returns
+    at once if not asked.
 
     A wedged event loop stops the pings by itself, which is the point: systemd then restarts us.
-    `healthy` lets the caller withhold pings when the loop runs but the agent is stuck.
+    ``healthy`` lets the caller withhold pings when the loop runs but the agent is stuck.
     """
     interval = notifier.watchdog_interval()
     if interval is None:

@@ -1,33 +1,6 @@
-"""Incident timelines (``--timeline-dir``): what a node's signals and pods did around evictions.
-
-An operator explains an incident faster from a picture — available memory falling toward each
-threshold, the pods' working sets stacked beneath, each eviction marked with its pod and how
-fast the agent reacted — than from logs or 15-second Prometheus samples, which miss a ramp that
-lasts a second. So the agent can write, per incident, one file with exactly what its syncs saw,
-and ``examples/plot_timeline.py`` draws it (the demo's ``--plot`` draws the same file the same
-way). The agent itself never plots: its image carries no plotting library.
-
-An incident opens at the first sync that finds a threshold met (or an eviction, or a decision
-held back by the brake) and closes once none has been met and nothing evicted for ``tail``
-seconds (60), or when the agent stops. Its file starts with the ``lead_in`` seconds (120) of
-syncs before it, so the climb that led to it is in the picture. With a timeline directory every
-sync reads every pod's figures, which the agent otherwise does only while a threshold is met.
-
-The file is JSON Lines, ``<node>-<UTC start>.timeline.jsonl``, each line one record with
-``type``: ``incident`` (first: ``format``, ``node``, ``opened``, ``agent``), ``sample`` (one
-sync: ``time``; ``signals`` — available and capacity per signal; ``thresholds`` — each
-threshold's signal, ``kind`` (hard, soft) and value resolved against the capacity; ``met`` —
-the signals whose thresholds were met; ``pods`` — each pod's memory working set by
-``namespace/name``), ``eviction`` (``time`` of the request, ``pod``, ``signal``, ``result``,
-``reaction_seconds`` from the first sync that saw the threshold met, ``message``), ``held_back``
-(``time``, ``pod``, ``signal``), ``truncated`` (samples stopped at the size bound; evictions
-still follow) and ``closed`` (``time``, ``reason``). Times are Unix seconds.
-
-Bounds, so a node under pressure for hours cannot fill its disk or the agent's memory: an
-incident file stops taking samples at 4 MiB, at most 16 files are kept (the oldest go first),
-the lead-in holds at most 600 syncs, and at most 4 MiB of records wait for a write. Writing
-happens off the sync path (``flush``, which the daemon runs in a thread every second); a failed
-write is logged and the records dropped — never an exception into the loop.
+"""Incident timelines (``--timeline-dir``): what a node's signals and pods did around evictions, one
+JSON Lines file per incident, which ``examples/plot_timeline.py`` draws (the agent itself never
+plots: its image carries no plotting library).
 """
 
 from __future__ import annotations
@@ -150,7 +123,35 @@ class _Incident:
 
 
 class TimelineRecorder:
-    """Keeps the lead-in, opens and closes incidents, queues their lines (see the module)."""
+    """Keeps the lead-in, opens and closes incidents, queues their lines.
+
+    An operator explains an incident faster from a picture — available memory falling toward each
+    threshold, the pods' working sets stacked beneath, each eviction marked with its pod and how
+    fast the agent reacted — than from logs or 15-second Prometheus samples, which miss a ramp that
+    lasts a second. So the recorder keeps exactly what the syncs saw.
+
+    An incident opens at the first sync that finds a threshold met (or an eviction, or a decision
+    held back by the brake) and closes once none has been met and nothing evicted for ``tail``
+    seconds (60), or when the agent stops. Its file starts with the ``lead_in`` seconds (120) of
+    syncs before it, so the climb that led to it is in the picture. With a timeline directory every
+    sync reads every pod's figures, which the agent otherwise does only while a threshold is met.
+
+    The file is ``<node>-<UTC start>.timeline.jsonl``, each line one record with ``type``:
+    ``incident`` (first: ``format``, ``node``, ``opened``, ``agent``), ``sample`` (one sync:
+    ``time``; ``signals`` — available and capacity per signal; ``thresholds`` — each threshold's
+    signal, ``kind`` (hard, soft) and value resolved against the capacity; ``met`` — the signals
+    whose thresholds were met; ``pods`` — each pod's memory working set by ``namespace/name``),
+    ``eviction`` (``time`` of the request, ``pod``, ``signal``, ``result``, ``reaction_seconds``
+    from the first sync that saw the threshold met, ``message``), ``held_back`` (``time``, ``pod``,
+    ``signal``), ``truncated`` (samples stopped at the size bound; evictions still follow) and
+    ``closed`` (``time``, ``reason``). Times are Unix seconds.
+
+    Bounds, so a node under pressure for hours cannot fill its disk or the agent's memory: an
+    incident file stops taking samples at 4 MiB, at most 16 files are kept (the oldest go first),
+    the lead-in holds at most 600 syncs, and at most 4 MiB of records wait for a write. Writing
+    happens off the sync path (``flush``, which the daemon runs in a thread every second); a failed
+    write is logged and the records dropped — never an exception into the loop.
+    """
 
     def __init__(
         self,

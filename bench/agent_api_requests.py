@@ -135,7 +135,9 @@ async def bench(speed: float) -> list[dict[str, Any]]:
             use_psi=False,
             watch_timeout=max(1, round(300 / speed)),
         )
-        agent.actions.clock = CompressedClock(speed)
+        clock = CompressedClock(speed)  # the writes' pacing: condition reports, retries
+        agent.evictions.clock = agent.evictions.disruption.clock = agent.events.clock = clock
+        agent.node_conditions.clock = agent.node_taints.clock = clock
         hour = HOUR / speed
         try:
             began = time.time()

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # `python examples/demo.py` from a fresh clone, before install
 
-from agent.eviction import EvictionManager, Summary  # noqa: E402
+from agent.eviction import EvictionManager  # noqa: E402
 from agent.rank import explain  # noqa: E402
 from agent.sources import Roots, SourceConfig, SummaryCollector  # noqa: E402
 from kube.cliutil import (  # noqa: E402
@@ -470,9 +470,9 @@ class Demo:
         while True:
             if mirror is not None:
                 mirror.update({p["metadata"]["uid"]: p for p in self.pods_on_node(sim)})
-            mem = collector.collect(only={"memory"})["node"].get("memory") or {}
-            self.available = mem.get("availableBytes")
-            self.working_set = mem.get("workingSetBytes")
+            mem = collector.collect(only={"memory"}).node.memory
+            self.available = mem.available_bytes if mem is not None else None
+            self.working_set = mem.working_set_bytes if mem is not None else None
             self._sample_pressure()
             await asyncio.sleep(SAMPLE_INTERVAL / 2)
 
@@ -500,7 +500,7 @@ class Demo:
                     )
                 pods = {p["metadata"]["uid"]: p for p in self.pods_on_node(sim)}
                 self._watch(sim, report, runtime)
-                summary = Summary.from_dict(collector.collect())
+                summary = collector.collect()
                 self._taint(sim)
                 typed = []
                 for p in pods.values():

@@ -1,30 +1,15 @@
-"""The agent's pure decision core: the kubelet's node-pressure eviction, one to one.
+"""The agent's pure decision core: the kubelet's node-pressure eviction (``pkg/kubelet/eviction``).
 
-``pkg/kubelet/eviction`` mirrored in snake_case — ``api`` (signals, thresholds), ``summary`` (the
-Summary API schema, our single input currency), ``types`` (config, observations, decisions,
-protocols), ``helpers`` (parsing, thresholds over time, ranking, messages), ``admission``, and
-``manager`` (one ``synchronize`` per kubelet sync), plus ``explain`` (why each pod ranks where it
-does, for ``eviction-agent rank``) and ``pods`` (what the manager reads of a pod, and
-``kubelet_view``: the node's API pods as the kubelet sees them, the only pods the core judges).
-No I/O, no wall clock: a clock is injected.
-The ``eviction-preference`` annotation (``preference``, honoured only where the operator allows
-it) is our one documented extension to the decisions; without it every result is the kubelet's.
-``brake`` bounds how many evictions the shell may carry out per minute.
+``thresholds`` (signals and thresholds: the kubelet's ``eviction/api``), ``summary`` (the Summary
+API's types, the core's one input), ``types`` (config, observations, decisions, the small
+interfaces), ``helpers`` (pure functions: thresholds over time, observations, ranking,
+messages), ``manager`` (one ``synchronize`` per kubelet sync) and ``admission``; beside them
+``pods`` (the node's pods as the kubelet sees them), ``preference`` (the operator-enabled
+``eviction-preference`` annotation), ``explain`` (why each pod ranks where it does) and ``brake``
+(evictions per minute). No I/O and no wall clock: a clock is injected.
 """
 
 from agent.eviction.admission import PodAdmitResult, admit_pod
-from agent.eviction.api import (
-    DEFAULT_EVICTION_HARD,
-    MEMORY_SIGNALS,
-    SIGNALS,
-    Signal,
-    Threshold,
-    ThresholdOperator,
-    ThresholdValue,
-    get_threshold_quantity,
-    is_hard_memory_threshold,
-    resolve_eviction_hard,
-)
 from agent.eviction.brake import (
     BRAKE_WINDOW_SECONDS,
     DEFAULT_MAX_EVICTIONS_PER_MINUTE,
@@ -71,6 +56,18 @@ from agent.eviction.manager import (
 from agent.eviction.pods import KubeletView, kubelet_view
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
 from agent.eviction.summary import PodStats, Summary, SummaryError
+from agent.eviction.thresholds import (
+    DEFAULT_EVICTION_HARD,
+    MEMORY_SIGNALS,
+    SIGNALS,
+    Signal,
+    Threshold,
+    ThresholdOperator,
+    ThresholdValue,
+    get_threshold_quantity,
+    is_hard_memory_threshold,
+    resolve_eviction_hard,
+)
 from agent.eviction.types import (
     Clock,
     EvictionDecision,

@@ -1,25 +1,5 @@
-"""The brake: at most N evictions in any 60 s, so a wrong reading cannot empty the node.
-
-The kubelet has an accidental brake — a 10 s loop and a 30 s wait for each evicted pod's cleanup
-hold it to about six evictions a minute. The agent syncs every second and reacts to PSI, so if
-its readings go wrong (a cgroup file misread, a capacity of 0, a kubelet summary that claims
-every emptyDir is over its limit) nothing but this bounds how fast it evicts.
-
-Rules (``EvictionBrake``; the loop applies them, this module only counts):
-
-- a sliding window of ``window`` seconds (60) holds the times of the evictions let through;
-  ``acquire`` takes a slot when fewer than ``limit`` are in the window, else refuses (the
-  decision is held back: the caller skips it, and a later sync with fresh stats decides again);
-- ``acquire(force=True)`` always takes a slot: the loop forces it for **hard thresholds**, which
-  still proceed at the core's pace of one pod per sync (each followed by the wait for that pod to
-  be gone) — a node running out of memory is worse than one eviction too many. Forced slots
-  count in the window, so soft and local-storage evictions stay held while hard ones run;
-- ``release`` gives a slot back when the action did not evict (failed, refused, blocked, dry
-  run): the brake counts evictions, not attempts;
-- ``limit`` 0 means no brake.
-
-Invariant (property-tested): without forced slots, no 60 s window ever holds more than ``limit``
-slots. Time comes from the injected clock; nothing here sleeps.
+"""The brake: at most N evictions in any 60 s, so a wrong reading cannot empty the node. The loop
+applies it (``--max-evictions-per-minute``); this module only counts.
 """
 
 from __future__ import annotations
@@ -49,6 +29,29 @@ class Slot:
 
 
 class EvictionBrake:
+    """Counts the evictions let through in a sliding window; time from the injected clock, nothing
+    here sleeps.
+
+    The kubelet has an accidental brake — a 10 s loop and a 30 s wait for each evicted pod's cleanup
+    hold it to about six evictions a minute. The agent syncs every second and reacts to PSI, so if
+    its readings go wrong (a cgroup file misread, a capacity of 0, a kubelet summary that claims
+    every emptyDir is over its limit) nothing but this bounds how fast it evicts.
+
+    - a sliding window of ``window`` seconds (60) holds the times of the evictions let through;
+      ``acquire`` takes a slot when fewer than ``limit`` are in the window, else refuses (the
+      decision is held back: the caller skips it, and a later sync with fresh stats decides again);
+    - ``acquire(force=True)`` always takes a slot: the loop forces it for hard thresholds, which
+      still proceed at the core's pace of one pod per sync (each followed by the wait for that pod
+      to be gone) — a node running out of memory is worse than one eviction too many. Forced slots
+      count in the window, so soft and local-storage evictions stay held while hard ones run;
+    - ``release`` gives a slot back when the action did not evict (failed, refused, blocked, dry
+      run): the brake counts evictions, not attempts;
+    - ``limit`` 0 means no brake.
+
+    Invariant (property-tested): without forced slots, no 60 s window ever holds more than ``limit``
+    slots.
+    """
+
     def __init__(self, limit: int, clock: Clock, *, window: float = BRAKE_WINDOW_SECONDS) -> None:
         if limit < 0:
             raise ValueError(f"eviction brake limit must be >= 0, got {limit}")

@@ -1,19 +1,6 @@
-"""The kubelet's eviction helpers (``pkg/kubelet/eviction/helpers.go``), one to one in snake_case.
-
-Anyone who knows the kubelet should find each function by its name and read the same rule:
-
-- thresholds are met on a strict ``<`` (an available amount equal to the threshold is fine);
-- percentages are float32 fractions, resolved by truncation (``api.get_threshold_quantity``);
-- min-reclaim is added to the trigger level only for thresholds that were active on the last sync
-  and in the check after node-level reclaim (``thresholds_met(..., enforce_min_reclaim=True)``);
-- grace periods need continuous observation: ``thresholds_first_observed_at`` forgets a threshold
-  on the first sync it is not met;
-- pods are ranked by a chain of comparators (``ordered_by(...).sort(pods)``); pods without stats go
-  first; ties keep input order (Go's sort is an insertion sort for short slices, we sort stably);
-- QoS is not a ranking input (#78561, #53542).
-
-Go map iteration order is random; where the kubelet iterates a map we keep insertion order so that
-results are reproducible.
+"""The kubelet's eviction helpers (``pkg/kubelet/eviction/helpers.go``), one to one in snake_case:
+anyone who knows the kubelet finds each function by its name and reads the same rule. Where the
+kubelet iterates a Go map (random order), insertion order is kept, so results are reproducible.
 """
 
 from __future__ import annotations
@@ -26,16 +13,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from agent.eviction.api import (
-    MEMORY_SIGNALS,
-    OP_FOR_SIGNAL,
-    Signal,
-    Threshold,
-    ThresholdOperator,
-    ThresholdValue,
-    float32,
-    get_threshold_quantity,
-)
 from agent.eviction.pods import (
     EPHEMERAL_STORAGE,
     MEMORY,
@@ -63,6 +40,16 @@ from agent.eviction.summary import (
     ProcessStats,
     Summary,
     VolumeStats,
+)
+from agent.eviction.thresholds import (
+    MEMORY_SIGNALS,
+    OP_FOR_SIGNAL,
+    Signal,
+    Threshold,
+    ThresholdOperator,
+    ThresholdValue,
+    float32,
+    get_threshold_quantity,
 )
 from agent.eviction.types import FsStatsType, NodeCondition, NodeReclaim, Observation, StatsFunc
 from kube.duration import DurationError
@@ -505,7 +492,12 @@ def thresholds_met(
     observations: Mapping[str, Observation],
     enforce_min_reclaim: bool,
 ) -> list[Threshold]:
-    """``thresholdsMet``: trigger level (plus min-reclaim if enforced) strictly above available."""
+    """``thresholdsMet``: trigger level (plus min-reclaim if enforced) strictly above available.
+
+    Met on a strict ``<``: an available amount equal to the threshold is fine. Min-reclaim is added
+    to the trigger level only for the thresholds that were active on the last sync and in the check
+    after node-level reclaim (``enforce_min_reclaim=True``).
+    """
     results = []
     for t in thresholds:
         observed = observations.get(t.signal)
@@ -540,7 +532,11 @@ def thresholds_updated_stats(
 def thresholds_first_observed_at(
     thresholds: Iterable[Threshold], last_observed_at: Mapping[Threshold, float], now: float
 ) -> dict[Threshold, float]:
-    """``thresholdsFirstObservedAt``: keep the earlier time, else ``now``; forget the rest."""
+    """``thresholdsFirstObservedAt``: keep the earlier time, else ``now``; forget the rest.
+
+    Grace periods need continuous observation: a threshold is forgotten on the first sync it is not
+    met.
+    """
     return {t: last_observed_at.get(t, now) for t in thresholds}
 
 
@@ -829,14 +825,21 @@ class MultiSorter:
 
 
 def ordered_by(*cmps: CmpFunc) -> MultiSorter:
-    """``orderedBy(cmp1, cmp2, ...)``: call ``.sort(pods)`` to sort in place."""
+    """``orderedBy(cmp1, cmp2, ...)``: call ``.sort(pods)`` to sort in place.
+
+    Pods without stats go first; ties keep input order (Go's sort is an insertion sort for short
+    slices; the sort here is stable).
+    """
     return MultiSorter(cmps)
 
 
 def rank_memory_pressure(
     pods: list[Pod], stats: StatsFunc, *, pod_level_resources: bool = True
 ) -> list[Pod]:
-    """``rankMemoryPressure``: exceeds request, then priority, then usage above request."""
+    """``rankMemoryPressure``: exceeds request, then priority, then usage above request.
+
+    QoS is not a ranking input (kubernetes/kubernetes#78561, kubernetes/kubernetes#53542).
+    """
     return ordered_by(
         exceed_memory_requests(stats, pod_level_resources=pod_level_resources),
         priority,

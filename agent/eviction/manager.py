@@ -1,43 +1,6 @@
-"""The eviction manager's control loop, one ``synchronize`` at a time (``eviction_manager.go``).
-
-One call is one kubelet sync (spec §3), in the kubelet's order:
-
-1. thresholds met now (strict ``<``, no grace, no min-reclaim);
-2. plus the thresholds that were *active* last sync and are still below value + min-reclaim;
-3. first-observed times (a threshold not met this sync is forgotten: grace needs continuous
-   observation);
-4. node conditions from everything met — grace ignored — held for the pressure transition period
-   (strict ``<``; 5 min by default);
-5. active thresholds = met for at least their grace period; remembered for step 2 next time;
-6. drop active thresholds whose observation is not newer than last sync's (no double eviction on
-   one stale sample);
-7. local ephemeral-storage limit evictions (every violating pod, grace 1 s, skip the rest);
-8. the starved resource: memory first, then the others in order;
-9. node-level reclaim (dead containers, unused images) through ``node_reclaim``, then a re-read
-   with min-reclaim enforced on every threshold — resolved means no pod is evicted;
-10. rank the active pods with the signal's ranker and evict the first one that may be evicted: at
-    most one pod per sync. Critical pods (static, mirror, priority ≥ 2000000000) stay in the
-    ranking but are skipped, as are pods annotated ``eviction-preference: never`` in a namespace
-    the operator allows (``ManagerConfig.eviction_preference_namespaces``; none by default).
-
-``active_pods`` are the node's pods as the kubelet sees them (``agent.eviction.pods.kubelet_view``,
-which the daemon's loop takes once per sync): the manager trusts the critical-pod annotations of
-the pods it is given, so pods read from the API must go through that view first.
-
-The manager decides; it does not act. The caller kills the pod, writes the DisruptionTarget
-condition and the Event, and waits for cleanup before the next sync.
-
-Grace periods (``EvictionDecision.grace_period_override``) are the kubelet's raw override: 1 for
-hard thresholds and local-storage evictions (``immediateEvictionGracePeriodSeconds``, #124063), and
-for soft thresholds ``max_pod_grace_period_seconds``, lowered to the pod's
-``terminationGracePeriodSeconds`` when it sets one. ``effective_grace_period_seconds`` applies the
-pod worker's rules to it: 0 means "no override" (the pod's own grace, 30 s if unset — so the
-default max-pod-grace of 0 gives soft evictions the pod's full grace, not "immediately" as the docs
-claim), and anything below 1 becomes 1 (so a negative max-pod-grace means 1 s, not "defer to the
-pod"; #118172).
-
-A failed stats read is not a sync: the kubelet skips it silently, so the caller should not call
-``synchronize`` without fresh stats (state such as grace timers must not advance on no data).
+"""The eviction manager: the kubelet's ``managerImpl``, one ``synchronize`` per sync
+(``pkg/kubelet/eviction/eviction_manager.go``). It decides; it does not act: the caller evicts,
+writes the condition and the Event, and waits for the pod to be gone before the next sync.
 """
 
 from __future__ import annotations
@@ -48,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from agent.eviction.admission import PodAdmitResult, admit_pod
-from agent.eviction.api import Threshold
 from agent.eviction.helpers import (
     REASON,
     build_signal_to_node_reclaim_funcs,
@@ -79,6 +41,7 @@ from agent.eviction.pods import (
 from agent.eviction.preference import apply_eviction_preference, is_eviction_forbidden
 from agent.eviction.quantity import format_request
 from agent.eviction.summary import PodStats, Summary
+from agent.eviction.thresholds import Threshold
 from agent.eviction.types import (
     IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS,
     Clock,
@@ -160,7 +123,21 @@ class SyncRecord:
 
 
 class EvictionManager:
-    """``managerImpl`` without its goroutine: call ``synchronize`` with fresh stats each loop."""
+    """``managerImpl`` without its goroutine: call ``synchronize`` with fresh stats each loop.
+
+    A failed stats read is not a sync: the kubelet skips it silently, so the caller does not call
+    ``synchronize`` without fresh stats (grace timers must not advance on no data).
+
+    Grace periods (``EvictionDecision.grace_period_override``) are the kubelet's raw override: 1
+    for hard thresholds and local-storage evictions (``immediateEvictionGracePeriodSeconds``,
+    kubernetes/kubernetes#124063), and for soft thresholds ``max_pod_grace_period_seconds``,
+    lowered to the pod's ``terminationGracePeriodSeconds`` when it sets one.
+    ``effective_grace_period_seconds`` applies the pod worker's rules to it: 0 means "no
+    override" (the pod's own grace, 30 s if unset — so the default max-pod-grace of 0 gives soft
+    evictions the pod's full grace, not "immediately" as the docs claim), and anything below 1
+    becomes 1 (a negative max-pod-grace means 1 s, not "defer to the pod";
+    kubernetes/kubernetes#118172).
+    """
 
     def __init__(
         self,
@@ -247,7 +224,33 @@ class EvictionManager:
         )
 
     def synchronize(self, summary: Summary, active_pods: Sequence[Pod]) -> list[EvictionDecision]:
-        """One sync over ``summary`` (fresh stats) and the node's active pods; what to evict."""
+        """One sync over ``summary`` (fresh stats) and the node's active pods; what to evict.
+
+        In the kubelet's order (``synchronize`` in eviction_manager.go):
+
+        1. thresholds met now (strict ``<``, no grace, no min-reclaim);
+        2. plus the thresholds that were *active* last sync and are still below value + min-reclaim;
+        3. first-observed times (a threshold not met this sync is forgotten: grace needs continuous
+           observation);
+        4. node conditions from everything met — grace ignored — held for the pressure transition
+           period (strict ``<``; 5 min by default);
+        5. active thresholds = met for at least their grace period; remembered for step 2 next time;
+        6. drop active thresholds whose observation is not newer than last sync's (no double
+           eviction on one stale sample);
+        7. local ephemeral-storage limit evictions (every violating pod, grace 1 s, skip the rest);
+        8. the starved resource: memory first, then the others in order;
+        9. node-level reclaim (dead containers, unused images) through ``node_reclaim``, then a
+           re-read with min-reclaim enforced on every threshold — resolved means no pod is evicted;
+        10. rank the active pods with the signal's ranker and evict the first one that may be
+            evicted: at most one pod per sync. Critical pods (static, mirror, priority ≥ 2000000000)
+            stay in the ranking but are skipped, as are pods annotated ``eviction-preference:
+            never`` in a namespace the operator allows
+            (``ManagerConfig.eviction_preference_namespaces``; none by default).
+
+        ``active_pods`` are the node's pods as the kubelet sees them (``kubelet_view``, which the
+        loop takes once per sync): the manager trusts the critical-pod annotations of the pods it is
+        given, so pods read from the API go through that view first.
+        """
         if not self.thresholds and not self.config.local_storage_capacity_isolation:
             return []
         self._detect_filesystems()

@@ -1,39 +1,7 @@
-"""What the eviction manager needs to know about a pod that ``kube.objects.Pod`` does not say.
-
-- Requests as ``v1resource.GetResourceRequestQuantity`` computes them for ranking: containers
-  plus restartable-init (sidecar) containers, maxed with ordinary init containers, pod-level
-  requests when ``PodLevelResources`` is on and set, overhead only when the total is non-zero.
-- Ephemeral-storage limits as ``resourcehelper.PodLimits`` sums them for the local-storage pass.
-- Volumes with their emptyDir ``medium`` and ``sizeLimit``, as ``kube.objects.Volume``
-  carries them from the manifest: an emptyDir over its limit is a local-storage eviction, and only
-  one on the default medium counts as the pod's disk usage (``IsLocalEphemeralVolume``; a
-  ``Memory`` emptyDir is tmpfs, charged to the pod's memory cgroup and so to its working set).
-  ``volume_infos_from_manifest`` reads the same from a raw manifest (for tests and tools).
-- The UID a pod's stats are filed under (``stats_uid``): the kubelet names a static pod by the
-  hash of its source and runs it, cgroup and stats, under that UID; the API holds a mirror pod
-  with a UID of its own and the hash in ``kubernetes.io/config.mirror``
-  (``pkg/kubelet/pod/mirror_client.go``). The kubelet ranks its own static pod; the agent ranks
-  the mirror pod, so it finds the stats by the annotation, as the kubelet's pod manager
-  translates a mirror pod to its static pod.
-- The node's pods as the kubelet sees them (``kubelet_view``), which is what every critical-pod
-  check of the agent judges. ``kube.critical`` answers for the kubelet's own copy of a pod, but
-  the agent reads API objects, whose annotations anyone who can create a pod writes. So:
-
-  * ``kubernetes.io/config.source`` is ``api`` on every pod: the kubelet overwrites it on each
-    pod it receives from the API server (``pkg/kubelet/config/config.go``), so a pod created
-    with ``config.source: file`` is an ordinary pod to the kubelet, and so to the agent;
-  * ``kubernetes.io/config.mirror: H`` is kept — the pod is a mirror pod, critical, its stats
-    found under H — only when a static pod with UID H runs on this node (the node's stats name
-    it: a pod cgroup ``pod<H>``, or a podRef of the kubelet's summary, H being the kubelet's
-    hash of the pod's source, 32 hex digits; ``pkg/kubelet/config/common.go``) and exactly one
-    pod bound to the node claims H. When two or more claim it none is trusted (the daemon logs
-    them; a control-plane static pod stays critical by its ``system-node-critical`` priority).
-    Any other claim is dropped: the pod is ordinary, ranked by its own UID's stats. (A real
-    kubelet never runs a pod whose API object carries ``config.mirror``, and deletes it as an
-    orphaned mirror pod unless a static pod of its name runs there: ``IsMirrorPodOf``.)
-
-  Priority ≥ 2000000000 is kept as it is: admission resolved it from the PriorityClass, which a
-  ResourceQuota can deny per namespace.
+"""What the eviction manager needs to know about a pod that ``kube.objects.Pod`` does not say: its
+requests and ephemeral-storage limits as the kubelet computes them for eviction, its volumes, the
+UID its stats are filed under, and the node's pods as the kubelet sees them (``kubelet_view``),
+which every critical-pod check of the agent judges.
 """
 
 from __future__ import annotations
@@ -84,8 +52,13 @@ _STATIC_POD_UID: Final = re.compile(r"[0-9a-f]{32}")
 def stats_uid(pod: Pod) -> str:
     """The UID the node's stats name this pod by: a mirror pod's static pod UID, else its own.
 
-    Read on the kubelet's view of the pod (``kubelet_view``), where only a trusted mirror pod
-    keeps ``config.mirror``."""
+    The kubelet names a static pod by the hash of its source and runs it, cgroup and stats, under
+    that UID; the API holds a mirror pod with a UID of its own and the hash in
+    ``kubernetes.io/config.mirror`` (``pkg/kubelet/pod/mirror_client.go``). The kubelet ranks its
+    own static pod; the agent ranks the mirror pod, so it finds the stats by the annotation, as the
+    kubelet's pod manager translates a mirror pod to its static pod. Read on the kubelet's view of
+    the pod (``kubelet_view``), where only a trusted mirror pod keeps ``config.mirror``.
+    """
     return pod.annotations.get(CONFIG_MIRROR_ANNOTATION_KEY) or pod.uid
 
 
@@ -107,10 +80,28 @@ class KubeletView:
 
 def kubelet_view(pods: Iterable[Pod], *, node_pod_uids: Iterable[str]) -> KubeletView:
     """``pods`` (the node's pods as the API has them) as the kubelet would see them on the node
-    whose stats name the pods ``node_pod_uids`` (module docstring): ``config.source`` is the API
-    server's, ``config.mirror`` stays only on the one pod that claims a static pod running here.
-    Order is kept; a pod that needs no change is returned as it is. Taking the view of a view
-    changes nothing."""
+    whose stats name the pods ``node_pod_uids``. Order is kept; a pod that needs no change is
+    returned as it is. Taking the view of a view changes nothing.
+
+    ``kube.critical`` answers for the kubelet's own copy of a pod, but the agent reads API objects,
+    whose annotations anyone who can create a pod writes. So:
+
+    - ``kubernetes.io/config.source`` is ``api`` on every pod: the kubelet overwrites it on each pod
+      it receives from the API server (``pkg/kubelet/config/config.go``), so a pod created with
+      ``config.source: file`` is an ordinary pod to the kubelet, and so to the agent;
+    - ``kubernetes.io/config.mirror: H`` is kept — the pod is a mirror pod, critical, its stats
+      found under H — only when a static pod with UID H runs on this node (the node's stats name it:
+      a pod cgroup ``pod<H>``, or a podRef of the kubelet's summary, H being the kubelet's hash of
+      the pod's source, 32 hex digits; ``pkg/kubelet/config/common.go``) and exactly one pod bound
+      to the node claims H. When two or more claim it none is trusted (the loop logs them; a
+      control-plane static pod stays critical by its ``system-node-critical`` priority). Any other
+      claim is dropped: the pod is ordinary, ranked by its own UID's stats. (A real kubelet never
+      runs a pod whose API object carries ``config.mirror``, and deletes it as an orphaned mirror
+      pod unless a static pod of its name runs there: ``IsMirrorPodOf``.)
+
+    Priority ≥ 2000000000 is kept as it is: admission resolved it from the PriorityClass, which a
+    ResourceQuota can deny per namespace.
+    """
     pods = list(pods)
     static = {uid for uid in node_pod_uids if is_static_pod_uid(uid)}
     claims: dict[str, list[Pod]] = {}
@@ -143,7 +134,12 @@ def kubelet_view(pods: Iterable[Pod], *, node_pod_uids: Iterable[str]) -> Kubele
 
 
 def get_resource_request(pod: Pod, resource: str, *, pod_level_resources: bool = True) -> int:
-    """``GetResourceRequestQuantity``: the pod's request for ``resource`` in whole units."""
+    """``GetResourceRequestQuantity``: the pod's request for ``resource`` in whole units.
+
+    As ``v1resource.GetResourceRequestQuantity`` computes it for ranking: containers plus
+    restartable-init (sidecar) containers, maxed with ordinary init containers, pod-level requests
+    when ``PodLevelResources`` is on and set, overhead only when the total is non-zero.
+    """
     if resource == RESOURCE_INODES:
         return 0
     if pod_level_resources and resource in pod.pod_requests:
@@ -176,7 +172,12 @@ VolumesFunc = Callable[[Pod], Sequence[VolumeInfo]]
 
 
 def pod_volume_infos(pod: Pod) -> tuple[VolumeInfo, ...]:
-    """Volumes from the Pod value, with the emptyDir medium and size limit it carries."""
+    """Volumes from the Pod value, with the emptyDir medium and size limit it carries.
+
+    An emptyDir over its limit is a local-storage eviction, and only one on the default medium
+    counts as the pod's disk usage (``IsLocalEphemeralVolume``; a ``Memory`` emptyDir is tmpfs,
+    charged to the pod's memory cgroup and so to its working set).
+    """
     return tuple(VolumeInfo(v.name, v.source, v.medium, v.size_limit) for v in pod.volumes)
 
 

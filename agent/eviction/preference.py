@@ -1,25 +1,6 @@
-"""The ``eviction-preference`` annotation: an extension beyond the kubelet that the operator grants.
-
-``node-pressure-evictor.io/eviction-preference`` on a pod:
-
-- ``avoid``: after the kubelet's ranking, the pod moves behind every pod of the same priority that
-  does not carry ``avoid`` ("last within its priority class"); pods of other priorities keep their
-  positions, so the kubelet's interleaving of priorities is unchanged.
-- ``never``: the pod is never evicted — treated like a critical pod: it stays in the ranking (so
-  ``rank`` shows where the kubelet would have put it) and is skipped when evicting.
-
-Why the operator decides where it counts: annotations are written by whoever may update the pod,
-so a pod author could mark a memory hog ``never`` and the node would evict its neighbours instead.
-The kubelet exempts only critical priority, which ResourceQuota can restrict per namespace. The
-annotation is therefore honoured only in the namespaces the operator lists
-(``evictionPreferenceNamespaces``; ``*`` = every namespace) and ignored everywhere else — by
-default it is honoured nowhere, and the ranking and decisions are exactly the kubelet's.
-
-A plain list of namespace names, not a label selector on namespaces: namespace labels are
-themselves writable by namespace admins in many clusters, and a selector would need the agent
-to watch Namespaces (a new permission and a second cache) for no gain in trust.
-
-Any other value is ignored (``preference_of`` returns None).
+"""The ``eviction-preference`` annotation: an extension beyond the kubelet that the operator grants
+— ``avoid`` (last within its priority) or ``never`` (skipped like a critical pod), honoured only in
+the namespaces the operator lists (``evictionPreferenceNamespaces``), nowhere by default.
 """
 
 from __future__ import annotations
@@ -60,7 +41,23 @@ def preference_allowed(pod: Pod, allowed: Collection[str]) -> bool:
 
 
 def preference_of(pod: Pod, *, allowed: Collection[str]) -> str | None:
-    """The preference in force: None when unset, unknown, or the namespace is not allowed."""
+    """The preference in force: None when unset, unknown, or the namespace is not allowed.
+
+    ``node-pressure-evictor.io/eviction-preference`` on a pod: ``avoid`` moves the pod behind every
+    pod of its priority without ``avoid`` (``apply_eviction_preference``); ``never`` means it is
+    never evicted — it stays in the ranking (so ``rank`` shows where the kubelet would have put it)
+    and is skipped when evicting, like a critical pod. Any other value is ignored.
+
+    Why the operator decides where it counts: annotations are written by whoever may update the pod,
+    so a pod author could mark a memory hog ``never`` and the node would evict its neighbours
+    instead. The kubelet exempts only critical priority, which ResourceQuota can restrict per
+    namespace. The annotation is therefore honoured only in the namespaces the operator lists (``*``
+    = every namespace) and ignored everywhere else, so by default the ranking and decisions are
+    exactly the kubelet's. A plain list of namespace names, not a label selector on namespaces:
+    namespace labels are themselves writable by namespace admins in many clusters, and a selector
+    would need the agent to watch Namespaces (a new permission and a second cache) for no gain in
+    trust.
+    """
     if not allowed or not preference_allowed(pod, allowed):
         return None
     return requested_preference(pod)
@@ -72,7 +69,10 @@ def is_eviction_forbidden(pod: Pod, *, allowed: Collection[str]) -> bool:
 
 
 def apply_eviction_preference(ranked: list[Pod], *, allowed: Collection[str]) -> list[Pod]:
-    """Reorder a ranked list in place for honoured ``avoid`` pods (see the module docstring)."""
+    """Reorder a ranked list in place for honoured ``avoid`` pods: each moves behind every pod of
+    the same priority that does not carry ``avoid`` ("last within its priority class"); pods of
+    other priorities keep their positions, so the kubelet's interleaving of priorities is unchanged.
+    """
 
     def avoids(p: Pod) -> bool:
         return preference_of(p, allowed=allowed) == PREFERENCE_AVOID

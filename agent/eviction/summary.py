@@ -1,21 +1,9 @@
-"""The kubelet Summary API (``k8s.io/kubelet/pkg/apis/stats/v1alpha1``) as typed values.
+"""The kubelet Summary API (``k8s.io/kubelet/pkg/apis/stats/v1alpha1``) as typed values: the
+decision core's one input.
 
-This is the decision core's single currency: a real ``/stats/summary`` response and the agent's own
-cgroup and statvfs readings are both turned into a ``Summary`` and fed to the same code, so what we
-decide from our numbers is what the kubelet would decide from its own. Field names follow the JSON
-schema exactly (``workingSetBytes``, ``runtime.imageFs``, ``rlimit.maxpid``, ``ephemeral-storage``,
-``process_stats``); every value is optional, as it is upstream — a missing figure means "no
-observation", never zero. Times are RFC 3339 strings (nanoseconds kept to the microsecond); our own
-sources may give epoch seconds as numbers instead. Unknown fields (network, swap, accelerators)
-are ignored. Malformed input raises ``SummaryError`` naming the JSON path. A pod's ``volume``
-may also be a tuple of ``VolumeStats`` already read: the kubelet source reads its entries once
-per fetch, not on every sync.
-
-Absurd figures are malformed too, because every one of them can end in an eviction: a negative
-or non-finite number, one beyond the int64 the kubelet computes observations in (a JSON
-``10**400`` parses as a Python int), a non-finite time, a filesystem with more available bytes
-(or free inodes) than capacity, more running processes than ``maxpid``. The whole Summary is
-refused: the caller skips the sync, as the kubelet skips a sync whose stats it cannot read.
+The agent's collector builds them from its own readings (``agent.sources.collector``); a
+``/stats/summary`` document — a kubelet's, a test's — is read into them by ``Summary.from_dict``,
+which refuses what no kubelet would report.
 """
 
 from __future__ import annotations
@@ -247,12 +235,33 @@ class RuntimeStats:
     image_fs: FsStats | None = None
     container_fs: FsStats | None = None
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str) -> RuntimeStats:
+        return cls(
+            image_fs=_fs(data, "imageFs", f"{path}.imageFs"),
+            container_fs=_fs(data, "containerFs", f"{path}.containerFs"),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class RlimitStats:
     time: float | None = None
     max_pid: int | None = None
     num_of_running_processes: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str) -> RlimitStats:
+        rlimit = cls(
+            time=_R.time(data, "time", f"{path}.time"),
+            max_pid=_R.uint(data, "maxpid", f"{path}.maxpid"),
+            num_of_running_processes=_R.uint(data, "curproc", f"{path}.curproc"),
+        )
+        if _above(rlimit.num_of_running_processes, rlimit.max_pid):
+            raise SummaryError(
+                f"{path}.curproc",
+                f"{rlimit.num_of_running_processes} is more than maxpid {rlimit.max_pid}",
+            )
+        return rlimit
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,7 +423,23 @@ class Summary:
 
     @classmethod
     def from_dict(cls, data: object) -> Summary:
-        """Read a ``/stats/summary`` JSON document (already decoded)."""
+        """Read a ``/stats/summary`` JSON document (already decoded).
+
+        Field names are the schema's (``workingSetBytes``, ``runtime.imageFs``,
+        ``rlimit.maxpid``, ``ephemeral-storage``, ``process_stats``); every value is optional,
+        as it is upstream — a missing figure means "no observation", never zero. Times are RFC
+        3339 strings (kept to the microsecond) or epoch seconds; unknown fields (network, swap,
+        accelerators) are ignored. A pod's ``volume`` may be a tuple of ``VolumeStats`` already
+        read (the kubelet source reads them once per fetch).
+
+        ``SummaryError`` names the JSON path of anything malformed, and absurd figures are
+        malformed too, because every one of them can end in an eviction: a negative or
+        non-finite number, one beyond the int64 the kubelet computes observations in (a JSON
+        ``10**400`` parses as a Python int), a non-finite time, a filesystem with more available
+        bytes (or free inodes) than capacity, more running processes than ``maxpid``. The whole
+        Summary is refused: the caller skips the sync, as the kubelet skips a sync whose stats
+        it cannot read.
+        """
         d = _at(data, "summary")
         node_raw = _R.mapping(d, "node", "node")
         node = NodeStats() if node_raw is None else _node(node_raw)
@@ -426,29 +451,9 @@ class Summary:
 
 def _node(d: Mapping[str, Any]) -> NodeStats:
     runtime_raw = _R.mapping(d, "runtime", "node.runtime")
-    runtime = (
-        None
-        if runtime_raw is None
-        else RuntimeStats(
-            image_fs=_fs(runtime_raw, "imageFs", "node.runtime.imageFs"),
-            container_fs=_fs(runtime_raw, "containerFs", "node.runtime.containerFs"),
-        )
-    )
+    runtime = None if runtime_raw is None else RuntimeStats.from_dict(runtime_raw, "node.runtime")
     rlimit_raw = _R.mapping(d, "rlimit", "node.rlimit")
-    rlimit = (
-        None
-        if rlimit_raw is None
-        else RlimitStats(
-            time=_R.time(rlimit_raw, "time", "node.rlimit.time"),
-            max_pid=_R.uint(rlimit_raw, "maxpid", "node.rlimit.maxpid"),
-            num_of_running_processes=_R.uint(rlimit_raw, "curproc", "node.rlimit.curproc"),
-        )
-    )
-    if rlimit is not None and _above(rlimit.num_of_running_processes, rlimit.max_pid):
-        raise SummaryError(
-            "node.rlimit.curproc",
-            f"{rlimit.num_of_running_processes} is more than maxpid {rlimit.max_pid}",
-        )
+    rlimit = None if rlimit_raw is None else RlimitStats.from_dict(rlimit_raw, "node.rlimit")
     return NodeStats(
         node_name=_R.string(d, "nodeName", "node.nodeName"),
         system_containers=tuple(

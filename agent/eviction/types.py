@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from agent.eviction.api import Threshold
 from agent.eviction.summary import PodStats, Summary
+from agent.eviction.thresholds import Threshold
 from kube.objects import Pod, PodCondition
 
 __all__ = [
@@ -30,7 +30,7 @@ __all__ = [
     "StatsFunc",
 ]
 
-# immediateEvictionGracePeriodSeconds: 1 since kubernetes/kubernetes#124063 (was 0, #115819).
+# immediateEvictionGracePeriodSeconds: 1 since kubernetes/kubernetes#124063 (0 before, #115819).
 IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS: Final = 1
 DEFAULT_PRESSURE_TRANSITION_PERIOD_SECONDS: Final = 300.0
 

@@ -1,17 +1,16 @@
-"""Stats sources of the agent's shell: cgroups, /proc, statvfs, PSI and the kubelet summary.
-
-Every reader is a plain function over filesystem roots (`--proc-root`, `--cgroup-root`,
-`--kubelet-root`) so it runs unchanged on a host, inside a DaemonSet with the host's trees mounted
-elsewhere, and on fixture trees in tests. `SummaryCollector` assembles them into one kubelet
-Summary API object, the decision core's single input.
+"""Stats sources of the agent's shell: cgroups, /proc, statvfs, PSI and the kubelet summary. Every
+reader is a plain function over filesystem roots (``--proc-root``, ``--cgroup-root``,
+``--kubelet-root``: ``Roots``), so it runs unchanged on a host, in a DaemonSet with the host's trees
+mounted elsewhere, and on fixture trees in tests; ``SummaryCollector`` assembles their readings into
+one typed ``Summary``, the decision core's one input.
 """
 
 from agent.sources.cgroups import CgroupLayout, CgroupVersion, detect_layout
+from agent.sources.collector import SourceConfig, SummaryCollector
 from agent.sources.kubelet import KubeletSummaryConfig, fetch_summary
 from agent.sources.pods import PodIdentity
 from agent.sources.psi import MonitorMode, PressureMonitor, Trigger, parse_pressure
 from agent.sources.roots import Roots
-from agent.sources.summary import SourceConfig, SummaryCollector
 from kube.cgroups import CgroupDriver
 
 __all__ = [

@@ -1,16 +1,5 @@
-"""cgroup layout detection and the kubepods hierarchy, read straight from cgroupfs.
-
-The kubelet's names for the kubepods, QoS and pod cgroups under either driver are
-`kube.cgroups`'. A pod's UID is the API server's dashed UUID, except for static pods: the kubelet
-names a pod read from a manifest file or URL by the MD5 of its source, 32 hex digits without
-dashes (`pkg/kubelet/config/common.go`), and the mirror pod the API shows carries that UID in its
-`kubernetes.io/config.mirror` annotation (`agent.eviction.pods.stats_uid` matches them). On
-cgroup v1 each controller has its own tree (`memory/`, `pids/`, ...); on v2 there is one tree; a
-"hybrid" host mounts the v1 controllers plus an empty v2 tree at `unified/` (systemd's hybrid
-mode), so memory is read the v1 way there.
-
-Detection works on files, not on statfs magic numbers, so the same code runs on fixture trees:
-v2 is `cgroup.controllers` at the root, hybrid is v1 controllers plus `unified/cgroup.controllers`.
+"""cgroup layout detection and the kubepods hierarchy, read straight from cgroupfs; the kubelet's
+names for the kubepods, QoS and pod cgroups under either driver are ``kube.cgroups``'.
 """
 
 from __future__ import annotations
@@ -64,6 +53,11 @@ class CgroupLayout:
 
 
 def detect_version(cgroup_root: Path) -> CgroupVersion:
+    """v2, v1 or hybrid, from files (not statfs magic numbers, so the same code runs on fixture
+    trees): v2 is ``cgroup.controllers`` at the root; hybrid is the v1 controllers plus
+    ``unified/cgroup.controllers`` (systemd's hybrid mode: an empty v2 tree), where memory is read
+    the v1 way. On v1 each controller has its own tree (``memory/``, ``pids/``, ...).
+    """
     if (cgroup_root / "cgroup.controllers").is_file():
         return CgroupVersion.V2
     if (cgroup_root / "memory").is_dir():
@@ -127,8 +121,14 @@ class PodCgroup:
 
 
 def parse_pod_uid(name: str) -> str | None:
-    """UID from a pod cgroup directory name, None if not a pod: the API's dashed form for an API
-    pod (the systemd driver's `_` turned back into `-`), the 32 hex digits of a static pod."""
+    """UID from a pod cgroup directory name, None if not a pod: the API's dashed form for an API pod
+    (the systemd driver's ``_`` turned back into ``-``), the 32 hex digits of a static pod.
+
+    The kubelet names a pod read from a manifest file or URL by the MD5 of its source, 32 hex digits
+    without dashes (``pkg/kubelet/config/common.go``), and the mirror pod the API shows carries that
+    UID in its ``kubernetes.io/config.mirror`` annotation (``agent.eviction.pods.stats_uid`` matches
+    them).
+    """
     m = _POD_DIR.search(name)
     if m is None:
         return None

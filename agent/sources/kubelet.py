@@ -1,45 +1,28 @@
-"""Client for the kubelet's `/stats/summary`, used for what cgroupfs cannot tell: disk.
-
-Per-pod ephemeral-storage usage (writable layers, logs, emptyDir volumes) and per-volume usage are
-only known to the kubelet and the runtime, so the agent asks the kubelet on port 10250 directly
-(authorised as `nodes/stats get`; the API-server proxy path would need `nodes/proxy`, which grants
-exec on every node). The request carries the pod's service-account token,
-re-read on every call because bound tokens rotate. TLS verifies against a CA bundle (the
-ServiceAccount's CA, or the operator's `kubeletCAFile`): a CA file that is missing or unreadable
-fails the fetch, naming the file — it never falls back to the system CAs, which would accept any
-publicly issued certificate for the kubelet's address. `insecure` exists for tests only and is
-not reachable from the configuration. Redirects are not followed: a redirect would take the
-token to another address, and the kubelet serves its summary without one.
-
-That token can delete pods, so it never travels in clear: the configuration refuses an http URL
-unless no token is configured (`kubeletTokenFile: ""`), and `fetch_summary` itself refuses to
-attach one to a non-https URL — two locks, so a caller building its own config cannot leak it.
-
-These figures are cAdvisor-housekeeping old (10 s or more), so they are merged into the agent's
-own fresh cgroup readings rather than replacing them: the memory hot path never waits on this.
-
-Bounded, whatever the node's pods hold: the response is read up to `MAX_SUMMARY_BYTES` (16 MiB;
-a node of 110 pods answers well under 1 MiB) and refused beyond it, and a body nested deeper
-than `kube.boundedjson.MAX_DEPTH` is refused unparsed — a refused read is a failed fetch, logged,
-and its figures are unknown once the last good ones expire. Within the bound the summary is kept
-only as the agent reads it (`read_summary`): a pod entry's podRef, start time, containers'
-writable layers and logs, ephemeral storage and volumes, each volume as a `VolumeStats` with
-only its used bytes and inodes (all the decisions read of it) — a pod with 40,000 emptyDirs
-makes a 7 MB summary, which is never held parsed as 40,000 dictionaries, and its volumes are
-read once per fetch rather than on every sync, those that did not change kept as they were.
+"""Client for the kubelet's ``/stats/summary``, for what cgroupfs cannot tell: disk — the pods'
+writable layers, logs and emptyDir volumes. Its figures are cAdvisor-housekeeping old (10 s or
+more), so they are merged into the agent's own fresh readings rather than replacing them: the memory
+path never waits on this.
 """
 
 from __future__ import annotations
 
 import logging
 import ssl
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
 
-from agent.eviction.summary import FsStats, SummaryError, VolumeStats
+from agent.eviction.summary import (
+    ContainerStats,
+    FsStats,
+    PodReference,
+    PodStats,
+    SummaryError,
+    VolumeStats,
+)
 from evictor.api.calls import BodyTooLarge, read_bounded
 from kube.boundedjson import Cursor
 
@@ -117,12 +100,30 @@ async def fetch_summary(
     cfg: KubeletSummaryConfig,
     *,
     session: aiohttp.ClientSession | None = None,
-    previous: JSONDict | None = None,
+    previous: Sequence[PodStats] | None = None,
 ) -> JSONDict:
-    """GET the summary, as ``read_summary`` keeps it (``previous``: the last one, whose
-    unchanged volumes are kept rather than made again); KubeletSummaryError with the URL and
-    the cause on any failure (a response over ``MAX_SUMMARY_BYTES`` or nested too deeply
-    included)."""
+    """GET the summary, as ``read_summary`` keeps it (``previous``: the last one's pod entries,
+    whose unchanged volumes are kept rather than made again); KubeletSummaryError with the URL and
+    the cause on any failure.
+
+    The agent asks the kubelet on port 10250 directly (authorised as ``nodes/stats get``; the API
+    server's proxy path would need ``nodes/proxy``, which grants exec on every node), with the pod's
+    service-account token, re-read on every call because bound tokens rotate. TLS verifies against a
+    CA bundle (the ServiceAccount's CA, or the operator's ``kubeletCAFile``): a CA file that is
+    missing or unreadable fails the fetch, naming the file — it never falls back to the system CAs,
+    which would accept any publicly issued certificate for the kubelet's address. ``insecure``
+    exists for tests only and is not reachable from the configuration. Redirects are not followed: a
+    redirect would take the token to another address.
+
+    That token can delete pods, so it never travels in clear: the configuration refuses an http URL
+    unless no token is configured (``kubeletTokenFile: ""``), and this function refuses to attach
+    one to a non-https URL — two locks, so a caller building its own config cannot leak it.
+
+    Bounded, whatever the node's pods hold: the response is read up to ``MAX_SUMMARY_BYTES`` (16
+    MiB; a node of 110 pods answers well under 1 MiB) and refused beyond it, and a body nested
+    deeper than ``kube.boundedjson.MAX_DEPTH`` is refused unparsed — a failed fetch, logged, whose
+    figures are unknown once the last good ones expire.
+    """
     headers = _headers(cfg)
     context = _ssl_context(cfg)
     own = session is None
@@ -159,14 +160,17 @@ async def fetch_summary(
     return data
 
 
-def read_summary(cursor: Cursor, *, previous: JSONDict | None = None) -> JSONDict:
-    """The parts of a ``/stats/summary`` text the agent reads, parsed one pod entry and one
-    volume at a time: ``node`` whole, and of each pod entry what the merge takes; volumes as
-    ``VolumeStats`` (used bytes and inodes only, equal figures shared, and a volume equal to
-    the one at its place in ``previous`` is that one: a fetch does not make 40,000 again).
-    Raises ValueError for a text that is not JSON ({} for JSON that is not an object); a pod
-    entry with a malformed volume is logged and left out, another malformed entry is kept for
-    the caller to refuse.
+def read_summary(cursor: Cursor, *, previous: Sequence[PodStats] | None = None) -> JSONDict:
+    """The parts of a ``/stats/summary`` text the agent reads, parsed one pod entry and one volume
+    at a time: ``node`` whole, and of each pod entry its podRef, start time, containers' writable
+    layers and logs, ephemeral storage and volumes; each volume a ``VolumeStats`` with only its used
+    bytes and inodes (all the decisions read of it), equal figures shared, and a volume equal to the
+    one at its place in ``previous`` is that one. A pod with 40,000 emptyDirs makes a 7 MB summary,
+    which is never held parsed as 40,000 dictionaries, and a fetch does not make its volumes again.
+
+    Raises ValueError for a text that is not JSON ({} for JSON that is not an object); a pod entry
+    with a malformed volume is logged and left out, another malformed entry is kept for the caller
+    to refuse (``kubelet_pod_stats``).
     """
     if cursor.peek() != "{":
         cursor.value()
@@ -174,10 +178,7 @@ def read_summary(cursor: Cursor, *, previous: JSONDict | None = None) -> JSONDic
         return {}
     data: JSONDict = {}
     shared: dict[FsStats, FsStats] = {}
-    before: dict[str, tuple[VolumeStats, ...]] = {}
-    for p in (previous or {}).get("pods") or []:
-        if isinstance(p, dict) and isinstance(p.get("volume"), tuple):
-            before[str((p.get("podRef") or {}).get("uid", ""))] = p["volume"]
+    before = {p.pod_ref.uid: p.volume_stats for p in previous or ()}
     for key in cursor.members():
         if key == "pods" and cursor.peek() == "[":
             pods = (_read_pod(cursor, shared, before, i) for i, _ in enumerate(cursor.elements()))
@@ -253,57 +254,71 @@ def _read_volumes(
     return bad if bad is not None else tuple(volumes)
 
 
-def merge_kubelet_pod_storage(pods: list[JSONDict], kubelet: JSONDict) -> list[JSONDict]:
+def kubelet_pod_stats(data: JSONDict) -> tuple[PodStats, ...]:
+    """The pod entries of a summary ``read_summary`` kept, as ``PodStats``, read once per
+    fetch; malformed or absurd ones (negative, beyond int64, more available than capacity) are
+    logged and dropped, never merged."""
+    pods = data.get("pods")
+    out: list[PodStats] = []
+    for i, entry in enumerate(pods if isinstance(pods, list) else []):
+        try:
+            out.append(PodStats.from_dict(entry, f"pods[{i}]"))
+        except SummaryError as exc:
+            log.warning("kubelet summary: pod entry skipped: %s", exc)
+    return tuple(out)
+
+
+def merge_kubelet_pod_storage(
+    pods: Sequence[PodStats], kubelet: Sequence[PodStats]
+) -> list[PodStats]:
     """Fold the kubelet's disk figures into our pod stats, matched by pod UID.
 
-    Taken from the kubelet: `ephemeral-storage`, `volume`, containers' `rootfs`/`logs`, and the
-    pod's name/namespace when our lookup had none. Pods only the kubelet reports (no cgroup read)
-    are added with those fields alone. Malformed entries are skipped.
+    Taken from the kubelet: ``ephemeral_storage``, ``volume_stats``, containers' ``rootfs`` and
+    ``logs``, and the pod's name and namespace where our lookup had none. Pods only the kubelet
+    reports (no cgroup read) are added with those figures alone.
     """
-    by_uid: dict[str, JSONDict] = {}
-    for pod in pods:
-        by_uid[pod["podRef"]["uid"]] = pod
     out = list(pods)
-    for kp in kubelet.get("pods") or []:
-        if not isinstance(kp, dict) or not isinstance(kp.get("podRef"), dict):
+    at = {p.pod_ref.uid: i for i, p in enumerate(out)}
+    for kp in kubelet:
+        ref = kp.pod_ref
+        containers = tuple(c for c in kp.containers if c.name)
+        i = at.get(ref.uid)
+        if i is None:
+            at[ref.uid] = len(out)
+            out.append(
+                PodStats(
+                    pod_ref=ref,
+                    start_time=kp.start_time,
+                    containers=containers,
+                    volume_stats=kp.volume_stats,
+                    ephemeral_storage=kp.ephemeral_storage,
+                )
+            )
             continue
-        ref = kp["podRef"]
-        uid = ref.get("uid")
-        if not isinstance(uid, str) or not uid:
-            continue
-        ours = by_uid.get(uid)
-        if ours is None:
-            ours = {
-                "podRef": {
-                    "name": ref.get("name", ""),
-                    "namespace": ref.get("namespace", ""),
-                    "uid": uid,
-                },
-                "startTime": kp.get("startTime", ""),
-                "containers": [],
-            }
-            by_uid[uid] = ours
-            out.append(ours)
-        for key in ("name", "namespace"):
-            if not ours["podRef"].get(key) and isinstance(ref.get(key), str):
-                ours["podRef"][key] = ref[key]
-        for key in ("ephemeral-storage", "volume"):
-            if key in kp:
-                ours[key] = kp[key]
-        _merge_containers(ours, kp.get("containers") or [])
+        ours = out[i]
+        out[i] = replace(
+            ours,
+            pod_ref=PodReference(
+                name=ours.pod_ref.name or ref.name,
+                namespace=ours.pod_ref.namespace or ref.namespace,
+                uid=ref.uid,
+            ),
+            ephemeral_storage=kp.ephemeral_storage or ours.ephemeral_storage,
+            volume_stats=kp.volume_stats or ours.volume_stats,
+            containers=_merge_containers(ours.containers, containers),
+        )
     return out
 
 
-def _merge_containers(ours: JSONDict, theirs: list[Any]) -> None:
-    mine = {c["name"]: c for c in ours["containers"]}
+def _merge_containers(
+    ours: tuple[ContainerStats, ...], theirs: tuple[ContainerStats, ...]
+) -> tuple[ContainerStats, ...]:
+    merged = {c.name: c for c in ours}
     for kc in theirs:
-        if not isinstance(kc, dict) or not isinstance(kc.get("name"), str):
-            continue
-        target = mine.get(kc["name"])
-        if target is None:
-            target = {"name": kc["name"], "startTime": kc.get("startTime", "")}
-            ours["containers"].append(target)
-            mine[kc["name"]] = target
-        for key in ("rootfs", "logs"):
-            if key in kc:
-                target[key] = kc[key]
+        mine = merged.get(kc.name)
+        merged[kc.name] = (
+            ContainerStats(name=kc.name, start_time=kc.start_time, rootfs=kc.rootfs, logs=kc.logs)
+            if mine is None
+            else replace(mine, rootfs=kc.rootfs or mine.rootfs, logs=kc.logs or mine.logs)
+        )
+    return tuple(merged.values())

@@ -1,44 +1,6 @@
-"""The kernel's own announcement of memory trouble: cgroup v1 thresholds, cgroup v2 events.
-
-Why: between two syncs a pod can allocate faster than any poll. On ``make demo``'s node (640Mi,
-``memory.available<200Mi``) the 200 MiB of headroom last 62 ms at 3,200 MiB/s, less than the
-fast memory check's 200 ms period, and the kernel OOM killer wins the race. The kubelet has the
-same problem and the same answer: ``--kernel-memcg-notification``
-(``pkg/kubelet/eviction/threshold_notifier_linux.go``, ``memory_threshold_notifier.go``) asks the
-kernel to signal an eventfd when a cgroup's ``memory.usage_in_bytes`` crosses a value, then runs
-its eviction manager at once.
-
-Kernel interface (cgroup v1, Documentation/admin-guide/cgroup-v1/memory.rst §9): create an
-eventfd, open the cgroup's ``memory.usage_in_bytes``, write ``"<eventfd> <usage fd> <bytes>"``
-to its ``cgroup.event_control``; the kernel then signals the eventfd each time usage crosses
-``bytes`` in either direction. Closing the eventfd removes the registration. An eventfd is an
-ordinary readable descriptor, so asyncio's ``add_reader`` waits on it directly (unlike PSI's
-POLLPRI, which needs a thread; ``agent.sources.psi``).
-
-The value is the kubelet's: ``memory.available`` is ``capacity − working set`` and the working set
-is ``usage − inactive_file``, so a threshold of ``T`` available is crossed when usage exceeds
-``capacity − T + inactive_file``. ``inactive_file`` moves, so the daemon re-arms after every sync
-(``update``: only when the value moved by a MiB or more, as re-arming costs a few syscalls).
-
-Registering needs write access to ``cgroup.event_control``, a root-owned ``0200`` file: root, or
-CAP_DAC_OVERRIDE (which also lets a process read every root-only file it can see). The DaemonSet
-(uid 65534, read-only mounts) and the shipped systemd unit (no CAP_DAC_OVERRIDE) do not have it;
-there the usage watch (``usagewatch.py``) stands in, reading only.
-
-cgroup v2 has no usage thresholds (the kubelet's notifier is a no-op there,
-kubernetes/kubernetes#106331). What it has: PSI triggers (``psi.py``: the node's
-``/proc/pressure/memory`` and kubepods' ``memory.pressure``, a stall-based wake) and the
-``high``/``max``/``oom``/``oom_kill`` counters of ``memory.events``, which move when a cgroup
-reaches ``memory.high`` or its limit; the kernel raises a "file modified" event on the file
-(cgroup-v2.rst), which ``MemoryEventsWatch`` receives through inotify — an ordinary readable
-descriptor again, and read access is all it needs (the DaemonSet's read-only mounts will do).
-Since Linux 5.2 ``memory.events`` counts every descendant's events, so every container hitting
-its own limit would wake the agent; ``memory.events.local`` counts the cgroup's own, and that is
-the file watched where it exists. It is the last moment before the OOM killer, not the crossing
-of the agent's line: on v2 the usage watch is what sees the line crossed.
-
-Refusals (no ``cgroup.event_control``: a kernel without memcg events; EACCES or EROFS: not root,
-a read-only mount; no inotify) are logged once and leave the agent on polling — never an error.
+"""The kernel's own announcement of memory trouble: cgroup v1 usage thresholds (the kubelet's
+``--kernel-memcg-notification``), cgroup v2 ``memory.events``. Why the agent needs them, and
+what stands in where they are refused, is in ARCHITECTURE.md ("What starts a sync").
 """
 
 from __future__ import annotations
@@ -60,7 +22,13 @@ _REARM_STEP: Final = 1 << 20  # re-register only when the value moved this much
 
 
 def usage_threshold(*, capacity: int, available: int, inactive_file: int) -> int:
-    """The ``memory.usage_in_bytes`` at which ``capacity − (usage − inactive)`` < ``available``."""
+    """The ``memory.usage_in_bytes`` at which ``capacity − (usage − inactive)`` < ``available``.
+
+    The kubelet's value (``pkg/kubelet/eviction/memory_threshold_notifier.go``):
+    ``memory.available`` is ``capacity − working set`` and the working set is ``usage −
+    inactive_file``, so a threshold of ``T`` available is crossed when usage exceeds ``capacity −
+    T + inactive_file``. ``inactive_file`` moves, so the line is re-armed after every sync.
+    """
     return max(capacity - available + inactive_file, 0)
 
 
@@ -94,7 +62,21 @@ def read_inactive_file(cgroup: Path) -> int | None:
 
 
 class MemoryThreshold:
-    """One cgroup v1 memory threshold; ``on_crossing`` runs in the event loop when it fires."""
+    """One cgroup v1 memory threshold; ``on_crossing`` runs in the event loop when it fires.
+
+    The kernel interface (https://docs.kernel.org/admin-guide/cgroup-v1/memory.html, "Memory
+    thresholds"): create an eventfd, open the cgroup's ``memory.usage_in_bytes``, write
+    ``"<eventfd> <usage fd> <bytes>"`` to its ``cgroup.event_control``; the kernel then signals
+    the eventfd each time usage crosses ``bytes`` in either direction, and closing the eventfd
+    removes the registration. An eventfd is an ordinary readable descriptor, so asyncio's
+    ``add_reader`` waits on it directly. ``update`` re-registers only when the value moved by a
+    MiB or more (re-arming costs a few syscalls).
+
+    Registering needs write access to ``cgroup.event_control``, a root-owned ``0200`` file: root,
+    or CAP_DAC_OVERRIDE. A refusal (no ``cgroup.event_control``: a kernel without memcg events;
+    EACCES or EROFS: not root, a read-only mount) is kept in ``refused``, logged once, never an
+    error.
+    """
 
     def __init__(self, cgroup: Path, on_crossing: Callable[[], None], *, name: str = "") -> None:
         self.cgroup = cgroup
@@ -201,8 +183,18 @@ def read_memory_events(path: Path) -> dict[str, int]:
 
 class MemoryEventsWatch:
     """cgroup v2: ``on_event`` runs in the event loop when ``memory.events`` counts a
-    ``high``, ``max``, ``oom`` or ``oom_kill`` event (the kernel's file-modified notification,
-    received through inotify)."""
+    ``high``, ``max``, ``oom`` or ``oom_kill`` event.
+
+    cgroup v2 has no usage thresholds (the kubelet's notifier is a no-op there,
+    kubernetes/kubernetes#106331). The kernel raises a "file modified" event on ``memory.events``
+    when a cgroup reaches ``memory.high`` or its limit
+    (https://docs.kernel.org/admin-guide/cgroup-v2.html), received here through inotify — a
+    readable descriptor, and read access is all it needs. Since Linux 5.2 ``memory.events``
+    counts every descendant's events, so every container at its own limit would wake the agent;
+    the caller watches ``memory.events.local`` (the cgroup's own) where it exists. It is the last
+    moment before the OOM killer, not the crossing of the agent's line. A refusal (no inotify, no
+    file) is kept in ``refused``, logged once.
+    """
 
     def __init__(self, events_file: Path, on_event: Callable[[], None]) -> None:
         self.path = events_file

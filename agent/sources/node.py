@@ -1,38 +1,27 @@
-"""Node-level stats: memory, filesystems and PIDs, in the kubelet Summary API's shapes.
+"""The node's blocks of the Summary: memory, filesystems and PIDs, as the kubelet fills them.
 
-Each function reproduces how the kubelet fills the matching block of `/stats/summary`:
-- memory: the root container's cAdvisor stats; the root "limit" is the machine's memory capacity,
-  so `availableBytes = capacity − workingSet` (that is `memory.available`, spec §1). When the
-  agent runs inside a node container (kind, kwok, the demo) the node is a cgroup and its capacity
-  is that cgroup's limit or an explicit `--memory-capacity`.
-- fs: statvfs of the kubelet root (nodefs) and of the runtime root (imagefs; containerfs is the
-  same filesystem unless a separate writable-layer root is configured — the kubelet copies imageFs
-  into containerFs when the runtime does not split them).
-- rlimit: `maxpid` and `curproc` as the kubelet reads them.
-The statfs and rlimit readings are `kube.kernelstats`, which kubesim's process nodes serve too.
+The statfs and rlimit readings are ``kube.kernelstats``'s, which kubesim's process nodes serve
+too; here they become the typed blocks of ``agent.eviction.summary``.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from agent.eviction.summary import FsStats, MemoryStats, RlimitStats, RuntimeStats
 from agent.sources.cgroups import CgroupLayout, CgroupMemory, read_cgroup_memory
-from kube.kernelstats import count_tasks, read_fs_stats, read_rlimit, running_task_count
+from kube.kernelstats import read_fs_stats, read_rlimit
 
 __all__ = [
-    "count_tasks",
+    "fs_stats",
     "memory_capacity",
     "memory_stats",
-    "read_fs_stats",
     "read_meminfo",
     "read_node_memory",
-    "read_rlimit",
     "read_runtime_fs",
-    "running_task_count",
+    "rlimit_stats",
 ]
-
-JSONDict = dict[str, Any]
 
 
 def read_meminfo(proc_root: Path) -> dict[str, int]:
@@ -70,32 +59,40 @@ def memory_capacity(
 
 
 def memory_stats(
-    mem: CgroupMemory, *, limit: int | None, time: str, available: bool = True
-) -> JSONDict:
-    """A Summary `MemoryStats`; `availableBytes` only with a finite limit (as the kubelet)."""
-    out: JSONDict = {"time": time}
-    if available and limit is not None:
-        out["availableBytes"] = max(limit - mem.working_set, 0)
-    out["usageBytes"] = mem.usage
-    out["workingSetBytes"] = mem.working_set
-    if mem.rss is not None:
-        out["rssBytes"] = mem.rss
-    if mem.page_faults is not None:
-        out["pageFaults"] = mem.page_faults
-    if mem.major_page_faults is not None:
-        out["majorPageFaults"] = mem.major_page_faults
-    return out
+    mem: CgroupMemory, *, limit: int | None, time: float, available: bool = True
+) -> MemoryStats:
+    """A Summary ``MemoryStats``; ``available_bytes`` only under a finite limit (as the
+    kubelet: ``limit − workingSet``, never below 0)."""
+    return MemoryStats(
+        time=time,
+        available_bytes=max(limit - mem.working_set, 0)
+        if available and limit is not None
+        else None,
+        usage_bytes=mem.usage,
+        working_set_bytes=mem.working_set,
+        rss_bytes=mem.rss,
+        page_faults=mem.page_faults,
+        major_page_faults=mem.major_page_faults,
+    )
 
 
 def read_node_memory(
     layout: CgroupLayout,
     proc_root: Path,
     *,
-    time: str,
+    time: float,
     node_cgroup: str = "",
     capacity_override: int | None = None,
-) -> JSONDict | None:
-    """`node.memory`: working set of the node cgroup (root by default), available vs capacity."""
+) -> MemoryStats | None:
+    """``node.memory``: the working set of the node cgroup (the root by default) and what is
+    available of the capacity.
+
+    As the kubelet's root container, whose "limit" is the machine's memory: ``availableBytes =
+    capacity − workingSet`` is ``memory.available``
+    (https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/#eviction-signals).
+    When the agent runs inside a node container (kind, kwok, the demo) the node is a cgroup,
+    and its capacity that cgroup's limit or an explicit ``--memory-capacity``.
+    """
     mem = read_cgroup_memory(layout, node_cgroup)
     if mem is None:
         return None
@@ -107,16 +104,30 @@ def read_node_memory(
     return memory_stats(mem, limit=capacity, time=time)
 
 
+def fs_stats(path: Path, *, time: float) -> FsStats | None:
+    """``FsStats`` of the filesystem at ``path`` (``kube.kernelstats``' statvfs); None when
+    the path does not exist."""
+    raw = read_fs_stats(path, time="")
+    if raw is None:
+        return None
+    return replace(FsStats.from_dict(raw, str(path)), time=time)
+
+
+def rlimit_stats(proc_root: Path, *, time: float) -> RlimitStats:
+    """``node.rlimit`` (``kube.kernelstats``): ``maxpid`` and ``curproc``."""
+    return replace(RlimitStats.from_dict(read_rlimit(proc_root, time=""), "rlimit"), time=time)
+
+
 def read_runtime_fs(
-    runtime_root: Path, *, container_fs_root: Path | None, time: str
-) -> JSONDict | None:
-    """`node.runtime`: imageFs from the runtime root; containerFs a copy unless split."""
-    image_fs = read_fs_stats(runtime_root, time=time)
+    runtime_root: Path, *, container_fs_root: Path | None, time: float
+) -> RuntimeStats | None:
+    """``node.runtime``: imageFs from the runtime root; containerFs the same reading unless
+    the writable layers have a root of their own (the kubelet copies imageFs into containerFs
+    when the runtime does not split them). nodefs is ``fs_stats`` of the kubelet root."""
+    image_fs = fs_stats(runtime_root, time=time)
     if image_fs is None:
         return None
-    container_fs = dict(image_fs)
+    container_fs = image_fs
     if container_fs_root is not None:
-        split = read_fs_stats(container_fs_root, time=time)
-        if split is not None:
-            container_fs = split
-    return {"imageFs": image_fs, "containerFs": container_fs}
+        container_fs = fs_stats(container_fs_root, time=time) or image_fs
+    return RuntimeStats(image_fs=image_fs, container_fs=container_fs)

@@ -1,29 +1,8 @@
-"""Pressure Stall Information: parsing, kernel triggers bridged into asyncio, polling fallback.
+"""Pressure Stall Information: parsing, kernel triggers bridged into asyncio, a polling fallback.
 
-Why: the kubelet only looks every 10 s (spec §10) and its memcg notifier is a no-op on cgroup v2
-(kubernetes/kubernetes#106331). PSI triggers let the kernel wake us when tasks stall on memory or
-IO, so the agent can sync at once with fresh stats.
-
-Kernel interface (Documentation/accounting/psi.rst): `/proc/pressure/{cpu,memory,io}` and, on
-cgroup v2, `<cgroup>/{memory,io,cpu}.pressure` read as
-`some avg10=.. avg60=.. avg300=.. total=<µs>` plus a `full` line. A trigger is armed by opening
-the file O_RDWR|O_NONBLOCK and writing `"<some|full> <stall µs> <window µs>"` (NUL-terminated);
-the kernel then raises POLLPRI at most once per window while the stall exceeds the budget, and
-POLLERR when the source goes away (cgroup removed). Closing the fd disarms it.
-
-asyncio cannot wait for POLLPRI: `loop.add_reader` registers for readability only, and a private
-epoll fd handed to `add_reader` is unreliable here because the outer poll's readiness check calls
-the PSI file's poll method, which *consumes* the pending event before our own `epoll.poll()` sees
-it. So a small daemon thread blocks in `select.poll()` on the trigger fd plus the read end of a
-wake-up pipe; events go to the loop with `call_soon_threadsafe`, and closing the monitor writes
-to the pipe so the thread leaves `poll()` at once (cancellable, no timeouts needed).
-
-Triggers may be refused: EPERM/EACCES before Linux 6.5 without CAP_SYS_RESOURCE, EINVAL on 6.5+
-for unprivileged windows that are not a multiple of 2 s (we retry once with the window rounded up
-to 2 s), ENOENT/EOPNOTSUPP where PSI or the file is absent, read-only mounts (EROFS). The monitor
-then polls the file instead: it samples `total` every `poll_interval` and fires when the stall
-time grown within the trigger's window reaches the trigger's budget — the same rule the kernel
-applies, at a coarser resolution — and says which mode is active and why.
+PSI triggers let the kernel wake the agent when tasks stall on memory, where the kubelet looks
+every 10 s (``evictionMonitoringPeriod``, pkg/kubelet/kubelet.go) and has no memcg notifier on
+cgroup v2 (kubernetes/kubernetes#106331).
 """
 
 from __future__ import annotations
@@ -216,8 +195,29 @@ Opener = Callable[[Path, Trigger], tuple[int, Trigger]]
 class PressureMonitor:
     """Watch one PSI file with a trigger, or poll it when triggers are not allowed.
 
-    Use as `async with PressureMonitor(path, trigger) as m: async for ev in m: ...`.
-    `mode` and `reason` tell which mode is active and why.
+    Use as ``async with PressureMonitor(path, trigger) as m: async for ev in m: ...``.
+    ``mode`` and ``reason`` tell which mode is active and why.
+
+    The kernel interface (https://docs.kernel.org/accounting/psi.html): ``/proc/pressure/memory``
+    and, on cgroup v2, ``<cgroup>/memory.pressure`` read as ``some avg10=.. avg60=.. avg300=..
+    total=<µs>`` plus a ``full`` line. A trigger is armed by opening the file
+    O_RDWR|O_NONBLOCK and writing ``"<some|full> <stall µs> <window µs>"``; the kernel then raises
+    POLLPRI at most once per window while the stall exceeds the budget, and POLLERR when the
+    source goes away (cgroup removed). Closing the fd disarms it.
+
+    asyncio cannot wait for POLLPRI: ``add_reader`` registers for readability only, and a private
+    epoll fd handed to ``add_reader`` is unreliable because the outer poll's readiness check calls
+    the PSI file's poll method, which consumes the pending event first. So a daemon thread blocks
+    in ``select.poll()`` on the trigger fd and the read end of a wake-up pipe; events go to the
+    loop with ``call_soon_threadsafe``, and closing the monitor writes to the pipe so the thread
+    leaves ``poll()`` at once.
+
+    Triggers may be refused: EPERM/EACCES before Linux 6.5 without CAP_SYS_RESOURCE, EINVAL on
+    6.5+ for unprivileged windows that are not a multiple of 2 s (retried once with the window
+    rounded up to 2 s), ENOENT/EOPNOTSUPP where PSI or the file is absent, EROFS. The monitor then
+    polls: it samples ``total`` every ``poll_interval`` and fires when the stall time grown within
+    the trigger's window reaches the trigger's budget — the kernel's rule, at a coarser
+    resolution.
     """
 
     def __init__(

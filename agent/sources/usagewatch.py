@@ -1,35 +1,6 @@
-"""Crossings the kernel does not announce, caught by a tight poll of one usage counter.
-
-Why: cgroup v2 has no usage thresholds. Its ``memory.events`` counts only ``low``/``high``/
-``max``/``oom``/``oom_kill`` (the moment a cgroup reaches ``memory.high`` or its limit, not the
-crossing of an eviction threshold), and the kubelet turned its memcg notifier off there
-(kubernetes/kubernetes#106331). PSI triggers fire once tasks stall, which a fast ramp on a node
-with free memory never does before the OOM killer, and before Linux 6.5 they need
-CAP_SYS_RESOURCE. The same holds for cgroup v1 wherever the agent may not write
-``cgroup.event_control`` (the DaemonSet's read-only mounts, the systemd unit's). Between syncs a
-pod can allocate faster than any full collection: 200 MiB of headroom last 62 ms at 3,200 MiB/s.
-
-What stands in: a thread reads one cgroup's usage counter — ``memory.current`` (v2) or
-``memory.usage_in_bytes`` (v1), a page-counter read with no ``memory.stat`` flush, one
-``pread`` on a descriptor kept open — and wakes the loop the moment it reaches the *line*: the
-usage at which a hard memory threshold is met, ``capacity − threshold + inactive_file``
-(``memcg.usage_threshold``, the v1 notifier's arithmetic) re-armed after every sync. It needs
-read access only and writes nothing, so nothing the kubelet manages changes (unlike a
-``memory.high`` guard), and it works the same on v1 and v2, in the DaemonSet and under systemd.
-
-Cost follows the distance to the line (``poll_delay``): the thread sleeps as long as usage could
-not reach the line growing at ``PEAK_RATE`` (16 GiB/s, above what one CPU faulting huge pages
-reaches, ~10 GiB/s), between ``MIN_DELAY`` (2 ms) and ``MAX_DELAY`` (100 ms). An idle node with
-gigabytes of headroom is read ten times a second; within 32 MiB of the line, every 2 ms, so a
-crossing is seen within about 2 ms of happening at any rate below the peak.
-
-One file serves every memory signal: the kubepods cgroup's counter where it exists (pods are
-what the agent can evict), the node cgroup's otherwise. A line on another cgroup is translated
-into the watched counter's units by the difference of the two usages at arming time
-(``translate_line``): the usage outside kubepods (system daemons) moves slowly and is re-read
-every sync, and the sync the watch wakes decides on fresh, exact figures. After a crossing the
-watch stays quiet until the next sync re-arms it (one wake per crossing, as the kernel's
-eventfd), one step above the usage when the line is already passed (``memcg.arm_at``).
+"""Crossings the kernel does not announce, caught by a tight poll of one usage counter: where
+cgroup v2 has no usage thresholds, or cgroup v1's may not be registered (no write access).
+ARCHITECTURE.md ("What starts a sync") says why it is needed.
 """
 
 from __future__ import annotations
@@ -76,7 +47,13 @@ def poll_delay(
 
 def translate_line(line: int, *, cgroup_usage: int, watched_usage: int) -> int:
     """A usage line of one cgroup in the units of another's counter read at the same time: the
-    watched counter's value at which the cgroup reaches ``line`` if the rest stays as it is."""
+    watched counter's value at which the cgroup reaches ``line`` if the rest stays as it is.
+
+    One file serves every memory signal: kubepods' counter where it exists (pods are what the
+    agent can evict), the node cgroup's otherwise. The usage outside kubepods (system daemons)
+    moves slowly and is re-read every sync, and the sync the watch wakes decides on fresh, exact
+    figures.
+    """
     return line - (cgroup_usage - watched_usage)
 
 
@@ -87,7 +64,23 @@ def usage_file(cgroup: Path, *, v1: bool) -> Path:
 
 class UsageWatch:
     """Poll one usage file in a thread; ``on_crossing`` runs in the event loop when the usage
-    reaches the armed line. ``arm``/``disarm``/``close`` are called from the event loop."""
+    reaches the armed line. ``arm``/``disarm``/``close`` are called from the event loop.
+
+    The file is ``memory.current`` (v2) or ``memory.usage_in_bytes`` (v1): a page-counter read
+    with no ``memory.stat`` flush, one ``pread`` on a descriptor kept open. The line is the usage
+    at which a hard memory threshold is met, ``capacity − threshold + inactive_file``
+    (``memcg.usage_threshold``, the v1 notifier's arithmetic), re-armed after every sync. It reads
+    only and writes nothing, so nothing the kubelet manages changes (unlike a ``memory.high``
+    guard), and works alike on v1 and v2, in the DaemonSet and under systemd.
+
+    Cost follows the distance to the line (``poll_delay``): the thread sleeps as long as usage
+    could not reach the line growing at ``PEAK_RATE`` (16 GiB/s, above what one CPU faulting huge
+    pages reaches, ~10 GiB/s), between ``MIN_DELAY`` (2 ms) and ``MAX_DELAY`` (100 ms): an idle
+    node with gigabytes of headroom is read ten times a second, within 32 MiB of the line every
+    2 ms. After a crossing the watch stays quiet until the next sync re-arms it (one wake per
+    crossing, as the kernel's eventfd), one step above the usage when the line is already passed
+    (``memcg.arm_at``).
+    """
 
     def __init__(
         self,

@@ -1,4 +1,5 @@
-"""Actions: never a protected pod, grace semantics, and an Event kube-apiserver would accept."""
+"""The eviction of a decision: never a protected pod, grace semantics, and an Event
+kube-apiserver would accept."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.actions import REPORTING_CONTROLLER, ActionResult, Actions, build_event
+from agent.actions.disruption import DisruptionTargetWriter
+from agent.actions.events import REPORTING_CONTROLLER, EventWriter, build_event
+from agent.actions.evict import ActionResult, PodEviction
 from agent.eviction import EvictionDecision, kubelet_view
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
 from kube.objects import Pod
@@ -44,6 +47,16 @@ class Recorder:
         raise AssertionError("must not be called")
 
 
+def eviction(evictor: Any, **options: Any) -> PodEviction:
+    """The daemon's eviction path, without an API client to write to."""
+    return PodEviction(
+        evictor,
+        events=EventWriter(None, node_name="n"),
+        disruption=DisruptionTargetWriter(None),
+        **options,
+    )
+
+
 STATIC_UID = "0123456789abcdef0123456789abcdef"  # a static pod's UID: the hash of its manifest
 MIRROR = {"kubernetes.io/config.mirror": STATIC_UID}
 
@@ -64,7 +77,7 @@ def as_kubelet_sees(pod: Pod) -> Pod:
 )
 async def test_protected_pods_are_refused_at_the_action(pod: Pod) -> None:
     rec = Recorder()
-    actions = Actions(None, node_name="n", evictor=rec, preference_namespaces={"default"})
+    actions = eviction(rec, preference_namespaces={"default"})
     result = await actions.execute(decision(as_kubelet_sees(pod)), hard=True, deadline=1e18)
     assert result.outcome == "refused"
     assert rec.calls == []
@@ -78,7 +91,7 @@ async def test_a_pod_that_only_claims_to_be_critical_is_not_refused(
     annotations: dict[str, str],
 ) -> None:
     rec = Recorder()
-    actions = Actions(None, node_name="n", evictor=rec, dry_run=True)
+    actions = eviction(rec, dry_run=True)
     pod = as_kubelet_sees(Pod(name="forged", uid="u", annotations=annotations))
     result = await actions.execute(decision(pod), hard=True, deadline=1e18)
     assert result.outcome == "dry_run"
@@ -86,7 +99,7 @@ async def test_a_pod_that_only_claims_to_be_critical_is_not_refused(
 
 async def test_never_is_not_refused_outside_the_allowed_namespaces() -> None:
     rec = Recorder()
-    actions = Actions(None, node_name="n", evictor=rec, dry_run=True)
+    actions = eviction(rec, dry_run=True)
     pod = Pod(name="never", uid="u", annotations={EVICTION_PREFERENCE_ANNOTATION: "never"})
     result = await actions.execute(decision(pod), hard=True, deadline=1e18)
     assert result.outcome == "dry_run"
@@ -94,7 +107,7 @@ async def test_never_is_not_refused_outside_the_allowed_namespaces() -> None:
 
 async def test_dry_run_writes_nothing_and_reports_the_grace() -> None:
     rec = Recorder()
-    actions = Actions(None, node_name="n", evictor=rec, dry_run=True)
+    actions = eviction(rec, dry_run=True)
     pod = Pod(name="p", uid="u", termination_grace_period_seconds=10)
     soft = EvictionDecision(
         pod=pod, grace_period_override=0, message="m", condition=None, signal="memory.available"

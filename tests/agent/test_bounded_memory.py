@@ -43,7 +43,7 @@ THRESHOLD = "500Mi"
 BIG_PODS = 40
 ARGS_BYTES = 1_400_000
 EMPTY_DIRS = 40_000
-ALLOCATOR = ["python", "-m", "kubesim.node.allocator"]
+ALLOCATOR = ["python", "-m", "kubesim.node.memory_grower"]
 SLEEP = ["sh", "-c", "exec sleep 3600", "sh"]  # the args go to sh, which does not keep them
 
 

@@ -1,8 +1,8 @@
 """The daemon on a kubesim process node: annotations make no pod critical, a static pod stays.
 
 Node-1 runs its pods as real processes and a static pod from its ``staticPodPath`` (the
-kubelet's hash as its UID, a mirror pod in the API); the agent reads the node's
-``/stats/summary`` as it does with ``--kubelet-summary-url``. Under memory pressure the larger
+kubelet's hash as its UID, a mirror pod in the API); the agent's stats are the node's
+``/stats/summary``, the kubelet's JSON. Under memory pressure the larger
 pods go first although one writes ``kubernetes.io/config.source: file`` and one a
 ``kubernetes.io/config.mirror`` of a static pod that does not run there; the small pod stays,
 and so does the static pod — the largest of all, its mirror at priority 0, spared only because
@@ -19,11 +19,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 import kubesim
 from agent.daemon import Agent
-from agent.sources.kubelet import KubeletSummaryConfig, fetch_summary
 from kubesim.sim import Simulator
 from tests.agent.test_loop_e2e import config, more_syncs, pod_deletes, until
 
@@ -89,13 +89,13 @@ async def test_annotations_make_no_pod_critical_and_the_static_pod_is_never_evic
     node = sim.get("Node", None, "node-1")
     assert node is not None
     port = node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
-    kubelet = KubeletSummaryConfig(
-        url=f"http://127.0.0.1:{port}/stats/summary", token_path=None, ca_path=None
-    )
+    url = f"http://127.0.0.1:{port}/stats/summary"
     holding: dict[str, int] = {}
 
     async def summary() -> dict[str, Any]:
-        raw = await fetch_summary(kubelet)
+        # the kubelet's whole Summary (agent.sources.kubelet keeps only its disk figures)
+        async with aiohttp.ClientSession() as session, session.get(url) as resp:
+            raw: dict[str, Any] = await resp.json()
         for p in raw["pods"]:
             holding[p["podRef"]["name"]] = p.get("memory", {}).get("workingSetBytes", 0)
         return raw

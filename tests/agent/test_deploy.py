@@ -118,7 +118,8 @@ def test_optional_roles_grant_only_what_their_flag_needs() -> None:
 def test_the_policy_names_the_agents_own_conditions_and_taints() -> None:
     """What the admission policy lets the agent write is what the agent writes: its condition
     types and taint keys, kept in step with the code here (the policy's CEL holds literals)."""
-    from agent.actions import NODE_CONDITION_PREFIX, PRESSURE_TAINTS
+    from agent.actions.node_conditions import NODE_CONDITION_PREFIX
+    from agent.actions.node_taints import PRESSURE_TAINTS
     from agent.daemon import PRESSURE_CONDITIONS
     from kube.conditions import DISRUPTION_TARGET
 

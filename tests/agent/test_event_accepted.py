@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kubesim
-from agent.actions import DISRUPTION_REASON, REPORTING_CONTROLLER, build_event
+from agent.actions.disruption import DISRUPTION_REASON
+from agent.actions.events import REPORTING_CONTROLLER, build_event
 from agent.eviction import EvictionDecision
 from kube.objects import Pod
 from kubesim.core.events import from_events_v1

@@ -33,10 +33,10 @@ from agent.eviction import (
     thresholds_met_grace_period,
     thresholds_updated_stats,
 )
-from agent.eviction.api import float32
 from agent.eviction.helpers import build_signal_to_rank_func, cached_stats_func
 from agent.eviction.pods import get_resource_request, pod_ephemeral_storage_limit
 from agent.eviction.summary import Summary
+from agent.eviction.thresholds import float32
 from agent.eviction.types import FsStatsType
 from kube.objects import Pod
 from tests.agent.eviction_builders import (

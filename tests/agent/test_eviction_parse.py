@@ -16,8 +16,8 @@ from agent.eviction import (
     resolve_eviction_hard,
     update_container_fs_thresholds,
 )
-from agent.eviction.api import float32
 from agent.eviction.helpers import parse_go_duration
+from agent.eviction.thresholds import float32
 
 MI = 1024 * 1024
 LT = "LessThan"

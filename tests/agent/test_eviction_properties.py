@@ -8,7 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.eviction import EvictionManager, ManagerConfig, kubelet_view, parse_threshold_config
-from agent.eviction.api import get_threshold_quantity
 from agent.eviction.helpers import (
     build_signal_to_rank_func,
     cached_stats_func,
@@ -23,6 +22,7 @@ from agent.eviction.preference import (
     is_eviction_forbidden,
 )
 from agent.eviction.summary import Summary
+from agent.eviction.thresholds import get_threshold_quantity
 from kube.critical import is_critical_pod
 from kube.objects import Pod
 from tests.agent.eviction_builders import MI, FakeClock, PodUsage, make_pod, pod_stats

@@ -15,8 +15,8 @@ import pytest
 import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
-from agent.http import JsonFormatter
 from agent.informer import PodInformer
+from agent.logs import JsonFormatter
 from evictor.api.watching import parse_event
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
@@ -61,7 +61,7 @@ async def test_a_static_pods_cgroup_is_named_and_ranked_as_its_mirror_pod(
     the API shows a mirror pod with its own UID and that hash in ``kubernetes.io/config.mirror``:
     the collected stats are the static pod's, named by the mirror pod, and the core finds them
     for the mirror pod."""
-    from agent.eviction import Summary, kubelet_view, make_signal_observations
+    from agent.eviction import kubelet_view, make_signal_observations
     from agent.sources import Roots, SourceConfig, SummaryCollector
     from tests.agent.sources.treebuilder import (
         FakeCgroup,
@@ -91,10 +91,9 @@ async def test_a_static_pods_cgroup_is_named_and_ranked_as_its_mirror_pod(
         assert identity is not None
         assert (identity.namespace, identity.name) == ("kube-system", "etcd-node-1")
         roots = Roots(proc_root=build_proc_tree(tmp_path), cgroup_root=cg, kubelet_root=tmp_path)
-        collected = SummaryCollector(SourceConfig(roots=roots), lookup=informer.lookup).collect()
-        [static] = collected["pods"]
-        assert static["podRef"]["uid"] == STATIC_UID
-        summary = Summary.from_dict(collected)
+        summary = SummaryCollector(SourceConfig(roots=roots), lookup=informer.lookup).collect()
+        [static] = summary.pods
+        assert static.pod_ref.uid == STATIC_UID
         _, stats = make_signal_observations(summary)
         uids = [s.pod_ref.uid for s in summary.pods]
         [seen] = kubelet_view([entry.pod], node_pod_uids=uids).pods

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.actions import ActionResult
+from agent.actions.evict import ActionResult
 from agent.eviction import EvictionDecision, kubelet_view
 from agent.eviction.pods import is_static_pod_uid, stats_uid
 from agent.loop import EvictionLoop

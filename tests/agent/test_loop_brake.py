@@ -92,7 +92,7 @@ async def test_failed_evictions_do_not_use_the_brake() -> None:
     loop, actions, reports, _ = brake_loop(node, clock, 2, evictionHard={"memory.available": "1Mi"})
 
     async def refuse(decision: EvictionDecision, *, hard: bool, deadline: float) -> Any:
-        from agent.actions import ActionResult
+        from agent.actions.evict import ActionResult
 
         actions.calls.append((decision.pod.name, hard, 0.0))
         return ActionResult("failed", message="API down")

@@ -7,7 +7,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent.actions import ActionResult
+from agent.actions.evict import ActionResult
 from agent.config import load_config
 from agent.daemon import WallClock
 from agent.eviction import EvictionDecision, EvictionManager
@@ -191,3 +191,29 @@ async def test_node_level_reads_until_a_threshold_is_met() -> None:
         await asyncio.gather(task, return_exceptions=True)
     assert reads["full"] >= 2
     assert actions.calls[0][0] == "p0"  # ranked with full pod stats
+
+
+async def test_wakers_are_rearmed_after_every_sync_and_a_failing_one_stops_nothing() -> None:
+    node = Node({"p0": 100 * MI, "p1": 600 * MI})  # memory.available 324Mi < 500Mi
+    armed: list[tuple[Any, float]] = []
+
+    class Waker:
+        def rearm(self, thresholds: Any, observations: Any) -> None:
+            armed.append((thresholds, observations["memory.available"].available))
+
+    class Broken:
+        def rearm(self, thresholds: Any, observations: Any) -> None:
+            raise OSError("cgroup gone")
+
+    actions = Actions(node)
+    loop = EvictionLoop(
+        manager(evictionHard={"memory.available": "500Mi"}),
+        stats=node.stats,
+        pods=node.active,
+        actions=actions,
+        wakers=[Broken(), Waker()],
+    )
+    await loop.sync_once()
+    assert armed == [(loop.manager.thresholds, 324 * MI)]  # this sync's observation
+    assert len(actions.calls) == 1  # the sync acted all the same
+    assert loop.stats.errors == 0

@@ -8,7 +8,7 @@ idle fleet of agents costs the API server about what the kubelets' status does. 
 nobody refreshes cannot be told from one whose writer died, so the refresh still comes; a clean
 stop writes every condition ``False`` with reason ``NodePressureAgentStopped`` (and removes its
 taints with ``--node-taints``). Against kubesim in process; the report period runs on a fake
-clock injected into the actions, so no test waits for it in real time.
+clock injected into the node's writers, so no test waits for it in real time.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 import kubesim
-from agent.actions import NODE_WRITE_RETRY, Actions
+from agent.actions.node_conditions import NODE_WRITE_RETRY, NodeConditions
+from agent.actions.node_taints import NodeTaints
 from agent.config import load_config
 from agent.daemon import Agent
 from evictor.api.calls import Response
@@ -94,8 +95,8 @@ async def start(
     )
     api = sim.api_client()
     agent = Agent(cfg, api_client=api, stats=fake.get_summary, serve_http=False, use_psi=False)
-    agent.actions.clock = clock
-    agent.actions.rng = FixedRandom(jitter)
+    agent.node_conditions.clock = agent.node_taints.clock = clock
+    agent.node_conditions.rng = FixedRandom(jitter)
     await agent.start()
     return agent, api
 
@@ -210,20 +211,38 @@ async def test_dry_run_writes_no_conditions(sim: Simulator) -> None:
     assert condition(sim) is None
 
 
-class Recorded(Actions):
-    """Actions whose requests are recorded and answered with ``status``."""
+class Recorder:
+    """The node's writes, recorded in order and answered with ``status``."""
 
-    def __init__(self, clock: FakeClock, *, jitter: float = 0.5) -> None:
-        super().__init__(
-            object(), node_name="node-1", evictor=object(), clock=clock, rng=FixedRandom(jitter)
-        )
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
         self.sent: list[tuple[str, float]] = []
         self.status = 200
 
-    async def _raw(self, method: str, path: str, body: Any, **kw: Any) -> Any:
+    def answer(self, method: str) -> Response:
         self.sent.append((method, self.clock()))
         node = {"metadata": {"resourceVersion": "1"}, "spec": {"taints": []}}
         return Response(self.status, {}, node if method == "GET" else {})
+
+
+class RecordedConditions(NodeConditions):
+    def __init__(self, recorder: Recorder, *, jitter: float = 0.5) -> None:
+        super().__init__(
+            object(), node_name="node-1", clock=recorder.clock, rng=FixedRandom(jitter)
+        )
+        self.recorder = recorder
+
+    async def _send(self, body: Any) -> Any:
+        return self.recorder.answer("PATCH")
+
+
+class RecordedTaints(NodeTaints):
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__(object(), node_name="node-1", clock=recorder.clock)
+        self.recorder = recorder
+
+    async def _send(self, method: str, body: Any, **kw: Any) -> Any:
+        return self.recorder.answer(method)
 
 
 QUIET = {"MemoryPressure": False, "DiskPressure": False, "PIDPressure": False}
@@ -235,35 +254,37 @@ async def test_the_first_report_after_a_change_is_jittered_then_every_period(
     jitter: float, first_report: float
 ) -> None:
     clock = FakeClock(START)
-    actions = Recorded(clock, jitter=jitter)
+    recorder = Recorder(clock)
+    conditions = RecordedConditions(recorder, jitter=jitter)
     for second in range(1500):  # a sync every second for 25 minutes
         clock.now = START + second
-        assert await actions.report_node_conditions(QUIET)
-    at = [sent_at - START for _, sent_at in actions.sent]
+        assert await conditions.report(QUIET)
+    at = [sent_at - START for _, sent_at in recorder.sent]
     assert at[:2] == [0.0, first_report]
     assert [b - a for a, b in itertools.pairwise(at[1:])] == [PERIOD] * (len(at) - 2)
     # a change is written at once, and restarts the jittered wait
     clock.now += 1
-    assert await actions.report_node_conditions(PRESSED)
-    assert actions.sent[-1][1] == clock.now
+    assert await conditions.report(PRESSED)
+    assert recorder.sent[-1][1] == clock.now
 
 
 async def test_a_failed_node_write_is_not_repeated_on_every_sync() -> None:
     clock = FakeClock(START)
-    actions = Recorded(clock)
-    actions.status = 403  # no RBAC for nodes/status or nodes
+    recorder = Recorder(clock)
+    conditions, node_taints = RecordedConditions(recorder), RecordedTaints(recorder)
+    recorder.status = 403  # no RBAC for nodes/status or nodes
     for _ in range(20):  # twenty syncs within the same second
-        assert not await actions.report_node_conditions(PRESSED)
-        assert not await actions.report_node_taints(PRESSED)
-    assert [m for m, _ in actions.sent] == ["PATCH", "GET"]  # one try each
+        assert not await conditions.report(PRESSED)
+        assert not await node_taints.report(PRESSED)
+    assert [m for m, _ in recorder.sent] == ["PATCH", "GET"]  # one try each
     clock.now += NODE_WRITE_RETRY
-    assert not await actions.report_node_conditions(PRESSED)
-    assert not await actions.report_node_taints(PRESSED)
-    assert [m for m, _ in actions.sent] == ["PATCH", "GET", "PATCH", "GET"]
+    assert not await conditions.report(PRESSED)
+    assert not await node_taints.report(PRESSED)
+    assert [m for m, _ in recorder.sent] == ["PATCH", "GET", "PATCH", "GET"]
     # a different state is tried at once; the farewell is tried whatever failed before
-    assert not await actions.report_node_conditions(QUIET)
-    assert not await actions.report_node_taints(QUIET)
-    assert not await actions.report_node_taints(QUIET, stopped=True)
-    assert [m for m, _ in actions.sent][4:] == ["PATCH", "GET", "GET"]
-    actions.status = 200
-    assert await actions.report_node_conditions(QUIET, stopped=True)
+    assert not await conditions.report(QUIET)
+    assert not await node_taints.report(QUIET)
+    assert not await node_taints.report(QUIET, stopped=True)
+    assert [m for m, _ in recorder.sent][4:] == ["PATCH", "GET", "GET"]
+    recorder.status = 200
+    assert await conditions.report(QUIET, stopped=True)

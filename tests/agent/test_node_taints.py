@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import kubesim
-from agent.actions import Actions
+from agent.actions.node_taints import NodeTaints
 from agent.config import load_config
 from agent.daemon import Agent
 from evictor.api.calls import Response
@@ -129,19 +129,19 @@ async def test_conflict_reads_the_node_again() -> None:
     ]
     sent: list[tuple[str, Any]] = []
 
-    class Replayed(Actions):
-        async def _raw(self, method: str, path: str, body: Any, **kw: Any) -> Any:
+    class Replayed(NodeTaints):
+        async def _send(self, method: str, body: Any, **kw: Any) -> Any:
             sent.append((method, body))
             if method == "GET":
                 return Response(200, {}, nodes[min(len(sent) // 2, 1)])
             return Response(409 if len(sent) == 2 else 200, {}, {})
 
-    actions = Replayed(object(), node_name="node-1", evictor=object())
-    assert await actions.report_node_taints({"MemoryPressure": True})
+    node_taints = Replayed(object(), node_name="node-1")
+    assert await node_taints.report({"MemoryPressure": True})
     assert [m for m, _ in sent] == ["GET", "PATCH", "GET", "PATCH"]
     final = sent[-1][1]
     assert final["metadata"]["resourceVersion"] == "2"
     assert final["spec"]["taints"] == [OPERATOR_TAINT, {"key": "x"}, MEMORY_TAINT]
     # the same state again: nothing read, nothing written
-    assert await actions.report_node_taints({"MemoryPressure": True})
+    assert await node_taints.report({"MemoryPressure": True})
     assert len(sent) == 4

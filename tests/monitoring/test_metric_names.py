@@ -16,7 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import kubesim
-from agent.actions import OUTCOMES
+from agent.actions.evict import OUTCOMES
 from agent.config import load_config
 from agent.daemon import Agent
 from kubesim.sim import Simulator

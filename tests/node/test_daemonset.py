@@ -215,8 +215,8 @@ def test_in_its_own_pid_namespace_the_collector_counts_every_process_and_finds_s
         "from agent.sources import Roots, SourceConfig, SummaryCollector\n"
         "c = SummaryCollector(SourceConfig(node_name='node-2',"
         " roots=Roots(cgroup_root=Path('/host/sys/fs/cgroup'))))\n"
-        "pods = {p['podRef']['uid']: p['process_stats']['process_count']"
-        " for p in c.collect()['pods']}\n"
+        "pods = {p.pod_ref.uid: p.process_stats.process_count"
+        " for p in c.collect().pods}\n"
         "print(json.dumps({'uid': os.getuid(), 'pid': os.getpid(), 'pods': pods}))\n"
     )
     result = guest.run(

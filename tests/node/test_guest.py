@@ -84,11 +84,12 @@ def test_the_agents_collector_reads_kubelet_systemd_cgroups_on_v2(guest: Guest) 
             guest.run(kc.wait_for_usage(scope, mib << 20), timeout=150, check=True)
         code = (
             "import json\n"
-            "from agent.sources.summary import SourceConfig, SummaryCollector\n"
+            "from agent.sources.collector import SourceConfig, SummaryCollector\n"
             "c = SummaryCollector(SourceConfig(node_name='guest'))\n"
             "s = c.collect()\n"
             "print(json.dumps({'layout': [c.layout.version.value, c.layout.driver.value],"
-            " 'pods': {p['podRef']['uid']: p for p in s['pods']}}))\n"
+            " 'pods': {p.pod_ref.uid: [getattr(p.memory, 'working_set_bytes', None),"
+            " getattr(p.process_stats, 'process_count', None)] for p in s.pods}}))\n"
         )
         result = json.loads(guest.python(code, check=True).stdout)
     finally:
@@ -97,6 +98,6 @@ def test_the_agents_collector_reads_kubelet_systemd_cgroups_on_v2(guest: Guest) 
     assert result["layout"] == ["v2", "systemd"]
     pods = result["pods"]  # and those of kubesim's node-1, if a test left one there
     assert {BURSTABLE_UID, GUARANTEED_UID} <= set(pods)
-    assert pods[BURSTABLE_UID]["memory"]["workingSetBytes"] >= 200 << 20
-    assert pods[GUARANTEED_UID]["memory"]["workingSetBytes"] >= 20 << 20
-    assert pods[BURSTABLE_UID]["process_stats"]["process_count"] == 1
+    assert pods[BURSTABLE_UID][0] >= 200 << 20  # the working set
+    assert pods[GUARANTEED_UID][0] >= 20 << 20
+    assert pods[BURSTABLE_UID][1] == 1  # the process count

@@ -61,10 +61,10 @@ def test_pods_run_in_the_kubelets_systemd_cgroups_with_their_limits(
             assert {"memory", "pids"} <= set(controllers.split()), out[9:14]
         code = (
             "import json\n"
-            "from agent.sources.summary import SourceConfig, SummaryCollector\n"
+            "from agent.sources.collector import SourceConfig, SummaryCollector\n"
             "c = SummaryCollector(SourceConfig(node_name='node-1'))\n"
-            "print(json.dumps({p['podRef']['uid']: p['process_stats']['process_count']"
-            " for p in c.collect()['pods']}))\n"
+            "print(json.dumps({p.pod_ref.uid: p.process_stats.process_count"
+            " for p in c.collect().pods}))\n"
         )
         seen = json.loads(guest.python(code, check=True).stdout)
         assert {seen.get(uid) for uid in uids.values()} == {1}, seen

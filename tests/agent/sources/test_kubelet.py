@@ -17,17 +17,26 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from agent.eviction.summary import FsStats, VolumeStats
+from agent.eviction.summary import (
+    ContainerStats,
+    FsStats,
+    MemoryStats,
+    PodReference,
+    PodStats,
+    VolumeStats,
+)
+from agent.sources.collector import SourceConfig, SummaryCollector
 from agent.sources.kubelet import (
     MAX_SUMMARY_BYTES,
     KubeletSummaryConfig,
     KubeletSummaryError,
     fetch_summary,
+    kubelet_pod_stats,
     merge_kubelet_pod_storage,
 )
 from agent.sources.roots import Roots
-from agent.sources.summary import SourceConfig, SummaryCollector
 from kube.boundedjson import Cursor
+from kube.times import parse_rfc3339
 
 TOKEN = "sa-token-abc"
 UID = "dddddddd-4444-4a2b-9c3d-000000000004"
@@ -246,32 +255,37 @@ async def test_a_missing_or_unreadable_ca_file_is_refused_not_replaced_by_the_sy
     assert server.app[SEEN] == []  # nothing was sent, the token least of all
 
 
-def test_merge_takes_disk_figures_and_names_by_uid() -> None:
+def test_merge_takes_disk_figures_and_names_by_uid(caplog: pytest.LogCaptureFixture) -> None:
+    mem = MemoryStats(working_set_bytes=9)
     ours = [
-        {
-            "podRef": {"name": "", "namespace": "", "uid": UID},
-            "startTime": T,
-            "containers": [{"name": "app", "startTime": T, "memory": {"workingSetBytes": 9}}],
-            "memory": {"time": T, "workingSetBytes": 9},
-        }
+        PodStats(
+            pod_ref=PodReference(name="", namespace="", uid=UID),
+            containers=(ContainerStats(name="app", memory=mem),),
+            memory=mem,
+        )
     ]
-    merged = merge_kubelet_pod_storage(copy.deepcopy(ours), FIXTURE)
-    [pod] = merged
-    assert pod["podRef"] == {"name": "web", "namespace": "shop", "uid": UID}
-    assert pod["ephemeral-storage"]["usedBytes"] == 7168
-    assert pod["volume"][0]["name"] == "scratch"
-    assert pod["memory"]["workingSetBytes"] == 9  # our fresh reading is kept
-    [app] = pod["containers"]
-    assert app["memory"] == {"workingSetBytes": 9}
-    assert app["rootfs"]["usedBytes"] == 4096
-    assert app["logs"]["usedBytes"] == 1024
+    with caplog.at_level("WARNING"):
+        kubelet = kubelet_pod_stats(FIXTURE)
+    # the malformed entries are logged and dropped, never merged
+    assert [p.pod_ref.uid for p in kubelet] == [UID]
+    assert caplog.text.count("kubelet summary: pod entry skipped") == 2
+    [pod] = merge_kubelet_pod_storage(ours, kubelet)
+    assert pod.pod_ref == PodReference(name="web", namespace="shop", uid=UID)
+    assert pod.ephemeral_storage is not None and pod.ephemeral_storage.used_bytes == 7168
+    assert [v.name for v in pod.volume_stats] == ["scratch"]
+    assert pod.memory is mem  # our fresh reading is kept
+    [app] = pod.containers
+    assert app.memory is mem
+    assert app.rootfs is not None and app.rootfs.used_bytes == 4096
+    assert app.logs is not None and app.logs.used_bytes == 1024
 
 
 def test_merge_adds_pods_only_the_kubelet_knows() -> None:
-    merged = merge_kubelet_pod_storage([], FIXTURE)
-    assert [p["podRef"]["uid"] for p in merged] == [UID]
-    assert merged[0]["containers"][0]["rootfs"]["usedBytes"] == 4096
-    assert "memory" not in merged[0]
+    merged = merge_kubelet_pod_storage([], kubelet_pod_stats(FIXTURE))
+    assert [p.pod_ref.uid for p in merged] == [UID]
+    rootfs = merged[0].containers[0].rootfs
+    assert rootfs is not None and rootfs.used_bytes == 4096
+    assert merged[0].memory is None
 
 
 async def test_collector_merges_kubelet_storage_in_background(
@@ -286,11 +300,13 @@ async def test_collector_merges_kubelet_storage_in_background(
     try:
         first = await col.get_summary()
         # The first call starts the fetch and never waits for it: fresh local stats first.
-        assert first["pods"] == []
+        assert first.pods == ()
         assert col._kubelet_task is not None
         await col._kubelet_task
         second = await col.get_summary()
-        assert second["pods"][0]["ephemeral-storage"]["usedBytes"] == 7168
+        assert second.pods[0].ephemeral_storage == FsStats(
+            time=parse_rfc3339(T), used_bytes=7168, inodes_used=5
+        )
         # Within the interval no new request is made.
         assert len(server.app[SEEN]) == 1
     finally:
@@ -332,11 +348,12 @@ async def test_cached_kubelet_figures_expire_and_their_age_is_known(
         await col._kubelet_task
         now[0] += 30  # three intervals: still in force (the fetches between failed)
         token.write_text("revoked")  # every later fetch is refused (401)
-        assert (await col.get_summary())["pods"][0]["ephemeral-storage"]["usedBytes"] == 7168
+        [pod] = (await col.get_summary()).pods
+        assert pod.ephemeral_storage is not None and pod.ephemeral_storage.used_bytes == 7168
         await col._kubelet_task
         assert col.kubelet_summary_age() == 30
         now[0] += 1
-        assert (await col.get_summary())["pods"] == []  # expired: no stale disk figures
+        assert (await col.get_summary()).pods == ()  # expired: no stale disk figures
         assert col.kubelet_summary_age() == 31
     finally:
         await col.aclose()
@@ -364,9 +381,9 @@ async def test_kubelet_pod_entries_with_absurd_figures_are_dropped(
     )
     col = SummaryCollector(cfg)
     try:
-        data = await col.refresh_kubelet()
-        assert data is not None
-        assert [p["podRef"]["uid"] for p in data["pods"]] == [UID]
+        pods = await col.refresh_kubelet()
+        assert pods is not None
+        assert [p.pod_ref.uid for p in pods] == [UID]
     finally:
         await col.aclose()
         await srv.close()
@@ -479,7 +496,7 @@ async def test_a_refused_summary_is_logged_and_its_figures_become_unknown(
     col = SummaryCollector(cfg, monotonic=lambda: now[0])
     try:
         assert await col.refresh_kubelet() is not None
-        assert (await col.get_summary())["pods"][0]["podRef"]["uid"] == UID
+        assert [p.pod_ref.uid for p in (await col.get_summary()).pods] == [UID]
         body = b'{"node": {}, "pods": []' + b" " * MAX_SUMMARY_BYTES + b"}"
         answers[0] = web.Response(body=body, content_type="application/json")
         with caplog.at_level("WARNING"):
@@ -489,7 +506,7 @@ async def test_a_refused_summary_is_logged_and_its_figures_become_unknown(
         )
         now[0] += 31  # the last good figures expire as after any failed read
         col._kubelet_fetched_at = now[0]  # no new fetch started by get_summary
-        assert (await col.get_summary())["pods"] == []
+        assert (await col.get_summary()).pods == ()
     finally:
         await col.aclose()
         await srv.close()
@@ -498,7 +515,6 @@ async def test_a_refused_summary_is_logged_and_its_figures_become_unknown(
 async def test_40000_volumes_are_read_once_and_kept_small() -> None:
     """A pod with 40,000 emptyDirs: its entry keeps one small ``VolumeStats`` per volume,
     equal figures shared, and the per-sync Summary takes them as they are."""
-    from agent.eviction.summary import Summary
     from agent.sources.kubelet import read_summary
 
     text = json.dumps(_many_volumes(40_000))
@@ -517,13 +533,14 @@ async def test_40000_volumes_are_read_once_and_kept_small() -> None:
     assert volumes[-1] == VolumeStats("full", FsStats(used_bytes=9 << 20, inodes_used=7))
     assert len({id(v.fs) for v in volumes}) == 2  # 40,000 equal figures, one object
     assert held < parsed_size / 3, (held, parsed_size)
-    merged = merge_kubelet_pod_storage([], kept)
-    summary = Summary.from_dict({"node": {"nodeName": "n"}, "pods": merged})
-    assert summary.pods[0].volume_stats is volumes  # not read again on every sync
+    pods = kubelet_pod_stats(kept)
+    assert pods[0].volume_stats is volumes  # read once per fetch
+    merged = merge_kubelet_pod_storage([], pods)
+    assert merged[0].volume_stats is volumes  # and not again on every sync
     # the next fetch keeps the volumes that did not change, and only those
     changed = _many_volumes(40_000)
     changed["pods"][0]["volume"][7]["usedBytes"] = 8192
-    again = read_summary(Cursor(json.dumps(changed)), previous=kept)["pods"][0]["volume"]
+    again = read_summary(Cursor(json.dumps(changed)), previous=pods)["pods"][0]["volume"]
     v7 = VolumeStats("v7", FsStats(used_bytes=8192, inodes_used=1))
     assert again == (*volumes[:7], v7, *volumes[8:])
     assert all(a is b for a, b in zip(again, volumes, strict=True) if a == b)

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.eviction.summary import ProcessStats
 from agent.sources.cgroups import CgroupVersion, detect_layout, detect_version
+from agent.sources.collector import SourceConfig, SummaryCollector
 from agent.sources.pods import read_pods
 from agent.sources.roots import Roots
-from agent.sources.summary import SourceConfig, SummaryCollector
 from kube.cgroups import CgroupDriver
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -116,41 +117,49 @@ def test_working_set_of_a_real_allocating_process(pod_cgroup: tuple[str, str, Pa
         assert layout is not None
         assert layout.kubepods == f"{parent}/kubepods"
         summary = col.collect()
-        [pod] = [p for p in summary["pods"] if p["podRef"]["uid"] == uid]
-        ws = pod["memory"]["workingSetBytes"]
+        [pod] = [p for p in summary.pods if p.pod_ref.uid == uid]
+        assert pod.memory is not None
+        ws = pod.memory.working_set_bytes
+        assert ws is not None
         print(f"pod working set {ws} bytes for a {ALLOC}-byte allocation")
         assert ALLOC <= ws <= ALLOC + SLACK, f"working set {ws} for a {ALLOC}-byte allocation"
-        assert pod["process_stats"] == {"process_count": 1}
-        [pods_sc] = summary["node"]["systemContainers"]
-        assert pods_sc["name"] == "pods"
-        assert pods_sc["memory"]["workingSetBytes"] >= ALLOC
+        assert pod.process_stats == ProcessStats(1)
+        [pods_sc] = summary.node.system_containers
+        assert pods_sc.name == "pods" and pods_sc.memory is not None
+        assert (pods_sc.memory.working_set_bytes or 0) >= ALLOC
         # The node's working set covers at least this pod.
-        assert summary["node"]["memory"]["workingSetBytes"] >= ALLOC
-        assert summary["node"]["memory"]["availableBytes"] > 0
+        assert summary.node.memory is not None
+        assert (summary.node.memory.working_set_bytes or 0) >= ALLOC
+        assert (summary.node.memory.available_bytes or 0) > 0
 
         # A node container (kind, kwok, the demo): the node is a cgroup, its limit the capacity.
         top = leaf.parents[2]
         limit = 512 << 20
         limit_file = "memory.max" if (top / "memory.max").exists() else "memory.limit_in_bytes"
         (top / limit_file).write_text(str(limit))
-        node = SummaryCollector(
-            SourceConfig(
-                roots=Roots(cgroup_root=CGROUP_ROOT),
-                cgroup_driver=CgroupDriver.CGROUPFS,
-                kubepods_parent=parent,
-                node_cgroup=parent,
+        node = (
+            SummaryCollector(
+                SourceConfig(
+                    roots=Roots(cgroup_root=CGROUP_ROOT),
+                    cgroup_driver=CgroupDriver.CGROUPFS,
+                    kubepods_parent=parent,
+                    node_cgroup=parent,
+                )
             )
-        ).collect(only={"memory"})["node"]["memory"]
-        assert ALLOC <= node["workingSetBytes"] <= ALLOC + SLACK
-        assert node["availableBytes"] == limit - node["workingSetBytes"]
+            .collect(only={"memory"})
+            .node.memory
+        )
+        assert node is not None and node.working_set_bytes is not None
+        assert ALLOC <= node.working_set_bytes <= ALLOC + SLACK
+        assert node.available_bytes == limit - node.working_set_bytes
     finally:
         child.kill()
         child.wait()
 
     # The process is gone: the pod cgroup now counts no processes.
     after = detect_layout(CGROUP_ROOT, kubepods_parent=parent, driver=CgroupDriver.CGROUPFS)
-    [pod] = [p for p in read_pods(after, time="t") if p["podRef"]["uid"] == uid]
-    assert pod["process_stats"] == {"process_count": 0}
+    [pod] = [p for p in read_pods(after, time=0.0) if p.pod_ref.uid == uid]
+    assert pod.process_stats == ProcessStats(0)
 
 
 PIDNS_PROBE = """
@@ -166,8 +175,8 @@ col = SummaryCollector(
         kubepods_parent=sys.argv[2],
     )
 )
-pods = col.collect(only={"pods"})["pods"]
-print(json.dumps({p["podRef"]["uid"]: p["process_stats"]["process_count"] for p in pods}))
+pods = col.collect(only={"pods"}).pods
+print(json.dumps({p.pod_ref.uid: p.process_stats.process_count for p in pods}))
 """
 REPO = Path(__file__).resolve().parents[3]
 

@@ -1,28 +1,9 @@
-"""Assemble one kubelet Summary API object (`/stats/summary` JSON) from the agent's own readings.
+"""The agent's own readings as one typed ``Summary``, with the kubelet's disk figures merged in.
 
-The decision core's currency is the kubelet's `stats/v1alpha1.Summary` (ARCHITECTURE.md, data
-flow step 1), so a real kubelet response and these readings feed the same code. Field names follow
-`staging/src/k8s.io/kubelet/pkg/apis/stats/v1alpha1/types.go`: `node.{nodeName, startTime,
-memory, fs, runtime.{imageFs, containerFs}, rlimit.{maxpid, curproc}, systemContainers[]}` and
-`pods[].{podRef, startTime, containers, memory, process_stats, ephemeral-storage, volume}`. The
-kubepods cgroup is the system container named "pods", where the kubelet reads
-`allocatableMemory.available`. Blocks whose source is missing are omitted, as the kubelet omits
-them; the core then makes no observation for that signal.
-
-Timestamps are RFC 3339 with microseconds. The kubelet prints whole seconds, but the core drops
-observations whose time did not advance since the last sync (spec §3, step 11), and this agent
-syncs more than once a second, so sub-second times are required; RFC 3339 allows the fraction.
-
-Every section is a plain function over filesystem roots and can be replaced (`readers=`), which is
-how tests and the kubesim demo plug in their own figures. The kubelet's own summary is fetched in
-the background at its own (slow) pace and merged in for disk usage only.
-
-The kubelet's figures expire: once the last good fetch is older than three fetch intervals
-(`KUBELET_SUMMARY_MAX_AGE_INTERVALS` × `kubelet_summary_interval`, 30 s with the default 10 s —
-the kubelet's own housekeeping period, so two fetches in a row may fail first) they are no
-longer merged, and the pods carry no disk figures until a fetch succeeds again: an emptyDir
-that was over its limit a minute ago must not get a pod evicted now. Their age is
-`kubelet_summary_age()` (the `eviction_agent_kubelet_summary_age_seconds` metric).
+The core takes them as it takes a kubelet's ``/stats/summary`` (``agent.eviction.summary``, the
+types of ``k8s.io/kubelet/pkg/apis/stats/v1alpha1``); they are built here straight from the
+cgroup, statvfs and ``/proc`` readers (``agent.sources.node``, ``agent.sources.pods``), with no
+JSON in between.
 """
 
 from __future__ import annotations
@@ -32,28 +13,27 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
 
-from agent.eviction.summary import PodStats, SummaryError
+from agent.eviction.summary import NodeStats, PodStats, RuntimeStats, Summary
 from agent.sources.cgroups import CgroupError, CgroupLayout, detect_layout
 from agent.sources.kubelet import (
     KubeletSummaryConfig,
     KubeletSummaryError,
     fetch_summary,
+    kubelet_pod_stats,
     merge_kubelet_pod_storage,
 )
-from agent.sources.node import read_fs_stats, read_node_memory, read_rlimit, read_runtime_fs
+from agent.sources.node import fs_stats, read_node_memory, read_runtime_fs, rlimit_stats
 from agent.sources.pods import PodLookup, read_pods, read_pods_system_container
 from agent.sources.roots import Roots
 from kube.cgroups import CgroupDriver
-from kube.times import format_micro_time
 
 log = logging.getLogger(__name__)
 
-JSONDict = dict[str, Any]
 KUBELET_SUMMARY_MAX_AGE_INTERVALS = 3
 
 
@@ -77,10 +57,12 @@ class SourceConfig:
 class CollectContext:
     config: SourceConfig
     layout: CgroupLayout | None
-    time: str
+    time: float  # seconds since the epoch: every figure of one collection has this time
     lookup: PodLookup
 
 
+# A section's reader returns its typed block (``MemoryStats``, ``FsStats``, ``RuntimeStats``,
+# ``RlimitStats``; the system containers' and the pods' stats as sequences), None when absent.
 Reader = Callable[[CollectContext], Any]
 
 
@@ -97,7 +79,7 @@ def _memory(ctx: CollectContext) -> Any:
 
 
 def _fs(ctx: CollectContext) -> Any:
-    return read_fs_stats(ctx.config.roots.kubelet_root, time=ctx.time)
+    return fs_stats(ctx.config.roots.kubelet_root, time=ctx.time)
 
 
 def _runtime(ctx: CollectContext) -> Any:
@@ -108,14 +90,14 @@ def _runtime(ctx: CollectContext) -> Any:
     if runtime is None:
         # No runtime root to stat (kubesim, a misconfigured path): images then live on nodefs,
         # the kubelet's "single filesystem" layout.
-        nodefs = read_fs_stats(roots.kubelet_root, time=ctx.time)
+        nodefs = fs_stats(roots.kubelet_root, time=ctx.time)
         if nodefs is not None:
-            runtime = {"imageFs": nodefs, "containerFs": dict(nodefs)}
+            runtime = RuntimeStats(image_fs=nodefs, container_fs=nodefs)
     return runtime
 
 
 def _rlimit(ctx: CollectContext) -> Any:
-    return read_rlimit(ctx.config.roots.proc_root, time=ctx.time)
+    return rlimit_stats(ctx.config.roots.proc_root, time=ctx.time)
 
 
 def _pods(ctx: CollectContext) -> Any:
@@ -133,6 +115,8 @@ def _system_containers(ctx: CollectContext) -> Any:
 
 # the sections that are not per pod
 NODE_SECTIONS: frozenset[str] = frozenset({"memory", "fs", "runtime", "rlimit", "systemContainers"})
+# what the fast memory check reads: the node's memory and kubepods' (allocatable)
+MEMORY_SECTIONS: frozenset[str] = frozenset({"memory", "systemContainers"})
 
 DEFAULT_READERS: Mapping[str, Reader] = {
     "memory": _memory,
@@ -148,22 +132,26 @@ def _no_lookup(_uid: str) -> None:
     return None
 
 
-def _sane_pods(pods: Any) -> list[JSONDict]:
-    """The kubelet's pod entries the core accepts; malformed or absurd ones (negative, beyond
-    int64, more available than capacity) are logged and dropped, never merged."""
-    out: list[JSONDict] = []
-    for i, entry in enumerate(pods if isinstance(pods, list) else []):
-        try:
-            PodStats.from_dict(entry, f"pods[{i}]")
-        except SummaryError as exc:
-            log.warning("kubelet summary: pod entry skipped: %s", exc)
-            continue
-        out.append(entry)
-    return out
-
-
 class SummaryCollector:
-    """Reads a fresh Summary on demand; merges the kubelet's (cached) disk figures when set."""
+    """Reads a fresh Summary on demand; merges the kubelet's (cached) disk figures when set.
+
+    A section (``DEFAULT_READERS``) is a plain function over the filesystem roots, replaceable
+    with ``readers=`` (how tests plug in their own figures). A block whose source is missing
+    is left out, as the kubelet leaves it out, and the core then makes no observation for its
+    signals; the kubepods cgroup is the system container named "pods", where the kubelet reads
+    ``allocatableMemory.available``. Every figure of one collection has the wall clock's time to
+    the microsecond: the core drops an observation whose time did not advance since the last
+    sync (``thresholds_updated_stats``), and the agent syncs more than once a second.
+
+    The kubelet's own summary is fetched in the background at its own (slow) pace, its pod
+    entries read once per fetch, and merged in for disk usage only. Its figures expire: once the
+    last good fetch is older than three fetch intervals (``KUBELET_SUMMARY_MAX_AGE_INTERVALS`` ×
+    ``kubelet_summary_interval``, 30 s with the default 10 s — the kubelet's own housekeeping
+    period, so two fetches in a row may fail first) they are no longer merged, and the pods
+    carry no disk figures until a fetch succeeds again: an emptyDir that was over its limit a
+    minute ago must not get a pod evicted now. Their age is ``kubelet_summary_age()`` (the
+    ``eviction_agent_kubelet_summary_age_seconds`` metric).
+    """
 
     def __init__(
         self,
@@ -185,15 +173,16 @@ class SummaryCollector:
         self.lookup = lookup
         self.readers = {**DEFAULT_READERS, **(readers or {})}
         self._clock = wall_clock
-        self._start = format_micro_time(start_time if start_time is not None else wall_clock())
+        self._start = start_time if start_time is not None else wall_clock()
         self._layout: CgroupLayout | None = None
         self.layout_error: str | None = None
         self.errors: list[str] = []
         self._monotonic = monotonic
-        self._kubelet_cache: JSONDict | None = None
+        # the kubelet's pod entries, as kubelet.read_summary keeps them and read once
+        self._kubelet_pods: tuple[PodStats, ...] | None = None
         self._kubelet_cached_at: float | None = None
         self._kubelet_fetched_at = float("-inf")
-        self._kubelet_task: asyncio.Task[JSONDict | None] | None = None
+        self._kubelet_task: asyncio.Task[tuple[PodStats, ...] | None] | None = None
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -211,37 +200,39 @@ class SummaryCollector:
                 self.layout_error = str(exc)
         return self._layout
 
-    def collect(self, only: Collection[str] | None = None) -> JSONDict:
+    def collect(self, only: Collection[str] | None = None) -> Summary:
         """One fresh Summary from the local readers only (synchronous, no network).
 
-        `only` restricts the sections read, e.g. `{"memory", "systemContainers"}` for the fast
-        memory check between full syncs.
+        ``only`` restricts the sections read: ``MEMORY_SECTIONS`` for the fast memory check
+        between full syncs, ``NODE_SECTIONS`` for a sync that reads no pod cgroup.
         """
         ctx = CollectContext(
-            config=self.config,
-            layout=self.layout,
-            time=format_micro_time(self._clock()),
-            lookup=self.lookup,
+            config=self.config, layout=self.layout, time=self._clock(), lookup=self.lookup
         )
         self.errors = [self.layout_error] if self.layout_error else []
-        node: JSONDict = {"nodeName": self.config.node_name, "startTime": self._start}
-        pods: list[JSONDict] = []
+        read: dict[str, Any] = {}
         for name, reader in self.readers.items():
             if only is not None and name not in only:
                 continue
             try:
-                value = reader(ctx)
+                read[name] = reader(ctx)
             except Exception as exc:  # a broken reader must not take the agent down
                 log.exception("summary reader %s failed", name)
                 self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
-                continue
-            if name == "pods":
-                pods = list(value or [])
-            elif value is not None and value != []:
-                node[name] = value
-        return {"node": node, "pods": pods}
+        return Summary(
+            node=NodeStats(
+                node_name=self.config.node_name,
+                start_time=self._start,
+                system_containers=tuple(read.get("systemContainers") or ()),
+                memory=read.get("memory"),
+                fs=read.get("fs"),
+                runtime=read.get("runtime"),
+                rlimit=read.get("rlimit"),
+            ),
+            pods=tuple(read.get("pods") or ()),
+        )
 
-    async def get_summary(self, *, pods: bool = True) -> JSONDict:
+    async def get_summary(self, *, pods: bool = True) -> Summary:
         """Fresh local readings plus the latest kubelet disk figures (refreshed in background).
 
         ``pods=False`` reads the node-level sections only (``NODE_SECTIONS``); the kubelet's
@@ -252,8 +243,9 @@ class SummaryCollector:
         if self.config.kubelet_summary is not None:
             self._maybe_refresh_kubelet()
             self._expire_kubelet()
-            if self._kubelet_cache is not None:
-                summary["pods"] = merge_kubelet_pod_storage(summary["pods"], self._kubelet_cache)
+            if self._kubelet_pods is not None:
+                merged = merge_kubelet_pod_storage(summary.pods, self._kubelet_pods)
+                summary = replace(summary, pods=tuple(merged))
         return summary
 
     @property
@@ -269,7 +261,7 @@ class SummaryCollector:
     def _expire_kubelet(self) -> None:
         age = self.kubelet_summary_age()
         if (
-            self._kubelet_cache is not None
+            self._kubelet_pods is not None
             and age is not None
             and age > self.kubelet_summary_max_age
         ):
@@ -278,10 +270,11 @@ class SummaryCollector:
                 age,
                 self.kubelet_summary_max_age,
             )
-            self._kubelet_cache = None
+            self._kubelet_pods = None
 
-    async def refresh_kubelet(self) -> JSONDict | None:
-        """Fetch the kubelet summary now; None (logged) on failure."""
+    async def refresh_kubelet(self) -> tuple[PodStats, ...] | None:
+        """Fetch the kubelet summary now; its pod entries the core accepts (malformed or absurd
+        ones are logged and dropped), None (logged) on failure."""
         cfg = self.config.kubelet_summary
         if cfg is None:
             return None
@@ -289,14 +282,13 @@ class SummaryCollector:
             self._session = aiohttp.ClientSession()
         self._kubelet_fetched_at = self._monotonic()
         try:
-            data = await fetch_summary(cfg, session=self._session, previous=self._kubelet_cache)
+            data = await fetch_summary(cfg, session=self._session, previous=self._kubelet_pods)
         except KubeletSummaryError as exc:
             log.warning("kubelet summary unavailable: %s", exc)
             return None
-        data = {**data, "pods": _sane_pods(data.get("pods"))}
-        self._kubelet_cache = data
+        self._kubelet_pods = kubelet_pod_stats(data)
         self._kubelet_cached_at = self._monotonic()
-        return data
+        return self._kubelet_pods
 
     def _maybe_refresh_kubelet(self) -> None:
         due = self._monotonic() - self._kubelet_fetched_at >= self.config.kubelet_summary_interval

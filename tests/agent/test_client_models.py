@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.kube import defer_client_models
+from evictor.api.deferred import defer_client_models
 
 
 def run_fresh(code: str) -> str:
@@ -41,16 +41,16 @@ def test_agent_path_loads_no_models(tmp_path: Path) -> None:
     out = run_fresh(
         f"""
         import asyncio, sys
-        from agent.kube import defer_client_models
+        from evictor.api.deferred import defer_client_models
         assert defer_client_models()
-        import agent.daemon, agent.informer, agent.actions, evictor.client
+        import agent.daemon, agent.informer, agent.actions.evict, evictor.client
         from kubernetes_asyncio import client, config
 
         async def main():
             cfg = client.Configuration()
             await config.load_kube_config(config_file={str(kubeconfig)!r}, client_configuration=cfg)
             api = client.ApiClient(configuration=cfg)
-            agent.actions.Actions(api, node_name="n")
+            evictor.client.Evictor(api)
             headers = {{}}
             await api.update_params_for_auth(headers, [], ["BearerToken"])
             await api.close()
@@ -72,7 +72,7 @@ def test_agent_path_loads_no_models(tmp_path: Path) -> None:
 def test_models_resolve_through_api_client_deserialize() -> None:
     out = run_fresh(
         """
-        from agent.kube import defer_client_models
+        from evictor.api.deferred import defer_client_models
         assert defer_client_models()
         import asyncio
         from kubernetes_asyncio.client.api_client import ApiClient

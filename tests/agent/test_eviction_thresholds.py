@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.eviction.api import SIGNALS, ThresholdValue, float32, get_threshold_quantity
 from agent.eviction.quantity import (
     format_quantity,
     format_request,
     parse_quantity_with_format,
     quantity_format_of,
 )
+from agent.eviction.thresholds import SIGNALS, ThresholdValue, float32, get_threshold_quantity
 
 MI = 1024 * 1024
 

@@ -86,9 +86,10 @@ def resolve_eviction_hard(
 ) -> dict[str, str]:
     """The effective ``evictionHard`` map (KubeletConfiguration defaulting).
 
-    Unset (None) gives the defaults. Setting any entry replaces the whole map — signals left out
-    get no threshold (#112057, #119985) — unless ``mergeDefaultEvictionSettings`` is true, in which
-    case the defaults fill the signals not given. Only ``evictionHard`` has defaults.
+    Unset (None) gives the defaults. Setting any entry replaces the whole map — signals left out get
+    no threshold (kubernetes/kubernetes#112057, kubernetes/kubernetes#119985) — unless
+    ``mergeDefaultEvictionSettings`` is true, in which case the defaults fill the signals not given.
+    Only ``evictionHard`` has defaults.
     """
     if eviction_hard is None:
         return dict(DEFAULT_EVICTION_HARD)

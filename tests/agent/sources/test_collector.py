@@ -1,4 +1,5 @@
-"""The assembled Summary: kubelet field names, per-pod stats, the "pods" system container."""
+"""The collector's Summary on every cgroup layout: node and per-pod stats, the "pods" system
+container, pluggable readers."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ from typing import Any
 
 import pytest
 
+from agent.eviction.summary import FsStats, PodReference, ProcessStats, RlimitStats
 from agent.sources.cgroups import detect_layout, pressure_path
+from agent.sources.collector import (
+    MEMORY_SECTIONS,
+    CollectContext,
+    SourceConfig,
+    SummaryCollector,
+)
 from agent.sources.pods import PodIdentity, read_pods, read_pods_system_container
 from agent.sources.roots import Roots
-from agent.sources.summary import CollectContext, SourceConfig, SummaryCollector
-from kube.times import format_micro_time
 from tests.agent.sources.treebuilder import (
     FakeCgroup,
     FakePod,
@@ -77,64 +83,59 @@ def test_summary_schema_on_every_layout(tmp_path: Path, version: str, driver: st
     )
     s = col.collect()
     assert col.errors == []
-    node = s["node"]
-    assert node["nodeName"] == "node-1"
-    assert node["startTime"] == "2023-11-14T22:13:20.250000Z"
-    assert node["memory"]["workingSetBytes"] == 5 << 30
-    assert node["memory"]["availableBytes"] == 3 << 30
-    assert node["memory"]["time"] == format_micro_time(T0)
-    assert set(node["fs"]) == {
-        "time",
-        "availableBytes",
-        "capacityBytes",
-        "usedBytes",
-        "inodesFree",
-        "inodes",
-        "inodesUsed",
-    }
+    node = s.node
+    assert node.node_name == "node-1"
+    assert node.start_time == T0
+    assert node.memory is not None
+    assert node.memory.working_set_bytes == 5 << 30
+    assert node.memory.available_bytes == 3 << 30
+    assert node.memory.time == T0
+    assert node.fs is not None and node.fs.time == T0
+    for name in FsStats.__slots__:
+        assert getattr(node.fs, name) is not None, name
     # No runtime root on this fixture: images share nodefs (single filesystem layout). The
     # two statvfs readings of that live disk may differ by what other processes wrote between
     # them, so the filesystem is recognised by its size and inode count.
-    image_fs = node["runtime"]["imageFs"]
-    assert set(image_fs) == set(node["fs"])
-    for key in ("capacityBytes", "inodes", "time"):
-        assert image_fs[key] == node["fs"][key], key
+    assert node.runtime is not None and node.runtime.image_fs is not None
+    image_fs = node.runtime.image_fs
+    for name in ("capacity_bytes", "inodes", "time"):
+        assert getattr(image_fs, name) == getattr(node.fs, name), name
     # containerFs is imageFs's reading (the runtime does not split them), not a third statvfs
-    assert node["runtime"]["containerFs"] == image_fs
-    assert node["rlimit"] == {"time": format_micro_time(T0), "maxpid": 63704, "curproc": 1234}
-    [pods_sc] = node["systemContainers"]
-    assert pods_sc["name"] == "pods"
-    assert pods_sc["memory"]["workingSetBytes"] == (3 << 30) - (512 << 20)
-    assert pods_sc["memory"]["availableBytes"] == (7 << 30) - pods_sc["memory"]["workingSetBytes"]
+    assert node.runtime.container_fs is image_fs
+    assert node.rlimit == RlimitStats(time=T0, max_pid=63704, num_of_running_processes=1234)
+    [pods_sc] = node.system_containers
+    assert pods_sc.name == "pods" and pods_sc.memory is not None
+    assert pods_sc.memory.working_set_bytes == (3 << 30) - (512 << 20)
+    assert pods_sc.memory.available_bytes == (7 << 30) - pods_sc.memory.working_set_bytes
 
-    by_uid = {p["podRef"]["uid"]: p for p in s["pods"]}
+    by_uid = {p.pod_ref.uid: p for p in s.pods}
     assert list(by_uid) == [UID_G, UID_B, UID_BE]
     g, b, be = by_uid[UID_G], by_uid[UID_B], by_uid[UID_BE]
-    assert g["podRef"] == {"name": "", "namespace": "", "uid": UID_G}
-    assert g["memory"]["workingSetBytes"] == 200 << 20
-    assert g["memory"]["availableBytes"] == (512 << 20) - (200 << 20)
-    assert g["process_stats"] == {"process_count": 1}
-    assert g["containers"] == []
-    assert b["podRef"] == {"name": "web", "namespace": "shop", "uid": UID_B}
+    assert g.pod_ref == PodReference(name="", namespace="", uid=UID_G)
+    assert g.memory is not None and g.memory.working_set_bytes == 200 << 20
+    assert g.memory.available_bytes == (512 << 20) - (200 << 20)
+    assert g.process_stats == ProcessStats(1)
+    assert g.containers == ()
+    assert b.pod_ref == PodReference(name="web", namespace="shop", uid=UID_B)
     # inactive_file above usage floors the working set at zero.
-    assert b["memory"]["workingSetBytes"] == 0
-    assert "availableBytes" not in b["memory"]
+    assert b.memory is not None and b.memory.working_set_bytes == 0
+    assert b.memory.available_bytes is None
     # pids 10, 11 in the pod cgroup and 12 in its container: three processes.
-    assert b["process_stats"] == {"process_count": 3}
-    [app] = b["containers"]
-    assert app["name"] == "app"
-    assert app["memory"]["workingSetBytes"] == 140 << 20
-    assert be["memory"]["workingSetBytes"] == 100 << 20
-    assert be["process_stats"] == {"process_count": 0}
+    assert b.process_stats == ProcessStats(3)
+    [app] = b.containers
+    assert app.name == "app"
+    assert app.memory is not None and app.memory.working_set_bytes == 140 << 20
+    assert be.memory is not None and be.memory.working_set_bytes == 100 << 20
+    assert be.process_stats == ProcessStats(0)
 
 
 def test_pods_system_container_without_limit_has_no_available(tmp_path: Path) -> None:
     roots = _build(tmp_path, "v2", "systemd", kubepods_limit=None)
     layout = detect_layout(roots.cgroup_root)
-    sc = read_pods_system_container(layout, time="t")
-    assert sc is not None
-    assert "availableBytes" not in sc["memory"]
-    assert sc["memory"]["workingSetBytes"] == (3 << 30) - (512 << 20)
+    sc = read_pods_system_container(layout, time=T0)
+    assert sc is not None and sc.memory is not None
+    assert sc.memory.available_bytes is None
+    assert sc.memory.working_set_bytes == (3 << 30) - (512 << 20)
 
 
 def test_no_kubepods_means_no_pods_and_no_system_container(tmp_path: Path) -> None:
@@ -142,16 +143,16 @@ def test_no_kubepods_means_no_pods_and_no_system_container(tmp_path: Path) -> No
     (tmp_path / "cgroup" / "cgroup.controllers").write_text("memory\n")
     (tmp_path / "cgroup" / "memory.stat").write_text("anon 10\nfile 5\ninactive_file 5\n")
     layout = detect_layout(tmp_path / "cgroup")
-    assert read_pods(layout, time="t") == []
-    assert read_pods_system_container(layout, time="t") is None
+    assert read_pods(layout, time=T0) == []
+    assert read_pods_system_container(layout, time=T0) is None
     col = SummaryCollector(
         SourceConfig(
             roots=Roots(proc_root=build_proc_tree(tmp_path), cgroup_root=layout.memory_root)
         )
     )
     s = col.collect()
-    assert "systemContainers" not in s["node"]
-    assert s["node"]["memory"]["workingSetBytes"] == 10
+    assert s.node.system_containers == ()
+    assert s.node.memory is not None and s.node.memory.working_set_bytes == 10
 
 
 def test_missing_cgroup_tree_is_reported_and_other_sections_still_filled(tmp_path: Path) -> None:
@@ -163,17 +164,17 @@ def test_missing_cgroup_tree_is_reported_and_other_sections_still_filled(tmp_pat
     )
     s = col.collect()
     assert any("no cgroup filesystem" in e for e in col.errors)
-    assert "memory" not in s["node"]
-    assert s["pods"] == []
-    assert s["node"]["rlimit"]["maxpid"] == 63704
-    assert "fs" in s["node"]
+    assert s.node.memory is None
+    assert s.pods == ()
+    assert s.node.rlimit is not None and s.node.rlimit.max_pid == 63704
+    assert s.node.fs is not None
 
 
 def test_readers_are_pluggable_and_a_broken_one_is_contained(tmp_path: Path) -> None:
     roots = _build(tmp_path, "v1", "cgroupfs", kubepods_limit=None)
 
-    def fixed_rlimit(ctx: CollectContext) -> dict[str, Any]:
-        return {"time": ctx.time, "maxpid": 100, "curproc": 99}
+    def fixed_rlimit(ctx: CollectContext) -> RlimitStats:
+        return RlimitStats(time=ctx.time, max_pid=100, num_of_running_processes=99)
 
     def broken(_ctx: CollectContext) -> Any:
         raise RuntimeError("disk on fire")
@@ -182,10 +183,10 @@ def test_readers_are_pluggable_and_a_broken_one_is_contained(tmp_path: Path) -> 
         SourceConfig(roots=roots), readers={"rlimit": fixed_rlimit, "fs": broken}
     )
     s = col.collect()
-    assert s["node"]["rlimit"]["curproc"] == 99
-    assert "fs" not in s["node"]
+    assert s.node.rlimit is not None and s.node.rlimit.num_of_running_processes == 99
+    assert s.node.fs is None
     assert col.errors == ["fs: RuntimeError: disk on fire"]
-    assert len(s["pods"]) == 3
+    assert len(s.pods) == 3
     with pytest.raises(ValueError, match="unknown summary readers \\['cpu'\\]"):
         SummaryCollector(SourceConfig(roots=roots), readers={"cpu": fixed_rlimit})
 
@@ -195,7 +196,7 @@ def test_kubepods_created_after_start_is_picked_up(tmp_path: Path) -> None:
     cg.mkdir()
     (cg / "cgroup.controllers").write_text("memory\n")
     col = SummaryCollector(SourceConfig(roots=Roots(cgroup_root=cg, proc_root=tmp_path)))
-    assert col.collect()["pods"] == []
+    assert col.collect().pods == ()
     build_cgroup_tree(
         tmp_path,
         version="v2",
@@ -204,7 +205,7 @@ def test_kubepods_created_after_start_is_picked_up(tmp_path: Path) -> None:
         kubepods=FakeCgroup(usage=1),
         pods=[FakePod(UID_B, "burstable", FakeCgroup(usage=5))],
     )
-    assert [p["podRef"]["uid"] for p in col.collect()["pods"]] == [UID_B]
+    assert [p.pod_ref.uid for p in col.collect().pods] == [UID_B]
 
 
 STATIC_UID = "0123456789abcdef0123456789abcdef"
@@ -246,15 +247,11 @@ def test_static_pods_are_collected_under_their_static_uid(
         return None
 
     roots = Roots(proc_root=build_proc_tree(tmp_path), cgroup_root=cg, kubelet_root=tmp_path)
-    [static] = SummaryCollector(SourceConfig(roots=roots), lookup=lookup).collect()["pods"]
-    assert static["podRef"] == {
-        "name": "etcd-node-1",
-        "namespace": "kube-system",
-        "uid": STATIC_UID,
-    }
-    assert static["memory"]["workingSetBytes"] == 64 << 20
-    assert static["process_stats"] == {"process_count": 2}
-    assert [c["name"] for c in static["containers"]] == ["etcd"]
+    [static] = SummaryCollector(SourceConfig(roots=roots), lookup=lookup).collect().pods
+    assert static.pod_ref == PodReference("etcd-node-1", "kube-system", STATIC_UID)
+    assert static.memory is not None and static.memory.working_set_bytes == 64 << 20
+    assert static.process_stats == ProcessStats(2)
+    assert [c.name for c in static.containers] == ["etcd"]
 
 
 @pytest.mark.parametrize("version", ["v1", "v2", "hybrid"])
@@ -281,21 +278,17 @@ def test_process_counts_from_another_pid_namespace(tmp_path: Path, version: str)
     )
     roots = Roots(proc_root=build_proc_tree(tmp_path), cgroup_root=cg, kubelet_root=tmp_path)
     pods = {
-        p["podRef"]["uid"]: p["process_stats"]["process_count"]
-        for p in SummaryCollector(SourceConfig(roots=roots)).collect()["pods"]
+        p.pod_ref.uid: p.process_stats.process_count if p.process_stats else None
+        for p in SummaryCollector(SourceConfig(roots=roots)).collect().pods
     }
     assert pods == {UID_B: 3, UID_BE: 0}
 
 
-def test_timestamps_are_rfc3339_with_microseconds() -> None:
-    assert format_micro_time(0.5) == "1970-01-01T00:00:00.500000Z"
-
-
 def test_collect_only_some_sections(tmp_path: Path) -> None:
     roots = _build(tmp_path, "v2", "systemd", kubepods_limit=7 << 30)
-    s = SummaryCollector(SourceConfig(roots=roots)).collect(only={"memory", "systemContainers"})
-    assert set(s["node"]) == {"nodeName", "startTime", "memory", "systemContainers"}
-    assert s["pods"] == []
+    s = SummaryCollector(SourceConfig(roots=roots)).collect(only=MEMORY_SECTIONS)
+    assert s.node.memory is not None and len(s.node.system_containers) == 1
+    assert (s.node.fs, s.node.runtime, s.node.rlimit, s.pods) == (None, None, None, ())
 
 
 @pytest.mark.parametrize(("version", "expect"), [("v2", True), ("hybrid", False), ("v1", False)])
