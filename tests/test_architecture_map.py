@@ -29,7 +29,7 @@ _EXTENSIONS: Final = r"py|json|jsonl|toml|md|yaml|yml|txt|png|cfg|ini"
 _PATHLIKE: Final = re.compile(rf"^[\w.<>-]+(?:/[\w.<>-]+)*(?:/|\.(?:{_EXTENSIONS}))$")
 _DOTTED: Final = re.compile(rf"^(?:{'|'.join(PACKAGES)})(?:\.\w+)+$")
 _DRAWN: Final = re.compile(
-    rf"(?<![\w./-])([A-Za-z_][\w.-]*(?:/[\w.-]+)*(?:/|\.(?:{_EXTENSIONS})))(?![\w/-])"
+    rf"(?<![\w./-])([A-Za-z_][\w.-]*(?:/[\w.-]+)*(?:/|\.(?:{_EXTENSIONS})))(?![\w/<-])"
 )
 _FOLDER_LIST: Final = re.compile(r"(?<![\w./-])([\w-]+(?:/[\w-]+)*/)\s*\(")
 _GUTTER: Final = re.compile(r"^[\s│▼▲├└─╌]*")
