@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kube.objects import KubeObject
+    from scheduler.config import KubeSchedulerConfiguration
     from scheduler.simulator import Decision, SimulationReport
 
-__all__ = ["VALIDATE_HELP", "cli", "main", "validate_option"]
+__all__ = ["VALIDATE_HELP", "cli", "main", "scheduler_config_option", "validate_option"]
 
 PROG: Final = "python -m scheduler"
 
@@ -61,6 +62,35 @@ def validate_option() -> Callable[[F], F]:
         metavar="strict|warn|ignore",
         callback=_validation,
         help=VALIDATE_HELP,
+    )
+
+
+def _scheduler_config(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> KubeSchedulerConfiguration | None:
+    if value is None:
+        return None
+    from scheduler.config import ConfigError, load_config
+
+    try:
+        return load_config(value)
+    except ConfigError as exc:
+        raise click.BadParameter(f"{exc.field}: {exc}") from None
+
+
+def scheduler_config_option(*flags: str) -> Callable[[F], F]:
+    """A KubeSchedulerConfiguration file (``kube-scheduler --config``), loaded when the
+    command line is parsed: a bad file exits 2 naming the field before anything runs.
+    Shared by ``simulate``, ``kubesim serve``, ``evict drain --plan``."""
+    return click.option(
+        *(flags or ("--scheduler-config",)),
+        "scheduler_config",
+        default=None,
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        callback=_scheduler_config,
+        help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) as kube-scheduler's"
+        " --config reads it: its profiles, by schedulerName, decide (default: kube's).",
     )
 
 
@@ -124,6 +154,7 @@ def cli() -> None:
     help="RFC 3339 time that unset pod start times count as (default: later than any).",
 )
 @validate_option()
+@scheduler_config_option("--config", "--scheduler-config")
 def simulate(  # noqa: PLR0917 - click passes options positionally
     cluster: str,
     pending_files: tuple[str, ...],
@@ -133,6 +164,7 @@ def simulate(  # noqa: PLR0917 - click passes options positionally
     cross_node: bool,
     now: str | None,
     validation: Validation,
+    scheduler_config: KubeSchedulerConfiguration | None,
 ) -> None:
     """Schedule the pending pods of CLUSTER (a manifest file), preempting where needed."""
     from kube.objects import Pod
@@ -157,7 +189,13 @@ def simulate(  # noqa: PLR0917 - click passes options positionally
             origin[obj.key] = path
     try:
         report = run_simulation(
-            objects, pending=pending, mode=mode, seed=seed, now=at, cross_node=cross_node
+            objects,
+            pending=pending,
+            mode=mode,
+            seed=seed,
+            now=at,
+            cross_node=cross_node,
+            config=scheduler_config,
         )
     except SimulationError as exc:
         raise BadInput(f"{origin.get(exc.pod, cluster)}: {exc}") from None
