@@ -32,7 +32,20 @@ if TYPE_CHECKING:
     from scheduler.config import KubeSchedulerConfiguration
     from scheduler.simulator import Decision, SimulationReport
 
-__all__ = ["VALIDATE_HELP", "cli", "main", "scheduler_config_option", "validate_option"]
+__all__ = [
+    "SCHEDULER_CONFIG_HELP",
+    "VALIDATE_HELP",
+    "cli",
+    "main",
+    "read_scheduler_config",
+    "scheduler_config_option",
+    "validate_option",
+]
+
+SCHEDULER_CONFIG_HELP: Final = (
+    "A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) as kube-scheduler's --config"
+    " reads it: its profiles, by schedulerName, decide (default: kube's)."
+)
 
 PROG: Final = "python -m scheduler"
 
@@ -65,17 +78,25 @@ def validate_option() -> Callable[[F], F]:
     )
 
 
-def _scheduler_config(
-    _ctx: click.Context, _param: click.Parameter, value: str | None
-) -> KubeSchedulerConfiguration | None:
-    if value is None:
-        return None
+def read_scheduler_config(
+    path: str, flag: str = "--scheduler-config"
+) -> KubeSchedulerConfiguration:
+    """The file read as kube-scheduler reads ``--config``; a bad one is a usage error (exit 2)
+    naming the field and the rule."""
     from scheduler.config import ConfigError, load_config
 
     try:
-        return load_config(value)
+        return load_config(path)
     except ConfigError as exc:
-        raise click.BadParameter(f"{exc.field}: {exc}") from None
+        raise click.BadParameter(f"{exc.field}: {exc}", param_hint=f"'{flag}'") from None
+
+
+def _scheduler_config(
+    _ctx: click.Context, param: click.Parameter, value: str | None
+) -> KubeSchedulerConfiguration | None:
+    if value is None:
+        return None
+    return read_scheduler_config(value, param.opts[0] if param.opts else "--scheduler-config")
 
 
 def scheduler_config_option(*flags: str) -> Callable[[F], F]:
@@ -89,8 +110,7 @@ def scheduler_config_option(*flags: str) -> Callable[[F], F]:
         type=click.Path(dir_okay=False),
         metavar="FILE",
         callback=_scheduler_config,
-        help="A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) as kube-scheduler's"
-        " --config reads it: its profiles, by schedulerName, decide (default: kube's).",
+        help=SCHEDULER_CONFIG_HELP,
     )
 
 
