@@ -38,7 +38,7 @@ from scheduler import (
     preempt,
     schedule_one,
 )
-from scheduler.config import KubeSchedulerConfiguration
+from scheduler.config import KubeSchedulerConfiguration, default_configuration
 from scheduler.queue import PodAlreadyPresentError
 from scheduler.queue import events as qev
 
@@ -313,7 +313,7 @@ class SchedulerLoop:
             framework=self._framework if self.config is not None else self.framework,
             percentage_of_nodes_to_score=self.percentage_of_nodes_to_score,
             start_index=start,
-            config=self.config,
+            config=self.config or default_configuration(self.scheduler_name),
         )
         self.next_start_index = result.next_start_index
         if result.succeeded:

@@ -210,11 +210,16 @@ def load_config(path: str | Path) -> KubeSchedulerConfiguration:
     return decode_config(text, source=str(path))
 
 
-_DEFAULT: list[KubeSchedulerConfiguration] = []
+_DEFAULT: dict[str, KubeSchedulerConfiguration] = {}
 
 
-def default_configuration() -> KubeSchedulerConfiguration:
-    """kube-scheduler's configuration without a file: one default profile (built once)."""
-    if not _DEFAULT:
-        _DEFAULT.append(KubeSchedulerConfiguration(set_defaults({})))
-    return _DEFAULT[0]
+def default_configuration(
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+) -> KubeSchedulerConfiguration:
+    """kube-scheduler's configuration without a file: one default profile, named
+    ``scheduler_name`` (``kube-scheduler --scheduler-name``), built once."""
+    found = _DEFAULT.get(scheduler_name)
+    if found is None:
+        doc = set_defaults({"profiles": [{"schedulerName": scheduler_name}]})
+        found = _DEFAULT[scheduler_name] = KubeSchedulerConfiguration(doc)
+    return found

@@ -117,15 +117,14 @@ class NodeAffinity(NoPreFilterExtensions):
     def __init__(self, *, added_affinity: Mapping[str, Any] | None = None) -> None:
         added = read_added_affinity(added_affinity)
         self.added_node_selector: NodeSelector | None = added.required if added else None
-        self._added_key = repr(self.added_node_selector) if self.added_node_selector else ""
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
         """Skip when the pod has neither a nodeSelector nor required terms and the profile adds
-        no required affinity. When every required
-        term pins ``metadata.name`` with ``In``, the nodes to evaluate are the union over terms
-        of the intersection within each term (``pre_filter_result``); an empty result means the
-        terms contradict each other and the pod is rejected at once with
-        UnschedulableAndUnresolvable ``pod affinity terms conflict``. Nodes left out get
+        no required affinity. When every required term pins ``metadata.name`` with ``In``, the
+        nodes to evaluate are the union over terms of the intersection within each term
+        (``pre_filter_result``; the profile's ``addedAffinity`` is not part of it, as in kube);
+        an empty result means the terms contradict each other and the pod is rejected at once
+        with UnschedulableAndUnresolvable ``pod affinity terms conflict``. Nodes left out get
         ``node(s) didn't satisfy plugin(s) [NodeAffinity]`` from the scheduler, not from
         here."""
         required = RequiredNodeAffinity(pod)

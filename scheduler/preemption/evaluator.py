@@ -19,7 +19,7 @@ from itertools import chain, compress, count
 from operator import ne
 from typing import Final
 
-from kube.objects import Pod, PodDisruptionBudget
+from kube.objects import DEFAULT_SCHEDULER_NAME, Pod, PodDisruptionBudget
 from scheduler.config import KubeSchedulerConfiguration
 from scheduler.framework import (
     NODE_LOCAL_PLUGINS,
@@ -432,7 +432,8 @@ def preempt(
         if profile is None:
             names = ", ".join(f'"{n}"' for n in config.scheduler_names)
             summary = (
-                f'schedulerName "{pod.scheduler_name}" is no profile of this scheduler ({names})'
+                f'schedulerName "{pod.scheduler_name or DEFAULT_SCHEDULER_NAME}" is no profile'
+                f" of this scheduler ({names})"
             )
             return PreemptionResult(
                 None, status=Status(Code.Skip, summary), explanation=Explanation(summary, mode=mode)

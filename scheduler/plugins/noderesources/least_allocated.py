@@ -5,7 +5,9 @@ With cpu and memory at weight 1 by default: for each resource with non-zero allo
 ``(allocatable - requested) * 100 / allocatable`` (0 when over-committed), where requested is
 the node's ``NonZeroRequested`` plus the pod's non-zero request (a container without a
 cpu/memory request counts 100m / 200Mi here, and only here); the node score is the weighted
-mean, integer division throughout.
+mean, integer division throughout. The other strategies of ``scoringStrategy``
+(``most_allocated``, ``requested_to_capacity_ratio``) are this scorer with their own score per
+resource.
 """
 
 from __future__ import annotations
