@@ -575,9 +575,14 @@ class _Walk:
     __slots__ = ("duplicates", "fold_case", "nodes", "problems", "types")
 
     def __init__(
-        self, duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]], *, fold_case: bool
+        self,
+        duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]],
+        *,
+        fold_case: bool,
+        extra_types: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
-        self.types: dict[str, dict[str, str]] = _schema()["types"]
+        types: Mapping[str, Mapping[str, str]] = _schema()["types"]
+        self.types = {**types, **extra_types} if extra_types else types
         self.duplicates = duplicates
         self.problems = Problems()
         self.nodes = 0
@@ -709,8 +714,13 @@ def check_object(
     model: str | None = None,
     duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]] | None = None,
     fold_case: bool = False,
+    extra_types: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Problems:
     """Walk ``obj`` against its kind's schema (``model`` or found from apiVersion/kind).
+
+    ``extra_types`` adds types the generated schema does not hold (a component's own
+    configuration, as ``scheduler.config`` has: KubeSchedulerConfiguration), in the schema's
+    form: type name -> field -> type; they may refer to the schema's own types.
 
     ``fold_case`` decodes as Go's ``encoding/json`` (``sigs.k8s.io/yaml``) does rather than
     kube-apiserver: a key that names a field only case-insensitively (``NodeTaintsPolicy``)
@@ -727,7 +737,7 @@ def check_object(
         model = model_for(api_version, kind)
         if model is None:
             raise ManifestError(f'no matches for kind "{kind}" in version "{api_version}"')
-    walk = _Walk(duplicates or {}, fold_case=fold_case)
+    walk = _Walk(duplicates or {}, fold_case=fold_case, extra_types=extra_types)
     try:
         walk.model(obj, model, "")
     except RecursionError:

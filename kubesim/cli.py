@@ -41,11 +41,12 @@ from kube.cliutil import (
 )
 from kube.strict import Validation
 from kubesim.controllers import CONTROLLER_NAMES
-from scheduler.cli import validate_option
+from scheduler.cli import SCHEDULER_CONFIG_HELP, validate_option
 
 if TYPE_CHECKING:
     from kubesim.faults.file import FaultSet
     from kubesim.sim import Simulator
+    from scheduler.config import KubeSchedulerConfiguration
 
 __all__ = ["cli", "main"]
 
@@ -210,6 +211,13 @@ def _load_faults(path: str) -> FaultSet:
 )
 @validate_option()
 @click.option(
+    "--scheduler-config",
+    "scheduler_config",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help=SCHEDULER_CONFIG_HELP + " The scheduler loop runs every profile.",
+)
+@click.option(
     "--background",
     is_flag=True,
     help="Detach: return once the server answers, printing its PID, kubeconfig and log file.",
@@ -349,6 +357,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     kubeconfig_out: str | None,
     time_scale: float,
     validation: Validation,
+    scheduler_config: str | None,
     background: bool,
     log_file: str | None,
     pid_file: str | None,
@@ -385,9 +394,17 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     if kubepods_at_root and len(set(process_nodes)) != 1:
         raise BadInput("--kubepods-at-root: needs exactly one --process-node")
     tls = serves_tls(authorization, tls)
+    config = None
+    if scheduler_config is not None:
+        from scheduler.cli import read_scheduler_config
+
+        scheduler_config = os.path.abspath(scheduler_config)
+        config = read_scheduler_config(scheduler_config)
     if background:
         args = ["serve", "--host", host, "--port", str(port), "--time-scale", str(time_scale)]
         args += ["--validate", validation]
+        if scheduler_config:
+            args += ["--scheduler-config", scheduler_config]
         for s in state:
             args += ["--state", s]
         if faults:
@@ -446,6 +463,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         cgroup_driver=cgroup_driver,
         kubepods_at_root=kubepods_at_root,
         tls=tls,
+        scheduler_config=config,
     )
     for warning in sim.state_warnings:
         click.echo(f"Warning: {warning}", err=True)
@@ -476,6 +494,7 @@ def _simulator(  # noqa: PLR0917
     cgroup_driver: str = "cgroupfs",
     kubepods_at_root: bool = False,
     tls: bool = False,
+    scheduler_config: KubeSchedulerConfiguration | None = None,
 ) -> Simulator:
     require_server_extra()
     from kubesim.sim import InsecureServing, Simulator, StateError
@@ -504,6 +523,7 @@ def _simulator(  # noqa: PLR0917
             cgroup_driver=cgroup_driver,
             kubepods_at_root=kubepods_at_root,
             tls=tls,
+            scheduler_config=scheduler_config,
         )
     except InsecureServing as exc:
         raise BadInput(str(exc)) from None

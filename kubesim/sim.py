@@ -83,6 +83,7 @@ from kubesim.scheduling import SchedulerLoop
 if TYPE_CHECKING:
     from kubesim.plugins.authentication.pki import CertificateAuthority, Credentials
     from kubesim.plugins.authentication.reviews import IdentityReviews
+    from scheduler.config import KubeSchedulerConfiguration
 
 __all__ = [
     "ALWAYS_ALLOW",
@@ -251,7 +252,9 @@ class Simulator:
     Deployment, StatefulSet, DaemonSet, Job, garbage collector), the node kubelet and the
     default scheduler (``kubesim.scheduling``). Any of them can be switched off with
     ``disabled_controllers``; ``scheduler_loop=False`` is short for disabling ``scheduler``
-    (unbound pods stay Pending, as in a cluster without a scheduler). Their timing is
+    (unbound pods stay Pending, as in a cluster without a scheduler); ``scheduler_config``
+    (a ``scheduler.config.KubeSchedulerConfiguration``) makes the scheduler run its profiles,
+    as kube-scheduler's ``--config``. Their timing is
     ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``, or a
     ``ClusterSettings`` document in the state). ``faults`` start with the server
     (``kubesim.faults.injection``); ``add_faults`` and ``POST /_kubesim/faults`` add more while
@@ -301,6 +304,7 @@ class Simulator:
         ready_after: float | None = None,
         job_duration: float | None = None,
         process_nodes: Iterable[str] = (),
+        scheduler_config: KubeSchedulerConfiguration | None = None,
         cgroup_root: str | Path = "/sys/fs/cgroup",
         memory_capacity: int | None = None,
         node_configs: Mapping[str, NodeConfig] | None = None,
@@ -398,6 +402,11 @@ class Simulator:
             for c in (list(controllers) if controllers is not None else default_controllers())
             if c.name not in off
         ]
+        if scheduler_config is not None:
+            self.controllers = [
+                SchedulerLoop(config=scheduler_config) if isinstance(c, SchedulerLoop) else c
+                for c in self.controllers
+            ]
         # Process nodes: named here, or by a ProcessNode document of the state (``_load``).
         self.node_configs: dict[str, NodeConfig] = dict(node_configs or {})
         self.node_configs.update(

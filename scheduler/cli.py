@@ -29,9 +29,23 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from kube.objects import KubeObject
+    from scheduler.config import KubeSchedulerConfiguration
     from scheduler.simulator import Decision, SimulationReport
 
-__all__ = ["VALIDATE_HELP", "cli", "main", "validate_option"]
+__all__ = [
+    "SCHEDULER_CONFIG_HELP",
+    "VALIDATE_HELP",
+    "cli",
+    "main",
+    "read_scheduler_config",
+    "scheduler_config_option",
+    "validate_option",
+]
+
+SCHEDULER_CONFIG_HELP: Final = (
+    "A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) as kube-scheduler's --config"
+    " reads it: its profiles, by schedulerName, decide (default: kube's)."
+)
 
 PROG: Final = "python -m scheduler"
 
@@ -61,6 +75,42 @@ def validate_option() -> Callable[[F], F]:
         metavar="strict|warn|ignore",
         callback=_validation,
         help=VALIDATE_HELP,
+    )
+
+
+def read_scheduler_config(
+    path: str, flag: str = "--scheduler-config"
+) -> KubeSchedulerConfiguration:
+    """The file read as kube-scheduler reads ``--config``; a bad one is a usage error (exit 2)
+    naming the field and the rule."""
+    from scheduler.config import ConfigError, load_config
+
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise click.BadParameter(f"{exc.field}: {exc}", param_hint=f"'{flag}'") from None
+
+
+def _scheduler_config(
+    _ctx: click.Context, param: click.Parameter, value: str | None
+) -> KubeSchedulerConfiguration | None:
+    if value is None:
+        return None
+    return read_scheduler_config(value, param.opts[0] if param.opts else "--scheduler-config")
+
+
+def scheduler_config_option(*flags: str) -> Callable[[F], F]:
+    """A KubeSchedulerConfiguration file (``kube-scheduler --config``), loaded when the
+    command line is parsed: a bad file exits 2 naming the field before anything runs.
+    Shared by ``simulate``, ``kubesim serve``, ``evict drain --plan``."""
+    return click.option(
+        *(flags or ("--scheduler-config",)),
+        "scheduler_config",
+        default=None,
+        type=click.Path(dir_okay=False),
+        metavar="FILE",
+        callback=_scheduler_config,
+        help=SCHEDULER_CONFIG_HELP,
     )
 
 
@@ -124,6 +174,7 @@ def cli() -> None:
     help="RFC 3339 time that unset pod start times count as (default: later than any).",
 )
 @validate_option()
+@scheduler_config_option("--config", "--scheduler-config")
 def simulate(  # noqa: PLR0917 - click passes options positionally
     cluster: str,
     pending_files: tuple[str, ...],
@@ -133,6 +184,7 @@ def simulate(  # noqa: PLR0917 - click passes options positionally
     cross_node: bool,
     now: str | None,
     validation: Validation,
+    scheduler_config: KubeSchedulerConfiguration | None,
 ) -> None:
     """Schedule the pending pods of CLUSTER (a manifest file), preempting where needed."""
     from kube.objects import Pod
@@ -157,7 +209,13 @@ def simulate(  # noqa: PLR0917 - click passes options positionally
             origin[obj.key] = path
     try:
         report = run_simulation(
-            objects, pending=pending, mode=mode, seed=seed, now=at, cross_node=cross_node
+            objects,
+            pending=pending,
+            mode=mode,
+            seed=seed,
+            now=at,
+            cross_node=cross_node,
+            config=scheduler_config,
         )
     except SimulationError as exc:
         raise BadInput(f"{origin.get(exc.pod, cluster)}: {exc}") from None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kube.objects import DEFAULT_SCHEDULER_NAME, Pod
+from scheduler.config import KubeSchedulerConfiguration, SchedulerProfile, default_configuration
 from scheduler.framework import (
     SUCCESS,
     Code,
@@ -29,7 +30,7 @@ from scheduler.framework import (
     prioritize_nodes,
 )
 from scheduler.plugins.helper import remember
-from scheduler.plugins.registry import default_framework, default_score_plugins
+from scheduler.plugins.registry import default_framework
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "SchedulingError",
     "find_feasible_nodes",
     "find_nodes_that_fit_pod",
+    "not_this_schedulers",
     "num_feasible_nodes_to_find",
     "run_filter_plugins_batch",
     "schedule_one",
@@ -62,11 +64,10 @@ _PVC_SOURCES: Final = ("persistentVolumeClaim", "ephemeral")
 def unmodelled_features(pod: Pod) -> list[str]:
     """The features of ``pod`` that the modelled plugins do not evaluate, one phrase each:
     PersistentVolumeClaim-backed volumes (plain or generic ephemeral) and their topology
-    (kube's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits),
-    ``resourceClaims`` (DynamicResources), and a ``schedulerName`` other than
-    ``default-scheduler`` (only the default profile exists here; kube would leave the pod to
-    another scheduler or profile). ``schedule_one`` puts them in one line,
-    ``ScheduleResult.warning`` (also ``Diagnosis.unmodelled``)."""
+    (kube's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) and
+    ``resourceClaims`` (DynamicResources). ``schedule_one`` puts them in one line,
+    ``ScheduleResult.warning`` (also ``Diagnosis.unmodelled``). (A ``schedulerName`` is a
+    profile's, or another scheduler's: ``not_this_schedulers``.)"""
     out: list[str] = []
     pvcs = [v.name for v in pod.volumes if v.source in _PVC_SOURCES]
     if pvcs:
@@ -78,12 +79,21 @@ def unmodelled_features(pod: Pod) -> list[str]:
     if pod.resource_claims:
         names = ", ".join(f'"{n}"' for n in pod.resource_claims)
         out.append(f"resourceClaims (claim {names}: DynamicResources)")
-    if pod.scheduler_name != DEFAULT_SCHEDULER_NAME:
-        out.append(
-            f'schedulerName "{pod.scheduler_name}" (only the {DEFAULT_SCHEDULER_NAME} profile'
-            " is modelled; scheduler profiles are not)"
-        )
     return out
+
+
+def not_this_schedulers(pod: Pod, config: KubeSchedulerConfiguration) -> Status | None:
+    """Skip, saying so, when no profile of ``config`` has ``pod``'s ``schedulerName``:
+    kube-scheduler's informers never queue such a pod (another scheduler's), so it stays
+    Pending with no condition and no event. None when a profile schedules it."""
+    if config.profile_for(pod) is not None:
+        return None
+    names = ", ".join(f'"{n}"' for n in config.scheduler_names)
+    return Status(
+        Code.Skip,
+        f'pod {pod.key}: schedulerName "{pod.scheduler_name or DEFAULT_SCHEDULER_NAME}" is no'
+        f" profile of this scheduler ({names}): another scheduler's pod, left Pending",
+    )
 
 
 def unmodelled_warning(pod: Pod) -> str:
@@ -676,15 +686,9 @@ class ScheduleResult:
         return bool(self.suggested_host)
 
 
-_DEFAULT_SCORERS: list[tuple[ScorePlugin, ...]] = []
-
-
-def _default_scorers() -> tuple[ScorePlugin, ...]:
-    """One shared default profile: the scorers keep their per-cycle data in CycleState, so
-    building them (and parsing PodTopologySpread's system defaults) once is enough."""
-    if not _DEFAULT_SCORERS:
-        _DEFAULT_SCORERS.append(tuple(default_score_plugins()))
-    return _DEFAULT_SCORERS[0]
+def _profile(profile: SchedulerProfile | None) -> SchedulerProfile:
+    assert profile is not None  # set whenever framework or score_plugins is None
+    return profile
 
 
 def _failed(status: Status, *, start_index: int, warning: str) -> ScheduleResult:
@@ -704,6 +708,7 @@ def schedule_one(
     percentage_of_nodes_to_score: int | None = None,
     start_index: int = 0,
     rng: random.Random | None = None,
+    config: KubeSchedulerConfiguration | None = None,
 ) -> ScheduleResult:
     """``schedulePod``: pick a node for ``pod`` without changing ``snapshot``.
 
@@ -711,13 +716,31 @@ def schedule_one(
     ``scheduler.framework.prioritize_nodes``) give a weighted total per node and
     ``select_host`` takes the highest.
 
-    ``percentage_of_nodes_to_score`` None or 0 is kube's adaptive default; 100 evaluates every
-    node. ``start_index`` is the previous result's ``next_start_index``.
+    The plugins are those of the profile of ``config`` (kube's defaults when None) named by
+    the pod's ``schedulerName``; a pod no profile names is another scheduler's: the result
+    has a Skip status saying so (``not_this_schedulers``) and no node. ``framework`` and
+    ``score_plugins`` replace the profile's plugins, for every pod.
+
+    ``percentage_of_nodes_to_score`` None is the profile's (or the configuration's)
+    ``percentageOfNodesToScore``; 0 is kube's adaptive default; 100 evaluates every node.
+    ``start_index`` is the previous result's ``next_start_index``.
     """
-    fwk = framework if framework is not None else default_framework()
-    plugins = _default_scorers() if score_plugins is None else list(score_plugins)
-    num_all = len(snapshot.node_info_list)
     warning = unmodelled_warning(pod)
+    profile: SchedulerProfile | None = None
+    if framework is None or score_plugins is None:
+        cfg = config if config is not None else default_configuration()
+        profile = cfg.profile_for(pod)
+        if profile is None:
+            skip = not_this_schedulers(pod, cfg)
+            assert skip is not None
+            return _failed(skip, start_index=start_index, warning=warning)
+        if percentage_of_nodes_to_score is None:
+            percentage_of_nodes_to_score = cfg.percentage_for(profile)
+    fwk = framework if framework is not None else _profile(profile).framework
+    plugins: Sequence[ScorePlugin] = (
+        _profile(profile).score_plugins if score_plugins is None else list(score_plugins)
+    )
+    num_all = len(snapshot.node_info_list)
     if num_all == 0:
         return _failed(
             Status(Code.Error, ERR_NO_NODES_AVAILABLE), start_index=start_index, warning=warning

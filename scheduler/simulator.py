@@ -1,8 +1,9 @@
 """Answer "if these pods arrive, where do they go and what gets preempted?" for a cluster.
 
 The scheduling cycle of kube-scheduler, run over manifests instead of an API server
-(``simulate``), with the default profile of kube 1.32 deciding. Pure: the caller loads the
-objects and prints the ``SimulationReport``.
+(``simulate``), with the profiles of a KubeSchedulerConfiguration deciding (kube 1.32's
+default profile without one). Pure: the caller loads the objects and prints the
+``SimulationReport``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Literal
 
 from kube.apierrors import AdmissionError, FieldError, aggregate_message
 from kube.objects import KubeObject, Pod, PriorityClass
+from scheduler.config import KubeSchedulerConfiguration, default_configuration
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.priority import (
     PriorityAdmission,
@@ -21,7 +23,12 @@ from scheduler.priority import (
     validate_priority_class,
 )
 from scheduler.queue.gates import scheduling_gates_pre_enqueue
-from scheduler.schedule import ScheduleResult, schedule_one, unmodelled_warning
+from scheduler.schedule import (
+    ScheduleResult,
+    not_this_schedulers,
+    schedule_one,
+    unmodelled_warning,
+)
 from scheduler.snapshot import Snapshot
 
 __all__ = [
@@ -33,7 +40,7 @@ __all__ = [
     "simulate",
 ]
 
-Outcome = Literal["scheduled", "preempting", "unschedulable", "gated"]
+Outcome = Literal["scheduled", "preempting", "unschedulable", "gated", "other-scheduler"]
 
 
 class SimulationError(ValueError):
@@ -172,6 +179,7 @@ def simulate(
     seed: int = 0,
     now: float | None = None,
     cross_node: bool = False,
+    config: KubeSchedulerConfiguration | None = None,
 ) -> SimulationReport:
     """Schedule (or preempt for) every pending pod of ``objects`` and ``pending`` in turn.
 
@@ -192,17 +200,24 @@ def simulate(
        outcome once the victims have terminated (the real scheduler waits for their graceful
        termination and may place the pod elsewhere if the cluster changed meanwhile).
 
+    ``config`` (kube's defaults when None) decides which profile schedules each pod, by its
+    ``schedulerName``: its plugins and their args, ``percentageOfNodesToScore``, and
+    DefaultPreemption's. A pod no profile names is another scheduler's: outcome
+    ``other-scheduler``, left where it is, as kube-scheduler leaves it.
+
     Topology spreading's system defaults take their selectors from the Services,
     ReplicationControllers, ReplicaSets and StatefulSets in ``objects``. A pod feature no
-    modelled plugin evaluates (PVC-backed volumes, resourceClaims, another schedulerName) is
-    named in ``Decision.warning``, one line per pod.
+    modelled plugin evaluates (PVC-backed volumes, resourceClaims) is named in
+    ``Decision.warning``, one line per pod.
     """
     snapshot, queue = build_snapshot(objects, pending=pending)
     # activeQ order: priority first, then arrival (a stable sort keeps input order).
     order = sorted(range(len(queue)), key=lambda i: -queue[i].priority)
     rng = random.Random(seed)
     decisions = [
-        _decide(queue[i], snapshot, mode=mode, rng=rng, now=now, cross_node=cross_node)
+        _decide(
+            queue[i], snapshot, mode=mode, rng=rng, now=now, cross_node=cross_node, config=config
+        )
         for i in order
     ]
     return SimulationReport(nodes=len(snapshot.node_info_list), decisions=decisions)
@@ -216,6 +231,7 @@ def _decide(
     rng: random.Random,
     now: float | None,
     cross_node: bool = False,
+    config: KubeSchedulerConfiguration | None = None,
 ) -> Decision:
     decision = Decision(
         pod=pod.key,
@@ -224,13 +240,18 @@ def _decide(
         outcome="unschedulable",
         warning=unmodelled_warning(pod),
     )
+    elsewhere = not_this_schedulers(pod, config or default_configuration())
+    if elsewhere is not None:
+        decision.outcome = "other-scheduler"
+        decision.message = elsewhere.message
+        return decision
     gated = scheduling_gates_pre_enqueue(pod)
     if gated is not None:
         decision.outcome = "gated"
         decision.message = gated.message
         return decision
 
-    result = schedule_one(pod, snapshot)
+    result = schedule_one(pod, snapshot, config=config)
     if result.succeeded:
         _bind(decision, pod, snapshot, result)
         return decision
@@ -244,6 +265,7 @@ def _decide(
         rng=rng,
         now=now,
         cross_node=cross_node,
+        config=config,
     )
     decision.explanation = outcome.explanation.lines()
     if not outcome.nominated_node_name:
@@ -262,7 +284,7 @@ def _decide(
         decision.nominated_pods_cleared.append(other.key)
         snapshot.update_pod(other.with_changes(nominated_node_name=""))
     # Once the victims are gone, the pod is scheduled again (nominated to ``node``).
-    retry = schedule_one(pod.with_changes(nominated_node_name=node), snapshot)
+    retry = schedule_one(pod.with_changes(nominated_node_name=node), snapshot, config=config)
     if retry.succeeded:
         _bind(decision, pod, snapshot, retry)
         decision.outcome = "preempting"

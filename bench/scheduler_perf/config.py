@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from kube.strict import ManifestError, parse_yaml, read_text
+from scheduler.config import ConfigError as SchedulerConfigError
+from scheduler.config import KubeSchedulerConfiguration
+from scheduler.config import load_config as load_scheduler_config
 
 from . import gojson
 from .errors import ConfigError
@@ -154,6 +157,8 @@ class TestCase:
     feature_gates: Mapping[str, bool]
     default_pod_template: Path | None
     scheduler_config: str
+    # schedulerConfigPath read as kube-scheduler reads --config (from the config's directory)
+    scheduler_configuration: KubeSchedulerConfiguration | None = None
 
     @property
     def base(self) -> Path:
@@ -287,6 +292,9 @@ def load_config(path: Path) -> list[TestCase]:
                 )
             )
         default_pod = f.get("defaultPodTemplatePath")
+        scheduler_config = gojson.string(
+            f.get("schedulerConfigPath") or "", f"{where}.schedulerConfigPath"
+        )
         cases.append(
             TestCase(
                 name=name,
@@ -300,14 +308,28 @@ def load_config(path: Path) -> list[TestCase]:
                     if default_pod is None
                     else path.parent / gojson.string(default_pod, f"{where}.defaultPodTemplatePath")
                 ),
-                scheduler_config=gojson.string(
-                    f.get("schedulerConfigPath") or "", f"{where}.schedulerConfigPath"
+                scheduler_config=scheduler_config,
+                scheduler_configuration=_scheduler_configuration(
+                    path.parent, scheduler_config, f"{where}.schedulerConfigPath"
                 ),
             )
         )
     if not cases:
         raise ConfigError(f"{source}: no test cases defined")
     return cases
+
+
+def _scheduler_configuration(
+    base: Path, relative: str, where: str
+) -> KubeSchedulerConfiguration | None:
+    """The test case's KubeSchedulerConfiguration (upstream's ``loadSchedulerConfig``), read
+    when the configs are: a bad one stops the run (exit 2) naming the field."""
+    if not relative:
+        return None
+    try:
+        return load_scheduler_config(base / relative)
+    except SchedulerConfigError as exc:
+        raise ConfigError(f"{where}: {exc.field}: {exc}") from None
 
 
 def enabled(selectors: Sequence[str], labels: Iterable[str]) -> bool:

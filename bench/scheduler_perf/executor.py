@@ -396,8 +396,21 @@ def run_workload(
         ops, notes = plan(tc, w)
     except Unmodelled as exc:
         return {**line, "value": None, "unmodelled": str(exc)}
+    config = tc.scheduler_configuration
+    if config is not None and through == "kubesim" and kubesim_url is not None:
+        return {
+            **line,
+            "value": None,
+            "unmodelled": f"schedulerConfigPath {tc.scheduler_config}: a running kubesim"
+            " (--kubesim-url) schedules with its own configuration",
+        }
     backend: Backend = (
-        KubesimBackend(url=kubesim_url) if through == "kubesim" else LibraryBackend(seed=seed)
+        KubesimBackend(
+            url=kubesim_url,
+            scheduler_config=tc.base / tc.scheduler_config if config is not None else None,
+        )
+        if through == "kubesim"
+        else LibraryBackend(seed=seed, config=config)
     )
     templates = Templates(seed)
     executor = Executor(tc, w, backend, templates, timeout=timeout)

@@ -20,6 +20,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from kube.times import parse_rfc3339
@@ -96,9 +97,10 @@ class KubesimBackend:
 
     name = "kubesim"
 
-    def __init__(self, *, url: str | None = None) -> None:
+    def __init__(self, *, url: str | None = None, scheduler_config: Path | None = None) -> None:
         import aiohttp  # only this backend needs the HTTP client
 
+        self._scheduler_config = scheduler_config
         self.listeners: list[BoundListener] = []
         self._proc: subprocess.Popen[str] | None = None
         self._log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by close()
@@ -126,6 +128,8 @@ class KubesimBackend:
         # templates set spec.priority without a PriorityClass.
         cmd = [sys.executable, "-m", "kubesim", "serve", "--port", "0"]
         cmd += ["--disable-admission-plugins", "Priority"]
+        if self._scheduler_config is not None:
+            cmd += ["--scheduler-config", str(self._scheduler_config)]
         for name in CONTROLLER_NAMES:
             if name not in KUBESIM_ON:
                 cmd += ["--disable-controller", name]

@@ -44,6 +44,7 @@ from scheduler import (
     schedule_one,
 )
 from scheduler import eventhandlers as handlers
+from scheduler.config import KubeSchedulerConfiguration
 from scheduler.preemption.core import default_preemption_framework
 from scheduler.queue import PodAlreadyPresentError
 from scheduler.queue import events as qev
@@ -67,15 +68,30 @@ class LibraryBackend:
 
     name = "scheduler"
 
-    def __init__(self, *, seed: int, percentage_of_nodes_to_score: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int,
+        percentage_of_nodes_to_score: int = 0,
+        config: KubeSchedulerConfiguration | None = None,
+    ) -> None:
         self.snapshot = Snapshot()
-        self.framework = default_preemption_framework()
+        # With a test case's schedulerConfigPath, each pod's profile decides (its plugins, its
+        # percentageOfNodesToScore, DefaultPreemption's args) and the queue takes its backoffs.
+        self.config = config
+        self.framework = default_preemption_framework() if config is None else None
+        initial, maximum = (1.0, 10.0)  # kube's defaults
+        if config is not None:
+            initial = float(config.pod_initial_backoff_seconds)
+            maximum = float(config.pod_max_backoff_seconds)
         self.queue = SchedulingQueue(
             time.monotonic,
+            pod_initial_backoff=initial,
+            pod_max_backoff=maximum,
             pod_lister=self.snapshot,
             namespace_labels=self.snapshot.namespace_labels,
         )
-        self.percentage = percentage_of_nodes_to_score
+        self.percentage: int | None = percentage_of_nodes_to_score if config is None else None
         self.rng = random.Random(seed)
         self.next_start = 0
         self.pods: dict[str, Pod] = {}
@@ -262,6 +278,7 @@ class LibraryBackend:
             framework=self.framework,
             percentage_of_nodes_to_score=self.percentage,
             start_index=self.next_start,
+            config=self.config,
         )
         self.next_start = result.next_start_index
         if result.succeeded:
@@ -295,6 +312,7 @@ class LibraryBackend:
             mode="sampled",
             rng=self.rng,
             framework=self.framework,
+            config=self.config,
         )
         nominating: NominatingInfo | None = None
         if outcome.nominated_node_name is not None:

@@ -228,10 +228,6 @@ def plan(tc: TestCase, w: Workload) -> tuple[list[Op], list[str]]:
                 raise Unmodelled(f"feature gate {gate}={str(value).lower()} is not modelled")
         else:
             raise Unmodelled(f"feature gate {gate} is not modelled")
-    if tc.scheduler_config:
-        raise Unmodelled(
-            f"schedulerConfigPath {tc.scheduler_config}: only the default profile is modelled"
-        )
     if w.metric != "SchedulingThroughput":
         raise Unmodelled(f"threshold metric {w.metric}: only SchedulingThroughput is measured")
     params = Params(w.params)

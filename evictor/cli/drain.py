@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from evictor.client import Evictor
     from evictor.drain.helper import DrainHelper
     from evictor.plan.types import PlanOptions
+    from scheduler.config import KubeSchedulerConfiguration
 
 __all__ = ["drain"]
 
@@ -142,6 +143,17 @@ __all__ = ["drain"]
     help="Plan first; refuse to start (exit 3, nothing cordoned) when the plan says the drain "
     "cannot finish, else drain the nodes in the plan's order.",
 )
+@click.option(
+    "--scheduler-config",
+    "scheduler_config",
+    default=None,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    callback=lambda _ctx, _param, value: _scheduler_config(value),
+    help="With --plan or --check-plan: the cluster's KubeSchedulerConfiguration "
+    "(kubescheduler.config.k8s.io/v1, kube-scheduler's --config): its profiles, by "
+    "schedulerName, place the replacements (default: kube's default profile).",
+)
 @global_options
 @click.pass_obj
 def drain(  # noqa: PLR0917 - click passes options positionally
@@ -165,6 +177,7 @@ def drain(  # noqa: PLR0917 - click passes options positionally
     parallel: int,
     plan: bool,
     check_plan: bool,
+    scheduler_config: KubeSchedulerConfiguration | None,
 ) -> None:
     """Drain NODE(s) in preparation for maintenance: cordon, then evict their pods.
 
@@ -200,7 +213,10 @@ def drain(  # noqa: PLR0917 - click passes options positionally
         parallel=parallel,
         plan=plan,
         check_plan=check_plan,
+        scheduler_config=scheduler_config,
     )
+    if scheduler_config is not None and not (plan or check_plan):
+        raise click.UsageError("--scheduler-config needs --plan or --check-plan")
     if plan:
         planned = plan_only(
             glob,
@@ -236,6 +252,19 @@ class _DrainArgs:
     parallel: int = 1
     plan: bool = False
     check_plan: bool = False
+    scheduler_config: KubeSchedulerConfiguration | None = None
+
+
+def _scheduler_config(path: str | None) -> KubeSchedulerConfiguration | None:
+    """The file read as kube-scheduler reads ``--config``; exit 2 naming the bad field."""
+    if path is None:
+        return None
+    from scheduler.config import ConfigError, load_config
+
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise click.BadParameter(f"{exc.field}: {exc}", param_hint="'--scheduler-config'") from None
 
 
 def _drain_options(a: _DrainArgs) -> Any:
@@ -262,6 +291,7 @@ def _plan_options(a: _DrainArgs) -> PlanOptions:
         timeout=a.timeout,
         disable_eviction=a.disable_eviction,
         pod_selector=parse_label_selector(a.pod_selector) if a.pod_selector else None,
+        scheduler_config=a.scheduler_config,
     )
 
 

@@ -56,11 +56,14 @@ def owner_title(pod: Pod, workloads: Mapping[WorkloadKey, Workload]) -> str:
     return wl.title if wl is not None else f"{ref.kind} {ref.name}"
 
 
-def unmodelled(pod: Pod | None, workloads: Mapping[WorkloadKey, Workload]) -> tuple[str, ...]:
+def unmodelled(
+    pod: Pod | None, workloads: Mapping[WorkloadKey, Workload], scheduling: Scheduling
+) -> tuple[str, ...]:
     """What makes this pod's replacement unpredictable: an owner of a kind not modelled, or
     what the scheduler here does not evaluate (``scheduler.schedule.unmodelled_features``:
-    PersistentVolumeClaim volumes, resource claims, another ``schedulerName``). Such a
-    replacement takes room where the modelled plugins put it but never counts as Ready."""
+    PersistentVolumeClaim volumes, resource claims; a ``schedulerName`` no profile of the
+    configuration has). Such a replacement takes room where the modelled plugins put it but
+    never counts as Ready."""
     if pod is None:
         return ()
     ref = pod.controller_ref()
@@ -79,6 +82,10 @@ def unmodelled(pod: Pod | None, workloads: Mapping[WorkloadKey, Workload]) -> tu
     wl = workloads.get((ref.kind, pod.namespace, ref.name))
     if wl is not None and wl.template is not None:
         features += unmodelled_features(wl.template)
+    for template in (pod, wl.template if wl is not None else None):
+        elsewhere = scheduling.elsewhere(template) if template is not None else ""
+        if elsewhere:
+            features.append(elsewhere)
     return tuple(dict.fromkeys(features))
 
 
@@ -220,7 +227,12 @@ class Controllers:
             replacement.unschedulable = "refused by Priority admission"
             return
         pod = admitted
-        features = (*replacement.unmodelled, *unmodelled_features(pod))
+        elsewhere = self._scheduling.elsewhere(pod)
+        features = (
+            *replacement.unmodelled,
+            *unmodelled_features(pod),
+            *((elsewhere,) if elsewhere else ()),
+        )
         replacement.unmodelled = tuple(dict.fromkeys(features))
         self._pods[pod.key] = pod
         self.members[pod.key] = wl.key

@@ -13,7 +13,6 @@ from evictor.plan.controllers import Controllers
 from evictor.plan.scheduling import Scheduling
 from evictor.plan.types import NodePlan, PodPlan, Replacement
 from kube.objects import Pod
-from scheduler.schedule import schedule_one
 
 __all__ = ["ASSUMPTIONS", "Explanation", "assumptions", "overall"]
 
@@ -120,7 +119,7 @@ class Explanation:
         )
         probe = self._scheduling.admit(probe) or probe
         scheduling = self._scheduling
-        result = schedule_one(probe, scheduling.snapshot, framework=scheduling.framework)
+        result = scheduling.schedule(probe)
         if result.succeeded:
             return (
                 f"{head} of {b.desired} desired: it allows no disruption (the replacement of"

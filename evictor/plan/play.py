@@ -20,7 +20,6 @@ from evictor.plan.scheduling import POD_EVENT_PLUGINS, Scheduling
 from evictor.plan.types import ClusterView, NodePlan, PlanOptions, PodPlan
 from kube.objects import Pod
 from scheduler.framework import Framework
-from scheduler.plugins.registry import default_framework
 
 __all__ = ["DrainPlay", "NodeDrain", "plan_drain"]
 
@@ -62,7 +61,7 @@ class DrainPlay:
         view: ClusterView,
         order: Sequence[str],
         options: PlanOptions,
-        framework: Framework,
+        framework: Framework | None,
     ) -> None:
         self.view = view
         self.options = options
@@ -76,6 +75,7 @@ class DrainPlay:
             pods=self.pods,
             clock=self.clock,
             cluster=self,
+            config=options.scheduler_config,
         )
         self.snapshot = self.scheduling.snapshot
         for pod in self.pods.values():
@@ -152,7 +152,9 @@ class DrainPlay:
             groups = [[p.key for p in to_evict]] if to_evict else []
         for pp in plan.pods:
             if pp.action in ("evict", "delete"):
-                pp.unmodelled = unmodelled(self.pods.get(pp.key), self.view.workloads)
+                pp.unmodelled = unmodelled(
+                    self.pods.get(pp.key), self.view.workloads, self.scheduling
+                )
         return NodeDrain(plan, [] if refused else groups, refused=refused)
 
     # --- what happens to a pod ----------------------------------------------------------------
@@ -383,10 +385,10 @@ def plan_drain(
     framework: Framework | None = None,
 ) -> DrainPlan:
     """Play the drain of ``nodes`` in this order (``DrainPlay``), with nothing read or
-    written: the cluster is ``view``; the scheduler's profile is the default one unless
-    ``framework`` is given."""
+    written: the cluster is ``view``; the scheduler's profiles are those of
+    ``options.scheduler_config`` (kube's default one without), their Filter plugins replaced
+    by ``framework`` when given."""
     opts = options or PlanOptions()
-    fwk = framework if framework is not None else default_framework()
-    plan = DrainPlay(view, nodes, opts, fwk).run()
+    plan = DrainPlay(view, nodes, opts, framework).run()
     plan.given_order = list(nodes)
     return plan

@@ -12,11 +12,12 @@ from typing import Final, Protocol
 from evictor.plan.clock import Clock
 from evictor.plan.types import ClusterView, Replacement
 from kube.apierrors import AdmissionError
-from kube.objects import DEFAULT_SCHEDULER_NAME, KubeObject, Pod
+from kube.objects import KubeObject, Pod
+from scheduler.config import KubeSchedulerConfiguration, default_configuration
 from scheduler.framework import Code, Framework, fit_error_message
 from scheduler.preemption import PreemptionResult, preempt
 from scheduler.priority import PriorityAdmission
-from scheduler.schedule import ScheduleResult, schedule_one
+from scheduler.schedule import ScheduleResult, not_this_schedulers, schedule_one
 from scheduler.snapshot import Snapshot
 
 __all__ = ["POD_EVENT_PLUGINS", "SCORE_ALL_ABOVE", "Cluster", "Pending", "Scheduling"]
@@ -58,7 +59,9 @@ class Scheduling:
     when something it could be waiting for changes (a pod gone, a node changed, or a pod
     added or becoming terminating for the affinity and spreading plugins), as the queue's
     events move it. The reason a pod stays pending is the scheduler's own FailedScheduling
-    message. A pod gated or of another ``schedulerName`` is not scheduled here.
+    message. A pod gated, or whose ``schedulerName`` is no profile of ``config`` (another
+    scheduler's), is not scheduled here; the others go through their profile's plugins.
+    ``framework`` replaces the Filter plugins of every profile (None: the profiles').
 
     Built from the view: its pods are admitted (Priority), written to ``pods``, bound ones
     placed in the snapshot and unbound ones queued, the ``cordoned`` nodes unschedulable.
@@ -69,12 +72,14 @@ class Scheduling:
         view: ClusterView,
         *,
         cordoned: Collection[str],
-        framework: Framework,
+        framework: Framework | None,
         pods: MutableMapping[str, Pod],
         clock: Clock,
         cluster: Cluster,
+        config: KubeSchedulerConfiguration | None = None,
     ) -> None:
         self.framework = framework
+        self.config = config if config is not None else default_configuration()
         self.admission = PriorityAdmission(view.priority_classes)
         self.score_all = len(view.nodes) > SCORE_ALL_ABOVE
         self.ties = False  # nodes tied for the best score somewhere
@@ -119,8 +124,27 @@ class Scheduling:
             unmodelled = replacement.unmodelled
         self.pending[pod.key] = Pending(pod, self._clock.seq(), True, frozenset(), replacement)
         self.pending[pod.key].unmodelled = unmodelled
-        if pod.scheduler_name == DEFAULT_SCHEDULER_NAME and not pod.scheduling_gates:
+        if self.ours(pod) and not pod.scheduling_gates:
             self.snapshot.add_pod(pod)
+
+    def ours(self, pod: Pod) -> bool:
+        """Whether a profile of the configuration schedules ``pod``."""
+        return self.config.profile_for(pod) is not None
+
+    def elsewhere(self, pod: Pod) -> str:
+        """Why ``pod`` is not scheduled here ("" when a profile schedules it)."""
+        status = not_this_schedulers(pod, self.config)
+        return "" if status is None else status.message.split(": ", 1)[1]
+
+    def schedule(self, pod: Pod) -> ScheduleResult:
+        """``schedule_one`` with the pod's profile, every node evaluated."""
+        return schedule_one(
+            pod,
+            self.snapshot,
+            framework=self.framework,
+            config=self.config,
+            percentage_of_nodes_to_score=100 if self.score_all else 0,
+        )
 
     def dirty(self, plugins: frozenset[str] | None = None) -> None:
         """Move the pending pods a change may help (any, or those ``plugins`` rejected)."""
@@ -147,18 +171,13 @@ class Scheduling:
                 if entry.replacement is not None:
                     entry.replacement.gated = f"scheduling gates {', '.join(pod.scheduling_gates)}"
                 continue
-            if pod.scheduler_name != DEFAULT_SCHEDULER_NAME:
+            if not self.ours(pod):
                 continue  # another scheduler's pod: unmodelled, stays pending here
             changed |= self._schedule(entry)
 
     def _schedule(self, entry: Pending) -> bool:
         pod = entry.pod
-        result = schedule_one(
-            pod,
-            self.snapshot,
-            framework=self.framework,
-            percentage_of_nodes_to_score=100 if self.score_all else 0,
-        )
+        result = self.schedule(pod)
         rep = entry.replacement
         if result.succeeded:
             host = result.suggested_host
@@ -233,6 +252,7 @@ class Scheduling:
             mode="exhaustive",
             framework=self.framework,
             now=self._now + self._clock.t,
+            config=self.config,
         )
         post = "" if outcome.status.code is Code.Success else outcome.status.message
         message = fit_error_message(

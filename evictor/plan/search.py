@@ -11,7 +11,6 @@ from typing import Final
 from evictor.plan.output import DrainPlan
 from evictor.plan.play import plan_drain
 from evictor.plan.types import ClusterView, PlanOptions
-from scheduler.plugins.registry import default_framework
 
 __all__ = ["MAX_EXHAUSTIVE", "best_plan"]
 
@@ -42,7 +41,6 @@ def best_plan(
     """The order of ``nodes`` whose drain finishes soonest (``DrainPlan.score``); the given
     order wins ties. With one node, that node's plan."""
     opts = options or PlanOptions()
-    fwk = default_framework()
     best: DrainPlan | None = None
     tried = 0
     seen: set[tuple[str, ...]] = set()
@@ -51,7 +49,7 @@ def best_plan(
             continue
         seen.add(order)
         tried += 1
-        plan = plan_drain(view, order, opts, framework=fwk)
+        plan = plan_drain(view, order, opts)
         if best is None or plan.score() < best.score():
             best = plan
     assert best is not None

@@ -13,6 +13,7 @@ from typing import Any
 from evictor.drain.filters import DrainOptions
 from kube.labels import LabelSelector
 from kube.objects import KubeObject, Node, Pod, PodDisruptionBudget, PriorityClass
+from scheduler.config import KubeSchedulerConfiguration
 
 __all__ = [
     "BudgetPlan",
@@ -87,6 +88,9 @@ class PlanOptions:
     timeout: float = 0.0
     disable_eviction: bool = False
     pod_selector: LabelSelector | None = None
+    scheduler_config: KubeSchedulerConfiguration | None = None
+    """The cluster's KubeSchedulerConfiguration (``--scheduler-config``); kube's defaults
+    when None."""
 
 
 # --- what the plan says of each pod, node, budget and step ---------------------------------

@@ -108,6 +108,7 @@ class APICalls:
                 reason="Preempted",
                 action="Preempting",
                 note=f"Preempted by pod {preemptor.uid} on node {node}",
+                reporting_controller=preemptor.scheduler_name,
             )
         return tuple(done)
 
@@ -175,9 +176,11 @@ class APICalls:
         action: str,
         note: str,
         related: Mapping[str, Any] | None = None,
+        reporting_controller: str = "",
     ) -> None:
-        """An ``events.k8s.io/v1`` Event from ``default-scheduler`` regarding a pod (no series
-        aggregation), through the REST layer."""
+        """An ``events.k8s.io/v1`` Event from the scheduler (``reporting_controller``: the
+        pod's profile, as each of kube-scheduler's profiles records its own; the scheduler's
+        name by default) regarding a pod (no series aggregation), through the REST layer."""
         if self._events_rt is None:
             return
         registry = self._cluster.registry
@@ -192,7 +195,7 @@ class APICalls:
                 "namespace": namespace,
             },
             "eventTime": format_micro_time(now),
-            "reportingController": self.scheduler_name,
+            "reportingController": reporting_controller or self.scheduler_name,
             "reportingInstance": REPORTING_INSTANCE,
             "action": action,
             "reason": reason,

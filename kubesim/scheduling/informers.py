@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
 from kube.apierrors import AdmissionError
@@ -172,7 +172,8 @@ class Informers:
     Listed, then watched: pods, nodes, PDBs, PriorityClasses, Namespaces, and the Services,
     ReplicationControllers, ReplicaSets and StatefulSets whose selectors PodTopologySpread's
     system default spreading reads (``WATCHED``). Pods without ``spec.nodeName`` whose
-    ``schedulerName`` is ``scheduler_name`` enter the queue (``Add``/``Update``/``Delete``);
+    ``schedulerName`` is one of ``scheduler_names`` (the profiles') enter the queue
+    (``Add``/``Update``/``Delete``);
     assigned pods go to the snapshot and emit ``AssignedPodAdd``/``Update``/``Delete``; a node
     update emits the ``NodeSchedulingPropertiesChange`` events it amounts to
     (``node_update_events``), which move pods out of the unschedulable pool as the queue
@@ -180,10 +181,19 @@ class Informers:
     malformed object is logged and skipped.
     """
 
-    def __init__(self, snapshot: Snapshot, queue: SchedulingQueue, *, scheduler_name: str) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        queue: SchedulingQueue,
+        *,
+        scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+        scheduler_names: Collection[str] = (),
+    ) -> None:
         self.snapshot = snapshot
         self.queue = queue
         self.scheduler_name = scheduler_name
+        # every profile's name: a pod naming none of them is another scheduler's
+        self.scheduler_names = frozenset(scheduler_names or (scheduler_name,))
         self.pods: dict[str, Pod] = {}  # key -> latest typed pod (all pods we track)
         self._nodes: dict[str, dict[str, Any]] = {}  # name -> latest stored node
         # storage -> key -> typed Service / ReplicationController / ReplicaSet / StatefulSet
@@ -311,7 +321,7 @@ class Informers:
         return pod
 
     def _responsible(self, pod: Pod) -> bool:
-        return (pod.scheduler_name or DEFAULT_SCHEDULER_NAME) == self.scheduler_name
+        return (pod.scheduler_name or DEFAULT_SCHEDULER_NAME) in self.scheduler_names
 
     def _on_pod(self, ev: Event) -> None:
         key = f"{ev.key[0]}/{ev.key[1]}"

@@ -38,6 +38,7 @@ from scheduler import (
     preempt,
     schedule_one,
 )
+from scheduler.config import KubeSchedulerConfiguration, default_configuration
 from scheduler.queue import PodAlreadyPresentError
 from scheduler.queue import events as qev
 
@@ -77,7 +78,14 @@ class Decision:
 
 
 class SchedulerLoop:
-    """A kubesim controller: the default scheduler.
+    """A kubesim controller: the default scheduler, or every profile of a
+    KubeSchedulerConfiguration (``config``, ``kubesim serve --scheduler-config``).
+
+    With a configuration, the loop is kube-scheduler run with that ``--config``: one queue
+    (profiles share the queue sort), pods of every profile's ``schedulerName`` enter it, each
+    is scheduled and preempts through its profile, its events are reported by its profile's
+    name; a pod naming no profile is another scheduler's and is left alone. The queue's
+    backoffs and ``percentageOfNodesToScore`` are the configuration's.
 
     The queue's periodic flushes (backoff every second, leftovers every 30 s) run on a clock
     scaled by the cluster's ``time_scale``, so backoffs are ``time_scale`` times shorter in wall
@@ -103,15 +111,25 @@ class SchedulerLoop:
         framework: Framework | None = None,
         history: int = 10000,
         cross_node_preemption: bool = False,
+        config: KubeSchedulerConfiguration | None = None,
     ) -> None:
         self.scheduler_name = scheduler_name
-        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.config = config
+        self.percentage_of_nodes_to_score: int | None = percentage_of_nodes_to_score
+        if config is not None:
+            self.scheduler_name = config.scheduler_names[0]
+            self.percentage_of_nodes_to_score = None  # each profile's, or the configuration's
+            pod_initial_backoff = float(config.pod_initial_backoff_seconds)
+            pod_max_backoff = float(config.pod_max_backoff_seconds)
         self.pod_initial_backoff = pod_initial_backoff
         self.pod_max_backoff = pod_max_backoff
         self.pod_max_in_unschedulable_pods = pod_max_in_unschedulable_pods
         self.preemption_mode: Literal["exhaustive", "sampled"] = preemption_mode
         # Beyond kube (``scheduler.preemption.crossnode``); off: kube's DefaultPreemption.
         self.cross_node_preemption = cross_node_preemption
+        # An explicit framework replaces every profile's Filter plugins (tests); else the
+        # profiles' own (the configuration's, or kube's default profile).
+        self._framework = framework
         self.framework = framework if framework is not None else default_framework()
         self.history = history
         self.snapshot = Snapshot()
@@ -119,7 +137,12 @@ class SchedulerLoop:
         self.next_start_index = 0
         self.decisions: list[Decision] = []
         self.bound = 0  # pods bound by this loop since it started
-        self.informers = Informers(self.snapshot, self.queue, scheduler_name=scheduler_name)
+        self.informers = Informers(
+            self.snapshot,
+            self.queue,
+            scheduler_name=self.scheduler_name,
+            scheduler_names=config.scheduler_names if config is not None else (),
+        )
         self.api: APICalls | None = None  # the API writes, while the loop runs
         self._cluster: Cluster | None = None
         self._pending_events: list[Event] = []
@@ -287,9 +310,10 @@ class SchedulerLoop:
         result = schedule_one(
             pod,
             self.snapshot,
-            framework=self.framework,
+            framework=self._framework if self.config is not None else self.framework,
             percentage_of_nodes_to_score=self.percentage_of_nodes_to_score,
             start_index=start,
+            config=self.config or default_configuration(self.scheduler_name),
         )
         self.next_start_index = result.next_start_index
         if result.succeeded:
@@ -329,7 +353,7 @@ class SchedulerLoop:
                 old_obj=assumed,
             )
             message = f'running Bind plugin "DefaultBinder": {err.message}'
-            self.metrics.schedule_attempt("error", self.scheduler_name)
+            self.metrics.schedule_attempt("error", self._profile(pod))
             self._record(Decision(pod.key, pod.uid, cycle, start, message=message))
             pinfo.unschedulable_plugins = set()
             pinfo.pending_plugins = set()
@@ -342,7 +366,7 @@ class SchedulerLoop:
             )
             return
         self.bound += 1
-        self.metrics.schedule_attempt("scheduled", self.scheduler_name)
+        self.metrics.schedule_attempt("scheduled", self._profile(pod))
         self._record(Decision(pod.key, pod.uid, cycle, start, node=host))
         api.event(
             stored,
@@ -350,7 +374,14 @@ class SchedulerLoop:
             reason="Scheduled",
             action="Binding",
             note=f"Successfully assigned {pod.namespace}/{pod.name} to {host}",
+            reporting_controller=self._profile(pod),
         )
+
+    def _profile(self, pod: Pod) -> str:
+        """The name of the profile scheduling ``pod`` (its events' reportingController)."""
+        if self.config is None:
+            return self.scheduler_name
+        return pod.scheduler_name or self.scheduler_name
 
     def _handle_failure(
         self, pinfo: QueuedPodInfo, result: ScheduleResult, *, cycle: int, start: int
@@ -362,7 +393,7 @@ class SchedulerLoop:
         status = result.status
         if status.code is not Code.Unschedulable:
             message = status.message or "scheduling failed"
-            self.metrics.schedule_attempt("error", self.scheduler_name)
+            self.metrics.schedule_attempt("error", self._profile(pod))
             self._record(Decision(pod.key, pod.uid, cycle, start, message=message))
             pinfo.unschedulable_plugins = set()
             pinfo.pending_plugins = set()
@@ -371,16 +402,17 @@ class SchedulerLoop:
         diagnosis = result.diagnosis
         pinfo.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
         pinfo.pending_plugins = set(diagnosis.pending_plugins)
-        self.metrics.schedule_attempt("unschedulable", self.scheduler_name)
+        self.metrics.schedule_attempt("unschedulable", self._profile(pod))
         self.metrics.preemption_attempt()
         outcome = preempt(
             pod,
             self.snapshot,
             node_statuses=result.node_statuses,
             mode=self.preemption_mode,
-            framework=self.framework,
+            framework=self._framework if self.config is not None else self.framework,
             now=self._cluster.registry.clock() if self._cluster is not None else None,
             cross_node=self.cross_node_preemption,
+            config=self.config,
         )
         nominating: NominatingInfo | None = None
         victims: tuple[str, ...] = ()
@@ -447,7 +479,12 @@ class SchedulerLoop:
             "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
         }
         api.event(
-            regarding, type_="Warning", reason="FailedScheduling", action="Scheduling", note=note
+            regarding,
+            type_="Warning",
+            reason="FailedScheduling",
+            action="Scheduling",
+            note=note,
+            reporting_controller=self._profile(pod),
         )
         if current is None or current.uid != pod.uid or current.node_name:
             return  # deleted or bound meanwhile: nothing to requeue

@@ -1,6 +1,11 @@
 """NodeAffinity: ``spec.nodeSelector`` AND the required node affinity must match (Filter), and
 the preferred terms a node matches add to its score (Score).
 
+Its one arg, ``addedAffinity`` (``NodeAffinityArgs``: a node affinity a scheduling profile
+applies to every pod it schedules, "Node affinity per scheduling profile" in the docs), is
+ANDed with the pod's own in Filter (a node it rejects is ``node(s) didn't match
+scheduler-enforced node affinity``), and its preferred terms add to the pod's in Score.
+
 ``pkg/scheduler/framework/plugins/nodeaffinity`` with
 ``component-helpers/scheduling/corev1/nodeaffinity.GetRequiredNodeAffinity``.
 """
@@ -8,10 +13,11 @@ the preferred terms a node matches add to its score (Score).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from kube.labels import IN
-from kube.objects import Node, NodeSelector, Pod
+from kube.objects import Node, NodeSelector, Pod, PreferredSchedulingTerm
+from kube.objects import NodeAffinity as NodeAffinityTerms
 from scheduler.framework import MAX_NODE_SCORE, Code, CycleState, FilterBatchResult, Status
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, default_normalize_score, remember
@@ -19,22 +25,37 @@ from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
     "ERR_REASON_CONFLICT",
+    "ERR_REASON_ENFORCED",
     "ERR_REASON_POD",
     "NAME",
     "OBJECT_NAME_FIELD",
     "NodeAffinity",
     "NodeAffinityScorer",
     "RequiredNodeAffinity",
+    "read_added_affinity",
     "required_node_affinity_node_names",
 ]
 
 NAME: Final = "NodeAffinity"
 ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_CONFLICT: Final = "pod affinity terms conflict"
+ERR_REASON_ENFORCED: Final = "node(s) didn't match scheduler-enforced node affinity"
 OBJECT_NAME_FIELD: Final = "metadata.name"
 
 _PRE_FILTER_KEY: Final = "PreFilter" + NAME
 _REJECT: Final = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_POD, plugin=NAME)
+_ENFORCED: Final = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_ENFORCED, plugin=NAME)
+
+
+def read_added_affinity(added: Mapping[str, Any] | None) -> NodeAffinityTerms | None:
+    """``addedAffinity`` (a ``v1.NodeAffinity`` as in YAML) read as a pod's node affinity is
+    read; None when absent. Raises ``kube.reader.InvalidObject`` for a bad term."""
+    if not added:
+        return None
+    pod = Pod.from_dict(
+        {"metadata": {"name": "addedAffinity"}, "spec": {"affinity": {"nodeAffinity": added}}}
+    )
+    return pod.affinity.node_affinity if pod.affinity is not None else None
 
 
 class RequiredNodeAffinity:
@@ -93,16 +114,25 @@ def required_node_affinity_node_names(pod: Pod) -> frozenset[str] | None:
 class NodeAffinity(NoPreFilterExtensions):
     name = NAME
 
+    def __init__(self, *, added_affinity: Mapping[str, Any] | None = None) -> None:
+        added = read_added_affinity(added_affinity)
+        self.added_node_selector: NodeSelector | None = added.required if added else None
+
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
-        """Skip when the pod has neither a nodeSelector nor required terms. When every required
-        term pins ``metadata.name`` with ``In``, the nodes to evaluate are the union over terms
-        of the intersection within each term (``pre_filter_result``); an empty result means the
-        terms contradict each other and the pod is rejected at once with
-        UnschedulableAndUnresolvable ``pod affinity terms conflict``. Nodes left out get
+        """Skip when the pod has neither a nodeSelector nor required terms and the profile adds
+        no required affinity. When every required term pins ``metadata.name`` with ``In``, the
+        nodes to evaluate are the union over terms of the intersection within each term
+        (``pre_filter_result``; the profile's ``addedAffinity`` is not part of it, as in kube);
+        an empty result means the terms contradict each other and the pod is rejected at once
+        with UnschedulableAndUnresolvable ``pod affinity terms conflict``. Nodes left out get
         ``node(s) didn't satisfy plugin(s) [NodeAffinity]`` from the scheduler, not from
         here."""
         required = RequiredNodeAffinity(pod)
-        if not required.node_selector and required.required is None:
+        if (
+            not required.node_selector
+            and required.required is None
+            and self.added_node_selector is None
+        ):
             return SKIP
         state.write(_PRE_FILTER_KEY, required)
         names = required_node_affinity_node_names(pod)
@@ -121,47 +151,66 @@ class NodeAffinity(NoPreFilterExtensions):
         return required if required is not None else RequiredNodeAffinity(pod)
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        added = self.added_node_selector
+        if added is not None and (node_info.node is None or not added.matches(node_info.node)):
+            return _ENFORCED
         return None if self._required(state, pod).match(node_info.node) else _REJECT
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
     ) -> FilterBatchResult:
+        if self.added_node_selector is not None:
+            verdicts = [self.filter(state, pod, ni) for ni in node_infos]
+            return [ni for ni, v in zip(node_infos, verdicts, strict=True) if v is None], [
+                (ni, v) for ni, v in zip(node_infos, verdicts, strict=True) if v is not None
+            ]
         required = self._required(state, pod)
         match, key = required.match, required.memo_key
-        verdicts = [
+        verdicts_ok = [
             v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, match(ni.node))
             for ni in node_infos
         ]
-        passed = [ni for ni, ok in zip(node_infos, verdicts, strict=True) if ok]
+        passed = [ni for ni, ok in zip(node_infos, verdicts_ok, strict=True) if ok]
         if len(passed) == len(node_infos):
             return passed, []
         return passed, [
-            (ni, _REJECT) for ni, ok in zip(node_infos, verdicts, strict=True) if not ok
+            (ni, _REJECT) for ni, ok in zip(node_infos, verdicts_ok, strict=True) if not ok
         ]
 
 
 class NodeAffinityScorer:
     """The PreScore, Score and NormalizeScore of the plugin: the sum of the weights of the
-    preferred terms the node matches, normalized to the best node (``DefaultNormalizeScore``);
-    PreScore answers Skip without preferred terms."""
+    preferred terms (the pod's and the profile's ``addedAffinity``'s) the node matches,
+    normalized to the best node (``DefaultNormalizeScore``); PreScore answers Skip when there
+    are none."""
 
     name = NAME
     scores_in_range = True
 
-    def __init__(self, weight: int = DEFAULT_PLUGIN_WEIGHTS[NAME]) -> None:
+    def __init__(
+        self,
+        weight: int = DEFAULT_PLUGIN_WEIGHTS[NAME],
+        *,
+        added_affinity: Mapping[str, Any] | None = None,
+    ) -> None:
         self.weight = weight
+        added = read_added_affinity(added_affinity)
+        self.added_preferred: tuple[PreferredSchedulingTerm, ...] = added.preferred if added else ()
 
     def pre_score(
         self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status | None:
         a = pod.affinity
-        if a is None or a.node_affinity is None or not a.node_affinity.preferred:
+        if (
+            a is None or a.node_affinity is None or not a.node_affinity.preferred
+        ) and not self.added_preferred:
             return SKIP
         return None
 
     def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
         a = pod.affinity
-        terms = a.node_affinity.preferred if a is not None and a.node_affinity else ()
+        own = a.node_affinity.preferred if a is not None and a.node_affinity else ()
+        terms = self.added_preferred + own
         key = "NodeAffinityScore" + repr(terms)
 
         def score(ni: NodeInfo) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from scheduler.framework import FilterPlugin, Framework, ScorePlugin
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS, DEFAULT_PLUGINS
@@ -24,18 +24,24 @@ from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import BalancedAllocationScorer
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.plugins.noderesources.least_allocated import LeastAllocatedScorer
+from scheduler.plugins.noderesources.most_allocated import MostAllocatedScorer
+from scheduler.plugins.noderesources.requested_to_capacity_ratio import (
+    RequestedToCapacityRatioScorer,
+)
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.tainttoleration import TaintToleration, TaintTolerationScorer
 
 __all__ = [
     "FILTER_REGISTRY",
+    "IN_TREE_PLUGINS",
     "SCORE_REGISTRY",
     "BalancedAllocationScorer",
     "ImageLocalityScorer",
     "InterPodAffinity",
     "InterPodAffinityScorer",
     "LeastAllocatedScorer",
+    "MostAllocatedScorer",
     "NodeAffinity",
     "NodeAffinityScorer",
     "NodeName",
@@ -43,11 +49,13 @@ __all__ = [
     "NodeResourcesFit",
     "NodeUnschedulable",
     "PodTopologySpread",
+    "RequestedToCapacityRatioScorer",
     "TaintToleration",
     "TaintTolerationScorer",
     "default_filter_plugins",
     "default_framework",
     "default_score_plugins",
+    "node_resources_fit_scorer",
 ]
 
 FILTER_REGISTRY: Final[Mapping[str, type]] = MappingProxyType(
@@ -76,6 +84,59 @@ SCORE_REGISTRY: Final[Mapping[str, type]] = MappingProxyType(
     }
 )
 """kube Score plugin name -> class, in the 1.32 default profile's order."""
+
+
+IN_TREE_PLUGINS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {
+        name: frozenset(points.split())
+        for name, points in {
+            "PrioritySort": "QueueSort",
+            "SchedulingGates": "PreEnqueue",
+            "NodeUnschedulable": "Filter",
+            "NodeName": "Filter",
+            "TaintToleration": "Filter PreScore Score",
+            "NodeAffinity": "PreFilter Filter PreScore Score",
+            "NodePorts": "PreFilter Filter",
+            "NodeResourcesFit": "PreFilter Filter PreScore Score",
+            "VolumeRestrictions": "PreFilter Filter",
+            "NodeVolumeLimits": "PreFilter Filter",
+            "VolumeBinding": "PreFilter Filter Reserve PreBind PreScore Score",
+            "VolumeZone": "PreFilter Filter",
+            "PodTopologySpread": "PreFilter Filter PreScore Score",
+            "InterPodAffinity": "PreFilter Filter PreScore Score",
+            "DefaultPreemption": "PostFilter",
+            "NodeResourcesBalancedAllocation": "PreScore Score",
+            "ImageLocality": "Score",
+            "DefaultBinder": "Bind",
+            "DynamicResources": "PreEnqueue PreFilter Filter PostFilter Reserve PreBind",
+        }.items()
+    }
+)
+"""kube's in-tree registry (``plugins/registry.go``): each plugin and the extension points it
+implements. A KubeSchedulerConfiguration may name only these (``scheduler.config``); of them,
+the Filter and Score ones in ``FILTER_REGISTRY`` and ``SCORE_REGISTRY`` run here,
+DefaultPreemption is ``scheduler.preemption``, PrioritySort and SchedulingGates are the queue's."""
+
+
+def node_resources_fit_scorer(
+    weight: int, scoring_strategy: Mapping[str, Any] | None = None
+) -> LeastAllocatedScorer:
+    """NodeResourcesFit's Score for a ``scoringStrategy`` as in YAML (``type``, ``resources``,
+    ``requestedToCapacityRatio.shape``); LeastAllocated on cpu and memory when None."""
+    strategy = scoring_strategy or {}
+    kind = strategy.get("type", "LeastAllocated")
+    resources = strategy.get("resources") or None
+    if kind == "LeastAllocated":
+        return LeastAllocatedScorer(weight, resources=resources)
+    if kind == "MostAllocated":
+        return MostAllocatedScorer(weight, resources=resources)
+    if kind == "RequestedToCapacityRatio":
+        shape = (strategy.get("requestedToCapacityRatio") or {}).get("shape") or ()
+        return RequestedToCapacityRatioScorer(weight, resources=resources, shape=shape)
+    raise ValueError(
+        f'scoringStrategy.type: Unsupported value: "{kind}": supported values:'
+        ' "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"'
+    )
 
 
 def default_filter_plugins() -> list[FilterPlugin]:

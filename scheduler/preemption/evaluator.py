@@ -19,7 +19,8 @@ from itertools import chain, compress, count
 from operator import ne
 from typing import Final
 
-from kube.objects import Pod, PodDisruptionBudget
+from kube.objects import DEFAULT_SCHEDULER_NAME, Pod, PodDisruptionBudget
+from scheduler.config import KubeSchedulerConfiguration
 from scheduler.framework import (
     NODE_LOCAL_PLUGINS,
     Code,
@@ -391,6 +392,7 @@ def preempt(
     is_eligible_pod: IsEligiblePod | None = None,
     naive: bool = False,
     cross_node: bool = False,
+    config: KubeSchedulerConfiguration | None = None,
 ) -> PreemptionResult:
     """Decide whether and where ``pod`` preempts, given the Filter statuses of this cycle.
 
@@ -416,9 +418,36 @@ def preempt(
     ``cross_node=True`` goes beyond kube: when kube's search finds no candidate, victims may
     also be taken from other nodes of the topology domain where lower-priority pods block the
     pod by anti-affinity (``scheduler.preemption.crossnode``). Off by default.
+
+    With ``config``, the pod's profile decides: its Filter plugins (unless ``framework`` is
+    given) and DefaultPreemption's args (``minCandidateNodesPercentage``,
+    ``minCandidateNodesAbsolute``); a profile without DefaultPreemption at PostFilter does not
+    preempt (an Unschedulable status without a message, as kube's PostFilter run without
+    plugins), and a pod of no profile gets a Skip status (``not_this_schedulers``).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if config is not None:
+        profile = config.profile_for(pod)
+        if profile is None:
+            names = ", ".join(f'"{n}"' for n in config.scheduler_names)
+            summary = (
+                f'schedulerName "{pod.scheduler_name or DEFAULT_SCHEDULER_NAME}" is no profile'
+                f" of this scheduler ({names})"
+            )
+            return PreemptionResult(
+                None, status=Status(Code.Skip, summary), explanation=Explanation(summary, mode=mode)
+            )
+        if not profile.preemption:
+            summary = (
+                f'{_describe(pod)}: profile "{profile.scheduler_name}" has no PostFilter plugin'
+            )
+            return PreemptionResult(
+                None, status=Status(Code.Unschedulable), explanation=Explanation(summary, mode=mode)
+            )
+        framework = framework if framework is not None else profile.framework
+        min_candidate_nodes_percentage = profile.min_candidate_nodes_percentage
+        min_candidate_nodes_absolute = profile.min_candidate_nodes_absolute
     validate_default_preemption_args(min_candidate_nodes_percentage, min_candidate_nodes_absolute)
     fw = framework if framework is not None else default_preemption_framework()
     pdb_list = snapshot.pdbs if pdbs is None else pdbs

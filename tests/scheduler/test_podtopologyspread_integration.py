@@ -139,7 +139,6 @@ def test_unmodelled_features_are_named_in_one_line() -> None:
             "kind": "Pod",
             "metadata": {"name": "db", "namespace": "prod"},
             "spec": {
-                "schedulerName": "my-scheduler",
                 "containers": [{"name": "c", "image": "postgres"}],
                 "volumes": [
                     {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
@@ -150,7 +149,7 @@ def test_unmodelled_features_are_named_in_one_line() -> None:
             },
         }
     )
-    assert len(unmodelled_features(pod)) == 3
+    assert len(unmodelled_features(pod)) == 2
     result = schedule_one(pod, Snapshot.from_objects([zone_node("a", "z1")]))
     assert result.succeeded  # evaluated as far as modelled, and said so
     assert result.warning == result.diagnosis.unmodelled
@@ -159,7 +158,6 @@ def test_unmodelled_features_are_named_in_one_line() -> None:
     for part in (
         'volume "data", "scratch"',
         'resourceClaims (claim "gpu"',
-        'schedulerName "my-scheduler"',
     ):
         assert part in result.warning
     assert '"tmp"' not in result.warning

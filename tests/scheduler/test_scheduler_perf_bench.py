@@ -317,3 +317,43 @@ def test_through_kubesim_binds_every_measured_pod() -> None:
     line = SP.run_workload(tc, w, through="kubesim", timeout=60)
     assert line["scheduled"] == line["measured_pods"] == 10, line
     assert line["requests"] >= 5 + 5 + 10  # nodes, init pods and measured pods as requests
+
+
+NO_FIT_FILTER = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    filter:
+      disabled:
+      - name: NodeResourcesFit
+"""
+
+
+def test_scheduler_config_path_is_the_profile_that_schedules(tmp_path: Path) -> None:
+    """``schedulerConfigPath`` (from the config's directory) is read as kube-scheduler reads
+    ``--config``: pods too big for every node fail the workload by default and are placed
+    once the profile disables NodeResourcesFit's Filter."""
+    config = CONFIG.replace("- name: Small\n", "- name: Small\n  schedulerConfigPath: sched.yaml\n")
+    path = _write(tmp_path, config, {"node.yaml": NODE, "pod.yaml": POD.replace("500m", "64")})
+    (path.parent / "sched.yaml").write_text(NO_FIT_FILTER)
+    out = subprocess.run(
+        [sys.executable, str(BENCH), str(path), "--workload", "Small"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    (line,) = [json.loads(x) for x in out.stdout.splitlines()]
+    assert line["value"] is not None and "unmodelled" not in line
+    (path.parent / "sched.yaml").write_text(NO_FIT_FILTER.replace("filter:", "filtre:"))
+    out = subprocess.run(
+        [sys.executable, str(BENCH), str(path), "--workload", "Small"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert "Small.schedulerConfigPath: profiles[0].plugins.filtre" in out.stderr
+    assert 'unknown field "profiles[0].plugins.filtre"' in out.stderr

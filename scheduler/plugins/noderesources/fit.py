@@ -2,12 +2,15 @@
 (Its Score is ``least_allocated``.)
 
 Reproduces ``fitsRequest`` of ``pkg/scheduler/framework/plugins/noderesources/fit.go``
-(``fits_request``), with a whole-cluster answer of our own (``uniform_verdict``).
+(``fits_request``), with a whole-cluster answer of our own (``uniform_verdict``). Its Filter
+args, ``ignoredResources`` and ``ignoredResourceGroups`` (``NodeResourcesFitArgs``), leave
+extended resources unchecked by name or by the group before their ``/``: a device plugin
+managed elsewhere (an extender, a DRA driver) is not this filter's to count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -18,10 +21,12 @@ from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
     "NAME",
+    "IgnoredResources",
     "InsufficientResource",
     "NodeResourcesFit",
     "fits_request",
     "insufficient_resources",
+    "is_extended_resource_name",
     "is_scalar_resource_name",
 ]
 
@@ -40,7 +45,34 @@ def is_scalar_resource_name(name: str) -> bool:
     return not name.startswith("requests.")
 
 
-def fits_request(pod: Pod, node_info: NodeInfo) -> Status | None:
+def is_extended_resource_name(name: str) -> bool:
+    """``v1helper.IsExtendedResourceName``: a domain-prefixed name outside
+    ``kubernetes.io/``, not a quota's ``requests.`` name."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredResources:
+    """``ignoredResources`` and ``ignoredResourceGroups``: extended resources Filter skips."""
+
+    names: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.groups)
+
+    def skips(self, name: str) -> bool:
+        if not is_extended_resource_name(name):
+            return False
+        return name in self.names or name.split("/", 1)[0] in self.groups
+
+
+_NOTHING_IGNORED: Final = IgnoredResources()
+
+
+def fits_request(
+    pod: Pod, node_info: NodeInfo, *, ignored: IgnoredResources = _NOTHING_IGNORED
+) -> Status | None:
     """The NodeResourcesFit verdict for ``pod`` on ``node_info`` (None when it fits).
 
     * ``len(pods) + 1 > allocatable.pods`` gives ``Too many pods``;
@@ -61,6 +93,8 @@ def fits_request(pod: Pod, node_info: NodeInfo) -> Status | None:
         reasons.append("Too many pods")
     for name, want in pod.requests.items():
         if want <= 0 or (name not in _BASIC and not is_scalar_resource_name(name)):
+            continue
+        if ignored and ignored.skips(name):
             continue
         have = allocatable.get(name, 0)
         if want > have - requested.get(name, 0):
@@ -109,12 +143,14 @@ def insufficient_resources(pod: Pod, node_info: NodeInfo) -> list[InsufficientRe
     return out
 
 
-def _wanted(pod: Pod) -> list[tuple[str, int]]:
-    """The requests fitsRequest checks: non-zero, and a resource it knows about."""
+def _wanted(pod: Pod, ignored: IgnoredResources = _NOTHING_IGNORED) -> list[tuple[str, int]]:
+    """The requests fitsRequest checks: non-zero, a resource it knows about, not ignored."""
     return [
         (name, want)
         for name, want in pod.requests.items()
-        if want > 0 and (name in _BASIC or is_scalar_resource_name(name))
+        if want > 0
+        and (name in _BASIC or is_scalar_resource_name(name))
+        and not (ignored and ignored.skips(name))
     ]
 
 
@@ -123,11 +159,21 @@ class NodeResourcesFit(NoPreFilterExtensions):
 
     name = NAME
 
+    def __init__(
+        self,
+        *,
+        ignored_resources: Sequence[str] = (),
+        ignored_resource_groups: Sequence[str] = (),
+    ) -> None:
+        self.ignored = IgnoredResources(
+            frozenset(ignored_resources), frozenset(ignored_resource_groups)
+        )
+
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return fits_request(pod, node_info)
+        return fits_request(pod, node_info, ignored=self.ignored)
 
     def uniform_verdict(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
         """The verdict every node of ``snapshot`` gets (Success, or the rejection tagged with
@@ -148,7 +194,7 @@ class NodeResourcesFit(NoPreFilterExtensions):
         pods = span("free:pods")
         if pods is None or pods[0] < 1 <= pods[1]:
             return None  # some nodes have a pod slot left, some do not
-        for name, want in _wanted(pod):
+        for name, want in _wanted(pod, self.ignored):
             free = span("free:" + name)
             if free is None:
                 return None  # a scalar resource: no column
@@ -158,16 +204,17 @@ class NodeResourcesFit(NoPreFilterExtensions):
                 allocatable = span("allocatable:" + name)
                 if allocatable is None or allocatable[0] < want <= allocatable[1]:
                     return None
-        status = fits_request(pod, nodes[0])
+        status = fits_request(pod, nodes[0], ignored=self.ignored)
         return SUCCESS if status is None else status.with_plugin(NAME)
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
     ) -> FilterBatchResult:
-        wanted = _wanted(pod)
+        ignored = self.ignored
+        wanted = _wanted(pod, ignored)
         # A str key: its hash is computed once, a tuple's on every lookup.
         key = NAME + repr(wanted)
-        fits = _fit_check(pod, wanted)
+        fits = _fit_check(pod, wanted, ignored)
         # A node's verdict (True, or its tagged rejection) depends only on the node and the
         # requests in the key, so it is remembered until the node changes (NodeInfo.memo).
         passed: list[NodeInfo] = []
@@ -175,7 +222,7 @@ class NodeResourcesFit(NoPreFilterExtensions):
         for ni in node_infos:
             verdict: Status | bool | None = ni.memo.get(key)
             if verdict is None:
-                verdict = remember(ni.memo, key, True if fits(ni) else _rejection(pod, ni))
+                verdict = remember(ni.memo, key, True if fits(ni) else _rejection(pod, ni, ignored))
             if verdict is True:
                 passed.append(ni)
             elif isinstance(verdict, Status):
@@ -183,13 +230,15 @@ class NodeResourcesFit(NoPreFilterExtensions):
         return passed, rejected
 
 
-def _rejection(pod: Pod, node_info: NodeInfo) -> Status:
-    status = fits_request(pod, node_info)
+def _rejection(pod: Pod, node_info: NodeInfo, ignored: IgnoredResources) -> Status:
+    status = fits_request(pod, node_info, ignored=ignored)
     assert status is not None
     return status.with_plugin(NAME)
 
 
-def _fit_check(pod: Pod, wanted: list[tuple[str, int]]) -> Callable[[NodeInfo], bool]:
+def _fit_check(
+    pod: Pod, wanted: list[tuple[str, int]], ignored: IgnoredResources
+) -> Callable[[NodeInfo], bool]:
     """``fits_request(pod, ni) is None``, spelled out for the common request shapes."""
     if not wanted:
         return lambda ni: len(ni.pods) < ni.allocatable.get("pods", 0)
@@ -206,4 +255,4 @@ def _fit_check(pod: Pod, wanted: list[tuple[str, int]]) -> Callable[[NodeInfo], 
             and w0 <= ni.allocatable.get(r0, 0) - ni.requested.get(r0, 0)
             and w1 <= ni.allocatable.get(r1, 0) - ni.requested.get(r1, 0)
         )
-    return lambda ni: fits_request(pod, ni) is None
+    return lambda ni: fits_request(pod, ni, ignored=ignored) is None

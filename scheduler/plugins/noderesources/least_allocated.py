@@ -5,7 +5,9 @@ With cpu and memory at weight 1 by default: for each resource with non-zero allo
 ``(allocatable - requested) * 100 / allocatable`` (0 when over-committed), where requested is
 the node's ``NonZeroRequested`` plus the pod's non-zero request (a container without a
 cpu/memory request counts 100m / 200Mi here, and only here); the node score is the weighted
-mean, integer division throughout.
+mean, integer division throughout. The other strategies of ``scoringStrategy``
+(``most_allocated``, ``requested_to_capacity_ratio``) are this scorer with their own score per
+resource.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class LeastAllocatedScorer:
 
     name = NAME
     scores_in_range = True
+    strategy = "LeastAllocated"
+    resource_score = staticmethod(least_requested_score)
 
     def __init__(
         self,
@@ -46,7 +50,7 @@ class LeastAllocatedScorer:
     ) -> None:
         self.weight = weight
         self.resources: dict[str, int] = resource_weights(resources)
-        self._key = (self.name, *self.resources.items())
+        self._key: tuple[object, ...] = (self.name, *self.resources.items())
 
     def pre_score(
         self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo], snapshot: Snapshot
@@ -78,19 +82,19 @@ class LeastAllocatedScorer:
             allocatable = node_info.allocatable.get(name, 0)
             if allocatable == 0:
                 continue
-            node_score += least_requested_score(requested, allocatable) * weight
+            node_score += self.resource_score(requested, allocatable) * weight
             weight_sum += weight
         return node_score // weight_sum if weight_sum else 0
 
     def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
         pod_requests = self.pod_requests(pod)
         # A str key: its hash is computed once, a tuple's on every lookup.
-        key = repr((self._key, pod_requests))
+        key = repr((self.strategy, self._key, pod_requests))
         score = self._scorer(pod_requests)
         return score_by_resource_class(state, node_infos, key, score)
 
     def _scorer(self, pod_requests: tuple[int, ...]) -> Callable[[NodeInfo], int]:
-        if self._key != (self.name, ("cpu", 1), ("memory", 1)):
+        if self._key != (self.name, ("cpu", 1), ("memory", 1)) or self.strategy != "LeastAllocated":
             return lambda ni: self._score(ni, pod_requests)
         want_cpu, want_mem = pod_requests
 

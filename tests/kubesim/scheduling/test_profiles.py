@@ -1,0 +1,115 @@
+"""kubesim's scheduler loop run with a KubeSchedulerConfiguration (``kubesim serve
+--scheduler-config``): every profile schedules its pods, events come from the pod's profile,
+a pod of no profile stays Pending untouched, and the queue takes the file's backoffs."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import kubesim
+from kubesim.cli import main
+from scheduler.config import decode_config
+from tests.kubesim.test_scheduler_loop import (
+    condition,
+    create_pod,
+    events_for,
+    loop_of,
+    node,
+    pod,
+    pod_manifest,
+    wait_for,
+)
+
+CONFIG = decode_config(
+    textwrap.dedent(
+        """\
+        apiVersion: kubescheduler.config.k8s.io/v1
+        kind: KubeSchedulerConfiguration
+        podInitialBackoffSeconds: 2
+        podMaxBackoffSeconds: 20
+        profiles:
+          - schedulerName: default-scheduler
+          - schedulerName: foo-scheduler
+            pluginConfig:
+              - name: NodeAffinity
+                args:
+                  addedAffinity:
+                    requiredDuringSchedulingIgnoredDuringExecution:
+                      nodeSelectorTerms:
+                      - matchExpressions:
+                        - key: disk
+                          operator: In
+                          values: [hdd]
+          - schedulerName: bin-packing
+            pluginConfig:
+              - name: NodeResourcesFit
+                args:
+                  scoringStrategy:
+                    type: MostAllocated
+        """
+    )
+)
+
+
+async def test_every_profile_schedules_its_pods() -> None:
+    state = [node("ssd-a", cpu="4"), node("ssd-b", cpu="4"), node("hdd-a", cpu="4", disk="hdd")]
+    async with kubesim.serve(state=state, time_scale=0.01, scheduler_config=CONFIG) as sim:
+        loop = loop_of(sim)
+        assert (loop.pod_initial_backoff, loop.pod_max_backoff) == (2.0, 20.0)
+        create_pod(sim, pod_manifest("busy", cpu="3", node_name="ssd-b"))
+        create_pod(sim, pod_manifest("foo", schedulerName="foo-scheduler"))
+        create_pod(sim, pod_manifest("packed", cpu="500m", schedulerName="bin-packing"))
+        create_pod(sim, pod_manifest("spread", cpu="500m"))
+        create_pod(sim, pod_manifest("stranger", schedulerName="my-scheduler"))
+        for name in ("foo", "packed", "spread"):
+            await wait_for(lambda name=name: pod(sim, name)["spec"].get("nodeName"))
+        await loop.wait_idle()
+        assert pod(sim, "foo")["spec"]["nodeName"] == "hdd-a"
+        assert pod(sim, "packed")["spec"]["nodeName"] == "ssd-b"  # the fullest that fits
+        assert pod(sim, "spread")["spec"]["nodeName"] != "ssd-b"
+        (scheduled,) = events_for(sim, "foo", "Scheduled")
+        assert scheduled["reportingController"] == "foo-scheduler"
+        (default,) = events_for(sim, "spread", "Scheduled")
+        assert default["reportingController"] == "default-scheduler"
+        stranger = pod(sim, "stranger")
+        assert not stranger["spec"].get("nodeName")
+        assert condition(stranger, "PodScheduled") is None
+        assert not [
+            e
+            for e in sim.list_objects("events.events.k8s.io", "default")
+            if e["regarding"]["name"] == "stranger"
+        ]
+
+
+async def test_a_profile_pod_without_a_matching_node_gets_the_profiles_reason() -> None:
+    async with kubesim.serve(
+        state=[node("ssd-a")], time_scale=0.01, scheduler_config=CONFIG
+    ) as sim:
+        create_pod(sim, pod_manifest("foo", schedulerName="foo-scheduler"))
+        await wait_for(lambda: condition(pod(sim, "foo"), "PodScheduled"))
+        await loop_of(sim).wait_idle()
+        cond = condition(pod(sim, "foo"), "PodScheduled")
+        assert cond is not None and cond["reason"] == "Unschedulable"
+        assert cond["message"] == (
+            "0/1 nodes are available: 1 node(s) didn't match scheduler-enforced node affinity."
+            " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        )
+        (failed,) = events_for(sim, "foo", "FailedScheduling")
+        assert failed["reportingController"] == "foo-scheduler"
+
+
+def test_serve_exits_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "sched.yaml"
+    bad.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: a\n  plugins:\n    score:\n      enabled:\n"
+        "      - {name: NodeResourcesFit, wieght: 3}\n"
+    )
+    assert main(["serve", "--scheduler-config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert 'unknown field "profiles[0].plugins.score.enabled[0].wieght"' in err
+    assert "--scheduler-config" in err
