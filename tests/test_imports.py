@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.importgraph import describe, import_circles, module_graph
+from tests.support.importgraph import describe, import_circles, module_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("kube", "scheduler", "evictor", "agent", "kubesim")

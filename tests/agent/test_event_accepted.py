@@ -24,7 +24,8 @@ from kubesim.core.events import from_events_v1
 from kubesim.registry.events import validate_event_create
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
-from tests.agent.test_loop_e2e import config, start, stop, until
+from tests.agent.test_loop_e2e import config, start, stop
+from tests.support.wait import until
 
 _LABEL = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True)
 _SUBDOMAIN = st.lists(_LABEL, min_size=1, max_size=5).map(".".join).filter(lambda s: len(s) <= 253)

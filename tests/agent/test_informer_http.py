@@ -20,7 +20,7 @@ from agent.logs import JsonFormatter
 from evictor.api.watching import parse_event
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
-from tests.agent.test_loop_e2e import until
+from tests.support.wait import until
 
 STATE = "\n---\n".join([NODES, pod("a", request="10Mi"), pod("x", node="node-2")])
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from agent.config import load_config
 from agent.daemon import Agent
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
+from tests.support.wait import until
 
 STATE = "\n---\n".join(
     [
@@ -54,14 +54,6 @@ def config(**fields: Any) -> Any:
     }
     base.update(fields)
     return load_config(base)
-
-
-async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
 
 
 async def more_syncs(agent: Agent, n: int) -> None:

@@ -14,7 +14,7 @@ from agent.eviction import EvictionDecision, EvictionManager
 from agent.loop import EvictionLoop, psi_wakeups
 from kube.objects import Pod
 from tests.agent.agent_fakes import MI, ts
-from tests.agent.test_loop_e2e import until
+from tests.support.wait import until
 
 
 def summary(capacity: int, usage: dict[str, int]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +32,7 @@ from agent.sources.memcg import (
 )
 from tests.agent.agent_fakes import pod
 from tests.agent.sources.treebuilder import FakeCgroup, build_cgroup_tree, build_proc_tree
+from tests.support.wait import until
 
 MIB = 1 << 20
 V1_MEMORY = Path("/sys/fs/cgroup/memory")
@@ -58,13 +59,6 @@ def _v1_writable() -> str | None:
 
 
 needs_v1 = pytest.mark.skipif(_v1_writable() is not None, reason=str(_v1_writable()))
-
-
-async def until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 @pytest.fixture

@@ -30,8 +30,9 @@ from kube.times import format_time
 from kubesim.endpoints.requestlog import RequestRecord
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
-from tests.agent.test_loop_e2e import more_syncs, until
+from tests.agent.test_loop_e2e import more_syncs
 from tests.agent.test_node_taints import MEMORY_TAINT, OPERATOR_TAINT, STATE, taints
+from tests.support.wait import until
 
 MEMORY = "NodePressureAgentMemoryPressure"
 START = 1_700_000_000.0

@@ -20,7 +20,7 @@ from agent.daemon import Agent
 from evictor.api.calls import Response
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode, pod
-from tests.agent.test_loop_e2e import until
+from tests.support.wait import until
 
 MEMORY_TAINT = {"key": "node-pressure-evictor.io/memory-pressure", "effect": "NoSchedule"}
 OPERATOR_TAINT = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}

@@ -38,8 +38,8 @@ from tests.agent.test_loop_e2e import (
     more_syncs,
     start,
     stop,
-    until,
 )
+from tests.support.wait import until
 
 ROOT = Path(__file__).resolve().parents[2]
 HARD = Threshold("memory.available", "LessThan", ThresholdValue(quantity=200 * MI))

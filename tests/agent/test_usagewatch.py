@@ -13,7 +13,6 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,16 +33,10 @@ from agent.sources.usagewatch import (
 from tests.agent.agent_fakes import pod
 from tests.agent.sources.treebuilder import FakeCgroup, FakePod, build_cgroup_tree, build_proc_tree
 from tests.agent.test_memcg import _allocate_in, needs_v1, node_cgroup  # noqa: F401 - fixture
+from tests.support.wait import until
 
 MIB = 1 << 20
 gaps = st.integers(min_value=-(1 << 40), max_value=1 << 44)
-
-
-async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.005)
 
 
 # --- pacing --------------------------------------------------------------------------------
@@ -103,20 +96,20 @@ async def test_the_watch_fires_once_per_crossing_and_waits_to_be_armed_again(
     try:
         assert watch.start()
         watch.arm(200 * MIB)
-        await until(lambda: watch.polls >= 3)
+        await until(lambda: watch.polls >= 3, step=0.005)
         assert fired == []
         _write(fd, 250 * MIB)
-        await until(lambda: fired == [1])
+        await until(lambda: fired == [1], step=0.005)
         assert watch.line is None  # disarmed: one wake per crossing
         polls = watch.polls
         await asyncio.sleep(0.05)
         assert fired == [1]
         assert watch.polls == polls  # nothing read while disarmed
         watch.arm(300 * MIB)
-        await until(lambda: watch.polls > polls)
+        await until(lambda: watch.polls > polls, step=0.005)
         assert fired == [1]
         _write(fd, 301 * MIB)
-        await until(lambda: fired == [1, 1])
+        await until(lambda: fired == [1, 1], step=0.005)
         assert watch.crossings == 2
     finally:
         watch.close()
@@ -132,7 +125,7 @@ async def test_far_from_the_line_the_watch_reads_at_its_slowest(tmp_path: Path) 
         assert watch.start()
         watch.arm(1 << 40)  # a TiB away: the slowest pace
         started = time.monotonic()
-        await until(lambda: watch.polls >= 4)
+        await until(lambda: watch.polls >= 4, step=0.005)
         assert time.monotonic() - started >= 3 * 0.05 * 0.9
     finally:
         watch.close()
@@ -157,7 +150,7 @@ async def test_a_real_memory_counter_is_heard_while_growing(node_cgroup: Path) -
         watch.arm(base + 48 * MIB)
         child = _allocate_in(node_cgroup, 10)  # 80 MiB in 8 MiB steps
         try:
-            await until(lambda: bool(fired))
+            await until(lambda: bool(fired), step=0.005)
             usage = int(counter.read_text())
             assert base + 48 * MIB <= usage < base + 200 * MIB
         finally:
@@ -306,13 +299,15 @@ async def test_the_agent_on_cgroup_v2_evicts_on_the_watch_alone(
         try:
             with caplog.at_level(logging.INFO):
                 await agent.start()
-                await until(lambda: agent.loop.stats.syncs >= 1)
+                await until(lambda: agent.loop.stats.syncs >= 1, step=0.005)
                 if kubepods_later:
                     assert agent.memory_watches.usage is None  # the v2 root has no counter
                     tree()
                     agent.loop.wake("interval")  # the next sync (1 s in production)
                 watches = agent.memory_watches
-                await until(lambda: watches.usage is not None and watches.usage.line is not None)
+                await until(
+                    lambda: watches.usage is not None and watches.usage.line is not None, step=0.005
+                )
                 assert watches.usage is not None
                 assert watches.usage.path == cg / "kubepods" / "memory.current"
                 # 1Gi − 100Mi = 924 MiB of node working set; 50 MiB of it outside kubepods
@@ -322,7 +317,8 @@ async def test_the_agent_on_cgroup_v2_evicts_on_the_watch_alone(
                 await until(
                     lambda: any(
                         r.name == "hog" for r in sim.requests.filter(verb="delete", resource="pods")
-                    )
+                    ),
+                    step=0.005,
                 )
             assert agent.loop.stats.syncs > syncs
             woken = agent.metrics.registry.get_sample_value(
@@ -372,11 +368,11 @@ async def test_wake_sources_are_logged_once_until_they_change(
         try:
             with caplog.at_level(logging.INFO, logger="agent.daemon"):
                 await agent.start()
-                await until(lambda: agent.loop.stats.syncs >= 10)
+                await until(lambda: agent.loop.stats.syncs >= 10, step=0.005)
                 events = cg / "kubepods" / "memory.events.local"
                 events.write_text("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n")
                 syncs = agent.loop.stats.syncs
-                await until(lambda: agent.loop.stats.syncs >= syncs + 10)
+                await until(lambda: agent.loop.stats.syncs >= syncs + 10, step=0.005)
             first, second = [r for r in caplog.records if r.getMessage() == "wake sources"]
             before = {s.split(":")[0] for s in first.sources}  # type: ignore[attr-defined]
             assert before == {

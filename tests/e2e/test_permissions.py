@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import ssl
-import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,8 @@ from kubesim.plugins.authorization import Decision
 from kubesim.sim import Simulator
 from tests.agent.agent_fakes import MI, FakeNode
 from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, replicaset, settle
-from tests.kubeconfigs import write_kubeconfig
+from tests.support.kubeconfigs import write_kubeconfig
+from tests.support.wait import until
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -172,14 +172,6 @@ class Admin:
             ):
                 return p
         return None
-
-
-async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

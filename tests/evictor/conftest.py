@@ -23,6 +23,7 @@ from typing import Any
 
 import kubesim
 from kubesim.sim import Simulator
+from tests.support.wait import until
 
 EVICT = str(Path(sys.executable).with_name("evict"))
 
@@ -193,15 +194,6 @@ def pin(
     )
 
 
-async def wait_until(predicate: Any, *, timeout: float = 30.0, step: float = 0.01) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        if loop.time() > end:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(step)
-
-
 def living(
     objs: list[dict[str, Any]], faults: Any = None, *, time_scale: float = 0.01, **kw: Any
 ) -> Any:
@@ -233,7 +225,7 @@ def _settled(sim: Simulator) -> bool:
 async def settle(sim: Simulator, *, timeout: float = 20.0) -> None:
     """Wait until every workload has its replicas Ready, every budget is computed and no pod
     is unbound or terminating: a cluster at rest, as an operator finds it before a drain."""
-    await wait_until(lambda: _settled(sim), timeout=timeout, step=0.02)
+    await until(lambda: _settled(sim), timeout=timeout, step=0.02)
 
 
 def set_unschedulable(sim: Simulator, name: str, value: bool) -> None:
@@ -317,7 +309,7 @@ class FakeClock:
 
     async def asleep(self, count: int = 1) -> None:
         """Until ``count`` sleeps are pending (the code under test is waiting on this clock)."""
-        await wait_until(lambda: len(self._sleepers) == count)
+        await until(lambda: len(self._sleepers) == count, timeout=30.0)
 
     def advance(self, seconds: float) -> None:
         self.time += seconds

@@ -29,8 +29,9 @@ from evictor.api.calls import request
 from evictor.api.connect import CERT_CHECK, EXEC_SKEW, TOKEN_FILE_PERIOD, Credentials, connect
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
+from tests.support.wait import until
 
-from .conftest import EVICT, node, pdb, pin, pod, replicaset, wait_until
+from .conftest import EVICT, node, pdb, pin, pod, replicaset
 
 AGENT_SA = {
     "apiVersion": "v1",
@@ -311,7 +312,7 @@ async def test_a_long_evict_drain_carries_on_across_a_token_rotation(
     )  # fmt: skip
     try:
         # the drain is held by the budget; meanwhile its token rotates and the old one expires
-        await wait_until(lambda: len(sim.requests.filter(subresource="eviction")) >= 2, timeout=20)
+        await until(lambda: len(sim.requests.filter(subresource="eviction")) >= 2, timeout=20)
         token_clock(sim).offset += 3600
         token_file.write_text(issue(sim))
         pin(sim, "web", 2)
@@ -352,15 +353,17 @@ async def test_the_agents_pod_view_carries_on_across_a_token_rotation(
         def watches() -> list[int]:
             return [r.code for r in sim.requests.filter(verb="watch", resource="pods")]
 
-        await wait_until(lambda: watches() == [200])
+        await until(lambda: watches() == [200], timeout=30.0)
         token_clock(sim).offset += 3600  # the watch in flight keeps its connection...
         token_file.write_text(issue(sim))
         sim.apply(pod("hog", owner=None))
-        await wait_until(lambda: any(e.pod.name == "hog" for e in informer.pods.values()))
+        await until(lambda: any(e.pod.name == "hog" for e in informer.pods.values()), timeout=30.0)
         # ...and the next one (after the server's 1 s timeout) is refused once, then served
-        await wait_until(lambda: watches()[1:] == [401, 200])
+        await until(lambda: watches()[1:] == [401, 200], timeout=30.0)
         sim.apply(pod("later", owner=None))
-        await wait_until(lambda: any(e.pod.name == "later" for e in informer.pods.values()))
+        await until(
+            lambda: any(e.pod.name == "later" for e in informer.pods.values()), timeout=30.0
+        )
         assert informer.failures == 0
     finally:
         task.cancel()

@@ -27,7 +27,7 @@ from kube.kubeconfig import Impersonation
 from kubesim.core.attributes import UserInfo
 from kubesim.endpoints.request import RequestContext
 from kubesim.sim import Simulator
-from tests.kubeconfigs import write_kubeconfig
+from tests.support.kubeconfigs import write_kubeconfig
 
 from .conftest import Evict, living, node, pod, replicaset, settle
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import kubesim
-from tests.benchutil import load_bench
+from tests.support.bench import load_bench
 
 
 async def test_a_tiny_cluster_is_planned_and_reported() -> None:

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from kubesim.sim import Simulator
+from tests.support.wait import until
 
-from .conftest import Evict, daemonset, living, node, pdb, pod, settle, wait_until
+from .conftest import Evict, daemonset, living, node, pdb, pod, settle
 
 TIME_SCALE = 0.02
 GRACE = 5  # seconds x TIME_SCALE: an evicted pod is gone 0.1 s after its eviction
@@ -161,9 +162,9 @@ def quiet(sim: Simulator) -> bool:
 
 
 async def settled_quiet(sim: Simulator) -> None:
-    await wait_until(lambda: quiet(sim), timeout=15)
+    await until(lambda: quiet(sim), timeout=15)
     await asyncio.sleep(0.2)  # a nominated preemptor binds once its victims are gone
-    await wait_until(lambda: quiet(sim), timeout=15)
+    await until(lambda: quiet(sim), timeout=15)
 
 
 @dataclass

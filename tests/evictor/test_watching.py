@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,6 +26,7 @@ from evictor.api.watching import (
 from kubesim.controllers import FROZEN
 from kubesim.registry.generic import DeleteOptions
 from kubesim.sim import Simulator
+from tests.support.wait import until
 
 from .conftest import node, pod
 
@@ -69,13 +70,6 @@ async def consume(gen: AsyncIterator[Page | Event], view: View) -> None:
         view.apply(item)
 
 
-async def until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 async def running(sim: Simulator, view: View, state: WatchState, **kw: Any) -> asyncio.Task[None]:
     api = sim.api_client()
     kw.setdefault("backoff", FAST)
@@ -99,10 +93,10 @@ async def test_lists_then_follows_changes_with_bookmarks(sim: Simulator) -> None
     view, state = View(), WatchState()
     task = await running(sim, view, state)
     try:
-        await until(lambda: view.names == {"a"})
+        await until(lambda: view.names == {"a"}, timeout=30.0)
         assert state.live and state.listed
         sim.apply(pod("b"))
-        await until(lambda: view.names == {"a", "b"})
+        await until(lambda: view.names == {"a", "b"}, timeout=30.0)
         (watch,) = sim.requests.filter(verb="watch", resource="pods")
         assert watch.query["allowWatchBookmarks"] == ["true"]
         assert watch.query["resourceVersion"] != [""]
@@ -114,10 +108,12 @@ async def test_a_server_ended_watch_resumes_from_the_last_version(sim: Simulator
     view, state = View(), WatchState()
     task = await running(sim, view, state, watch_timeout=1)
     try:
-        await until(lambda: view.names == {"a"})
-        await until(lambda: len(sim.requests.filter(verb="watch", resource="pods")) >= 2)
+        await until(lambda: view.names == {"a"}, timeout=30.0)
+        await until(
+            lambda: len(sim.requests.filter(verb="watch", resource="pods")) >= 2, timeout=30.0
+        )
         sim.apply(pod("b"))
-        await until(lambda: view.names == {"a", "b"})
+        await until(lambda: view.names == {"a", "b"}, timeout=30.0)
         assert len(sim.requests.filter(verb="list", resource="pods")) == 1
         assert view.lists == 1
     finally:
@@ -139,10 +135,10 @@ async def test_410_relists_without_backing_off(sim: Simulator) -> None:
     # a backoff that would never end: a 410 must not wait for it
     task = await running(sim, view, state, backoff=tenacity.wait_fixed(3600))
     try:
-        await until(lambda: state.relists == 1 and view.lists == 2)
+        await until(lambda: state.relists == 1 and view.lists == 2, timeout=30.0)
         assert state.failures == 0
         sim.apply(pod("late"))
-        await until(lambda: "late" in view.names)
+        await until(lambda: "late" in view.names, timeout=30.0)
     finally:
         await stop(task)
 
@@ -161,8 +157,10 @@ async def test_errors_back_off_and_resume(sim: Simulator) -> None:
     view, state = View(), WatchState()
     task = await running(sim, view, state)
     try:
-        await until(lambda: len(sim.requests.filter(verb="watch", resource="pods")) == 3)
-        await until(lambda: state.live)
+        await until(
+            lambda: len(sim.requests.filter(verb="watch", resource="pods")) == 3, timeout=30.0
+        )
+        await until(lambda: state.live, timeout=30.0)
         assert state.failures == 2 and state.last_status == 500
         assert state.consecutive_failures == 0
         assert len(sim.requests.filter(verb="list", resource="pods")) == 1  # resumed, no relist
@@ -202,17 +200,17 @@ async def test_a_silent_watch_is_restarted_by_the_bound_and_sees_new_pods(
     bound = 0.05 * 20
     task = await running(sim, view, state, bookmark_interval=0.05, liveness_factor=20)
     try:
-        await until(lambda: view.names == {"a"})
+        await until(lambda: view.names == {"a"}, timeout=30.0)
         sim.apply(pod("meanwhile"))
         # nothing but the bound ends the silent watch before its 300 s timeoutSeconds
-        await until(lambda: "meanwhile" in view.names)
+        await until(lambda: "meanwhile" in view.names, timeout=30.0)
         assert state.stalls == 1 and state.relists == 1 and state.failures == 0
         silent, *_ = sim.requests.filter(verb="watch", resource="pods")
         _, relist = sim.requests.filter(verb="list", resource="pods")
         assert relist.time - silent.time >= bound  # not before the bound
         # the healthy watch that followed gets bookmarks and outlives the bound
         restarted = time.monotonic()
-        await until(lambda: state.last_event_at > restarted + bound)
+        await until(lambda: state.last_event_at > restarted + bound, timeout=30.0)
         assert state.stalls == 1 and state.live
     finally:
         await stop(task)
@@ -223,9 +221,9 @@ async def test_watch_from_a_given_version_skips_the_list(sim: Simulator) -> None
     rv = str(sim.registry.store.resource_version)
     task = await running(sim, view, state, resource_version=rv)
     try:
-        await until(lambda: state.live)
+        await until(lambda: state.live, timeout=30.0)
         sim.apply(pod("b"))
-        await until(lambda: view.names == {"b"})
+        await until(lambda: view.names == {"b"}, timeout=30.0)
         assert sim.requests.filter(verb="list", resource="pods") == []
     finally:
         await stop(task)
@@ -306,7 +304,7 @@ async def test_an_unpaged_list_over_the_bound_is_paged(sim: Simulator) -> None:
     view, state = View(), WatchState()
     task = await running(sim, view, state, max_bytes=64 << 10)
     try:
-        await until(lambda: view.lists == 1)
+        await until(lambda: view.lists == 1, timeout=30.0)
         assert view.names == {"a", "p0", "p1", "p2", "p3"}
         limits = [r.query.get("limit") for r in sim.requests.filter(verb="list", resource="pods")]
         assert limits[0] is None and limits[1] == ["250"], limits
@@ -320,18 +318,20 @@ async def test_a_watch_event_over_the_bound_relists_and_names_the_object(
     view, state = View(), WatchState()
     task = await running(sim, view, state, max_bytes=64 << 10)
     try:
-        await until(lambda: view.names == {"a"} and state.live)
+        await until(lambda: view.names == {"a"} and state.live, timeout=30.0)
         sim.apply(padded("huge", 100_000))
-        await until(lambda: "default/huge is larger than" in state.last_error)
+        await until(lambda: "default/huge is larger than" in state.last_error, timeout=30.0)
         assert "watch of /api/v1/namespaces/default/pods" in state.last_error
         # the next attempt lists, and the list fails on the same object: never a view without it
-        await until(lambda: len(sim.requests.filter(verb="list", resource="pods")) >= 2)
+        await until(
+            lambda: len(sim.requests.filter(verb="list", resource="pods")) >= 2, timeout=30.0
+        )
         assert view.names == {"a"} and view.lists == 1
         rt = sim.scheme.for_kind("v1", "Pod")
         assert rt is not None
         sim.registry.delete(rt, "default", "huge", DeleteOptions(grace_period_seconds=0))
         sim.apply(pod("b"))
-        await until(lambda: view.names == {"a", "b"})
+        await until(lambda: view.names == {"a", "b"}, timeout=30.0)
     finally:
         await stop(task)
 

@@ -4,7 +4,6 @@ token stops working — expiry proved by moving the token clock, never by waitin
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,6 +18,7 @@ from kube.times import format_time, parse_time
 from kubesim.controllers import FROZEN
 from kubesim.plugins.authentication.serviceaccounts import ISSUER
 from kubesim.sim import BOOTSTRAP_NAMESPACES, Simulator
+from tests.support.wait import until
 
 from .conftest import STATE
 
@@ -441,16 +441,8 @@ async def test_every_namespace_gets_a_default_service_account(sim: Simulator) ->
         assert sim.get("ServiceAccount", ns, "default") is not None, ns
     code, _ = await call(sim, "POST", "/api/v1/namespaces", body={"metadata": {"name": "late"}})
     assert code == 201
-    await _until(lambda: sim.get("ServiceAccount", "late", "default") is not None)
+    await until(lambda: sim.get("ServiceAccount", "late", "default") is not None)
     old = uid(sim, "ServiceAccount", "late", "default")
     assert (await call(sim, "DELETE", "/api/v1/namespaces/late/serviceaccounts/default"))[0] == 200
-    await _until(lambda: sim.get("ServiceAccount", "late", "default") is not None)
+    await until(lambda: sim.get("ServiceAccount", "late", "default") is not None)
     assert uid(sim, "ServiceAccount", "late", "default") != old
-
-
-async def _until(condition: Any, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met"
-        await asyncio.sleep(0.01)

@@ -11,8 +11,8 @@ from typing import Any
 
 import kubesim
 from kubesim.sim import Simulator
-
-from .living import eventually, is_ready
+from tests.support.living import is_ready
+from tests.support.wait import until
 
 CLUSTER = Path(__file__).resolve().parents[2] / "examples" / "kubesim-cluster.yaml"
 NODES = ["worker-1", "worker-2", "worker-3"]
@@ -40,14 +40,14 @@ def all_ready(sim: Simulator) -> bool:
 
 async def test_living_cluster_reaches_ready() -> None:
     async with kubesim.serve(state=CLUSTER, time_scale=0.02) as sim:
-        await eventually(lambda: all_ready(sim), timeout=10.0, what="every workload Ready")
+        await until(lambda: all_ready(sim), timeout=10.0, what="every workload Ready")
         pods = sim.list_objects("Pod")
         assert len(pods) == 3 + 2 + 2 + 3
         assert all(p["status"]["phase"] == "Running" and is_ready(p) for p in pods)
         assert len({p["status"]["podIP"] for p in pods}) == len(pods)
         exporters = [p for p in pods if p["metadata"]["namespace"] == "kube-system"]
         assert sorted(p["spec"]["nodeName"] for p in exporters) == NODES
-        web_pdb = await eventually(
+        web_pdb = await until(
             lambda: (
                 status(sim, "PodDisruptionBudget", "default", "web").get("disruptionsAllowed") == 1
                 and status(sim, "PodDisruptionBudget", "default", "web")

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 import kubesim
+from tests.support.living import is_ready, live, pods, set_unschedulable
+from tests.support.wait import until
 
-from .living import eventually, is_ready, live, pods, set_unschedulable
 from .test_kubectl import BINARIES, Kubectl
 
 pytestmark = [
@@ -130,7 +131,7 @@ async def test_apply_scale_rollout_status_and_get_pods(kubectl: Kubectl, tmp_pat
 
     _, out, _ = await kubectl("scale", "statefulset", "db", "--replicas=1")
     assert out.strip() == "statefulset.apps/db scaled"
-    await eventually(
+    await until(
         lambda: [p["metadata"]["name"] for p in pods(kubectl.sim, app="db")] == ["db-0"],
         timeout=10.0,
         what="db-1 removed",
@@ -144,7 +145,7 @@ async def test_delete_deployment_cleans_up(kubectl: Kubectl, tmp_path: Path) -> 
     await kubectl("rollout", "status", "deployment/web", "--timeout=60s")
     _, out, _ = await kubectl("delete", "deployment", "web")
     assert 'deployment.apps "web" deleted' in out
-    await eventually(
+    await until(
         lambda: not kubectl.sim.list_objects("ReplicaSet") and not pods(kubectl.sim, app="web"),
         timeout=10.0,
         what="ReplicaSet and pods collected",
@@ -209,7 +210,7 @@ async def test_drain_moves_pods_and_budgets_reopen(cluster: Kubectl) -> None:
             and budget("api") == 1
         )
 
-    await eventually(settled, timeout=15.0, what="cluster Ready with budgets open")
+    await until(settled, timeout=15.0, what="cluster Ready with budgets open")
     # Drain the node with the most web pods, so the web budget has to close and reopen.
     web_nodes = Counter(p["spec"]["nodeName"] for p in pods(sim, app="web"))
     node = web_nodes.most_common(1)[0][0]
@@ -223,7 +224,7 @@ async def test_drain_moves_pods_and_budgets_reopen(cluster: Kubectl) -> None:
     left = [p for p in sim.list_objects("Pod", "default") if p["spec"].get("nodeName") == node]
     assert left == []
     # Replacements run elsewhere, become Ready, and the budgets open again.
-    await eventually(settled, timeout=15.0, what="replacements Ready, budgets reopened")
+    await until(settled, timeout=15.0, what="replacements Ready, budgets reopened")
     events = []
     for feed in feeds:
         while not feed.queue.empty():
@@ -322,7 +323,7 @@ async def test_events_tell_a_preemption(small: Kubectl, tmp_path: Path) -> None:
         pod = small.sim.get("Pod", "default", "urgent") or {}
         return pod.get("spec", {}).get("nodeName") == "small" and is_ready(pod)
 
-    await eventually(running, timeout=15.0, what="urgent pod bound after preemption")
+    await until(running, timeout=15.0, what="urgent pod bound after preemption")
     _, out, _ = await small(
         "get",
         "events",

@@ -14,8 +14,8 @@ import kubesim
 from kube.times import format_micro_time
 from kubesim.controllers import ControllerSettings
 from kubesim.sim import Simulator
-
-from .living import eventually, is_ready
+from tests.support.living import is_ready
+from tests.support.wait import until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -59,7 +59,7 @@ async def create(sim: Simulator, manifest: dict[str, Any]) -> None:
 
 async def test_nodes_get_complete_status_that_typed_clients_accept() -> None:
     async with kubesim.serve(state=BARE_NODES) as sim:
-        await eventually(lambda: (sim.get("Node", None, "bare") or {}).get("status"))
+        await until(lambda: (sim.get("Node", None, "bare") or {}).get("status"))
         async with sim.api_client() as api:
             nodes = (await client.CoreV1Api(api).list_node()).items
         by_name = {n.metadata.name: n for n in nodes}
@@ -92,7 +92,7 @@ STATE_EXAMPLES = sorted(p.name for p in EXAMPLES.glob("*.yaml") if "faults" not 
 async def test_every_example_state_lists_with_the_typed_client(example: str) -> None:
     async with kubesim.serve(state=EXAMPLES / example, time_scale=0.01) as sim:
         names = {o["metadata"]["name"] for o in sim.list_objects("Node")}
-        await eventually(
+        await until(
             lambda: all(
                 (sim.get("Node", None, n) or {}).get("status", {}).get("nodeInfo") for n in names
             )
@@ -109,7 +109,7 @@ async def test_pod_runs_then_becomes_ready_after_its_delay() -> None:
         await create(sim, pod("slow", "bare"))
         await create(sim, pod("fast", "bare", **{"kubesim.io/ready-after": "0"}))
         started = time.monotonic()
-        running = await eventually(
+        running = await until(
             lambda: (
                 (p := sim.get("Pod", "default", "slow"))
                 and p["status"].get("phase") == "Running"
@@ -131,11 +131,11 @@ async def test_pod_runs_then_becomes_ready_after_its_delay() -> None:
         assert status["qosClass"] == "BestEffort"
         # the annotation wins over the default: Ready as soon as it runs (created just after
         # slow, it may start a moment later on a loaded machine)
-        await eventually(
+        await until(
             lambda: (p := sim.get("Pod", "default", "fast")) and is_ready(p) and p, timeout=3.0
         )
         fast_ready_after = time.monotonic() - started
-        ready = await eventually(
+        ready = await until(
             lambda: (p := sim.get("Pod", "default", "slow")) and is_ready(p) and p, timeout=3.0
         )
         slow_ready_after = time.monotonic() - started
@@ -146,10 +146,10 @@ async def test_pod_runs_then_becomes_ready_after_its_delay() -> None:
 
 async def test_pod_ips_are_unique_and_come_from_the_node_cidr() -> None:
     async with kubesim.serve(state=BARE_NODES, time_scale=0.01) as sim:
-        await eventually(lambda: (sim.get("Node", None, "bare") or {}).get("status"))
+        await until(lambda: (sim.get("Node", None, "bare") or {}).get("status"))
         for i in range(20):
             await create(sim, pod(f"p{i}", "bare" if i % 2 else "small"))
-        running = await eventually(
+        running = await until(
             lambda: (
                 ps
                 if len(ps := [p for p in sim.list_objects("Pod") if p["status"].get("podIP")]) == 20
@@ -167,7 +167,7 @@ async def test_pod_ips_are_unique_and_come_from_the_node_cidr() -> None:
 
 async def test_each_node_renews_its_lease() -> None:
     async with kubesim.serve(state=BARE_NODES, time_scale=0.01) as sim:
-        lease = await eventually(lambda: sim.get("Lease", "kube-node-lease", "bare"))
+        lease = await until(lambda: sim.get("Lease", "kube-node-lease", "bare"))
         node = sim.get("Node", None, "bare")
         assert node is not None
         assert lease["spec"]["holderIdentity"] == "bare"
@@ -175,7 +175,7 @@ async def test_each_node_renews_its_lease() -> None:
         assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
         first = lease["spec"]["renewTime"]
         assert len(first.split(".")[1]) == 7 and first.endswith("Z")  # six digits + Z
-        renewed = await eventually(
+        renewed = await until(
             lambda: (
                 (lz := sim.get("Lease", "kube-node-lease", "bare"))
                 and lz["spec"]["renewTime"] != first
@@ -195,7 +195,7 @@ async def test_each_node_renews_its_lease() -> None:
         # The Lease is owned by its Node: deleting the node collects it.
         async with sim.api_client() as api:
             await client.CoreV1Api(api).delete_node("bare")
-        await eventually(lambda: sim.get("Lease", "kube-node-lease", "bare") is None)
+        await until(lambda: sim.get("Lease", "kube-node-lease", "bare") is None)
 
 
 def test_micro_time_has_six_digits() -> None:
@@ -214,12 +214,12 @@ async def test_graceful_deletion_still_finishes_after_the_grace_period() -> None
         manifest = pod("g", "bare")
         manifest["spec"]["terminationGracePeriodSeconds"] = 20
         await create(sim, manifest)
-        await eventually(lambda: (p := sim.get("Pod", "default", "g")) and is_ready(p))
+        await until(lambda: (p := sim.get("Pod", "default", "g")) and is_ready(p))
         async with sim.api_client() as api:
             await client.CoreV1Api(api).delete_namespaced_pod("g", "default")
         gone = sim.get("Pod", "default", "g")
         assert gone is not None and gone["metadata"]["deletionTimestamp"]
-        await eventually(lambda: sim.get("Pod", "default", "g") is None, timeout=3.0)
+        await until(lambda: sim.get("Pod", "default", "g") is None, timeout=3.0)
 
 
 def test_settings_document_parses_and_rejects_bad_fields() -> None:
@@ -264,11 +264,11 @@ async def test_state_file_settings_apply_and_keywords_win() -> None:
         assert (sim.settings.ready_after, sim.settings.job_duration) == (40.0, 1.0)
         assert "garbagecollector" not in {c.name for c in sim.controllers}
         await create(sim, pod("p", "bare"))
-        running = await eventually(
+        running = await until(
             lambda: (p := sim.get("Pod", "default", "p")) and p["status"].get("podIP") and p
         )
         assert not is_ready(running)  # 40 s × 0.01 to go
-        await eventually(lambda: is_ready(sim.get("Pod", "default", "p") or {}), timeout=3.0)
+        await until(lambda: is_ready(sim.get("Pod", "default", "p") or {}), timeout=3.0)
     with pytest.raises(
         StateError, match=r"document 1: ClusterSettings: readyAfter: must be a number"
     ):
@@ -278,7 +278,7 @@ async def test_state_file_settings_apply_and_keywords_win() -> None:
 async def test_a_not_ready_node_starts_nothing_until_ready() -> None:
     async with kubesim.serve(state=BARE_NODES, time_scale=0.01) as sim:
         await create(sim, pod("stuck", "sick"))
-        await eventually(lambda: sim.get("Lease", "kube-node-lease", "bare"))
+        await until(lambda: sim.get("Lease", "kube-node-lease", "bare"))
         await asyncio.sleep(0.05)
         stuck = sim.get("Pod", "default", "stuck")
         assert stuck is not None and stuck["status"]["phase"] == "Pending"
@@ -292,10 +292,10 @@ async def test_a_not_ready_node_starts_nothing_until_ready() -> None:
         rt = sim.scheme.for_kind("v1", "Node")
         assert rt is not None
         sim.registry.update(rt, "", "sick", node, subresource="status")
-        await eventually(
+        await until(
             lambda: (sim.get("Pod", "default", "stuck") or {})["status"]["phase"] == "Running"
         )
-        await eventually(lambda: sim.get("Lease", "kube-node-lease", "sick"), timeout=3.0)
+        await until(lambda: sim.get("Lease", "kube-node-lease", "sick"), timeout=3.0)
 
 
 async def test_init_containers_are_reported_completed() -> None:
@@ -306,7 +306,7 @@ async def test_init_containers_are_reported_completed() -> None:
             {"name": "proxy", "image": "envoy", "restartPolicy": "Always"},
         ]
         await create(sim, manifest)
-        started = await eventually(
+        started = await until(
             lambda: (p := sim.get("Pod", "default", "with-init")) and is_ready(p) and p
         )
         inits = {s["name"]: s for s in started["status"]["initContainerStatuses"]}

@@ -15,9 +15,10 @@ from kubesim.controllers import check_controller_names
 from kubesim.controllers.deployment import pod_template_hash
 from kubesim.core.names import safe_encode
 from kubesim.sim import Simulator
+from tests.support.living import is_ready, live, pods
+from tests.support.wait import until
 
 from .conftest import raw
-from .living import eventually, is_ready, live, pods
 
 NODES = """
 apiVersion: v1
@@ -85,7 +86,7 @@ async def test_replicaset_creates_owned_pods_with_generated_names(sim: Simulator
     sim.apply(replicaset("web", 3))
     rs = sim.get("ReplicaSet", "default", "web")
     assert rs is not None
-    made = await eventually(lambda: len(live(pods(sim, app="web"))) == 3 and pods(sim, app="web"))
+    made = await until(lambda: len(live(pods(sim, app="web"))) == 3 and pods(sim, app="web"))
     for pod in made:
         assert re.fullmatch(r"web-[bcdfghjklmnpqrstvwxz2456789]{5}", pod["metadata"]["name"])
         assert pod["metadata"]["generateName"] == "web-"
@@ -99,7 +100,7 @@ async def test_replicaset_creates_owned_pods_with_generated_names(sim: Simulator
                 "blockOwnerDeletion": True,
             }
         ]
-    status = await eventually(
+    status = await until(
         lambda: rs_status(sim, "web").get("availableReplicas") == 3 and rs_status(sim, "web"),
         what="3 available replicas",
     )
@@ -114,31 +115,31 @@ async def test_replicaset_creates_owned_pods_with_generated_names(sim: Simulator
 
 async def test_replicaset_scales_down_and_up_and_observes_generation(sim: Simulator) -> None:
     sim.apply(replicaset("web", 4))
-    await eventually(lambda: rs_status(sim, "web").get("readyReplicas") == 4)
+    await until(lambda: rs_status(sim, "web").get("readyReplicas") == 4)
     rt = sim.scheme.for_kind("apps/v1", "ReplicaSet")
     assert rt is not None
     current = sim.get("ReplicaSet", "default", "web")
     assert current is not None
     current["spec"]["replicas"] = 1
     sim.registry.update(rt, "default", "web", current)
-    status = await eventually(
+    status = await until(
         lambda: rs_status(sim, "web").get("replicas") == 1 and rs_status(sim, "web")
     )
     assert status["observedGeneration"] == 2
     assert len(live(pods(sim, app="web"))) == 1
     # The three deleted pods are terminating (grace 30 s × 0.01), then gone.
-    await eventually(lambda: len(pods(sim, app="web")) == 1, what="terminated pods removed")
+    await until(lambda: len(pods(sim, app="web")) == 1, what="terminated pods removed")
     current = sim.get("ReplicaSet", "default", "web")
     assert current is not None
     current["spec"]["replicas"] = 2
     sim.registry.update(rt, "default", "web", current)
-    await eventually(lambda: rs_status(sim, "web").get("readyReplicas") == 2)
+    await until(lambda: rs_status(sim, "web").get("readyReplicas") == 2)
     assert rs_status(sim, "web")["observedGeneration"] == 3
 
 
 async def test_deleted_and_evicted_pods_are_replaced(sim: Simulator) -> None:
     sim.apply(replicaset("web", 2))
-    first = await eventually(lambda: len(live(pods(sim, app="web"))) == 2 and pods(sim, app="web"))
+    first = await until(lambda: len(live(pods(sim, app="web"))) == 2 and pods(sim, app="web"))
     async with sim.api_client() as api:
         v1 = client.CoreV1Api(api)
         await v1.delete_namespaced_pod(first[0]["metadata"]["name"], "default")
@@ -150,7 +151,7 @@ async def test_deleted_and_evicted_pods_are_replaced(sim: Simulator) -> None:
             ),
         )
     old = {p["metadata"]["uid"] for p in first}
-    replaced = await eventually(
+    replaced = await until(
         lambda: (
             [p for p in live(pods(sim, app="web")) if p["metadata"]["uid"] not in old]
             if len(live(pods(sim, app="web"))) == 2
@@ -159,7 +160,7 @@ async def test_deleted_and_evicted_pods_are_replaced(sim: Simulator) -> None:
         what="two replacements",
     )
     assert len(replaced) == 2
-    await eventually(lambda: all(is_ready(p) for p in live(pods(sim, app="web"))))
+    await until(lambda: all(is_ready(p) for p in live(pods(sim, app="web"))))
 
 
 async def test_orphans_are_adopted_and_mismatching_pods_released(sim: Simulator) -> None:
@@ -172,7 +173,7 @@ async def test_orphans_are_adopted_and_mismatching_pods_released(sim: Simulator)
         }
     )
     sim.apply(replicaset("web", 2))
-    await eventually(lambda: len(live(pods(sim, app="web"))) == 2)
+    await until(lambda: len(live(pods(sim, app="web"))) == 2)
     stray = sim.get("Pod", "default", "stray")
     assert stray is not None
     assert stray["metadata"]["ownerReferences"][0]["name"] == "web"
@@ -181,8 +182,8 @@ async def test_orphans_are_adopted_and_mismatching_pods_released(sim: Simulator)
     assert rt is not None
     stray["metadata"]["labels"] = {"app": "other"}
     sim.registry.update(rt, "default", "stray", stray)
-    await eventually(lambda: len(live(pods(sim, app="web"))) == 2)
-    released = await eventually(
+    await until(lambda: len(live(pods(sim, app="web"))) == 2)
+    released = await until(
         lambda: (
             (p := sim.get("Pod", "default", "stray")) and not p["metadata"].get("ownerReferences")
         )
@@ -199,12 +200,12 @@ async def test_replication_controller_uses_its_map_selector(sim: Simulator) -> N
             "spec": {"replicas": 2, "selector": {"app": "legacy"}, "template": template("legacy")},
         }
     )
-    made = await eventually(lambda: len(live(pods(sim, app="legacy"))) == 2 and pods(sim))
+    made = await until(lambda: len(live(pods(sim, app="legacy"))) == 2 and pods(sim))
     refs = [p["metadata"]["ownerReferences"][0] for p in made]
     assert {(r["kind"], r["apiVersion"], r["controller"]) for r in refs} == {
         ("ReplicationController", "v1", True)
     }
-    rc = await eventually(
+    rc = await until(
         lambda: (
             (o := sim.get("ReplicationController", "default", "legacy"))
             and o["status"].get("readyReplicas") == 2
@@ -226,7 +227,7 @@ async def test_deployment_owns_one_replicaset_per_template(sim: Simulator) -> No
     sim.apply(deployment("web", 3))
     dep = sim.get("Deployment", "default", "web")
     assert dep is not None
-    rss = await eventually(lambda: sim.list_objects("ReplicaSet", "default"))
+    rss = await until(lambda: sim.list_objects("ReplicaSet", "default"))
     assert len(rss) == 1
     rs = rss[0]
     hash_ = rs["metadata"]["labels"]["pod-template-hash"]
@@ -234,9 +235,9 @@ async def test_deployment_owns_one_replicaset_per_template(sim: Simulator) -> No
     assert rs["spec"]["selector"]["matchLabels"] == {"app": "web", "pod-template-hash": hash_}
     assert rs["metadata"]["ownerReferences"][0]["uid"] == dep["metadata"]["uid"]
     assert rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
-    made = await eventually(lambda: len(live(pods(sim, app="web"))) == 3 and pods(sim))
+    made = await until(lambda: len(live(pods(sim, app="web"))) == 3 and pods(sim))
     assert all(p["metadata"]["name"].startswith(f"web-{hash_}-") for p in made)
-    status = await eventually(
+    status = await until(
         lambda: (
             (d := sim.get("Deployment", "default", "web"))
             and d["status"].get("availableReplicas") == 3
@@ -258,7 +259,7 @@ async def test_deployment_owns_one_replicaset_per_template(sim: Simulator) -> No
     assert current is not None
     current["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.28"
     sim.registry.update(rt, "default", "web", current)
-    await eventually(lambda: len(sim.list_objects("ReplicaSet", "default")) == 2)
+    await until(lambda: len(sim.list_objects("ReplicaSet", "default")) == 2)
 
     def revisions() -> dict[str, dict[str, Any]] | None:
         rs_list = sim.list_objects("ReplicaSet", "default")
@@ -268,14 +269,14 @@ async def test_deployment_owns_one_replicaset_per_template(sim: Simulator) -> No
         }
         return out if set(out) == {"1", "2"} else None
 
-    by_rev = await eventually(revisions, what="revisions 1 and 2")
+    by_rev = await until(revisions, what="revisions 1 and 2")
     assert by_rev["1"]["spec"]["replicas"] == 0
     assert by_rev["2"]["spec"]["replicas"] == 3
 
 
 async def test_scale_subresource_scales_a_deployment(sim: Simulator) -> None:
     sim.apply(deployment("web", 1))
-    await eventually(lambda: len(live(pods(sim, app="web"))) == 1)
+    await until(lambda: len(live(pods(sim, app="web"))) == 1)
     code, _, scale = await raw(sim, "GET", "/apis/apps/v1/namespaces/default/deployments/web/scale")
     assert code == 200
     assert scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
@@ -289,7 +290,7 @@ async def test_scale_subresource_scales_a_deployment(sim: Simulator) -> None:
         content_type="application/merge-patch+json",
     )
     assert code == 200 and scaled["spec"]["replicas"] == 4
-    await eventually(lambda: len(live(pods(sim, app="web"))) == 4, what="4 pods")
+    await until(lambda: len(live(pods(sim, app="web"))) == 4, what="4 pods")
     code, _, bad = await raw(
         sim,
         "PATCH",
@@ -313,11 +314,11 @@ async def test_scale_subresource_scales_a_deployment(sim: Simulator) -> None:
 
 async def test_deleting_a_deployment_collects_replicasets_and_pods(sim: Simulator) -> None:
     sim.apply(deployment("web", 2))
-    await eventually(lambda: len(live(pods(sim, app="web"))) == 2)
+    await until(lambda: len(live(pods(sim, app="web"))) == 2)
     async with sim.api_client() as api:
         await client.AppsV1Api(api).delete_namespaced_deployment("web", "default")
-    await eventually(lambda: not sim.list_objects("ReplicaSet", "default"), what="RS collected")
-    await eventually(lambda: not pods(sim, app="web"), what="pods collected")
+    await until(lambda: not sim.list_objects("ReplicaSet", "default"), what="RS collected")
+    await until(lambda: not pods(sim, app="web"), what="pods collected")
 
 
 async def test_dependent_with_another_live_owner_only_loses_the_dangling_reference(
@@ -342,7 +343,7 @@ async def test_dependent_with_another_live_owner_only_loses_the_dangling_referen
     )
     async with sim.api_client() as api:
         await client.AppsV1Api(api).delete_namespaced_replica_set("a", "default")
-    pod = await eventually(
+    pod = await until(
         lambda: (
             (p := sim.get("Pod", "default", "shared"))
             and len(p["metadata"].get("ownerReferences") or []) == 1
@@ -355,7 +356,7 @@ async def test_dependent_with_another_live_owner_only_loses_the_dangling_referen
 
 async def test_foreground_and_orphan_finalizers_are_honoured(sim: Simulator) -> None:
     sim.apply(replicaset("fg", 1, finalizers=["foregroundDeletion"]))
-    await eventually(lambda: len(live(pods(sim, app="fg"))) == 1)
+    await until(lambda: len(live(pods(sim, app="fg"))) == 1)
     rt = sim.scheme.for_kind("apps/v1", "ReplicaSet")
     assert rt is not None
     from kubesim.registry.generic import DeleteOptions
@@ -363,13 +364,13 @@ async def test_foreground_and_orphan_finalizers_are_honoured(sim: Simulator) -> 
     sim.registry.delete(rt, "default", "fg", DeleteOptions())
     # Held by the finalizer until its pod (blockOwnerDeletion) is gone.
     assert sim.get("ReplicaSet", "default", "fg") is not None
-    await eventually(lambda: not pods(sim, app="fg"), what="foreground dependents gone")
-    await eventually(lambda: sim.get("ReplicaSet", "default", "fg") is None, what="owner gone")
+    await until(lambda: not pods(sim, app="fg"), what="foreground dependents gone")
+    await until(lambda: sim.get("ReplicaSet", "default", "fg") is None, what="owner gone")
 
     sim.apply(replicaset("keep", 1, finalizers=["orphan"]))
-    await eventually(lambda: len(live(pods(sim, app="keep"))) == 1)
+    await until(lambda: len(live(pods(sim, app="keep"))) == 1)
     sim.registry.delete(rt, "default", "keep", DeleteOptions())
-    await eventually(lambda: sim.get("ReplicaSet", "default", "keep") is None)
+    await until(lambda: sim.get("ReplicaSet", "default", "keep") is None)
     left = pods(sim, app="keep")
     assert len(left) == 1 and not left[0]["metadata"].get("ownerReferences")
 
@@ -391,7 +392,7 @@ async def test_reaction_delay_postpones_the_sync() -> None:
         sim.apply(replicaset("web", 1))
         await asyncio.sleep(0.05)
         assert pods(sim, app="web") == []  # reacts only after 20 s × 0.01
-        await eventually(lambda: len(pods(sim, app="web")) == 1, timeout=2.0)
+        await until(lambda: len(pods(sim, app="web")) == 1, timeout=2.0)
 
 
 async def test_generated_name_collision_is_retried(sim: Simulator) -> None:
@@ -407,7 +408,7 @@ async def test_generated_name_collision_is_retried(sim: Simulator) -> None:
     real = sim.registry.rng.choice
     sim.registry.rng.choice = lambda seq: next(chars, None) or real(seq)  # type: ignore[method-assign,assignment]
     sim.apply(replicaset("web", 1))
-    made = await eventually(lambda: live(pods(sim, app="web")))
+    made = await until(lambda: live(pods(sim, app="web")))
     assert [p["metadata"]["name"] for p in made] == ["web-ccccc"]
 
 
@@ -421,9 +422,9 @@ def events_of(sim: Simulator, kind: str, name: str) -> list[tuple[str, str, str]
 
 async def test_controllers_and_kubelet_record_events(sim: Simulator) -> None:
     sim.apply(deployment("web", 2))
-    await eventually(lambda: len(live(pods(sim, app="web"))) == 2)
+    await until(lambda: len(live(pods(sim, app="web"))) == 2)
     rs_name = sim.list_objects("ReplicaSet", "default")[0]["metadata"]["name"]
-    scaled = await eventually(lambda: events_of(sim, "Deployment", "web"))
+    scaled = await until(lambda: events_of(sim, "Deployment", "web"))
     assert scaled == [
         (
             "ScalingReplicaSet",
@@ -431,13 +432,13 @@ async def test_controllers_and_kubelet_record_events(sim: Simulator) -> None:
             "deployment-controller",
         )
     ]
-    created = await eventually(lambda: len(events_of(sim, "ReplicaSet", rs_name)) == 2 and 1)
+    created = await until(lambda: len(events_of(sim, "ReplicaSet", rs_name)) == 2 and 1)
     assert created
     pod_names = sorted(p["metadata"]["name"] for p in pods(sim, app="web"))
     assert sorted(m for _, m, _ in events_of(sim, "ReplicaSet", rs_name)) == [
         f"Created pod: {n}" for n in pod_names
     ]
-    kubelet = await eventually(lambda: events_of(sim, "Pod", pod_names[0]))
+    kubelet = await until(lambda: events_of(sim, "Pod", pod_names[0]))
     assert [r for r, _, c in kubelet if c == "kubelet"] == ["Pulled", "Created", "Started"]
     started = next(
         e
@@ -452,8 +453,8 @@ async def test_controllers_and_kubelet_record_events(sim: Simulator) -> None:
 
 async def test_delete_options_choose_foreground_orphan_or_background(sim: Simulator) -> None:
     sim.apply([deployment("fg", 1), deployment("orphan", 1)])
-    await eventually(lambda: len(live(pods(sim, app="fg"))) == 1)
-    await eventually(lambda: len(live(pods(sim, app="orphan"))) == 1)
+    await until(lambda: len(live(pods(sim, app="fg"))) == 1)
+    await until(lambda: len(live(pods(sim, app="orphan"))) == 1)
     async with sim.api_client() as api:
         apps = client.AppsV1Api(api)
         await apps.delete_namespaced_deployment(
@@ -463,12 +464,12 @@ async def test_delete_options_choose_foreground_orphan_or_background(sim: Simula
         held = sim.get("Deployment", "default", "fg")
         assert held is not None and held["metadata"]["finalizers"] == ["foregroundDeletion"]
         assert held["metadata"]["deletionTimestamp"]
-        await eventually(lambda: sim.get("Deployment", "default", "fg") is None, timeout=5.0)
+        await until(lambda: sim.get("Deployment", "default", "fg") is None, timeout=5.0)
         assert not pods(sim, app="fg")
         await apps.delete_namespaced_deployment(
             "orphan", "default", body=client.V1DeleteOptions(propagation_policy="Orphan")
         )
-    await eventually(lambda: sim.get("Deployment", "default", "orphan") is None)
+    await until(lambda: sim.get("Deployment", "default", "orphan") is None)
     await asyncio.sleep(0.1)
     rss = [
         r

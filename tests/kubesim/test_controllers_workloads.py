@@ -13,8 +13,8 @@ import kubesim
 from kubesim.controllers.daemonset import daemon_pod_tolerations, node_should_run_daemon_pod
 from kubesim.controllers.statefulset import pod_ordinal
 from kubesim.sim import Simulator
-
-from .living import eventually, is_ready, live, pods
+from tests.support.living import is_ready, live, pods
+from tests.support.wait import until
 
 NODES = """
 apiVersion: v1
@@ -92,7 +92,7 @@ def test_pod_ordinal() -> None:
 
 async def test_statefulset_ordered_ready_creates_one_at_a_time(sim: Simulator) -> None:
     sim.apply(statefulset("db", 3))
-    status = await eventually(
+    status = await until(
         lambda: sts_status(sim, "db").get("readyReplicas") == 3 and sts_status(sim, "db"),
         what="3 ready",
     )
@@ -127,7 +127,7 @@ async def test_statefulset_ordered_ready_creates_one_at_a_time(sim: Simulator) -
 
 async def test_statefulset_pod_comes_back_with_same_name_new_uid(sim: Simulator) -> None:
     sim.apply(statefulset("db", 2, policy="Parallel"))
-    await eventually(lambda: sts_status(sim, "db").get("readyReplicas") == 2)
+    await until(lambda: sts_status(sim, "db").get("readyReplicas") == 2)
     before = sim.get("Pod", "default", "db-1")
     assert before is not None
     async with sim.api_client() as api:
@@ -136,7 +136,7 @@ async def test_statefulset_pod_comes_back_with_same_name_new_uid(sim: Simulator)
             "default",
             client.V1Eviction(metadata=client.V1ObjectMeta(name="db-1", namespace="default")),
         )
-    after = await eventually(
+    after = await until(
         lambda: (
             (p := sim.get("Pod", "default", "db-1"))
             and p["metadata"]["uid"] != before["metadata"]["uid"]
@@ -145,19 +145,19 @@ async def test_statefulset_pod_comes_back_with_same_name_new_uid(sim: Simulator)
         what="db-1 recreated",
     )
     assert after["metadata"]["name"] == "db-1"
-    await eventually(lambda: sts_status(sim, "db").get("readyReplicas") == 2)
+    await until(lambda: sts_status(sim, "db").get("readyReplicas") == 2)
 
 
 async def test_statefulset_parallel_scale_down_removes_highest_ordinals(sim: Simulator) -> None:
     sim.apply(statefulset("db", 4, policy="Parallel"))
-    await eventually(lambda: len(live(pods(sim, app="db"))) == 4, what="4 pods at once")
+    await until(lambda: len(live(pods(sim, app="db"))) == 4, what="4 pods at once")
     rt = sim.scheme.for_kind("apps/v1", "StatefulSet")
     assert rt is not None
     current = sim.get("StatefulSet", "default", "db")
     assert current is not None
     current["spec"]["replicas"] = 2
     sim.registry.update(rt, "default", "db", current)
-    await eventually(
+    await until(
         lambda: sorted(p["metadata"]["name"] for p in pods(sim, app="db")) == ["db-0", "db-1"],
         what="db-2 and db-3 removed",
     )
@@ -186,7 +186,7 @@ def ds_status(sim: Simulator) -> dict[str, Any]:
 
 async def test_daemonset_runs_one_pod_per_untainted_node(sim: Simulator) -> None:
     sim.apply(DAEMONSET)
-    status = await eventually(
+    status = await until(
         lambda: ds_status(sim).get("numberReady") == 2 and ds_status(sim), what="2 ready"
     )
     assert status["desiredNumberScheduled"] == 2
@@ -220,7 +220,7 @@ async def test_daemonset_follows_nodes_selectors_and_cordons(sim: Simulator) -> 
         },
     }
     sim.apply(ds)
-    await eventually(
+    await until(
         lambda: (
             sorted(p["spec"]["nodeName"] for p in pods(sim, "kube-system", app="agent"))
             == ["node-1", "node-3"]
@@ -236,7 +236,7 @@ async def test_daemonset_follows_nodes_selectors_and_cordons(sim: Simulator) -> 
             "spec": {"unschedulable": True},
         }
     )
-    await eventually(
+    await until(
         lambda: "node-4" in {p["spec"]["nodeName"] for p in pods(sim, "kube-system", app="agent")},
         what="pod on the new cordoned node",
     )
@@ -247,14 +247,14 @@ async def test_daemonset_follows_nodes_selectors_and_cordons(sim: Simulator) -> 
     rt = sim.scheme.for_kind("v1", "Node")
     assert rt is not None
     sim.registry.update(rt, "", "node-1", node)
-    await eventually(
+    await until(
         lambda: (
             "node-1"
             not in {p["spec"]["nodeName"] for p in live(pods(sim, "kube-system", app="agent"))}
         ),
         what="pod leaves node-1",
     )
-    await eventually(lambda: ds_status(sim).get("desiredNumberScheduled") == 2)
+    await until(lambda: ds_status(sim).get("desiredNumberScheduled") == 2)
 
 
 def test_node_should_run_daemon_pod_by_taint_effect() -> None:
@@ -307,14 +307,14 @@ def job_status(sim: Simulator, name: str) -> dict[str, Any]:
 async def test_job_runs_pods_to_completion(sim: Simulator) -> None:
     sim.apply(job("batch", completions=3, parallelism=2, run_for="20"))
     uid = sim.get("Job", "default", "batch")["metadata"]["uid"]  # type: ignore[index]
-    active = await eventually(lambda: job_status(sim, "batch").get("active") == 2 and pods(sim))
+    active = await until(lambda: job_status(sim, "batch").get("active") == 2 and pods(sim))
     assert len(active) == 2  # parallelism
     for pod in active:
         labels = pod["metadata"]["labels"]
         assert labels["batch.kubernetes.io/controller-uid"] == uid
         assert labels["batch.kubernetes.io/job-name"] == "batch"
         assert pod["metadata"]["generateName"] == "batch-"
-    status = await eventually(
+    status = await until(
         lambda: job_status(sim, "batch").get("completionTime") and job_status(sim, "batch"),
         what="job complete",
     )
@@ -344,14 +344,14 @@ async def test_job_fails_past_its_backoff_limit(sim: Simulator) -> None:
     rt = sim.scheme.for_kind("v1", "Pod")
     assert rt is not None
     for _ in range(2):
-        pod = await eventually(
+        pod = await until(
             lambda: [p for p in pods(sim) if p["status"].get("phase") == "Running"] or None,
             what="a running pod",
         )
         failed = dict(pod[0])
         failed["status"] = {**failed["status"], "phase": "Failed"}
         sim.registry.update(rt, "default", failed["metadata"]["name"], failed, subresource="status")
-    status = await eventually(
+    status = await until(
         lambda: (
             job_status(sim, "flaky").get("failed") == 2
             and any(c["type"] == "Failed" for c in job_status(sim, "flaky").get("conditions", []))
@@ -369,6 +369,6 @@ async def test_job_duration_default_applies_to_job_pods() -> None:
         manifest = job("quick", completions=1, parallelism=1, run_for="x")
         del manifest["spec"]["template"]["metadata"]
         sim.apply(manifest)
-        await eventually(lambda: job_status(sim, "quick").get("active") == 1)
+        await until(lambda: job_status(sim, "quick").get("active") == 1)
         assert not job_status(sim, "quick").get("succeeded")
-        await eventually(lambda: job_status(sim, "quick").get("succeeded") == 1, timeout=3.0)
+        await until(lambda: job_status(sim, "quick").get("succeeded") == 1, timeout=3.0)

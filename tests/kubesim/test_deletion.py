@@ -12,16 +12,16 @@ from kubernetes_asyncio.client.exceptions import ApiException
 import kubesim
 from kube.times import parse_time
 from kubesim.sim import Simulator
+from tests.support.wait import until
 
 from .conftest import status_of
 
 
 async def _gone(sim: Simulator, kind: str, ns: str, name: str, timeout: float = 5.0) -> float:
     start = time.monotonic()
-    while sim.get(kind, ns, name) is not None:
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"{kind} {ns}/{name} still there after {timeout}s")
-        await asyncio.sleep(0.01)
+    await until(
+        lambda: sim.get(kind, ns, name) is None, timeout=timeout, what=f"{kind} {ns}/{name} gone"
+    )
     return time.monotonic() - start
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -27,6 +27,7 @@ from kubesim.controllers.disruption import (
 from kubesim.controllers.namespace import NamespaceController
 from kubesim.node.kubelet import Kubelet
 from kubesim.sim import Simulator
+from tests.support.wait import until
 
 NODE = {
     "apiVersion": "v1",
@@ -102,15 +103,6 @@ async def sim() -> AsyncIterator[Simulator]:
     # their pods (nor collect pods whose owners the test leaves out on purpose).
     async with kubesim.serve(state=[NODE], time_scale=10.0, disabled_controllers=FROZEN) as s:
         yield s
-
-
-async def until(check: Callable[[], bool], timeout: float = 3.0) -> None:
-    """Wait for the controllers to reach a state (they react to events, not polls)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.01)
 
 
 def status_of(sim: Simulator, name: str = "web") -> dict[str, Any]:

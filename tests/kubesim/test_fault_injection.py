@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
 from kubesim.sim import Simulator
+from tests.support.wait import until
 
 from .conftest import raw, status_of
 
@@ -24,14 +24,6 @@ EVICT_PATH = "/api/v1/namespaces/default/pods/{}/eviction"
 
 def eviction_body(name: str) -> str:
     return json.dumps({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}})
-
-
-async def until(check: Callable[[], bool], timeout: float = 3.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.01)
 
 
 # --- respond ----------------------------------------------------------------------------------

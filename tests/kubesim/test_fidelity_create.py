@@ -24,8 +24,7 @@ import pytest
 import kubesim
 from kubesim.core.names import NAME_CHARS
 from kubesim.sim import Simulator
-
-from .living import eventually
+from tests.support.wait import until
 
 NODE = """
 apiVersion: v1
@@ -136,7 +135,7 @@ async def test_a_replicaset_gets_its_pod_despite_a_clash(sim: Simulator) -> None
             },
         }
     )
-    await eventually(
+    await until(
         lambda: sim.get("Pod", "default", names[1]) is not None, what="the second name used"
     )
     reasons = {e.get("reason") for e in sim.list_objects("events.events.k8s.io", "default")}
@@ -177,7 +176,7 @@ async def test_a_gated_pod_is_created_with_scheduling_gated(sim: Simulator) -> N
         cond = scheduled_condition(now) or {}
         return now["spec"].get("nodeName") == "node-1" and cond.get("status") == "True"
 
-    await eventually(bound, what="gated pod bound once ungated")
+    await until(bound, what="gated pod bound once ungated")
 
 
 async def test_an_ungated_pod_starts_without_conditions() -> None:

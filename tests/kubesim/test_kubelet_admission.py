@@ -23,8 +23,7 @@ import kubesim
 from kube.objects import Node, Pod
 from kubesim.node.admission import admit
 from kubesim.sim import Simulator
-
-from .living import eventually
+from tests.support.wait import until
 
 STATE = """
 apiVersion: v1
@@ -72,9 +71,9 @@ def phase(sim: Simulator, name: str) -> str:
 
 async def test_a_pod_without_room_is_rejected_out_of_cpu(sim: Simulator) -> None:
     create(sim, pod("first", "small", cpu="800m"))
-    await eventually(lambda: phase(sim, "first") == "Running", what="first pod running")
+    await until(lambda: phase(sim, "first") == "Running", what="first pod running")
     create(sim, pod("second", "small", cpu="500m"))
-    await eventually(lambda: phase(sim, "second") == "Failed", what="second pod rejected")
+    await until(lambda: phase(sim, "second") == "Failed", what="second pod rejected")
     status = (sim.get("Pod", "default", "second") or {})["status"]
     assert status["reason"] == "OutOfcpu"
     assert status["message"] == (
@@ -99,15 +98,15 @@ async def test_a_pod_without_room_is_rejected_out_of_cpu(sim: Simulator) -> None
 
 async def test_memory_and_pod_count(sim: Simulator) -> None:
     create(sim, pod("big", "small", memory="2Gi"))
-    await eventually(lambda: phase(sim, "big") == "Failed", what="big pod rejected")
+    await until(lambda: phase(sim, "big") == "Failed", what="big pod rejected")
     status = (sim.get("Pod", "default", "big") or {})["status"]
     assert status["reason"] == "OutOfmemory"
     assert "memory, requested: 2147483648, used: 0, capacity: 1073741824" in status["message"]
     for i in range(3):
         create(sim, pod(f"p{i}", "small"))
-        await eventually(lambda i=i: phase(sim, f"p{i}") == "Running", what=f"p{i} running")
+        await until(lambda i=i: phase(sim, f"p{i}") == "Running", what=f"p{i} running")
     create(sim, pod("p3", "small"))
-    await eventually(lambda: phase(sim, "p3") == "Failed", what="p3 rejected")
+    await until(lambda: phase(sim, "p3") == "Failed", what="p3 rejected")
     status = (sim.get("Pod", "default", "p3") or {})["status"]
     assert status["reason"] == "OutOfpods"
     assert status["message"].endswith("pods, requested: 1, used: 3, capacity: 3")
@@ -117,13 +116,13 @@ async def test_nodes_get_the_kubelet_labels(sim: Simulator) -> None:
     def labels(name: str) -> dict[str, str]:
         return dict(((sim.get("Node", None, name) or {}).get("metadata") or {}).get("labels") or {})
 
-    await eventually(lambda: "kubernetes.io/os" in labels("small"), what="labels on small")
+    await until(lambda: "kubernetes.io/os" in labels("small"), what="labels on small")
     assert labels("small") == {
         "kubernetes.io/hostname": "small",
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
     }
-    await eventually(lambda: "kubernetes.io/os" in labels("arm"), what="labels on arm")
+    await until(lambda: "kubernetes.io/os" in labels("arm"), what="labels on arm")
     assert labels("arm") == {
         "kubernetes.io/hostname": "arm-host",
         "kubernetes.io/os": "linux",
@@ -160,9 +159,9 @@ def test_admission_order_and_predicates() -> None:
 @pytest.mark.skipif(not shutil.which("kubectl"), reason="no kubectl binary installed")
 async def test_kubectl_shows_out_of_cpu(sim: Simulator, tmp_path: Path) -> None:
     create(sim, pod("hog", "small", cpu="1"))
-    await eventually(lambda: phase(sim, "hog") == "Running", what="hog running")
+    await until(lambda: phase(sim, "hog") == "Running", what="hog running")
     create(sim, pod("late", "small", cpu="100m"))
-    await eventually(lambda: phase(sim, "late") == "Failed", what="late rejected")
+    await until(lambda: phase(sim, "late") == "Failed", what="late rejected")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
     env["KUBECONFIG"] = str(sim.kubeconfig_path)
     env["HOME"] = str(tmp_path)

@@ -25,7 +25,7 @@ from kubesim.node.filesystem import FilesystemConfig, NodeFilesystem, disk_usage
 from kubesim.node.runtime import ProcessRuntime
 from kubesim.node.stats import node_summary
 from kubesim.sim import StateError
-from tests.kubesim.living import eventually
+from tests.support.wait import until
 
 MIB = 1 << 20
 PREFIX = "kubesimstoragetest"
@@ -145,7 +145,7 @@ async def summary_when(rt: ProcessRuntime, uid: str, log_says: str) -> dict[str,
             and (log_says in status[0].log_path.read_text())
         )
 
-    await eventually(done, timeout=30)
+    await until(done, timeout=30)
     return node_summary("node-1", rt, started_at=time.time(), clock=time.time)
 
 
@@ -283,7 +283,7 @@ async def test_a_process_node_serves_its_summary_and_reports_its_allocatable(
             p = ((node.get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint")
             return int(p["Port"]) if p and p["Port"] != 10250 else None
 
-        kubelet = await eventually(port)
+        kubelet = await until(port)
         node = sim.get("Node", None, "node-1")
         assert node is not None
         status = node["status"]

@@ -24,7 +24,7 @@ from kubesim.node.nodestatus import set_memory_capacity
 from kubesim.node.runtime import ProcessRuntime, RuntimeMode
 from kubesim.registry.generic import DeleteOptions
 from kubesim.sim import Simulator
-from tests.kubesim.living import eventually
+from tests.support.wait import until
 
 MIB = 1 << 20
 NODES = """
@@ -106,7 +106,7 @@ async def test_a_pod_with_a_command_runs_is_measured_and_deletion_kills_and_clea
 ) -> None:
     rt = sim.runtimes["node-1"]
     uid = create(sim, pod("hold", ["python", "-c", HOLD, "40"]))["metadata"]["uid"]
-    cs = await eventually(
+    cs = await until(
         lambda: (c := container(sim, "hold")) and c["containerID"].startswith("kubesim://") and c,
         timeout=10,
         what="the runtime's container status",
@@ -116,7 +116,7 @@ async def test_a_pod_with_a_command_runs_is_measured_and_deletion_kills_and_clea
     assert statuses is not None and statuses[0].pid is not None
     pid = statuses[0].pid
     assert alive(pid)
-    usage = await eventually(
+    usage = await until(
         lambda: (u := rt.usage(uid)) and u.working_set_bytes >= 40 * MIB and u,
         timeout=10,
         what="40Mi in the pod's working set",
@@ -129,7 +129,7 @@ async def test_a_pod_with_a_command_runs_is_measured_and_deletion_kills_and_clea
     assert pods_rt is not None
     sim.registry.delete(pods_rt, "default", "hold", DeleteOptions())
     assert sim.get("Pod", "default", "hold") is not None  # Terminating until the kubelet is done
-    await eventually(lambda: sim.get("Pod", "default", "hold") is None, timeout=10, what="delete")
+    await until(lambda: sim.get("Pod", "default", "hold") is None, timeout=10, what="delete")
     # the object goes only after the processes and the cgroups
     assert not alive(pid)
     assert rt.pods() == [] and rt.usage(uid) is None
@@ -139,7 +139,7 @@ async def test_a_pod_with_a_command_runs_is_measured_and_deletion_kills_and_clea
 
 async def test_other_nodes_keep_the_simulated_kubelet(sim: Simulator) -> None:
     create(sim, pod("elsewhere", ["python", "-c", HOLD, "1"], node="node-2"))
-    cs = await eventually(lambda: container(sim, "elsewhere"), what="a simulated start")
+    cs = await until(lambda: container(sim, "elsewhere"), what="a simulated start")
     assert cs["containerID"].startswith("containerd://")
     assert sim.runtimes["node-1"].pods() == []
 
@@ -153,8 +153,8 @@ async def test_node_memory_is_the_runtimes_capacity(sim: Simulator) -> None:
     capacity = sim.runtimes["node-1"].memory_capacity
     assert capacity == 512 * MIB
     # the kubelet's 524288Ki, stored in canonical form as kube-apiserver does
-    assert await eventually(lambda: memory("node-1")) == ("512Mi", "512Mi")
-    assert await eventually(lambda: memory("node-2")) == ("16Gi", "16Gi")
+    assert await until(lambda: memory("node-1")) == ("512Mi", "512Mi")
+    assert await until(lambda: memory("node-2")) == ("16Gi", "16Gi")
 
 
 @pytest.mark.parametrize(
@@ -166,7 +166,7 @@ async def test_exits_set_the_phase_as_the_kubelet_does(
 ) -> None:
     rt = sim.runtimes["node-1"]
     create(sim, pod("job", [sys.executable, "-c", f"raise SystemExit({code})"], restart=restart))
-    done = await eventually(
+    done = await until(
         lambda: (p := sim.get("Pod", "default", "job")) and p["status"].get("phase") == phase and p,
         timeout=10,
         what=f"phase {phase}",
@@ -177,7 +177,7 @@ async def test_exits_set_the_phase_as_the_kubelet_does(
     ready = {c["type"]: c["status"] for c in done["status"]["conditions"]}
     assert ready["Ready"] == "False"
     # a finished pod's processes and cgroups are gone, the object stays
-    await eventually(lambda: rt.pods() == [], what="the runtime to let go of the pod")
+    await until(lambda: rt.pods() == [], what="the runtime to let go of the pod")
 
 
 async def test_a_failed_container_under_always_waits_in_crash_loop_back_off(
@@ -187,7 +187,7 @@ async def test_a_failed_container_under_always_waits_in_crash_loop_back_off(
     # Ready is due 0.5 s after the start: by then the container has exited and must keep it off
     manifest["metadata"]["annotations"] = {"kubesim.io/ready-after": "5"}
     create(sim, manifest)
-    cs = await eventually(
+    cs = await until(
         lambda: (c := container(sim, "crash")) and "waiting" in c["state"] and c,
         timeout=10,
         what="CrashLoopBackOff",
@@ -206,21 +206,21 @@ async def test_a_failed_container_under_always_waits_in_crash_loop_back_off(
 async def test_a_force_delete_kills_at_once(sim: Simulator) -> None:
     rt = sim.runtimes["node-1"]
     uid = create(sim, pod("forced", ["python", "-c", HOLD, "1"], grace=300))["metadata"]["uid"]
-    await eventually(lambda: (s := rt.status(uid)) and s[0].pid, timeout=10, what="a process")
+    await until(lambda: (s := rt.status(uid)) and s[0].pid, timeout=10, what="a process")
     statuses = rt.status(uid)
     assert statuses is not None and statuses[0].pid is not None
     pods_rt = sim.scheme.for_kind("v1", "Pod")
     assert pods_rt is not None
     sim.registry.delete(pods_rt, "default", "forced", DeleteOptions(grace_period_seconds=0))
-    await eventually(lambda: not alive(statuses[0].pid or 0), timeout=5, what="the kill")
-    await eventually(lambda: rt.pods() == [], what="the runtime to let go of the pod")
+    await until(lambda: not alive(statuses[0].pid or 0), timeout=5, what="the kill")
+    await until(lambda: rt.pods() == [], what="the runtime to let go of the pod")
 
 
 async def test_stopping_the_server_leaves_nothing_behind() -> None:
     async with kubesim.serve(state=NODES, time_scale=0.1, process_nodes={"node-1"}) as sim:
         rt = sim.runtimes["node-1"]
         uid = create(sim, pod("left", ["python", "-c", HOLD, "1"]))["metadata"]["uid"]
-        await eventually(lambda: (s := rt.status(uid)) and s[0].pid, timeout=10, what="a process")
+        await until(lambda: (s := rt.status(uid)) and s[0].pid, timeout=10, what="a process")
         statuses = rt.status(uid)
         assert statuses is not None
         pid = statuses[0].pid or 0

@@ -7,14 +7,13 @@ and is closed in a ``finally``, so nothing is left behind even when an assertion
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from kubesim.node.runtime import (
     pod_memory_limit,
     pod_qos_class,
 )
+from tests.support.wait import until
 
 MIB = 1 << 20
 PREFIX = "kubesimtest"
@@ -82,14 +82,6 @@ def ctr(
 
 def alloc_cmd(mib: int) -> list[str]:
     return ["python", "-c", ALLOC, str(mib)]
-
-
-async def wait_for(pred: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(0.02)
 
 
 def alive(pid: int) -> bool:
@@ -303,7 +295,7 @@ async def test_process_mode_runs_measures_and_kills(proc_runtime: ProcessRuntime
     assert [s.name for s in statuses] == ["mem", "env"]
     assert all(s.state == "running" and s.pid and s.cgroup is None for s in statuses)
     mem, env = statuses
-    await wait_for(lambda: "ready" in log_text(mem) and "hi" in log_text(env))
+    await until(lambda: "ready" in log_text(mem) and "hi" in log_text(env))
     assert log_text(env).strip() == f"prod/web/{uid} hi-web hi-web"
     assert os.getpgid(mem.pid or 0) == mem.pid  # own process group (own session)
     usage = rt.usage(uid)
@@ -318,7 +310,7 @@ async def test_process_mode_runs_measures_and_kills(proc_runtime: ProcessRuntime
     assert {s.exit_code for s in final} == {128 + signal.SIGTERM}
     assert {s.reason for s in final} == {"Error"}
     # the group's children die with it; the kernel may take a moment to reap them under load
-    await wait_for(lambda: not [p for p in pids if alive(p)])
+    await until(lambda: not [p for p in pids if alive(p)])
     assert rt.status(uid) is None and rt.usage(uid) is None and await rt.kill(uid, 1) is None
 
 
@@ -327,14 +319,12 @@ async def test_process_mode_kills_the_group_after_its_leader_exited(
 ) -> None:
     pod = make_pod(ctr("orphan", ["sh", "-c", "sleep 60 & echo $!"]))
     (s,) = await proc_runtime.start(pod)
-    await wait_for(lambda: log_text(s).strip().isdigit())
+    await until(lambda: log_text(s).strip().isdigit())
     child = int(log_text(s))
-    await wait_for(
-        lambda: (proc_runtime.status(pod["metadata"]["uid"]) or [s])[0].state == "exited"
-    )
+    await until(lambda: (proc_runtime.status(pod["metadata"]["uid"]) or [s])[0].state == "exited")
     assert alive(child)
     await proc_runtime.kill(pod["metadata"]["uid"], 5)
-    await wait_for(lambda: not alive(child), timeout=5)
+    await until(lambda: not alive(child), timeout=5)
 
 
 async def test_exit_codes_and_start_errors(proc_runtime: ProcessRuntime) -> None:
@@ -351,7 +341,7 @@ async def test_exit_codes_and_start_errors(proc_runtime: ProcessRuntime) -> None
     assert first[2].state == "exited" and first[2].reason == "StartError"
     assert first[2].exit_code == 128 and "/nonexistent/binary" in (first[2].message or "")
     assert await rt.start(pod) == rt.status(uid)  # idempotent per UID
-    await wait_for(lambda: len(exits) == 2)
+    await until(lambda: len(exits) == 2)
     status = {s.name: s for s in rt.status(uid) or []}
     assert (status["ok"].exit_code, status["ok"].reason) == (0, "Completed")
     assert (status["bad"].exit_code, status["bad"].reason) == (3, "Error")
@@ -370,7 +360,7 @@ async def test_sigkill_after_grace_for_a_process_ignoring_sigterm(
     )
     uid = pod["metadata"]["uid"]
     (s,) = await rt.start(pod)
-    await wait_for(lambda: "up" in log_text(s))
+    await until(lambda: "up" in log_text(s))
     t0 = time.monotonic()
     (final,) = await rt.kill(uid, 0.3) or []
     assert time.monotonic() - t0 >= 0.3
@@ -386,7 +376,7 @@ async def test_kill_honours_the_kubelet_minimum_grace(tmp_path: Path) -> None:
             ctr("stubborn", ["sh", "-c", "trap '' TERM; echo up; while :; do sleep 0.05; done"])
         )
         (s,) = await rt.start(pod)
-        await wait_for(lambda: "up" in log_text(s))
+        await until(lambda: "up" in log_text(s))
         t0 = time.monotonic()
         await rt.kill(pod["metadata"]["uid"], 0)
         assert time.monotonic() - t0 >= 0.4
@@ -403,7 +393,7 @@ async def test_grace_period_override_skips_the_floor(tmp_path: Path) -> None:
             ctr("stubborn", ["sh", "-c", "trap '' TERM; echo up; while :; do sleep 0.05; done"])
         )
         (s,) = await rt.start(pod)
-        await wait_for(lambda: "up" in log_text(s))
+        await until(lambda: "up" in log_text(s))
         t0 = time.monotonic()
         (final,) = await rt.kill(pod["metadata"]["uid"], 0.1, override=True) or []
         assert time.monotonic() - t0 < 2
@@ -476,7 +466,7 @@ async def test_usage_reports_the_working_set(cg_runtime: ProcessRuntime) -> None
     pod = make_pod(ctr("mem", alloc_cmd(50), requests={"memory": "64Mi"}))
     uid = pod["metadata"]["uid"]
     (s,) = await rt.start(pod)
-    await wait_for(lambda: "ready" in log_text(s))
+    await until(lambda: "ready" in log_text(s))
     usage = rt.usage(uid)
     assert usage is not None
     rss = psutil.Process(s.pid).memory_info().rss
@@ -498,7 +488,7 @@ async def test_oom_kill_is_reported(cg_runtime: ProcessRuntime) -> None:
     pod = make_pod(ctr("hog", alloc_cmd(80), limits={"memory": "32Mi"}))
     uid = pod["metadata"]["uid"]
     await rt.start(pod)
-    await wait_for(lambda: bool(exits))
+    await until(lambda: bool(exits))
     (s,) = rt.status(uid) or []
     assert (s.state, s.reason, s.exit_code) == ("exited", "OOMKilled", 128 + signal.SIGKILL)
     assert exits[0].reason == "OOMKilled"
@@ -520,9 +510,9 @@ async def test_node_capacity_is_the_kubepods_limit(tmp_path: Path) -> None:
         assert rt.memory_capacity == 100 * MIB
         small, big = make_pod(ctr("c", alloc_cmd(40))), make_pod(ctr("c", alloc_cmd(80)))
         (s,) = await rt.start(small)
-        await wait_for(lambda: "ready" in log_text(s))
+        await until(lambda: "ready" in log_text(s))
         await rt.start(big)  # no limit of its own: the node's cgroup OOM-kills it
-        await wait_for(lambda: bool(exits))
+        await until(lambda: bool(exits))
         assert [(uid, st.reason) for uid, st in exits] == [(big["metadata"]["uid"], "OOMKilled")]
         assert (rt.status(small["metadata"]["uid"]) or [])[0].state == "running"
         assert rt.node_usage().working_set_bytes <= 100 * MIB
@@ -542,7 +532,7 @@ async def test_kill_removes_process_group_and_cgroups(cg_runtime: ProcessRuntime
     )
     uid = pod["metadata"]["uid"]
     (s,) = await rt.start(pod)
-    await wait_for(lambda: "up" in log_text(s) and process_count(rt, uid) == 3)
+    await until(lambda: "up" in log_text(s) and process_count(rt, uid) == 3)
     assert s.cgroup is not None
     pids = [int(x) for x in (s.cgroup / "cgroup.procs").read_text().split()]
     pod_dir = rt.pod_cgroup(uid)
@@ -568,7 +558,7 @@ async def test_demo_memory_grower_runs_and_stops_promptly_on_sigterm(
     uid = pod["metadata"]["uid"]
     (s,) = await rt.start(pod)
     assert psutil.Process(s.pid).exe() == os.path.realpath(sys.executable)
-    await wait_for(lambda: "holding 40.0 MiB" in log_text(s), timeout=20)
+    await until(lambda: "holding 40.0 MiB" in log_text(s), timeout=20)
     usage = rt.usage(uid)
     assert usage is not None and usage.working_set_bytes >= 40 * MIB
     t0 = time.monotonic()
@@ -651,7 +641,7 @@ async def test_a_crashed_runtime_leaves_nothing_running_and_its_cgroups_go_next_
     )
     assert out.returncode == 3, out.stderr
     mode, sub_root, pid = out.stdout.split()
-    await wait_for(lambda: not alive(int(pid)), timeout=5)  # PR_SET_PDEATHSIG
+    await until(lambda: not alive(int(pid)), timeout=5)  # PR_SET_PDEATHSIG
     rt = ProcessRuntime(prefix=PREFIX, state_dir=tmp_path / "next")
     try:
         rt.open()

@@ -6,7 +6,7 @@ import pytest
 from kubernetes_asyncio import client
 
 import kubesim
-from tests.benchutil import load_bench
+from tests.support.bench import load_bench
 
 
 async def test_ten_thousand_pods_list_fully_and_in_pages() -> None:

@@ -13,8 +13,6 @@ import dataclasses
 import json
 import os
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +32,8 @@ from kubesim.scheduling import (
 from kubesim.sim import Simulator
 from scheduler import build_snapshot, object_from_dict, schedule_one, simulate
 from scheduler.queue import events as qev
-from tests.benchutil import load_bench
+from tests.support.bench import load_bench
+from tests.support.wait import until
 
 NODE = """
 apiVersion: v1
@@ -93,17 +92,6 @@ def pod_manifest(
         "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
         "spec": body,
     }
-
-
-async def wait_for(check: Callable[[], Any], timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
 
 
 def create_pod(sim: Simulator, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +156,7 @@ async def test_binds_a_pending_pod_where_schedule_one_would() -> None:
             objects = cluster_objects(sim)
             manifest = pod_manifest(f"web-{i}", cpu="500m")
             created = create_pod(sim, manifest)
-            await wait_for(lambda i=i: pod(sim, f"web-{i}")["spec"].get("nodeName"))
+            await until(lambda i=i: pod(sim, f"web-{i}")["spec"].get("nodeName"))
             decision = decision_for(sim, f"web-{i}")
             snapshot, _ = build_snapshot(objects)
             expected = schedule_one(
@@ -190,7 +178,7 @@ async def test_pods_of_another_scheduler_and_a_disabled_loop_stay_pending() -> N
     async with kubesim.serve(state=[node("node-a")], time_scale=0.01) as sim:
         create_pod(sim, pod_manifest("other", schedulerName="my-scheduler"))
         create_pod(sim, pod_manifest("mine"))
-        await wait_for(lambda: pod(sim, "mine")["spec"].get("nodeName"))
+        await until(lambda: pod(sim, "mine")["spec"].get("nodeName"))
         await loop_of(sim).wait_idle()
         assert not pod(sim, "other")["spec"].get("nodeName")
         assert condition(pod(sim, "other"), "PodScheduled") is None
@@ -213,7 +201,7 @@ async def test_unschedulable_pod_gets_condition_and_event_with_the_fit_error() -
         objects = cluster_objects(sim)
         manifest = pod_manifest("big", cpu="1", nodeSelector={"disk": "ssd"})
         created = create_pod(sim, manifest)
-        cond = await wait_for(lambda: condition(pod(sim, "big"), "PodScheduled"))
+        cond = await until(lambda: condition(pod(sim, "big"), "PodScheduled"))
         report = simulate(objects, pending=[Pod.from_dict(created)])
         (predicted,) = report.decisions
         assert predicted.outcome == "unschedulable"
@@ -238,7 +226,7 @@ async def test_unschedulable_pod_gets_condition_and_event_with_the_fit_error() -
         sim.registry.delete(
             sim._type_for("Pod"), "default", "filler", kubesim_delete_options(grace=0)
         )
-        await wait_for(lambda: pod(sim, "big")["spec"].get("nodeName") == "node-a")
+        await until(lambda: pod(sim, "big")["spec"].get("nodeName") == "node-a")
 
 
 def kubesim_delete_options(*, grace: int) -> Any:
@@ -250,7 +238,7 @@ def kubesim_delete_options(*, grace: int) -> Any:
 async def test_cordoned_node_keeps_pod_pending_until_uncordoned() -> None:
     async with kubesim.serve(state=[node("node-a", cordoned=True)], time_scale=0.01) as sim:
         create_pod(sim, pod_manifest("web"))
-        cond = await wait_for(lambda: condition(pod(sim, "web"), "PodScheduled"))
+        cond = await until(lambda: condition(pod(sim, "web"), "PodScheduled"))
         assert cond["message"] == (
             "0/1 nodes are available: 1 node(s) were unschedulable. preemption: 0/1 nodes are"
             " available: 1 Preemption is not helpful for scheduling."
@@ -265,7 +253,7 @@ async def test_cordoned_node_keeps_pod_pending_until_uncordoned() -> None:
             b'{"spec":{"unschedulable":false}}',
             "application/strategic-merge-patch+json",
         )
-        await wait_for(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
+        await until(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
         assert condition(pod(sim, "web"), "PodScheduled")["status"] == "True"  # type: ignore[index]
 
 
@@ -284,8 +272,8 @@ async def test_taints_are_respected_and_tolerations_let_pods_in() -> None:
             "effect": "NoSchedule",
         }
         create_pod(sim, pod_manifest("tolerant", tolerations=[toleration]))
-        await wait_for(lambda: pod(sim, "tolerant")["spec"].get("nodeName") == "node-a")
-        cond = await wait_for(lambda: condition(pod(sim, "plain"), "PodScheduled"))
+        await until(lambda: pod(sim, "tolerant")["spec"].get("nodeName") == "node-a")
+        cond = await until(lambda: condition(pod(sim, "plain"), "PodScheduled"))
         (predicted,) = simulate(objects, pending=[Pod.from_dict(plain)]).decisions
         assert "untolerated taint" in predicted.message
         assert cond["message"] == f"{predicted.message} {predicted.preemption_message}"
@@ -308,7 +296,7 @@ async def test_gated_pod_waits_until_its_gates_are_removed() -> None:
             b'[{"op": "remove", "path": "/spec/schedulingGates"}]',
             "application/json-patch+json",
         )
-        await wait_for(lambda: pod(sim, "gated")["spec"].get("nodeName") == "node-a")
+        await until(lambda: pod(sim, "gated")["spec"].get("nodeName") == "node-a")
 
 
 # --- preemption ----------------------------------------------------------------------------------
@@ -341,7 +329,7 @@ async def test_preemption_deletes_victims_nominates_and_then_binds() -> None:
         assert predicted.outcome == "preempting"
         assert predicted.nominated_node == "node-a"
 
-        status = await wait_for(lambda: pod(sim, "vip")["status"].get("nominatedNodeName"))
+        status = await until(lambda: pod(sim, "vip")["status"].get("nominatedNodeName"))
         assert status == predicted.nominated_node
         victims = sorted(v.pod for v in predicted.victims)
         assert victims == ["default/low-1", "default/low-2"]
@@ -372,7 +360,7 @@ async def test_preemption_deletes_victims_nominates_and_then_binds() -> None:
 
         for key in victims:
             kubelet.set_deletion_override("default", key.split("/")[1], 0.0)
-        await wait_for(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
+        await until(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
 
 
 async def test_a_higher_preemptor_clears_a_lower_nomination_on_its_node() -> None:
@@ -386,15 +374,15 @@ async def test_a_higher_preemptor_clears_a_lower_nomination_on_its_node() -> Non
         kubelet.set_deletion_override("default", "low-1", None)
         await loop_of(sim).wait_idle()
         create_pod(sim, pod_manifest("mid", cpu="1500m", priority_class="mid"))
-        await wait_for(lambda: pod(sim, "mid")["status"].get("nominatedNodeName") == "node-a")
+        await until(lambda: pod(sim, "mid")["status"].get("nominatedNodeName") == "node-a")
         assert pod(sim, "low-1")["metadata"]["deletionTimestamp"]
         create_pod(sim, pod_manifest("vip", cpu="1500m", priority_class="high"))
-        await wait_for(lambda: pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
-        await wait_for(lambda: not pod(sim, "mid")["status"].get("nominatedNodeName"))
+        await until(lambda: pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
+        await until(lambda: not pod(sim, "mid")["status"].get("nominatedNodeName"))
         # low-1 was already terminating: no second Preempted event for it.
         assert len(events_for(sim, "low-1", "Preempted")) == 1
         kubelet.set_deletion_override("default", "low-1", 0.0)
-        await wait_for(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
+        await until(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
         await loop_of(sim).wait_idle()
         assert not pod(sim, "mid")["spec"].get("nodeName")
 
@@ -579,8 +567,8 @@ async def test_seeded_pods_get_their_class_priority_and_preempt() -> None:
     state = [node("node-a", cpu="2"), PRIORITY_CLASSES, seeded, low]
     async with kubesim.serve(state=state, time_scale=0.01) as sim:
         assert "priority" not in pod(sim, "vip")["spec"]
-        await wait_for(lambda: pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
-        await wait_for(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
+        await until(lambda: pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
+        await until(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
         assert sim.get("Pod", "default", "low") is None
 
 
@@ -588,7 +576,7 @@ async def test_without_nodes_the_pod_backs_off_with_a_scheduler_error_then_binds
     # time_scale 0.1: the backoff window (1-2 s) is long enough to look at the queue.
     async with kubesim.serve(time_scale=0.1) as sim:
         create_pod(sim, pod_manifest("early"))
-        cond = await wait_for(lambda: condition(pod(sim, "early"), "PodScheduled"))
+        cond = await until(lambda: condition(pod(sim, "early"), "PodScheduled"))
         assert (cond["status"], cond["reason"], cond["message"]) == (
             "False",
             "SchedulerError",
@@ -597,7 +585,7 @@ async def test_without_nodes_the_pod_backs_off_with_a_scheduler_error_then_binds
         assert loop_of(sim).queue.where("default/early") == "Backoff"
         sim.apply(node("node-a"))
         # The error backoff (1 s × time_scale) ends and the flusher moves the pod on.
-        await wait_for(lambda: pod(sim, "early")["spec"].get("nodeName") == "node-a")
+        await until(lambda: pod(sim, "early")["spec"].get("nodeName") == "node-a")
 
 
 @pytest.mark.kubectl
@@ -623,8 +611,8 @@ async def test_kubectl_run_is_scheduled_and_the_events_tell_it(tmp_path: Path) -
             {"spec": {"containers": [{"name": "big", "image": "nginx", "resources": resources}]}}
         )
         await run("run", "big", "--image=nginx", f"--overrides={big}")
-        await wait_for(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
-        await wait_for(lambda: events_for(sim, "big", "FailedScheduling"))
+        await until(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
+        await until(lambda: events_for(sim, "big", "FailedScheduling"))
         wide = await run("get", "pods", "-o", "wide")
         assert any(line.split()[:1] == ["web"] and "node-a" in line for line in wide.splitlines())
         events = await run("get", "events")
@@ -637,10 +625,10 @@ async def test_pods_left_in_the_pool_are_retried_by_the_leftover_flush() -> None
     async with kubesim.serve(state=state, time_scale=0.01, scheduler_loop=False) as sim:
         sim.add_controller(SchedulerLoop(pod_max_in_unschedulable_pods=1.0))
         create_pod(sim, pod_manifest("web"))
-        await wait_for(lambda: events_for(sim, "web", "FailedScheduling"))
+        await until(lambda: events_for(sim, "web", "FailedScheduling"))
         assert loop_of(sim).queue.where("default/web") == "Unschedulable"
         # No cluster event can move it; the 30 s flusher (0.3 s here) retries it.
-        await wait_for(lambda: len(events_for(sim, "web", "FailedScheduling")) >= 2, timeout=3.0)
+        await until(lambda: len(events_for(sim, "web", "FailedScheduling")) >= 2, timeout=3.0)
 
 
 async def test_a_rejected_binding_is_a_scheduler_error_and_the_pod_is_retried() -> None:
@@ -661,13 +649,13 @@ async def test_a_rejected_binding_is_a_scheduler_error_and_the_pod_is_retried() 
 
         loop.api.binder = FlakyBinder()  # type: ignore[assignment]
         create_pod(sim, pod_manifest("web"))
-        cond = await wait_for(lambda: condition(pod(sim, "web"), "PodScheduled"))
+        cond = await until(lambda: condition(pod(sim, "web"), "PodScheduled"))
         assert (cond["status"], cond["reason"]) == ("False", "SchedulerError")
         assert cond["message"] == 'running Bind plugin "DefaultBinder": etcd is having a bad day'
         (event,) = events_for(sim, "web", "FailedScheduling")
         assert event["note"] == cond["message"]
         assert loop.snapshot.node_info("node-a").pods == []  # the assumed pod was forgotten
-        await wait_for(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
+        await until(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
         assert calls == ["web", "web"]
 
 
@@ -719,14 +707,14 @@ async def test_every_decision_is_schedule_one_on_the_same_snapshot() -> None:
             objects = cluster_objects(sim)
             created = create_pod(sim, manifest)
             name = manifest["metadata"]["name"]
-            decision = await wait_for(lambda name=name: decision_for(sim, name))
+            decision = await until(lambda name=name: decision_for(sim, name))
             snapshot, _ = build_snapshot(objects)
             expected = schedule_one(
                 Pod.from_dict(created), snapshot, start_index=decision.start_index
             )
             assert decision.node == expected.suggested_host, name
             if expected.succeeded:
-                await wait_for(
+                await until(
                     lambda n=name, h=decision.node: pod(sim, n)["spec"].get("nodeName") == h
                 )
             else:

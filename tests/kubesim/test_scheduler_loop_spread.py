@@ -13,8 +13,7 @@ import kubesim
 from kubesim.scheduling import SchedulerLoop
 from kubesim.sim import Simulator
 from scheduler import build_snapshot, load_objects, schedule_one
-
-from .living import eventually
+from tests.support.wait import until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -82,7 +81,7 @@ async def test_do_not_schedule_spread_places_the_pod_as_simulate_does() -> None:
     expected = simulated_host(path.read_text())
     assert expected == "node-c"  # the example's point: the constraint overrides the scores
     async with kubesim.serve(state=path, time_scale=0.01) as sim:
-        host = await eventually(lambda: node_of(sim, "web-4"), what="web-4 bound")
+        host = await until(lambda: node_of(sim, "web-4"), what="web-4 bound")
         assert host == expected
         loop = sim.find_controller(SchedulerLoop)
         assert loop is not None
@@ -95,6 +94,6 @@ async def test_system_default_spreading_follows_a_service() -> None:
     assert expected == "node-c"
     assert simulated_host(DEFAULT_SPREAD) != expected  # without the Service, resources decide
     async with kubesim.serve(state=with_service, time_scale=0.01) as sim:
-        host = await eventually(lambda: node_of(sim, "api-3"), what="api-3 bound")
+        host = await until(lambda: node_of(sim, "api-3"), what="api-3 bound")
         assert host == expected
         assert sim.get("Service", "default", "api") is not None

@@ -17,8 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import kubesim
 from kubesim.scheduling import SchedulerLoop
 from kubesim.sim import Simulator
-
-from .living import eventually
+from tests.support.wait import until
 
 STATE = """
 apiVersion: scheduling.k8s.io/v1
@@ -91,12 +90,12 @@ async def test_metrics_count_attempts_queues_and_preemption(sim: Simulator) -> N
         assert samples[("scheduler_pending_pods", (("queue", queue),))] == 0
 
     create(sim, pod("low", "800m"))
-    await eventually(lambda: node_of(sim, "low") == "node-1", what="low bound")
+    await until(lambda: node_of(sim, "low") == "node-1", what="low bound")
     create(sim, pod("gated", "100m", schedulingGates=[{"name": "example.com/hold"}]))
     create(sim, pod("big", "2"))  # more than the node has: unschedulable, nothing to preempt
     await loop.wait_idle()
     create(sim, pod("high", "500m", priorityClassName="high"))  # preempts "low"
-    await eventually(lambda: node_of(sim, "high") == "node-1", timeout=10, what="high bound")
+    await until(lambda: node_of(sim, "high") == "node-1", timeout=10, what="high bound")
     await loop.wait_idle()
 
     text, samples = await scrape(sim)

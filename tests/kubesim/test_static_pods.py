@@ -24,7 +24,7 @@ import kubesim
 from kubesim.node.static import read_static_pods
 from kubesim.registry.generic import DeleteOptions
 from kubesim.sim import Simulator
-from tests.kubesim.living import eventually
+from tests.support.wait import until
 
 PAUSE = ["python", "-I", "-S", "-c", "import signal; signal.pause()"]
 MANIFEST = {
@@ -75,7 +75,7 @@ async def sim(tmp_path: Path) -> AsyncIterator[Simulator]:
 
 async def static_uid(sim: Simulator) -> str:
     """The UID the node's runtime runs the static pod under, once it runs."""
-    [uid] = await eventually(sim.runtimes["node-1"].pods, what="the static pod")
+    [uid] = await until(sim.runtimes["node-1"].pods, what="the static pod")
     return uid
 
 
@@ -98,7 +98,7 @@ async def test_a_static_pod_runs_under_its_hash_with_a_mirror_pod_owned_by_its_n
     assert re.fullmatch(r"[0-9a-f]{32}", uid)
     layout = rt.layout(uid)
     assert layout is not None and (layout.namespace, layout.name) == ("kube-system", "etcd-node-1")
-    m = await eventually(
+    m = await until(
         lambda: (p := mirror(sim)) and p["status"].get("phase") == "Running" and p,
         what="the mirror pod Running",
     )
@@ -149,13 +149,13 @@ async def test_deleting_the_mirror_brings_it_back_and_the_static_pod_keeps_runni
     uid = await static_uid(sim)
     [running] = rt.status(uid) or []
     assert running.pid is not None
-    first = await eventually(lambda: mirror(sim), what="the mirror pod")
+    first = await until(lambda: mirror(sim), what="the mirror pod")
     pods = sim.scheme.for_kind("v1", "Pod")
     assert pods is not None
     sim.registry.delete(
         pods, "kube-system", "etcd-node-1", DeleteOptions(grace_period_seconds=grace)
     )
-    again = await eventually(
+    again = await until(
         lambda: (
             (p := mirror(sim))
             and p["metadata"]["uid"] != first["metadata"]["uid"]
@@ -176,11 +176,9 @@ async def test_a_pod_claiming_a_hash_is_not_a_mirror_and_runs_as_itself(sim: Sim
     forged["metadata"] = {"name": "forged", "annotations": {MIRROR: uid}}
     forged["spec"]["nodeName"] = "node-1"
     created = sim.registry.create(pods, "default", forged)
-    await eventually(
-        lambda: len(sim.runtimes["node-1"].pods()) == 2, what="the claiming pod running"
-    )
+    await until(lambda: len(sim.runtimes["node-1"].pods()) == 2, what="the claiming pod running")
     assert created["metadata"]["uid"] in sim.runtimes["node-1"].pods()
-    await eventually(lambda: mirror(sim), what="the mirror pod")
+    await until(lambda: mirror(sim), what="the mirror pod")
 
 
 async def test_a_static_pods_exit_shows_on_its_mirror(tmp_path: Path) -> None:
@@ -198,7 +196,7 @@ async def test_a_static_pods_exit_shows_on_its_mirror(tmp_path: Path) -> None:
     (directory / "crash.json").write_text(json.dumps(crash))
     state = STATE.format(path=directory)
     async with kubesim.serve(state=state, time_scale=0.1, use_cgroups=False) as sim:
-        m = await eventually(
+        m = await until(
             lambda: (
                 (p := sim.get("Pod", "kube-system", "crash-node-1"))
                 and p["status"].get("containerStatuses")

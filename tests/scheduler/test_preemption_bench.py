@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.benchutil import load_bench
+from tests.support.bench import load_bench
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.benchutil import load_bench
+from tests.support.bench import load_bench
 
 
 def test_workloads_run_on_a_small_size() -> None:

@@ -1,29 +1,11 @@
-"""Helpers for tests of the living cluster: waiting for a state, listing and reading pods."""
+"""Helpers for tests of the living cluster: listing and reading pods."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from kubesim.sim import Simulator
-
-T = TypeVar("T")
-
-
-async def eventually(
-    check: Callable[[], T | None], *, timeout: float = 5.0, what: str = "condition"
-) -> T:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
 def pods(sim: Simulator, namespace: str = "default", **labels: str) -> list[dict[str, Any]]:

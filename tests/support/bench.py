@@ -16,7 +16,7 @@ from types import ModuleType
 
 __all__ = ["BENCH_DIR", "load_bench"]
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 
 
 def load_bench(script: str) -> ModuleType:
