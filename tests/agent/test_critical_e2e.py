@@ -25,7 +25,7 @@ import pytest
 import kubesim
 from agent.daemon import Agent
 from kubesim.sim import Simulator
-from tests.agent.test_loop_e2e import config, more_syncs, pod_deletes
+from tests.support.agent import config, more_syncs, pod_deletes
 from tests.support.wait import until
 
 MI = 1 << 20

@@ -19,7 +19,7 @@ from agent.config import load_config
 from agent.daemon import Agent
 from agent.metrics import AgentMetrics
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import NODES, FakeNode, pod
+from tests.support.fakenode import NODES, FakeNode, pod
 from tests.support.wait import until
 
 

@@ -23,8 +23,8 @@ from kube.objects import Pod
 from kubesim.core.events import from_events_v1
 from kubesim.registry.events import validate_event_create
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
-from tests.agent.test_loop_e2e import config, start, stop
+from tests.support.agent import config, start, stop
+from tests.support.fakenode import MI, NODES, FakeNode, pod
 from tests.support.wait import until
 
 _LABEL = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True)

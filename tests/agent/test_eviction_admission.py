@@ -7,7 +7,7 @@ import pytest
 
 from agent.eviction import admit_pod, kubelet_view
 from kube.qos import get_pod_qos
-from tests.agent.eviction_builders import make_pod
+from tests.support.eviction import make_pod
 
 BEST_EFFORT = make_pod("be")
 BURSTABLE = make_pod("bu", requests={"memory": "1Mi"})

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.eviction.brake import EvictionBrake
-from tests.agent.eviction_builders import FakeClock
+from tests.support.clock import FakeClock
 
 steps = st.lists(
     st.tuples(

@@ -12,7 +12,7 @@ from agent.eviction import (
 from agent.eviction.explain import explain_ranking
 from agent.eviction.helpers import build_signal_to_rank_func, fs_stats_to_measure
 from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
-from tests.agent.eviction_builders import MI, PodUsage, make_pod, manifest_volumes, summary
+from tests.support.eviction import MI, PodUsage, make_pod, manifest_volumes, summary
 
 
 def test_memory_reasons() -> None:

@@ -39,15 +39,7 @@ from agent.eviction.summary import Summary
 from agent.eviction.thresholds import float32
 from agent.eviction.types import FsStatsType
 from kube.objects import Pod
-from tests.agent.eviction_builders import (
-    GI,
-    MI,
-    PodUsage,
-    fs,
-    make_pod,
-    manifest_volumes,
-    summary,
-)
+from tests.support.eviction import GI, MI, PodUsage, fs, make_pod, manifest_volumes, summary
 
 LT = "LessThan"
 

@@ -20,16 +20,8 @@ from agent.eviction.preference import EVICTION_PREFERENCE_ANNOTATION
 from kube.critical import CONFIG_MIRROR_ANNOTATION_KEY as CONFIG_MIRROR
 from kube.critical import CONFIG_SOURCE_ANNOTATION_KEY as CONFIG_SOURCE
 from kube.objects import Pod
-from tests.agent.eviction_builders import (
-    GI,
-    MI,
-    FakeClock,
-    PodUsage,
-    fs,
-    make_pod,
-    manifest_volumes,
-    summary,
-)
+from tests.support.clock import FakeClock
+from tests.support.eviction import GI, MI, PodUsage, fs, make_pod, manifest_volumes, summary
 
 
 def thresholds(

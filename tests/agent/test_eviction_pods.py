@@ -20,7 +20,7 @@ from agent.eviction.pods import (
 from agent.eviction.preference import preference_of
 from agent.eviction.summary import PodStats
 from agent.eviction.types import FsStatsType
-from tests.agent.eviction_builders import MI, PodUsage, make_pod, manifest_volumes, pod_stats
+from tests.support.eviction import MI, PodUsage, make_pod, manifest_volumes, pod_stats
 
 MANIFEST = {
     "spec": {

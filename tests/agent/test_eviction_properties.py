@@ -25,7 +25,8 @@ from agent.eviction.summary import Summary
 from agent.eviction.thresholds import get_threshold_quantity
 from kube.critical import is_critical_pod
 from kube.objects import Pod
-from tests.agent.eviction_builders import MI, FakeClock, PodUsage, make_pod, pod_stats
+from tests.support.clock import FakeClock
+from tests.support.eviction import MI, PodUsage, make_pod, pod_stats
 
 STATIC_UID = "0123456789abcdef0123456789abcdef"  # a static pod's UID: the hash of its manifest
 LOCAL_STORAGE_SIGNALS = {"emptydirfs.limit", "ephemeralpodfs.limit", "ephemeralcontainerfs.limit"}

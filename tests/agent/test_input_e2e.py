@@ -17,7 +17,7 @@ import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
+from tests.support.fakenode import MI, NODES, FakeNode, pod
 from tests.support.wait import until
 
 NEVER = {"node-pressure-evictor.io/eviction-preference": "never"}

@@ -33,9 +33,9 @@ from kube.critical import (
     is_critical_pod,
 )
 from kube.objects import Pod
-from tests.agent.agent_fakes import MI, ts
-from tests.agent.eviction_builders import make_pod
-from tests.agent.test_loop_triggers import manager
+from tests.support.agentloop import manager
+from tests.support.eviction import make_pod
+from tests.support.fakenode import MI, ts
 
 STATIC_UID = "0123456789abcdef0123456789abcdef"  # the kubelet's hash of a manifest
 OTHER_STATIC_UID = OTHER = "fedcba9876543210fedcba9876543210"

@@ -9,13 +9,8 @@ memory controller exists (cgroup v2 hosts, not root). The end-to-end test runs t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,76 +25,12 @@ from agent.sources.memcg import (
     read_memory_events,
     usage_threshold,
 )
-from tests.agent.agent_fakes import pod
-from tests.agent.sources.treebuilder import FakeCgroup, build_cgroup_tree, build_proc_tree
+from tests.support.cgroupfs import FakeCgroup, build_cgroup_tree, build_proc_tree
+from tests.support.fakenode import pod
+from tests.support.memcg import allocate_in, needs_v1
 from tests.support.wait import until
 
 MIB = 1 << 20
-V1_MEMORY = Path("/sys/fs/cgroup/memory")
-
-ALLOCATE = """
-import signal, sys, time
-held = []
-for _ in range(int(sys.argv[1])):
-    chunk = bytearray(8 << 20)
-    chunk[::4096] = b"\\x01" * len(range(0, len(chunk), 4096))
-    held.append(chunk)
-    time.sleep(0.02)
-print("ready", flush=True)
-signal.pause()  # held until the test kills it
-"""
-
-
-def _v1_writable() -> str | None:
-    if not (V1_MEMORY / "cgroup.event_control").exists():
-        return "no cgroup v1 memory controller at /sys/fs/cgroup/memory (cgroup v2 host?)"
-    if not os.access(V1_MEMORY, os.W_OK):
-        return "the cgroup v1 memory controller is not writable (not root?)"
-    return None
-
-
-needs_v1 = pytest.mark.skipif(_v1_writable() is not None, reason=str(_v1_writable()))
-
-
-@pytest.fixture
-def node_cgroup() -> Iterator[Path]:
-    path = V1_MEMORY / f"evagent-memcg-{os.getpid()}"
-    path.mkdir()
-    (path / "memory.limit_in_bytes").write_text(str(512 * MIB))
-    try:
-        yield path
-    finally:
-        for sub in sorted(path.rglob("*"), key=lambda p: -len(p.parts)):
-            if sub.is_dir():
-                _drain_and_remove(sub)
-        _drain_and_remove(path)
-
-
-def _drain_and_remove(path: Path) -> None:
-    for _ in range(100):
-        with contextlib.suppress(OSError):
-            for pid in (path / "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), 9)
-        try:
-            path.rmdir()
-            return
-        except OSError:
-            time.sleep(0.01)
-
-
-def _allocate_in(cgroup: Path, chunks: int) -> subprocess.Popen[str]:
-    procs = cgroup / "cgroup.procs"
-
-    def join() -> None:
-        procs.write_text(str(os.getpid()))
-
-    return subprocess.Popen(
-        [sys.executable, "-c", ALLOCATE, str(chunks)],
-        preexec_fn=join,  # noqa: PLW1509 - joins the cgroup before exec
-        stdout=subprocess.PIPE,
-        text=True,
-    )
 
 
 def test_usage_threshold_is_the_kubelets() -> None:
@@ -134,7 +65,7 @@ async def test_the_kernel_signals_the_crossing(node_cgroup: Path) -> None:
         assert notifier.update(base + 48 * MIB)
         assert notifier.armed
         assert notifier.update(base + 48 * MIB + 4096)  # moved < 1 MiB: kept as it is
-        child = _allocate_in(node_cgroup, 10)  # 80 MiB in 8 MiB steps
+        child = allocate_in(node_cgroup, 10)  # 80 MiB in 8 MiB steps
         try:
             await until(lambda: bool(fired))
             usage = int((node_cgroup / "memory.usage_in_bytes").read_text())
@@ -182,7 +113,7 @@ async def test_agent_evicts_on_the_kernels_signal_alone(node_cgroup: Path) -> No
             await until(lambda: agent.loop.stats.syncs >= 1 and bool(watches.thresholds))
             [notifier] = watches.thresholds.values()
             await until(lambda: notifier.armed)
-            child = _allocate_in(pod_cgroup, 12)  # 96 MiB: well past 56 MiB of working set
+            child = allocate_in(pod_cgroup, 12)  # 96 MiB: well past 56 MiB of working set
             # the allocation, the kernel's event and the eviction take ~0.1 s on an idle machine;
             # a generous bound for a loaded one (the suite runs in parallel workers)
             await until(

@@ -29,9 +29,8 @@ from evictor.api.calls import Response
 from kube.times import format_time
 from kubesim.endpoints.requestlog import RequestRecord
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, FakeNode
-from tests.agent.test_loop_e2e import more_syncs
-from tests.agent.test_node_taints import MEMORY_TAINT, OPERATOR_TAINT, STATE, taints
+from tests.support.agent import MEMORY_TAINT, OPERATOR_TAINT, TAINTED_STATE, more_syncs, taints
+from tests.support.fakenode import MI, FakeNode
 from tests.support.wait import until
 
 MEMORY = "NodePressureAgentMemoryPressure"
@@ -60,7 +59,7 @@ class FixedRandom(random.Random):
 
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
-    async with kubesim.serve(state=STATE, time_scale=0.01, bookmark_interval=0.2) as s:
+    async with kubesim.serve(state=TAINTED_STATE, time_scale=0.01, bookmark_interval=0.2) as s:
         yield s
 
 

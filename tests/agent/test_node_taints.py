@@ -19,39 +19,15 @@ from agent.config import load_config
 from agent.daemon import Agent
 from evictor.api.calls import Response
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, FakeNode, pod
+from tests.support.agent import MEMORY_TAINT, OPERATOR_TAINT, TAINTED_STATE, taints
+from tests.support.fakenode import MI, FakeNode
 from tests.support.wait import until
-
-MEMORY_TAINT = {"key": "node-pressure-evictor.io/memory-pressure", "effect": "NoSchedule"}
-OPERATOR_TAINT = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
-
-STATE = "\n---\n".join(
-    [
-        """
-apiVersion: v1
-kind: Node
-metadata: {name: node-1, labels: {kubernetes.io/hostname: node-1}}
-spec:
-  taints: [{key: dedicated, value: db, effect: NoSchedule}]
-status:
-  capacity: {cpu: "4", memory: 1Gi, pods: "110"}
-  conditions: [{type: Ready, status: "True"}]
-""",
-        pod("a", priority=0, request="100Mi"),
-        pod("crit", namespace="kube-system", priority=2000000000),
-    ]
-)
 
 
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
-    async with kubesim.serve(state=STATE, time_scale=0.01, bookmark_interval=0.2) as s:
+    async with kubesim.serve(state=TAINTED_STATE, time_scale=0.01, bookmark_interval=0.2) as s:
         yield s
-
-
-def taints(sim: Simulator) -> list[dict[str, Any]]:
-    node = sim.get("Node", "", "node-1") or {}
-    return list((node.get("spec") or {}).get("taints") or [])
 
 
 def taint_patches(sim: Simulator) -> list[Any]:

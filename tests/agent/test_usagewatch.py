@@ -30,9 +30,9 @@ from agent.sources.usagewatch import (
     poll_delay,
     translate_line,
 )
-from tests.agent.agent_fakes import pod
-from tests.agent.sources.treebuilder import FakeCgroup, FakePod, build_cgroup_tree, build_proc_tree
-from tests.agent.test_memcg import _allocate_in, needs_v1, node_cgroup  # noqa: F401 - fixture
+from tests.support.cgroupfs import FakeCgroup, FakePod, build_cgroup_tree, build_proc_tree
+from tests.support.fakenode import pod
+from tests.support.memcg import allocate_in, needs_v1
 from tests.support.wait import until
 
 MIB = 1 << 20
@@ -139,7 +139,7 @@ async def test_a_counter_that_cannot_be_read_is_refused_once(tmp_path: Path) -> 
 
 
 @needs_v1
-async def test_a_real_memory_counter_is_heard_while_growing(node_cgroup: Path) -> None:  # noqa: F811
+async def test_a_real_memory_counter_is_heard_while_growing(node_cgroup: Path) -> None:
     """cgroup v1's memory.usage_in_bytes is a kernfs seq file: pread at 0 reads it afresh."""
     counter = node_cgroup / "memory.usage_in_bytes"
     base = int(counter.read_text())
@@ -148,7 +148,7 @@ async def test_a_real_memory_counter_is_heard_while_growing(node_cgroup: Path) -
     try:
         assert watch.start()
         watch.arm(base + 48 * MIB)
-        child = _allocate_in(node_cgroup, 10)  # 80 MiB in 8 MiB steps
+        child = allocate_in(node_cgroup, 10)  # 80 MiB in 8 MiB steps
         try:
             await until(lambda: bool(fired), step=0.005)
             usage = int(counter.read_text())
@@ -191,7 +191,7 @@ asyncio.run(main())
 
 @needs_v1
 async def test_without_privilege_the_watch_hears_what_the_kernel_will_not_announce(
-    node_cgroup: Path,  # noqa: F811
+    node_cgroup: Path,
 ) -> None:
     """What the systemd unit (DynamicUser, no CAP_DAC_OVERRIDE) and the DaemonSet (uid 65534)
     have: cgroup.event_control is refused, the usage counter is readable and the watch hears
@@ -212,7 +212,7 @@ async def test_without_privilege_the_watch_hears_what_the_kernel_will_not_announ
         assert probe.stdout is not None
         armed = probe.stdout.readline()
         assert armed.startswith("armed;") and "PermissionError" in armed, probe.stderr.read()
-        child = _allocate_in(node_cgroup, 10)  # 80 MiB in 8 MiB steps
+        child = allocate_in(node_cgroup, 10)  # 80 MiB in 8 MiB steps
         assert probe.stdout.readline().strip() == "crossed", probe.stderr.read()
         assert probe.wait(30) == 0
     finally:

@@ -30,9 +30,12 @@ from agent.daemon import Agent
 from kubesim.core.attributes import Attributes, UserInfo
 from kubesim.plugins.authorization import Decision
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, FakeNode
-from tests.evictor.conftest import EVICT, daemonset, living, node, pdb, pod, replicaset, settle
+from tests.support.deploy import docs
+from tests.support.evict import EVICT
+from tests.support.fakenode import MI, FakeNode
 from tests.support.kubeconfigs import write_kubeconfig
+from tests.support.living import living, settle
+from tests.support.manifests import daemonset, node, pdb, pod, replicaset
 from tests.support.wait import until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,13 +74,6 @@ kind: Secret
 metadata: {name: db-password, namespace: default}
 stringData: {password: hunter2}
 """
-
-
-def docs(*paths: Path) -> list[dict[str, Any]]:
-    out = []
-    for p in paths:
-        out += [d for d in yaml.safe_load_all(p.read_text()) if d]
-    return out
 
 
 def base_manifests() -> list[Path]:
@@ -638,8 +634,8 @@ async def test_the_kubelets_summary_serves_the_agent_as_installed(
     from agent.cli import _api_client, main
     from agent.sources.kubelet import KubeletSummaryConfig, KubeletSummaryError, fetch_summary
     from kubesim.plugins.authentication.pki import CertificateAuthority
-    from tests.agent.sources.treebuilder import FakeCgroup, build_cgroup_tree, build_proc_tree
-    from tests.agent.test_deploy import daemonset_args
+    from tests.support.cgroupfs import FakeCgroup, build_cgroup_tree, build_proc_tree
+    from tests.support.deploy import daemonset_args
 
     install = docs(*base_manifests())
     await admin.apply([d for d in install if d["metadata"]["name"] != KUBELET_STATS_ROLE])

@@ -18,24 +18,10 @@ import kubesim
 from kube.duration import parse_go_duration
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
+from tests.support.evict import BASE, WEB, Evict, lines
+from tests.support.living import living, pin, placement, settle
+from tests.support.manifests import node, pdb, pod, replicaset
 
-from .conftest import (
-    Evict,
-    daemonset,
-    lines,
-    living,
-    node,
-    pdb,
-    pin,
-    placement,
-    pod,
-    replicaset,
-    settle,
-)
-
-WEB = [pod(f"web-{i}", app="web") for i in range(3)]
-AGENT = pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent"))
-BASE = [node("node-1"), node("node-2"), replicaset("web"), daemonset("agent"), *WEB, AGENT]
 DRAIN = ("drain", "node-1", "--ignore-daemonsets")
 
 

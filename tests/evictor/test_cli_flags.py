@@ -23,8 +23,8 @@ import kubesim
 from evictor.cliflags import BOOL, GoOption, bool_flag, go_args
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
-
-from .conftest import EVICT, daemonset, lines, node, pod, replicaset
+from tests.support.evict import EVICT, lines
+from tests.support.manifests import daemonset, node, pod, replicaset
 
 AGENT = pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent"))
 STATE = [

@@ -29,9 +29,10 @@ from evictor.api.calls import request
 from evictor.api.connect import CERT_CHECK, EXEC_SKEW, TOKEN_FILE_PERIOD, Credentials, connect
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
+from tests.support.evict import EVICT
+from tests.support.living import pin
+from tests.support.manifests import node, pdb, pod, replicaset
 from tests.support.wait import until
-
-from .conftest import EVICT, node, pdb, pin, pod, replicaset
 
 AGENT_SA = {
     "apiVersion": "v1",

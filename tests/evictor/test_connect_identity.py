@@ -26,8 +26,7 @@ from aiohttp import web
 
 from evictor.api.calls import request
 from evictor.api.connect import InvalidConfiguration, NoSuchKubeconfig, connect
-
-from .conftest import EVICT, lines
+from tests.support.evict import EVICT, lines
 
 
 @dataclass

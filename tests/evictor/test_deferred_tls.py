@@ -28,8 +28,8 @@ import kubesim
 from kubesim.controllers import FROZEN
 from kubesim.plugins.authentication.pki import CertificateAuthority
 from kubesim.sim import Simulator
-
-from .conftest import EVICT, node
+from tests.support.evict import EVICT
+from tests.support.manifests import node
 
 
 def _run(code: str) -> dict[str, Any]:

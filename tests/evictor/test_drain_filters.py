@@ -23,8 +23,7 @@ from evictor.drain.filters import (
 from evictor.drain.helper import go_duration
 from evictor.drain.order import order_by_priority
 from kube.objects import Pod
-
-from .conftest import pod
+from tests.support.manifests import pod
 
 NOW = 1_800_000_000.0
 

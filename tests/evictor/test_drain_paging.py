@@ -12,8 +12,7 @@ from evictor.client import Evictor
 from evictor.drain.helper import DrainHelper
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
-
-from .conftest import node, pod, replicaset
+from tests.support.manifests import node, pod, replicaset
 
 
 def _state() -> list[dict[str, object]]:

@@ -21,9 +21,10 @@ from evictor.listener import EvictionListener
 from evictor.result import EvictionResult, Outcome
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
+from tests.support.clock import FakeClock
+from tests.support.living import pin
+from tests.support.manifests import node, pdb, pod, replicaset
 from tests.support.wait import until
-
-from .conftest import FakeClock, node, pdb, pin, pod, replicaset
 
 WEB = [pod(f"web-{i}", app="web") for i in range(3)]
 BASE = [node("node-1"), node("node-2"), replicaset("web"), *WEB]

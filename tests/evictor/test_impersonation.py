@@ -27,9 +27,10 @@ from kube.kubeconfig import Impersonation
 from kubesim.core.attributes import UserInfo
 from kubesim.endpoints.request import RequestContext
 from kubesim.sim import Simulator
+from tests.support.evict import Evict
 from tests.support.kubeconfigs import write_kubeconfig
-
-from .conftest import Evict, living, node, pod, replicaset, settle
+from tests.support.living import living, settle
+from tests.support.manifests import node, pod, replicaset
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRA_KEY = "example.com/scopes"  # "/" is no header token character: sent as %2F

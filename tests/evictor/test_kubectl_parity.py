@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import EVICT, lines, living, node, pdb, placement, pod, settle, statefulset
-from .test_cli import BASE
+from tests.support.evict import BASE, EVICT, lines
+from tests.support.living import living, placement, settle
+from tests.support.manifests import node, pdb, pod, statefulset
 
 KUBECTL = shutil.which("kubectl")
 

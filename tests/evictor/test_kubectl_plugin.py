@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kubesim.core.attributes import UserInfo
-
-from .conftest import living, node, pdb, pod, replicaset, settle
+from tests.support.living import living, settle
+from tests.support.manifests import node, pdb, pod, replicaset
 
 KUBECTL = shutil.which("kubectl")
 BIN = Path(sys.executable).parent

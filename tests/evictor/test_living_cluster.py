@@ -20,9 +20,9 @@ from evictor.client import Evictor
 from evictor.result import Outcome
 from kubesim.registry.generic import DeleteOptions
 from kubesim.sim import Simulator
+from tests.support.living import living, settle
+from tests.support.manifests import node, pdb, pod, replicaset, statefulset
 from tests.support.wait import until
-
-from .conftest import living, node, pdb, pod, replicaset, settle, statefulset
 
 TIME_SCALE = 0.01
 WEB = [node("node-1"), node("node-2"), replicaset("web"), pdb("web", max_unavailable=1)]

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from kube.labels import LabelSelector
 from kubesim.core.store import Event
 from kubesim.sim import Simulator
-
-from .conftest import Evict, living, node, pdb, pod, replicaset, settle
+from tests.support.evict import Evict
+from tests.support.living import living, settle
+from tests.support.manifests import node, pdb, pod, replicaset
 
 TIME_SCALE = 0.02
 

@@ -13,9 +13,9 @@ import kubesim
 from evictor.pdbwatch import PdbTracker
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
+from tests.support.living import pin
+from tests.support.manifests import node, pdb, pod, replicaset
 from tests.support.wait import until
-
-from .conftest import node, pdb, pin, pod, replicaset
 
 BOOKMARKS = 0.05  # kubesim's bookmark interval in these tests; the bound is 3 of them
 

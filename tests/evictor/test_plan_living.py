@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from kubesim.sim import Simulator
+from tests.support.evict import Evict
+from tests.support.living import living, settle
+from tests.support.manifests import daemonset, node, pdb, pod
 from tests.support.wait import until
-
-from .conftest import Evict, daemonset, living, node, pdb, pod, settle
 
 TIME_SCALE = 0.02
 GRACE = 5  # seconds x TIME_SCALE: an evicted pod is gone 0.1 s after its eviction

@@ -26,9 +26,8 @@ from evictor.api.watching import (
 from kubesim.controllers import FROZEN
 from kubesim.registry.generic import DeleteOptions
 from kubesim.sim import Simulator
+from tests.support.manifests import node, pod
 from tests.support.wait import until
-
-from .conftest import node, pod
 
 FAST = tenacity.wait_fixed(0.01)
 

@@ -18,8 +18,7 @@ from kubesim.controllers import FROZEN
 from kubesim.core.attributes import UserInfo
 from kubesim.plugins.admission import policies
 from kubesim.sim import Simulator
-
-from .conftest import STATE
+from tests.support.api import STATE
 
 POLICY_API = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
 BINDING_API = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"

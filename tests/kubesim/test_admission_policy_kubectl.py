@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 import kubesim
-
-from .test_kubectl import STATE, Kubectl
+from tests.support.kubectl import STATE, Kubectl
 
 pytestmark = [
     pytest.mark.kubectl,

@@ -17,8 +17,7 @@ from kubesim.core.attributes import MASTERS, Attributes, UserInfo
 from kubesim.plugins.authorization import Decision, forbidden_error
 from kubesim.registry.admission import AdmissionCall
 from kubesim.sim import Simulator
-
-from .conftest import STATE
+from tests.support.api import STATE
 
 SA = "system:serviceaccount:kube-system:eviction-agent"
 

@@ -18,9 +18,8 @@ from kube.times import format_time, parse_time
 from kubesim.controllers import FROZEN
 from kubesim.plugins.authentication.serviceaccounts import ISSUER
 from kubesim.sim import BOOTSTRAP_NAMESPACES, Simulator
+from tests.support.api import STATE
 from tests.support.wait import until
-
-from .conftest import STATE
 
 SA = "system:serviceaccount:kube-system:eviction-agent"
 AGENT = """

@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 import kubesim
+from tests.support.kubectl import BINARIES, Kubectl
 from tests.support.living import is_ready, live, pods, set_unschedulable
 from tests.support.wait import until
-
-from .test_kubectl import BINARIES, Kubectl
 
 pytestmark = [
     pytest.mark.kubectl,

@@ -15,10 +15,9 @@ from kubesim.controllers import check_controller_names
 from kubesim.controllers.deployment import pod_template_hash
 from kubesim.core.names import safe_encode
 from kubesim.sim import Simulator
+from tests.support.api import raw
 from tests.support.living import is_ready, live, pods
 from tests.support.wait import until
-
-from .conftest import raw
 
 NODES = """
 apiVersion: v1

@@ -9,8 +9,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim.sim import Simulator
-
-from .conftest import status_of
+from tests.support.api import status_of
 
 
 def pod(name: str, *, node: str | None = "node-1", **spec: object) -> dict[str, object]:

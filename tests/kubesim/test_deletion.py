@@ -12,9 +12,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 import kubesim
 from kube.times import parse_time
 from kubesim.sim import Simulator
+from tests.support.api import status_of
 from tests.support.wait import until
-
-from .conftest import status_of
 
 
 async def _gone(sim: Simulator, kind: str, ns: str, name: str, timeout: float = 5.0) -> float:

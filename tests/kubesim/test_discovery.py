@@ -5,8 +5,7 @@ from __future__ import annotations
 from kubernetes_asyncio import client
 
 from kubesim.sim import Simulator
-
-from .conftest import raw
+from tests.support.api import raw
 
 
 async def test_core_resource_list_has_eviction_and_status(api: client.ApiClient) -> None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from kubesim.sim import Simulator
-
-from .conftest import raw
+from tests.support.api import raw
 
 POD_JSON = (
     '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},'

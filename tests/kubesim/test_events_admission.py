@@ -11,8 +11,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 import kubesim
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
-
-from .conftest import raw, status_of
+from tests.support.api import raw, status_of
 
 
 async def test_core_event_visible_in_events_k8s_io(sim: Simulator, api: client.ApiClient) -> None:

@@ -17,8 +17,7 @@ import kubesim
 from kubesim.core.errors import StatusError, conflict
 from kubesim.plugins.eviction import EVICTION_MESSAGE
 from kubesim.sim import Simulator
-
-from .conftest import raw
+from tests.support.api import raw
 
 STATE = """
 apiVersion: v1

@@ -15,9 +15,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
 from kubesim.sim import Simulator
+from tests.support.api import raw, status_of
 from tests.support.wait import until
-
-from .conftest import raw, status_of
 
 EVICT_PATH = "/api/v1/namespaces/default/pods/{}/eviction"
 

@@ -13,8 +13,7 @@ from kubernetes_asyncio import client
 
 from kubesim.endpoints.protobuf import decode_object
 from kubesim.sim import Simulator
-
-from .conftest import raw
+from tests.support.api import raw
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 

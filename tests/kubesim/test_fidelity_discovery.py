@@ -14,8 +14,7 @@ from kubernetes_asyncio import client
 import kubesim
 from kubesim.endpoints.discovery import AGGREGATED_V2
 from kubesim.sim import Simulator
-
-from .conftest import STATE, raw
+from tests.support.api import STATE, raw
 
 EVICTION = '{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-0"}}'
 

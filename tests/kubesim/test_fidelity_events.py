@@ -14,8 +14,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim.sim import Simulator
-
-from .conftest import raw, status_of
+from tests.support.api import raw, status_of
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=dt.UTC)
 

@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 from kubesim.endpoints.protobuf import KINDS, ProtobufError, decode_object
 from kubesim.sim import Simulator
-
-from .conftest import raw
+from tests.support.api import raw
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 

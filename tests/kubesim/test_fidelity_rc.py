@@ -12,8 +12,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 import kubesim
 from kubesim.core.tables import TABLE_MEDIA
 from kubesim.sim import Simulator
-
-from .conftest import raw, status_of
+from tests.support.api import raw, status_of
 
 RCS = "/api/v1/namespaces/default/replicationcontrollers"
 

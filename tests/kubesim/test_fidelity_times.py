@@ -16,8 +16,7 @@ import kubesim
 from kube.times import format_micro_time
 from kubesim.core.timefields import TimeParseError, normalize_times, reencode
 from kubesim.sim import Simulator, StateError
-
-from .conftest import raw, status_of
+from tests.support.api import raw, status_of
 
 
 def node(name: str, **status: Any) -> dict[str, Any]:

@@ -19,8 +19,7 @@ from kubernetes_asyncio import client, watch
 
 import kubesim
 from kubesim.sim import Simulator
-
-from .conftest import STATE
+from tests.support.api import STATE
 
 
 @pytest.fixture

@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 import kubesim
-
-from .conftest import FROZEN
-from .test_kubectl import BINARIES, Kubectl
+from kubesim.controllers import FROZEN
+from tests.support.kubectl import BINARIES, Kubectl
 
 pytestmark = [
     pytest.mark.kubectl,

@@ -13,8 +13,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
 from kubesim.sim import Simulator
-
-from .conftest import raw, status_of
+from tests.support.api import raw, status_of
 
 
 def _names(items: list[Any]) -> list[str]:

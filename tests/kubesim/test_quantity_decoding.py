@@ -18,8 +18,7 @@ import pytest
 import kubesim
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
-
-from .conftest import raw
+from tests.support.api import raw
 
 FORMAT = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"

@@ -18,8 +18,7 @@ from kubesim.core.errors import StatusError
 from kubesim.endpoints.impersonation import Impersonation, impersonation_requests
 from kubesim.plugins.authorization import Decision
 from kubesim.sim import Simulator
-
-from .conftest import STATE
+from tests.support.api import STATE
 
 SA = "system:serviceaccount:kube-system:eviction-agent"
 SA_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:kube-system")

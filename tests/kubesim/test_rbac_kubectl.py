@@ -23,8 +23,7 @@ import yaml
 
 import kubesim
 from kubesim.core.attributes import UserInfo
-
-from .test_kubectl import STATE
+from tests.support.kubectl import STATE
 
 pytestmark = [
     pytest.mark.kubectl,

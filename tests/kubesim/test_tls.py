@@ -25,8 +25,7 @@ from kubesim.core.attributes import Attributes
 from kubesim.plugins.authentication.pki import CertificateAuthority, Credentials
 from kubesim.plugins.authorization import Decision
 from kubesim.sim import AUTHORIZATION_MODES, InsecureServing, Simulator
-
-from .conftest import STATE
+from tests.support.api import STATE
 
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 CERTIFICATES = "/_kubesim/certificates"

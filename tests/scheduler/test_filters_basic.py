@@ -14,7 +14,7 @@ from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.registry import default_filter_plugins, default_framework
 from scheduler.plugins.tainttoleration import TaintToleration, find_matching_untolerated_taint
 from scheduler.snapshot import NodeInfo, Snapshot
-from tests.scheduler.filters_helpers import node, pod, run_plugin
+from tests.support.objects import node, pod, run_plugin
 
 UU = Code.UnschedulableAndUnresolvable
 U = Code.Unschedulable

@@ -16,7 +16,7 @@ from scheduler.preemption import preempt
 from scheduler.schedule import schedule_one, unmodelled_features
 from scheduler.simulator import simulate
 from scheduler.snapshot import Snapshot
-from tests.scheduler.spread_helpers import HOSTNAME, ZONE, mknode, mkpod, service, tsc
+from tests.support.spread import HOSTNAME, ZONE, mknode, mkpod, service, tsc
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "topology-spread.yaml"

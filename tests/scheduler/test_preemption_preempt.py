@@ -15,7 +15,7 @@ from kube.objects import Pod, Taint
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
 from scheduler.preemption import PreemptionResult, evaluator, preempt
 from scheduler.snapshot import NodeInfo, Snapshot
-from tests.scheduler.test_preemption_core import (
+from tests.support.preemption import (
     HIGH,
     LOW,
     MID,
@@ -218,7 +218,7 @@ def test_preemption_policy_never_leaves_nomination_unchanged() -> None:
 
 
 def test_terminating_victim_on_nominated_node_blocks_new_preemption() -> None:
-    from tests.scheduler.test_preemption_core import preempted_condition
+    from tests.support.preemption import preempted_condition
 
     victim = mk_pod("v", prio=LOW, node="node1", deletion=5.0, conditions=[preempted_condition()])
     snap = mk_snapshot([mk_node("node1", cpu=0, pods=1), mk_node("node2", cpu=0, pods=1)], [victim])

@@ -33,7 +33,7 @@ from scheduler.preemption import (
 )
 from scheduler.preemption.core import default_preemption_framework
 from scheduler.snapshot import NodeInfo, Snapshot
-from tests.scheduler.test_preemption_core import keys, mk_node, mk_pdb, mk_pod
+from tests.support.preemption import keys, mk_node, mk_pdb, mk_pod
 
 PRIORITIES = [-10, 0, 5, 10, None]
 LABELS: list[dict[str, str]] = [{}, {"app": "a"}, {"app": "b"}]

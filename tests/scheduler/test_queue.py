@@ -15,7 +15,8 @@ from scheduler.queue import (
 )
 from scheduler.queue import events as ev
 from scheduler.queue.scheduling_queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
-from tests.scheduler.test_queue_helpers import T0, FakeClock, mkpod
+from tests.support.clock import T0, FakeClock
+from tests.support.objects import mkpod
 
 
 def make_queue(clock: FakeClock | None = None, **kw: object) -> tuple[SchedulingQueue, FakeClock]:

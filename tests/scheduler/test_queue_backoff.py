@@ -6,7 +6,8 @@ import pytest
 
 from scheduler.queue import QueuedPodInfo, SchedulingQueue, backoff_duration
 from scheduler.queue.scheduling_queue import ACTIVE_Q, BACKOFF_Q
-from tests.scheduler.test_queue_helpers import T0, FakeClock, mkpod
+from tests.support.clock import T0, FakeClock
+from tests.support.objects import mkpod
 
 
 def test_backoff_duration_sequence_with_defaults() -> None:

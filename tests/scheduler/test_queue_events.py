@@ -7,7 +7,7 @@ import pytest
 from kube.objects import Container, Toleration
 from scheduler.queue import events as ev
 from scheduler.queue.events import ActionType, ClusterEvent
-from tests.scheduler.test_queue_helpers import mkpod
+from tests.support.objects import mkpod
 
 A = ActionType
 

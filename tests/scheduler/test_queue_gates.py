@@ -16,7 +16,8 @@ from scheduler.queue import (
 )
 from scheduler.queue import events as ev
 from scheduler.queue.scheduling_queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
-from tests.scheduler.test_queue_helpers import FakeClock, mkpod
+from tests.support.clock import FakeClock
+from tests.support.objects import mkpod
 
 # --- the plugin -----------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from kube.objects import Pod
 from scheduler.queue import NominatingInfo, NominatingMode, Nominator, SchedulingQueue
 from scheduler.snapshot import Snapshot
-from tests.scheduler.test_queue_helpers import FakeClock, mkpod
+from tests.support.clock import FakeClock
+from tests.support.objects import mkpod
 
 OVERRIDE = NominatingMode.Override
 NOOP = NominatingMode.Noop

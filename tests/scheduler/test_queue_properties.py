@@ -13,7 +13,8 @@ from scheduler.objects import Pod
 from scheduler.queue import QueuedPodInfo, SchedulingQueue, backoff_duration, less
 from scheduler.queue import events as ev
 from scheduler.queue.scheduling_queue import ACTIVE_Q, UNSCHEDULABLE_Q
-from tests.scheduler.test_queue_helpers import FakeClock, mkpod
+from tests.support.clock import FakeClock
+from tests.support.objects import mkpod
 
 NAMES = [f"p{i}" for i in range(8)]
 PLUGINS = [

@@ -17,7 +17,7 @@ from scheduler.plugins.registry import default_score_plugins
 from scheduler.plugins.tainttoleration import TaintTolerationScorer
 from scheduler.schedule import schedule_one
 from scheduler.snapshot import NodeInfo, Snapshot
-from tests.scheduler.filters_helpers import node, pod, preferred, required, term
+from tests.support.objects import node, pod, preferred, required, term
 
 ZONE = "topology.kubernetes.io/zone"
 

@@ -25,7 +25,7 @@ from scheduler.plugins.podtopologyspread.filtering import (
 )
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.snapshot import Snapshot
-from tests.scheduler.spread_helpers import (
+from tests.support.spread import (
     BAR,
     DNS,
     FOO,

@@ -15,17 +15,6 @@ GI = 1024 * MI
 T0 = 1_700_000_000.0
 
 
-class FakeClock:
-    def __init__(self, now: float = T0) -> None:
-        self.t = now
-
-    def now(self) -> float:
-        return self.t
-
-    def step(self, seconds: float) -> None:
-        self.t += seconds
-
-
 def make_pod(
     name: str,
     *,

@@ -130,3 +130,9 @@ def preferred(kind: str, *weighted: tuple[int, Mapping[str, Any]]) -> dict[str, 
             ]
         }
     }
+
+
+def mkpod(name: str, priority: int | None = None, *, ns: str = "default", **kw: Any) -> Pod:
+    """A pod with only the fields the scheduling queue reads (``Pod``'s own keywords)."""
+    kw.setdefault("uid", f"uid-{ns}-{name}")
+    return Pod(name, namespace=ns, spec_priority=priority, **kw)
