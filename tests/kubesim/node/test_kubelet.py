@@ -17,7 +17,7 @@ from kubesim.sim import Simulator
 from tests.support.living import is_ready
 from tests.support.wait import until
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 BARE_NODES = """
 apiVersion: v1

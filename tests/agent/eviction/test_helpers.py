@@ -321,7 +321,7 @@ def test_a_mirror_pod_finds_its_static_pods_stats() -> None:
     """The node's stats name a static pod by the hash the kubelet runs it under; the API's
     mirror pod has a UID of its own and that hash in ``kubernetes.io/config.mirror``. (The
     helpers read pods of the kubelet's view, where only a trusted mirror keeps the annotation:
-    ``tests/agent/test_kubelet_view.py``.)"""
+    ``tests/agent/eviction/test_kubelet_view.py``.)"""
     mirror = make_pod(
         "etcd",
         annotations={

@@ -26,7 +26,7 @@ pytestmark = [
 
 BLOCKED_BINARIES = list(dict.fromkeys([*BINARIES[:1], *BINARIES[1:2], *BINARIES[-1:]]))
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 STATE = EXAMPLES / "kubesim-drain.yaml"  # with a PDB keeping 2 of the 3 web pods
 FAULTS = EXAMPLES / "kubesim-drain-faults.yaml"  # evicted web pods come back on node-2
 

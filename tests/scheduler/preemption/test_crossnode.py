@@ -23,7 +23,7 @@ from scheduler.preemption.core import default_preemption_framework
 from scheduler.simulator import simulate
 from scheduler.snapshot import Snapshot
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cross-node-preemption.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "cross-node-preemption.yaml"
 ZONE = "topology.kubernetes.io/zone"
 
 

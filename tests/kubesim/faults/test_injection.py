@@ -373,7 +373,7 @@ async def test_request_log_records_an_eviction(sim: Simulator) -> None:
     assert entries[-1]["subresource"] == "eviction" and entries[-1]["code"] == 201
 
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 async def test_drain_example_files() -> None:

@@ -15,7 +15,7 @@ from kubesim.sim import Simulator
 from scheduler import build_snapshot, load_objects, schedule_one
 from tests.support.wait import until
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 SERVICE = """- apiVersion: v1
   kind: Service

@@ -1,8 +1,8 @@
 """Real kubectl against the fidelity gaps: protobuf creates and deletes, RCs, no eviction API.
 
-Skipped only when no kubectl binary exists; runs every installed kubectl (``test_kubectl``'s
-list). kubectl 1.32 sends ``create deployment``/``create job`` bodies and ``drain
---disable-eviction``'s DeleteOptions as protobuf, which kubesim decodes.
+Skipped only when no kubectl binary exists; runs every installed kubectl
+(``tests.support.kubectl``'s list). kubectl 1.32 sends ``create deployment``/``create job``
+bodies and ``drain --disable-eviction``'s DeleteOptions as protobuf, which kubesim decodes.
 """
 
 from __future__ import annotations

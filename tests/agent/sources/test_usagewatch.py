@@ -205,7 +205,7 @@ async def test_without_privilege_the_watch_hears_what_the_kernel_will_not_announ
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     child = None
     try:

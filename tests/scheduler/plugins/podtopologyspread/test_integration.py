@@ -18,7 +18,7 @@ from scheduler.simulator import simulate
 from scheduler.snapshot import Snapshot
 from tests.support.spread import HOSTNAME, ZONE, mknode, mkpod, service, tsc
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE = ROOT / "examples" / "topology-spread.yaml"
 WEB = {"matchLabels": {"app": "web"}}
 

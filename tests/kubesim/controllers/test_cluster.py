@@ -14,7 +14,7 @@ from kubesim.sim import Simulator
 from tests.support.living import is_ready
 from tests.support.wait import until
 
-CLUSTER = Path(__file__).resolve().parents[2] / "examples" / "kubesim-cluster.yaml"
+CLUSTER = Path(__file__).resolve().parents[3] / "examples" / "kubesim-cluster.yaml"
 NODES = ["worker-1", "worker-2", "worker-3"]
 
 

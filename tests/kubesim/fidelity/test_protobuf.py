@@ -3,7 +3,7 @@
 The byte strings are what kubectl v1.32.4 sent to kubesim for
 ``kubectl create deployment web --image=nginx:1.25 --replicas=3 --port=8080 -- sleep 100`` and
 ``kubectl create job j1 --image=busybox -- echo hi`` (captured from the request log), so these
-tests hold without a kubectl binary; ``test_fidelity_kubectl`` runs the real thing.
+tests hold without a kubectl binary; ``tests/kubesim/kubectl/test_fidelity.py`` runs the real thing.
 """
 
 from __future__ import annotations

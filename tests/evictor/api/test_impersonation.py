@@ -32,7 +32,7 @@ from tests.support.kubeconfigs import write_kubeconfig
 from tests.support.living import living, settle
 from tests.support.manifests import node, pod, replicaset
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXTRA_KEY = "example.com/scopes"  # "/" is no header token character: sent as %2F
 
 

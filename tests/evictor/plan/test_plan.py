@@ -34,7 +34,7 @@ from tests.support.planview import (
 )
 
 GOING = ("2027-01-15T08:00:00Z", "2027-01-15T08:00:15Z")  # NOW, and 15 s later
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def pods_of(plan: DrainPlan) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """kubectl against the living cluster: apply, scale, rollout status, get pods, delete.
 
 Skipped only when no kubectl binary exists; runs for every installed kubectl (see
-``test_kubectl.py``). Pods are bound by a test stand-in for the scheduler loop.
+``tests.support.kubectl``). Pods are bound by a test stand-in for the scheduler loop.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ async def test_delete_deployment_cleans_up(kubectl: Kubectl, tmp_path: Path) -> 
     assert "No resources found" in out + err
 
 
-EXAMPLE_STATE = Path(__file__).resolve().parents[2] / "examples" / "kubesim-state.yaml"
+EXAMPLE_STATE = Path(__file__).resolve().parents[3] / "examples" / "kubesim-state.yaml"
 
 
 @pytest.fixture(params=BINARIES or ["kubectl"], ids=lambda b: Path(b).name)
@@ -173,7 +173,7 @@ async def test_rollout_status_completes_on_a_seeded_cluster(seeded: Kubectl) -> 
     assert "NewReplicaSet:   web-5d8f (2/2 replicas created)" in out
 
 
-CLUSTER = Path(__file__).resolve().parents[2] / "examples" / "kubesim-cluster.yaml"
+CLUSTER = Path(__file__).resolve().parents[3] / "examples" / "kubesim-cluster.yaml"
 WORKERS = ["worker-1", "worker-2", "worker-3"]
 
 
