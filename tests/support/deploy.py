@@ -1,5 +1,6 @@
-"""The agent's install as deploy/ ships it: the manifests read, one object of a kind, and the
-DaemonSet's command line as the kubelet expands it."""
+"""The agent's install as deploy/ ships it: the manifests read, one object of a kind, the
+DaemonSet's command line as the kubelet expands it, the agent's user, and the nodes the install
+is proven on (``NODES``)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,43 @@ def daemonset_args(env: dict[str, str]) -> list[str]:
         assert "$(" not in expanded, expanded
         out.append(expanded)
     return out
+
+
+AGENT = "system:serviceaccount:kube-system:eviction-agent"
+
+
+NODES = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {kubernetes.io/hostname: node-1, kubernetes.io/os: linux}
+status:
+  capacity: {cpu: "4", memory: 1Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-2
+  labels: {kubernetes.io/hostname: node-2, kubernetes.io/os: linux}
+status:
+  capacity: {cpu: "4", memory: 8Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: elsewhere, namespace: default}
+spec:
+  nodeName: node-2
+  containers: [{name: c, image: app}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: db-password, namespace: default}
+stringData: {password: hunter2}
+"""
+
+
+def optional(name: str) -> Path:
+    return DEPLOY / "optional" / name

@@ -1,4 +1,5 @@
-"""Builders for the PodTopologySpread tests, in the shape of kube's ``st.MakePod`` tables."""
+"""Builders for the PodTopologySpread tests, in the shape of kube's ``st.MakePod`` tables, and the
+filtering tests' shared vocabulary (the plugin, its PreFilter run, the state it must reach)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kube.objects import KubeObject, Node, Pod
+from scheduler.framework import Code, CycleState
+from scheduler.plugins.podtopologyspread.common import MAX_INT32, CriticalPaths
+from scheduler.plugins.podtopologyspread.filtering import PreFilterState
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
+from scheduler.snapshot import Snapshot
 
 FOO: Mapping[str, Any] = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
 BAR: Mapping[str, Any] = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
@@ -158,3 +164,59 @@ def replica_set(name: str, selector: Mapping[str, Any]) -> KubeObject:
     return ReplicaSet.from_dict(
         {"kind": "ReplicaSet", "metadata": {"name": name}, "spec": {"selector": dict(selector)}}
     )
+
+
+S, U, UU = Code.Success, Code.Unschedulable, Code.UnschedulableAndUnresolvable
+
+
+Paths = Mapping[str, tuple[tuple[str, int], tuple[str, int]]]
+
+
+Pairs = Mapping[tuple[str, str], int]
+
+
+NO_GATES: dict[str, bool] = {
+    "enable_node_inclusion_policy": False,
+    "enable_match_label_keys": False,
+}
+
+
+def plugin(**kw: Any) -> PodTopologySpread:
+    return PodTopologySpread(defaulting_type="List", **kw)
+
+
+def run_pre_filter(
+    pl: PodTopologySpread, pod: Pod, objects: Sequence[KubeObject]
+) -> tuple[CycleState, Snapshot, Any]:
+    snapshot = Snapshot.from_objects(objects)
+    state = CycleState()
+    return state, snapshot, pl.pre_filter(state, pod, snapshot)
+
+
+def assert_state(s: PreFilterState, domains: Mapping[str, int], paths: Paths, pairs: Pairs) -> None:
+    assert s.tp_key_to_domains_num == dict(domains)
+    assert s.tp_key_to_critical_paths == {k: CriticalPaths(*v) for k, v in paths.items()}
+    assert s.tp_pair_to_match_num == dict(pairs)
+
+
+NOT_SET = ("", MAX_INT32)
+
+
+def z(v1: int, v2: int, v3: int | None = None) -> dict[tuple[str, str], int]:
+    out = {("zone", "zone1"): v1, ("zone", "zone2"): v2}
+    if v3 is not None:
+        out[("zone", "zone3")] = v3
+    return out
+
+
+def n(**counts: int) -> dict[tuple[str, str], int]:
+    return {("node", f"node-{k}"): v for k, v in counts.items()}
+
+
+HI = ("Honor", "Ignore")
+
+
+II = ("Ignore", "Ignore")
+
+
+HH = ("Honor", "Honor")
