@@ -12,9 +12,7 @@ from kubesim.sim import Simulator
 
 POLICY_API = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
 
-
 BINDING_API = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
-
 
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 
@@ -95,7 +93,6 @@ def pod(name: str, *, node: str = "", labels: dict[str, str] | None = None) -> d
 
 
 PODS = "/api/v1/namespaces/default/pods"
-
 
 PARAM_POLICY_RULES = [
     {

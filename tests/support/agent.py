@@ -27,7 +27,6 @@ STATE = "\n---\n".join(
     ]
 )
 
-
 USAGE = {
     "default/a": 300 * MI,
     "default/b": 300 * MI,
@@ -80,9 +79,7 @@ async def stop(agent: Agent, api: Any) -> None:
 
 MEMORY_TAINT = {"key": "node-pressure-evictor.io/memory-pressure", "effect": "NoSchedule"}
 
-
 OPERATOR_TAINT = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
-
 
 TAINTED_STATE = "\n---\n".join(
     [

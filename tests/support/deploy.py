@@ -57,7 +57,6 @@ def daemonset_args(env: dict[str, str]) -> list[str]:
 
 AGENT = "system:serviceaccount:kube-system:eviction-agent"
 
-
 NODES = """
 apiVersion: v1
 kind: Node

@@ -45,8 +45,6 @@ def lines(text: str) -> list[str]:
 
 WEB = [pod(f"web-{i}", app="web") for i in range(3)]
 
-
 AGENT = pod("agent-x", namespace="kube-system", owner=("apps/v1", "DaemonSet", "agent"))
-
 
 BASE = [node("node-1"), node("node-2"), replicaset("web"), daemonset("agent"), *WEB, AGENT]

@@ -12,7 +12,6 @@ from kube.objects import Pod
 
 MI = 1024 * 1024
 GI = 1024 * MI
-T0 = 1_700_000_000.0
 
 
 def make_pod(

@@ -29,7 +29,6 @@ def _kubectl_binaries() -> list[str]:
 
 BINARIES = _kubectl_binaries()
 
-
 STATE = """
 apiVersion: v1
 kind: Node

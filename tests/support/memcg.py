@@ -16,7 +16,6 @@ import pytest
 MIB = 1 << 20
 V1_MEMORY = Path("/sys/fs/cgroup/memory")
 
-
 ALLOCATE = """
 import signal, sys, time
 held = []

@@ -10,16 +10,13 @@ from kube.objects import Pod, PriorityClass
 
 DNS_RE = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 
-
 NAME_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or"
     " '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex"
     f" used for validation is '{DNS_RE}')"
 )
 
-
 RESERVED = "priority class names with 'system-' prefix are reserved for system use only. error: "
-
 
 UNKNOWN_SYSTEM_FOO = (
     f"metadata.name: Forbidden: {RESERVED}system-foo is not a known system priority class"

@@ -174,7 +174,6 @@ Paths = Mapping[str, tuple[tuple[str, int], tuple[str, int]]]
 
 Pairs = Mapping[tuple[str, str], int]
 
-
 NO_GATES: dict[str, bool] = {
     "enable_node_inclusion_policy": False,
     "enable_match_label_keys": False,
@@ -215,8 +214,6 @@ def n(**counts: int) -> dict[tuple[str, str], int]:
 
 HI = ("Honor", "Ignore")
 
-
 II = ("Ignore", "Ignore")
-
 
 HH = ("Honor", "Honor")

@@ -18,14 +18,12 @@ TAINTS = [
     {"key": "soft", "effect": "PreferNoSchedule"},
 ]
 
-
 TOLERATIONS = [
     {"key": "dedicated", "operator": "Exists"},
     {"key": "maintenance", "operator": "Exists", "effect": "NoExecute"},
     {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
     {"operator": "Exists"},
 ]
-
 
 ZONE = "topology.kubernetes.io/zone"
 
