@@ -39,8 +39,8 @@ MI = 1 << 20
 
 def _fakes() -> Any:
     # the fake node's Summary, shared with the agent's tests (bench/ is not a package)
-    path = ROOT / "tests" / "agent" / "agent_fakes.py"
-    spec = importlib.util.spec_from_file_location("agent_fakes", path)
+    path = ROOT / "tests" / "support" / "fakenode.py"
+    spec = importlib.util.spec_from_file_location("fakenode", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -107,7 +107,7 @@ async def bench(speed: float) -> list[dict[str, Any]]:
     times the Node status report, kubesim's own time scale — so each count is what an hour of
     real time sends. Hour 1 is idle (start-up included); in hour 2 one pod's working set
     climbs past ``memory.available<500Mi`` at minute 10, is evicted, and the pressure ends
-    after its transition period. The stats come from ``tests/agent/agent_fakes.FakeNode``."""
+    after its transition period. The stats come from ``tests/support/fakenode.FakeNode``."""
     from agent.config import load_config
     from agent.daemon import Agent
 

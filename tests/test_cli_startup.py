@@ -116,7 +116,8 @@ async def test_drain_evicts_without_the_client_models() -> None:
     """``evict drain`` on its whole hot path (node, cordon, list, evictions, a budget's 429 and
     its watch, the deletion watch) loads none of the ~770 model classes of kubernetes-asyncio
     and only the API classes it calls: importing them costs ~0.3 s before the first request."""
-    from tests.evictor.conftest import living, node, pdb, pod, replicaset, settle
+    from tests.support.living import living, settle
+    from tests.support.manifests import node, pdb, pod, replicaset
 
     objs = [
         node("node-1"),

@@ -4,7 +4,7 @@ connection needs them (``defer_system_cas``).
 
 The room's one workaround that reaches into its dependencies: nothing else in the project
 touches a private name of aiohttp, kubernetes-asyncio or urllib3, and ``dependency_problems()``
-(``tests/evictor/test_deferred_contract.py``, in a fresh interpreter) fails loudly when an
+(``tests/evictor/api/test_deferred_contract.py``, in a fresh interpreter) fails loudly when an
 upgrade moves what this module relies on, instead of the agent silently losing the saving. It
 lives here, not in the agent, because the agent and the ``evict`` CLI both use it and the agent
 may import ``evictor``, not the other way round.

@@ -27,8 +27,8 @@ from agent.systemd import Notifier
 from evictor.api.connect import connect
 from evictor.api.health import ApiHealth, request_kind
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
-from tests.agent.test_loop_e2e import until
+from tests.support.fakenode import MI, NODES, FakeNode, pod
+from tests.support.wait import until
 
 SA = "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: agent, namespace: kube-system}"
 BOUND = 0.3  # seconds of refusals before the agent says it is not ready

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from kubesim.node.config import NodeConfig
 from kubesim.node.filesystem import FilesystemConfig
 from kubesim.node.runtime import ProcessRuntime, RuntimeMode
 from kubesim.sim import Simulator
+from tests.support.wait import until
 
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 1 << 20
@@ -160,15 +161,6 @@ async def agent_cgroup() -> AsyncIterator[MemoryCgroup]:
         cgroup.remove()
 
 
-async def until(what: str, cond: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g} s: {what}")
-        await asyncio.sleep(0.2)
-    return value
-
-
 def readyz(port: int) -> int:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as resp:
@@ -239,7 +231,7 @@ async def test_the_agent_stays_in_its_memory_limit_ready_and_evicts_the_right_po
     ) as sim:
         try:
             await create_workload(sim)
-            await until("every pod runs", lambda: running(sim), 120)
+            await until(lambda: running(sim), what="every pod runs", timeout=120, step=0.2)
             runtime = sim.runtimes[NODE]
             assert runtime.sub_root is not None
             with open(log, "wb") as out:
@@ -277,8 +269,10 @@ async def test_the_agent_stays_in_its_memory_limit_ready_and_evicts_the_right_po
                     )
                 return 0
 
-            port = await until("the agent listens", listening, 60)
-            await until("/readyz answers 200", lambda: readyz(port) == 200, 90)
+            port = await until(listening, what="the agent listens", timeout=60, step=0.2)
+            await until(
+                lambda: readyz(port) == 200, what="/readyz answers 200", timeout=90, step=0.2
+            )
             assert agent.pid in agent_cgroup.procs()
 
             hog = [*ALLOCATOR, "--rate-mib-per-s", "200", "--max-mib", "700"]
@@ -302,7 +296,9 @@ async def test_the_agent_stays_in_its_memory_limit_ready_and_evicts_the_right_po
                 answers.append(readyz(port))
                 return [r.name for r in sim.requests.filter(verb="delete", resource="pods")]
 
-            await until("the agent evicts the hog", lambda: "hog" in deleted(), 60)
+            await until(
+                lambda: "hog" in deleted(), what="the agent evicts the hog", timeout=60, step=0.2
+            )
             await asyncio.sleep(0.4)  # a second eviction would follow within a sync or two
             assert deleted() == ["hog"], log.read_text()[-3000:]
             assert set(answers) == {200}, answers

@@ -265,7 +265,7 @@ async def test_rank_with_pods_from_the_api(tmp_path: Path) -> None:
     import asyncio
 
     import kubesim
-    from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
+    from tests.support.fakenode import MI, NODES, FakeNode, pod
 
     state = "\n---\n".join(
         [

@@ -25,7 +25,8 @@ import pytest
 import kubesim
 from agent.daemon import Agent
 from kubesim.sim import Simulator
-from tests.agent.test_loop_e2e import config, more_syncs, pod_deletes, until
+from tests.support.agent import config, more_syncs, pod_deletes
+from tests.support.wait import until
 
 MI = 1 << 20
 HOLD = "import signal, sys\nb = bytearray(int(sys.argv[1]) << 20)\nb[::4096] = b'1' * (len(b) // 4096)\nsignal.pause()\n"  # noqa: E501

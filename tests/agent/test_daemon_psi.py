@@ -19,8 +19,8 @@ from agent.config import load_config
 from agent.daemon import Agent
 from agent.metrics import AgentMetrics
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import NODES, FakeNode, pod
-from tests.agent.test_loop_e2e import until
+from tests.support.fakenode import NODES, FakeNode, pod
+from tests.support.wait import until
 
 
 def psi(total_us: int) -> str:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kube.quantity import parse_quantity
+from tests.support.deploy import DEPLOY, base, container, daemonset_args, docs, one
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 MIB = 1024 * 1024
 FOOTPRINT_TARGET = 60 * MIB
 # bench/agent_footprint.py on realistic pods (110 x ~30 KB with managedFields, relists under
@@ -20,29 +18,8 @@ MEASURED_PEAK_RSS = 56.8 * MIB
 MEMORY_MARGIN = 1.5
 
 
-def _docs(paths: list[Path]) -> list[dict[str, Any]]:
-    return [d for p in paths for d in yaml.safe_load_all(p.read_text()) if d is not None]
-
-
-# kustomize's own files, not manifests
-KUSTOMIZE_FILES = {"kustomization.yaml", "kustomizeconfig.yaml"}
-
-
-def _manifests() -> list[Path]:
-    return sorted(p for p in DEPLOY.glob("*.yaml") if p.name not in KUSTOMIZE_FILES)
-
-
-def _base() -> list[dict[str, Any]]:
-    return _docs(_manifests())
-
-
 def _optional() -> list[dict[str, Any]]:
-    return _docs(sorted((DEPLOY / "optional").glob("*.yaml")))
-
-
-def _one(kind: str, docs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    [obj] = [d for d in (docs if docs is not None else _base()) if d["kind"] == kind]
-    return obj
+    return docs(*sorted((DEPLOY / "optional").glob("*.yaml")))
 
 
 def _rule_pairs(role: dict[str, Any]) -> Iterator[tuple[tuple[str, str], str]]:
@@ -62,7 +39,7 @@ def _grants(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
 
 
 def test_every_manifest_parses_and_names_its_kind() -> None:
-    docs = _base() + _optional()
+    docs = base() + _optional()
     assert {d["kind"] for d in docs} == {
         "ServiceAccount",
         "ClusterRole",
@@ -76,12 +53,12 @@ def test_every_manifest_parses_and_names_its_kind() -> None:
 
 
 def _role(name: str) -> dict[str, Any]:
-    [role] = [d for d in _base() if d["kind"] == "ClusterRole" and d["metadata"]["name"] == name]
+    [role] = [d for d in base() if d["kind"] == "ClusterRole" and d["metadata"]["name"] == name]
     return role
 
 
 def test_cluster_role_is_least_privilege() -> None:
-    roles = {d["metadata"]["name"] for d in _base() if d["kind"] == "ClusterRole"}
+    roles = {d["metadata"]["name"] for d in base() if d["kind"] == "ClusterRole"}
     assert roles == {"eviction-agent", "eviction-agent-kubelet-stats"}
     # the kubelet's summary (per-pod disk figures) is read as installed: one read-only grant
     assert _grants(_role("eviction-agent-kubelet-stats")) == {("", "nodes/stats"): {"get"}}
@@ -96,7 +73,7 @@ def test_cluster_role_is_least_privilege() -> None:
 
 
 def test_no_manifest_grants_nodes_proxy_or_wildcards() -> None:
-    for role in [d for d in _base() + _optional() if d["kind"] == "ClusterRole"]:
+    for role in [d for d in base() + _optional() if d["kind"] == "ClusterRole"]:
         for (group, res), verb in _rule_pairs(role):
             assert res != "nodes/proxy", role["metadata"]["name"]
             assert "*" not in (group, res, verb), role["metadata"]["name"]
@@ -123,7 +100,7 @@ def test_the_policy_names_the_agents_own_conditions_and_taints() -> None:
     from agent.daemon import PRESSURE_CONDITIONS
     from kube.conditions import DISRUPTION_TARGET
 
-    policy = _one("ValidatingAdmissionPolicy")
+    policy = one("ValidatingAdmissionPolicy")
     variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
     own = variables["ownConditions"]
     for condition in PRESSURE_CONDITIONS:
@@ -136,11 +113,11 @@ def test_the_policy_names_the_agents_own_conditions_and_taints() -> None:
 
 
 def test_bindings_tie_roles_to_the_service_account() -> None:
-    sa = _one("ServiceAccount")
-    ds = _one("DaemonSet")
+    sa = one("ServiceAccount")
+    ds = one("DaemonSet")
     assert ds["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"]
-    roles = {d["metadata"]["name"] for d in _base() + _optional() if d["kind"] == "ClusterRole"}
-    bindings = [d for d in _base() + _optional() if d["kind"] == "ClusterRoleBinding"]
+    roles = {d["metadata"]["name"] for d in base() + _optional() if d["kind"] == "ClusterRole"}
+    bindings = [d for d in base() + _optional() if d["kind"] == "ClusterRoleBinding"]
     assert {b["roleRef"]["name"] for b in bindings} == roles
     for b in bindings:
         assert b["roleRef"]["kind"] == "ClusterRole"
@@ -155,16 +132,11 @@ def test_bindings_tie_roles_to_the_service_account() -> None:
 
 @pytest.fixture
 def pod_spec() -> dict[str, Any]:
-    ds = _one("DaemonSet")
+    ds = one("DaemonSet")
     labels = ds["spec"]["template"]["metadata"]["labels"]
     assert ds["spec"]["selector"]["matchLabels"].items() <= labels.items()
     spec: dict[str, Any] = ds["spec"]["template"]["spec"]
     return spec
-
-
-def _container(spec: dict[str, Any]) -> dict[str, Any]:
-    [c] = spec["containers"]
-    return c  # type: ignore[no-any-return]
 
 
 def test_daemonset_is_node_critical_and_tolerates_everything(pod_spec: dict[str, Any]) -> None:
@@ -174,14 +146,14 @@ def test_daemonset_is_node_critical_and_tolerates_everything(pod_spec: dict[str,
 
 
 def test_node_name_comes_from_the_downward_api(pod_spec: dict[str, Any]) -> None:
-    c = _container(pod_spec)
+    c = container(pod_spec)
     env = {e["name"]: e for e in c["env"]}
     assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
     assert "--node-name=$(NODE_NAME)" in c["args"]
 
 
 def test_host_trees_are_mounted_read_only_and_proc_is_not(pod_spec: dict[str, Any]) -> None:
-    c = _container(pod_spec)
+    c = container(pod_spec)
     volumes = {v["name"]: v for v in pod_spec["volumes"]}
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     for host, inside, flag in [
@@ -206,7 +178,7 @@ def test_host_trees_are_mounted_read_only_and_proc_is_not(pod_spec: dict[str, An
 
 
 def test_container_is_locked_down(pod_spec: dict[str, Any]) -> None:
-    sc = _container(pod_spec)["securityContext"]
+    sc = container(pod_spec)["securityContext"]
     assert sc["readOnlyRootFilesystem"] is True
     assert sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"]["drop"] == ["ALL"]
@@ -216,7 +188,7 @@ def test_container_is_locked_down(pod_spec: dict[str, Any]) -> None:
 
 
 def test_resources_fit_the_footprint_target(pod_spec: dict[str, Any]) -> None:
-    res = _container(pod_spec)["resources"]
+    res = container(pod_spec)["resources"]
     req = parse_quantity(res["requests"]["memory"])
     lim = parse_quantity(res["limits"]["memory"])
     # requests == limits for memory: the measured peak with its margin, and bounded above
@@ -229,30 +201,13 @@ def test_resources_fit_the_footprint_target(pod_spec: dict[str, Any]) -> None:
 
 
 def test_metrics_port_and_probes(pod_spec: dict[str, Any]) -> None:
-    c = _container(pod_spec)
+    c = container(pod_spec)
     [port] = c["ports"]
     assert (port["name"], port["containerPort"]) == ("metrics", 9808)
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     # dual-stack: the probes reach the pod over IPv4 or IPv6, whichever its IP is
     assert "--http-address=[::]:9808" in c["args"]
-
-
-def daemonset_args(env: dict[str, str]) -> list[str]:
-    """The agent's command line as the kubelet starts it: ``$(VAR)`` expanded from the
-    container's environment (the downward API's values given here), ``run`` dropped."""
-    c = _container(_one("DaemonSet")["spec"]["template"]["spec"])
-    assert c["command"] == ["eviction-agent"] and c["args"][0] == "run"
-    names = {e["name"] for e in c["env"]}
-    assert set(env) <= names
-    out = []
-    for arg in c["args"][1:]:
-        expanded = arg
-        for name, value in env.items():
-            expanded = expanded.replace(f"$({name})", value)
-        assert "$(" not in expanded, expanded
-        out.append(expanded)
-    return out
 
 
 @pytest.mark.parametrize(

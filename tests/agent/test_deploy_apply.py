@@ -4,7 +4,8 @@
 which lists every top-level manifest (present and coming: the admission policy another change
 adds). The DaemonSet and ServiceAccount are created through kubesim with ``fieldValidation=Strict``
 (an unknown or misspelt field is a 400, as in kube-apiserver), and real ``kubectl apply
---dry-run=server`` is run against kubesim the way ``tests/kubesim/test_kubectl.py`` runs kubectl.
+--dry-run=server`` is run against kubesim the way ``tests/kubesim/kubectl/test_basics.py``
+runs kubectl.
 Tests that need kubectl are marked ``kubectl`` and skipped only when no kubectl is installed.
 """
 

@@ -16,7 +16,7 @@ import errno
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
@@ -24,16 +24,10 @@ import pytest
 from agent import http
 from agent.http import HttpLimits, HttpServer, listen_socket, make_app, start_http
 from agent.metrics import AgentMetrics
+from tests.support.wait import until
 
 HALF_SENT = b"GET /healthz HTTP/1.1\r\nHost: agent\r\nUser-Agent: slow"
 LIMITS = HttpLimits(read_timeout=0.3, idle_timeout=0.3, max_connections=64)
-
-
-async def until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 @contextlib.asynccontextmanager
@@ -98,12 +92,12 @@ async def test_400_half_sent_requests_do_not_starve_healthz() -> None:
         # every half-sent request is closed by the server: dropped, or at its read timeout
         closed = await asyncio.gather(*(_eof_within(r, 60) for r, _ in clients))
         assert all(closed)
-        await until(lambda: srv.connections == 0)
+        await until(lambda: srv.connections == 0, timeout=30.0)
         for _, writer in clients:
             writer.close()
         await asyncio.gather(*(w.wait_closed() for _, w in clients), return_exceptions=True)
         # the server's descriptors are back too (the clients' are closed: same process)
-        await until(lambda: _open_fds() <= baseline)
+        await until(lambda: _open_fds() <= baseline, timeout=30.0)
 
 
 async def test_a_trickled_head_is_cut_at_the_read_timeout(server: tuple[HttpServer, int]) -> None:
@@ -168,7 +162,7 @@ async def test_whole_requests_keep_alive_then_idle_out() -> None:
             # last request (the event loop's timers may fire up to a clock tick early)
             assert await _eof_within(reader, 60)
             assert time.monotonic() - last_sent >= limits.idle_timeout - 0.01
-            await until(lambda: srv.connections == 0)
+            await until(lambda: srv.connections == 0, timeout=30.0)
         finally:
             writer.close()
 

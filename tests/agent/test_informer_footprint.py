@@ -25,7 +25,7 @@ from kube.objects import Pod
 from kube.qos import get_pod_qos
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
-from tests.benchutil import load_bench
+from tests.support.bench import load_bench
 
 FP = load_bench("agent_footprint")
 

@@ -19,8 +19,8 @@ from agent.informer import PodInformer
 from agent.logs import JsonFormatter
 from evictor.api.watching import parse_event
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
-from tests.agent.test_loop_e2e import until
+from tests.support.fakenode import MI, NODES, FakeNode, pod
+from tests.support.wait import until
 
 STATE = "\n---\n".join([NODES, pod("a", request="10Mi"), pod("x", node="node-2")])
 
@@ -63,12 +63,7 @@ async def test_a_static_pods_cgroup_is_named_and_ranked_as_its_mirror_pod(
     for the mirror pod."""
     from agent.eviction import kubelet_view, make_signal_observations
     from agent.sources import Roots, SourceConfig, SummaryCollector
-    from tests.agent.sources.treebuilder import (
-        FakeCgroup,
-        FakePod,
-        build_cgroup_tree,
-        build_proc_tree,
-    )
+    from tests.support.cgroupfs import FakeCgroup, FakePod, build_cgroup_tree, build_proc_tree
 
     mirror = {"kubernetes.io/config.mirror": STATIC_UID, "kubernetes.io/config.source": "file"}
     sim.apply(pod("etcd-node-1", namespace="kube-system", annotations=mirror))

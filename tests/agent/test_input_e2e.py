@@ -8,8 +8,7 @@ from the pod's manifest reach the decisions; the brake holds evictions back.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,8 @@ import kubesim
 from agent.config import load_config
 from agent.daemon import Agent
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
+from tests.support.fakenode import MI, NODES, FakeNode, pod
+from tests.support.wait import until
 
 NEVER = {"node-pressure-evictor.io/eviction-preference": "never"}
 STATE = "\n---\n".join(
@@ -46,14 +46,6 @@ def config(**fields: Any) -> Any:
     }
     base.update(fields)
     return load_config(base, env={})
-
-
-async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
 
 
 def pod_deletes(sim: Simulator) -> list[str]:

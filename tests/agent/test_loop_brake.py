@@ -14,9 +14,9 @@ from agent.eviction import EvictionBrake, EvictionDecision
 from agent.loop import EvictionLoop
 from agent.metrics import AgentMetrics
 from kube.objects import Pod, Volume
-from tests.agent.agent_fakes import MI, ts
-from tests.agent.eviction_builders import FakeClock
-from tests.agent.test_loop_triggers import Actions, Node, manager, summary
+from tests.support.agentloop import Actions, Node, manager, summary
+from tests.support.clock import FakeClock
+from tests.support.fakenode import MI, ts
 
 
 class ScratchNode(Node):

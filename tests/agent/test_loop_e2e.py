@@ -9,70 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 import kubesim
-from agent.config import load_config
-from agent.daemon import Agent
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
-
-STATE = "\n---\n".join(
-    [
-        NODES,
-        pod("a", priority=0, request="100Mi"),
-        pod("b", priority=1000, request="100Mi"),
-        pod("c", priority=0, request="400Mi"),
-        pod("crit", namespace="kube-system", priority=2000000000),
-        pod("other", node="node-2"),
-    ]
-)
-USAGE = {
-    "default/a": 300 * MI,
-    "default/b": 300 * MI,
-    "default/c": 200 * MI,
-    "kube-system/crit": 50 * MI,
-    "default/other": 900 * MI,
-}
+from tests.support.agent import STATE, USAGE, config, more_syncs, pod_deletes, start, stop
+from tests.support.fakenode import MI, FakeNode, pod
+from tests.support.wait import until
 
 
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
     async with kubesim.serve(state=STATE, time_scale=0.01, bookmark_interval=0.2) as s:
         yield s
-
-
-def config(**fields: Any) -> Any:
-    base: dict[str, Any] = {
-        "evictionHard": {"memory.available": "500Mi"},
-        "housekeepingInterval": "50ms",
-        "nodeName": "node-1",
-    }
-    base.update(fields)
-    return load_config(base)
-
-
-async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
-
-
-async def more_syncs(agent: Agent, n: int) -> None:
-    """Let the agent sync ``n`` more times (an observation window counted in syncs, not
-    seconds: what must not happen has had ``n`` chances to)."""
-    target = agent.loop.stats.syncs + n
-    await until(lambda: agent.loop.stats.syncs >= target, timeout=30)
-
-
-def pod_deletes(sim: Simulator) -> list[str]:
-    return [r.name for r in sim.requests.filter(verb="delete", resource="pods")]
 
 
 def evictions(sim: Simulator) -> list[str]:
@@ -87,26 +39,6 @@ def writes(sim: Simulator) -> list[Any]:
         for r in sim.requests
         if r.method in ("POST", "PUT", "PATCH", "DELETE") and not r.path.startswith("/_kubesim")
     ]
-
-
-async def start(sim: Simulator, fake: FakeNode, cfg: Any, **kw: Any) -> tuple[Agent, Any]:
-    api = sim.api_client()
-    agent = Agent(
-        cfg,
-        api_client=api,
-        stats=fake.get_summary,
-        serve_http=False,
-        use_psi=False,
-        cleanup_timeout=5.0,
-        **kw,
-    )
-    await agent.start()
-    return agent, api
-
-
-async def stop(agent: Agent, api: Any) -> None:
-    await agent.stop()
-    await api.close()
 
 
 async def test_evicts_in_kubelet_order_one_pod_per_sync_with_condition_and_event(

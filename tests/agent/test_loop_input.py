@@ -12,8 +12,8 @@ import pytest
 
 from agent.loop import EvictionLoop
 from agent.metrics import AgentMetrics
-from tests.agent.agent_fakes import MI
-from tests.agent.test_loop_triggers import Actions, Node, manager, summary
+from tests.support.agentloop import Actions, Node, manager, summary
+from tests.support.fakenode import MI
 
 
 def absurd(kind: str) -> dict[str, Any]:

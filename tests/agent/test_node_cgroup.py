@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent.cli import cli
-from tests.agent.sources.treebuilder import (
+from tests.support.cgroupfs import (
     FakeCgroup,
     FakePod,
     _write_v1,

@@ -28,18 +28,10 @@ from agent.timeline import (
     read_timeline,
     timeline_files,
 )
-from tests.agent.agent_fakes import MI
-from tests.agent.eviction_builders import PodUsage, summary
-from tests.agent.test_loop_e2e import (
-    STATE,
-    USAGE,
-    FakeNode,
-    config,
-    more_syncs,
-    start,
-    stop,
-    until,
-)
+from tests.support.agent import STATE, USAGE, config, more_syncs, start, stop
+from tests.support.eviction import PodUsage, summary
+from tests.support.fakenode import MI, FakeNode
+from tests.support.wait import until
 
 ROOT = Path(__file__).resolve().parents[2]
 HARD = Threshold("memory.available", "LessThan", ThresholdValue(quantity=200 * MI))

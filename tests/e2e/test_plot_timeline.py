@@ -16,7 +16,7 @@ import pytest
 from agent.eviction import Observation, Threshold, ThresholdValue
 from agent.timeline import TimelineRecorder, read_timeline, timeline_files
 from examples.plot_timeline import EVICTION_GID, plot
-from tests.agent.eviction_builders import PodUsage, summary
+from tests.support.eviction import PodUsage, summary
 
 ROOT = Path(__file__).resolve().parents[2]
 MI = 1 << 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.benchutil import load_bench
+from tests.support.bench import load_bench
 
 
 @pytest.mark.asyncio

@@ -21,8 +21,10 @@ from evictor.listener import EvictionListener
 from evictor.result import EvictionResult, Outcome
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
-
-from .conftest import FakeClock, node, pdb, pin, pod, replicaset, wait_until
+from tests.support.clock import FakeClock
+from tests.support.living import pin
+from tests.support.manifests import node, pdb, pod, replicaset
+from tests.support.wait import until
 
 WEB = [pod(f"web-{i}", app="web") for i in range(3)]
 BASE = [node("node-1"), node("node-2"), replicaset("web"), *WEB]
@@ -81,7 +83,7 @@ async def test_reopened_budget_releases_only_as_many_waiters_as_it_allows(sim: S
         await clock.asleep(3)  # all three refused and waiting for the budget
         assert [r.code for r in sim.requests.filter(subresource="eviction")] == [429] * 3
         pin(sim, "web", 1)
-        await wait_until(lambda: sum(t.done() for t in tasks) == 1)
+        await until(lambda: sum(t.done() for t in tasks) == 1, timeout=30.0)
         await asyncio.sleep(0.3)  # room for a thundering herd of retries to show
         # one slot: one waiter retried, the other two keep waiting (no thundering herd of 429s)
         assert [r.code for r in sim.requests.filter(subresource="eviction")][3:] == [201]
@@ -120,7 +122,7 @@ async def test_max_attempts_bounds_the_retries(sim: Simulator, evictor: Evictor)
 async def test_cancellation_stops_a_waiting_eviction(sim: Simulator, evictor: Evictor) -> None:
     pin(sim, "web", 0)
     task = asyncio.create_task(evictor.evict("default", "web-0"))
-    await wait_until(lambda: len(evictions(sim, "web-0")) == 1)
+    await until(lambda: len(evictions(sim, "web-0")) == 1, timeout=30.0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -534,7 +536,7 @@ async def test_still_processing_429_waits_its_retry_after_whatever_the_watch_sho
         assert (first.code, code, retry_after) == (429, 429, 10.0)
         assert cause == "The disruption budget web is still being processed by the server."
         sim.pin_pdb("default", "web", {**stale, "observedGeneration": generation})
-        await wait_until(lambda: bool((s := ev.pdb_state("default", "web")) and s.open))
+        await until(lambda: bool((s := ev.pdb_state("default", "web")) and s.open), timeout=30.0)
         await asyncio.sleep(0.2)
         assert len(evictions(sim, "web-0")) == 1  # the watch fired; the floor holds
         clock.advance(10.0)
@@ -582,19 +584,19 @@ async def test_deletion_wait_takes_pods_added_while_it_runs(
         deadline=time.time() + 30, node="node-1", on_done=lambda p, _o: seen.append(p.name)
     )
     running = asyncio.create_task(waiter.run())
-    await wait_until(lambda: bool(sim.requests.filter(verb="watch", resource="pods")))
+    await until(lambda: bool(sim.requests.filter(verb="watch", resource="pods")), timeout=30.0)
     # gone before it is added: the watch has seen its deletion — it has once it reports the
     # marker's, which comes after web-0's in the watch
     waiter.add(PodRef("default", "marker", marker["metadata"]["uid"], "node-1"))
     await evictor.delete("default", "web-0", grace_period_seconds=0)
     await evictor.delete("default", "marker", grace_period_seconds=0)
-    await wait_until(lambda: seen == ["marker"])
+    await until(lambda: seen == ["marker"], timeout=30.0)
     waiter.add(refs[0])
     assert seen == ["marker", "web-0"]
     # added first, deleted afterwards
     waiter.add(refs[1])
     await evictor.delete("default", "web-1", grace_period_seconds=0)
-    await wait_until(lambda: seen == ["marker", "web-0", "web-1"])
+    await until(lambda: seen == ["marker", "web-0", "web-1"], timeout=30.0)
     assert not running.done()  # not closed: more pods may come
     waiter.close()
     done = await asyncio.wait_for(running, 30)

@@ -20,8 +20,9 @@ from evictor.client import Evictor
 from evictor.result import Outcome
 from kubesim.registry.generic import DeleteOptions
 from kubesim.sim import Simulator
-
-from .conftest import living, node, pdb, pod, replicaset, settle, statefulset, wait_until
+from tests.support.living import living, settle
+from tests.support.manifests import node, pdb, pod, replicaset, statefulset
+from tests.support.wait import until
 
 TIME_SCALE = 0.01
 WEB = [node("node-1"), node("node-2"), replicaset("web"), pdb("web", max_unavailable=1)]
@@ -106,12 +107,12 @@ async def test_statefulset_replacement_with_a_new_uid_is_never_evicted() -> None
             freed = await ev.evict("default", "db-2", expected_uid=uid(sim, "db-2"))
             assert freed.outcome is Outcome.EVICTED  # the budget is spent until db-2 is back
             task = asyncio.create_task(ev.evict("default", "db-0", expected_uid=old))
-            await wait_until(lambda: len(evictions(sim, "db-0")) == 1)
+            await until(lambda: len(evictions(sim, "db-0")) == 1, timeout=30.0)
             # Meanwhile someone deletes db-0; its StatefulSet recreates it under the same name.
             rt = sim.scheme.for_kind("v1", "Pod")
             assert rt is not None
             sim.registry.delete(rt, "default", "db-0", DeleteOptions(grace_period_seconds=0))
-            await wait_until(lambda: recreated(sim, "db-0", old))
+            await until(lambda: recreated(sim, "db-0", old), timeout=30.0)
             result = await asyncio.wait_for(task, 10)
         assert result.outcome is Outcome.POD_REPLACED
         # One 429 for the original; the replacement (kubernetes/kubernetes#138229) was left alone.
@@ -131,7 +132,7 @@ async def test_eviction_of_a_recreated_pod_is_refused_by_its_uid_precondition() 
         rt = sim.scheme.for_kind("v1", "Pod")
         assert rt is not None
         sim.registry.delete(rt, "default", "db-1", DeleteOptions(grace_period_seconds=0))
-        await wait_until(lambda: recreated(sim, "db-1", old))
+        await until(lambda: recreated(sim, "db-1", old), timeout=30.0)
         async for ev in _evictor(sim):
             result = await ev.evict("default", "db-1", expected_uid=old)
         assert result.outcome is Outcome.POD_REPLACED

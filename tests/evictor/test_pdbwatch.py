@@ -13,8 +13,9 @@ import kubesim
 from evictor.pdbwatch import PdbTracker
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
-
-from .conftest import node, pdb, pin, pod, replicaset, wait_until
+from tests.support.living import pin
+from tests.support.manifests import node, pdb, pod, replicaset
+from tests.support.wait import until
 
 BOOKMARKS = 0.05  # kubesim's bookmark interval in these tests; the bound is 3 of them
 
@@ -49,8 +50,11 @@ async def test_a_silent_pdb_watch_is_restarted_and_a_reopened_budget_releases_it
         tracker = PdbTracker(api, bookmark_interval=BOOKMARKS, liveness_factor=3)
         try:
             assert await tracker.ensure("default")
-            await wait_until(
-                lambda: len(sim.requests.filter(verb="watch", resource="poddisruptionbudgets")) == 1
+            await until(
+                lambda: (
+                    len(sim.requests.filter(verb="watch", resource="poddisruptionbudgets")) == 1
+                ),
+                timeout=30.0,
             )
             waiter = asyncio.create_task(
                 tracker.wait_reopen("default", ("web",), timeout=5.0, seen={})
@@ -64,7 +68,7 @@ async def test_a_silent_pdb_watch_is_restarted_and_a_reopened_budget_releases_it
             assert loop.time() - started < 3 * BOOKMARKS + 0.35  # the bound, plus a relist
             state = tracker.state("default")
             assert state is not None and state.stalls == 1 and state.failures == 0
-            await wait_until(lambda: tracker.get("default", "other") is not None)
+            await until(lambda: tracker.get("default", "other") is not None, timeout=30.0)
             lists = sim.requests.filter(verb="list", resource="poddisruptionbudgets")
             assert len(lists) == 2
         finally:

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from kubesim.cli import main
+from tests.support.wait import until_sync
 
 if TYPE_CHECKING:
     from kubesim.sim import Simulator
@@ -356,10 +357,11 @@ def test_background_stops_cleanly_on_sigterm(tmp_path: Path, state: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     os.kill(int(pid_file.read_text()), signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while (kubeconfig.exists() or pid_file.exists()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not kubeconfig.exists() and not pid_file.exists()
+    until_sync(
+        lambda: not kubeconfig.exists() and not pid_file.exists(),
+        timeout=10,
+        what="kubeconfig and pid file removed",
+    )
 
 
 def test_background_reports_a_failing_server(tmp_path: Path) -> None:
@@ -659,15 +661,7 @@ def test_a_stopping_server_leaves_a_newer_servers_pid_file(tmp_path: Path, state
     pid = int(pid_file.read_text())
     pid_file.write_text("999999999\n")  # what a newer server would have written
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("kubesim did not stop on SIGTERM")
+    until_sync(lambda: not _alive(pid), timeout=15, what="kubesim stopped on SIGTERM")
     assert pid_file.read_text() == "999999999\n"
 
 
@@ -685,3 +679,11 @@ def test_serve_without_the_kubesim_extra_says_what_to_install(
     assert _one_line(err) == (
         "Error: kubesim serve needs PyJWT: pip install 'node-pressure-evictor[kubesim]'"
     )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

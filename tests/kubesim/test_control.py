@@ -12,8 +12,7 @@ from kubernetes_asyncio import client
 import kubesim
 from kubesim.faults.file import CallRange, FaultError, load_faults, parse_faults
 from kubesim.sim import Simulator, StateError
-
-from .conftest import raw
+from tests.support.api import raw
 
 
 async def test_request_log_records_every_request(sim: Simulator, api: client.ApiClient) -> None:

@@ -15,8 +15,7 @@ from kubesim.endpoints.codec import json_response
 from kubesim.endpoints.request import RequestContext
 from kubesim.endpoints.server import DropConnection
 from kubesim.sim import Simulator
-
-from .conftest import raw, status_of
+from tests.support.api import raw, status_of
 
 
 async def test_request_hook_can_answer_with_a_status(sim: Simulator, api: client.ApiClient) -> None:

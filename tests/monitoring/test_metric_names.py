@@ -20,9 +20,9 @@ from agent.actions.evict import OUTCOMES
 from agent.config import load_config
 from agent.daemon import Agent
 from kubesim.sim import Simulator
-from tests.agent.agent_fakes import MI, NODES, FakeNode, pod
-from tests.agent.test_loop_e2e import until
 from tests.monitoring.promql import every_metric_name, metric_names
+from tests.support.fakenode import MI, NODES, FakeNode, pod
+from tests.support.wait import until
 
 PROMETHEUS_OWN = {"up"}
 SUFFIXES = {

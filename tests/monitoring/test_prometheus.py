@@ -47,6 +47,7 @@ from tests.monitoring.promql import (
     grafana_to_promql,
     panel_queries,
 )
+from tests.support.wait import until_sync
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = [
@@ -135,28 +136,27 @@ class Run:
 def _wait_evaluated_after(run: Run, timeout: float = 60) -> None:
     """Until every rule group was evaluated after the run's end (Prometheus's own clock:
     it scrapes and evaluates every SCRAPE_SECONDS, so what was scraped before is in)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        groups = run.get("/api/v1/rules")["groups"]
+
+    def groups_evaluated() -> list[dict[str, Any]] | None:
+        groups: list[dict[str, Any]] = run.get("/api/v1/rules")["groups"]
         last = [parse_rfc3339(g["lastEvaluation"]) for g in groups]
-        if groups and min(last) > run.end + SCRAPE_SECONDS:
-            return
-        assert time.monotonic() < deadline, f"rules not evaluated after the run: {groups}"
-        time.sleep(0.1)
+        return groups if groups and min(last) > run.end + SCRAPE_SECONDS else None
+
+    until_sync(groups_evaluated, timeout=timeout, step=0.1, what="rules evaluated after the run")
 
 
 def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         assert proc.poll() is None, "prometheus exited"
         with (
             contextlib.suppress(OSError),
             urllib.request.urlopen(url + "/-/ready", timeout=2) as r,
         ):
-            if r.status == 200:
-                return
-        time.sleep(0.2)
-    raise AssertionError("prometheus not ready within 60 s")
+            return r.status == 200
+        return False
+
+    until_sync(ready, timeout=timeout, step=0.2, what="prometheus ready")
 
 
 @pytest.fixture(scope="module")

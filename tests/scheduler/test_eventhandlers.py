@@ -7,7 +7,8 @@ from scheduler import eventhandlers as handlers
 from scheduler.queue import SchedulingQueue
 from scheduler.queue.scheduling_queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
 from scheduler.snapshot import Snapshot
-from tests.scheduler.test_queue_helpers import FakeClock, mkpod
+from tests.support.clock import FakeClock
+from tests.support.objects import mkpod
 
 
 def setup() -> tuple[Snapshot, SchedulingQueue]:

@@ -22,8 +22,8 @@ from scheduler.schedule import (
     schedule_one,
 )
 from scheduler.snapshot import NodeInfo, Snapshot
-from tests.scheduler.filters_helpers import node, pod, required, term
-from tests.scheduler.test_filters_batch import _cluster, _pod
+from tests.support.objects import node, pod, required, term
+from tests.support.strategies import arbitrary_pod, clusters
 
 UU = Code.UnschedulableAndUnresolvable
 ZONE = "topology.kubernetes.io/zone"
@@ -337,7 +337,7 @@ def _individually(p: Pod, snapshot: Snapshot, node_info: NodeInfo) -> list[Statu
     return out
 
 
-@given(_cluster())
+@given(clusters())
 def test_feasible_nodes_pass_every_filter_individually(cluster: tuple[Snapshot, Pod]) -> None:
     snapshot, incoming = cluster
     feasible, statuses = find_feasible_nodes(incoming, snapshot)
@@ -357,7 +357,7 @@ def _rebuilt(snapshot: Snapshot, order: Sequence[int]) -> Snapshot:
 
 @given(st.data())
 def test_feasible_set_does_not_depend_on_node_order(data: st.DataObject) -> None:
-    snapshot, incoming = data.draw(_cluster())
+    snapshot, incoming = data.draw(clusters())
     order = data.draw(st.permutations(range(len(snapshot.node_info_list))))
     shuffled = _rebuilt(snapshot, order)
     a_nodes, a_statuses = find_feasible_nodes(incoming, snapshot)
@@ -377,8 +377,11 @@ def test_feasible_set_does_not_depend_on_node_order(data: st.DataObject) -> None
 def test_decisions_on_a_long_lived_snapshot_match_a_fresh_one(data: st.DataObject) -> None:
     # NodeInfo.memo must never serve a stale verdict or score: after every bind, schedule
     # the next pod on the evolving snapshot and on one rebuilt from scratch.
-    snapshot, first = data.draw(_cluster())
-    drawn = [first, *(data.draw(_pod(f"next{i}")) for i in range(data.draw(st.integers(1, 5))))]
+    snapshot, first = data.draw(clusters())
+    drawn = [
+        first,
+        *(data.draw(arbitrary_pod(f"next{i}")) for i in range(data.draw(st.integers(1, 5)))),
+    ]
     for p in (d.with_changes(node_name="") for d in drawn):
         fresh = _rebuilt(snapshot, range(len(snapshot.node_info_list)))
         kept = schedule_one(p, snapshot, percentage_of_nodes_to_score=100)

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.benchutil import BENCH_DIR, load_bench
+from tests.support.bench import BENCH_DIR, load_bench
 
 BENCH = BENCH_DIR / "schedule.py"
 

@@ -21,7 +21,7 @@ from scheduler.plugins.noderesources.least_allocated import LeastAllocatedScorer
 from scheduler.plugins.registry import default_framework
 from scheduler.schedule import find_nodes_that_fit_pod, schedule_one, uniform_filter_verdict
 from scheduler.snapshot import ResourceColumns, Snapshot
-from tests.scheduler.filters_helpers import node, pod
+from tests.support.objects import node, pod
 
 _CPU = ["1", "2", "4"]
 _REQ_CPU = [None, "500m", "900m", "2", "5"]

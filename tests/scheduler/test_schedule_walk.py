@@ -19,7 +19,7 @@ from scheduler.objects import Pod
 from scheduler.plugins.registry import default_framework
 from scheduler.schedule import find_nodes_that_fit_pod, num_feasible_nodes_to_find
 from scheduler.snapshot import Snapshot
-from tests.scheduler.spread_helpers import DNS, HOSTNAME, ZONE, mknode, mkpod, tsc
+from tests.support.spread import DNS, HOSTNAME, ZONE, mknode, mkpod, tsc
 
 
 def _reference(

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.benchutil import BENCH_DIR, load_bench
+from tests.support.bench import BENCH_DIR, load_bench
 
 BENCH = BENCH_DIR / "scheduler_perf"  # run as python bench/scheduler_perf
 

@@ -25,7 +25,7 @@ from agent.sources.cgroups import (
 )
 from kube.cgroups import CgroupDriver, working_set
 from kube.qos import QOS_BEST_EFFORT, QOS_BURSTABLE, QOS_GUARANTEED
-from tests.agent.sources.treebuilder import FakeCgroup, FakePod, build_cgroup_tree, pod_dir
+from tests.support.cgroupfs import FakeCgroup, FakePod, build_cgroup_tree, pod_dir
 
 UID_G = "0f3b5c1e-1111-4a2b-9c3d-000000000001"
 UID_B = "0f3b5c1e-2222-4a2b-9c3d-000000000002"

@@ -18,12 +18,7 @@ from agent.sources.collector import (
 )
 from agent.sources.pods import PodIdentity, read_pods, read_pods_system_container
 from agent.sources.roots import Roots
-from tests.agent.sources.treebuilder import (
-    FakeCgroup,
-    FakePod,
-    build_cgroup_tree,
-    build_proc_tree,
-)
+from tests.support.cgroupfs import FakeCgroup, FakePod, build_cgroup_tree, build_proc_tree
 
 UID_G = "aaaaaaaa-1111-4a2b-9c3d-000000000001"
 UID_B = "bbbbbbbb-2222-4a2b-9c3d-000000000002"

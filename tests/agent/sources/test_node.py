@@ -18,7 +18,7 @@ from agent.sources.node import (
     rlimit_stats,
 )
 from kube.kernelstats import count_tasks, read_fs_stats, read_rlimit, running_task_count
-from tests.agent.sources.treebuilder import FakeCgroup, build_cgroup_tree, build_proc_tree
+from tests.support.cgroupfs import FakeCgroup, build_cgroup_tree, build_proc_tree
 
 T = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 TEXT = "2026-01-01T00:00:00.000000Z"

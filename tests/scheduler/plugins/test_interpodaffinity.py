@@ -17,7 +17,7 @@ from scheduler.plugins.interpodaffinity.filtering import (
     required_anti_affinity_terms,
 )
 from scheduler.snapshot import Snapshot
-from tests.scheduler.filters_helpers import namespace, node, pod, required, term
+from tests.support.objects import namespace, node, pod, required, term
 
 AFFINITY = Status(Code.UnschedulableAndUnresolvable, "node(s) didn't match pod affinity rules")
 ANTI = Status(Code.Unschedulable, "node(s) didn't match pod anti-affinity rules")

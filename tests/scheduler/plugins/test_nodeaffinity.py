@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scheduler.framework import Code, CycleState, Status
 from scheduler.plugins.nodeaffinity import NodeAffinity, required_node_affinity_node_names
 from scheduler.snapshot import NodeInfo, Snapshot
-from tests.scheduler.filters_helpers import node, pod, run_plugin
+from tests.support.objects import node, pod, run_plugin
 
 MISMATCH = Status(
     Code.UnschedulableAndUnresolvable, "node(s) didn't match Pod's node affinity/selector"

@@ -20,7 +20,7 @@ from scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY, 
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY, PreScoreState
 from scheduler.snapshot import Snapshot
-from tests.scheduler.spread_helpers import BAR, DNS, FOO, HOSTNAME, SA, ZONE, mknode, mkpod, tsc
+from tests.support.spread import BAR, DNS, FOO, HOSTNAME, SA, ZONE, mknode, mkpod, tsc
 
 NODES = 5
 LABELS = [{"foo": ""}, {"bar": ""}, {"foo": "", "bar": ""}, {}]

@@ -10,7 +10,7 @@ from scheduler.framework import Code, CycleState
 from scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.snapshot import Snapshot
-from tests.scheduler.spread_helpers import DNS, SA, mknode, mkpod, tsc
+from tests.support.spread import DNS, SA, mknode, mkpod, tsc
 
 NODES = 5
 

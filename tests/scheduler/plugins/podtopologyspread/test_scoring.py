@@ -18,7 +18,7 @@ from scheduler.framework import Code, CycleState
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY, PreScoreState
 from scheduler.snapshot import Snapshot
-from tests.scheduler.spread_helpers import (
+from tests.support.spread import (
     BAR,
     DNS,
     FOO,

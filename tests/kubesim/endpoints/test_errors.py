@@ -1,0 +1,299 @@
+"""Bad input gets the Status kube-apiserver gives: 400/404/405/413/415/422, never a 500."""
+
+from __future__ import annotations
+
+from kubesim.sim import Simulator
+from tests.support.api import raw
+
+POD_JSON = (
+    '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s"},'
+    '"spec":{"containers":[{"name":"c","image":"x"}]}}'
+)
+
+
+async def test_malformed_json_is_400(sim: Simulator) -> None:
+    code, _, body = await raw(sim, "POST", "/api/v1/namespaces/default/pods", body="{nope")
+    assert code == 400
+    assert body["reason"] == "BadRequest"
+    assert body["message"].startswith(
+        "the object provided is unrecognized (must be of type Pod): couldn't get version/kind;"
+        " json parse error: "
+    )
+    assert body["message"].endswith("({nope)")
+    assert "details" not in body
+
+
+async def test_empty_body_is_400(sim: Simulator) -> None:
+    code, _, body = await raw(sim, "POST", "/api/v1/namespaces/default/pods", body="")
+    assert code == 400
+    assert "unexpected end of JSON input" in body["message"]
+
+
+async def test_yaml_body_is_accepted_and_bad_yaml_is_400(sim: Simulator) -> None:
+    yaml_pod = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: y}\n"
+        "spec: {containers: [{name: c, image: x}]}\n"
+    )
+    code, _, body = await raw(
+        sim,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        body=yaml_pod,
+        content_type="application/yaml",
+    )
+    assert code == 201
+    assert body["metadata"]["name"] == "y"
+    code, _, body = await raw(
+        sim,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        body="a: [b",
+        content_type="application/yaml",
+    )
+    assert code == 400
+    assert "error converting YAML to JSON" in body["message"]
+
+
+async def test_protobuf_body_is_415(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        body=b"\x00k8s",
+        content_type="application/vnd.kubernetes.protobuf",
+    )
+    assert code == 415
+    assert body["reason"] == "UnsupportedMediaType"
+
+
+async def test_wrong_kind_is_400(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        body='{"apiVersion":"v1","kind":"Node","metadata":{"name":"x"}}',
+    )
+    assert code == 400
+    assert body["message"].startswith('Node in version "v1" cannot be handled as a Pod:')
+
+
+async def test_missing_required_fields_is_422(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        body='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{}}',
+    )
+    assert code == 422
+    assert body == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'Pod "x" is invalid: spec.containers: Required value',
+        "reason": "Invalid",
+        "details": {
+            "name": "x",
+            "kind": "Pod",
+            "causes": [
+                {
+                    "reason": "FieldValueRequired",
+                    "message": "Required value",
+                    "field": "spec.containers",
+                }
+            ],
+        },
+        "code": 422,
+    }
+    code, _, body = await raw(
+        sim,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        body='{"apiVersion":"v1","kind":"Pod","metadata":{},"spec":{"containers":[{"name":"c"}]}}',
+    )
+    assert code == 422
+    assert body["message"] == (
+        'Pod "" is invalid: [metadata.name: Required value: name or generateName is required,'
+        " spec.containers[0].image: Required value]"
+    )
+
+
+async def test_invalid_name_is_422(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim, "POST", "/api/v1/namespaces/default/pods", body=POD_JSON % "Bad_Name"
+    )
+    assert code == 422
+    cause = body["details"]["causes"][0]
+    assert cause["field"] == "metadata.name"
+    assert cause["reason"] == "FieldValueInvalid"
+    assert cause["message"].startswith('Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain')
+
+
+async def test_typed_validation_names_the_field(sim: Simulator) -> None:
+    pdb = (
+        '{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"p"},'
+        '"spec":{"minAvailable":1,"unhealthyPodEvictionPolicy":"Sometimes"}}'
+    )
+    code, _, body = await raw(
+        sim, "POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", body=pdb
+    )
+    assert code == 422
+    assert body["reason"] == "Invalid"
+    assert body["details"]["kind"] == "PodDisruptionBudget"
+    assert body["details"]["group"] == "policy"
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueNotSupported",
+            "message": 'Unsupported value: "Sometimes": supported values: "AlwaysAllow",'
+            ' "IfHealthyBudget"',
+            "field": "spec.unhealthyPodEvictionPolicy",
+        }
+    ]
+    assert body["message"].startswith('PodDisruptionBudget.policy "p" is invalid: ')
+
+
+async def test_type_error_is_400(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        body='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},'
+        '"spec":{"priority":"high","containers":[{"name":"c","image":"x"}]}}',
+    )
+    assert code == 400
+    assert body["message"].startswith('Pod in version "v1" cannot be handled as a Pod:')
+
+
+async def test_unknown_resource_and_group_are_404(sim: Simulator) -> None:
+    for path in ("/api/v1/widgets", "/apis/nope.io/v1/things", "/api/v2/pods", "/nothing"):
+        code, _, body = await raw(sim, "GET", path)
+        assert code == 404, path
+        assert body == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "the server could not find the requested resource",
+            "reason": "NotFound",
+            "details": {},
+            "code": 404,
+        }
+
+
+async def test_method_not_allowed(sim: Simulator) -> None:
+    code, _, body = await raw(sim, "POST", "/api/v1/pods", body=POD_JSON % "x")
+    assert code == 405
+    assert body["reason"] == "MethodNotAllowed"
+
+
+async def test_unsupported_patch_type_is_415(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim,
+        "PATCH",
+        "/api/v1/namespaces/default/pods/web-0",
+        body="{}",
+        content_type="application/apply-patch+yaml",
+    )
+    assert code == 415
+    assert body["message"] == (
+        "the body of the request was in an unknown format - accepted media types include:"
+        " application/json-patch+json, application/merge-patch+json,"
+        " application/strategic-merge-patch+json"
+    )
+
+
+async def test_bad_patch_body_is_400(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim,
+        "PATCH",
+        "/api/v1/namespaces/default/pods/web-0",
+        body="{x",
+        content_type="application/merge-patch+json",
+    )
+    assert code == 400
+    assert body["reason"] == "BadRequest"
+
+
+async def test_bad_dry_run_value_is_422(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim, "POST", "/api/v1/namespaces/default/pods?dryRun=Some", body=POD_JSON % "x"
+    )
+    assert code == 422
+    assert body["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]:'
+        ' supported values: "All"'
+    )
+
+
+async def test_dry_run_create_stores_nothing(sim: Simulator) -> None:
+    code, _, body = await raw(
+        sim, "POST", "/api/v1/namespaces/default/pods?dryRun=All", body=POD_JSON % "dry"
+    )
+    assert code == 201
+    assert body["metadata"]["name"] == "dry"
+    assert "resourceVersion" not in body["metadata"]
+    assert sim.get("Pod", "default", "dry") is None
+
+
+async def test_bad_query_integer_is_400(sim: Simulator) -> None:
+    code, _, body = await raw(sim, "GET", "/api/v1/pods?limit=ten")
+    assert code == 400
+    assert body["message"] == 'strconv.ParseInt: parsing "ten": invalid syntax'
+
+
+async def test_no_request_ever_gets_a_500(sim: Simulator) -> None:
+    bodies = [
+        "null",
+        "[]",
+        "1",
+        '"s"',
+        '{"metadata": 5}',
+        '{"kind": 5}',
+        '{"spec": "x"}',
+        '{"metadata":{"name":"a","labels":"x"}}',
+    ]
+    for b in bodies:
+        for method, path in (
+            ("POST", "/api/v1/namespaces/default/pods"),
+            ("PUT", "/api/v1/namespaces/default/pods/web-0"),
+            ("PATCH", "/api/v1/namespaces/default/pods/web-0"),
+            ("POST", "/api/v1/nodes"),
+            ("DELETE", "/api/v1/namespaces/default/pods/web-1"),
+        ):
+            ctype = "application/merge-patch+json" if method == "PATCH" else "application/json"
+            code, _, body = await raw(sim, method, path, body=b, content_type=ctype)
+            assert code < 500, (method, path, b, body)
+            if code >= 400:
+                assert body["kind"] == "Status", (method, path, b)
+
+
+async def test_a_write_over_3_mib_is_413_and_one_just_under_is_stored(sim: Simulator) -> None:
+    def pod(name: str, size: int) -> str:
+        head = POD_JSON % name
+        args = '"args":["' + "x" * size + '"],'
+        body = head.replace('"containers":[{', '"containers":[{' + args)
+        return body
+
+    limit = 3 * 1024 * 1024
+    over = pod("big", limit)
+    assert len(over.encode()) > limit
+    code, _, body = await raw(sim, "POST", "/api/v1/namespaces/default/pods", body=over)
+    assert code == 413
+    assert body["reason"] == "RequestEntityTooLarge"
+    assert body["message"] == f"Request entity too large: limit is {limit}"
+    assert "details" not in body
+    under = pod("fits", limit - 200)
+    assert len(under.encode()) <= limit
+    code, _, body = await raw(sim, "POST", "/api/v1/namespaces/default/pods", body=under)
+    assert code == 201, body
+    # a patch is a write too; a read is not bounded
+    code, _, body = await raw(
+        sim,
+        "PATCH",
+        "/api/v1/namespaces/default/pods/fits",
+        body='{"metadata":{"annotations":{"a":"' + "y" * limit + '"}}}',
+        content_type="application/merge-patch+json",
+    )
+    assert code == 413
+    code, _, body = await raw(sim, "GET", "/api/v1/namespaces/default/pods/fits")
+    assert code == 200 and len(body["spec"]["containers"][0]["args"][0]) == limit - 200

@@ -1,0 +1,150 @@
+"""API objects as the manifests a test seeds a kubesim with (plain dicts, as kubectl sends).
+
+Pods carry an owner reference with the owner's UID, so a living cluster's controllers count
+them as their own (no adoption, no surplus replicas) and their names stay predictable.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+
+def node(
+    name: str, *, unschedulable: bool = False, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"unschedulable": unschedulable} if unschedulable else {},
+        "status": {
+            "capacity": {"cpu": "64", "memory": "256Gi", "pods": "500"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def replicaset(name: str, *, namespace: str = "default", replicas: int = 3) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"{name}-uid"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+def statefulset(
+    name: str, *, namespace: str = "default", replicas: int = 3, parallel: bool = False
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "serviceName": name,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "c", "image": "postgres"}]},
+        },
+    }
+    if parallel:
+        spec["podManagementPolicy"] = "Parallel"
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"{name}-uid"},
+        "spec": spec,
+    }
+
+
+def daemonset(name: str, *, namespace: str = "kube-system") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"{name}-uid"},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "agent"}]},
+            },
+        },
+    }
+
+
+def pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    node_name: str = "node-1",
+    app: str | None = None,
+    owner: tuple[str, str, str] | None = ("apps/v1", "ReplicaSet", "web"),
+    phase: str = "Running",
+    ready: bool = True,
+    empty_dir: bool = False,
+    annotations: dict[str, str] | None = None,
+    priority: int | None = None,
+    grace: int | None = None,
+    uid: str | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or str(uuid.uuid4()),
+        "labels": {"app": app or (owner[2] if owner else name)},
+    }
+    if owner is not None:
+        api_version, kind, owner_name = owner
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": owner_name,
+                "uid": f"{owner_name}-uid",
+                "controller": True,
+            }
+        ]
+    if annotations:
+        meta["annotations"] = annotations
+    spec: dict[str, Any] = {"nodeName": node_name, "containers": [{"name": "c", "image": "x"}]}
+    if empty_dir:
+        spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    if priority is not None:
+        spec["priority"] = priority
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": phase, "conditions": conditions},
+    }
+
+
+def pdb(
+    name: str,
+    *,
+    namespace: str = "default",
+    app: str | None = None,
+    min_available: int | None = None,
+    max_unavailable: int | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selector": {"matchLabels": {"app": app or name}}}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if max_unavailable is not None:
+        spec["maxUnavailable"] = max_unavailable
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }

@@ -1,0 +1,138 @@
+"""Builders for the filter/score/schedule tests: manifests in, typed objects out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kube.objects import Namespace, Node, Pod
+from scheduler.framework import Code, CycleState, FilterPlugin, Status
+from scheduler.snapshot import NodeInfo, Snapshot
+
+
+def node(
+    name: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    cpu: str = "4",
+    memory: str = "32Gi",
+    pods: str = "110",
+    taints: Sequence[Mapping[str, str]] = (),
+    unschedulable: bool = False,
+    extra: Mapping[str, str] | None = None,
+) -> Node:
+    capacity = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
+    return Node.from_dict(
+        {
+            "kind": "Node",
+            "metadata": {"name": name, "labels": dict(labels or {})},
+            "spec": {"taints": [dict(t) for t in taints], "unschedulable": unschedulable},
+            "status": {"capacity": capacity},
+        }
+    )
+
+
+def pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    labels: Mapping[str, str] | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    requests: Mapping[str, str] | None = None,
+    node_name: str = "",
+    node_selector: Mapping[str, str] | None = None,
+    affinity: Mapping[str, Any] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+    priority: int | None = None,
+    host_ports: Iterable[int | tuple[int, str, str]] = (),
+    nominated: str = "",
+) -> Pod:
+    req: dict[str, str] = dict(requests or {})
+    if cpu is not None:
+        req["cpu"] = cpu
+    if memory is not None:
+        req["memory"] = memory
+    ports = []
+    for hp in host_ports:
+        if isinstance(hp, int):
+            ports.append({"containerPort": hp, "hostPort": hp})
+        else:
+            port, protocol, ip = hp
+            ports.append(
+                {"containerPort": port, "hostPort": port, "protocol": protocol, "hostIP": ip}
+            )
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "resources": {"requests": req}, "ports": ports}],
+        "nodeName": node_name,
+        "tolerations": [dict(t) for t in tolerations],
+    }
+    if node_selector is not None:
+        spec["nodeSelector"] = dict(node_selector)
+    if affinity is not None:
+        spec["affinity"] = dict(affinity)
+    if priority is not None:
+        spec["priority"] = priority
+    return Pod.from_dict(
+        {
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+            "spec": spec,
+            "status": {"nominatedNodeName": nominated} if nominated else {},
+        }
+    )
+
+
+def namespace(name: str, labels: Mapping[str, str] | None = None) -> Namespace:
+    return Namespace.from_dict({"kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+
+
+def run_plugin(
+    plugin: FilterPlugin, p: Pod, node_info: NodeInfo, snapshot: Snapshot | None = None
+) -> Status | None:
+    """PreFilter then Filter of one plugin, as the framework runs them (Skip -> passes)."""
+    state = CycleState()
+    snap = (
+        snapshot
+        if snapshot is not None
+        else Snapshot.from_objects([node_info.node] if node_info.node else [])
+    )
+    pre = plugin.pre_filter(state, p, snap)
+    if pre is not None and pre.code is Code.Skip:
+        return None
+    if pre is not None and pre.code is not Code.Success:
+        return pre
+    return plugin.filter(state, p, node_info)
+
+
+def term(
+    selector: Mapping[str, Any] | None,
+    topology_key: str,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A podAffinityTerm manifest."""
+    out: dict[str, Any] = {"topologyKey": topology_key, **extra}
+    if selector is not None:
+        out["labelSelector"] = dict(selector)
+    return out
+
+
+def required(kind: str, *terms: Mapping[str, Any]) -> dict[str, Any]:
+    """``{kind: {requiredDuringScheduling...: terms}}`` for podAffinity/podAntiAffinity."""
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}}
+
+
+def preferred(kind: str, *weighted: tuple[int, Mapping[str, Any]]) -> dict[str, Any]:
+    return {
+        kind: {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": w, "podAffinityTerm": dict(t)} for w, t in weighted
+            ]
+        }
+    }
+
+
+def mkpod(name: str, priority: int | None = None, *, ns: str = "default", **kw: Any) -> Pod:
+    """A pod with only the fields the scheduling queue reads (``Pod``'s own keywords)."""
+    kw.setdefault("uid", f"uid-{ns}-{name}")
+    return Pod(name, namespace=ns, spec_priority=priority, **kw)
