@@ -1,7 +1,7 @@
 """``evict drain --plan --scheduler-config`` against a living kubesim run with the same
 KubeSchedulerConfiguration (``kubesim serve --scheduler-config``): the replacements of a
 workload scheduled by a non-default profile land where the plan says, as in
-``tests/evictor/test_plan_living.py``; without the file the plan says it cannot tell."""
+``tests/evictor/plan/test_living.py``; without the file the plan says it cannot tell."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.config import load_config
-from tests.evictor.conftest import Evict, living, settle
-from tests.evictor.test_plan_living import (
+from tests.support.evict import Evict
+from tests.support.living import living, settle
+from tests.support.planliving import (
     TIME_SCALE,
     Placements,
     cpu_node,

@@ -12,7 +12,7 @@ import pytest
 import kubesim
 from kubesim.cli import main
 from scheduler.config import decode_config
-from tests.kubesim.test_scheduler_loop import (
+from tests.support.schedloop import (
     condition,
     create_pod,
     events_for,
@@ -20,8 +20,8 @@ from tests.kubesim.test_scheduler_loop import (
     node,
     pod,
     pod_manifest,
-    wait_for,
 )
+from tests.support.wait import until
 
 CONFIG = decode_config(
     textwrap.dedent(
@@ -65,7 +65,7 @@ async def test_every_profile_schedules_its_pods() -> None:
         create_pod(sim, pod_manifest("spread", cpu="500m"))
         create_pod(sim, pod_manifest("stranger", schedulerName="my-scheduler"))
         for name in ("foo", "packed", "spread"):
-            await wait_for(lambda name=name: pod(sim, name)["spec"].get("nodeName"))
+            await until(lambda name=name: pod(sim, name)["spec"].get("nodeName"))
         await loop.wait_idle()
         assert pod(sim, "foo")["spec"]["nodeName"] == "hdd-a"
         assert pod(sim, "packed")["spec"]["nodeName"] == "ssd-b"  # the fullest that fits
@@ -89,7 +89,7 @@ async def test_a_profile_pod_without_a_matching_node_gets_the_profiles_reason() 
         state=[node("ssd-a")], time_scale=0.01, scheduler_config=CONFIG
     ) as sim:
         create_pod(sim, pod_manifest("foo", schedulerName="foo-scheduler"))
-        await wait_for(lambda: condition(pod(sim, "foo"), "PodScheduled"))
+        await until(lambda: condition(pod(sim, "foo"), "PodScheduled"))
         await loop_of(sim).wait_idle()
         cond = condition(pod(sim, "foo"), "PodScheduled")
         assert cond is not None and cond["reason"] == "Unschedulable"
