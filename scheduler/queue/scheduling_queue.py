@@ -571,7 +571,10 @@ class SchedulingQueue:
     def assigned_pod_added(self, pod: Pod) -> None:
         """``AssignedPodAdded``: a bound pod appeared; affinity/spread-rejected pods may move."""
         self._move_pods_to_active_or_backoff_queue(
-            self._pods_with_cross_topology_term(pod), ev.AssignedPodAdd, None, pod
+            self._pods_with_cross_topology_term(pod, ev.AssignedPodAdd),
+            ev.AssignedPodAdd,
+            None,
+            pod,
         )
 
     def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent | None = None) -> None:
@@ -587,7 +590,7 @@ class SchedulingQueue:
                 self.move_all_to_active_or_backoff_queue(e, old_obj=old, new_obj=new)
             else:
                 self._move_pods_to_active_or_backoff_queue(
-                    self._pods_with_cross_topology_term(new), e, old, new
+                    self._pods_with_cross_topology_term(new, e), e, old, new
                 )
 
     def is_event_of_interest(self, event: ClusterEvent) -> bool:
@@ -698,12 +701,14 @@ class SchedulingQueue:
             if self._ungated is not None:
                 self._ungated.pop(key, None)
 
-    def _pods_with_cross_topology_term(self, pod: Pod) -> list[QueuedPodInfo]:
+    def _pods_with_cross_topology_term(self, pod: Pod, event: ClusterEvent) -> list[QueuedPodInfo]:
         """``getUnschedulablePodsWithCrossTopologyTerm``, over the pool pods that may have
         such a term (in pool order): those PodTopologySpread rejected in ``pod``'s namespace,
         and those whose *required pod-affinity* terms match it. Upstream uses
         ``PodInfo.RequiredAffinityTerms``, which leaves out anti-affinity terms (a new pod can
-        only make anti-affinity worse), and so does this port."""
+        only make anti-affinity worse), and so does this port. Gated pods that ``event``
+        cannot move are left out before their terms are matched: the move would skip them
+        (kubernetes#124384's thousands of gated pods with affinity, a bind every few ms)."""
         cross = self._cross
         if cross is None:
             cross = self._cross = {
@@ -712,6 +717,8 @@ class SchedulingQueue:
         ns_labels: Mapping[str, str] | None = None
         out: list[QueuedPodInfo] = []
         for pinfo in cross.values():
+            if pinfo.gated and not self._gated_pod_moves(pinfo.gating_plugin_events, event):
+                continue
             if (
                 POD_TOPOLOGY_SPREAD in pinfo.unschedulable_plugins
                 and pod.namespace == pinfo.pod.namespace

@@ -107,3 +107,18 @@ def test_what_upstream_refuses_in_pod_sets_is_named(
     tc, w = _case(tmp_path, CONFIG.replace(*edit))
     with pytest.raises(SP.ConfigError, match=message):
         SP.plan(tc, w)
+
+
+def test_pod_sets_with_a_namespace_selector_through_kubesim() -> None:
+    """Upstream's config unmodified, over HTTP: the labelled namespaces are created through the
+    API and kubesim's scheduler loop resolves the namespaceSelector against them."""
+    name = "SchedulingRequiredPodAffinityWithNSSelector"
+    [tc] = [
+        tc
+        for tc in SP.load_config(SP.CONFIG_DIR / "affinity" / "performance-config.yaml")
+        if tc.name == name
+    ]
+    [w] = [w for w in tc.workloads if w.name == "10Nodes"]
+    line = SP.run_workload(tc, w, through="kubesim", timeout=60)
+    assert line["scheduled"] == line["measured_pods"] == 10, line
+    assert line["requests"] >= 10 + 2 * 2 + 10  # nodes, the pod sets' pods, measured pods
