@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Hashable, Iterable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kube.objects import (
     KubeObject,
@@ -26,7 +26,7 @@ from kube.objects import (
     StatefulSet,
 )
 
-__all__ = ["COLUMN_RESOURCES", "NodeInfo", "ResourceColumns", "Snapshot"]
+__all__ = ["COLUMN_RESOURCES", "NodeInfo", "PodObserver", "ResourceColumns", "Snapshot"]
 
 _generation: Final = itertools.count(1)
 
@@ -50,6 +50,14 @@ def _has_affinity(pod: Pod) -> bool:
 def _has_required_anti_affinity(pod: Pod) -> bool:
     a = pod.affinity
     return a is not None and a.pod_anti_affinity is not None and bool(a.pod_anti_affinity.required)
+
+
+class PodObserver(Protocol):
+    """An index a plugin keeps over a snapshot's bound pods (``Snapshot.add_pod_observer``):
+    told of every pod an owned NodeInfo gains or loses, with that NodeInfo."""
+
+    def pod_added(self, ni: NodeInfo, pod: Pod) -> None: ...
+    def pod_removed(self, ni: NodeInfo, pod: Pod) -> None: ...
 
 
 class NodeInfo:
@@ -140,8 +148,11 @@ class NodeInfo:
         self.generation = next_generation()
         if self.memo:
             self.memo.clear()
-        if self.owner is not None:
-            self.owner.node_resources_changed(self)
+        owner = self.owner
+        if owner is not None:
+            owner.node_resources_changed(self)
+            for observer in owner.pod_observers:
+                observer.pod_added(self, pod)
 
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with ``pod.key``; False when it is not on this node. Given the
@@ -179,8 +190,11 @@ class NodeInfo:
         self.generation = next_generation()
         if self.memo:
             self.memo.clear()
-        if self.owner is not None:
-            self.owner.node_resources_changed(self)
+        owner = self.owner
+        if owner is not None:
+            owner.node_resources_changed(self)
+            for observer in owner.pod_observers:
+                observer.pod_removed(self, p)
         return True
 
     def clone(self) -> NodeInfo:
@@ -341,6 +355,7 @@ class Snapshot:
         "namespaces",
         "node_info_list",
         "pdbs",
+        "pod_observers",
         "priority_classes",
         "replica_sets",
         "replication_controllers",
@@ -375,6 +390,7 @@ class Snapshot:
         self.layout_generation = 0
         self._change_log: list[NodeInfo] = []  # nodes whose pods changed, oldest first
         self._change_base = 0  # the cursor of _change_log[0]
+        self.pod_observers: list[PodObserver] = []
 
     @classmethod
     def from_objects(cls, objects: Iterable[KubeObject]) -> Snapshot:
@@ -414,6 +430,9 @@ class Snapshot:
             return existing
         ni = NodeInfo(node, self._orphans.pop(node.name, ()))
         ni.owner = self
+        for observer in self.pod_observers:
+            for pod in ni.pods:
+                observer.pod_added(ni, pod)
         self.node_resources_changed(ni)
         self.reindex_affinity(ni)
         self.count_node_traits(node, 1)
@@ -434,6 +453,9 @@ class Snapshot:
             return
         self.layout_generation += 1
         self.node_info_list.remove(ni)
+        for observer in self.pod_observers:
+            for pod in ni.pods:
+                observer.pod_removed(ni, pod)
         ni.owner = None
         ni.resource_class = -1
         self.count_node_traits(ni.node, -1)
@@ -580,6 +602,11 @@ class Snapshot:
         them reject or score differently, instead of looking at every node.
         """
         return effect in self._node_traits
+
+    def add_pod_observer(self, observer: PodObserver) -> None:
+        """Tell ``observer`` of every bound pod from now on (it has walked the ones there are:
+        ``node_info_list``). A node that goes or comes takes its pods with it."""
+        self.pod_observers.append(observer)
 
     def reindex_affinity(self, ni: NodeInfo) -> None:
         """Called by an owned NodeInfo after a pod with affinity was added or removed."""

@@ -3,7 +3,8 @@
 scheduler_perf (kubernetes ``test/integration/scheduler_perf``) describes each benchmark as
 data: test cases of opcodes with ``$params``, workloads with a floor in pods/s. This package
 reads those files as upstream does and plays them, beside the repository's copies of them
-(``misc/``, ``topology_spreading/``, ``templates/``; README.md says what was kept):
+(``misc/``, ``topology_spreading/``, ``affinity/``, ``templates/``; README.md says what was
+kept):
 
 - ``config``: test cases and workloads, decoded and checked (``gojson``: Go's field matching);
 - ``ops``: a workload's ops, typed, with its params patched in;

@@ -4,23 +4,62 @@
 Without configs, the repository's copies beside this package; without a filter, the workloads
 with a floor (``config.DEFAULT_TABLE``). One JSON line per workload (``both``: the library's line
 with the kubesim figure and their ratio added). Exit 2 for a bad config or filter, 1 when a
-workload fails (pods left unscheduled, timeout).
+workload fails (pods left unscheduled, timeout); 128 + the signal's number when SIGTERM, SIGINT
+or SIGHUP stops it — after the workload's ``finally`` has stopped what it started (the
+``kubesim serve`` child of ``--through kubesim``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
+from typing import Any, Final
 
 from .config import DEFAULT_CONFIGS, load_config, select
 from .errors import ConfigError, WorkloadFailed
 from .executor import DEFAULT_TIMEOUT, run_workload
 
-__all__ = ["main"]
+__all__ = ["Stopped", "main"]
+
+STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Stopped(BaseException):
+    """A stop signal, raised in the main thread so every ``finally`` on the way out runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGTERM (what ``timeout`` sends), SIGINT and SIGHUP raise ``Stopped`` once; a second
+    signal while the workload cleans up is ignored, so the cleanup finishes. Python's default
+    SIGTERM ends the process at once, without running ``finally``: the ``kubesim serve``
+    child (a session of its own) would outlive the runner."""
+    stopping = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
+        raise Stopped(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,6 +114,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for tc, w in chosen:
             print(tc.full_name(w))
         return 0
+    try:
+        with _stop_on_signals():
+            return _run(args, chosen)
+    except Stopped as exc:
+        print(f"scheduler_perf: stopped by {exc}", file=sys.stderr)
+        return 128 + exc.signum
+
+
+def _run(args: argparse.Namespace, chosen: Sequence[tuple[Any, Any]]) -> int:
     status = 0
     for tc, w in chosen:
         try:

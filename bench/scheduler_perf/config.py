@@ -41,6 +41,7 @@ CONFIG_DIR: Final = Path(__file__).resolve().parent  # the package sits beside i
 DEFAULT_CONFIGS: Final = (
     CONFIG_DIR / "misc" / "performance-config.yaml",
     CONFIG_DIR / "topology_spreading" / "performance-config.yaml",
+    CONFIG_DIR / "affinity" / "performance-config.yaml",
 )
 # The default table: every workload with a floor, at the size upstream's CI runs.
 DEFAULT_TABLE: Final = (
@@ -54,6 +55,18 @@ DEFAULT_TABLE: Final = (
     "PreferredTopologySpreading/5000Nodes_5000Pods",
     "DefaultTopologySpreading/5000Nodes_50000Pods",
     "SchedulingWithNodeInclusionPolicy/5000Nodes",
+    "SchedulingPodAntiAffinity/5000Nodes_2000Pods",
+    "SchedulingPodMatchingAntiAffinity/5000Nodes_5000Pods",
+    "SchedulingPodAffinity/5000Nodes_5000Pods",
+    "SchedulingPreferredPodAffinity/5000Nodes_5000Pods",
+    "SchedulingPreferredPodAntiAffinity/5000Nodes_5000Pods",
+    "SchedulingNodeAffinity/5000Nodes_10000Pods",
+    "MixedSchedulingBasePod/5000Nodes_5000Pods",
+    "SchedulingRequiredPodAntiAffinityWithNSSelector/5000Nodes_2000Pods",
+    "SchedulingPreferredAntiAffinityWithNSSelector/5000Nodes_2000Pods",
+    "SchedulingRequiredPodAffinityWithNSSelector/5000Nodes_2000Pods",
+    "SchedulingPreferredAffinityWithNSSelector/5000Nodes_5000Pods",
+    "SchedulingGatedPodsWithPodAffinityImpactForThroughput/1Node_10000GatedPods",
 )
 
 TEST_CASE_FIELDS: Final = (
@@ -107,6 +120,7 @@ OP_FIELDS: Final[dict[str, tuple[str, ...]]] = {
         "signatureBatchSize",
         "signatureBatchSizeParam",
     ),
+    "createPodSets": ("opcode", "count", "countParam", "namespacePrefix", "createPodsOp"),
     "createAny": ("opcode", "namespace", "templatePath", "count", "countParam", "templateParams"),
     "deletePods": (
         "opcode",
@@ -126,7 +140,6 @@ UNMODELLED_OPS: Final = {
     "allocResourceClaims": "DRA ResourceClaims (DynamicResources is not modelled)",
     "createResourceClaims": "DRA ResourceClaims (DynamicResources is not modelled)",
     "createResourceDriver": "DRA drivers (DynamicResources is not modelled)",
-    "createPodSets": "pod sets in generated namespaces",
     "updateAny": "updates from templates",
     "createPodGroups": "PodGroups (gang scheduling is not modelled)",
     "waitForPodGroups": "PodGroups (gang scheduling is not modelled)",

@@ -412,15 +412,16 @@ def run_workload(
         if through == "kubesim"
         else LibraryBackend(seed=seed, config=config)
     )
-    templates = Templates(seed)
-    executor = Executor(tc, w, backend, templates, timeout=timeout)
+    executor: Executor | None = None
     began = time.monotonic()
-    try:
+    try:  # from here on, whatever ends the run (a signal too) closes the backend
+        executor = Executor(tc, w, backend, Templates(seed), timeout=timeout)
         results = executor.run(ops)
     except Unmodelled as exc:
         return {**line, "value": None, "unmodelled": str(exc)}
     finally:
-        executor.timers.clear()
+        if executor is not None:
+            executor.timers.clear()
         backend.close()
         gc.unfreeze()
     line["seconds_total"] = round(time.monotonic() - began, 1)

@@ -106,18 +106,25 @@ class KubesimBackend:
         self._log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by close()
         self._api: _LoopThread | None = None
         self._watcher: _LoopThread | None = None
-        self.url = url or self._start()
-        self._api = _LoopThread(aiohttp, self.url, limit=CONCURRENT_REQUESTS)
-        self._watcher = _LoopThread(aiohttp, self.url, limit=2)
+        self._watches: list[Any] = []
         self.pods: dict[str, _PodView] = {}
         self._last_event = time.monotonic()
         self.requests = 0
         self.refused: Counter[str] = Counter()  # creations the API server refused, by reason
         self._clock_offset = time.time() - time.monotonic()
         self._binds: deque[tuple[str, float]] = deque()  # (pod key, monotonic bind time)
-        self._watch = self._watcher.submit(self._watch_pods(self._watcher.session))
-        self._scheduled_watch = self._watcher.submit(self._watch_binds(self._watcher.session))
         self._pending_creates: list[Any] = []
+        try:  # whatever stops the start (a signal too) stops the child
+            self.url = url or self._start()
+            self._api = _LoopThread(aiohttp, self.url, limit=CONCURRENT_REQUESTS)
+            self._watcher = _LoopThread(aiohttp, self.url, limit=2)
+            self._watch = self._watcher.submit(self._watch_pods(self._watcher.session))
+            self._watches.append(self._watch)
+            self._scheduled_watch = self._watcher.submit(self._watch_binds(self._watcher.session))
+            self._watches.append(self._scheduled_watch)
+        except BaseException:
+            self.close()
+            raise
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -143,7 +150,7 @@ class KubesimBackend:
                 return line.split()[-1]
             if time.monotonic() > deadline:
                 break
-        self.close()
+        self._stop_child()
         self._log.seek(0)
         raise WorkloadFailed(f"kubesim did not start: {self._log.read()[-500:]}")
 
@@ -325,17 +332,27 @@ class KubesimBackend:
         return out
 
     def close(self) -> None:
-        if self._watcher is not None:
-            self._watch.cancel()
-            self._scheduled_watch.cancel()
-            self._watcher.close()
-        if self._api is not None:
-            self._api.close()
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)
-            try:
-                self._proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        self._log.close()
+        """Stop the watches, the loops and the ``kubesim serve`` child (SIGTERM, then SIGKILL
+        after 20 s); safe to call twice and on a half-started backend. The child goes first
+        if anything else fails."""
+        try:
+            for watch in self._watches:
+                watch.cancel()
+            if self._watcher is not None:
+                self._watcher.close()
+            if self._api is not None:
+                self._api.close()
+        finally:
+            self._stop_child()
+            self._log.close()
+
+    def _stop_child(self) -> None:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

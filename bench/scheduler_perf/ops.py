@@ -19,7 +19,7 @@ from typing import Any, Final
 from kube.duration import DurationError, parse_go_duration
 
 from . import gojson
-from .config import UNMODELLED_OPS, TestCase, Workload
+from .config import OP_FIELDS, UNMODELLED_OPS, TestCase, Workload
 from .errors import ConfigError, Unmodelled
 
 __all__ = [
@@ -47,6 +47,7 @@ NOTED_GATES: Final[dict[str, str]] = {
     "SchedulerAsyncPreemption": "preemption deletes its victims in the same cycle",
 }
 MODELLED_GATE_VALUES: Final = {
+    "SchedulerQueueingHints": False,  # the queue moves pods by the events plugins register
     "OpportunisticBatching": False,  # upstream's scheduler_perf turns it off unless asked
     "NodeDeclaredFeatures": False,  # no NodeDeclaredFeatures plugin here
     "DynamicResourceAllocation": False,
@@ -238,7 +239,10 @@ def plan(tc: TestCase, w: Workload) -> tuple[list[Op], list[str]]:
         code = raw["opcode"]
         if code in UNMODELLED_OPS:
             raise Unmodelled(f"op {i}: opcode {code}: {UNMODELLED_OPS[code]}")
-        ops.append(_plan_op(code, raw, params, base, where))
+        if code == "createPodSets":
+            ops.extend(_pod_sets(raw, params, base, where))
+        else:
+            ops.append(_plan_op(code, raw, params, base, where))
     unused = sorted(set(w.params) - params.used)
     if unused:
         raise ConfigError(
@@ -246,6 +250,27 @@ def plan(tc: TestCase, w: Workload) -> tuple[list[Op], list[str]]:
             " unused"
         )
     return ops, notes
+
+
+def _pod_sets(raw: Mapping[str, Any], params: Params, base: Path, where: str) -> list[CreatePods]:
+    """``createPodSets`` unrolled as ``unrollWorkloadTemplate`` does: its ``createPodsOp``
+    once per namespace ``<namespacePrefix>-<i>``, i from 0 to count-1, each patched with the
+    workload's params; the ops after it count their index in the unrolled list."""
+    count = _count(raw, params, where)
+    if count <= 0 and not raw.get("countParam"):
+        raise ConfigError(f"{where}: invalid Count={count} / CountParam=''")
+    prefix = gojson.string(raw.get("namespacePrefix", ""), f"{where}.namespacePrefix")
+    inner = gojson.fields(
+        raw.get("createPodsOp") or {}, (*OP_FIELDS["createPods"],), f"{where}.createPodsOp"
+    )
+    out: list[CreatePods] = []
+    for i in range(count):
+        op = _plan_op("createPods", {**inner, "namespace": f"{prefix}-{i}"}, params, base, where)
+        assert isinstance(op, CreatePods)
+        out.append(op)
+    if count == 0:  # the params the template names are used all the same
+        _plan_op("createPods", {**inner, "namespace": prefix}, params, base, where)
+    return out
 
 
 def _path(raw: Mapping[str, Any], key: str, base: Path, where: str) -> Path | None:

@@ -13,7 +13,7 @@ keyword arguments), its extension points and its CycleState keys:
                                   NodeResourcesBalancedAllocation (``balanced_allocation``)
 ``podtopologyspread``             PodTopologySpread: ``plugin`` (args), ``filtering``,
                                   ``scoring``, ``common``
-``interpodaffinity``              InterPodAffinity: ``filtering``, ``scoring``
+``interpodaffinity``              InterPodAffinity: ``filtering``, ``scoring``, ``index``
 ``imagelocality``                 ImageLocality: PreScore, Score
 ================================  =========================================================
 

@@ -214,6 +214,9 @@ class SchedulingQueue:
         # Pool pods that were not gated when they entered (a superset of the ungated ones
         # there), in pool order; None: to be rebuilt.
         self._ungated: dict[str, QueuedPodInfo] | None = {}
+        # Both at once: pool pods that may have a cross-topology term and were not gated when
+        # they entered, in pool order; None: to be rebuilt.
+        self._cross_ungated: dict[str, QueuedPodInfo] | None = {}
         # Event tuples of every gating plugin that gated a pod of this queue, by identity.
         self._gating_events: dict[int, tuple[ClusterEvent, ...]] = {}
         self._moves_gated: dict[ClusterEvent, bool] = {}  # event -> may move a gated pod
@@ -317,6 +320,16 @@ class SchedulingQueue:
                 event, events
             )
         return found
+
+    def _event_moves_gated(self, event: ClusterEvent) -> bool:
+        """Whether ``event`` may move some gated pod of this queue (a gating plugin of one
+        registered it)."""
+        moves_gated = self._moves_gated.get(event)
+        if moves_gated is None:
+            moves_gated = self._moves_gated[event] = any(
+                self._gated_pod_moves(events, event) for events in self._gating_events.values()
+            )
+        return moves_gated
 
     def _note_plugins(self, plugins: Iterable[str]) -> None:
         """A plugin that rejects pods is enabled; one missing from the registry registered
@@ -496,8 +509,9 @@ class SchedulingQueue:
         pinfo = self._unschedulable.get(new.key)
         if pinfo is not None:
             pinfo.pod = new
-            if self._cross is not None and _may_cross_topology(pinfo) != (new.key in self._cross):
-                self._cross = None  # qualifies differently in place (is_pod_updated moves it)
+            if self._cross is None or _may_cross_topology(pinfo) != (new.key in self._cross):
+                # may qualify differently in place (is_pod_updated moves it)
+                self._cross = self._cross_ungated = None
             self.nominator.update_nominated_pod(old, new)
             if old is None or is_pod_updated(old, new):
                 if self.is_pod_backing_off(pinfo):
@@ -551,12 +565,7 @@ class SchedulingQueue:
         """``MoveAllToActiveOrBackoffQueue``: pool pods passing ``pre_check`` may move on."""
         if not self.is_event_of_interest(event):
             return
-        moves_gated = self._moves_gated.get(event)
-        if moves_gated is None:
-            moves_gated = self._moves_gated[event] = any(
-                self._gated_pod_moves(events, event) for events in self._gating_events.values()
-            )
-        if moves_gated:
+        if self._event_moves_gated(event):
             pool: Iterable[QueuedPodInfo] = self._unschedulable.values()
         else:  # gated pods stay where they are: leave them out
             ungated = self._ungated
@@ -571,7 +580,10 @@ class SchedulingQueue:
     def assigned_pod_added(self, pod: Pod) -> None:
         """``AssignedPodAdded``: a bound pod appeared; affinity/spread-rejected pods may move."""
         self._move_pods_to_active_or_backoff_queue(
-            self._pods_with_cross_topology_term(pod), ev.AssignedPodAdd, None, pod
+            self._pods_with_cross_topology_term(pod, ev.AssignedPodAdd),
+            ev.AssignedPodAdd,
+            None,
+            pod,
         )
 
     def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent | None = None) -> None:
@@ -587,7 +599,7 @@ class SchedulingQueue:
                 self.move_all_to_active_or_backoff_queue(e, old_obj=old, new_obj=new)
             else:
                 self._move_pods_to_active_or_backoff_queue(
-                    self._pods_with_cross_topology_term(new), e, old, new
+                    self._pods_with_cross_topology_term(new, e), e, old, new
                 )
 
     def is_event_of_interest(self, event: ClusterEvent) -> bool:
@@ -683,12 +695,14 @@ class SchedulingQueue:
         if pinfo.gated:
             self._note_gating(pinfo.gating_plugin_events)
         if key in self._unschedulable:  # keeps its place in the pool: rebuild the indexes
-            self._cross = self._ungated = None
+            self._cross = self._ungated = self._cross_ungated = None
         else:
             if self._cross is not None and _may_cross_topology(pinfo):
                 self._cross[key] = pinfo
             if self._ungated is not None and not pinfo.gated:
                 self._ungated[key] = pinfo
+            if self._cross_ungated is not None and not pinfo.gated and _may_cross_topology(pinfo):
+                self._cross_ungated[key] = pinfo
         self._unschedulable[key] = pinfo
 
     def _pool_pop(self, key: str) -> None:
@@ -697,21 +711,36 @@ class SchedulingQueue:
                 self._cross.pop(key, None)
             if self._ungated is not None:
                 self._ungated.pop(key, None)
+            if self._cross_ungated is not None:
+                self._cross_ungated.pop(key, None)
 
-    def _pods_with_cross_topology_term(self, pod: Pod) -> list[QueuedPodInfo]:
+    def _pods_with_cross_topology_term(self, pod: Pod, event: ClusterEvent) -> list[QueuedPodInfo]:
         """``getUnschedulablePodsWithCrossTopologyTerm``, over the pool pods that may have
         such a term (in pool order): those PodTopologySpread rejected in ``pod``'s namespace,
         and those whose *required pod-affinity* terms match it. Upstream uses
         ``PodInfo.RequiredAffinityTerms``, which leaves out anti-affinity terms (a new pod can
-        only make anti-affinity worse), and so does this port."""
-        cross = self._cross
-        if cross is None:
-            cross = self._cross = {
-                k: p for k, p in self._unschedulable.items() if _may_cross_topology(p)
-            }
+        only make anti-affinity worse), and so does this port. Gated pods that ``event``
+        cannot move are left out before their terms are matched: the move would skip them
+        (kubernetes#124384's thousands of gated pods with affinity, a bind every few ms)."""
+        if self._event_moves_gated(event):
+            cross = self._cross
+            if cross is None:
+                cross = self._cross = {
+                    k: p for k, p in self._unschedulable.items() if _may_cross_topology(p)
+                }
+        else:
+            cross = self._cross_ungated
+            if cross is None:
+                cross = self._cross_ungated = {
+                    k: p
+                    for k, p in self._unschedulable.items()
+                    if not p.gated and _may_cross_topology(p)
+                }
         ns_labels: Mapping[str, str] | None = None
         out: list[QueuedPodInfo] = []
         for pinfo in cross.values():
+            if pinfo.gated and not self._gated_pod_moves(pinfo.gating_plugin_events, event):
+                continue
             if (
                 POD_TOPOLOGY_SPREAD in pinfo.unschedulable_plugins
                 and pod.namespace == pinfo.pod.namespace

@@ -3,7 +3,10 @@
 ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``, in its counting form (the
 newest upstream splits hostname-scoped terms into a node-local fast path with the same
 verdicts; releases up to 1.35 count as here). ``PreFilterState`` holds the counts,
-``InterPodAffinity.filter`` the verdicts.
+``InterPodAffinity.filter`` the verdicts, ``filter_nodes`` the same for many nodes at once.
+Upstream counts by walking the pods every cycle (``existing_anti_affinity_counts``,
+``incoming_affinity_anti_affinity_counts``, kept as the reference, ``use_index = False``);
+here the counts come from the snapshot's ``AffinityIndex`` (``index``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from typing import Final
 
 from kube.objects import Node, Pod, PodAffinityTerm
 from scheduler.framework import Code, CycleState, FilterBatchResult, Status
-from scheduler.plugins.helper import SKIP, split_by_filter
+from scheduler.plugins.helper import SKIP
+from scheduler.plugins.interpodaffinity.index import affinity_index
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
@@ -24,10 +28,12 @@ __all__ = [
     "PRE_FILTER_STATE_KEY",
     "InterPodAffinity",
     "NamespaceLabels",
+    "NestedCounts",
     "PreFilterState",
     "TopologyCounts",
     "existing_anti_affinity_counts",
     "incoming_affinity_anti_affinity_counts",
+    "indexed_counts",
     "required_affinity_terms",
     "required_anti_affinity_terms",
 ]
@@ -52,6 +58,7 @@ _EXISTING_REJECT: Final = Status(
 )
 
 TopologyCounts = dict[tuple[str, str], int]
+NestedCounts = dict[str, dict[str, int]]  # topology key -> label value -> count
 NamespaceLabels = Callable[[str], Mapping[str, str]]
 
 
@@ -92,9 +99,7 @@ def _matches_all(
 
 
 class PreFilterState:
-    """``preFilterState``; ``clone`` copies the counts (the terms are immutable).
-
-    Per topology pair ``(topologyKey, node label value)``:
+    """``preFilterState``: the counts, per topology key and label value (``NestedCounts``).
 
     * ``existing_anti_affinity_counts``: required anti-affinity terms of pods already placed
       (only nodes from ``Snapshot.have_pods_with_required_anti_affinity_list``) that match the
@@ -116,6 +121,9 @@ class PreFilterState:
     default (only its name label). ``update_with_pod`` keeps the three counts right for a pod
     added to or removed from a node (``add_pod``/``remove_pod``), so the nominated-pods pass
     and preemption's dry runs see them.
+
+    The inner maps may be the ``AffinityIndex``'s own (``borrowed``): one is copied before its
+    first change, and ``clone`` copies them all.
     """
 
     __slots__ = (
@@ -123,6 +131,7 @@ class PreFilterState:
         "affinity_terms",
         "anti_affinity_counts",
         "anti_affinity_terms",
+        "borrowed",
         "existing_anti_affinity_counts",
         "namespace_labels",
         "pod",
@@ -135,9 +144,10 @@ class PreFilterState:
         pod: Pod,
         namespace_labels: NamespaceLabels,
         *,
-        existing_anti_affinity_counts: TopologyCounts,
-        affinity_counts: TopologyCounts,
-        anti_affinity_counts: TopologyCounts,
+        existing_anti_affinity_counts: NestedCounts,
+        affinity_counts: NestedCounts,
+        anti_affinity_counts: NestedCounts,
+        borrowed: set[int] | None = None,
     ) -> None:
         self.pod = pod
         self.namespace_labels = namespace_labels
@@ -148,15 +158,41 @@ class PreFilterState:
         self.existing_anti_affinity_counts = existing_anti_affinity_counts
         self.affinity_counts = affinity_counts
         self.anti_affinity_counts = anti_affinity_counts
+        self.borrowed: set[int] = borrowed if borrowed is not None else set()
 
     def clone(self) -> PreFilterState:
         out = PreFilterState.__new__(PreFilterState)
         for slot in PreFilterState.__slots__:
             setattr(out, slot, getattr(self, slot))
-        out.existing_anti_affinity_counts = dict(self.existing_anti_affinity_counts)
-        out.affinity_counts = dict(self.affinity_counts)
-        out.anti_affinity_counts = dict(self.anti_affinity_counts)
+        out.existing_anti_affinity_counts = _copy(self.existing_anti_affinity_counts)
+        out.affinity_counts = _copy(self.affinity_counts)
+        out.anti_affinity_counts = _copy(self.anti_affinity_counts)
+        out.borrowed = set()
         return out
+
+    def pairs(self) -> tuple[TopologyCounts, TopologyCounts, TopologyCounts]:
+        """The three counts keyed by topology pair, as upstream's ``topologyToMatchedTermCount``
+        (existing, affinity, anti-affinity)."""
+        return (
+            _pairs(self.existing_anti_affinity_counts),
+            _pairs(self.affinity_counts),
+            _pairs(self.anti_affinity_counts),
+        )
+
+    def _add(self, counts: NestedCounts, node: Node, topology_key: str, delta: int) -> None:
+        value = node.labels.get(topology_key)
+        if value is None:
+            return
+        values = counts.get(topology_key)
+        if values is None:
+            values = counts[topology_key] = {}
+        elif id(values) in self.borrowed:
+            values = counts[topology_key] = dict(values)
+        left = values.get(value, 0) + delta
+        if left:
+            values[value] = left
+        else:
+            values.pop(value, None)
 
     def update_with_pod(self, other: Pod, node: Node | None, multiplier: int) -> None:
         """``updateWithPod``: account for ``other`` being added (+1) to or removed (-1) from
@@ -166,15 +202,85 @@ class PreFilterState:
         ns_labels = self.pod_namespace_labels
         for term in required_anti_affinity_terms(other):
             if term.matches(self.pod, ns_labels):
-                _add(self.existing_anti_affinity_counts, node, term.topology_key, multiplier)
+                self._add(self.existing_anti_affinity_counts, node, term.topology_key, multiplier)
         if _matches_all(self.affinity_terms, other, self.namespace_labels):
             for term in self.affinity_terms:
-                _add(self.affinity_counts, node, term.topology_key, multiplier)
+                self._add(self.affinity_counts, node, term.topology_key, multiplier)
         if self.anti_affinity_terms:
             other_ns_labels = self.namespace_labels(other.namespace)
             for term in self.anti_affinity_terms:
                 if term.matches(other, other_ns_labels):
-                    _add(self.anti_affinity_counts, node, term.topology_key, multiplier)
+                    self._add(self.anti_affinity_counts, node, term.topology_key, multiplier)
+
+
+def _copy(counts: NestedCounts) -> NestedCounts:
+    return {key: dict(values) for key, values in counts.items()}
+
+
+def _pairs(counts: NestedCounts) -> TopologyCounts:
+    return {(k, v): n for k, values in counts.items() for v, n in values.items() if n}
+
+
+class _Sum:
+    """Inner maps summed per topology key: one alone is borrowed as it is, more are added up."""
+
+    __slots__ = ("borrowed", "counts", "merged")
+
+    def __init__(self, borrowed: set[int]) -> None:
+        self.counts: NestedCounts = {}
+        self.merged: set[str] = set()
+        self.borrowed = borrowed
+
+    def add(self, key: str, values: Mapping[str, int], times: int = 1) -> None:
+        if not values:
+            return
+        have = self.counts.get(key)
+        if have is None and times == 1 and isinstance(values, dict):
+            self.counts[key] = values
+            self.borrowed.add(id(values))
+            return
+        if have is None or key not in self.merged:
+            have = self.counts[key] = dict(have) if have is not None else {}
+            self.merged.add(key)
+        for value, n in values.items():
+            left = have.get(value, 0) + n * times
+            if left:
+                have[value] = left
+            else:
+                have.pop(value, None)
+
+    def done(self) -> NestedCounts:
+        return self.counts
+
+
+def indexed_counts(
+    pod: Pod, snapshot: Snapshot, borrowed: set[int]
+) -> tuple[NestedCounts, NestedCounts, NestedCounts]:
+    """The three counts from the snapshot's ``AffinityIndex``: each distinct existing
+    anti-affinity term matched once against the pod, and the pods matching the pod's terms
+    kept per topology value; equal to ``existing_anti_affinity_counts`` and
+    ``incoming_affinity_anti_affinity_counts``."""
+    index = affinity_index(snapshot)
+    ns_labels = snapshot.namespace_labels(pod.namespace)
+    existing = _Sum(borrowed)
+    for term, _, counts in index.anti_required.values():
+        if term.matches(pod, ns_labels):
+            existing.add(term.topology_key, counts.values(term.topology_key, snapshot))
+    affinity = _Sum(borrowed)
+    affinity_terms = required_affinity_terms(pod)
+    if affinity_terms:
+        matching = index.matching(affinity_terms, snapshot)
+        keys: dict[str, int] = {}
+        for term in affinity_terms:
+            keys[term.topology_key] = keys.get(term.topology_key, 0) + 1
+        for key, times in keys.items():
+            affinity.add(key, matching.values(key, snapshot), times)
+    anti = _Sum(borrowed)
+    for term in required_anti_affinity_terms(pod):
+        anti.add(
+            term.topology_key, index.matching((term,), snapshot).values(term.topology_key, snapshot)
+        )
+    return existing.done(), affinity.done(), anti.done()
 
 
 def existing_anti_affinity_counts(pod: Pod, snapshot: Snapshot) -> TopologyCounts:
@@ -218,6 +324,14 @@ def incoming_affinity_anti_affinity_counts(
     return affinity, anti
 
 
+def _nested(counts: TopologyCounts) -> NestedCounts:
+    out: NestedCounts = {}
+    for (key, value), n in counts.items():
+        if n:
+            out.setdefault(key, {})[value] = n
+    return out
+
+
 def _satisfies_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
     pods_exist = True
     counts = s.affinity_counts
@@ -225,12 +339,13 @@ def _satisfies_pod_affinity(s: PreFilterState, labels: Mapping[str, str]) -> boo
         key = term.topology_key
         if key not in labels:
             return False  # every topology key must be a node label
-        if counts.get((key, labels[key]), 0) <= 0:
+        values = counts.get(key)
+        if values is None or values.get(labels[key], 0) <= 0:
             pods_exist = False
     if pods_exist:
         return True
     # The first pod of a group with affinity to itself may start the group anywhere.
-    return not counts and s.self_match
+    return s.self_match and not any(counts.values())
 
 
 def _satisfies_pod_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
@@ -238,17 +353,18 @@ def _satisfies_pod_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -
     if counts:
         for term in s.anti_affinity_terms:
             key = term.topology_key
-            if key in labels and counts.get((key, labels[key]), 0) > 0:
-                return False
+            if key in labels:
+                values = counts.get(key)
+                if values is not None and values.get(labels[key], 0) > 0:
+                    return False
     return True
 
 
 def _satisfies_existing_pods_anti_affinity(s: PreFilterState, labels: Mapping[str, str]) -> bool:
-    counts = s.existing_anti_affinity_counts
-    if counts:
-        for pair in labels.items():
-            if counts.get(pair, 0) > 0:
-                return False
+    for key, values in s.existing_anti_affinity_counts.items():
+        value = labels.get(key)
+        if value is not None and values.get(value, 0) > 0:
+            return False
     return True
 
 
@@ -264,13 +380,20 @@ def _state(state: CycleState) -> PreFilterState | Status:
 class InterPodAffinity:
     name = NAME
 
+    use_index = True  # False: walk every pod each cycle, as upstream does (the reference)
+
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
         """The counts (``PreFilterState``); Skip when no existing pod's anti-affinity matches
         the pod and the pod has no required terms."""
-        existing = existing_anti_affinity_counts(pod, snapshot)
-        affinity, anti = incoming_affinity_anti_affinity_counts(pod, snapshot)
+        borrowed: set[int] = set()
+        if self.use_index:
+            existing, affinity, anti = indexed_counts(pod, snapshot, borrowed)
+        else:
+            flat_affinity, flat_anti = incoming_affinity_anti_affinity_counts(pod, snapshot)
+            existing = _nested(existing_anti_affinity_counts(pod, snapshot))
+            affinity, anti = _nested(flat_affinity), _nested(flat_anti)
         if (
-            not existing
+            not any(existing.values())
             and not required_affinity_terms(pod)
             and not required_anti_affinity_terms(pod)
         ):
@@ -283,6 +406,7 @@ class InterPodAffinity:
                 existing_anti_affinity_counts=existing,
                 affinity_counts=affinity,
                 anti_affinity_counts=anti,
+                borrowed=borrowed,
             ),
         )
         return None
@@ -316,7 +440,60 @@ class InterPodAffinity:
     def filter_nodes(
         self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
     ) -> FilterBatchResult:
-        return split_by_filter(self.filter, state, pod, node_infos)
+        """``filter`` for many nodes: each check is one pass of label lookups over the nodes,
+        the later checks' verdicts overwritten by the earlier ones' (``filter``'s order)."""
+        s = _state(state)
+        if isinstance(s, Status):
+            return [], [(ni, s) for ni in node_infos]
+        columns: dict[str, list[str | None]] = {}
+
+        def column(key: str) -> list[str | None]:
+            """Each node's value of label ``key`` (None: no such label), once per key."""
+            out = columns.get(key)
+            if out is None:
+                try:
+                    out = [ni.node.labels.get(key) for ni in node_infos]  # type: ignore[union-attr]
+                except AttributeError:  # a NodeInfo without its Node
+                    out = [ni.node.labels.get(key) if ni.node else None for ni in node_infos]
+                columns[key] = out
+            return out
+
+        verdicts: list[Status | None] = [None] * len(node_infos)
+        # Counts are positive: a value held is a value counted (zeros are dropped).
+        for key, values in s.existing_anti_affinity_counts.items():
+            if values:
+                for i in [i for i, v in enumerate(column(key)) if v in values and values[v] > 0]:
+                    verdicts[i] = _EXISTING_REJECT
+        anti = s.anti_affinity_counts
+        for key in {t.topology_key for t in s.anti_affinity_terms}:
+            held = anti.get(key)
+            if held:
+                for i in [i for i, v in enumerate(column(key)) if v in held and held[v] > 0]:
+                    verdicts[i] = _ANTI_AFFINITY_REJECT
+        if s.affinity_terms:
+            counts = s.affinity_counts
+            anywhere = s.self_match and not any(counts.values())
+            by_key = [
+                (column(t.topology_key), counts.get(t.topology_key) or {}) for t in s.affinity_terms
+            ]
+            for i in range(len(verdicts)):
+                pods_exist = True
+                for col, held in by_key:
+                    value = col[i]
+                    if value is None:
+                        verdicts[i] = _AFFINITY_REJECT
+                        break
+                    if held.get(value, 0) <= 0:
+                        pods_exist = False
+                else:
+                    if not pods_exist and not anywhere:
+                        verdicts[i] = _AFFINITY_REJECT
+        passed = [ni for ni, v in zip(node_infos, verdicts, strict=True) if v is None]
+        if len(passed) == len(node_infos):
+            return passed, []
+        return passed, [
+            (ni, v) for ni, v in zip(node_infos, verdicts, strict=True) if v is not None
+        ]
 
     def add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_add: Pod, node_info: NodeInfo

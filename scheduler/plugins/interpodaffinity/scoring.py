@@ -9,30 +9,39 @@ affinity/anti-affinity terms matching the incoming pod; each at the existing pod
 value of the term's topology key. A node scores the sum over its labels; normalization is
 min-max to 0..100 in floating point, truncated. PreScore answers Skip when no term matched
 anything.
+
+Upstream walks the pods every cycle (kept here as the reference, ``use_index = False``); by
+default the sums come from the snapshot's ``AffinityIndex``: each term's matching pods per
+topology value, weighted (``ScoreSources``), added up per node in Score.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, cast
 
 from kube.objects import Pod, PodAffinityTerm, WeightedPodAffinityTerm
 from scheduler.framework import MAX_NODE_SCORE, CycleState, Status
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP
 from scheduler.plugins.interpodaffinity.filtering import NAME, required_affinity_terms
+from scheduler.plugins.interpodaffinity.index import affinity_index
 from scheduler.snapshot import NodeInfo, Snapshot
 
 __all__ = [
     "DEFAULT_HARD_POD_AFFINITY_WEIGHT",
     "PRE_SCORE_STATE_KEY",
     "InterPodAffinityScorer",
+    "ScoreSources",
     "TopologyScore",
 ]
 
 DEFAULT_HARD_POD_AFFINITY_WEIGHT: Final = 1
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+_NO_LABELS: Final[Mapping[str, str]] = {}
 TopologyScore = dict[str, dict[str, int]]
+# What Score sums per node: topology key -> [(weight, label value -> count), ...].
+ScoreSources = dict[str, list[tuple[int, dict[str, int]]]]
 
 
 def _preferred(pod: Pod) -> tuple[tuple[WeightedPodAffinityTerm, ...], ...]:
@@ -50,6 +59,7 @@ class InterPodAffinityScorer:
 
     name = NAME
     scores_in_range = True
+    use_index = True  # False: walk the pods each cycle, as upstream does (the reference)
 
     def __init__(
         self,
@@ -69,6 +79,10 @@ class InterPodAffinityScorer:
         has_constraints = bool(preferred_affinity or preferred_anti)
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return SKIP
+        if self.use_index:
+            return self._indexed_pre_score(
+                state, pod, snapshot, (preferred_affinity, preferred_anti)
+            )
         all_nodes = (
             snapshot.node_info_list if has_constraints else snapshot.have_pods_with_affinity_list()
         )
@@ -116,19 +130,67 @@ class InterPodAffinityScorer:
                     process(w.term, -w.weight, pod, pod_ns_labels, labels)
         if not touched:
             return SKIP
-        state.write(PRE_SCORE_STATE_KEY, topology_score)
+        state.write(
+            PRE_SCORE_STATE_KEY,
+            {key: [(1, values)] for key, values in topology_score.items()},
+        )
+        return None
+
+    def _indexed_pre_score(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        preferred: tuple[tuple[WeightedPodAffinityTerm, ...], ...],
+    ) -> Status | None:
+        """The same score from the snapshot's ``AffinityIndex``: the pods matching each of
+        the pod's preferred terms per topology value, and each distinct term of the existing
+        pods matched once against the pod."""
+        index = affinity_index(snapshot)
+        sources: ScoreSources = {}
+
+        def use(key: str, weight: int, values: dict[str, int]) -> None:
+            if values:
+                sources.setdefault(key, []).append((weight, values))
+
+        preferred_affinity, preferred_anti = preferred
+        for w in preferred_affinity:
+            key = w.term.topology_key
+            use(key, w.weight, index.matching((w.term,), snapshot).values(key, snapshot))
+        for w in preferred_anti:
+            key = w.term.topology_key
+            use(key, -w.weight, index.matching((w.term,), snapshot).values(key, snapshot))
+        ns_labels = snapshot.namespace_labels(pod.namespace)
+        hard_weight = self.hard_pod_affinity_weight
+        if hard_weight > 0:
+            for term, _, counts in index.affinity_required.values():
+                if term.matches(pod, ns_labels):
+                    key = term.topology_key
+                    use(key, hard_weight, counts.values(key, snapshot))
+        for sign, groups in ((1, index.affinity_preferred), (-1, index.anti_preferred)):
+            for term, weight, counts in groups.values():
+                if term.matches(pod, ns_labels):
+                    key = term.topology_key
+                    use(key, sign * weight, counts.values(key, snapshot))
+        if not sources:
+            return SKIP
+        state.write(PRE_SCORE_STATE_KEY, sources)
         return None
 
     def score_nodes(self, state: CycleState, pod: Pod, node_infos: Sequence[NodeInfo]) -> list[int]:
-        topology_score: TopologyScore = state.read(PRE_SCORE_STATE_KEY) or {}
-        out: list[int] = []
-        for ni in node_infos:
-            labels = ni.node.labels if ni.node is not None else {}
-            total = 0
-            for key, values in topology_score.items():
-                if key in labels:
-                    total += values.get(labels[key], 0)
-            out.append(total)
+        """Each node's sum over the topology keys it has: a column of label values per key,
+        and per source one pass over the column."""
+        sources: ScoreSources = state.read(PRE_SCORE_STATE_KEY) or {}
+        labels = [ni.node.labels if ni.node is not None else _NO_LABELS for ni in node_infos]
+        out = [0] * len(labels)
+        for key, weighted in sources.items():
+            column = [lab.get(key) for lab in labels]  # None: no such label, never counted
+            for weight, values in weighted:
+                get = cast("dict[str | None, int]", values).get
+                if weight == 1:
+                    out = [total + get(v, 0) for total, v in zip(out, column, strict=True)]
+                else:
+                    out = [total + weight * get(v, 0) for total, v in zip(out, column, strict=True)]
         return out
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:

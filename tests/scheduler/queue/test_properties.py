@@ -62,8 +62,11 @@ def with_affinity(pod: Pod, on: bool) -> Pod:
     return pod.with_changes(affinity=Pod.from_dict(manifest).affinity)
 
 
-def cross_topology_reference(q: SchedulingQueue, pod: Pod) -> list[str]:
-    """``getUnschedulablePodsWithCrossTopologyTerm`` written out over the whole pool."""
+def cross_topology_reference(
+    q: SchedulingQueue, pod: Pod, event: ev.ClusterEvent | None = None
+) -> list[str]:
+    """``getUnschedulablePodsWithCrossTopologyTerm`` written out over the whole pool; with an
+    event, without the gated pods it cannot move (the move would skip them)."""
     ns = {"kubernetes.io/metadata.name": pod.namespace}
     return [
         p.pod.key
@@ -72,6 +75,11 @@ def cross_topology_reference(q: SchedulingQueue, pod: Pod) -> list[str]:
         and (
             ("PodTopologySpread" in p.unschedulable_plugins and p.pod.namespace == pod.namespace)
             or any(t.matches(pod, ns) for t in p.required_affinity_terms)
+        )
+        and (
+            event is None
+            or not p.gated
+            or ev.match_any_cluster_event(event, p.gating_plugin_events)
         )
     ]
 
@@ -143,9 +151,8 @@ def run(ops: list[tuple[Any, ...]]) -> None:
             q.update(old, known[o[1]])
         elif kind == "assigned":
             bound = mkpod("bound", ns=o[1], labels={"app": "x"} if o[2] else {}, node_name="n")
-            assert [p.pod.key for p in q._pods_with_cross_topology_term(bound)] == (
-                cross_topology_reference(q, bound)
-            )
+            got = q._pods_with_cross_topology_term(bound, ev.AssignedPodAdd)
+            assert [p.pod.key for p in got] == cross_topology_reference(q, bound, ev.AssignedPodAdd)
             q.assigned_pod_added(bound)
         check_one_sub_queue(q)
         for _where, pinfo in q.queued_pod_infos():
@@ -267,8 +274,8 @@ def test_assigned_pod_added_sees_exactly_the_pool_pods_with_cross_topology_terms
             q.update(old, known[o[1]])
         elif kind == "assigned":
             bound = mkpod("bound", ns=o[1], labels={"app": "x"} if o[2] else {}, node_name="n")
-            got_keys = [p.pod.key for p in q._pods_with_cross_topology_term(bound)]
-            assert got_keys == cross_topology_reference(q, bound)
+            got = q._pods_with_cross_topology_term(bound, ev.AssignedPodAdd)
+            assert [p.pod.key for p in got] == cross_topology_reference(q, bound, ev.AssignedPodAdd)
             q.assigned_pod_added(bound)
         elif kind == "move":
             q.move_all_to_active_or_backoff_queue(o[1])
@@ -294,9 +301,15 @@ class WalkingQueue(SchedulingQueue):
         candidates = [p for p in candidates if pre_check is None or pre_check(p.pod)]
         self._move_pods_to_active_or_backoff_queue(candidates, event, old_obj, new_obj)
 
+    def assigned_pod_added(self, pod: Pod) -> None:
+        keys = set(cross_topology_reference(self, pod))  # gated pods included
+        candidates = [p for _w, p in self.queued_pod_infos() if p.pod.key in keys]
+        self._move_pods_to_active_or_backoff_queue(candidates, ev.AssignedPodAdd, None, pod)
+
 
 gated_op = st.one_of(
     st.tuples(st.just("add"), st.sampled_from(NAMES), st.booleans()),
+    st.tuples(st.just("assigned"), st.booleans()),
     st.tuples(st.just("pop")),
     st.tuples(st.just("reject"), st.sampled_from(PLUGINS)),
     st.tuples(st.just("ungate"), st.sampled_from(NAMES)),
@@ -310,8 +323,9 @@ gated_op = st.one_of(
 @settings(max_examples=300)
 @given(st.lists(gated_op, min_size=20, max_size=60))
 def test_leaving_gated_pods_out_of_moves_changes_nothing(ops: list[tuple[Any, ...]]) -> None:
-    """Moves that skip the gated pods (when no gating plugin registered the event) leave
-    every sub-queue exactly as walking the whole pool does."""
+    """Moves that skip the gated pods (when no gating plugin registered the event), and
+    AssignedPodAdded that leaves them out before matching their terms, leave every sub-queue
+    exactly as walking the whole pool does."""
     clocks = [FakeClock(), FakeClock()]
     queues = [SchedulingQueue(clocks[0]), WalkingQueue(clocks[1])]
     known: dict[str, Pod] = {}
@@ -323,7 +337,8 @@ def test_leaving_gated_pods_out_of_moves_changes_nothing(ops: list[tuple[Any, ..
                 if all(p.pod.name != o[1] for p in in_flight[i]):
                     pod = known.get(o[1]) if i else None
                     if pod is None:
-                        pod = known[o[1]] = mkpod(o[1], scheduling_gates=("g",) if o[2] else ())
+                        gates = ("g",) if o[2] else ()
+                        pod = known[o[1]] = with_affinity(mkpod(o[1], scheduling_gates=gates), True)
                     q.add(pod)
             elif kind == "pop" and (got := q.pop()) is not None:
                 in_flight[i].append(got)
@@ -342,6 +357,9 @@ def test_leaving_gated_pods_out_of_moves_changes_nothing(ops: list[tuple[Any, ..
                 clocks[i].step(o[1])
             elif kind == "move":
                 q.move_all_to_active_or_backoff_queue(o[1])
+            elif kind == "assigned":
+                labels = {"app": "x"} if o[1] else {}
+                q.assigned_pod_added(mkpod("bound", labels=labels, node_name="n"))
             elif kind == "leftover":
                 q.flush_unschedulable_pods_leftover()
             elif kind == "delete" and o[1] in known:
