@@ -1,0 +1,127 @@
+"""Typed walks: the field set of an applied object, what a write changed, the merge of an
+applied configuration — with the shapes kube-apiserver gives for the same objects."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubesim.core.managedfields import typed
+from kubesim.core.managedfields.schema import root_type
+
+DEPLOYMENT = root_type("apps/v1", "Deployment")
+
+
+def deployment() -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": "nginx",
+                            "ports": [{"containerPort": 80}],
+                            "resources": {},
+                        }
+                    ],
+                    "tolerations": [{"key": "a", "operator": "Exists"}],
+                },
+            },
+        },
+    }
+
+
+def test_field_set_of_an_applied_deployment() -> None:
+    # kube: struct fields are members only when empty, map keys and list items always,
+    # the selector (an atomic struct) and tolerations (an atomic list) as one field each, and
+    # a port keyed by containerPort and its defaulted protocol.
+    got = typed.to_field_set(deployment(), DEPLOYMENT)
+    assert got["f:spec"] == {
+        "f:replicas": {},
+        "f:selector": {},
+        "f:template": {
+            "f:metadata": {"f:labels": {"f:app": {}}},
+            "f:spec": {
+                "f:containers": {
+                    'k:{"name":"web"}': {
+                        ".": {},
+                        "f:image": {},
+                        "f:name": {},
+                        "f:ports": {
+                            'k:{"containerPort":80,"protocol":"TCP"}': {
+                                ".": {},
+                                "f:containerPort": {},
+                            }
+                        },
+                        "f:resources": {},
+                    }
+                },
+                "f:tolerations": {},
+            },
+        },
+    }
+    assert got["f:metadata"] == {"f:labels": {"f:app": {}}, "f:name": {}}
+
+
+def test_compare_reports_leaves_and_added_or_removed_items() -> None:
+    old = deployment()
+    new = copy.deepcopy(old)
+    new["spec"]["replicas"] = 3
+    new["spec"]["template"]["spec"]["containers"].append({"name": "side", "image": "busybox"})
+    del new["metadata"]["labels"]
+    c = typed.compare(old, new, DEPLOYMENT)
+    assert c.modified == {"f:spec": {"f:replicas": {}}}
+    assert c.added == {
+        "f:spec": {
+            "f:template": {
+                "f:spec": {
+                    "f:containers": {'k:{"name":"side"}': {".": {}, "f:image": {}, "f:name": {}}}
+                }
+            }
+        }
+    }
+    assert c.removed == {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}
+    assert typed.compare(old, copy.deepcopy(old), DEPLOYMENT).empty()
+
+
+def test_merge_keeps_items_by_key_and_replaces_atomic_lists() -> None:
+    live = deployment()
+    live["spec"]["template"]["spec"]["containers"].insert(0, {"name": "first", "image": "a"})
+    config = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "web", "image": "nginx:2"},
+                        {"name": "new", "image": "b"},
+                    ],
+                    "tolerations": [{"key": "b", "operator": "Exists"}],
+                }
+            }
+        }
+    }
+    merged = typed.merge(live, config, DEPLOYMENT)
+    pod = merged["spec"]["template"]["spec"]
+    assert [(c["name"], c["image"]) for c in pod["containers"]] == [
+        ("first", "a"),
+        ("web", "nginx:2"),
+        ("new", "b"),
+    ]
+    assert pod["containers"][1]["ports"] == [{"containerPort": 80}]  # merged, not replaced
+    assert pod["tolerations"] == [{"key": "b", "operator": "Exists"}]
+    assert live["spec"]["template"]["spec"]["containers"][1]["image"] == "nginx"  # untouched
+
+
+def test_merge_order_follows_the_configuration_for_shared_items() -> None:
+    t = root_type("v1", "Pod")
+    live = {"spec": {"containers": [{"name": n} for n in "abc"]}}
+    config = {"spec": {"containers": [{"name": "c"}, {"name": "d"}, {"name": "a"}]}}
+    merged = typed.merge(live, config, t)
+    assert [c["name"] for c in merged["spec"]["containers"]] == ["b", "c", "d", "a"]
