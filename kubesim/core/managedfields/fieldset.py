@@ -86,21 +86,26 @@ def _children(node: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def union(a: Mapping[str, Any], b: Mapping[str, Any]) -> FieldSet:
-    """The children of two sets merged (the root is never a member)."""
+    """The children of two sets merged (the root is never a member). Sets in FieldsV1 order
+    give a set in that order; subtrees only one side has are shared, not copied."""
     if not a:
         return dict(b)
     if not b:
         return dict(a)
     out: FieldSet = dict(a)
+    grew = False
     for pe, nb in b.items():
         if pe == MEMBER:
             continue
         na = out.get(pe)
         if na is None:
             out[pe] = nb
+            grew = True
         else:
             merged = _make(is_member(na) or is_member(nb), union(_children(na), _children(nb)))
             out[pe] = merged if merged is not None else {}
+    if grew:
+        out = {pe: out[pe] for pe in sorted(out, key=_order)}
     return out
 
 
@@ -173,9 +178,12 @@ def insert(s: FieldSet, path: Path) -> None:
     return
 
 
+_RANK: Final = {".": 0, "f": 1, "k": 2, "v": 3, "i": 4}
+
+
 def _order(pe: str) -> tuple[int, str]:
-    # PathElement order: field names, then keys, then values, then indices.
-    return ({"f": 0, "k": 1, "v": 2, "i": 3}.get(pe[:1], 4), pe)
+    # "." first, then PathElement order: field names, keys, values, indices.
+    return (_RANK.get(pe[:1], 5), pe)
 
 
 def sorted_fields_v1(s: Mapping[str, Any]) -> FieldSet:

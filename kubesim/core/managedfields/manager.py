@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubesim.core.errors import Cause, StatusError
@@ -112,6 +112,8 @@ class Entry:
     fields: fs.FieldSet
     api_version: str
     time: str | None
+    # the stored entry this one was read from, written back as it was when unchanged
+    stored: dict[str, Any] | None = field(default=None, compare=False)
 
 
 Managed = dict[ManagerKey, Entry]
@@ -150,8 +152,9 @@ def _key(manager: str, operation: str, api_version: str, subresource: str) -> Ma
     )
 
 
-def decode(entries: Any) -> Managed:
-    """``DecodeManagedFields``: the stored (or sent) entries; ValueError when malformed."""
+def decode(entries: Any, *, trusted: bool = False) -> Managed:
+    """``DecodeManagedFields``: the sent (or, ``trusted``, stored) entries; ValueError when
+    malformed."""
     out: Managed = {}
     if entries is None:
         return out
@@ -166,7 +169,7 @@ def decode(entries: Any) -> Managed:
         if e.get("fieldsType", "FieldsV1") != "FieldsV1":
             raise ValueError(f"invalid fieldsType {e.get('fieldsType')!r}")
         fields = e.get("fieldsV1") or {}
-        if not isinstance(fields, dict) or not _valid_set(fields):
+        if not trusted and (not isinstance(fields, dict) or not _valid_set(fields)):
             raise ValueError("invalid fieldsV1")
         manager = e.get("manager") or ""
         api_version = e.get("apiVersion") or ""
@@ -177,7 +180,11 @@ def decode(entries: Any) -> Managed:
         key = _key(manager, str(operation), api_version, str(sub))
         if key in out:
             raise ValueError(f"duplicate entry for manager {manager!r}")
-        out[key] = Entry(fields, api_version, time if isinstance(time, str) else None)
+        if not trusted:
+            fields = fs.sorted_fields_v1(fields)
+        out[key] = Entry(
+            fields, api_version, time if isinstance(time, str) else None, e if trusted else None
+        )
     return out
 
 
@@ -204,6 +211,9 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
 
     out = []
     for key, entry in sorted(managed.items(), key=order):
+        if entry.stored is not None:
+            out.append(entry.stored)
+            continue
         e: dict[str, Any] = {
             "manager": key.manager,
             "operation": key.operation,
@@ -212,7 +222,7 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
         if entry.time:
             e["time"] = entry.time
         e["fieldsType"] = "FieldsV1"
-        e["fieldsV1"] = fs.sorted_fields_v1(entry.fields)
+        e["fieldsV1"] = entry.fields
         if key.subresource:
             e["subresource"] = key.subresource
         out.append(e)
@@ -270,7 +280,7 @@ def _cap(managed: Managed) -> Managed:
 
 def _take(managed: Managed, owner: ManagerKey, c: typed.Comparison, w: Write) -> Managed:
     """An update's effect on the entries (``Updater.Update`` with ``managedFieldsUpdater``)."""
-    changed = _owned(fs.union(c.modified, c.added), w)
+    changed = fs.sorted_fields_v1(_owned(fs.union(c.modified, c.added), w))
     removed = c.removed
     out: Managed = {}
     for key, entry in managed.items():
@@ -292,7 +302,7 @@ def _base(live: Mapping[str, Any] | None, sent: Any, w: Write) -> Managed:
     """``decodeLiveOrNew``: the entries a request sends replace the live ones (``[]`` clears
     them); none sent, or malformed ones, leave the live ones."""
     live_entries = ((live or {}).get("metadata") or {}).get("managedFields")
-    if w.subresource or sent is None:
+    if w.subresource or sent is None or sent == live_entries:
         return _decode_or_empty(live_entries)
     if sent in ([], [{}]):
         return {}
@@ -305,7 +315,7 @@ def _base(live: Mapping[str, Any] | None, sent: Any, w: Write) -> Managed:
 
 def _decode_or_empty(entries: Any) -> Managed:
     try:
-        return decode(entries)
+        return decode(entries, trusted=True)
     except ValueError:
         return {}
 
@@ -320,9 +330,12 @@ def update(
 ) -> list[dict[str, Any]]:
     """The managed fields after ``manager`` wrote ``new`` over ``live`` (None: a create);
     ``sent`` is the request's ``metadata.managedFields`` (None when it sent none)."""
-    managed = _base(live, sent, w)
     old = _without_managed_fields(live) if live is not None else _zero(w.type)
     c = typed.compare(old, _without_managed_fields(new), w.type)
+    live_entries = ((live or {}).get("metadata") or {}).get("managedFields")
+    if c.empty() and live is not None and (sent is None or sent == live_entries):
+        return list(live_entries or [])
+    managed = _base(live, sent, w)
     if c.empty() and live is not None:
         return encode(managed)
     owner = _key(manager, UPDATE, w.api_version, w.subresource)
@@ -425,7 +438,7 @@ def apply(
         first = _key(BEFORE_FIRST_APPLY, UPDATE, w.api_version, w.subresource)
         managed = _take({}, first, typed.compare(_zero(w.type), current, w.type), w)
     try:
-        configured = typed.to_field_set(config, w.type)
+        configured = fs.sorted_fields_v1(typed.to_field_set(config, w.type))
         applied = _owned(configured, w)
         merged = typed.merge(current, dict(config), w.type)
     except typed.SchemaError as exc:

@@ -3,6 +3,8 @@ has, and the path strings its conflict messages print."""
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -68,3 +70,13 @@ def test_path_strings_as_conflict_messages_print_them() -> None:
         '.metadata.finalizers[="a"]'
     )
     assert fs.path_string(("f:items", fs.index(3))) == ".items[3]"
+
+
+@given(PATHS, PATHS)
+def test_operations_on_sets_in_fields_v1_order_keep_that_order(
+    a: list[tuple[str, ...]], b: list[tuple[str, ...]]
+) -> None:
+    # kube writes fieldsV1 sorted; kubesim keeps stored sets sorted instead of re-sorting
+    sa, sb = fs.sorted_fields_v1(build(a)), fs.sorted_fields_v1(build(b))
+    for got in (fs.union(sa, sb), fs.difference(sa, sb), fs.intersection(sa, sb)):
+        assert json.dumps(got) == json.dumps(fs.sorted_fields_v1(got))
