@@ -297,7 +297,7 @@ class GenericStore:
     def prepare_create(self, rt: ResourceType, namespace: str, body: Any) -> dict[str, Any]:
         """Type check, namespace, system fields, status reset, defaults."""
         check_type(rt, body)
-        obj = _as_dict(clone(body))
+        obj = _as_dict(clone(_without_managed_fields(body)))
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
         obj = self.from_wire(rt, obj)
@@ -525,7 +525,7 @@ class GenericStore:
         through when the store writes it as the main resource's (``/scale``)."""
         check_type(rt, body)
         sent = _sent_managed_fields(body)
-        new = self.from_wire(rt, clone(body))
+        new = self.from_wire(rt, clone(_without_managed_fields(body)))
         new["kind"] = self.storage_type(rt).kind
         new["apiVersion"] = self.storage_type(rt).api_version
         meta = new.setdefault("metadata", {})
@@ -664,7 +664,7 @@ class GenericStore:
     ) -> dict[str, Any]:
         old_meta = meta_of(old)
         if subresource == "status":
-            result = clone(old)
+            result = clone(_without_managed_fields(old))
             result["status"] = clone(new.get("status") or {})
             if rt.kind in ("Pod", "Node"):
                 nm = meta_of(new)
@@ -989,6 +989,15 @@ def _sent_managed_fields(body: Any) -> Any:
     """The ``metadata.managedFields`` a request sends (None when it sends none)."""
     meta = body.get("metadata") if isinstance(body, dict) else None
     return meta.get("managedFields") if isinstance(meta, dict) else None
+
+
+def _without_managed_fields(obj: Any) -> Any:
+    """``obj`` without ``metadata.managedFields`` (a shallow copy; not cloned only to be
+    replaced)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
 def _set_managed_fields(meta: dict[str, Any], managed: list[dict[str, Any]]) -> None:

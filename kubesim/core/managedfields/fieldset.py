@@ -23,6 +23,7 @@ __all__ = [
     "FieldSet",
     "Path",
     "difference",
+    "element_order",
     "field",
     "index",
     "insert",
@@ -181,9 +182,13 @@ def insert(s: FieldSet, path: Path) -> None:
 _RANK: Final = {".": 0, "f": 1, "k": 2, "v": 3, "i": 4}
 
 
-def _order(pe: str) -> tuple[int, str]:
-    # "." first, then PathElement order: field names, keys, values, indices.
+def element_order(pe: str) -> tuple[int, str]:
+    """Sort key of path elements as FieldsV1 lists them: ``.`` first, then field names, keys,
+    values and indices."""
     return (_RANK.get(pe[:1], 5), pe)
+
+
+_order = element_order
 
 
 def sorted_fields_v1(s: Mapping[str, Any]) -> FieldSet:

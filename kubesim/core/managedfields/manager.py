@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Final
 
 from kubesim.core.errors import Cause, StatusError
@@ -238,7 +239,15 @@ def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def _owned(s: fs.FieldSet, w: Write) -> fs.FieldSet:
     """A field set less what the server sets and what the endpoint resets."""
-    s = fs.difference(s, _STRIPPED)
+    if "f:apiVersion" in s or "f:kind" in s or "f:metadata" in s:
+        s = {pe: n for pe, n in s.items() if pe not in _STRIPPED or pe == "f:metadata"}
+        meta = s.get("f:metadata")
+        if meta is not None:
+            kept = {pe: n for pe, n in meta.items() if pe not in _STRIPPED["f:metadata"]}
+            if kept:
+                s["f:metadata"] = kept
+            else:
+                del s["f:metadata"]
     if w.subresource == "status":
         return {pe: n for pe, n in s.items() if pe == "f:status"}
     if w.has_status and "f:status" in s:
@@ -246,18 +255,19 @@ def _owned(s: fs.FieldSet, w: Write) -> fs.FieldSet:
     return s
 
 
-def _zero(t: Type) -> dict[str, Any]:
-    """The object a create starts from: the by-value structs, empty."""
+@cache
+def _zero(t: Type, *, top: bool = True) -> Mapping[str, Any]:
+    """The object a create starts from: the by-value structs, empty (shared: never changed)."""
     out: dict[str, Any] = {}
     if t.kind != "struct":
         return out
     names: tuple[str, ...] = _VALUE_FIELDS.get(t.model, ())
-    if not names and t.model.startswith(("V1", "CoreV1", "EventsV1")):
+    if top:
         names = ("metadata", "spec", "status")
     for name in names:
         ft = field_type(t, name)
         if ft.kind == "struct":
-            out[name] = _zero(ft)
+            out[name] = _zero(ft, top=False)
     return out
 
 
@@ -278,10 +288,13 @@ def _cap(managed: Managed) -> Managed:
     return out
 
 
-def _take(managed: Managed, owner: ManagerKey, c: typed.Comparison, w: Write) -> Managed:
-    """An update's effect on the entries (``Updater.Update`` with ``managedFieldsUpdater``)."""
-    changed = fs.sorted_fields_v1(_owned(fs.union(c.modified, c.added), w))
-    removed = c.removed
+def _take(
+    managed: Managed, owner: ManagerKey, changed: fs.FieldSet, removed: fs.FieldSet, w: Write
+) -> Managed:
+    """An update's effect on the entries (``Updater.Update`` with ``managedFieldsUpdater``):
+    ``changed`` (added or modified, in FieldsV1 order) goes to ``owner``, ``removed`` leaves
+    everyone."""
+    changed = _owned(changed, w)
     out: Managed = {}
     for key, entry in managed.items():
         s = entry.fields
@@ -330,16 +343,19 @@ def update(
 ) -> list[dict[str, Any]]:
     """The managed fields after ``manager`` wrote ``new`` over ``live`` (None: a create);
     ``sent`` is the request's ``metadata.managedFields`` (None when it sent none)."""
-    old = _without_managed_fields(live) if live is not None else _zero(w.type)
-    c = typed.compare(old, _without_managed_fields(new), w.type)
-    live_entries = ((live or {}).get("metadata") or {}).get("managedFields")
-    if c.empty() and live is not None and (sent is None or sent == live_entries):
+    owner = _key(manager, UPDATE, w.api_version, w.subresource)
+    if live is None:
+        created = typed.created_fields(_zero(w.type), _without_managed_fields(new), w.type)
+        return encode(_take(_base(None, sent, w), owner, created, {}, w))
+    c = typed.compare(_without_managed_fields(live), _without_managed_fields(new), w.type)
+    live_entries = (live.get("metadata") or {}).get("managedFields")
+    if c.empty() and (sent is None or sent == live_entries):
         return list(live_entries or [])
     managed = _base(live, sent, w)
-    if c.empty() and live is not None:
+    if c.empty():
         return encode(managed)
-    owner = _key(manager, UPDATE, w.api_version, w.subresource)
-    return encode(_take(managed, owner, c, w))
+    changed = fs.sorted_fields_v1(fs.union(c.modified, c.added))
+    return encode(_take(managed, owner, changed, c.removed, w))
 
 
 def _conflict_error(conflicts: list[tuple[ManagerKey, Entry, fs.Path]]) -> StatusError:
@@ -436,7 +452,8 @@ def apply(
     current = _without_managed_fields(live) if live is not None else {}
     if live is not None and not managed:
         first = _key(BEFORE_FIRST_APPLY, UPDATE, w.api_version, w.subresource)
-        managed = _take({}, first, typed.compare(_zero(w.type), current, w.type), w)
+        created = typed.created_fields(_zero(w.type), current, w.type)
+        managed = _take({}, first, created, {}, w)
     try:
         configured = fs.sorted_fields_v1(typed.to_field_set(config, w.type))
         applied = _owned(configured, w)

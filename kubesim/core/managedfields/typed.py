@@ -33,6 +33,7 @@ __all__ = [
     "Comparison",
     "SchemaError",
     "compare",
+    "created_fields",
     "item_element",
     "merge",
     "remove",
@@ -226,6 +227,43 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path, c: Comparison) -> None:
         for pe, nv in ni.items():
             if pe not in oi:
                 _compare(_MISSING, nv, elem, (*path, pe), c)
+
+
+def created_fields(zero: Any, new: Any, t: Type) -> fs.FieldSet:
+    """``added`` and ``modified`` of ``compare(zero, new)`` in one pass, in FieldsV1 order:
+    what a create sets over the empty object ``zero`` (whose by-value structs are present)."""
+    out = _created(zero, new, t, ())
+    return out if out is not None else {}
+
+
+def _created(zero: Any, new: Any, t: Type, path: fs.Path) -> fs.FieldSet | None:
+    """The node of ``new`` at ``path`` (children plus ``"."`` when a member), None when the
+    create sets nothing there."""
+    if zero is not _MISSING and zero == new:
+        return None
+    children: fs.FieldSet = {}
+    member = zero is _MISSING
+    if _granular_map(t) and isinstance(new, dict) and new:
+        if zero is not _MISSING and not isinstance(zero, dict | None):
+            return {}
+        z = zero if isinstance(zero, dict) else {}
+        for name in sorted(new):
+            node = _created(z.get(name, _MISSING), new[name], field_type(t, name), path)
+            if node is not None:
+                children[fs.field(name)] = node
+    elif _granular_list(t) and isinstance(new, list) and new and zero in (_MISSING, None, []):
+        items = _items(t, new, path, strict=False)
+        if items is None:
+            return {}
+        elem = element_type(t)
+        for pe in sorted(items, key=fs.element_order):
+            node = _created(_MISSING, items[pe], elem, path)
+            children[pe] = node if node is not None else {}
+    else:
+        return {}  # a leaf: added, or changed from the empty object's value
+    if not children:
+        return {} if member else None
+    return {fs.MEMBER: {}, **children} if member else children
 
 
 # --- Merge -----------------------------------------------------------------------------------

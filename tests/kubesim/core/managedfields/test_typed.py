@@ -4,10 +4,15 @@ applied configuration — with the shapes kube-apiserver gives for the same obje
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubesim.core.managedfields import fieldset as fs
 from kubesim.core.managedfields import typed
-from kubesim.core.managedfields.schema import root_type
+from kubesim.core.managedfields.schema import DEDUCED, root_type
 
 DEPLOYMENT = root_type("apps/v1", "Deployment")
 
@@ -125,3 +130,51 @@ def test_merge_order_follows_the_configuration_for_shared_items() -> None:
     config = {"spec": {"containers": [{"name": "c"}, {"name": "d"}, {"name": "a"}]}}
     merged = typed.merge(live, config, t)
     assert [c["name"] for c in merged["spec"]["containers"]] == ["b", "c", "d", "a"]
+
+
+JSONISH = st.recursive(
+    st.none() | st.integers(0, 3) | st.sampled_from(["a", "b"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["x", "y", "z"]), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+POD_LIKE = st.fixed_dictionaries(
+    {},
+    optional={
+        "metadata": st.fixed_dictionaries(
+            {}, optional={"labels": st.dictionaries(st.sampled_from("ab"), st.just("v"))}
+        ),
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={
+                "containers": st.lists(
+                    st.fixed_dictionaries(
+                        {"name": st.sampled_from(["c1", "c2"])},
+                        optional={"image": st.just("i"), "resources": st.just({})},
+                    ),
+                    max_size=2,
+                ),
+                "nodeName": st.just("n"),
+                "tolerations": st.just([{"key": "k"}]),
+            },
+        ),
+        "status": st.just({}),
+    },
+)
+
+
+@given(st.dictionaries(st.sampled_from(["x", "y", "z"]), JSONISH, max_size=3), POD_LIKE)
+def test_created_fields_are_what_compare_reports_added_or_modified(
+    untyped: dict[str, Any], pod: dict[str, Any]
+) -> None:
+    cases = [
+        ({}, untyped, DEDUCED),
+        ({"metadata": {}, "spec": {}, "status": {}}, pod, root_type("v1", "Pod")),
+    ]
+    for zero, new, t in cases:
+        c = typed.compare(zero, new, t)
+        want = fs.sorted_fields_v1(fs.union(c.added, c.modified))
+        got = typed.created_fields(zero, new, t)
+        assert json.dumps(got) == json.dumps(want)
