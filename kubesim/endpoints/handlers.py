@@ -372,6 +372,34 @@ class ResourceHandlers:
         )
         return json_response(obj, 201 if created else 200)
 
+    def _apply_scale(
+        self, ctx: RequestContext, rt: ResourceType, *, manager: str, dry_run: bool
+    ) -> web.StreamResponse:
+        """Server-Side Apply of a Scale: its ``spec.replicas`` applied to the workload's, owned
+        by the manager with subresource ``scale`` (``managedfields.NewScaleHandler``)."""
+        config, _ = self._apply_config(ctx)
+        spec = config.get("spec")
+        if spec is not None and not isinstance(spec, dict):
+            raise bad_request("spec of a Scale must be an object")
+        workload: dict[str, Any] = {
+            "apiVersion": rt.api_version,
+            "kind": rt.kind,
+            "metadata": {"name": ctx.info.name},
+        }
+        if spec and "replicas" in spec:
+            workload["spec"] = {"replicas": spec["replicas"]}
+        obj, _ = self.registry.apply(
+            rt,
+            ctx.info.namespace,
+            ctx.info.name,
+            workload,
+            manager=manager,
+            force=truthy(ctx.query.get("force")),
+            subresource="scale",
+            dry_run=dry_run,
+        )
+        return json_response(scale.to_scale(rt, obj))
+
     def patch(self, ctx: RequestContext, rt: ResourceType, sub: str) -> web.StreamResponse:
         dry = self._dry_run(ctx, "PatchOptions")
         ctype = (ctx.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
@@ -398,10 +426,7 @@ class ResourceHandlers:
         )
         return json_response(obj)
 
-    def _apply(
-        self, ctx: RequestContext, rt: ResourceType, sub: str, *, manager: str, dry_run: bool
-    ) -> web.StreamResponse:
-        """Server-Side Apply: the body is YAML (JSON is YAML too); 201 when it created."""
+    def _apply_config(self, ctx: RequestContext) -> tuple[dict[str, Any], Any]:
         try:
             text = ctx.body.decode("utf-8")
             docs, dups = parse_yaml(text, duplicates="record")
@@ -411,7 +436,13 @@ class ResourceHandlers:
             raise bad_request(exc.detail) from None
         if len(docs) != 1 or not isinstance(docs[0], dict):
             raise bad_request("error decoding YAML: the apply patch must be one object")
-        config = docs[0]
+        return docs[0], dups
+
+    def _apply(
+        self, ctx: RequestContext, rt: ResourceType, sub: str, *, manager: str, dry_run: bool
+    ) -> web.StreamResponse:
+        """Server-Side Apply: the body is YAML (JSON is YAML too); 201 when it created."""
+        config, dups = self._apply_config(ctx)
         fieldvalidation.check_body(
             ctx.request, rt, config, duplicates=dups, options_kind="PatchOptions"
         )
@@ -480,13 +511,15 @@ class ResourceHandlers:
             return json_response(scale.to_scale(rt, current))
         options_kind = "UpdateOptions" if verb == "update" else "PatchOptions"
         dry = self._dry_run(ctx, options_kind)
-        manager = _field_manager(ctx, options_kind)
+        ctype = (ctx.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        manager = _field_manager(ctx, options_kind, apply=verb == "patch" and ctype == APPLY_PATCH)
         if verb == "update":
             body = decode_body(ctx, rt)
         else:
-            ctype = (ctx.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-            if ctype not in PATCH_TYPES:
-                raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH][:3])
+            if ctype not in (*PATCH_TYPES, APPLY_PATCH):
+                raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH])
+            if ctype == APPLY_PATCH:
+                return self._apply_scale(ctx, rt, manager=manager, dry_run=dry)
             body = apply_patch(scale.to_scale(rt, current), ctx.body, ctype, kind="Scale")
         wire = scale.apply_scale(rt, self.registry.to_wire(rt, current), body, name=info.name)
         updated, _ = self.registry.update(

@@ -654,7 +654,8 @@ class GenericStore:
             namespace,
             name,
             merged,
-            subresource=subresource,
+            # /scale writes the workload itself; its entries keep the subresource
+            subresource="" if subresource == "scale" else subresource,
             dry_run=dry_run,
             managed_fields=managed,
         )

@@ -178,3 +178,46 @@ status:
             "f:conditions": {'k:{"type":"Example"}': {".": {}, "f:status": {}, "f:type": {}}}
         }
     }
+
+
+DEPLOY = "/apis/apps/v1/namespaces/default/deployments/shop"
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: shop}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: shop}}
+  template:
+    metadata: {labels: {app: shop}}
+    spec: {containers: [{name: shop, image: nginx}]}
+"""
+
+
+async def test_apply_to_scale_owns_the_workloads_replicas(sim: Simulator) -> None:
+    code, _, _ = await raw(
+        sim, "PATCH", DEPLOY + "?fieldManager=me", body=DEPLOYMENT % 2, content_type=APPLY
+    )
+    assert code == 201
+    scale = "apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: shop}\nspec: {replicas: 4}\n"
+    code, _, body = await raw(
+        sim, "PATCH", DEPLOY + "/scale?fieldManager=hpa", body=scale, content_type=APPLY
+    )
+    assert code == 409  # "me" set the replicas
+    assert body["message"] == 'Apply failed with 1 conflict: conflict with "me": .spec.replicas'
+    code, _, body = await raw(
+        sim, "PATCH", DEPLOY + "/scale?fieldManager=hpa&force=true", body=scale, content_type=APPLY
+    )
+    assert code == 200
+    assert (body["kind"], body["spec"]) == ("Scale", {"replicas": 4})
+    code, _, body = await raw(sim, "GET", DEPLOY)
+    [hpa] = [e for e in body["metadata"]["managedFields"] if e["manager"] == "hpa"]
+    assert (hpa["operation"], hpa["subresource"]) == ("Apply", "scale")
+    assert hpa["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    code, _, body = await raw(
+        sim, "PATCH", DEPLOY + "?fieldManager=me", body=DEPLOYMENT % 3, content_type=APPLY
+    )
+    assert code == 409
+    assert body["message"] == (
+        'Apply failed with 1 conflict: conflict with "hpa" with subresource "scale": .spec.replicas'
+    )
