@@ -18,8 +18,8 @@ schema, or a field the schema does not know (``object``: ``RawExtension`` and th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cache
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
 from typing import Final
 
 from kube.strict import known_kinds, model_fields, model_for
@@ -84,6 +84,15 @@ class Type:
     atomic: bool = False
     keys: tuple[str, ...] = ()
     is_set: bool = False
+    # merged key by key / item by item (derived, for the walks' speed)
+    granular_map: bool = field(init=False, default=False)
+    granular_list: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "granular_map", self.kind in ("struct", "map", "deduced") and not self.atomic
+        )
+        object.__setattr__(self, "granular_list", self.kind == "list" and not self.atomic)
 
     @property
     def leaf(self) -> bool:
@@ -159,13 +168,19 @@ def root_type(api_version: str, kind: str) -> Type:
 def field_type(t: Type, name: str) -> Type:
     """The type of the value under ``name`` in a struct or map of type ``t``."""
     if t.kind == "struct":
-        ts = (model_fields(t.model) or {}).get(name)
-        return DEDUCED if ts is None else type_of(ts, t.model, name)
+        return _struct_field(t, name)
     if t.kind == "map":
         return type_of(t.elem)
     return DEDUCED
 
 
+@lru_cache(maxsize=4096)  # bounded: a struct may be sent any field name
+def _struct_field(t: Type, name: str) -> Type:
+    ts = (model_fields(t.model) or {}).get(name)
+    return DEDUCED if ts is None else type_of(ts, t.model, name)
+
+
+@cache
 def element_type(t: Type) -> Type:
     """The type of a list's items."""
     return type_of(t.elem) if t.kind == "list" else DEDUCED

@@ -107,11 +107,11 @@ def _items(t: Type, items: list[Any], path: fs.Path, *, strict: bool) -> dict[st
 
 
 def _granular_list(t: Type) -> bool:
-    return t.kind == "list" and not t.atomic
+    return t.granular_list
 
 
 def _granular_map(t: Type) -> bool:
-    return t.kind in ("struct", "map", "deduced") and not t.atomic
+    return t.granular_map
 
 
 # --- ToFieldSet ------------------------------------------------------------------------------
@@ -236,10 +236,31 @@ def created_fields(zero: Any, new: Any, t: Type) -> fs.FieldSet:
     return out if out is not None else {}
 
 
+def _added(new: Any, t: Type, path: fs.Path) -> fs.FieldSet:
+    """The node of a value the empty object does not have: a member, with every field."""
+    if t.granular_map and isinstance(new, dict) and new:
+        out: fs.FieldSet = {fs.MEMBER: {}}
+        for name in sorted(new):
+            out["f:" + name] = _added(new[name], field_type(t, name), path)
+        return out
+    if t.granular_list and isinstance(new, list) and new:
+        items = _items(t, new, path, strict=False)
+        if items is None:
+            return {}
+        elem = element_type(t)
+        out = {fs.MEMBER: {}}
+        for pe in sorted(items, key=fs.element_order):
+            out[pe] = _added(items[pe], elem, path)
+        return out
+    return {}
+
+
 def _created(zero: Any, new: Any, t: Type, path: fs.Path) -> fs.FieldSet | None:
     """The node of ``new`` at ``path`` (children plus ``"."`` when a member), None when the
     create sets nothing there."""
-    if zero is not _MISSING and zero == new:
+    if zero is _MISSING:
+        return _added(new, t, path)
+    if zero == new:
         return None
     children: fs.FieldSet = {}
     member = zero is _MISSING
