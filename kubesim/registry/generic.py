@@ -10,6 +10,7 @@ eviction and binding storage all write through the same code (as ``sim.registry`
 
 from __future__ import annotations
 
+import math
 import random
 import time
 import uuid
@@ -244,6 +245,7 @@ class GenericStore:
         self.pods_to_start: set[Key] = set()
         # Called after an object got its deletionTimestamp (the kubelet listens).
         self.on_graceful_delete: list[Callable[[ResourceType, dict[str, Any]], None]] = []
+        self._now: tuple[int, str] = (-1, "")
 
     # --- conversion between the wire shape of a type and its storage -----------------------
 
@@ -591,12 +593,15 @@ class GenericStore:
 
     def _write(self, rt: ResourceType, subresource: str) -> fieldmanager.Write:
         st = self.storage_type(rt)
+        second = math.floor(self.clock())
+        if second != self._now[0]:  # managedFields times are whole seconds
+            self._now = (second, format_time(second))
         return fieldmanager.Write(
             type=root_type(st.api_version, st.kind),
             api_version=rt.api_version,
             subresource=subresource,
             has_status=rt.has_status,
-            now=format_time(self.clock()),
+            now=self._now[1],
         )
 
     def apply(

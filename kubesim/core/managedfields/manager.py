@@ -82,6 +82,8 @@ _STRIPPED: Final[fs.FieldSet] = {
     },
 }
 
+_STRIPPED_META: Final = frozenset(_STRIPPED["f:metadata"])
+
 # Struct fields the Go types hold by value: present, empty, in the object a create starts
 # from, so they are not added fields of the creator's entry (every top-level kind's metadata,
 # spec and status; the templates and strategies of the workloads).
@@ -242,8 +244,8 @@ def _owned(s: fs.FieldSet, w: Write) -> fs.FieldSet:
     if "f:apiVersion" in s or "f:kind" in s or "f:metadata" in s:
         s = {pe: n for pe, n in s.items() if pe not in _STRIPPED or pe == "f:metadata"}
         meta = s.get("f:metadata")
-        if meta is not None:
-            kept = {pe: n for pe, n in meta.items() if pe not in _STRIPPED["f:metadata"]}
+        if meta is not None and any(pe in meta for pe in _STRIPPED_META):
+            kept = {pe: n for pe, n in meta.items() if pe not in _STRIPPED_META}
             if kept:
                 s["f:metadata"] = kept
             else:

@@ -159,6 +159,7 @@ def type_of(type_string: str, model: str = "", field: str = "") -> Type:
     return DEDUCED
 
 
+@cache
 def root_type(api_version: str, kind: str) -> Type:
     """The type of a whole object of a kind; deduced for kinds outside the schema."""
     model = model_for(api_version, kind)

@@ -210,10 +210,12 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path, c: Comparison) -> None:
         o = old if isinstance(old, dict) else {}
         n = new if isinstance(new, dict) else {}
         for name, ov in o.items():
-            _compare(ov, n.get(name, _MISSING), field_type(t, name), (*path, fs.field(name)), c)
+            nv = n.get(name, _MISSING)
+            if nv is _MISSING or ov != nv:
+                _compare(ov, nv, field_type(t, name), (*path, "f:" + name), c)
         for name, nv in n.items():
             if name not in o:
-                _compare(_MISSING, nv, field_type(t, name), (*path, fs.field(name)), c)
+                _compare(_MISSING, nv, field_type(t, name), (*path, "f:" + name), c)
     elif shape is list:
         oi = _items(t, old if isinstance(old, list) else [], path, strict=False)
         ni = _items(t, new if isinstance(new, list) else [], path, strict=False)
@@ -241,7 +243,11 @@ def _added(new: Any, t: Type, path: fs.Path) -> fs.FieldSet:
     if t.granular_map and isinstance(new, dict) and new:
         out: fs.FieldSet = {fs.MEMBER: {}}
         for name in sorted(new):
-            out["f:" + name] = _added(new[name], field_type(t, name), path)
+            v = new[name]
+            if isinstance(v, dict | list):
+                out["f:" + name] = _added(v, field_type(t, name), path)
+            else:
+                out["f:" + name] = {}  # a scalar: a leaf whatever its type
         return out
     if t.granular_list and isinstance(new, list) and new:
         items = _items(t, new, path, strict=False)
@@ -269,9 +275,14 @@ def _created(zero: Any, new: Any, t: Type, path: fs.Path) -> fs.FieldSet | None:
             return {}
         z = zero if isinstance(zero, dict) else {}
         for name in sorted(new):
-            node = _created(z.get(name, _MISSING), new[name], field_type(t, name), path)
+            zv = z.get(name, _MISSING)
+            v = new[name]
+            if zv is _MISSING and not isinstance(v, dict | list):
+                children["f:" + name] = {}
+                continue
+            node = _created(zv, v, field_type(t, name), path)
             if node is not None:
-                children[fs.field(name)] = node
+                children["f:" + name] = node
     elif _granular_list(t) and isinstance(new, list) and new and zero in (_MISSING, None, []):
         items = _items(t, new, path, strict=False)
         if items is None:
