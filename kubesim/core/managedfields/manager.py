@@ -250,6 +250,13 @@ def _owned(s: fs.FieldSet, w: Write) -> fs.FieldSet:
                 s["f:metadata"] = kept
             else:
                 del s["f:metadata"]
+    return _reset(s, w)
+
+
+def _reset(s: fs.FieldSet, w: Write) -> fs.FieldSet:
+    """A field set less what the endpoint resets (``ResetFieldsStrategy``): ``status``
+    through the main resource of a kind with a status subresource, all but ``status``
+    through ``/status``."""
     if w.subresource == "status":
         return {pe: n for pe, n in s.items() if pe == "f:status"}
     if w.has_status and "f:status" in s:
@@ -476,7 +483,9 @@ def apply(
             keep = fs.union(keep, entry.fields)
         merged = _prune(merged, last.fields, keep, w.type)
     c = typed.compare(current, merged, w.type)
-    changed = fs.union(c.modified, c.added)
+    # what the endpoint resets neither conflicts nor changes hands
+    changed = _reset(fs.union(c.modified, c.added), w)
+    removed = _reset(c.removed, w)
     conflicts: list[tuple[ManagerKey, Entry, fs.Path]] = []
     if changed:
         for key, entry in managed.items():
@@ -502,11 +511,11 @@ def apply(
         if key != me:
             if changed:
                 s = fs.difference(s, changed)
-            if c.removed:
-                s = fs.difference(s, c.removed)
+            if removed:
+                s = fs.difference(s, removed)
         if s:
             out[key] = entry if s is entry.fields else Entry(s, entry.api_version, entry.time)
-    if not c.empty() and me in out:
+    if (changed or removed) and me in out:
         out[me] = Entry(out[me].fields, w.api_version, w.now)
     if manager == "kubectl" and live is not None:
         merged = _sync_last_applied(merged, config)

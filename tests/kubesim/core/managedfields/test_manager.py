@@ -204,6 +204,16 @@ def test_status_through_the_main_resource_is_not_owned() -> None:
     fields = obj["metadata"]["managedFields"][0]["fieldsV1"]
     assert "f:status" not in fields
     assert obj["status"].get("replicas", 0) == 0
+    # the status a controller owns through /status neither conflicts with nor moves to an
+    # applier of the main resource
+    status = {**obj, "status": {"replicas": 1, "readyReplicas": 1}}
+    sim.registry.update(
+        rt, "default", "d", status, subresource="status", field_manager="kube-controller-manager"
+    )
+    obj, _ = sim.registry.apply(rt, "default", "d", body, manager="m")
+    assert obj["status"]["replicas"] == 1
+    [ctrl] = [e for e in obj["metadata"]["managedFields"] if e.get("subresource") == "status"]
+    assert ctrl["fieldsV1"] == {"f:status": {"f:readyReplicas": {}, "f:replicas": {}}}
 
 
 KEYS = st.sampled_from("abcde")
