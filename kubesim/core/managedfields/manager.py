@@ -354,7 +354,12 @@ def update(
     ``sent`` is the request's ``metadata.managedFields`` (None when it sent none)."""
     owner = _key(manager, UPDATE, w.api_version, w.subresource)
     if live is None:
-        created = typed.created_fields(_zero(w.type), _without_managed_fields(new), w.type)
+        created = _owned(typed.created_fields(_zero(w.type), new, w.type), w)
+        if sent is None:  # the common create: one entry, the creator's
+            if not created:
+                return []
+            entry = Entry(created, w.api_version, w.now)
+            return encode({owner: entry})
         return encode(_take(_base(None, sent, w), owner, created, {}, w))
     c = typed.compare(_without_managed_fields(live), _without_managed_fields(new), w.type)
     live_entries = (live.get("metadata") or {}).get("managedFields")

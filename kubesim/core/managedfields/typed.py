@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final
 
 from kube.strict import model_fields
@@ -238,9 +239,17 @@ def created_fields(zero: Any, new: Any, t: Type) -> fs.FieldSet:
     return out if out is not None else {}
 
 
+@lru_cache(maxsize=1024)
+def _leaves(names: tuple[str, ...]) -> fs.FieldSet:
+    """A member whose fields are all scalars (shared: field sets are never changed)."""
+    return {fs.MEMBER: {}, **{"f:" + name: {} for name in sorted(names)}}
+
+
 def _added(new: Any, t: Type, path: fs.Path) -> fs.FieldSet:
     """The node of a value the empty object does not have: a member, with every field."""
     if t.granular_map and isinstance(new, dict) and new:
+        if not any(isinstance(v, dict | list) for v in new.values()):
+            return _leaves(tuple(new))
         out: fs.FieldSet = {fs.MEMBER: {}}
         for name in sorted(new):
             v = new[name]
