@@ -368,8 +368,7 @@ def update(
     managed = _base(live, sent, w)
     if c.empty():
         return encode(managed)
-    changed = fs.sorted_fields_v1(fs.union(c.modified, c.added))
-    return encode(_take(managed, owner, changed, c.removed, w))
+    return encode(_take(managed, owner, fs.union(c.modified, c.added), c.removed, w))
 
 
 def _conflict_error(conflicts: list[tuple[ManagerKey, Entry, fs.Path]]) -> StatusError:

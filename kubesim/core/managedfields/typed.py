@@ -172,64 +172,90 @@ def _node_set(v: Any, t: Type, path: fs.Path, strict: bool) -> tuple[bool, fs.Fi
 
 
 def compare(old: Mapping[str, Any], new: Mapping[str, Any], t: Type) -> Comparison:
-    """What changed from ``old`` to ``new``: added, modified and removed fields."""
-    c = Comparison()
-    _compare(old, new, t, (), c)
-    return c
+    """What changed from ``old`` to ``new``: added, modified and removed fields, each in
+    FieldsV1 order."""
+    added, modified, removed = _compare(old, new, t, ())
+    return Comparison(added or {}, modified or {}, removed or {})
 
 
 def _is_empty(v: Any, kind: type) -> bool:
     return v is _MISSING or v is None or (isinstance(v, kind) and not v)
 
 
-def _compare(old: Any, new: Any, t: Type, path: fs.Path, c: Comparison) -> None:
-    if old is not _MISSING and new is not _MISSING and old == new:
-        return
+_Nodes = tuple[fs.FieldSet | None, fs.FieldSet | None, fs.FieldSet | None]
+_NOTHING: Final[_Nodes] = (None, None, None)
+
+
+def _compare(old: Any, new: Any, t: Type, path: fs.Path) -> _Nodes:
+    """The added, modified and removed nodes at one position (None: nothing there). A value
+    on one side only is added or removed whole; a leaf present on both sides that differs is
+    modified; a map or list on both sides is no field itself, only its children are."""
+    if old is _MISSING:
+        return _added(new, t, path), None, None
+    if new is _MISSING:
+        return None, None, _added(old, t, path)
+    if old == new:
+        return _NOTHING
     shape: type | None = None
-    if _granular_map(t):
+    if t.granular_map:
         if (
-            (isinstance(old, dict) or _is_empty(old, dict))
-            and (isinstance(new, dict) or _is_empty(new, dict))
+            (isinstance(old, dict) or old is None)
+            and (isinstance(new, dict) or new is None)
             and not (_is_empty(old, dict) and _is_empty(new, dict))
         ):
             shape = dict
     elif (
-        _granular_list(t)
-        and (isinstance(old, list) or _is_empty(old, list))
-        and (isinstance(new, list) or _is_empty(new, list))
+        t.granular_list
+        and (isinstance(old, list) or old is None)
+        and (isinstance(new, list) or new is None)
         and not (_is_empty(old, list) and _is_empty(new, list))
     ):
         shape = list
-    if path:
-        if old is _MISSING:
-            fs.insert(c.added, path)
-        elif new is _MISSING:
-            fs.insert(c.removed, path)
-        elif shape is None:
-            fs.insert(c.modified, path)
+    if shape is None:
+        return None, {}, None
+    added: fs.FieldSet = {}
+    modified: fs.FieldSet = {}
+    removed: fs.FieldSet = {}
+
+    def put(pe: str, nodes: _Nodes) -> None:
+        a, m, r = nodes
+        if a is not None:
+            added[pe] = a
+        if m is not None:
+            modified[pe] = m
+        if r is not None:
+            removed[pe] = r
+
     if shape is dict:
         o = old if isinstance(old, dict) else {}
         n = new if isinstance(new, dict) else {}
         for name, ov in o.items():
             nv = n.get(name, _MISSING)
             if nv is _MISSING or ov != nv:
-                _compare(ov, nv, field_type(t, name), (*path, "f:" + name), c)
+                pe = "f:" + name
+                put(pe, _compare(ov, nv, field_type(t, name), (*path, pe)))
         for name, nv in n.items():
             if name not in o:
-                _compare(_MISSING, nv, field_type(t, name), (*path, "f:" + name), c)
-    elif shape is list:
+                added["f:" + name] = _added(nv, field_type(t, name), path)
+    else:
         oi = _items(t, old if isinstance(old, list) else [], path, strict=False)
         ni = _items(t, new if isinstance(new, list) else [], path, strict=False)
         if oi is None or ni is None:  # items without their keys: the list is one field
-            if path and old is not _MISSING and new is not _MISSING:
-                fs.insert(c.modified, path)
-            return
+            return None, {}, None
         elem = element_type(t)
         for pe, ov in oi.items():
-            _compare(ov, ni.get(pe, _MISSING), elem, (*path, pe), c)
+            put(pe, _compare(ov, ni.get(pe, _MISSING), elem, (*path, pe)))
         for pe, nv in ni.items():
             if pe not in oi:
-                _compare(_MISSING, nv, elem, (*path, pe), c)
+                added[pe] = _added(nv, elem, path)
+    return _in_order(added), _in_order(modified), _in_order(removed)
+
+
+def _in_order(node: fs.FieldSet) -> fs.FieldSet | None:
+    # one kind of element per level (fields, or a list's items): a plain sort is FieldsV1's
+    if not node:
+        return None
+    return dict(sorted(node.items())) if len(node) > 1 else node
 
 
 def created_fields(zero: Any, new: Any, t: Type) -> fs.FieldSet:

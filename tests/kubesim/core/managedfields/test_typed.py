@@ -178,3 +178,10 @@ def test_created_fields_are_what_compare_reports_added_or_modified(
         want = fs.sorted_fields_v1(fs.union(c.added, c.modified))
         got = typed.created_fields(zero, new, t)
         assert json.dumps(got) == json.dumps(want)
+
+
+@given(POD_LIKE, POD_LIKE)
+def test_compare_gives_sets_in_fields_v1_order(old: dict[str, Any], new: dict[str, Any]) -> None:
+    c = typed.compare(old, new, root_type("v1", "Pod"))
+    for s in (c.added, c.modified, c.removed, fs.union(c.added, c.modified)):
+        assert json.dumps(s) == json.dumps(fs.sorted_fields_v1(s))
