@@ -42,7 +42,7 @@ from kubesim.core.managedfields.schema import root_type
 from kubesim.core.names import generate_name
 from kubesim.core.objects import meta_of
 from kubesim.core.scheme import ResourceType, Scheme
-from kubesim.core.store import Key, Store, clone
+from kubesim.core.store import Key, Shared, Store, clone
 from kubesim.registry.admission import (
     AdmissionCall,
     AdmissionPlugin,
@@ -1008,7 +1008,8 @@ def _without_managed_fields(obj: Any) -> Any:
 
 def _set_managed_fields(meta: dict[str, Any], managed: list[dict[str, Any]]) -> None:
     if managed:
-        meta["managedFields"] = managed
+        # never changed in place: every write replaces the list whole
+        meta["managedFields"] = managed if isinstance(managed, Shared) else Shared(managed)
     else:
         meta.pop("managedFields", None)
 

@@ -46,8 +46,8 @@ Path = tuple[str, ...]
 _EMPTY: Final[FieldSet] = {}
 
 
-def _compact(v: Any) -> str:
-    return json.dumps(v, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+# one encoder: json.dumps with options builds a new one on every call
+_compact: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
 
 
 def field(name: str) -> str:

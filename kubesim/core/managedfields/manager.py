@@ -364,7 +364,7 @@ def update(
     c = typed.compare(_without_managed_fields(live), _without_managed_fields(new), w.type)
     live_entries = (live.get("metadata") or {}).get("managedFields")
     if c.empty() and (sent is None or sent == live_entries):
-        return list(live_entries or [])
+        return live_entries if isinstance(live_entries, list) else []
     managed = _base(live, sent, w)
     if c.empty():
         return encode(managed)
