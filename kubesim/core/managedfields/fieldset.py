@@ -48,6 +48,7 @@ _EMPTY: Final[FieldSet] = {}
 
 # one encoder: json.dumps with options builds a new one on every call
 _compact: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
+_STR: Final = json.encoder.encode_basestring  # a JSON string, non-ASCII kept
 
 
 def field(name: str) -> str:
@@ -57,7 +58,16 @@ def field(name: str) -> str:
 
 def key(fields: Mapping[str, Any]) -> str:
     """``k:{...}``: an item of a list keyed by ``fields`` (sorted by name, as kube writes it)."""
-    return "k:" + _compact(dict(fields))
+    return "k:{" + ",".join(_STR(k) + ":" + _scalar(fields[k]) for k in sorted(fields)) + "}"
+
+
+def _scalar(v: Any) -> str:
+    # the common key values without the encoder's detour
+    if v.__class__ is str:
+        return _STR(v)
+    if v.__class__ is int:
+        return str(v)
+    return _compact(v)
 
 
 def value(v: Any) -> str:

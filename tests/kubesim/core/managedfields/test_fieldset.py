@@ -80,3 +80,12 @@ def test_operations_on_sets_in_fields_v1_order_keep_that_order(
     sa, sb = fs.sorted_fields_v1(build(a)), fs.sorted_fields_v1(build(b))
     for got in (fs.union(sa, sb), fs.difference(sa, sb), fs.intersection(sa, sb)):
         assert json.dumps(got) == json.dumps(fs.sorted_fields_v1(got))
+
+
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+
+
+@given(st.dictionaries(st.text(), SCALARS, min_size=1, max_size=3))
+def test_list_keys_are_compact_sorted_json(fields: dict[str, object]) -> None:
+    want = json.dumps(fields, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    assert fs.key(fields) == "k:" + want
