@@ -221,3 +221,14 @@ async def test_apply_to_scale_owns_the_workloads_replicas(sim: Simulator) -> Non
     assert body["message"] == (
         'Apply failed with 1 conflict: conflict with "hpa" with subresource "scale": .spec.replicas'
     )
+
+
+async def test_managed_fields_are_cleared_as_the_documentation_shows(sim: Simulator) -> None:
+    await raw(sim, "PATCH", PATH + "?fieldManager=me", body=YAML, content_type=APPLY)
+    clear = '[{"op": "replace", "path": "/metadata/managedFields", "value": [{}]}]'
+    code, _, body = await raw(
+        sim, "PATCH", PATH, body=clear, content_type="application/json-patch+json"
+    )
+    assert code == 200
+    assert "managedFields" not in body["metadata"]
+    assert body["data"] == {"a": "1"}
