@@ -44,6 +44,7 @@ __all__ = [
     "drop_nulls",
     "known_kinds",
     "load_documents",
+    "model_fields",
     "model_for",
     "parse_validation",
     "parse_yaml",
@@ -698,6 +699,13 @@ class _Walk:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+def model_fields(type_name: str) -> Mapping[str, str] | None:
+    """The fields of a schema type (JSON key → type: ``str``, ``list[V1Container]``,
+    ``dict(str, str)``, a model name, ...), or None for a type the schema does not hold."""
+    found: dict[str, str] | None = _schema()["types"].get(type_name)
+    return found
 
 
 def model_for(api_version: object, kind: object) -> str | None:

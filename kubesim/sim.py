@@ -52,7 +52,7 @@ from kubesim.controllers.replicaset import ReplicaSetController, ReplicationCont
 from kubesim.controllers.serviceaccount import ServiceAccountController
 from kubesim.controllers.settings import SETTINGS_TYPE, parse_settings, with_settings
 from kubesim.controllers.statefulset import StatefulSetController
-from kubesim.core.attributes import MASTERS, UserInfo
+from kubesim.core.attributes import MASTERS, UserInfo, acting_as
 from kubesim.core.errors import StatusError
 from kubesim.core.scheme import ResourceType, Scheme, default_scheme
 from kubesim.core.store import Store, clone
@@ -194,6 +194,10 @@ AUTHORIZATION_MODES: dict[str, Callable[[Simulator], Authorizer]] = {
     ALWAYS_ALLOW: lambda sim: AlwaysAllow(),
     RBAC: lambda sim: RBACAuthorizer(sim.rbac_resolver),
 }
+
+
+# The field manager each actor writes as: its kube component's name.
+_FIELD_MANAGERS: Final = {"kubelet": "kubelet", "scheduler": "kube-scheduler"}
 
 
 def default_controllers(disabled: Iterable[str] = ()) -> list[Controller]:
@@ -532,8 +536,10 @@ class Simulator:
             self._tasks.append(asyncio.create_task(self._run_controller(controller)))
 
     async def _run_controller(self, controller: Controller) -> None:
+        manager = _FIELD_MANAGERS.get(controller.name, "kube-controller-manager")
         try:
-            await controller.run(self)
+            with acting_as(manager):
+                await controller.run(self)
         except asyncio.CancelledError:
             raise
         except Exception:  # a controller crash must not take the server down

@@ -28,7 +28,9 @@ __all__ = [
     "UNAUTHENTICATED",
     "Attributes",
     "UserInfo",
+    "acting_as",
     "current_attributes",
+    "current_field_manager",
     "in_process",
     "with_attributes",
 ]
@@ -102,3 +104,25 @@ def in_process() -> contextlib.AbstractContextManager[None]:
     """Calls kube-apiserver makes to its own storage (the delete inside an eviction) are not
     admitted again: they run as kubesim itself."""
     return with_attributes(None)
+
+
+# The field manager of kubesim's own writes: each actor writes under the name its kube
+# component has (kube-controller-manager, kubelet, kube-scheduler), anything else as kubesim.
+_MANAGER: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "kubesim_field_manager", default="kubesim"
+)
+
+
+def current_field_manager() -> str:
+    """The manager an in-process write is recorded under (``metadata.managedFields``)."""
+    return _MANAGER.get()
+
+
+@contextlib.contextmanager
+def acting_as(manager: str) -> Iterator[None]:
+    """Write as ``manager`` in the body (and in the tasks it starts)."""
+    token = _MANAGER.set(manager)
+    try:
+        yield
+    finally:
+        _MANAGER.reset(token)

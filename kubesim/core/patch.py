@@ -1,8 +1,10 @@
 """PATCH bodies: JSON Patch (RFC 6902), JSON Merge Patch (RFC 7386), strategic merge patch.
 
 kube-apiserver's ``patchResource`` accepts three content types (``apply_patch``), plus
-server-side apply, which kubesim refuses with 415 like a server without it. The per-kind patch
-metadata below is the subset of the Go struct tags the served kinds need.
+server-side apply (``application/apply-patch+yaml``), which is not a patch of the object but a
+configuration merged by field ownership (``kubesim.core.managedfields``). The per-kind patch
+metadata below is the subset of the Go struct tags the served kinds need; Server-Side Apply
+reads its merge keys from it too.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ __all__ = [
     "MODIFIED",
     "Event",
     "Key",
+    "Shared",
     "Store",
     "Subscription",
     "TooOld",
@@ -42,11 +43,20 @@ CONTINUE_TOO_OLD: Final = (
 )
 
 
+class Shared(list[Any]):
+    """A list of JSON data nobody changes in place, shared rather than copied by ``clone``:
+    an object's ``metadata.managedFields``, which each write replaces whole and which is as
+    large as the rest of a pod (``kubesim.core.managedfields``)."""
+
+
 def clone(obj: Any) -> Any:
-    """A deep copy of JSON-shaped data (dicts, lists, scalars); faster than ``copy.deepcopy``."""
+    """A deep copy of JSON-shaped data (dicts, lists, scalars); faster than ``copy.deepcopy``.
+    ``Shared`` lists are not copied."""
     if isinstance(obj, dict):
         return {k: clone(v) for k, v in obj.items()}
     if isinstance(obj, list):
+        if obj.__class__ is Shared:
+            return obj
         return [clone(v) for v in obj]
     return obj
 

@@ -30,15 +30,18 @@ from kube.labels import (
     parse_field_selector,
     parse_label_selector,
 )
-from kube.strict import decode_json
+from kube.strict import InvalidYaml, ManifestError, decode_json, parse_yaml
 from kubesim.core.errors import (
+    Cause,
     StatusError,
     bad_request,
     expired,
+    invalid,
     method_not_allowed,
     too_large_resource_version,
     unsupported_media_type,
 )
+from kubesim.core.managedfields.manager import MAX_MANAGER_LENGTH, manager_from_user_agent
 from kubesim.core.patch import (
     APPLY_PATCH,
     MERGE_PATCH,
@@ -101,6 +104,50 @@ def _parse_int(query: Any, name: str) -> int | None:
 
 def _key(rt: ResourceType, info: RequestInfo) -> tuple[str, str]:
     return (info.namespace if rt.namespaced else "", info.name)
+
+
+def _field_manager(ctx: RequestContext, options_kind: str, *, apply: bool = False) -> str:
+    """The write's manager (``managerOrUserAgent``): ``fieldManager``, else the user agent up
+    to its first ``/``. ``fieldManager`` is required for an apply, at most 128 bytes and
+    printable (``ValidateFieldManager``), and ``force`` is for applies only; 422 otherwise."""
+    q = ctx.query
+    manager = q.get("fieldManager") or ""
+    causes: list[Cause] = []
+    if apply and not manager:
+        causes.append(
+            Cause(
+                "FieldValueRequired", "Required value: is required for apply patch", "fieldManager"
+            )
+        )
+    if len(manager.encode()) > MAX_MANAGER_LENGTH:
+        causes.append(
+            Cause(
+                "FieldValueTooLong",
+                f"Too long: may not be more than {MAX_MANAGER_LENGTH} bytes",
+                "fieldManager",
+            )
+        )
+    for i, ch in enumerate(manager):
+        if not ch.isprintable():
+            causes.append(
+                Cause(
+                    "FieldValueInvalid",
+                    f'Invalid value: "{manager}": invalid character U+{ord(ch):04X}'
+                    f" (at position {i})",
+                    "fieldManager",
+                )
+            )
+    if "force" in q and not apply and options_kind == "PatchOptions":
+        causes.append(
+            Cause(
+                "FieldValueForbidden",
+                "Forbidden: may not be specified for non-apply patch",
+                "force",
+            )
+        )
+    if causes:
+        raise invalid(options_kind, "meta.k8s.io", "", causes)
+    return manager or manager_from_user_agent(ctx.request.headers.get("User-Agent", ""))
 
 
 class ResourceHandlers:
@@ -305,23 +352,62 @@ class ResourceHandlers:
 
     def create(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         dry = self._dry_run(ctx, "CreateOptions")
+        manager = _field_manager(ctx, "CreateOptions")
         body = decode_body(ctx, rt)
-        obj = self.registry.create(rt, ctx.info.namespace, body, dry_run=dry)
+        obj = self.registry.create(rt, ctx.info.namespace, body, dry_run=dry, field_manager=manager)
         return json_response(obj, 201)
 
     def update(self, ctx: RequestContext, rt: ResourceType, sub: str) -> web.StreamResponse:
         dry = self._dry_run(ctx, "UpdateOptions")
+        manager = _field_manager(ctx, "UpdateOptions")
         body = decode_body(ctx, rt)
         obj, created = self.registry.update(
-            rt, ctx.info.namespace, ctx.info.name, body, subresource=sub, dry_run=dry
+            rt,
+            ctx.info.namespace,
+            ctx.info.name,
+            body,
+            subresource=sub,
+            dry_run=dry,
+            field_manager=manager,
         )
         return json_response(obj, 201 if created else 200)
+
+    def _apply_scale(
+        self, ctx: RequestContext, rt: ResourceType, *, manager: str, dry_run: bool
+    ) -> web.StreamResponse:
+        """Server-Side Apply of a Scale: its ``spec.replicas`` applied to the workload's, owned
+        by the manager with subresource ``scale`` (``managedfields.NewScaleHandler``)."""
+        config, _ = self._apply_config(ctx)
+        spec = config.get("spec")
+        if spec is not None and not isinstance(spec, dict):
+            raise bad_request("spec of a Scale must be an object")
+        workload: dict[str, Any] = {
+            "apiVersion": rt.api_version,
+            "kind": rt.kind,
+            "metadata": {"name": ctx.info.name},
+        }
+        if spec and "replicas" in spec:
+            workload["spec"] = {"replicas": spec["replicas"]}
+        obj, _ = self.registry.apply(
+            rt,
+            ctx.info.namespace,
+            ctx.info.name,
+            workload,
+            manager=manager,
+            force=truthy(ctx.query.get("force")),
+            subresource="scale",
+            dry_run=dry_run,
+        )
+        return json_response(scale.to_scale(rt, obj))
 
     def patch(self, ctx: RequestContext, rt: ResourceType, sub: str) -> web.StreamResponse:
         dry = self._dry_run(ctx, "PatchOptions")
         ctype = (ctx.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        if ctype not in PATCH_TYPES:
-            raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH][:3])
+        if ctype not in (*PATCH_TYPES, APPLY_PATCH):
+            raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH])
+        manager = _field_manager(ctx, "PatchOptions", apply=ctype == APPLY_PATCH)
+        if ctype == APPLY_PATCH:
+            return self._apply(ctx, rt, sub, manager=manager, dry_run=dry)
         if ctype in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
             with contextlib.suppress(ValueError, UnicodeDecodeError):  # registry.patch reports it
                 patch, dups = decode_json(ctx.body)
@@ -329,9 +415,49 @@ class ResourceHandlers:
                     ctx.request, rt, patch, duplicates=dups, options_kind="PatchOptions", patch=True
                 )
         obj = self.registry.patch(
-            rt, ctx.info.namespace, ctx.info.name, ctx.body, ctype, subresource=sub, dry_run=dry
+            rt,
+            ctx.info.namespace,
+            ctx.info.name,
+            ctx.body,
+            ctype,
+            subresource=sub,
+            dry_run=dry,
+            field_manager=manager,
         )
         return json_response(obj)
+
+    def _apply_config(self, ctx: RequestContext) -> tuple[dict[str, Any], Any]:
+        try:
+            text = ctx.body.decode("utf-8")
+            docs, dups = parse_yaml(text, duplicates="record")
+        except (UnicodeDecodeError, InvalidYaml) as exc:
+            raise bad_request(f"error decoding YAML: {exc}") from None
+        except ManifestError as exc:
+            raise bad_request(exc.detail) from None
+        if len(docs) != 1 or not isinstance(docs[0], dict):
+            raise bad_request("error decoding YAML: the apply patch must be one object")
+        return docs[0], dups
+
+    def _apply(
+        self, ctx: RequestContext, rt: ResourceType, sub: str, *, manager: str, dry_run: bool
+    ) -> web.StreamResponse:
+        """Server-Side Apply: the body is YAML (JSON is YAML too); 201 when it created."""
+        config, dups = self._apply_config(ctx)
+        fieldvalidation.check_body(
+            ctx.request, rt, config, duplicates=dups, options_kind="PatchOptions"
+        )
+        force = truthy(ctx.query.get("force"))
+        obj, created = self.registry.apply(
+            rt,
+            ctx.info.namespace,
+            ctx.info.name,
+            config,
+            manager=manager,
+            force=force,
+            subresource=sub,
+            dry_run=dry_run,
+        )
+        return json_response(obj, 201 if created else 200)
 
     def delete(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         opts = decode_delete_options(ctx)
@@ -383,14 +509,26 @@ class ResourceHandlers:
         current = self.registry.get(rt, info.namespace, info.name)
         if verb == "get":
             return json_response(scale.to_scale(rt, current))
-        dry = self._dry_run(ctx, "UpdateOptions" if verb == "update" else "PatchOptions")
+        options_kind = "UpdateOptions" if verb == "update" else "PatchOptions"
+        dry = self._dry_run(ctx, options_kind)
+        ctype = (ctx.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        manager = _field_manager(ctx, options_kind, apply=verb == "patch" and ctype == APPLY_PATCH)
         if verb == "update":
             body = decode_body(ctx, rt)
         else:
-            ctype = (ctx.request.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-            if ctype not in PATCH_TYPES:
-                raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH][:3])
+            if ctype not in (*PATCH_TYPES, APPLY_PATCH):
+                raise unsupported_media_type(ctype, [*PATCH_TYPES, APPLY_PATCH])
+            if ctype == APPLY_PATCH:
+                return self._apply_scale(ctx, rt, manager=manager, dry_run=dry)
             body = apply_patch(scale.to_scale(rt, current), ctx.body, ctype, kind="Scale")
         wire = scale.apply_scale(rt, self.registry.to_wire(rt, current), body, name=info.name)
-        updated, _ = self.registry.update(rt, info.namespace, info.name, wire, dry_run=dry)
+        updated, _ = self.registry.update(
+            rt,
+            info.namespace,
+            info.name,
+            wire,
+            dry_run=dry,
+            field_manager=manager,
+            manager_subresource="scale",
+        )
         return json_response(scale.to_scale(rt, updated))

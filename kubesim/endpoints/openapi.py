@@ -70,6 +70,7 @@ def _ops(rt: ResourceType, *, item: bool) -> dict[str, Any]:
                     "content": {
                         "application/json-patch+json": {"schema": {"type": "object"}},
                         "application/merge-patch+json": {"schema": {"type": "object"}},
+                        "application/apply-patch+yaml": {"schema": {"type": "object"}},
                     }
                 },
             },

@@ -10,6 +10,7 @@ eviction and binding storage all write through the same code (as ``sim.registry`
 
 from __future__ import annotations
 
+import math
 import random
 import time
 import uuid
@@ -22,7 +23,7 @@ from kube.objects import DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
 from kube.qos import InvalidPodResources, compute_pod_qos
 from kube.times import format_time
 from kubesim.core import events as event_conv
-from kubesim.core.attributes import current_attributes
+from kubesim.core.attributes import current_attributes, current_field_manager
 from kubesim.core.errors import (
     MODIFIED_CONFLICT,
     Cause,
@@ -36,10 +37,12 @@ from kubesim.core.errors import (
     not_found,
     success_status,
 )
+from kubesim.core.managedfields import manager as fieldmanager
+from kubesim.core.managedfields.schema import root_type
 from kubesim.core.names import generate_name
 from kubesim.core.objects import meta_of
 from kubesim.core.scheme import ResourceType, Scheme
-from kubesim.core.store import Key, Store, clone
+from kubesim.core.store import Key, Shared, Store, clone
 from kubesim.registry.admission import (
     AdmissionCall,
     AdmissionPlugin,
@@ -242,6 +245,7 @@ class GenericStore:
         self.pods_to_start: set[Key] = set()
         # Called after an object got its deletionTimestamp (the kubelet listens).
         self.on_graceful_delete: list[Callable[[ResourceType, dict[str, Any]], None]] = []
+        self._now: tuple[int, str] = (-1, "")
 
     # --- conversion between the wire shape of a type and its storage -----------------------
 
@@ -295,7 +299,7 @@ class GenericStore:
     def prepare_create(self, rt: ResourceType, namespace: str, body: Any) -> dict[str, Any]:
         """Type check, namespace, system fields, status reset, defaults."""
         check_type(rt, body)
-        obj = _as_dict(clone(body))
+        obj = _as_dict(clone(_without_managed_fields(body)))
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
         obj = self.from_wire(rt, obj)
@@ -423,7 +427,14 @@ class GenericStore:
             plugin(call)
 
     def create(
-        self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        managed_fields: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """POST: returns the stored object in the wire shape of ``rt`` (``rest.BeforeCreate``).
 
@@ -437,7 +448,10 @@ class GenericStore:
         ``NamespaceTerminating`` while it is being deleted; then the mutating plugins of
         ``kubesim.plugins.admission``), validation (422), the validating plugins (403) and
         validating admission policies, then 409 ``AlreadyExists``; ``dryRun=All`` answers
-        without storing."""
+        without storing. The creator (``field_manager``, kubesim's own name for in-process
+        calls) owns every field it set (``metadata.managedFields``, operation ``Update``);
+        ``managed_fields`` are an apply's, already computed."""
+        sent = _sent_managed_fields(body)
         obj = self.prepare_create(rt, namespace, body)
         meta = obj["metadata"]
         self.admit_namespace(
@@ -467,6 +481,15 @@ class GenericStore:
                 raise already_exists(rt.plural, rt.group, name)
             if attempt + 1 == attempts:  # rest.CheckGeneratedNameError
                 raise generate_name_conflict(rt.plural, rt.group, name)
+        if managed_fields is None:
+            managed_fields = fieldmanager.update(
+                None,
+                obj,
+                manager=field_manager or current_field_manager(),
+                sent=sent,
+                w=self._write(rt, ""),
+            )
+        _set_managed_fields(meta, managed_fields)
         if dry_run:
             return self.to_wire(rt, obj)
         rv = self.store.next_rv()
@@ -488,6 +511,9 @@ class GenericStore:
         subresource: str = "",
         dry_run: bool = False,
         check_name: bool = True,
+        field_manager: str | None = None,
+        managed_fields: list[dict[str, Any]] | None = None,
+        manager_subresource: str = "",
     ) -> tuple[dict[str, Any], bool]:
         """PUT (also the tail of PATCH): returns (object, created) (``rest.BeforeUpdate``).
 
@@ -495,9 +521,13 @@ class GenericStore:
         ``the object has been modified; ...``, an empty one is an unconditional update; the
         main resource keeps the stored status and the status subresource keeps everything but
         status; ``generation`` grows when the spec changes; an update that changes nothing is
-        not written (no new resourceVersion, no watch event)."""
+        not written (no new resourceVersion, no watch event). The writer (``field_manager``)
+        takes the fields it changed (``metadata.managedFields``); ``managed_fields`` are an
+        apply's, already computed; ``manager_subresource`` names the subresource the write came
+        through when the store writes it as the main resource's (``/scale``)."""
         check_type(rt, body)
-        new = self.from_wire(rt, clone(body))
+        sent = _sent_managed_fields(body)
+        new = self.from_wire(rt, clone(_without_managed_fields(body)))
         new["kind"] = self.storage_type(rt).kind
         new["apiVersion"] = self.storage_type(rt).api_version
         meta = new.setdefault("metadata", {})
@@ -515,7 +545,15 @@ class GenericStore:
         old = self.store.get(rt.storage_name, key)
         if old is None:
             if rt.allow_create_on_update and not subresource:
-                return self.create(rt, namespace, self.to_wire(rt, new), dry_run=dry_run), True
+                created = self.create(
+                    rt,
+                    namespace,
+                    self.to_wire(rt, new),
+                    dry_run=dry_run,
+                    field_manager=field_manager,
+                    managed_fields=managed_fields,
+                )
+                return created, True
             raise not_found(rt.plural, rt.group, name)
         old_meta = meta_of(old)
         want_rv = meta.get("resourceVersion")
@@ -542,14 +580,97 @@ class GenericStore:
             subresource=subresource,
             dry_run=dry_run,
         )
+        if managed_fields is None:
+            managed_fields = fieldmanager.update(
+                old,
+                new,
+                manager=field_manager or current_field_manager(),
+                sent=sent,
+                w=self._write(rt, subresource or manager_subresource),
+            )
+        _set_managed_fields(new["metadata"], managed_fields)
         return self._write_update(rt, key, new, old, dry_run=dry_run), False
+
+    def _write(self, rt: ResourceType, subresource: str) -> fieldmanager.Write:
+        st = self.storage_type(rt)
+        second = math.floor(self.clock())
+        if second != self._now[0]:  # managedFields times are whole seconds
+            self._now = (second, format_time(second))
+        return fieldmanager.Write(
+            type=root_type(st.api_version, st.kind),
+            api_version=rt.api_version,
+            subresource=subresource,
+            has_status=rt.has_status,
+            now=self._now[1],
+        )
+
+    def apply(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        config: Any,
+        *,
+        manager: str,
+        force: bool = False,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> tuple[dict[str, Any], bool]:
+        """Server-Side Apply (``kubesim.core.managedfields.manager.apply``): returns (object,
+        created). The configuration must be an object of this kind without managed fields; a
+        missing object is created (not through a subresource)."""
+        if not isinstance(config, dict):
+            raise bad_request("the body of an apply patch must be an object")
+        meta = config.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        if (meta or {}).get("managedFields") is not None:
+            raise bad_request("metadata.managedFields must be nil")
+        for fname, want in (("apiVersion", rt.api_version), ("kind", rt.kind)):
+            got = config.get(fname)
+            if got != want:
+                raise bad_request(
+                    f"{fname} in the apply configuration ({got or ''}) does not match the"
+                    f" request's ({want})"
+                )
+        body_name = (meta or {}).get("name")
+        if body_name not in (None, name):
+            raise bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        config = {**config, "metadata": {**(meta or {}), "name": name}}
+        if rt.namespaced:
+            check_body_namespace((meta or {}).get("namespace") or "", namespace)
+            config["metadata"]["namespace"] = namespace
+        current = self.find(rt, namespace, name)
+        if current is None and subresource:
+            raise not_found(rt.plural, rt.group, name)
+        live = self.to_wire(rt, current) if current is not None else None
+        if live is not None:
+            live = {**live, "kind": rt.kind, "apiVersion": rt.api_version}
+        merged, managed = fieldmanager.apply(
+            live, config, manager=manager, force=force, w=self._write(rt, subresource)
+        )
+        if current is None:
+            obj = self.create(rt, namespace, merged, dry_run=dry_run, managed_fields=managed)
+            return obj, True
+        return self.update(
+            rt,
+            namespace,
+            name,
+            merged,
+            # /scale writes the workload itself; its entries keep the subresource
+            subresource="" if subresource == "scale" else subresource,
+            dry_run=dry_run,
+            managed_fields=managed,
+        )
 
     def _prepare_update(
         self, rt: ResourceType, new: dict[str, Any], old: dict[str, Any], subresource: str
     ) -> dict[str, Any]:
         old_meta = meta_of(old)
         if subresource == "status":
-            result = clone(old)
+            result = clone(_without_managed_fields(old))
             result["status"] = clone(new.get("status") or {})
             if rt.kind in ("Pod", "Node"):
                 nm = meta_of(new)
@@ -629,6 +750,7 @@ class GenericStore:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        field_manager: str | None = None,
     ) -> dict[str, Any]:
         from kubesim.core.patch import apply_patch
 
@@ -641,7 +763,15 @@ class GenericStore:
                 f"the name of the object ({pmeta.get('name')}) does not match the name on the URL"
                 f" ({name})"
             )
-        obj, _ = self.update(rt, namespace, name, patched, subresource=subresource, dry_run=dry_run)
+        obj, _ = self.update(
+            rt,
+            namespace,
+            name,
+            patched,
+            subresource=subresource,
+            dry_run=dry_run,
+            field_manager=field_manager,
+        )
         return obj
 
     # --- delete -----------------------------------------------------------------------------
@@ -859,6 +989,29 @@ class GenericStore:
             for o in self.store.items(rt.storage_name, namespace)
             if self.matches(rt, o, labels, fields)
         ]
+
+
+def _sent_managed_fields(body: Any) -> Any:
+    """The ``metadata.managedFields`` a request sends (None when it sends none)."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    return meta.get("managedFields") if isinstance(meta, dict) else None
+
+
+def _without_managed_fields(obj: Any) -> Any:
+    """``obj`` without ``metadata.managedFields`` (a shallow copy; not cloned only to be
+    replaced)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
+def _set_managed_fields(meta: dict[str, Any], managed: list[dict[str, Any]]) -> None:
+    if managed:
+        # never changed in place: every write replaces the list whole
+        meta["managedFields"] = managed if isinstance(managed, Shared) else Shared(managed)
+    else:
+        meta.pop("managedFields", None)
 
 
 def _gc_finalizer(options: DeleteOptions) -> str | None:

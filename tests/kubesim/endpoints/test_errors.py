@@ -192,13 +192,13 @@ async def test_unsupported_patch_type_is_415(sim: Simulator) -> None:
         "PATCH",
         "/api/v1/namespaces/default/pods/web-0",
         body="{}",
-        content_type="application/apply-patch+yaml",
+        content_type="application/apply-patch+cbor",
     )
     assert code == 415
     assert body["message"] == (
         "the body of the request was in an unknown format - accepted media types include:"
         " application/json-patch+json, application/merge-patch+json,"
-        " application/strategic-merge-patch+json"
+        " application/strategic-merge-patch+json, application/apply-patch+yaml"
     )
 
 
