@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from kubesim.sim import Simulator
-from tests.kubesim.conftest import raw
+from tests.support.api import raw
 
 APPLY = "application/apply-patch+yaml"
 PATH = "/api/v1/namespaces/default/configmaps/cfg"

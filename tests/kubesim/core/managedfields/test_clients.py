@@ -20,7 +20,7 @@ from lightkube.resources.apps_v1 import Deployment
 import kubesim
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
-from tests.kubeconfigs import write_kubeconfig
+from tests.support.kubeconfigs import write_kubeconfig
 
 
 @pytest.fixture
