@@ -147,8 +147,10 @@ async def test_deleting_the_mirror_brings_it_back_and_the_static_pod_keeps_runni
 ) -> None:
     rt = sim.runtimes["node-1"]
     uid = await static_uid(sim)
-    [running] = rt.status(uid) or []
-    assert running.pid is not None
+    # the runtime holds the pod before its container has started
+    [running] = await until(
+        lambda: [c for c in rt.status(uid) or [] if c.pid is not None], what="the static pod's pid"
+    )
     first = await until(lambda: mirror(sim), what="the mirror pod")
     pods = sim.scheme.for_kind("v1", "Pod")
     assert pods is not None
