@@ -20,29 +20,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kube.objects import DEFAULT_SCHEDULER_NAME
-from scheduler.config.schema import ARGS_TYPES
+from scheduler.config.schema import ARGS_TYPES, EXTENSION_POINTS
 from scheduler.plugins.defaults import MULTI_POINT
 
-__all__ = ["API_VERSION", "EXTENSION_POINTS", "default_args", "merge_plugins", "set_defaults"]
+__all__ = ["API_VERSION", "default_args", "merge_plugins", "set_defaults"]
 
 API_VERSION: Final = "kubescheduler.config.k8s.io/v1"
-
-EXTENSION_POINTS: Final = (
-    "multiPoint",
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
-"""``Plugins``' fields, in ``mergePlugins``' order."""
 
 _DEFAULT_RESOURCES: Final = ({"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1})
 

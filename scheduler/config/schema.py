@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["ARGS_TYPES", "CONFIG_TYPE", "TYPES"]
+__all__ = ["ARGS_TYPES", "CONFIG_TYPE", "EXTENSION_POINTS", "TYPES"]
 
 CONFIG_TYPE: Final = "V1KubeSchedulerConfiguration"
 
 _PLUGIN_SET: Final = {"enabled": "list[V1Plugin]", "disabled": "list[V1Plugin]"}
-_EXTENSION_POINTS: Final = (
+EXTENSION_POINTS: Final = (
+    "multiPoint",
     "preEnqueue",
     "queueSort",
     "preFilter",
@@ -33,8 +34,8 @@ _EXTENSION_POINTS: Final = (
     "preBind",
     "bind",
     "postBind",
-    "multiPoint",
 )
+"""``Plugins``' fields, in ``mergePlugins``' order (validation walks them in the same order)."""
 _TYPE_META: Final = {"apiVersion": "str", "kind": "str"}
 
 TYPES: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
@@ -77,7 +78,7 @@ TYPES: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
             "plugins": "V1Plugins",
             "pluginConfig": "list[V1PluginConfig]",
         },
-        "V1Plugins": dict.fromkeys(_EXTENSION_POINTS, "V1PluginSet"),
+        "V1Plugins": dict.fromkeys(EXTENSION_POINTS, "V1PluginSet"),
         "V1PluginSet": _PLUGIN_SET,
         "V1Plugin": {"name": "str", "weight": "int"},
         "V1PluginConfig": {"name": "str", "args": "object"},

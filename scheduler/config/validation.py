@@ -19,6 +19,7 @@ from kube.labels import qualified_name_errors
 from kube.objects import Pod
 from kube.reader import InvalidObject
 from scheduler.config.defaults import API_VERSION
+from scheduler.config.schema import EXTENSION_POINTS
 
 __all__ = [
     "INVALID_PLUGINS",
@@ -36,20 +37,7 @@ Doc = Mapping[str, Any]
 INVALID_PLUGINS: Final = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
 """``invalidPluginsByVersion`` for v1: plugins removed before or in this version."""
 
-_STAGES: Final = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
+_STAGES: Final = tuple(p for p in EXTENSION_POINTS if p != "multiPoint")
 _STRATEGIES: Final = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 MAX_CUSTOM_PRIORITY_SCORE: Final = 10
 
