@@ -15,8 +15,8 @@ import pytest
 
 import kubesim
 from agent.config import load_config
-from agent.daemon import Agent
 from kubesim.sim import Simulator
+from tests.support.agent import pod_deletes, start, stop
 from tests.support.fakenode import MI, NODES, FakeNode, pod
 from tests.support.wait import until
 
@@ -46,30 +46,6 @@ def config(**fields: Any) -> Any:
     }
     base.update(fields)
     return load_config(base, env={})
-
-
-def pod_deletes(sim: Simulator) -> list[str]:
-    return [r.name for r in sim.requests.filter(verb="delete", resource="pods")]
-
-
-async def start(sim: Simulator, fake: Any, cfg: Any, **kw: Any) -> tuple[Agent, Any]:
-    api = sim.api_client()
-    agent = Agent(
-        cfg,
-        api_client=api,
-        stats=fake.get_summary,
-        serve_http=False,
-        use_psi=False,
-        cleanup_timeout=5.0,
-        **kw,
-    )
-    await agent.start()
-    return agent, api
-
-
-async def stop(agent: Agent, api: Any) -> None:
-    await agent.stop()
-    await api.close()
 
 
 # --- eviction-preference is the operator's -------------------------------------------------
