@@ -19,7 +19,9 @@ from scheduler.objects import Pod
 from scheduler.plugins.registry import default_framework
 from scheduler.schedule import find_nodes_that_fit_pod, num_feasible_nodes_to_find
 from scheduler.snapshot import Snapshot
-from tests.support.spread import DNS, HOSTNAME, ZONE, mknode, mkpod, tsc
+from tests.support.objects import node as mknode
+from tests.support.objects import pod as mkpod
+from tests.support.spread import DNS, HOSTNAME, ZONE, tolerate, tsc, unschedulable
 
 
 def _reference(
@@ -55,7 +57,7 @@ def _cluster(draw: st.DrawFn) -> tuple[Snapshot, Pod]:
         mknode(
             f"n{i:03d}",
             {HOSTNAME: f"n{i:03d}", ZONE: f"z{draw(st.integers(0, 2))}"},
-            tainted=draw(st.integers(0, 6)) == 0,
+            taints=unschedulable(draw(st.integers(0, 6)) == 0),
             cpu=draw(st.sampled_from(["1", "4"])),
         )
         for i in range(count)
@@ -64,7 +66,7 @@ def _cluster(draw: st.DrawFn) -> tuple[Snapshot, Pod]:
     pods = [
         mkpod(
             f"b{j}",
-            node=f"n{draw(st.integers(0, count - 1)):03d}",
+            node_name=f"n{draw(st.integers(0, count - 1)):03d}",
             labels={"foo": ""},
             cpu=draw(st.sampled_from(["100m", "900m"])),
         )
@@ -86,7 +88,7 @@ def _cluster(draw: st.DrawFn) -> tuple[Snapshot, Pod]:
         labels={"foo": ""},
         spread=spread,
         cpu=draw(st.sampled_from(["100m", "900m", "3"])),
-        tolerate=draw(st.sampled_from(["", "node.kubernetes.io/unschedulable"])),
+        tolerations=tolerate(draw(st.sampled_from(["", "node.kubernetes.io/unschedulable"]))),
     ).with_changes(spec_priority=draw(st.sampled_from([0, 10])))
     return Snapshot.from_objects([*nodes, *pods, *nominated]), incoming
 
@@ -167,6 +169,6 @@ def test_nominated_nodes_are_judged_once_per_pod_shape_until_they_change() -> No
     assert cycle("b") == ([], ["n0", "n1", "n2"])
     assert plugin.calls == first  # same shape, nothing changed: remembered
     snap.remove_pod(waiting[1])  # n1 has no nominated pod now: judged as a plain node
-    snap.add_pod(mkpod("x", node="n2"))  # n2 changed: judged again
+    snap.add_pod(mkpod("x", node_name="n2"))  # n2 changed: judged again
     assert cycle("c") == (["n1"], ["n0", "n2"])
     assert plugin.calls == first + 2

@@ -1,4 +1,7 @@
-"""Builders for the filter/score/schedule tests: manifests in, typed objects out."""
+"""Typed scheduler objects for the filter/score/schedule tests: each builder writes the manifest a
+client would send and reads it with the type's own ``from_dict``, so the objects carry exactly
+what kube-apiserver's decoding would give the scheduler. (``tests.support.manifests`` builds the
+same kinds as plain dicts, for a kubesim to store.)"""
 
 from __future__ import annotations
 
@@ -12,8 +15,8 @@ from scheduler.snapshot import NodeInfo, Snapshot
 
 def node(
     name: str,
-    *,
     labels: Mapping[str, str] | None = None,
+    *,
     cpu: str = "4",
     memory: str = "32Gi",
     pods: str = "110",
@@ -47,7 +50,12 @@ def pod(
     priority: int | None = None,
     host_ports: Iterable[int | tuple[int, str, str]] = (),
     nominated: str = "",
+    spread: Sequence[Mapping[str, Any]] = (),
+    owner: tuple[str, str, str] | None = None,
+    terminating: bool = False,
 ) -> Pod:
+    """A pod; ``owner`` is (apiVersion, kind, name) of its controller, ``spread`` its
+    topologySpreadConstraints, ``terminating`` sets a deletionTimestamp."""
     req: dict[str, str] = dict(requests or {})
     if cpu is not None:
         req["cpu"] = cpu
@@ -73,10 +81,26 @@ def pod(
         spec["affinity"] = dict(affinity)
     if priority is not None:
         spec["priority"] = priority
+    if spread:
+        spec["topologySpreadConstraints"] = [dict(c) for c in spread]
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels or {})}
+    if terminating:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    if owner is not None:
+        api_version, kind, owner_name = owner
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": owner_name,
+                "uid": f"{owner_name}-uid",
+                "controller": True,
+            }
+        ]
     return Pod.from_dict(
         {
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+            "metadata": meta,
             "spec": spec,
             "status": {"nominatedNodeName": nominated} if nominated else {},
         }

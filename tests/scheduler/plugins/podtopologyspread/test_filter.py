@@ -21,21 +21,25 @@ from scheduler.plugins.podtopologyspread.filtering import (
 )
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.snapshot import Snapshot
+from tests.support.objects import node as mknode
+from tests.support.objects import pod as mkpod
 from tests.support.spread import (
     BAR,
     DNS,
     NO_GATES,
     NONE,
+    UNSCHEDULABLE_TAINT,
     UU,
     S,
     U,
     four_nodes,
-    mknode,
-    mkpod,
+    node_in,
+    node_not_in,
     on,
     plugin,
     run_pre_filter,
     tsc,
+    unschedulable,
     zn,
 )
 
@@ -69,14 +73,14 @@ def policy_nodes(tainted_y: bool = False) -> list[Node]:
         mknode("node-a", {"node": "node-a", "foo": ""}),
         mknode("node-b", {"node": "node-b", "foo": ""}),
         mknode("node-x", {"node": "node-x", "foo": ""}),
-        mknode("node-y", {"node": "node-y"}, tainted=tainted_y),
+        mknode("node-y", {"node": "node-y"}, taints=unschedulable(tainted_y)),
     ]
 
 
 POLICY_PODS = [
-    mkpod("p-b1", node="node-a", labels={"foo": ""}),
-    mkpod("p-b2", node="node-b", labels={"foo": ""}),
-    mkpod("p-y1", node="node-y", labels={"foo": ""}),
+    mkpod("p-b1", node_name="node-a", labels={"foo": ""}),
+    mkpod("p-b2", node_name="node-b", labels={"foo": ""}),
+    mkpod("p-y1", node_name="node-y", labels={"foo": ""}),
 ]
 
 SINGLE_CASES = [
@@ -99,8 +103,8 @@ SINGLE_CASES = [
         mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         four_nodes(),
         [
-            mkpod("p-a1", ns="ns1", node="node-a", labels={"foo": ""}),
-            mkpod("p-b1", ns="ns2", node="node-a", labels={"foo": ""}),
+            mkpod("p-a1", namespace="ns1", node_name="node-a", labels={"foo": ""}),
+            mkpod("p-b1", namespace="ns2", node_name="node-a", labels={"foo": ""}),
             *on("node-x", 1),
             *on("node-y", 1),
         ],
@@ -165,7 +169,7 @@ SINGLE_CASES = [
         mkpod(
             "p",
             labels={"foo": ""},
-            affinity_in=("node", ["node-a", "node-y"]),
+            affinity=node_in("node", ["node-a", "node-y"]),
             spread=[tsc(1, "node")],
         ),
         four_nodes(),
@@ -178,8 +182,8 @@ SINGLE_CASES = [
         mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node")]),
         node_only("node-a", "node-b"),
         [
-            mkpod("p-a", node="node-a", labels={"foo": ""}, terminating=True),
-            mkpod("p-b", node="node-b", labels={"foo": ""}),
+            mkpod("p-a", node_name="node-a", labels={"foo": ""}, terminating=True),
+            mkpod("p-b", node_name="node-b", labels={"foo": ""}),
         ],
         {"node-a": S, "node-b": U},
     ),
@@ -188,7 +192,7 @@ SINGLE_CASES = [
         mkpod(
             "p",
             labels={"foo": ""},
-            affinity_not_in=("node", ["node-b"]),
+            affinity=node_not_in("node", ["node-b"]),
             spread=[tsc(1, "zone")],
         ),
         four_nodes(),
@@ -249,7 +253,7 @@ SINGLE_CASES = [
     ),
     FilterCase(
         "NodeAffinityPolicy honored with nodeAffinity",
-        mkpod("p", labels={"foo": ""}, affinity_in=("foo", [""]), spread=[tsc(1, "node")]),
+        mkpod("p", labels={"foo": ""}, affinity=node_in("foo", [""]), spread=[tsc(1, "node")]),
         policy_nodes(),
         POLICY_PODS,
         codes(U, U, S, S),
@@ -259,7 +263,7 @@ SINGLE_CASES = [
         mkpod(
             "p",
             labels={"foo": ""},
-            affinity_in=("foo", [""]),
+            affinity=node_in("foo", [""]),
             spread=[tsc(1, "node", affinity_policy="Ignore")],
         ),
         policy_nodes(),
@@ -378,7 +382,7 @@ MULTIPLE_CASES = [
             zn("node-a", "zone1", foo=""),
             zn("node-b", "zone1", foo=""),
             zn("node-x", "zone2", foo=""),
-            mknode("node-y", {"zone": "zone2", "node": "node-y"}, tainted=True),
+            mknode("node-y", {"zone": "zone2", "node": "node-y"}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
         codes(U, U, S, U),
@@ -395,7 +399,11 @@ MULTIPLE_CASES = [
             zn("node-a", "zone1", foo=""),
             zn("node-b", "zone1"),
             zn("node-x", "zone2", foo=""),
-            mknode("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, tainted=True),
+            mknode(
+                "node-y",
+                {"zone": "zone2", "node": "node-y", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
         ],
         on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
         codes(U, S, S, U),
@@ -415,7 +423,11 @@ MULTIPLE_CASES = [
             zn("node-a", "zone1", foo=""),
             zn("node-b", "zone1"),
             zn("node-x", "zone2", foo=""),
-            mknode("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, tainted=True),
+            mknode(
+                "node-y",
+                {"zone": "zone2", "node": "node-y", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
         ],
         on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
         codes(U, U, S, U),

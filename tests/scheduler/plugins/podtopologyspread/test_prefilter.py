@@ -18,6 +18,8 @@ from scheduler.plugins.podtopologyspread.filtering import (
     PRE_FILTER_STATE_KEY,
     PreFilterState,
 )
+from tests.support.objects import node as mknode
+from tests.support.objects import pod as mkpod
 from tests.support.spread import (
     BAR,
     DNS,
@@ -32,13 +34,14 @@ from tests.support.spread import (
     assert_state,
     four_nodes,
     match_labels,
-    mknode,
-    mkpod,
     n,
+    node_in,
+    node_not_in,
     on,
     plugin,
     run_pre_filter,
     service,
+    tolerate,
     tsc,
     z,
     zn,
@@ -176,7 +179,7 @@ PRE_FILTER_CASES = [
         mkpod(
             "p",
             labels={"foo": ""},
-            affinity_not_in=("node", ["node-x"]),
+            affinity=node_not_in("node", ["node-x"]),
             spread=[tsc(1, "zone"), tsc(1, "node")],
         ),
         four_nodes(),
@@ -313,7 +316,7 @@ PRE_FILTER_CASES = [
         mkpod(
             "p",
             labels={"foo": ""},
-            affinity_in=("foo", [""]),
+            affinity=node_in("foo", [""]),
             spread=[tsc(1, "node", DNS, BAR)],
         ),
         [
@@ -336,7 +339,7 @@ PRE_FILTER_CASES = [
         mkpod(
             "p",
             labels={"foo": ""},
-            affinity_in=("foo", [""]),
+            affinity=node_in("foo", [""]),
             spread=[tsc(1, "node", DNS, BAR, affinity_policy="Ignore")],
         ),
         [
@@ -360,7 +363,7 @@ PRE_FILTER_CASES = [
         [
             mknode("node-a", {"node": "node-a"}),
             mknode("node-b", {"node": "node-b"}),
-            mknode("node-c", {"node": "node-c", "bar": ""}, tainted=True),
+            mknode("node-c", {"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -379,7 +382,7 @@ PRE_FILTER_CASES = [
         [
             mknode("node-a", {"node": "node-a"}),
             mknode("node-b", {"node": "node-b"}),
-            mknode("node-c", {"node": "node-c", "bar": ""}, tainted=True),
+            mknode("node-c", {"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -397,7 +400,7 @@ PRE_FILTER_CASES = [
         [
             mknode("node-a", {"node": "node-a"}),
             mknode("node-b", {"node": "node-b"}),
-            mknode("node-c", {"node": "node-c", "bar": ""}, tainted=True),
+            mknode("node-c", {"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -414,13 +417,13 @@ PRE_FILTER_CASES = [
         mkpod(
             "p",
             labels={"foo": ""},
-            tolerate=UNSCHEDULABLE_TAINT["key"],
+            tolerations=tolerate(UNSCHEDULABLE_TAINT["key"]),
             spread=[tsc(1, "node", DNS, BAR, taints_policy="Honor")],
         ),
         [
             mknode("node-a", {"node": "node-a"}),
             mknode("node-b", {"node": "node-b"}),
-            mknode("node-c", {"node": "node-c", "bar": ""}, tainted=True),
+            mknode("node-c", {"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -460,7 +463,7 @@ PRE_FILTER_CASES = [
         ),
         [
             zn("node-a", "zone1", foo=""),
-            mknode("node-b", {"zone": "zone1", "node": "node-b"}, tainted=True),
+            mknode("node-b", {"zone": "zone1", "node": "node-b"}, taints=[UNSCHEDULABLE_TAINT]),
             zn("node-x", "zone2", foo=""),
         ],
         on("node-b", 2) + on("node-x", 1),
@@ -479,7 +482,11 @@ PRE_FILTER_CASES = [
         ),
         [
             zn("node-a", "zone1"),
-            mknode("node-b", {"zone": "zone1", "node": "node-b", "foo": ""}, tainted=True),
+            mknode(
+                "node-b",
+                {"zone": "zone1", "node": "node-b", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
             zn("node-x", "zone2", foo=""),
             zn("node-y", "zone2"),
         ],
@@ -502,7 +509,11 @@ PRE_FILTER_CASES = [
         ),
         [
             zn("node-a", "zone1"),
-            mknode("node-b", {"zone": "zone1", "node": "node-b", "foo": ""}, tainted=True),
+            mknode(
+                "node-b",
+                {"zone": "zone1", "node": "node-b", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
             zn("node-x", "zone2", foo=""),
             zn("node-y", "zone2", foo=""),
         ],

@@ -10,7 +10,9 @@ from scheduler.framework import Code, CycleState
 from scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.snapshot import Snapshot
-from tests.support.spread import DNS, SA, mknode, mkpod, tsc
+from tests.support.objects import node as mknode
+from tests.support.objects import pod as mkpod
+from tests.support.spread import DNS, SA, tsc
 
 NODES = 5
 
@@ -34,7 +36,9 @@ def clusters(draw: st.DrawFn) -> tuple[list[KubeObject], list[Pod]]:
         )
     )
     pods = [
-        mkpod(f"e{j}", node=f"node-{i}", ns=ns, labels={"foo": ""} if foo else {"bar": ""})
+        mkpod(
+            f"e{j}", node_name=f"node-{i}", namespace=ns, labels={"foo": ""} if foo else {"bar": ""}
+        )
         for j, (i, foo, ns) in enumerate(placed)
     ]
     return nodes, pods
@@ -132,7 +136,7 @@ def test_do_not_schedule_constraint_is_unschedulable_for_preemption() -> None:
         [
             mknode("a", {"zone": "z1"}),
             mknode("b", {"zone": "z2"}),
-            mkpod("e", node="a", labels={"foo": ""}),
+            mkpod("e", node_name="a", labels={"foo": ""}),
         ]
     )
     state = CycleState()

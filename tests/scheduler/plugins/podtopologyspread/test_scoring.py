@@ -18,6 +18,8 @@ from scheduler.framework import Code, CycleState
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY, PreScoreState
 from scheduler.snapshot import Snapshot
+from tests.support.objects import node as mknode
+from tests.support.objects import pod as mkpod
 from tests.support.spread import (
     BAR,
     DNS,
@@ -25,14 +27,15 @@ from tests.support.spread import (
     HOSTNAME,
     NONE,
     SA,
+    UNSCHEDULABLE_TAINT,
     ZONE,
     match_labels,
-    mknode,
-    mkpod,
+    node_in,
     on,
     replica_set,
     service,
     tsc,
+    unschedulable,
 )
 
 
@@ -197,7 +200,7 @@ PRE_SCORE_CASES = [
                 "p",
                 labels={"foo": ""},
                 node_selector={"foo": ""} if how == "labelSelectors" else None,
-                affinity_in=("foo", [""]) if how == "nodeAffinity" else None,
+                affinity=node_in("foo", [""]) if how == "nodeAffinity" else None,
                 spread=[
                     tsc(1, "zone", SA, BAR, affinity_policy=None if policy == "Honor" else policy)
                 ],
@@ -228,7 +231,9 @@ PRE_SCORE_CASES = [
             [
                 mknode("node-a", {"zone": "zone1", "foo": "", HOSTNAME: "node-a"}),
                 mknode("node-b", {"zone": "zone1", "foo": "", HOSTNAME: "node-b"}),
-                mknode("node-x", {"zone": "zone2", HOSTNAME: "node-x"}, tainted=True),
+                mknode(
+                    "node-x", {"zone": "zone2", HOSTNAME: "node-x"}, taints=[UNSCHEDULABLE_TAINT]
+                ),
             ],
             [(1, "zone", "Honor", policy)],
             set(),
@@ -293,7 +298,7 @@ def policy_nodes(taint_c: bool = False) -> list[Node]:
     return [
         mknode("node-a", {"node": "node-a", "foo": ""}),
         mknode("node-b", {"node": "node-b", "foo": ""}),
-        mknode("node-c", {"node": "node-c"}, tainted=taint_c),
+        mknode("node-c", {"node": "node-c"}, taints=unschedulable(taint_c)),
     ]
 
 
@@ -482,8 +487,8 @@ SCORE_CASES = [
         hostname_spread(),
         [hn("node-a"), hn("node-b")],
         [
-            mkpod("p-a", node="node-a", labels={"foo": ""}, terminating=True),
-            mkpod("p-b", node="node-b", labels={"foo": ""}),
+            mkpod("p-a", node_name="node-a", labels={"foo": ""}, terminating=True),
+            mkpod("p-b", node_name="node-b", labels={"foo": ""}),
         ],
         {"node-a": 100, "node-b": 0},
         kw=NO_GATES,
@@ -517,7 +522,7 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "NodeAffinityPolicy honoed with nodeAffinity",
-        mkpod("p", labels={"foo": ""}, affinity_in=("foo", [""]), spread=[tsc(1, "node", SA)]),
+        mkpod("p", labels={"foo": ""}, affinity=node_in("foo", [""]), spread=[tsc(1, "node", SA)]),
         policy_nodes(),
         a2_b1_c1(),
         {"node-a": 0, "node-b": 33, "node-c": 100},
@@ -527,7 +532,7 @@ SCORE_CASES = [
         mkpod(
             "p",
             labels={"foo": ""},
-            affinity_in=("foo", [""]),
+            affinity=node_in("foo", [""]),
             spread=[tsc(1, "node", SA, affinity_policy="Ignore")],
         ),
         policy_nodes(),
