@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kube.objects import Namespace, Node, Pod
+from kube.objects import Container, ContainerPort, Namespace, Node, Pod
 from scheduler.framework import Code, CycleState, FilterPlugin, Status
 from scheduler.snapshot import NodeInfo, Snapshot
 
@@ -156,7 +156,30 @@ def preferred(kind: str, *weighted: tuple[int, Mapping[str, Any]]) -> dict[str, 
     }
 
 
-def mkpod(name: str, priority: int | None = None, *, ns: str = "default", **kw: Any) -> Pod:
-    """A pod with only the fields the scheduling queue reads (``Pod``'s own keywords)."""
+def mkpod(
+    name: str,
+    priority: int | None = None,
+    *,
+    ns: str = "default",
+    cpu: int = 0,
+    mem: int = 0,
+    host_ports: Sequence[int] = (),
+    **kw: Any,
+) -> Pod:
+    """A pod made with ``Pod``'s constructor, for the queue, preemption and framework tests that
+    set the scheduler's fields directly: ``cpu`` in millicores and ``mem`` in bytes (one container,
+    unless ``containers`` is given), the uid ``uid-<ns>-<name>``, ``kw`` any other ``Pod`` field.
+    ``pod`` above goes through a manifest instead, with quantities as strings."""
     kw.setdefault("uid", f"uid-{ns}-{name}")
+    if "containers" not in kw:
+        requests = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v}
+        ports = tuple(ContainerPort(container_port=p, host_port=p) for p in host_ports)
+        kw["containers"] = (Container("c", requests=requests, ports=ports),)
     return Pod(name, namespace=ns, spec_priority=priority, **kw)
+
+
+def mknode(name: str, *, cpu: int = 1000, mem: int = 10**9, pods: int = 110, **extra: Any) -> Node:
+    """A node made with ``Node``'s constructor (``mkpod``'s counterpart): ``cpu`` in millicores and
+    ``mem`` in bytes, allocatable and capacity alike; ``extra`` any other ``Node`` field."""
+    alloc = {"cpu": cpu, "memory": mem, "pods": pods}
+    return Node(name, allocatable=alloc, capacity=alloc, **extra)
