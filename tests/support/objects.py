@@ -23,14 +23,18 @@ def node(
     taints: Sequence[Mapping[str, str]] = (),
     unschedulable: bool = False,
     extra: Mapping[str, str] | None = None,
+    capacity: Mapping[str, str] | None = None,
 ) -> Node:
-    capacity = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
+    """A node; ``capacity`` replaces cpu/memory/pods/extra entirely, as upstream's tables list
+    exact resources (allocatable is read as capacity when not given)."""
+    if capacity is None:
+        capacity = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
     return Node.from_dict(
         {
             "kind": "Node",
             "metadata": {"name": name, "labels": dict(labels or {})},
             "spec": {"taints": [dict(t) for t in taints], "unschedulable": unschedulable},
-            "status": {"capacity": capacity},
+            "status": {"capacity": dict(capacity)},
         }
     )
 
@@ -53,9 +57,12 @@ def pod(
     spread: Sequence[Mapping[str, Any]] = (),
     owner: tuple[str, str, str] | None = None,
     terminating: bool = False,
+    containers: Sequence[Mapping[str, str]] | None = None,
 ) -> Pod:
     """A pod; ``owner`` is (apiVersion, kind, name) of its controller, ``spread`` its
-    topologySpreadConstraints, ``terminating`` sets a deletionTimestamp."""
+    topologySpreadConstraints, ``terminating`` sets a deletionTimestamp. ``containers`` gives each
+    container's requests (containers c0, c1, …) instead of the one container ``c`` of
+    cpu/memory/requests/host_ports."""
     req: dict[str, str] = dict(requests or {})
     if cpu is not None:
         req["cpu"] = cpu
@@ -70,8 +77,15 @@ def pod(
             ports.append(
                 {"containerPort": port, "hostPort": port, "protocol": protocol, "hostIP": ip}
             )
+    if containers is None:
+        cs = [{"name": "c", "resources": {"requests": req}, "ports": ports}]
+    else:
+        assert not req and not ports, "containers replaces cpu/memory/requests/host_ports"
+        cs = [
+            {"name": f"c{i}", "resources": {"requests": dict(r)}} for i, r in enumerate(containers)
+        ]
     spec: dict[str, Any] = {
-        "containers": [{"name": "c", "resources": {"requests": req}, "ports": ports}],
+        "containers": cs,
         "nodeName": node_name,
         "tolerations": [dict(t) for t in tolerations],
     }
@@ -163,18 +177,20 @@ def mkpod(
     ns: str = "default",
     cpu: int = 0,
     mem: int = 0,
+    requests: Mapping[str, int] | None = None,
     host_ports: Sequence[int] = (),
     **kw: Any,
 ) -> Pod:
     """A pod made with ``Pod``'s constructor, for the queue, preemption and framework tests that
-    set the scheduler's fields directly: ``cpu`` in millicores and ``mem`` in bytes (one container,
-    unless ``containers`` is given), the uid ``uid-<ns>-<name>``, ``kw`` any other ``Pod`` field.
-    ``pod`` above goes through a manifest instead, with quantities as strings."""
+    set the scheduler's fields directly: ``cpu`` in millicores, ``mem`` in bytes and other
+    ``requests`` (one container, unless ``containers`` is given), the uid ``uid-<ns>-<name>``,
+    ``kw`` any other ``Pod`` field. ``pod`` above goes through a manifest instead, with
+    quantities as strings."""
     kw.setdefault("uid", f"uid-{ns}-{name}")
     if "containers" not in kw:
-        requests = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v}
+        req = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v} | dict(requests or {})
         ports = tuple(ContainerPort(container_port=p, host_port=p) for p in host_ports)
-        kw["containers"] = (Container("c", requests=requests, ports=ports),)
+        kw["containers"] = (Container("c", requests=req, ports=ports),)
     return Pod(name, namespace=ns, spec_priority=priority, **kw)
 
 

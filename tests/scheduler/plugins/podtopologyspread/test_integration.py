@@ -16,8 +16,7 @@ from scheduler.preemption import preempt
 from scheduler.schedule import schedule_one, unmodelled_features
 from scheduler.simulator import simulate
 from scheduler.snapshot import Snapshot
-from tests.support.objects import node as mknode
-from tests.support.objects import pod as mkpod
+from tests.support import objects as obj
 from tests.support.spread import HOSTNAME, UNSCHEDULABLE_TAINT, ZONE, service, tsc
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -29,11 +28,11 @@ def zone_node(name: str, zone: str | None, **kw: Any) -> Any:
     labels = {HOSTNAME: name}
     if zone is not None:
         labels[ZONE] = zone
-    return mknode(name, labels, **kw)
+    return obj.node(name, labels, **kw)
 
 
 def web(name: str, node: str = "", **kw: Any) -> Pod:
-    return mkpod(name, node_name=node, labels={"app": "web"}, cpu="100m", **kw)
+    return obj.pod(name, node_name=node, labels={"app": "web"}, cpu="100m", **kw)
 
 
 def test_simulate_example_picks_the_node_kube_picks() -> None:
@@ -92,7 +91,7 @@ def test_preemption_reevaluates_spread_with_victims_removed() -> None:
         zone_node("a", "z1"),
         zone_node("b", "z2"),
         web("w1", "a"),
-        mkpod("big", node_name="a", labels={"app": "batch"}, cpu="3950m"),
+        obj.pod("big", node_name="a", labels={"app": "batch"}, cpu="3950m"),
         web("w2", "b"),
         web("w3", "b"),
     ]
@@ -121,7 +120,7 @@ def test_system_default_spreading_applies_to_pods_a_service_selects() -> None:
         zone_node("node-a", "z1"),
         zone_node("node-b", "z1"),
         web("w1", "node-a"),
-        mkpod("other", node_name="node-b", labels={"app": "other"}, cpu="100m"),
+        obj.pod("other", node_name="node-b", labels={"app": "other"}, cpu="100m"),
     ]
     pod = web("p")
     # Without a Service the two nodes tie and the first wins.
