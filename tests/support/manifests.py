@@ -134,14 +134,21 @@ def pdb(
     *,
     namespace: str = "default",
     app: str | None = None,
-    min_available: int | None = None,
-    max_unavailable: int | None = None,
+    selector: dict[str, Any] | None = None,
+    min_available: int | str | None = None,
+    max_unavailable: int | str | None = None,
+    unhealthy_policy: str | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"selector": {"matchLabels": {"app": app or name}}}
+    """A PodDisruptionBudget over ``app=<app or name>``, or over ``selector`` (a whole
+    labelSelector) when given; budgets may be counts or percentages."""
+    sel = {"matchLabels": {"app": app or name}} if selector is None else selector
+    spec: dict[str, Any] = {"selector": sel}
     if min_available is not None:
         spec["minAvailable"] = min_available
     if max_unavailable is not None:
         spec["maxUnavailable"] = max_unavailable
+    if unhealthy_policy is not None:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",

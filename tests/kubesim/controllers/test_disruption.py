@@ -27,6 +27,7 @@ from kubesim.controllers.disruption import (
 from kubesim.controllers.namespace import NamespaceController
 from kubesim.node.kubelet import Kubelet
 from kubesim.sim import Simulator
+from tests.support.manifests import pdb
 from tests.support.wait import until
 
 NODE = {
@@ -88,15 +89,6 @@ def workload(kind: str, name: str, replicas: int, *, owner: dict[str, Any] | Non
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": spec}
 
 
-def pdb(name: str = "web", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"selector": {"matchLabels": {"app": "web"}}, **spec},
-    }
-
-
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
     # The workloads here are fixtures for the budget's arithmetic: no controller may change
@@ -131,7 +123,7 @@ async def settled(sim: Simulator, name: str = "web") -> dict[str, Any]:
 
 
 async def test_integer_min_available_with_plain_pods(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pod("c", ready=False), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pod("c", ready=False), pdb("web", min_available=1)])
     status = await settled(sim)
     assert counts(status) == (3, 1, 2, 1)
     assert status["observedGeneration"] == 1
@@ -157,7 +149,7 @@ async def test_percentage_min_available_uses_the_replicaset_scale(sim: Simulator
     sim.apply(
         [workload("ReplicaSet", "web-rs", 5)]
         + [pod(f"p{i}", owner=rs) for i in range(4)]
-        + [pdb(minAvailable="50%")]
+        + [pdb("web", min_available="50%")]
     )
     status = await settled(sim)
     assert counts(status) == (5, 3, 4, 1)  # ceil(50% of 5) = 3
@@ -176,7 +168,7 @@ async def test_max_unavailable_uses_the_deployment_scale(sim: Simulator) -> None
     sim.apply(
         [dep, workload("ReplicaSet", "web-abc", 2, owner=owner)]
         + [pod(f"p{i}", owner=rs) for i in range(3)]
-        + [pdb(maxUnavailable=1)]
+        + [pdb("web", max_unavailable=1)]
     )
     status = await settled(sim)
     assert counts(status) == (4, 3, 3, 0)
@@ -188,7 +180,7 @@ async def test_max_unavailable_percentage_with_a_statefulset(sim: Simulator) -> 
     sim.apply(
         [workload("StatefulSet", "db", 4)]
         + [pod(f"db-{i}", owner=ss) for i in range(4)]
-        + [pdb(maxUnavailable="25%")]
+        + [pdb("web", max_unavailable="25%")]
     )
     status = await settled(sim)
     assert counts(status) == (4, 3, 4, 1)
@@ -216,7 +208,7 @@ async def test_replication_controller_scale_counts_and_follows_a_resize(sim: Sim
     sim.apply(
         [replication_controller("legacy", 4)]
         + [pod(f"legacy-{i}", owner=rc) for i in range(4)]
-        + [pdb(maxUnavailable=1)]
+        + [pdb("web", max_unavailable=1)]
     )
     status = await settled(sim)
     assert counts(status) == (4, 3, 4, 1)
@@ -229,14 +221,14 @@ async def test_replication_controller_scale_counts_and_follows_a_resize(sim: Sim
 async def test_replication_controller_with_another_uid_is_not_the_owner(sim: Simulator) -> None:
     orphan = pod("a", owner=("v1", "ReplicationController", "old-uid"))
     orphan["metadata"]["ownerReferences"][0]["name"] = "legacy"  # same name, an older UID
-    sim.apply([replication_controller("legacy", 2), orphan, pdb(minAvailable="50%")])
+    sim.apply([replication_controller("legacy", 2), orphan, pdb("web", min_available="50%")])
     await until(lambda: bool(status_of(sim).get("conditions")))
     (cond,) = status_of(sim)["conditions"]
     assert (cond["reason"], cond["message"]) == ("SyncFailed", 'found no controllers for pod "a"')
 
 
 async def test_unmanaged_pods_expect_nothing(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(maxUnavailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", max_unavailable=1)])
     status = await settled(sim)
     assert counts(status) == (0, 0, 2, 0)
     assert status["conditions"][0]["reason"] == "InsufficientPods"
@@ -265,7 +257,7 @@ async def test_unmanaged_pods_expect_nothing(sim: Simulator) -> None:
 async def test_unscalable_controllers_fail_safe(
     sim: Simulator, objects: list[Any], message: str
 ) -> None:
-    sim.apply([*objects, pdb(minAvailable="50%")])
+    sim.apply([*objects, pdb("web", min_available="50%")])
     await until(lambda: bool(status_of(sim).get("conditions")))
     status = status_of(sim)
     assert status["disruptionsAllowed"] == 0
@@ -275,13 +267,13 @@ async def test_unscalable_controllers_fail_safe(
 
 
 async def test_integer_min_available_needs_no_controller(sim: Simulator) -> None:
-    sim.apply([pod("a", owner=("apps/v1", "DaemonSet", "agent-uid")), pdb(minAvailable=0)])
+    sim.apply([pod("a", owner=("apps/v1", "DaemonSet", "agent-uid")), pdb("web", min_available=0)])
     status = await settled(sim)
     assert counts(status) == (1, 0, 1, 1)
 
 
 async def test_status_follows_pod_readiness(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     sim.apply(pod("b", ready=False))
     await until(lambda: status_of(sim)["currentHealthy"] == 1)
@@ -292,7 +284,7 @@ async def test_status_follows_pod_readiness(sim: Simulator) -> None:
 
 
 async def test_terminating_pods_are_not_healthy(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     api = sim.api_client()
     try:
@@ -304,7 +296,7 @@ async def test_terminating_pods_are_not_healthy(sim: Simulator) -> None:
 
 
 async def test_spec_change_moves_observed_generation(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     api = sim.api_client()
     try:
@@ -319,7 +311,7 @@ async def test_spec_change_moves_observed_generation(sim: Simulator) -> None:
 
 
 async def test_status_is_not_rewritten_when_unchanged(sim: Simulator) -> None:
-    sim.apply([pod("a"), pdb(minAvailable=0)])
+    sim.apply([pod("a"), pdb("web", min_available=0)])
     await settled(sim)
     before = sim.get("PodDisruptionBudget", "default", "web")
     sim.apply(pod("a"))  # same pod again: an event, but nothing changes for the budget
@@ -335,7 +327,7 @@ async def test_status_is_not_rewritten_when_unchanged(sim: Simulator) -> None:
 async def test_disrupted_entry_expires_and_the_pod_counts_again() -> None:
     controllers = [NamespaceController(), Kubelet(), DisruptionController(deletion_timeout=0.4)]
     async with kubesim.serve(state=[NODE], controllers=controllers) as sim:
-        sim.apply([pod("a"), pod("b"), pod("c"), pdb(minAvailable=1)])
+        sim.apply([pod("a"), pod("b"), pod("c"), pdb("web", min_available=1)])
         await settled(sim)
         assert counts(status_of(sim)) == (3, 1, 3, 2)
         api = sim.api_client()
@@ -362,7 +354,7 @@ async def test_disrupted_entry_expires_and_the_pod_counts_again() -> None:
 
 
 async def test_granted_eviction_entry_leaves_with_the_pod(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     api = sim.api_client()
     try:
@@ -382,7 +374,7 @@ async def test_granted_eviction_entry_leaves_with_the_pod(sim: Simulator) -> Non
 
 
 async def test_static_annotation_keeps_the_given_status(sim: Simulator) -> None:
-    body = pdb(minAvailable=1)
+    body = pdb("web", min_available=1)
     body["metadata"]["annotations"] = {"kubesim.io/static-status": "true"}
     body["status"] = {
         "observedGeneration": 1,
@@ -397,7 +389,7 @@ async def test_static_annotation_keeps_the_given_status(sim: Simulator) -> None:
 
 
 async def test_pin_and_unpin(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     pinned = {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 0}
     sim.pin_pdb("default", "web", pinned)
@@ -410,7 +402,7 @@ async def test_pin_and_unpin(sim: Simulator) -> None:
 
 
 async def test_status_over_http(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     api = sim.api_client()
     try:
@@ -473,7 +465,9 @@ def test_status_invariants(flags: list[tuple[bool, bool, bool]], min_available: 
     healthy = count_healthy_pods(pods, live, now=110.0, timeout=120.0)
     expected_healthy = sum(1 for r, d, x in flags if r and not d and not x)
     assert healthy == expected_healthy
-    counts_ = get_expected_pod_count(pdb(minAvailable=min_available), pods, lambda ref, ns: None)
+    counts_ = get_expected_pod_count(
+        pdb("web", min_available=min_available), pods, lambda ref, ns: None
+    )
     assert (counts_.expected, counts_.desired) == (len(pods), min_available)
     # Past the timeout every entry is gone and ready pods count again.
     live_late, _ = build_disrupted_pod_map(pods, disrupted, now=221.0, timeout=120.0)
