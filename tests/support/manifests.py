@@ -11,15 +11,22 @@ from typing import Any
 
 
 def node(
-    name: str, *, unschedulable: bool = False, labels: dict[str, str] | None = None
+    name: str,
+    *,
+    unschedulable: bool = False,
+    labels: dict[str, str] | None = None,
+    cpu: str = "64",
+    memory: str = "256Gi",
+    pods: str = "500",
 ) -> dict[str, Any]:
+    """A Ready node (big enough for any test by default); allocatable is read as capacity."""
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels or {}},
         "spec": {"unschedulable": unschedulable} if unschedulable else {},
         "status": {
-            "capacity": {"cpu": "64", "memory": "256Gi", "pods": "500"},
+            "capacity": {"cpu": cpu, "memory": memory, "pods": pods},
             "conditions": [{"type": "Ready", "status": "True"}],
         },
     }

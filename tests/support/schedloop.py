@@ -37,11 +37,13 @@ value: 1000
 """
 
 
-def node(name: str, *, cpu: str = "4", disk: str = "ssd", cordoned: bool = False) -> str:
+def node_yaml(name: str, *, cpu: str = "4", disk: str = "ssd", cordoned: bool = False) -> str:
+    """A node as YAML text for ``kubesim.serve(state=...)`` (tests edit and join the text);
+    ``manifests.node`` is the dict form."""
     return NODE.format(name=name, cpu=cpu, disk=disk, cordoned=str(cordoned).lower())
 
 
-def pod_manifest(
+def pending_pod(
     name: str,
     *,
     cpu: str = "100m",
@@ -50,6 +52,8 @@ def pod_manifest(
     grace: int | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
+    """A pod for the loop to schedule: no owner, no status, a cpu request — unlike
+    ``manifests.pod``, a running pod of a controller."""
     body: dict[str, Any] = {
         "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
         **spec,
@@ -80,7 +84,8 @@ def loop_of(sim: Simulator) -> SchedulerLoop:
     return loop
 
 
-def pod(sim: Simulator, name: str) -> dict[str, Any]:
+def stored_pod(sim: Simulator, name: str) -> dict[str, Any]:
+    """The pod ``default/<name>`` as stored now (it must exist)."""
     obj = sim.get("Pod", "default", name)
     assert obj is not None
     return obj
