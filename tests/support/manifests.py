@@ -136,6 +136,35 @@ def pod(
     }
 
 
+def pending_pod(
+    name: str,
+    *,
+    cpu: str = "100m",
+    priority_class: str | None = None,
+    node_name: str | None = None,
+    grace: int | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A pod for a scheduler to place: no owner, no status, a cpu request — unlike ``pod``
+    above, a running pod of a controller."""
+    body: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
+        **spec,
+    }
+    if priority_class:
+        body["priorityClassName"] = priority_class
+    if node_name:
+        body["nodeName"] = node_name
+    if grace is not None:
+        body["terminationGracePeriodSeconds"] = grace
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "spec": body,
+    }
+
+
 def pdb(
     name: str,
     *,

@@ -32,6 +32,7 @@ from kubesim.scheduling import (
 from scheduler import build_snapshot, schedule_one, simulate
 from scheduler.queue import events as qev
 from tests.support.bench import load_bench
+from tests.support.manifests import pending_pod
 from tests.support.schedloop import (
     PRIORITY_CLASSES,
     cluster_objects,
@@ -41,7 +42,6 @@ from tests.support.schedloop import (
     events_for,
     loop_of,
     node_yaml,
-    pending_pod,
     stored_pod,
 )
 from tests.support.wait import until

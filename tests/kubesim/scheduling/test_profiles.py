@@ -12,13 +12,13 @@ import pytest
 import kubesim
 from kubesim.cli import main
 from scheduler.config import decode_config
+from tests.support.manifests import pending_pod
 from tests.support.schedloop import (
     condition,
     create_pod,
     events_for,
     loop_of,
     node_yaml,
-    pending_pod,
     stored_pod,
 )
 from tests.support.wait import until
