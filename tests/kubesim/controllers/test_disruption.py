@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from kubesim.controllers.disruption import (
 from kubesim.controllers.namespace import NamespaceController
 from kubesim.node.kubelet import Kubelet
 from kubesim.sim import Simulator
+from tests.support import manifests
 from tests.support.manifests import pdb
 from tests.support.wait import until
 
@@ -38,39 +40,8 @@ NODE = {
 }
 
 
-def pod(
-    name: str,
-    *,
-    ready: bool = True,
-    owner: tuple[str, str, str] | None = None,
-    labels: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": "default",
-        "labels": labels or {"app": "web"},
-    }
-    if owner is not None:
-        api_version, kind, uid = owner
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": api_version,
-                "kind": kind,
-                "name": uid.removesuffix("-uid"),
-                "uid": uid,
-                "controller": True,
-            }
-        ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]},
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
+# The pods here are web's (app=web) whatever their owner, and have none unless given.
+pod = partial(manifests.pod, app="web", owner=None)
 
 
 def workload(kind: str, name: str, replicas: int, *, owner: dict[str, Any] | None = None) -> Any:
@@ -145,7 +116,7 @@ async def test_integer_min_available_with_plain_pods(sim: Simulator) -> None:
 
 
 async def test_percentage_min_available_uses_the_replicaset_scale(sim: Simulator) -> None:
-    rs = ("apps/v1", "ReplicaSet", "web-rs-uid")
+    rs = ("apps/v1", "ReplicaSet", "web-rs")
     sim.apply(
         [workload("ReplicaSet", "web-rs", 5)]
         + [pod(f"p{i}", owner=rs) for i in range(4)]
@@ -164,7 +135,7 @@ async def test_max_unavailable_uses_the_deployment_scale(sim: Simulator) -> None
         "uid": "web-uid",
         "controller": True,
     }
-    rs = ("apps/v1", "ReplicaSet", "web-abc-uid")
+    rs = ("apps/v1", "ReplicaSet", "web-abc")
     sim.apply(
         [dep, workload("ReplicaSet", "web-abc", 2, owner=owner)]
         + [pod(f"p{i}", owner=rs) for i in range(3)]
@@ -176,7 +147,7 @@ async def test_max_unavailable_uses_the_deployment_scale(sim: Simulator) -> None
 
 
 async def test_max_unavailable_percentage_with_a_statefulset(sim: Simulator) -> None:
-    ss = ("apps/v1", "StatefulSet", "db-uid")
+    ss = ("apps/v1", "StatefulSet", "db")
     sim.apply(
         [workload("StatefulSet", "db", 4)]
         + [pod(f"db-{i}", owner=ss) for i in range(4)]
@@ -204,7 +175,7 @@ def replication_controller(name: str, replicas: int) -> dict[str, Any]:
 
 async def test_replication_controller_scale_counts_and_follows_a_resize(sim: Simulator) -> None:
     # getPodReplicationController: a core/v1 ReplicationController owner gives its replicas.
-    rc = ("v1", "ReplicationController", "legacy-uid")
+    rc = ("v1", "ReplicationController", "legacy")
     sim.apply(
         [replication_controller("legacy", 4)]
         + [pod(f"legacy-{i}", owner=rc) for i in range(4)]
@@ -219,7 +190,7 @@ async def test_replication_controller_scale_counts_and_follows_a_resize(sim: Sim
 
 
 async def test_replication_controller_with_another_uid_is_not_the_owner(sim: Simulator) -> None:
-    orphan = pod("a", owner=("v1", "ReplicationController", "old-uid"))
+    orphan = pod("a", owner=("v1", "ReplicationController", "old"))
     orphan["metadata"]["ownerReferences"][0]["name"] = "legacy"  # same name, an older UID
     sim.apply([replication_controller("legacy", 2), orphan, pdb("web", min_available="50%")])
     await until(lambda: bool(status_of(sim).get("conditions")))
@@ -240,16 +211,16 @@ async def test_unmanaged_pods_expect_nothing(sim: Simulator) -> None:
         (
             [
                 workload("DaemonSet", "agent", 0),
-                pod("a", owner=("apps/v1", "DaemonSet", "agent-uid")),
+                pod("a", owner=("apps/v1", "DaemonSet", "agent")),
             ],
             "daemonsets.apps does not implement the scale subresource",
         ),
         (
-            [pod("a", owner=("apps/v1", "ReplicaSet", "gone-uid"))],
+            [pod("a", owner=("apps/v1", "ReplicaSet", "gone"))],
             'found no controllers for pod "a"',
         ),
         (
-            [pod("a", owner=("example.com/v1", "Widget", "w-uid"))],
+            [pod("a", owner=("example.com/v1", "Widget", "w"))],
             'no matches for kind "Widget" in version "example.com/v1"',
         ),
     ],
@@ -267,7 +238,7 @@ async def test_unscalable_controllers_fail_safe(
 
 
 async def test_integer_min_available_needs_no_controller(sim: Simulator) -> None:
-    sim.apply([pod("a", owner=("apps/v1", "DaemonSet", "agent-uid")), pdb("web", min_available=0)])
+    sim.apply([pod("a", owner=("apps/v1", "DaemonSet", "agent")), pdb("web", min_available=0)])
     status = await settled(sim)
     assert counts(status) == (1, 0, 1, 1)
 
