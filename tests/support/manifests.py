@@ -93,7 +93,7 @@ def pod(
     app: str | None = None,
     owner: tuple[str, str, str] | None = ("apps/v1", "ReplicaSet", "web"),
     phase: str = "Running",
-    ready: bool = True,
+    ready: bool | None = True,
     empty_dir: bool = False,
     annotations: dict[str, str] | None = None,
     priority: int | None = None,
@@ -126,7 +126,10 @@ def pod(
         spec["priority"] = priority
     if grace is not None:
         spec["terminationGracePeriodSeconds"] = grace
-    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+    # ready=None: no Ready condition at all (a pod the kubelet has not reported on)
+    conditions = (
+        [] if ready is None else [{"type": "Ready", "status": "True" if ready else "False"}]
+    )
     return {
         "apiVersion": "v1",
         "kind": "Pod",

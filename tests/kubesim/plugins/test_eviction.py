@@ -32,22 +32,8 @@ kind: Namespace
 metadata: {name: shop}
 """
 
-READY = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-UNREADY = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
-
-
-def pod(name: str, *, labels: dict[str, str] | None = None, status: Any = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "shop", "labels": labels or {"app": "web"}},
-        "spec": {
-            "nodeName": "node-1",
-            "terminationGracePeriodSeconds": 30,
-            "containers": [{"name": "c", "image": "nginx"}],
-        },
-        "status": READY if status is None else status,
-    }
+# The pods here are web's (app=web) in the shop namespace, owned by nothing.
+pod = partial(manifests.pod, namespace="shop", app="web", owner=None, grace=30)
 
 
 # The budgets here select app=web whatever their name, in the shop namespace.
@@ -295,7 +281,7 @@ async def test_invalid_dry_run_query(sim: Simulator, core: client.CoreV1Api) -> 
 async def test_terminal_and_pending_pods_ignore_the_budget(
     sim: Simulator, core: client.CoreV1Api, phase: str
 ) -> None:
-    sim.apply([pod("web-0", status={"phase": phase}), pod("web-1"), pdb("web", min_available=5)])
+    sim.apply([pod("web-0", phase=phase, ready=None), pod("web-1"), pdb("web", min_available=5)])
     sim.pin_pdb("shop", "web", budget(0))
     code, _, out = await evict(core, "web-0")
     assert (code, out) == (201, SUCCESS)
@@ -311,7 +297,7 @@ async def test_terminal_and_pending_pods_ignore_the_budget(
 async def test_pending_pod_with_stale_resource_version(
     sim: Simulator, core: client.CoreV1Api
 ) -> None:
-    sim.apply(pod("web-0", status={"phase": "Pending"}))
+    sim.apply(pod("web-0", phase="Pending", ready=None))
     current = sim.get("Pod", "shop", "web-0")
     assert current is not None
     rv = current["metadata"]["resourceVersion"]
@@ -364,7 +350,7 @@ async def test_more_than_one_pdb_is_a_500(sim: Simulator, core: client.CoreV1Api
 
 
 async def test_empty_selector_matches_everything(sim: Simulator, core: client.CoreV1Api) -> None:
-    sim.apply([pod("db-0", labels={"app": "db"}), pdb("all", selector={}, min_available=1)])
+    sim.apply([pod("db-0", app="db"), pdb("all", selector={}, min_available=1)])
     sim.pin_pdb("shop", "all", budget(0))
     code, _, out = await evict(core, "db-0")
     assert code == 429
@@ -376,7 +362,7 @@ async def test_empty_selector_matches_everything(sim: Simulator, core: client.Co
 async def test_absent_selector_matches_nothing(sim: Simulator, core: client.CoreV1Api) -> None:
     body = pdb("none", min_available=1)
     del body["spec"]["selector"]
-    sim.apply([pod("db-0", labels={"app": "db"}), body])
+    sim.apply([pod("db-0", app="db"), body])
     sim.pin_pdb("shop", "none", budget(0))
     code, _, _ = await evict(core, "db-0")
     assert code == 201
@@ -542,7 +528,7 @@ async def test_unhealthy_pod_policy(
     sim: Simulator, core: client.CoreV1Api, case: tuple[str | None, int, int, int]
 ) -> None:
     policy, healthy, desired, expected = case
-    sim.apply([pod("web-0", status=UNREADY), pdb("web", min_available=1, unhealthy_policy=policy)])
+    sim.apply([pod("web-0", ready=False), pdb("web", min_available=1, unhealthy_policy=policy)])
     sim.pin_pdb("shop", "web", budget(0, healthy=healthy, desired=desired))
     code, _, _ = await evict(core, "web-0")
     assert code == expected
@@ -556,7 +542,7 @@ async def test_unhealthy_pod_conflict_is_still_processing(
 ) -> None:
     sim.apply(
         [
-            pod("web-0", status=UNREADY),
+            pod("web-0", ready=False),
             pdb("web", min_available=1, unhealthy_policy="AlwaysAllow"),
         ]
     )
