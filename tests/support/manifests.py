@@ -142,16 +142,19 @@ def pod(
 def pending_pod(
     name: str,
     *,
-    cpu: str = "100m",
+    cpu: str | None = "100m",
+    memory: str | None = None,
     priority_class: str | None = None,
     node_name: str | None = None,
     grace: int | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    """A pod for a scheduler to place: no owner, no status, a cpu request — unlike ``pod``
-    above, a running pod of a controller."""
+    """A pod for a scheduler to place (or a kubelet to admit, with ``node_name``): no owner, no
+    status, a cpu request unless ``cpu=None`` — unlike ``pod`` above, a running pod of a
+    controller. ``spec`` adds fields to the pod's spec as written."""
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     body: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}],
         **spec,
     }
     if priority_class:
