@@ -147,6 +147,7 @@ def pending_pod(
     priority_class: str | None = None,
     node_name: str | None = None,
     grace: int | None = None,
+    labels: dict[str, str] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
     """A pod for a scheduler to place (or a kubelet to admit, with ``node_name``): no owner, no
@@ -166,7 +167,7 @@ def pending_pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {"app": name}},
         "spec": body,
     }
 
