@@ -1,4 +1,4 @@
-from kube.objects import Container, Node, Pod
+from kube.objects import Pod
 from scheduler.framework import (
     Code,
     CycleState,
@@ -10,14 +10,7 @@ from scheduler.framework import (
 )
 from scheduler.plugins.registry import default_framework
 from scheduler.snapshot import NodeInfo, Snapshot
-
-
-def node(name: str, cpu: int = 4000, pods: int = 110) -> Node:
-    return Node(name, allocatable={"cpu": cpu, "memory": 8 * 1024**3, "pods": pods})
-
-
-def pod(name: str, cpu: int, priority: int = 0, **kw: object) -> Pod:
-    return Pod(name, containers=(Container("c", {"cpu": cpu}),), spec_priority=priority, **kw)  # type: ignore[arg-type]
+from tests.support.objects import mknode, mkpod
 
 
 def test_status_basics() -> None:
@@ -61,7 +54,7 @@ def test_fit_error_message_counts_sorts_and_fills_absent_nodes() -> None:
 
 
 def test_nodes_for_status_code_uses_the_absent_status() -> None:
-    infos = [NodeInfo(node(n)) for n in "abc"]
+    infos = [NodeInfo(mknode(n, cpu=4000)) for n in "abc"]
     statuses = NodeToStatus({"a": Status(Code.Unschedulable, "x")})
     assert [ni.name for ni in statuses.nodes_for_status_code(infos, Code.Unschedulable)] == ["a"]
     statuses.set_absent_nodes_status(Status(Code.Unschedulable))
@@ -112,26 +105,26 @@ class _Recorder:
 
 
 def test_prefilter_skip_and_rejection() -> None:
-    snap = Snapshot.from_objects([node("a")])
+    snap = Snapshot.from_objects([mknode("a", cpu=4000)])
     skipper = _Recorder(Status(Code.Skip))
     fw = Framework([skipper])
     state = CycleState()
-    assert fw.run_pre_filter_plugins(state, pod("p", 1), snap).is_success()
-    assert fw.run_filter_plugins(state, pod("p", 1), snap.node_info("a")).is_success()
+    assert fw.run_pre_filter_plugins(state, mkpod("p", cpu=1), snap).is_success()
+    assert fw.run_filter_plugins(state, mkpod("p", cpu=1), snap.node_info("a")).is_success()
     assert skipper.filtered == []
     rejecting = Framework([_Recorder(Status(Code.UnschedulableAndUnresolvable, "no"))])
-    st = rejecting.run_pre_filter_plugins(CycleState(), pod("p", 1), snap)
+    st = rejecting.run_pre_filter_plugins(CycleState(), mkpod("p", cpu=1), snap)
     assert st.code is Code.UnschedulableAndUnresolvable and st.plugin == "Recorder"
     erroring = Framework([_Recorder(Status(Code.Error, "boom"))])
-    st = erroring.run_pre_filter_plugins(CycleState(), pod("p", 1), snap)
+    st = erroring.run_pre_filter_plugins(CycleState(), mkpod("p", cpu=1), snap)
     assert st.code is Code.Error and st.message == 'running PreFilter plugin "Recorder": boom'
 
 
 def test_filter_stops_at_first_rejection_and_tags_plugin() -> None:
-    snap = Snapshot.from_objects([node("a", cpu=1000)])
+    snap = Snapshot.from_objects([mknode("a", cpu=1000)])
     recorder = _Recorder()
     fw = Framework([*default_framework().filter_plugins, recorder])
-    st = fw.run_filter_plugins(CycleState(), pod("p", 2000), snap.node_info("a"))
+    st = fw.run_filter_plugins(CycleState(), mkpod("p", cpu=2000), snap.node_info("a"))
     assert st == Status(Code.UnschedulableAndUnresolvable, "Insufficient cpu")
     assert st.plugin == "NodeResourcesFit"
     assert recorder.filtered == []
@@ -139,9 +132,9 @@ def test_filter_stops_at_first_rejection_and_tags_plugin() -> None:
 
 def test_nominated_pods_of_equal_or_higher_priority_reserve_room() -> None:
     fw = default_framework()
-    snap = Snapshot.from_objects([node("a", cpu=4000), pod("running", 2000, node_name="a")])
+    snap = Snapshot.from_objects([mknode("a", cpu=4000), mkpod("running", cpu=2000, node_name="a")])
     ni = snap.node_info("a")
-    incoming = pod("in", 1500, priority=10)
+    incoming = mkpod("in", cpu=1500, priority=10)
 
     def prefiltered() -> CycleState:
         # Filter plugins with PreFilter state (InterPodAffinity) need PreFilter to have run.
@@ -149,15 +142,15 @@ def test_nominated_pods_of_equal_or_higher_priority_reserve_room() -> None:
         assert fw.run_pre_filter_plugins(state, incoming, snap).is_success()
         return state
 
-    higher = pod("nom-hi", 1000, priority=10, nominated_node_name="a")
-    lower = pod("nom-lo", 1000, priority=9, nominated_node_name="a")
+    higher = mkpod("nom-hi", cpu=1000, priority=10, nominated_node_name="a")
+    lower = mkpod("nom-lo", cpu=1000, priority=9, nominated_node_name="a")
     st = fw.run_filter_plugins_with_nominated_pods(prefiltered(), incoming, ni, [higher])
     assert st.code is Code.Unschedulable and st.reasons == ("Insufficient cpu",)
     assert fw.run_filter_plugins_with_nominated_pods(
         prefiltered(), incoming, ni, [lower]
     ).is_success()
     # The pod's own nomination never blocks it.
-    own = pod("in", 1500, priority=10, nominated_node_name="a")
+    own = mkpod("in", cpu=1500, priority=10, nominated_node_name="a")
     assert fw.run_filter_plugins_with_nominated_pods(
         prefiltered(), incoming, ni, [own]
     ).is_success()
@@ -185,7 +178,7 @@ def test_second_pass_runs_without_the_nominated_pods() -> None:
             return None
 
     fw = Framework([NeedsCompany()])
-    ni = NodeInfo(node("a"), [pod("x", 1, node_name="a")])
-    nominated = [pod("n", 1, priority=5, nominated_node_name="a")]
-    st = fw.run_filter_plugins_with_nominated_pods(CycleState(), pod("p", 1), ni, nominated)
+    ni = NodeInfo(mknode("a", cpu=4000), [mkpod("x", cpu=1, node_name="a")])
+    nominated = [mkpod("n", cpu=1, priority=5, nominated_node_name="a")]
+    st = fw.run_filter_plugins_with_nominated_pods(CycleState(), mkpod("p", cpu=1), ni, nominated)
     assert st.reasons == ("lonely",)

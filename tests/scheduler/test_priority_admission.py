@@ -188,27 +188,27 @@ def fields(p: Pod) -> tuple[str, int | None, str | None]:
         ([], pod(), ("", 0, "PreemptLowerPriority")),
         ([NONDEFAULT1], pod(), ("", 0, "PreemptLowerPriority")),
         ([DEFAULT1, DEFAULT2], pod(), ("default1", 1000, "PreemptLowerPriority")),
-        ([], pod(spec_priority=0), ("", 0, "PreemptLowerPriority")),
-        ([DEFAULT2], pod(spec_priority=2000), ("default2", 2000, "PreemptLowerPriority")),
+        ([], pod(priority=0), ("", 0, "PreemptLowerPriority")),
+        ([DEFAULT2], pod(priority=2000), ("default2", 2000, "PreemptLowerPriority")),
         (
             [DEFAULT1],
-            pod(priority_class_name="default1", spec_priority=1000),
+            pod(priority_class_name="default1", priority=1000),
             ("default1", 1000, "PreemptLowerPriority"),
         ),
         # System classes are ordinary objects, usable from any namespace.
         (
             system_priority_classes(),
-            pod(namespace="kube-system", priority_class_name=SYSTEM_CLUSTER_CRITICAL),
+            pod(ns="kube-system", priority_class_name=SYSTEM_CLUSTER_CRITICAL),
             (SYSTEM_CLUSTER_CRITICAL, 2_000_000_000, "PreemptLowerPriority"),
         ),
         (
             system_priority_classes(),
-            pod(namespace="non-system-namespace", priority_class_name=SYSTEM_NODE_CRITICAL),
+            pod(ns="non-system-namespace", priority_class_name=SYSTEM_NODE_CRITICAL),
             (SYSTEM_NODE_CRITICAL, 2_000_001_000, "PreemptLowerPriority"),
         ),
         (
             system_priority_classes(),
-            pod(priority_class_name=SYSTEM_CLUSTER_CRITICAL, spec_priority=2_000_000_000),
+            pod(priority_class_name=SYSTEM_CLUSTER_CRITICAL, priority=2_000_000_000),
             (SYSTEM_CLUSTER_CRITICAL, 2_000_000_000, "PreemptLowerPriority"),
         ),
         ([NEVER], pod(priority_class_name="never"), ("never", 3000, "Never")),
@@ -250,13 +250,13 @@ def test_admit_pod_create(
         ),
         (
             [DEFAULT1],
-            pod("pod-w-integer-priority", priority_class_name="default1", spec_priority=2000),
+            pod("pod-w-integer-priority", priority_class_name="default1", priority=2000),
             "the integer value of priority (2000) must not be provided in pod spec; priority"
             " admission controller computed 1000 from the given PriorityClass name",
         ),
         (
             [],
-            pod("pod-w-integer-priority", spec_priority=2),
+            pod("pod-w-integer-priority", priority=2),
             "the integer value of priority (2) must not be provided in pod spec; priority"
             " admission controller computed 0 from the given PriorityClass name",
         ),
@@ -267,7 +267,7 @@ def test_admit_pod_create(
                 "mirror-pod-w-integer-priority",
                 annotations={"kubernetes.io/config.mirror": ""},
                 priority_class_name="default1",
-                spec_priority=1001,
+                priority=1001,
             ),
             "the integer value of priority (1001) must not be provided in pod spec; priority"
             " admission controller computed 1000 from the given PriorityClass name",
@@ -321,7 +321,7 @@ def test_admit_pod_create_rejections(classes: list[PriorityClass], given: Pod, d
 
 
 def test_priority_mismatch_is_checked_before_the_policy() -> None:
-    given = pod("both", priority_class_name="never", spec_priority=1, preemption_policy="X")
+    given = pod("both", priority_class_name="never", priority=1, preemption_policy="X")
     with pytest.raises(AdmissionError, match=r"integer value of priority \(1\)"):
         PriorityAdmission([NEVER]).admit_pod(given)
 
@@ -350,7 +350,7 @@ def test_adding_a_default_class_does_not_touch_admitted_pods() -> None:
     assert fields(admitted) == ("", 0, "PreemptLowerPriority")
     # Re-submitting the old spec now conflicts with the new default, as in kube.
     with pytest.raises(AdmissionError, match="computed 1000"):
-        admission.admit_pod(pod(spec_priority=0))
+        admission.admit_pod(pod(priority=0))
 
 
 def test_admit_pod_update_keeps_stored_priority_and_policy() -> None:
@@ -365,10 +365,10 @@ def test_admit_pod_update_keeps_stored_priority_and_policy() -> None:
 def test_admit_pod_update_does_not_resolve_or_check_the_class() -> None:
     # Validation, not this plugin, rejects changes on update; nothing is looked up here.
     admission = PriorityAdmission()
-    old = pod(priority_class_name="gone", spec_priority=7, preemption_policy="Never")
-    new = pod(priority_class_name="gone", spec_priority=9)
+    old = pod(priority_class_name="gone", priority=7, preemption_policy="Never")
+    new = pod(priority_class_name="gone", priority=9)
     assert fields(admission.admit_pod(new, "update", old)) == ("gone", 9, "Never")
-    unchanged = pod(spec_priority=9, preemption_policy="PreemptLowerPriority")
+    unchanged = pod(priority=9, preemption_policy="PreemptLowerPriority")
     assert admission.admit_pod(unchanged, "UPDATE", old) is unchanged
 
 
@@ -383,7 +383,7 @@ def test_admit_pod_update_without_old_object_is_a_programming_error() -> None:
 def test_admit_pod_ignores_other_operations_and_subresources(
     operation: str, subresource: str
 ) -> None:
-    given = pod(priority_class_name="does-not-exist", spec_priority=5)
+    given = pod(priority_class_name="does-not-exist", priority=5)
     assert PriorityAdmission().admit_pod(given, operation, subresource=subresource) is given
 
 

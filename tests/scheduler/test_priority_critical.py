@@ -52,7 +52,7 @@ def test_is_critical_pod(
     mirror: bool,
     critical: bool,
 ) -> None:
-    p = pod(annotations=annotations, spec_priority=spec_priority)
+    p = pod(annotations=annotations, priority=spec_priority)
     assert is_static_pod(p) is static
     assert is_mirror_pod(p) is mirror
     assert is_critical_pod(p) is critical
@@ -61,7 +61,7 @@ def test_is_critical_pod(
 @given(st.integers(-(2**31), 2**31 - 1))
 def test_is_critical_pod_based_on_priority(priority: int) -> None:
     assert is_critical_pod_based_on_priority(priority) is (priority >= 2_000_000_000)
-    assert is_critical_pod(pod(spec_priority=priority)) is (priority >= 2_000_000_000)
+    assert is_critical_pod(pod(priority=priority)) is (priority >= 2_000_000_000)
 
 
 def test_is_node_critical_pod() -> None:
@@ -77,13 +77,13 @@ def test_is_node_critical_pod() -> None:
 @pytest.mark.parametrize(
     ("preemptor", "preemptee", "expected"),
     [
-        (pod(spec_priority=2_000_000_000), pod(spec_priority=1_999_999_999), True),
-        (pod(spec_priority=2_000_000_000), pod(spec_priority=2_000_000_000), False),
+        (pod(priority=2_000_000_000), pod(priority=1_999_999_999), True),
+        (pod(priority=2_000_000_000), pod(priority=2_000_000_000), False),
         (pod(annotations={"kubernetes.io/config.source": "file"}), pod(), True),
-        (pod(spec_priority=10), pod(spec_priority=5), True),
-        (pod(spec_priority=5), pod(spec_priority=5), False),
-        (pod(spec_priority=10), pod(), False),
-        (pod(), pod(spec_priority=-1), False),
+        (pod(priority=10), pod(priority=5), True),
+        (pod(priority=5), pod(priority=5), False),
+        (pod(priority=10), pod(), False),
+        (pod(), pod(priority=-1), False),
     ],
 )
 def test_preemptable(preemptor: Pod, preemptee: Pod, expected: bool) -> None:

@@ -19,7 +19,8 @@ from scheduler.objects import Pod
 from scheduler.plugins.registry import default_framework
 from scheduler.schedule import find_nodes_that_fit_pod, num_feasible_nodes_to_find
 from scheduler.snapshot import Snapshot
-from tests.support.spread import DNS, HOSTNAME, ZONE, mknode, mkpod, tsc
+from tests.support import objects as obj
+from tests.support.spread import DNS, HOSTNAME, ZONE, tolerate, tsc, unschedulable
 
 
 def _reference(
@@ -52,26 +53,26 @@ def _reference(
 def _cluster(draw: st.DrawFn) -> tuple[Snapshot, Pod]:
     count = draw(st.integers(100, 180))
     nodes = [
-        mknode(
+        obj.node(
             f"n{i:03d}",
             {HOSTNAME: f"n{i:03d}", ZONE: f"z{draw(st.integers(0, 2))}"},
-            tainted=draw(st.integers(0, 6)) == 0,
+            taints=unschedulable(draw(st.integers(0, 6)) == 0),
             cpu=draw(st.sampled_from(["1", "4"])),
         )
         for i in range(count)
     ]
     # Nodes filled at random: where the spread constraint and the cpu request reject.
     pods = [
-        mkpod(
+        obj.pod(
             f"b{j}",
-            node=f"n{draw(st.integers(0, count - 1)):03d}",
+            node_name=f"n{draw(st.integers(0, count - 1)):03d}",
             labels={"foo": ""},
             cpu=draw(st.sampled_from(["100m", "900m"])),
         )
         for j in range(draw(st.integers(0, 2 * count)))
     ]
     nominated = [
-        mkpod(f"nom{j}", labels={"foo": ""}, cpu="900m").with_changes(
+        obj.pod(f"nom{j}", labels={"foo": ""}, cpu="900m").with_changes(
             nominated_node_name=f"n{draw(st.integers(0, count - 1)):03d}", spec_priority=10
         )
         for j in range(draw(st.integers(0, 3)))
@@ -81,12 +82,12 @@ def _cluster(draw: st.DrawFn) -> tuple[Snapshot, Pod]:
             [[], [tsc(1, HOSTNAME, DNS)], [tsc(2, ZONE, DNS)], [tsc(1, HOSTNAME), tsc(3, ZONE)]]
         )
     )
-    incoming = mkpod(
+    incoming = obj.pod(
         "incoming",
         labels={"foo": ""},
         spread=spread,
         cpu=draw(st.sampled_from(["100m", "900m", "3"])),
-        tolerate=draw(st.sampled_from(["", "node.kubernetes.io/unschedulable"])),
+        tolerations=tolerate(draw(st.sampled_from(["", "node.kubernetes.io/unschedulable"]))),
     ).with_changes(spec_priority=draw(st.sampled_from([0, 10])))
     return Snapshot.from_objects([*nodes, *pods, *nominated]), incoming
 
@@ -148,16 +149,16 @@ class CountingFit:
 def test_nominated_nodes_are_judged_once_per_pod_shape_until_they_change() -> None:
     plugin = CountingFit(limit=1)
     fwk = Framework([plugin])
-    nodes = [mknode(f"n{i}", {HOSTNAME: f"n{i}"}) for i in range(3)]
+    nodes = [obj.node(f"n{i}", {HOSTNAME: f"n{i}"}) for i in range(3)]
     waiting = [
-        mkpod(f"w{i}", labels={"n": str(i)}).with_changes(nominated_node_name=f"n{i}")
+        obj.pod(f"w{i}", labels={"n": str(i)}).with_changes(nominated_node_name=f"n{i}")
         for i in range(3)
     ]
     snap = Snapshot.from_objects([*nodes, *waiting])
 
     def cycle(name: str) -> tuple[list[str], list[str]]:
         feasible, diagnosis, _ = find_nodes_that_fit_pod(
-            mkpod(name, labels={"app": "web"}), snap, framework=fwk
+            obj.pod(name, labels={"app": "web"}), snap, framework=fwk
         )
         return [ni.name for ni in feasible], [n for n, _ in diagnosis.node_to_status]
 
@@ -167,6 +168,6 @@ def test_nominated_nodes_are_judged_once_per_pod_shape_until_they_change() -> No
     assert cycle("b") == ([], ["n0", "n1", "n2"])
     assert plugin.calls == first  # same shape, nothing changed: remembered
     snap.remove_pod(waiting[1])  # n1 has no nominated pod now: judged as a plain node
-    snap.add_pod(mkpod("x", node="n2"))  # n2 changed: judged again
+    snap.add_pod(obj.pod("x", node_name="n2"))  # n2 changed: judged again
     assert cycle("c") == (["n1"], ["n0", "n2"])
     assert plugin.calls == first + 2

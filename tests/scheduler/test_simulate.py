@@ -8,6 +8,7 @@ import pytest
 
 from kube.objects import load_objects
 from scheduler.simulator import SimulationError, simulate
+from tests.support.manifests import node, pending_pod
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "preemption.yaml"
@@ -17,25 +18,6 @@ def manifests(*docs: dict[str, Any]) -> list[Any]:
     return load_objects(
         json.dumps({"apiVersion": "v1", "kind": "List", "items": list(docs)}) + "\n"
     )
-
-
-def node(name: str, cpu: str = "4") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {"allocatable": {"cpu": cpu, "pods": "110"}},
-    }
-
-
-def pod(name: str, cpu: str, *, node_name: str = "", **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-        **spec,
-    }
-    if node_name:
-        body["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": body}
 
 
 def pclass(name: str, value: int, **extra: Any) -> dict[str, Any]:
@@ -74,8 +56,8 @@ def test_pods_go_in_queue_order_and_later_pods_see_earlier_bindings() -> None:
     objs = manifests(
         pclass("high", 100),
         node("n1", cpu="2"),
-        pod("low", "2"),
-        pod("high", "2", priorityClassName="high"),
+        pending_pod("low", cpu="2"),
+        pending_pod("high", cpu="2", priority_class="high"),
     )
     report = simulate(objs)
     assert [(d.pod, d.outcome) for d in report.decisions] == [
@@ -93,8 +75,8 @@ def test_preemption_policy_never_does_not_preempt() -> None:
     objs = manifests(
         pclass("polite", 100, preemptionPolicy="Never"),
         node("n1", cpu="1"),
-        pod("victim", "1", node_name="n1"),
-        pod("p", "1", priorityClassName="polite"),
+        pending_pod("victim", cpu="1", node_name="n1"),
+        pending_pod("p", cpu="1", priority_class="polite"),
     )
     [d] = simulate(objs).decisions
     assert d.outcome == "unschedulable"
@@ -102,24 +84,27 @@ def test_preemption_policy_never_does_not_preempt() -> None:
 
 
 def test_gated_pods_wait() -> None:
-    objs = manifests(node("n1"), pod("g", "1", schedulingGates=[{"name": "a"}, {"name": "b"}]))
+    objs = manifests(
+        node("n1", cpu="4"),
+        pending_pod("g", cpu="1", schedulingGates=[{"name": "a"}, {"name": "b"}]),
+    )
     [d] = simulate(objs).decisions
     assert (d.outcome, d.message) == ("gated", "waiting for scheduling gates: [a b]")
 
 
 def test_extra_pending_pods() -> None:
-    objs = manifests(node("n1"))
-    [extra] = manifests(pod("extra", "1"))
+    objs = manifests(node("n1", cpu="4"))
+    [extra] = manifests(pending_pod("extra", cpu="1"))
     [d] = simulate(objs, pending=[extra]).decisions  # type: ignore[list-item]
     assert (d.pod, d.outcome, d.node) == ("default/extra", "scheduled", "n1")
-    [bound] = manifests(pod("bound", "1", node_name="n1"))
+    [bound] = manifests(pending_pod("bound", cpu="1", node_name="n1"))
     with pytest.raises(SimulationError, match="a pending pod must not be bound"):
         simulate(objs, pending=[bound])  # type: ignore[list-item]
 
 
 def test_admission_and_class_validation_errors() -> None:
     with pytest.raises(SimulationError, match="no PriorityClass with name nope was found") as err:
-        simulate(manifests(node("n1"), pod("x", "1", priorityClassName="nope")))
+        simulate(manifests(node("n1", cpu="4"), pending_pod("x", cpu="1", priority_class="nope")))
     assert err.value.pod == "default/x"
     with pytest.raises(
         SimulationError, match="maximum allowed value of a user defined priority is 1000000000"

@@ -1,43 +1,36 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kube.objects import Container, ContainerPort, Node, Pod, PodDisruptionBudget
+from kube.objects import Container, ContainerPort, Pod, PodDisruptionBudget
 from scheduler.snapshot import NodeInfo, Snapshot
-
-
-def node(name: str) -> Node:
-    return Node(name, allocatable={"cpu": 4000, "pods": 110})
-
-
-def pod(name: str, cpu: int = 100, **kw: object) -> Pod:
-    return Pod(name, containers=(Container("c", {"cpu": cpu}),), **kw)  # type: ignore[arg-type]
+from tests.support.objects import mknode, mkpod
 
 
 def test_node_info_aggregates_follow_adds_and_removes() -> None:
-    ni = NodeInfo(node("a"))
+    ni = NodeInfo(mknode("a", cpu=4000))
     g0 = ni.generation
-    p1, p2 = pod("p1", 300), pod("p2", 200)
+    p1, p2 = mkpod("p1", cpu=300), mkpod("p2", cpu=200)
     ni.add_pod(p1)
     ni.add_pod(p2)
     assert ni.requested == {"cpu": 500}
     assert ni.non_zero_requested["cpu"] == 500
     assert ni.generation > g0
-    assert ni.remove_pod(pod("p1"))  # by key, not identity
+    assert ni.remove_pod(mkpod("p1", cpu=100))  # by key, not identity
     assert ni.requested == {"cpu": 200}
-    assert not ni.remove_pod(pod("missing"))
+    assert not ni.remove_pod(mkpod("missing", cpu=100))
 
 
 def test_clone_is_independent() -> None:
-    ni = NodeInfo(node("a"), [pod("p1")])
+    ni = NodeInfo(mknode("a", cpu=4000), [mkpod("p1", cpu=100)])
     copy = ni.clone()
-    copy.add_pod(pod("p2"))
+    copy.add_pod(mkpod("p2", cpu=100))
     assert len(ni.pods) == 1 and ni.requested == {"cpu": 100}
     assert len(copy.pods) == 2 and copy.requested == {"cpu": 200}
 
 
 def test_host_ports_are_counted() -> None:
     with_port = Pod("w", containers=(Container("c", ports=(ContainerPort(80, 8080),)),))
-    ni = NodeInfo(node("a"), [with_port])
+    ni = NodeInfo(mknode("a", cpu=4000), [with_port])
     assert ni.used_ports == {("0.0.0.0", "TCP", 8080): 1}
     ni.remove_pod(with_port)
     assert ni.used_ports == {}
@@ -46,11 +39,11 @@ def test_host_ports_are_counted() -> None:
 def test_snapshot_places_bound_pending_and_nominated_pods() -> None:
     snap = Snapshot.from_objects(
         [
-            pod("bound", node_name="a"),
-            pod("pending"),
-            pod("nominated", nominated_node_name="b"),
-            node("a"),
-            node("b"),
+            mkpod("bound", cpu=100, node_name="a"),
+            mkpod("pending", cpu=100),
+            mkpod("nominated", cpu=100, nominated_node_name="b"),
+            mknode("a", cpu=4000),
+            mknode("b", cpu=4000),
             PodDisruptionBudget("pdb"),
         ]
     )
@@ -62,8 +55,10 @@ def test_snapshot_places_bound_pending_and_nominated_pods() -> None:
 
 
 def test_bind_moves_a_pod_and_clears_its_nomination() -> None:
-    snap = Snapshot.from_objects([node("a"), node("b"), pod("p", nominated_node_name="b")])
-    bound = snap.bind_pod(pod("p", nominated_node_name="b"), "a")
+    snap = Snapshot.from_objects(
+        [mknode("a", cpu=4000), mknode("b", cpu=4000), mkpod("p", cpu=100, nominated_node_name="b")]
+    )
+    bound = snap.bind_pod(mkpod("p", cpu=100, nominated_node_name="b"), "a")
     assert bound.node_name == "a" and bound.nominated_node_name == ""
     assert snap.nominated_pods_for_node("b") == []
     assert [p.name for p in snap.node_info("a").pods] == ["p"]
@@ -73,12 +68,12 @@ def test_bind_moves_a_pod_and_clears_its_nomination() -> None:
 
 
 def test_pods_on_unknown_nodes_wait_for_the_node() -> None:
-    snap = Snapshot.from_objects([pod("early", node_name="late")])
+    snap = Snapshot.from_objects([mkpod("early", cpu=100, node_name="late")])
     assert snap.get_pod("default/early") is not None
-    snap.add_node(node("late"))
+    snap.add_node(mknode("late", cpu=4000))
     assert [p.name for p in snap.node_info("late").pods] == ["early"]
     snap.remove_node("late")
-    snap.add_node(node("late"))
+    snap.add_node(mknode("late", cpu=4000))
     assert [p.name for p in snap.node_info("late").pods] == ["early"]
 
 
@@ -99,9 +94,9 @@ ops = st.lists(
 
 @given(ops)
 def test_aggregates_always_equal_a_fresh_sum(sequence: list[tuple[str, int, str]]) -> None:
-    snap = Snapshot.from_objects([node("a"), node("b")])
+    snap = Snapshot.from_objects([mknode("a", cpu=4000), mknode("b", cpu=4000)])
     for op, i, where in sequence:
-        p = pod(f"p{i}", cpu=100 * (i + 1))
+        p = mkpod(f"p{i}", cpu=100 * (i + 1))
         if op == "add":
             snap.add_pod(p.with_changes(node_name=where))
         elif op == "remove":
@@ -116,11 +111,11 @@ def test_aggregates_always_equal_a_fresh_sum(sequence: list[tuple[str, int, str]
 
 
 def test_pod_changes_list_the_nodes_whose_pods_changed_since_a_cursor() -> None:
-    snap = Snapshot.from_objects([node("a"), node("b")])
+    snap = Snapshot.from_objects([mknode("a", cpu=4000), mknode("b", cpu=4000)])
     layout = snap.layout_generation
     cursor, _ = snap.pod_changes(0)
-    snap.add_pod(pod("p1", node_name="a"))
-    snap.add_pod(pod("p2", node_name="b"))
+    snap.add_pod(mkpod("p1", cpu=100, node_name="a"))
+    snap.add_pod(mkpod("p2", cpu=100, node_name="b"))
     snap.remove_pod("default/p1")
     end, changed = snap.pod_changes(cursor)
     assert changed is not None
@@ -128,11 +123,11 @@ def test_pod_changes_list_the_nodes_whose_pods_changed_since_a_cursor() -> None:
     assert snap.pod_changes(end) == (end, [])
     assert snap.layout_generation == layout  # pods do not change the layout
     assert snap.node_positions() == {"a": 0, "b": 1}
-    snap.add_node(node("c"))
+    snap.add_node(mknode("c", cpu=4000))
     assert snap.layout_generation > layout
     assert snap.node_positions() == {"a": 0, "b": 1, "c": 2}
     layout = snap.layout_generation
-    snap.add_node(node("a"))  # replaced
+    snap.add_node(mknode("a", cpu=4000))  # replaced
     assert snap.layout_generation > layout
     layout = snap.layout_generation
     snap.remove_node("b")
@@ -141,10 +136,10 @@ def test_pod_changes_list_the_nodes_whose_pods_changed_since_a_cursor() -> None:
 
 
 def test_the_change_log_is_bounded_and_says_when_it_no_longer_reaches_back() -> None:
-    snap = Snapshot.from_objects([node("a")])
+    snap = Snapshot.from_objects([mknode("a", cpu=4000)])
     cursor, _ = snap.pod_changes(0)
     for i in range(5000):
-        snap.add_pod(pod(f"p{i}", node_name="a"))
+        snap.add_pod(mkpod(f"p{i}", cpu=100, node_name="a"))
         snap.remove_pod(f"default/p{i}")
     end, changed = snap.pod_changes(cursor)
     assert changed is None  # too old: the caller rebuilds

@@ -11,15 +11,22 @@ from typing import Any
 
 
 def node(
-    name: str, *, unschedulable: bool = False, labels: dict[str, str] | None = None
+    name: str,
+    *,
+    unschedulable: bool = False,
+    labels: dict[str, str] | None = None,
+    cpu: str = "64",
+    memory: str = "256Gi",
+    pods: str = "500",
 ) -> dict[str, Any]:
+    """A Ready node (big enough for any test by default); allocatable is read as capacity."""
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels or {}},
         "spec": {"unschedulable": unschedulable} if unschedulable else {},
         "status": {
-            "capacity": {"cpu": "64", "memory": "256Gi", "pods": "500"},
+            "capacity": {"cpu": cpu, "memory": memory, "pods": pods},
             "conditions": [{"type": "Ready", "status": "True"}],
         },
     }
@@ -86,7 +93,7 @@ def pod(
     app: str | None = None,
     owner: tuple[str, str, str] | None = ("apps/v1", "ReplicaSet", "web"),
     phase: str = "Running",
-    ready: bool = True,
+    ready: bool | None = True,
     empty_dir: bool = False,
     annotations: dict[str, str] | None = None,
     priority: int | None = None,
@@ -119,7 +126,10 @@ def pod(
         spec["priority"] = priority
     if grace is not None:
         spec["terminationGracePeriodSeconds"] = grace
-    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+    # ready=None: no Ready condition at all (a pod the kubelet has not reported on)
+    conditions = (
+        [] if ready is None else [{"type": "Ready", "status": "True" if ready else "False"}]
+    )
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -129,19 +139,59 @@ def pod(
     }
 
 
+def pending_pod(
+    name: str,
+    *,
+    cpu: str | None = "100m",
+    memory: str | None = None,
+    priority_class: str | None = None,
+    node_name: str | None = None,
+    grace: int | None = None,
+    labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A pod for a scheduler to place (or a kubelet to admit, with ``node_name``): no owner, no
+    status, a cpu request unless ``cpu=None`` — unlike ``pod`` above, a running pod of a
+    controller. ``spec`` adds fields to the pod's spec as written."""
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    body: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}],
+        **spec,
+    }
+    if priority_class:
+        body["priorityClassName"] = priority_class
+    if node_name:
+        body["nodeName"] = node_name
+    if grace is not None:
+        body["terminationGracePeriodSeconds"] = grace
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {"app": name}},
+        "spec": body,
+    }
+
+
 def pdb(
     name: str,
     *,
     namespace: str = "default",
     app: str | None = None,
-    min_available: int | None = None,
-    max_unavailable: int | None = None,
+    selector: dict[str, Any] | None = None,
+    min_available: int | str | None = None,
+    max_unavailable: int | str | None = None,
+    unhealthy_policy: str | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"selector": {"matchLabels": {"app": app or name}}}
+    """A PodDisruptionBudget over ``app=<app or name>``, or over ``selector`` (a whole
+    labelSelector) when given; budgets may be counts or percentages."""
+    sel = {"matchLabels": {"app": app or name}} if selector is None else selector
+    spec: dict[str, Any] = {"selector": sel}
     if min_available is not None:
         spec["minAvailable"] = min_available
     if max_unavailable is not None:
         spec["maxUnavailable"] = max_unavailable
+    if unhealthy_policy is not None:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",

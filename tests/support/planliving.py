@@ -21,9 +21,8 @@ GRACE = 5  # seconds x TIME_SCALE: an evicted pod is gone 0.1 s after its evicti
 
 
 def cpu_node(name: str, cpu: str, *, zone: str | None = None) -> dict[str, Any]:
-    n = node(name, labels={"topology.kubernetes.io/zone": zone} if zone else None)
-    n["status"]["capacity"] = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
-    return n
+    labels = {"topology.kubernetes.io/zone": zone} if zone else None
+    return node(name, labels=labels, cpu=cpu, memory="16Gi", pods="110")
 
 
 def _spec(cpu: str, *, priority_class: str = "", spread: bool = False) -> dict[str, Any]:

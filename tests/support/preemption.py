@@ -1,14 +1,12 @@
-"""Builders for the DefaultPreemption tests: pods, nodes and budgets with only the fields
-preemption reads, and upstream's error-raising test plugin."""
+"""Budgets for the DefaultPreemption tests (pods and nodes are ``tests.support.objects``'
+``mkpod``/``mknode``), snapshots and upstream's error-raising test plugin."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from kube.objects import (
-    Container,
-    ContainerPort,
     Node,
     Pod,
     PodCondition,
@@ -18,49 +16,6 @@ from scheduler.framework import Code, CycleState, Framework, Status
 from scheduler.snapshot import NodeInfo, Snapshot
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
-
-
-def mk_pod(
-    name: str,
-    *,
-    prio: int | None = None,
-    cpu: int = 0,
-    mem: int = 0,
-    node: str = "",
-    ns: str = "default",
-    labels: dict[str, str] | None = None,
-    start: float | None = None,
-    nominated: str = "",
-    policy: str | None = None,
-    deletion: float | None = None,
-    conditions: Sequence[PodCondition] = (),
-    host_ports: Sequence[int] = (),
-) -> Pod:
-    requests: dict[str, int] = {}
-    if cpu:
-        requests["cpu"] = cpu
-    if mem:
-        requests["memory"] = mem
-    ports = tuple(ContainerPort(container_port=p, host_port=p) for p in host_ports)
-    return Pod(
-        name,
-        namespace=ns,
-        uid=name,
-        labels=labels or {},
-        containers=(Container("c", requests=requests, ports=ports),),
-        spec_priority=prio,
-        node_name=node,
-        start_time=start,
-        nominated_node_name=nominated,
-        preemption_policy=policy,
-        deletion_timestamp=deletion,
-        conditions=tuple(conditions),
-    )
-
-
-def mk_node(name: str, *, cpu: int = 1000, mem: int = 10**9, pods: int = 110, **extra: Any) -> Node:
-    alloc = {"cpu": cpu, "memory": mem, "pods": pods}
-    return Node(name, allocatable=alloc, capacity=alloc, **extra)
 
 
 def mk_pdb(

@@ -7,6 +7,7 @@ from typing import Any
 
 from kube.apierrors import FieldError
 from kube.objects import Pod, PriorityClass
+from tests.support.objects import mkpod
 
 DNS_RE = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 
@@ -31,8 +32,9 @@ def messages(errors: list[FieldError]) -> list[str]:
     return [str(e) for e in errors]
 
 
-def pod(name: str = "p", **kw: Any) -> Pod:
-    return Pod(name=name, namespace=kw.pop("namespace", "namespace"), **kw)
+def pod(name: str = "p", *, ns: str = "namespace", **kw: Any) -> Pod:
+    """Upstream's admission tests' pod: ``objects.mkpod`` in namespace "namespace"."""
+    return mkpod(name, ns=ns, **kw)
 
 
 def manifest(name: str | None = "web-0", **spec: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Helpers for tests of kubesim's scheduler loop: node and pod manifests, creates through the
+"""Helpers for tests of kubesim's scheduler loop: nodes as YAML state, creates through the
 REST layer, and reads of what the loop did (conditions, events, decisions)."""
 
 from __future__ import annotations
@@ -37,35 +37,10 @@ value: 1000
 """
 
 
-def node(name: str, *, cpu: str = "4", disk: str = "ssd", cordoned: bool = False) -> str:
+def node_yaml(name: str, *, cpu: str = "4", disk: str = "ssd", cordoned: bool = False) -> str:
+    """A node as YAML text for ``kubesim.serve(state=...)`` (tests edit and join the text);
+    ``manifests.node`` is the dict form."""
     return NODE.format(name=name, cpu=cpu, disk=disk, cordoned=str(cordoned).lower())
-
-
-def pod_manifest(
-    name: str,
-    *,
-    cpu: str = "100m",
-    priority_class: str | None = None,
-    node_name: str | None = None,
-    grace: int | None = None,
-    **spec: Any,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
-        **spec,
-    }
-    if priority_class:
-        body["priorityClassName"] = priority_class
-    if node_name:
-        body["nodeName"] = node_name
-    if grace is not None:
-        body["terminationGracePeriodSeconds"] = grace
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
-        "spec": body,
-    }
 
 
 def create_pod(sim: Simulator, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +55,8 @@ def loop_of(sim: Simulator) -> SchedulerLoop:
     return loop
 
 
-def pod(sim: Simulator, name: str) -> dict[str, Any]:
+def stored_pod(sim: Simulator, name: str) -> dict[str, Any]:
+    """The pod ``default/<name>`` as stored now (it must exist)."""
     obj = sim.get("Pod", "default", name)
     assert obj is not None
     return obj

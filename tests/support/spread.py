@@ -1,5 +1,6 @@
-"""Builders for the PodTopologySpread tests, in the shape of kube's ``st.MakePod`` tables, and the
-filtering tests' shared vocabulary (the plugin, its PreFilter run, the state it must reach)."""
+"""The PodTopologySpread tests' vocabulary, in the shape of kube's ``st.MakePod`` tables: constraint
+and field shorthands for ``tests.support.objects``' pods and nodes, upstream's four-node cluster,
+the plugin, its PreFilter run and the state it must reach."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from scheduler.plugins.podtopologyspread.common import MAX_INT32, CriticalPaths
 from scheduler.plugins.podtopologyspread.filtering import PreFilterState
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.snapshot import Snapshot
+from tests.support.objects import node, pod
 
 FOO: Mapping[str, Any] = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
 BAR: Mapping[str, Any] = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
@@ -53,77 +55,35 @@ def tsc(
     return c
 
 
-def mkpod(
-    name: str,
-    *,
-    node: str = "",
-    ns: str = "default",
-    labels: Mapping[str, str] | None = None,
-    spread: Sequence[Mapping[str, Any]] = (),
-    node_selector: Mapping[str, str] | None = None,
-    affinity_in: tuple[str, Sequence[str]] | None = None,
-    affinity_not_in: tuple[str, Sequence[str]] | None = None,
-    tolerate: str = "",
-    terminating: bool = False,
-    owner: tuple[str, str, str] | None = None,
-    cpu: str | None = None,
-) -> Pod:
-    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": dict(labels or {})}
-    if terminating:
-        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
-    if owner is not None:
-        api_version, kind, owner_name = owner
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": api_version,
-                "kind": kind,
-                "name": owner_name,
-                "uid": "u",
-                "controller": True,
+def node_in(key: str, values: Sequence[str], *, op: str = "In") -> dict[str, Any]:
+    """A required nodeAffinity of one ``key op values`` expression (``objects.pod``'s affinity)."""
+    expr = {"key": key, "operator": op, "values": list(values)}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [expr]}]
             }
-        ]
-    requests = {"cpu": cpu} if cpu else {}
-    spec: dict[str, Any] = {
-        "containers": [{"name": "c", "resources": {"requests": requests}}],
-        "nodeName": node,
-        "topologySpreadConstraints": [dict(c) for c in spread],
+        }
     }
-    if node_selector is not None:
-        spec["nodeSelector"] = dict(node_selector)
-    expr = None
-    if affinity_in is not None:
-        expr = {"key": affinity_in[0], "operator": "In", "values": list(affinity_in[1])}
-    if affinity_not_in is not None:
-        expr = {"key": affinity_not_in[0], "operator": "NotIn", "values": list(affinity_not_in[1])}
-    if expr is not None:
-        spec["affinity"] = {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [expr]}]
-                }
-            }
-        }
-    if tolerate:
-        spec["tolerations"] = [{"key": tolerate, "operator": "Exists", "effect": "NoSchedule"}]
-    return Pod.from_dict({"kind": "Pod", "metadata": meta, "spec": spec})
 
 
-def mknode(
-    name: str, labels: Mapping[str, str] | None = None, *, tainted: bool = False, cpu: str = "4"
-) -> Node:
-    return Node.from_dict(
-        {
-            "kind": "Node",
-            "metadata": {"name": name, "labels": dict(labels or {})},
-            "spec": {"taints": [UNSCHEDULABLE_TAINT] if tainted else []},
-            "status": {"capacity": {"cpu": cpu, "memory": "32Gi", "pods": "110"}},
-        }
-    )
+def node_not_in(key: str, values: Sequence[str]) -> dict[str, Any]:
+    return node_in(key, values, op="NotIn")
+
+
+def tolerate(key: str) -> list[dict[str, str]]:
+    """Tolerations of ``key``'s NoSchedule taint (none for ``""``)."""
+    return [{"key": key, "operator": "Exists", "effect": "NoSchedule"}] if key else []
+
+
+def unschedulable(tainted: bool) -> list[Mapping[str, str]]:
+    """A node's taints: the unschedulable one, or none."""
+    return [UNSCHEDULABLE_TAINT] if tainted else []
 
 
 def zn(name: str, zone: str, **extra: str) -> Node:
     """A node labelled ``zone`` and ``node`` (its own name), as upstream's tables use."""
-    return mknode(name, {"zone": zone, "node": name, **extra})
+    return node(name, {"zone": zone, "node": name, **extra})
 
 
 def four_nodes() -> list[Node]:
@@ -137,17 +97,20 @@ def four_nodes() -> list[Node]:
 
 
 def on(
-    node: str,
+    node_name: str,
     count: int,
     *,
     labels: Mapping[str, str] | None = None,
     ns: str = "default",
     tag: str = "",
 ) -> list[Pod]:
-    """``count`` pods labelled ``foo`` (or ``labels``) bound to ``node``."""
+    """``count`` pods labelled ``foo`` (or ``labels``) bound to ``node_name``."""
     lab = {"foo": ""} if labels is None else dict(labels)
-    short = node.rsplit("-", 1)[-1]
-    return [mkpod(f"p-{short}{tag}{i}", node=node, ns=ns, labels=lab) for i in range(1, count + 1)]
+    short = node_name.rsplit("-", 1)[-1]
+    return [
+        pod(f"p-{short}{tag}{i}", node_name=node_name, namespace=ns, labels=lab)
+        for i in range(1, count + 1)
+    ]
 
 
 def service(selector: Mapping[str, str], *, name: str = "svc") -> KubeObject:

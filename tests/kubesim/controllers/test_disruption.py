@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -27,6 +28,8 @@ from kubesim.controllers.disruption import (
 from kubesim.controllers.namespace import NamespaceController
 from kubesim.node.kubelet import Kubelet
 from kubesim.sim import Simulator
+from tests.support import manifests
+from tests.support.manifests import pdb
 from tests.support.wait import until
 
 NODE = {
@@ -37,39 +40,8 @@ NODE = {
 }
 
 
-def pod(
-    name: str,
-    *,
-    ready: bool = True,
-    owner: tuple[str, str, str] | None = None,
-    labels: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": "default",
-        "labels": labels or {"app": "web"},
-    }
-    if owner is not None:
-        api_version, kind, uid = owner
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": api_version,
-                "kind": kind,
-                "name": uid.removesuffix("-uid"),
-                "uid": uid,
-                "controller": True,
-            }
-        ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]},
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
+# The pods here are web's (app=web) whatever their owner, and have none unless given.
+pod = partial(manifests.pod, app="web", owner=None)
 
 
 def workload(kind: str, name: str, replicas: int, *, owner: dict[str, Any] | None = None) -> Any:
@@ -86,15 +58,6 @@ def workload(kind: str, name: str, replicas: int, *, owner: dict[str, Any] | Non
     if kind != "DaemonSet":
         spec["replicas"] = replicas
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": spec}
-
-
-def pdb(name: str = "web", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"selector": {"matchLabels": {"app": "web"}}, **spec},
-    }
 
 
 @pytest.fixture
@@ -131,7 +94,7 @@ async def settled(sim: Simulator, name: str = "web") -> dict[str, Any]:
 
 
 async def test_integer_min_available_with_plain_pods(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pod("c", ready=False), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pod("c", ready=False), pdb("web", min_available=1)])
     status = await settled(sim)
     assert counts(status) == (3, 1, 2, 1)
     assert status["observedGeneration"] == 1
@@ -153,11 +116,11 @@ async def test_integer_min_available_with_plain_pods(sim: Simulator) -> None:
 
 
 async def test_percentage_min_available_uses_the_replicaset_scale(sim: Simulator) -> None:
-    rs = ("apps/v1", "ReplicaSet", "web-rs-uid")
+    rs = ("apps/v1", "ReplicaSet", "web-rs")
     sim.apply(
         [workload("ReplicaSet", "web-rs", 5)]
         + [pod(f"p{i}", owner=rs) for i in range(4)]
-        + [pdb(minAvailable="50%")]
+        + [pdb("web", min_available="50%")]
     )
     status = await settled(sim)
     assert counts(status) == (5, 3, 4, 1)  # ceil(50% of 5) = 3
@@ -172,11 +135,11 @@ async def test_max_unavailable_uses_the_deployment_scale(sim: Simulator) -> None
         "uid": "web-uid",
         "controller": True,
     }
-    rs = ("apps/v1", "ReplicaSet", "web-abc-uid")
+    rs = ("apps/v1", "ReplicaSet", "web-abc")
     sim.apply(
         [dep, workload("ReplicaSet", "web-abc", 2, owner=owner)]
         + [pod(f"p{i}", owner=rs) for i in range(3)]
-        + [pdb(maxUnavailable=1)]
+        + [pdb("web", max_unavailable=1)]
     )
     status = await settled(sim)
     assert counts(status) == (4, 3, 3, 0)
@@ -184,11 +147,11 @@ async def test_max_unavailable_uses_the_deployment_scale(sim: Simulator) -> None
 
 
 async def test_max_unavailable_percentage_with_a_statefulset(sim: Simulator) -> None:
-    ss = ("apps/v1", "StatefulSet", "db-uid")
+    ss = ("apps/v1", "StatefulSet", "db")
     sim.apply(
         [workload("StatefulSet", "db", 4)]
         + [pod(f"db-{i}", owner=ss) for i in range(4)]
-        + [pdb(maxUnavailable="25%")]
+        + [pdb("web", max_unavailable="25%")]
     )
     status = await settled(sim)
     assert counts(status) == (4, 3, 4, 1)
@@ -212,11 +175,11 @@ def replication_controller(name: str, replicas: int) -> dict[str, Any]:
 
 async def test_replication_controller_scale_counts_and_follows_a_resize(sim: Simulator) -> None:
     # getPodReplicationController: a core/v1 ReplicationController owner gives its replicas.
-    rc = ("v1", "ReplicationController", "legacy-uid")
+    rc = ("v1", "ReplicationController", "legacy")
     sim.apply(
         [replication_controller("legacy", 4)]
         + [pod(f"legacy-{i}", owner=rc) for i in range(4)]
-        + [pdb(maxUnavailable=1)]
+        + [pdb("web", max_unavailable=1)]
     )
     status = await settled(sim)
     assert counts(status) == (4, 3, 4, 1)
@@ -227,16 +190,16 @@ async def test_replication_controller_scale_counts_and_follows_a_resize(sim: Sim
 
 
 async def test_replication_controller_with_another_uid_is_not_the_owner(sim: Simulator) -> None:
-    orphan = pod("a", owner=("v1", "ReplicationController", "old-uid"))
+    orphan = pod("a", owner=("v1", "ReplicationController", "old"))
     orphan["metadata"]["ownerReferences"][0]["name"] = "legacy"  # same name, an older UID
-    sim.apply([replication_controller("legacy", 2), orphan, pdb(minAvailable="50%")])
+    sim.apply([replication_controller("legacy", 2), orphan, pdb("web", min_available="50%")])
     await until(lambda: bool(status_of(sim).get("conditions")))
     (cond,) = status_of(sim)["conditions"]
     assert (cond["reason"], cond["message"]) == ("SyncFailed", 'found no controllers for pod "a"')
 
 
 async def test_unmanaged_pods_expect_nothing(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(maxUnavailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", max_unavailable=1)])
     status = await settled(sim)
     assert counts(status) == (0, 0, 2, 0)
     assert status["conditions"][0]["reason"] == "InsufficientPods"
@@ -248,16 +211,16 @@ async def test_unmanaged_pods_expect_nothing(sim: Simulator) -> None:
         (
             [
                 workload("DaemonSet", "agent", 0),
-                pod("a", owner=("apps/v1", "DaemonSet", "agent-uid")),
+                pod("a", owner=("apps/v1", "DaemonSet", "agent")),
             ],
             "daemonsets.apps does not implement the scale subresource",
         ),
         (
-            [pod("a", owner=("apps/v1", "ReplicaSet", "gone-uid"))],
+            [pod("a", owner=("apps/v1", "ReplicaSet", "gone"))],
             'found no controllers for pod "a"',
         ),
         (
-            [pod("a", owner=("example.com/v1", "Widget", "w-uid"))],
+            [pod("a", owner=("example.com/v1", "Widget", "w"))],
             'no matches for kind "Widget" in version "example.com/v1"',
         ),
     ],
@@ -265,7 +228,7 @@ async def test_unmanaged_pods_expect_nothing(sim: Simulator) -> None:
 async def test_unscalable_controllers_fail_safe(
     sim: Simulator, objects: list[Any], message: str
 ) -> None:
-    sim.apply([*objects, pdb(minAvailable="50%")])
+    sim.apply([*objects, pdb("web", min_available="50%")])
     await until(lambda: bool(status_of(sim).get("conditions")))
     status = status_of(sim)
     assert status["disruptionsAllowed"] == 0
@@ -275,13 +238,13 @@ async def test_unscalable_controllers_fail_safe(
 
 
 async def test_integer_min_available_needs_no_controller(sim: Simulator) -> None:
-    sim.apply([pod("a", owner=("apps/v1", "DaemonSet", "agent-uid")), pdb(minAvailable=0)])
+    sim.apply([pod("a", owner=("apps/v1", "DaemonSet", "agent")), pdb("web", min_available=0)])
     status = await settled(sim)
     assert counts(status) == (1, 0, 1, 1)
 
 
 async def test_status_follows_pod_readiness(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     sim.apply(pod("b", ready=False))
     await until(lambda: status_of(sim)["currentHealthy"] == 1)
@@ -292,7 +255,7 @@ async def test_status_follows_pod_readiness(sim: Simulator) -> None:
 
 
 async def test_terminating_pods_are_not_healthy(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     api = sim.api_client()
     try:
@@ -304,7 +267,7 @@ async def test_terminating_pods_are_not_healthy(sim: Simulator) -> None:
 
 
 async def test_spec_change_moves_observed_generation(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     api = sim.api_client()
     try:
@@ -319,7 +282,7 @@ async def test_spec_change_moves_observed_generation(sim: Simulator) -> None:
 
 
 async def test_status_is_not_rewritten_when_unchanged(sim: Simulator) -> None:
-    sim.apply([pod("a"), pdb(minAvailable=0)])
+    sim.apply([pod("a"), pdb("web", min_available=0)])
     await settled(sim)
     before = sim.get("PodDisruptionBudget", "default", "web")
     sim.apply(pod("a"))  # same pod again: an event, but nothing changes for the budget
@@ -335,7 +298,7 @@ async def test_status_is_not_rewritten_when_unchanged(sim: Simulator) -> None:
 async def test_disrupted_entry_expires_and_the_pod_counts_again() -> None:
     controllers = [NamespaceController(), Kubelet(), DisruptionController(deletion_timeout=0.4)]
     async with kubesim.serve(state=[NODE], controllers=controllers) as sim:
-        sim.apply([pod("a"), pod("b"), pod("c"), pdb(minAvailable=1)])
+        sim.apply([pod("a"), pod("b"), pod("c"), pdb("web", min_available=1)])
         await settled(sim)
         assert counts(status_of(sim)) == (3, 1, 3, 2)
         api = sim.api_client()
@@ -362,7 +325,7 @@ async def test_disrupted_entry_expires_and_the_pod_counts_again() -> None:
 
 
 async def test_granted_eviction_entry_leaves_with_the_pod(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     api = sim.api_client()
     try:
@@ -382,7 +345,7 @@ async def test_granted_eviction_entry_leaves_with_the_pod(sim: Simulator) -> Non
 
 
 async def test_static_annotation_keeps_the_given_status(sim: Simulator) -> None:
-    body = pdb(minAvailable=1)
+    body = pdb("web", min_available=1)
     body["metadata"]["annotations"] = {"kubesim.io/static-status": "true"}
     body["status"] = {
         "observedGeneration": 1,
@@ -397,7 +360,7 @@ async def test_static_annotation_keeps_the_given_status(sim: Simulator) -> None:
 
 
 async def test_pin_and_unpin(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     pinned = {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 0}
     sim.pin_pdb("default", "web", pinned)
@@ -410,7 +373,7 @@ async def test_pin_and_unpin(sim: Simulator) -> None:
 
 
 async def test_status_over_http(sim: Simulator) -> None:
-    sim.apply([pod("a"), pod("b"), pdb(minAvailable=1)])
+    sim.apply([pod("a"), pod("b"), pdb("web", min_available=1)])
     await settled(sim)
     api = sim.api_client()
     try:
@@ -473,7 +436,9 @@ def test_status_invariants(flags: list[tuple[bool, bool, bool]], min_available: 
     healthy = count_healthy_pods(pods, live, now=110.0, timeout=120.0)
     expected_healthy = sum(1 for r, d, x in flags if r and not d and not x)
     assert healthy == expected_healthy
-    counts_ = get_expected_pod_count(pdb(minAvailable=min_available), pods, lambda ref, ns: None)
+    counts_ = get_expected_pod_count(
+        pdb("web", min_available=min_available), pods, lambda ref, ns: None
+    )
     assert (counts_.expected, counts_.desired) == (len(pods), min_available)
     # Past the timeout every entry is gone and ready pods count again.
     live_late, _ = build_disrupted_pod_map(pods, disrupted, now=221.0, timeout=120.0)

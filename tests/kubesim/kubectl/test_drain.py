@@ -18,6 +18,7 @@ import pytest
 import kubesim
 from kubesim.controllers import FROZEN
 from tests.support.kubectl import BINARIES, Kubectl
+from tests.support.manifests import pdb
 
 pytestmark = [
     pytest.mark.kubectl,
@@ -32,15 +33,6 @@ FAULTS = EXAMPLES / "kubesim-drain-faults.yaml"  # evicted web pods come back on
 
 WEB_PODS = ("web-5d4f-a", "web-5d4f-b")
 EVICTED = ("cache-77-x", *WEB_PODS)
-
-
-def pdb(min_available: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "web"}}},
-    }
 
 
 async def _kubectl(binary: str, tmp_path: Path, faults: Any = None) -> AsyncIterator[Kubectl]:
@@ -79,7 +71,7 @@ DRAIN = ("drain", "node-1", "--ignore-daemonsets", "--delete-emptydir-data", "--
 
 async def test_drain_succeeds(kubectl: Kubectl) -> None:
     sim = kubectl.sim
-    sim.apply(pdb(1))  # relaxed to 3 healthy, 1 desired: both web pods may go
+    sim.apply(pdb("web", min_available=1))  # relaxed to 3 healthy, 1 desired: both web pods may go
     _, out, err = await kubectl(*DRAIN)
     lines = _lines(out)
     assert lines[0] == "node/node-1 cordoned"

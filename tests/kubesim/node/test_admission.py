@@ -23,6 +23,7 @@ import kubesim
 from kube.objects import Node, Pod
 from kubesim.node.admission import admit
 from kubesim.sim import Simulator
+from tests.support.manifests import pending_pod
 from tests.support.wait import until
 
 STATE = """
@@ -38,20 +39,6 @@ metadata: {name: arm, labels: {kubernetes.io/arch: arm64, kubernetes.io/hostname
 status:
   capacity: {cpu: "4", memory: 8Gi, pods: "110"}
 """
-
-
-def pod(name: str, node: str, *, cpu: str = "", memory: str = "", **extra: Any) -> dict[str, Any]:
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "c", "image": "nginx", "resources": {"requests": requests}}],
-            **extra,
-        },
-    }
 
 
 @pytest.fixture
@@ -70,9 +57,9 @@ def phase(sim: Simulator, name: str) -> str:
 
 
 async def test_a_pod_without_room_is_rejected_out_of_cpu(sim: Simulator) -> None:
-    create(sim, pod("first", "small", cpu="800m"))
+    create(sim, pending_pod("first", node_name="small", cpu="800m"))
     await until(lambda: phase(sim, "first") == "Running", what="first pod running")
-    create(sim, pod("second", "small", cpu="500m"))
+    create(sim, pending_pod("second", node_name="small", cpu="500m"))
     await until(lambda: phase(sim, "second") == "Failed", what="second pod rejected")
     status = (sim.get("Pod", "default", "second") or {})["status"]
     assert status["reason"] == "OutOfcpu"
@@ -97,15 +84,15 @@ async def test_a_pod_without_room_is_rejected_out_of_cpu(sim: Simulator) -> None
 
 
 async def test_memory_and_pod_count(sim: Simulator) -> None:
-    create(sim, pod("big", "small", memory="2Gi"))
+    create(sim, pending_pod("big", node_name="small", cpu=None, memory="2Gi"))
     await until(lambda: phase(sim, "big") == "Failed", what="big pod rejected")
     status = (sim.get("Pod", "default", "big") or {})["status"]
     assert status["reason"] == "OutOfmemory"
     assert "memory, requested: 2147483648, used: 0, capacity: 1073741824" in status["message"]
     for i in range(3):
-        create(sim, pod(f"p{i}", "small"))
+        create(sim, pending_pod(f"p{i}", node_name="small", cpu=None))
         await until(lambda i=i: phase(sim, f"p{i}") == "Running", what=f"p{i} running")
-    create(sim, pod("p3", "small"))
+    create(sim, pending_pod("p3", node_name="small", cpu=None))
     await until(lambda: phase(sim, "p3") == "Failed", what="p3 rejected")
     status = (sim.get("Pod", "default", "p3") or {})["status"]
     assert status["reason"] == "OutOfpods"
@@ -138,29 +125,33 @@ def test_admission_order_and_predicates() -> None:
             "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}},
         }
     )
-    both = Pod.from_dict(pod("x", "n", cpu="2", memory="2Gi"))
+    both = Pod.from_dict(pending_pod("x", node_name="n", cpu="2", memory="2Gi"))
     # Only the first failure counts: cpu before memory.
     assert admit(both, node, [])[0] == "OutOfcpu"  # type: ignore[index]
-    selector = Pod.from_dict(pod("y", "n", nodeSelector={"disk": "ssd"}))
+    selector = Pod.from_dict(
+        pending_pod("y", node_name="n", cpu=None, nodeSelector={"disk": "ssd"})
+    )
     assert admit(selector, node, []) == (
         "NodeAffinity",
         "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
     )
-    plain = Pod.from_dict(pod("z", "n"))
+    plain = Pod.from_dict(pending_pod("z", node_name="n", cpu=None))
     assert admit(plain, node, []) == (
         "TaintToleration",
         "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
     )
-    tolerant = Pod.from_dict(pod("t", "n", tolerations=[{"operator": "Exists"}]))
+    tolerant = Pod.from_dict(
+        pending_pod("t", node_name="n", cpu=None, tolerations=[{"operator": "Exists"}])
+    )
     assert admit(tolerant, node, []) is None
 
 
 @pytest.mark.kubectl
 @pytest.mark.skipif(not shutil.which("kubectl"), reason="no kubectl binary installed")
 async def test_kubectl_shows_out_of_cpu(sim: Simulator, tmp_path: Path) -> None:
-    create(sim, pod("hog", "small", cpu="1"))
+    create(sim, pending_pod("hog", node_name="small", cpu="1"))
     await until(lambda: phase(sim, "hog") == "Running", what="hog running")
-    create(sim, pod("late", "small", cpu="100m"))
+    create(sim, pending_pod("late", node_name="small", cpu="100m"))
     await until(lambda: phase(sim, "late") == "Failed", what="late rejected")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
     env["KUBECONFIG"] = str(sim.kubeconfig_path)

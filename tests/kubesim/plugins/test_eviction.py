@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ import kubesim
 from kubesim.core.errors import StatusError, conflict
 from kubesim.plugins.eviction import EVICTION_MESSAGE
 from kubesim.sim import Simulator
+from tests.support import manifests
 from tests.support.api import raw
 
 STATE = """
@@ -30,35 +32,12 @@ kind: Namespace
 metadata: {name: shop}
 """
 
-READY = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-UNREADY = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+# The pods here are web's (app=web) in the shop namespace, owned by nothing.
+pod = partial(manifests.pod, namespace="shop", app="web", owner=None, grace=30)
 
 
-def pod(name: str, *, labels: dict[str, str] | None = None, status: Any = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "shop", "labels": labels or {"app": "web"}},
-        "spec": {
-            "nodeName": "node-1",
-            "terminationGracePeriodSeconds": 30,
-            "containers": [{"name": "c", "image": "nginx"}],
-        },
-        "status": READY if status is None else status,
-    }
-
-
-def pdb(name: str = "web", *, selector: Any = None, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": "shop"},
-        "spec": {"selector": {"matchLabels": {"app": "web"}} if selector is None else selector},
-    }
-    if not spec:
-        spec = {"minAvailable": 1}
-    body["spec"].update(spec)
-    return body
+# The budgets here select app=web whatever their name, in the shop namespace.
+pdb = partial(manifests.pdb, namespace="shop", app="web")
 
 
 def budget(
@@ -249,7 +228,7 @@ async def test_namespace_terminating(sim: Simulator, core: client.CoreV1Api) -> 
 
 @pytest.mark.parametrize("where", ["query", "body", "both"])
 async def test_dry_run_changes_nothing(sim: Simulator, core: client.CoreV1Api, where: str) -> None:
-    sim.apply([pod("web-0"), pod("web-1"), pdb(minAvailable=1)])
+    sim.apply([pod("web-0"), pod("web-1"), pdb("web", min_available=1)])
     sim.pin_pdb("shop", "web", budget(1))
     body = eviction("web-0", dry_run=["All"]) if where != "query" else eviction("web-0")
     kw = {"dry_run": "All"} if where != "body" else {}
@@ -302,7 +281,7 @@ async def test_invalid_dry_run_query(sim: Simulator, core: client.CoreV1Api) -> 
 async def test_terminal_and_pending_pods_ignore_the_budget(
     sim: Simulator, core: client.CoreV1Api, phase: str
 ) -> None:
-    sim.apply([pod("web-0", status={"phase": phase}), pod("web-1"), pdb(minAvailable=5)])
+    sim.apply([pod("web-0", phase=phase, ready=None), pod("web-1"), pdb("web", min_available=5)])
     sim.pin_pdb("shop", "web", budget(0))
     code, _, out = await evict(core, "web-0")
     assert (code, out) == (201, SUCCESS)
@@ -318,7 +297,7 @@ async def test_terminal_and_pending_pods_ignore_the_budget(
 async def test_pending_pod_with_stale_resource_version(
     sim: Simulator, core: client.CoreV1Api
 ) -> None:
-    sim.apply(pod("web-0", status={"phase": "Pending"}))
+    sim.apply(pod("web-0", phase="Pending", ready=None))
     current = sim.get("Pod", "shop", "web-0")
     assert current is not None
     rv = current["metadata"]["resourceVersion"]
@@ -340,7 +319,7 @@ async def test_pending_pod_with_stale_resource_version(
 
 
 async def test_terminating_pod_is_evicted_again(sim: Simulator, core: client.CoreV1Api) -> None:
-    sim.apply([pod("web-0"), pdb(minAvailable=5)])
+    sim.apply([pod("web-0"), pdb("web", min_available=5)])
     sim.pin_pdb("shop", "web", budget(0))
     await core.delete_namespaced_pod("web-0", "shop")
     code, _, out = await evict(core, "web-0", body=eviction("web-0", grace_period_seconds=3))
@@ -353,7 +332,7 @@ async def test_terminating_pod_is_evicted_again(sim: Simulator, core: client.Cor
 
 
 async def test_more_than_one_pdb_is_a_500(sim: Simulator, core: client.CoreV1Api) -> None:
-    sim.apply([pod("web-0"), pdb("a"), pdb("b", selector={})])
+    sim.apply([pod("web-0"), pdb("a", min_available=1), pdb("b", selector={}, min_available=1)])
     code, headers, out = await evict(core, "web-0")
     assert (code, out) == (
         500,
@@ -371,7 +350,7 @@ async def test_more_than_one_pdb_is_a_500(sim: Simulator, core: client.CoreV1Api
 
 
 async def test_empty_selector_matches_everything(sim: Simulator, core: client.CoreV1Api) -> None:
-    sim.apply([pod("db-0", labels={"app": "db"}), pdb("all", selector={})])
+    sim.apply([pod("db-0", app="db"), pdb("all", selector={}, min_available=1)])
     sim.pin_pdb("shop", "all", budget(0))
     code, _, out = await evict(core, "db-0")
     assert code == 429
@@ -381,9 +360,9 @@ async def test_empty_selector_matches_everything(sim: Simulator, core: client.Co
 
 
 async def test_absent_selector_matches_nothing(sim: Simulator, core: client.CoreV1Api) -> None:
-    body = pdb("none")
+    body = pdb("none", min_available=1)
     del body["spec"]["selector"]
-    sim.apply([pod("db-0", labels={"app": "db"}), body])
+    sim.apply([pod("db-0", app="db"), body])
     sim.pin_pdb("shop", "none", budget(0))
     code, _, _ = await evict(core, "db-0")
     assert code == 201
@@ -395,7 +374,7 @@ async def test_absent_selector_matches_nothing(sim: Simulator, core: client.Core
 async def test_budget_exhausted_is_429_without_retry_after(
     sim: Simulator, core: client.CoreV1Api
 ) -> None:
-    sim.apply([pod("web-0"), pod("web-1"), pdb(minAvailable=2)])
+    sim.apply([pod("web-0"), pod("web-1"), pdb("web", min_available=2)])
     await asyncio.sleep(0.05)  # the disruption controller computes: 2 healthy, 2 desired
     code, headers, out = await evict(core, "web-0")
     assert (code, out) == (
@@ -420,7 +399,7 @@ async def test_budget_exhausted_is_429_without_retry_after(
 async def test_stale_observed_generation_is_429_retry_after_10(
     sim: Simulator, core: client.CoreV1Api
 ) -> None:
-    sim.apply([pod("web-0"), pdb(minAvailable=1)])
+    sim.apply([pod("web-0"), pdb("web", min_available=1)])
     sim.pin_pdb("shop", "web", budget(5, generation=0))
     code, headers, out = await evict(core, "web-0")
     assert (code, out) == (
@@ -442,7 +421,7 @@ async def test_stale_observed_generation_is_429_retry_after_10(
 
 
 async def test_negative_budget_is_403(sim: Simulator, core: client.CoreV1Api) -> None:
-    sim.apply([pod("web-0"), pdb(minAvailable=1)])
+    sim.apply([pod("web-0"), pdb("web", min_available=1)])
     sim.pin_pdb("shop", "web", budget(-1))
     code, _, out = await evict(core, "web-0")
     assert (code, out) == (
@@ -459,7 +438,7 @@ async def test_negative_budget_is_403(sim: Simulator, core: client.CoreV1Api) ->
 
 
 async def test_too_many_disrupted_pods_is_403(sim: Simulator, core: client.CoreV1Api) -> None:
-    sim.apply([pod("web-0"), pdb(minAvailable=1)])
+    sim.apply([pod("web-0"), pdb("web", min_available=1)])
     status = budget(3)
     status["disruptedPods"] = {f"p-{i}": "2026-01-01T00:00:00Z" for i in range(2001)}
     sim.pin_pdb("shop", "web", status)
@@ -478,7 +457,7 @@ async def test_too_many_disrupted_pods_is_403(sim: Simulator, core: client.CoreV
 async def test_granted_eviction_decrements_and_records(
     sim: Simulator, core: client.CoreV1Api
 ) -> None:
-    sim.apply([pod("web-0"), pod("web-1"), pdb(minAvailable=1)])
+    sim.apply([pod("web-0"), pod("web-1"), pdb("web", min_available=1)])
     sim.pin_pdb("shop", "web", budget(1))
     code, _, _ = await evict(core, "web-0")
     assert code == 201
@@ -502,7 +481,7 @@ async def test_granted_eviction_decrements_and_records(
 async def test_uid_precondition_conflict_after_decrement(
     sim: Simulator, core: client.CoreV1Api
 ) -> None:
-    sim.apply([pod("web-0"), pdb(minAvailable=1)])
+    sim.apply([pod("web-0"), pdb("web", min_available=1)])
     sim.pin_pdb("shop", "web", budget(2))
     stored = sim.get("Pod", "shop", "web-0")
     assert stored is not None
@@ -549,10 +528,7 @@ async def test_unhealthy_pod_policy(
     sim: Simulator, core: client.CoreV1Api, case: tuple[str | None, int, int, int]
 ) -> None:
     policy, healthy, desired, expected = case
-    spec: dict[str, Any] = {"minAvailable": 1}
-    if policy:
-        spec["unhealthyPodEvictionPolicy"] = policy
-    sim.apply([pod("web-0", status=UNREADY), pdb(**spec)])
+    sim.apply([pod("web-0", ready=False), pdb("web", min_available=1, unhealthy_policy=policy)])
     sim.pin_pdb("shop", "web", budget(0, healthy=healthy, desired=desired))
     code, _, _ = await evict(core, "web-0")
     assert code == expected
@@ -566,8 +542,8 @@ async def test_unhealthy_pod_conflict_is_still_processing(
 ) -> None:
     sim.apply(
         [
-            pod("web-0", status=UNREADY),
-            pdb(minAvailable=1, unhealthyPodEvictionPolicy="AlwaysAllow"),
+            pod("web-0", ready=False),
+            pdb("web", min_available=1, unhealthy_policy="AlwaysAllow"),
         ]
     )
     sim.pin_pdb("shop", "web", budget(0))
@@ -658,7 +634,7 @@ def _evict_in_process(sim: Simulator, name: str) -> int:
 @given(allowed=st.integers(0, 6), pods=st.integers(1, 8), dry=st.booleans())
 def test_n_granted_evictions_then_429(allowed: int, pods: int, dry: bool) -> None:
     sim = Simulator(state=STATE)
-    sim.apply([pod(f"web-{i}") for i in range(pods)] + [pdb(minAvailable=1)])
+    sim.apply([pod(f"web-{i}") for i in range(pods)] + [pdb("web", min_available=1)])
     sim.pin_pdb("shop", "web", budget(allowed))
     codes = []
     for i in range(pods):

@@ -32,6 +32,7 @@ from kubesim.scheduling import (
 from scheduler import build_snapshot, schedule_one, simulate
 from scheduler.queue import events as qev
 from tests.support.bench import load_bench
+from tests.support.manifests import pending_pod
 from tests.support.schedloop import (
     PRIORITY_CLASSES,
     cluster_objects,
@@ -40,9 +41,8 @@ from tests.support.schedloop import (
     decision_for,
     events_for,
     loop_of,
-    node,
-    pod,
-    pod_manifest,
+    node_yaml,
+    stored_pod,
 )
 from tests.support.wait import until
 
@@ -50,61 +50,67 @@ from tests.support.wait import until
 
 
 async def test_binds_a_pending_pod_where_schedule_one_would() -> None:
-    state = [node("node-a", cpu="4"), node("node-b", cpu="8"), node("node-c", cpu="2")]
+    state = [
+        node_yaml("node-a", cpu="4"),
+        node_yaml("node-b", cpu="8"),
+        node_yaml("node-c", cpu="2"),
+    ]
     async with kubesim.serve(state=state, time_scale=0.01) as sim:
-        busy = pod_manifest("busy", cpu="6", node_name="node-b")
+        busy = pending_pod("busy", cpu="6", node_name="node-b")
         create_pod(sim, busy)
         await loop_of(sim).wait_idle()
         for i in range(4):
             objects = cluster_objects(sim)
-            manifest = pod_manifest(f"web-{i}", cpu="500m")
+            manifest = pending_pod(f"web-{i}", cpu="500m")
             created = create_pod(sim, manifest)
-            await until(lambda i=i: pod(sim, f"web-{i}")["spec"].get("nodeName"))
+            await until(lambda i=i: stored_pod(sim, f"web-{i}")["spec"].get("nodeName"))
             decision = decision_for(sim, f"web-{i}")
             snapshot, _ = build_snapshot(objects)
             expected = schedule_one(
                 Pod.from_dict(created), snapshot, start_index=decision.start_index
             )
-            assert pod(sim, f"web-{i}")["spec"]["nodeName"] == expected.suggested_host
-        scheduled = condition(pod(sim, "web-0"), "PodScheduled")
+            assert stored_pod(sim, f"web-{i}")["spec"]["nodeName"] == expected.suggested_host
+        scheduled = condition(stored_pod(sim, "web-0"), "PodScheduled")
         assert scheduled is not None and scheduled["status"] == "True"
-        placed = pod(sim, "web-0")["spec"]["nodeName"]
+        placed = stored_pod(sim, "web-0")["spec"]["nodeName"]
         (event,) = events_for(sim, "web-0", "Scheduled")
         assert event["note"] == f"Successfully assigned default/web-0 to {placed}"
         assert event["type"] == "Normal"
         assert event["action"] == "Binding"
         assert event["reportingController"] == "default-scheduler"
-        assert event["regarding"]["uid"] == pod(sim, "web-0")["metadata"]["uid"]
+        assert event["regarding"]["uid"] == stored_pod(sim, "web-0")["metadata"]["uid"]
 
 
 async def test_pods_of_another_scheduler_and_a_disabled_loop_stay_pending() -> None:
-    async with kubesim.serve(state=[node("node-a")], time_scale=0.01) as sim:
-        create_pod(sim, pod_manifest("other", schedulerName="my-scheduler"))
-        create_pod(sim, pod_manifest("mine"))
-        await until(lambda: pod(sim, "mine")["spec"].get("nodeName"))
+    async with kubesim.serve(state=[node_yaml("node-a")], time_scale=0.01) as sim:
+        create_pod(sim, pending_pod("other", schedulerName="my-scheduler"))
+        create_pod(sim, pending_pod("mine"))
+        await until(lambda: stored_pod(sim, "mine")["spec"].get("nodeName"))
         await loop_of(sim).wait_idle()
-        assert not pod(sim, "other")["spec"].get("nodeName")
-        assert condition(pod(sim, "other"), "PodScheduled") is None
-    async with kubesim.serve(state=[node("node-a")], time_scale=0.01, scheduler_loop=False) as sim:
+        assert not stored_pod(sim, "other")["spec"].get("nodeName")
+        assert condition(stored_pod(sim, "other"), "PodScheduled") is None
+    async with kubesim.serve(
+        state=[node_yaml("node-a")], time_scale=0.01, scheduler_loop=False
+    ) as sim:
         assert sim.find_controller(SchedulerLoop) is None
-        create_pod(sim, pod_manifest("idle"))
+        create_pod(sim, pending_pod("idle"))
         await asyncio.sleep(0.1)
-        assert not pod(sim, "idle")["spec"].get("nodeName")
-        assert pod(sim, "idle")["status"]["phase"] == "Pending"
+        assert not stored_pod(sim, "idle")["spec"].get("nodeName")
+        assert stored_pod(sim, "idle")["status"]["phase"] == "Pending"
 
 
 # --- failures ------------------------------------------------------------------------------------
 
 
 async def test_unschedulable_pod_gets_condition_and_event_with_the_fit_error() -> None:
-    state = [node("node-a", cpu="2"), node("node-b", cpu="2", disk="hdd")]
+    state = [node_yaml("node-a", cpu="2"), node_yaml("node-b", cpu="2", disk="hdd")]
     async with kubesim.serve(state=state, time_scale=0.01) as sim:
-        create_pod(sim, pod_manifest("filler", cpu="1500m", node_name="node-a"))
+        create_pod(sim, pending_pod("filler", cpu="1500m", node_name="node-a"))
         await loop_of(sim).wait_idle()
         objects = cluster_objects(sim)
-        manifest = pod_manifest("big", cpu="1", nodeSelector={"disk": "ssd"})
+        manifest = pending_pod("big", cpu="1", nodeSelector={"disk": "ssd"})
         created = create_pod(sim, manifest)
-        cond = await until(lambda: condition(pod(sim, "big"), "PodScheduled"))
+        cond = await until(lambda: condition(stored_pod(sim, "big"), "PodScheduled"))
         report = simulate(objects, pending=[Pod.from_dict(created)])
         (predicted,) = report.decisions
         assert predicted.outcome == "unschedulable"
@@ -123,13 +129,13 @@ async def test_unschedulable_pod_gets_condition_and_event_with_the_fit_error() -
         assert events[0]["type"] == "Warning"
         assert events[0]["action"] == "Scheduling"
         assert events[0]["reportingController"] == "default-scheduler"
-        assert not pod(sim, "big")["spec"].get("nodeName")
-        assert "nominatedNodeName" not in pod(sim, "big")["status"]
+        assert not stored_pod(sim, "big")["spec"].get("nodeName")
+        assert "nominatedNodeName" not in stored_pod(sim, "big")["status"]
         # Freeing room (a bound pod deleted) moves the pod back and it binds.
         sim.registry.delete(
             sim._type_for("Pod"), "default", "filler", kubesim_delete_options(grace=0)
         )
-        await until(lambda: pod(sim, "big")["spec"].get("nodeName") == "node-a")
+        await until(lambda: stored_pod(sim, "big")["spec"].get("nodeName") == "node-a")
 
 
 def kubesim_delete_options(*, grace: int) -> Any:
@@ -139,16 +145,16 @@ def kubesim_delete_options(*, grace: int) -> Any:
 
 
 async def test_cordoned_node_keeps_pod_pending_until_uncordoned() -> None:
-    async with kubesim.serve(state=[node("node-a", cordoned=True)], time_scale=0.01) as sim:
-        create_pod(sim, pod_manifest("web"))
-        cond = await until(lambda: condition(pod(sim, "web"), "PodScheduled"))
+    async with kubesim.serve(state=[node_yaml("node-a", cordoned=True)], time_scale=0.01) as sim:
+        create_pod(sim, pending_pod("web"))
+        cond = await until(lambda: condition(stored_pod(sim, "web"), "PodScheduled"))
         assert cond["message"] == (
             "0/1 nodes are available: 1 node(s) were unschedulable. preemption: 0/1 nodes are"
             " available: 1 Preemption is not helpful for scheduling."
         )
         await loop_of(sim).wait_idle()
         assert loop_of(sim).queue.where("default/web") == "Unschedulable"
-        assert not pod(sim, "web")["spec"].get("nodeName")
+        assert not stored_pod(sim, "web")["spec"].get("nodeName")
         sim.registry.patch(
             sim._type_for("Node"),
             "",
@@ -156,39 +162,39 @@ async def test_cordoned_node_keeps_pod_pending_until_uncordoned() -> None:
             b'{"spec":{"unschedulable":false}}',
             "application/strategic-merge-patch+json",
         )
-        await until(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
-        assert condition(pod(sim, "web"), "PodScheduled")["status"] == "True"  # type: ignore[index]
+        await until(lambda: stored_pod(sim, "web")["spec"].get("nodeName") == "node-a")
+        assert condition(stored_pod(sim, "web"), "PodScheduled")["status"] == "True"  # type: ignore[index]
 
 
 async def test_taints_are_respected_and_tolerations_let_pods_in() -> None:
-    tainted = node("node-a").replace(
+    tainted = node_yaml("node-a").replace(
         "spec: {unschedulable: false}",
         "spec: {unschedulable: false, taints: [{key: dedicated, value: db, effect: NoSchedule}]}",
     )
     async with kubesim.serve(state=[tainted], time_scale=0.01) as sim:
         objects = cluster_objects(sim)
-        plain = create_pod(sim, pod_manifest("plain"))
+        plain = create_pod(sim, pending_pod("plain"))
         toleration = {
             "key": "dedicated",
             "operator": "Equal",
             "value": "db",
             "effect": "NoSchedule",
         }
-        create_pod(sim, pod_manifest("tolerant", tolerations=[toleration]))
-        await until(lambda: pod(sim, "tolerant")["spec"].get("nodeName") == "node-a")
-        cond = await until(lambda: condition(pod(sim, "plain"), "PodScheduled"))
+        create_pod(sim, pending_pod("tolerant", tolerations=[toleration]))
+        await until(lambda: stored_pod(sim, "tolerant")["spec"].get("nodeName") == "node-a")
+        cond = await until(lambda: condition(stored_pod(sim, "plain"), "PodScheduled"))
         (predicted,) = simulate(objects, pending=[Pod.from_dict(plain)]).decisions
         assert "untolerated taint" in predicted.message
         assert cond["message"] == f"{predicted.message} {predicted.preemption_message}"
-        assert not pod(sim, "plain")["spec"].get("nodeName")
+        assert not stored_pod(sim, "plain")["spec"].get("nodeName")
 
 
 async def test_gated_pod_waits_until_its_gates_are_removed() -> None:
-    async with kubesim.serve(state=[node("node-a")], time_scale=0.01) as sim:
-        create_pod(sim, pod_manifest("gated", schedulingGates=[{"name": "example.com/wait"}]))
+    async with kubesim.serve(state=[node_yaml("node-a")], time_scale=0.01) as sim:
+        create_pod(sim, pending_pod("gated", schedulingGates=[{"name": "example.com/wait"}]))
         await loop_of(sim).wait_idle()
         await asyncio.sleep(0.05)
-        assert not pod(sim, "gated")["spec"].get("nodeName")
+        assert not stored_pod(sim, "gated")["spec"].get("nodeName")
         assert loop_of(sim).queue.where("default/gated") == "Unschedulable"
         assert loop_of(sim).queue.get_pod("gated").gated  # type: ignore[union-attr]
         assert not events_for(sim, "gated", "FailedScheduling")
@@ -199,14 +205,14 @@ async def test_gated_pod_waits_until_its_gates_are_removed() -> None:
             b'[{"op": "remove", "path": "/spec/schedulingGates"}]',
             "application/json-patch+json",
         )
-        await until(lambda: pod(sim, "gated")["spec"].get("nodeName") == "node-a")
+        await until(lambda: stored_pod(sim, "gated")["spec"].get("nodeName") == "node-a")
 
 
 # --- preemption ----------------------------------------------------------------------------------
 
 
 async def test_preemption_deletes_victims_nominates_and_then_binds() -> None:
-    state = [node("node-a", cpu="2"), node("node-b", cpu="2"), PRIORITY_CLASSES]
+    state = [node_yaml("node-a", cpu="2"), node_yaml("node-b", cpu="2"), PRIORITY_CLASSES]
     async with kubesim.serve(state=state, time_scale=0.01) as sim:
         kubelet = sim.kubelet
         assert kubelet is not None
@@ -218,21 +224,21 @@ async def test_preemption_deletes_victims_nominates_and_then_binds() -> None:
         ):
             create_pod(
                 sim,
-                pod_manifest(name, cpu="900m", priority_class=cls, node_name=where, grace=30),
+                pending_pod(name, cpu="900m", priority_class=cls, node_name=where, grace=30),
             )
             kubelet.set_deletion_override("default", name, None)  # terminate only when told
         create_pod(
-            sim, pod_manifest("filler-b", cpu="900m", priority_class="mid", node_name="node-b")
+            sim, pending_pod("filler-b", cpu="900m", priority_class="mid", node_name="node-b")
         )
         await loop_of(sim).wait_idle()
         objects = cluster_objects(sim)
-        created = create_pod(sim, pod_manifest("vip", cpu="1500m", priority_class="high"))
+        created = create_pod(sim, pending_pod("vip", cpu="1500m", priority_class="high"))
         report = simulate(objects, pending=[Pod.from_dict(created)])
         (predicted,) = report.decisions
         assert predicted.outcome == "preempting"
         assert predicted.nominated_node == "node-a"
 
-        status = await until(lambda: pod(sim, "vip")["status"].get("nominatedNodeName"))
+        status = await until(lambda: stored_pod(sim, "vip")["status"].get("nominatedNodeName"))
         assert status == predicted.nominated_node
         victims = sorted(v.pod for v in predicted.victims)
         assert victims == ["default/low-1", "default/low-2"]
@@ -241,7 +247,7 @@ async def test_preemption_deletes_victims_nominates_and_then_binds() -> None:
         vip_uid = created["metadata"]["uid"]
         for key in victims:
             name = key.split("/")[1]
-            victim = pod(sim, name)
+            victim = stored_pod(sim, name)
             assert victim["metadata"]["deletionTimestamp"]
             assert victim["metadata"]["deletionGracePeriodSeconds"] == 30
             target = condition(victim, "DisruptionTarget")
@@ -256,38 +262,36 @@ async def test_preemption_deletes_victims_nominates_and_then_binds() -> None:
             assert event["action"] == "Preempting"
             assert event["related"]["uid"] == vip_uid
             assert event["reportingController"] == "default-scheduler"
-        assert pod(sim, "mid-1")["metadata"].get("deletionTimestamp") is None
+        assert stored_pod(sim, "mid-1")["metadata"].get("deletionTimestamp") is None
         failed = events_for(sim, "vip", "FailedScheduling")
         assert failed and failed[0]["note"] == predicted.message
-        assert not pod(sim, "vip")["spec"].get("nodeName")
+        assert not stored_pod(sim, "vip")["spec"].get("nodeName")
 
         for key in victims:
             kubelet.set_deletion_override("default", key.split("/")[1], 0.0)
-        await until(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
+        await until(lambda: stored_pod(sim, "vip")["spec"].get("nodeName") == "node-a")
 
 
 async def test_a_higher_preemptor_clears_a_lower_nomination_on_its_node() -> None:
-    state = [node("node-a", cpu="2"), PRIORITY_CLASSES]
+    state = [node_yaml("node-a", cpu="2"), PRIORITY_CLASSES]
     async with kubesim.serve(state=state, time_scale=0.01) as sim:
         kubelet = sim.kubelet
         assert kubelet is not None
-        create_pod(
-            sim, pod_manifest("low-1", cpu="1500m", priority_class="low", node_name="node-a")
-        )
+        create_pod(sim, pending_pod("low-1", cpu="1500m", priority_class="low", node_name="node-a"))
         kubelet.set_deletion_override("default", "low-1", None)
         await loop_of(sim).wait_idle()
-        create_pod(sim, pod_manifest("mid", cpu="1500m", priority_class="mid"))
-        await until(lambda: pod(sim, "mid")["status"].get("nominatedNodeName") == "node-a")
-        assert pod(sim, "low-1")["metadata"]["deletionTimestamp"]
-        create_pod(sim, pod_manifest("vip", cpu="1500m", priority_class="high"))
-        await until(lambda: pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
-        await until(lambda: not pod(sim, "mid")["status"].get("nominatedNodeName"))
+        create_pod(sim, pending_pod("mid", cpu="1500m", priority_class="mid"))
+        await until(lambda: stored_pod(sim, "mid")["status"].get("nominatedNodeName") == "node-a")
+        assert stored_pod(sim, "low-1")["metadata"]["deletionTimestamp"]
+        create_pod(sim, pending_pod("vip", cpu="1500m", priority_class="high"))
+        await until(lambda: stored_pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
+        await until(lambda: not stored_pod(sim, "mid")["status"].get("nominatedNodeName"))
         # low-1 was already terminating: no second Preempted event for it.
         assert len(events_for(sim, "low-1", "Preempted")) == 1
         kubelet.set_deletion_override("default", "low-1", 0.0)
-        await until(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
+        await until(lambda: stored_pod(sim, "vip")["spec"].get("nodeName") == "node-a")
         await loop_of(sim).wait_idle()
-        assert not pod(sim, "mid")["spec"].get("nodeName")
+        assert not stored_pod(sim, "mid")["spec"].get("nodeName")
 
 
 # --- the binding subresource for other clients -----------------------------------------------
@@ -295,10 +299,10 @@ async def test_a_higher_preemptor_clears_a_lower_nomination_on_its_node() -> Non
 
 async def test_binding_subresource_binds_once_and_answers_409_after() -> None:
     async with (
-        kubesim.serve(state=[node("node-a")], time_scale=0.01, scheduler_loop=False) as sim,
+        kubesim.serve(state=[node_yaml("node-a")], time_scale=0.01, scheduler_loop=False) as sim,
         aiohttp.ClientSession() as http,
     ):
-        created = create_pod(sim, pod_manifest("web"))
+        created = create_pod(sim, pending_pod("web"))
         url = f"{sim.url}/api/v1/namespaces/default/pods/web/binding"
         body = {
             "apiVersion": "v1",
@@ -310,7 +314,7 @@ async def test_binding_subresource_binds_once_and_answers_409_after() -> None:
             assert resp.status == 201
             answer = await resp.json()
         assert answer["kind"] == "Status" and answer["status"] == "Success"
-        bound = pod(sim, "web")
+        bound = stored_pod(sim, "web")
         assert bound["spec"]["nodeName"] == "node-a"
         scheduled = condition(bound, "PodScheduled")
         assert scheduled is not None and scheduled["status"] == "True"
@@ -326,11 +330,11 @@ async def test_binding_subresource_binds_once_and_answers_409_after() -> None:
 
 async def test_binding_subresource_validates_like_kube_apiserver() -> None:
     async with (
-        kubesim.serve(state=[node("node-a")], time_scale=0.01, scheduler_loop=False) as sim,
+        kubesim.serve(state=[node_yaml("node-a")], time_scale=0.01, scheduler_loop=False) as sim,
         aiohttp.ClientSession() as http,
     ):
-        create_pod(sim, pod_manifest("web"))
-        create_pod(sim, pod_manifest("gated", schedulingGates=[{"name": "g"}]))
+        create_pod(sim, pending_pod("web"))
+        create_pod(sim, pending_pod("gated", schedulingGates=[{"name": "g"}]))
         base = f"{sim.url}/api/v1/namespaces/default/pods"
 
         async def post(name: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -367,7 +371,7 @@ async def test_binding_subresource_validates_like_kube_apiserver() -> None:
         assert status["message"].endswith("pod gated has non-empty .spec.schedulingGates")
         async with http.post(f"{base}/web/binding?dryRun=All", json=binding("web")) as resp:
             assert resp.status == 201
-        assert not pod(sim, "web")["spec"].get("nodeName")
+        assert not stored_pod(sim, "web")["spec"].get("nodeName")
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -439,7 +443,7 @@ _statuses = st.fixed_dictionaries(
 def test_status_update_matches_a_full_read(
     before: dict[str, Any], after: dict[str, Any], bind: bool, rv: int, spec_change: bool
 ) -> None:
-    prev = pod_manifest("p", cpu="250m", priority_class=None, tolerations=[])
+    prev = pending_pod("p", cpu="250m", priority_class=None, tolerations=[])
     prev["metadata"].update(uid="u-1", resourceVersion="7", generation=1)
     prev["spec"]["priority"] = 5
     prev["status"] = before
@@ -463,32 +467,32 @@ def test_status_update_matches_a_full_read(
 
 async def test_seeded_pods_get_their_class_priority_and_preempt() -> None:
     """State files skip admission: the loop resolves ``priorityClassName`` as kube would."""
-    seeded = pod_manifest("vip", cpu="1500m", priority_class="high")
-    low = pod_manifest("low", cpu="1500m", priority_class="low", node_name="node-a")
+    seeded = pending_pod("vip", cpu="1500m", priority_class="high")
+    low = pending_pod("low", cpu="1500m", priority_class="low", node_name="node-a")
     low["spec"]["priority"] = 100
     low["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-    state = [node("node-a", cpu="2"), PRIORITY_CLASSES, seeded, low]
+    state = [node_yaml("node-a", cpu="2"), PRIORITY_CLASSES, seeded, low]
     async with kubesim.serve(state=state, time_scale=0.01) as sim:
-        assert "priority" not in pod(sim, "vip")["spec"]
-        await until(lambda: pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
-        await until(lambda: pod(sim, "vip")["spec"].get("nodeName") == "node-a")
+        assert "priority" not in stored_pod(sim, "vip")["spec"]
+        await until(lambda: stored_pod(sim, "vip")["status"].get("nominatedNodeName") == "node-a")
+        await until(lambda: stored_pod(sim, "vip")["spec"].get("nodeName") == "node-a")
         assert sim.get("Pod", "default", "low") is None
 
 
 async def test_without_nodes_the_pod_backs_off_with_a_scheduler_error_then_binds() -> None:
     # time_scale 0.1: the backoff window (1-2 s) is long enough to look at the queue.
     async with kubesim.serve(time_scale=0.1) as sim:
-        create_pod(sim, pod_manifest("early"))
-        cond = await until(lambda: condition(pod(sim, "early"), "PodScheduled"))
+        create_pod(sim, pending_pod("early"))
+        cond = await until(lambda: condition(stored_pod(sim, "early"), "PodScheduled"))
         assert (cond["status"], cond["reason"], cond["message"]) == (
             "False",
             "SchedulerError",
             "no nodes available to schedule pods",
         )
         assert loop_of(sim).queue.where("default/early") == "Backoff"
-        sim.apply(node("node-a"))
+        sim.apply(node_yaml("node-a"))
         # The error backoff (1 s × time_scale) ends and the flusher moves the pod on.
-        await until(lambda: pod(sim, "early")["spec"].get("nodeName") == "node-a")
+        await until(lambda: stored_pod(sim, "early")["spec"].get("nodeName") == "node-a")
 
 
 @pytest.mark.kubectl
@@ -496,7 +500,7 @@ async def test_without_nodes_the_pod_backs_off_with_a_scheduler_error_then_binds
 async def test_kubectl_run_is_scheduled_and_the_events_tell_it(tmp_path: Path) -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl is not None
-    async with kubesim.serve(state=[node("node-a", cpu="1")], time_scale=0.01) as sim:
+    async with kubesim.serve(state=[node_yaml("node-a", cpu="1")], time_scale=0.01) as sim:
 
         async def run(*args: str) -> str:
             env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
@@ -514,7 +518,7 @@ async def test_kubectl_run_is_scheduled_and_the_events_tell_it(tmp_path: Path) -
             {"spec": {"containers": [{"name": "big", "image": "nginx", "resources": resources}]}}
         )
         await run("run", "big", "--image=nginx", f"--overrides={big}")
-        await until(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
+        await until(lambda: stored_pod(sim, "web")["spec"].get("nodeName") == "node-a")
         await until(lambda: events_for(sim, "big", "FailedScheduling"))
         wide = await run("get", "pods", "-o", "wide")
         assert any(line.split()[:1] == ["web"] and "node-a" in line for line in wide.splitlines())
@@ -524,10 +528,10 @@ async def test_kubectl_run_is_scheduled_and_the_events_tell_it(tmp_path: Path) -
 
 
 async def test_pods_left_in_the_pool_are_retried_by_the_leftover_flush() -> None:
-    state = [node("node-a", cordoned=True)]
+    state = [node_yaml("node-a", cordoned=True)]
     async with kubesim.serve(state=state, time_scale=0.01, scheduler_loop=False) as sim:
         sim.add_controller(SchedulerLoop(pod_max_in_unschedulable_pods=1.0))
-        create_pod(sim, pod_manifest("web"))
+        create_pod(sim, pending_pod("web"))
         await until(lambda: events_for(sim, "web", "FailedScheduling"))
         assert loop_of(sim).queue.where("default/web") == "Unschedulable"
         # No cluster event can move it; the 30 s flusher (0.3 s here) retries it.
@@ -536,7 +540,7 @@ async def test_pods_left_in_the_pool_are_retried_by_the_leftover_flush() -> None
 
 async def test_a_rejected_binding_is_a_scheduler_error_and_the_pod_is_retried() -> None:
     # time_scale 0.1: the error backoff (>= 1 s) leaves time to look before the retry.
-    async with kubesim.serve(state=[node("node-a")], time_scale=0.1) as sim:
+    async with kubesim.serve(state=[node_yaml("node-a")], time_scale=0.1) as sim:
         loop = loop_of(sim)
         await loop.wait_idle()
         assert loop.api is not None
@@ -551,14 +555,14 @@ async def test_a_rejected_binding_is_a_scheduler_error_and_the_pod_is_retried() 
                 return real.bind(namespace, name, node_name, **kw)
 
         loop.api.binder = FlakyBinder()  # type: ignore[assignment]
-        create_pod(sim, pod_manifest("web"))
-        cond = await until(lambda: condition(pod(sim, "web"), "PodScheduled"))
+        create_pod(sim, pending_pod("web"))
+        cond = await until(lambda: condition(stored_pod(sim, "web"), "PodScheduled"))
         assert (cond["status"], cond["reason"]) == ("False", "SchedulerError")
         assert cond["message"] == 'running Bind plugin "DefaultBinder": etcd is having a bad day'
         (event,) = events_for(sim, "web", "FailedScheduling")
         assert event["note"] == cond["message"]
         assert loop.snapshot.node_info("node-a").pods == []  # the assumed pod was forgotten
-        await until(lambda: pod(sim, "web")["spec"].get("nodeName") == "node-a")
+        await until(lambda: stored_pod(sim, "web")["spec"].get("nodeName") == "node-a")
         assert calls == ["web", "web"]
 
 
@@ -566,9 +570,9 @@ async def test_every_decision_is_schedule_one_on_the_same_snapshot() -> None:
     """Affinity, anti-affinity, selectors and requests: the loop binds where ``schedule_one``
     says and reports the fit error it gives, pod after pod."""
     state = [
-        node("node-a", cpu="2", disk="ssd"),
-        node("node-b", cpu="4", disk="hdd"),
-        node("node-c", cpu="8", disk="ssd"),
+        node_yaml("node-a", cpu="2", disk="ssd"),
+        node_yaml("node-b", cpu="4", disk="hdd"),
+        node_yaml("node-c", cpu="8", disk="ssd"),
     ]
     zone_pref = {
         "nodeAffinity": {
@@ -591,15 +595,15 @@ async def test_every_decision_is_schedule_one_on_the_same_snapshot() -> None:
         return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
     manifests = [
-        pod_manifest("a", cpu="1"),
-        pod_manifest("b", cpu="1", nodeSelector={"disk": "ssd"}),
-        pod_manifest("c", cpu="500m", affinity=zone_pref),
-        pod_manifest("d", cpu="3", nodeSelector={"disk": "hdd"}),
-        pod_manifest("e", cpu="6"),
-        pod_manifest("f", cpu="100m"),
+        pending_pod("a", cpu="1"),
+        pending_pod("b", cpu="1", nodeSelector={"disk": "ssd"}),
+        pending_pod("c", cpu="500m", affinity=zone_pref),
+        pending_pod("d", cpu="3", nodeSelector={"disk": "hdd"}),
+        pending_pod("e", cpu="6"),
+        pending_pod("f", cpu="100m"),
     ]
     for i in range(4):
-        spreading = pod_manifest(f"s-{i}", cpu="100m", affinity=spread("s"))
+        spreading = pending_pod(f"s-{i}", cpu="100m", affinity=spread("s"))
         spreading["metadata"]["labels"] = {"app": "s"}
         manifests.append(spreading)
     async with kubesim.serve(state=state, time_scale=0.01) as sim:
@@ -618,7 +622,7 @@ async def test_every_decision_is_schedule_one_on_the_same_snapshot() -> None:
             assert decision.node == expected.suggested_host, name
             if expected.succeeded:
                 await until(
-                    lambda n=name, h=decision.node: pod(sim, n)["spec"].get("nodeName") == h
+                    lambda n=name, h=decision.node: stored_pod(sim, n)["spec"].get("nodeName") == h
                 )
             else:
                 assert decision.message.startswith(expected.message), name

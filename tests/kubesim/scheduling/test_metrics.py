@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import kubesim
 from kubesim.scheduling import SchedulerLoop
 from kubesim.sim import Simulator
+from tests.support.manifests import pending_pod
 from tests.support.wait import until
 
 STATE = """
@@ -31,20 +32,6 @@ metadata: {name: node-1}
 status:
   capacity: {cpu: "1", memory: 1Gi, pods: "10"}
 """
-
-
-def pod(name: str, cpu: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "containers": [
-                {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}
-            ],
-            **spec,
-        },
-    }
 
 
 @pytest.fixture
@@ -89,12 +76,14 @@ async def test_metrics_count_attempts_queues_and_preemption(sim: Simulator) -> N
     for queue in ("active", "backoff", "unschedulable", "gated"):
         assert samples[("scheduler_pending_pods", (("queue", queue),))] == 0
 
-    create(sim, pod("low", "800m"))
+    create(sim, pending_pod("low", cpu="800m"))
     await until(lambda: node_of(sim, "low") == "node-1", what="low bound")
-    create(sim, pod("gated", "100m", schedulingGates=[{"name": "example.com/hold"}]))
-    create(sim, pod("big", "2"))  # more than the node has: unschedulable, nothing to preempt
+    create(sim, pending_pod("gated", cpu="100m", schedulingGates=[{"name": "example.com/hold"}]))
+    create(
+        sim, pending_pod("big", cpu="2")
+    )  # more than the node has: unschedulable, nothing to preempt
     await loop.wait_idle()
-    create(sim, pod("high", "500m", priorityClassName="high"))  # preempts "low"
+    create(sim, pending_pod("high", cpu="500m", priority_class="high"))  # preempts "low"
     await until(lambda: node_of(sim, "high") == "node-1", timeout=10, what="high bound")
     await loop.wait_idle()
 

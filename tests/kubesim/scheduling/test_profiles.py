@@ -12,14 +12,14 @@ import pytest
 import kubesim
 from kubesim.cli import main
 from scheduler.config import decode_config
+from tests.support.manifests import pending_pod
 from tests.support.schedloop import (
     condition,
     create_pod,
     events_for,
     loop_of,
-    node,
-    pod,
-    pod_manifest,
+    node_yaml,
+    stored_pod,
 )
 from tests.support.wait import until
 
@@ -55,26 +55,30 @@ CONFIG = decode_config(
 
 
 async def test_every_profile_schedules_its_pods() -> None:
-    state = [node("ssd-a", cpu="4"), node("ssd-b", cpu="4"), node("hdd-a", cpu="4", disk="hdd")]
+    state = [
+        node_yaml("ssd-a", cpu="4"),
+        node_yaml("ssd-b", cpu="4"),
+        node_yaml("hdd-a", cpu="4", disk="hdd"),
+    ]
     async with kubesim.serve(state=state, time_scale=0.01, scheduler_config=CONFIG) as sim:
         loop = loop_of(sim)
         assert (loop.pod_initial_backoff, loop.pod_max_backoff) == (2.0, 20.0)
-        create_pod(sim, pod_manifest("busy", cpu="3", node_name="ssd-b"))
-        create_pod(sim, pod_manifest("foo", schedulerName="foo-scheduler"))
-        create_pod(sim, pod_manifest("packed", cpu="500m", schedulerName="bin-packing"))
-        create_pod(sim, pod_manifest("spread", cpu="500m"))
-        create_pod(sim, pod_manifest("stranger", schedulerName="my-scheduler"))
+        create_pod(sim, pending_pod("busy", cpu="3", node_name="ssd-b"))
+        create_pod(sim, pending_pod("foo", schedulerName="foo-scheduler"))
+        create_pod(sim, pending_pod("packed", cpu="500m", schedulerName="bin-packing"))
+        create_pod(sim, pending_pod("spread", cpu="500m"))
+        create_pod(sim, pending_pod("stranger", schedulerName="my-scheduler"))
         for name in ("foo", "packed", "spread"):
-            await until(lambda name=name: pod(sim, name)["spec"].get("nodeName"))
+            await until(lambda name=name: stored_pod(sim, name)["spec"].get("nodeName"))
         await loop.wait_idle()
-        assert pod(sim, "foo")["spec"]["nodeName"] == "hdd-a"
-        assert pod(sim, "packed")["spec"]["nodeName"] == "ssd-b"  # the fullest that fits
-        assert pod(sim, "spread")["spec"]["nodeName"] != "ssd-b"
+        assert stored_pod(sim, "foo")["spec"]["nodeName"] == "hdd-a"
+        assert stored_pod(sim, "packed")["spec"]["nodeName"] == "ssd-b"  # the fullest that fits
+        assert stored_pod(sim, "spread")["spec"]["nodeName"] != "ssd-b"
         (scheduled,) = events_for(sim, "foo", "Scheduled")
         assert scheduled["reportingController"] == "foo-scheduler"
         (default,) = events_for(sim, "spread", "Scheduled")
         assert default["reportingController"] == "default-scheduler"
-        stranger = pod(sim, "stranger")
+        stranger = stored_pod(sim, "stranger")
         assert not stranger["spec"].get("nodeName")
         assert condition(stranger, "PodScheduled") is None
         assert not [
@@ -86,12 +90,12 @@ async def test_every_profile_schedules_its_pods() -> None:
 
 async def test_a_profile_pod_without_a_matching_node_gets_the_profiles_reason() -> None:
     async with kubesim.serve(
-        state=[node("ssd-a")], time_scale=0.01, scheduler_config=CONFIG
+        state=[node_yaml("ssd-a")], time_scale=0.01, scheduler_config=CONFIG
     ) as sim:
-        create_pod(sim, pod_manifest("foo", schedulerName="foo-scheduler"))
-        await until(lambda: condition(pod(sim, "foo"), "PodScheduled"))
+        create_pod(sim, pending_pod("foo", schedulerName="foo-scheduler"))
+        await until(lambda: condition(stored_pod(sim, "foo"), "PodScheduled"))
         await loop_of(sim).wait_idle()
-        cond = condition(pod(sim, "foo"), "PodScheduled")
+        cond = condition(stored_pod(sim, "foo"), "PodScheduled")
         assert cond is not None and cond["reason"] == "Unschedulable"
         assert cond["message"] == (
             "0/1 nodes are available: 1 node(s) didn't match scheduler-enforced node affinity."

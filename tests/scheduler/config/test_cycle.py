@@ -18,33 +18,21 @@ from scheduler.plugins.registry import default_framework, default_score_plugins
 from scheduler.schedule import schedule_one
 from scheduler.simulator import build_snapshot, simulate
 from scheduler.snapshot import Snapshot
+from tests.support import manifests as mf
 
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 WRITTEN_OUT = decode_config(yaml.safe_dump(set_defaults({})), source="defaults.yaml")
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", **labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
-        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "20"}},
-    }
+    """A 20-pod node labelled with its hostname and ``labels``."""
+    labels = {"kubernetes.io/hostname": name, **labels}
+    return mf.node(name, labels=labels, cpu=cpu, memory=memory, pods="20")
 
 
 def pod(name: str, cpu: str = "500m", *, node_name: str = "", **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}],
-        **spec,
-    }
-    if node_name:
-        body["nodeName"] = node_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": name[:1]}},
-        "spec": body,
-    }
+    """A pod labelled app=<its first letter>."""
+    return mf.pending_pod(name, cpu=cpu, node_name=node_name, labels={"app": name[:1]}, **spec)
 
 
 HIGH = PriorityClass.from_dict(

@@ -17,17 +17,7 @@ from scheduler.plugins.nodeaffinity import (
     NodeAffinityScorer,
 )
 from scheduler.snapshot import Snapshot
-
-
-def mk_pod(affinity: dict[str, Any] | None = None) -> Pod:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
-    if affinity is not None:
-        spec["affinity"] = {"nodeAffinity": affinity}
-    return Pod.from_dict({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})
-
-
-def mk_node(name: str, labels: dict[str, str]) -> Node:
-    return Node.from_dict({"metadata": {"name": name, "labels": labels}})
+from tests.support import objects as obj
 
 
 def required_in(key: str, *values: str, field: bool = False) -> dict[str, Any]:
@@ -76,10 +66,10 @@ POD = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_POD)
 def test_filter_with_added_affinity(
     pod_affinity: dict[str, Any] | None, added: dict[str, Any], want: Status | None
 ) -> None:
-    node = mk_node("node2", {"zone": "foo"})
+    node = obj.node("node2", {"zone": "foo"})
     snapshot = Snapshot.from_objects([node])
     plugin = NodeAffinity(added_affinity=added)
-    pod = mk_pod(pod_affinity)
+    pod = obj.pod("p", affinity=None if pod_affinity is None else {"nodeAffinity": pod_affinity})
     state = CycleState()
     assert plugin.pre_filter(state, pod, snapshot) is None  # not Skip: the profile adds one
     (ni,) = snapshot.node_info_list
@@ -110,18 +100,22 @@ def _scores(scorer: NodeAffinityScorer, pod: Pod, nodes: list[Node]) -> list[int
 def test_score_added_affinity_alone() -> None:
     """ "added affinity": a pod without preferences is scored by the profile's."""
     scorer = NodeAffinityScorer(added_affinity=AFFINITY1)
-    nodes = [mk_node("node1", LABEL1), mk_node("node2", LABEL2)]
-    assert _scores(scorer, mk_pod(), nodes) == [100, 0]
+    nodes = [obj.node("node1", LABEL1), obj.node("node2", LABEL2)]
+    assert _scores(scorer, obj.pod("p"), nodes) == [100, 0]
 
 
 def test_score_added_affinity_and_the_pods() -> None:
     """ "added affinity and pod has default affinity": 2 + 3 on the node matching both."""
     scorer = NodeAffinityScorer(added_affinity=preferred((3, {"key": "value"})))
-    nodes = [mk_node("node1", LABEL1), mk_node("node2", LABEL2), mk_node("node3", LABEL5)]
-    assert _scores(scorer, mk_pod(AFFINITY1), nodes) == [40, 60, 100]
+    nodes = [obj.node("node1", LABEL1), obj.node("node2", LABEL2), obj.node("node3", LABEL5)]
+    assert _scores(scorer, obj.pod("p", affinity={"nodeAffinity": AFFINITY1}), nodes) == [
+        40,
+        60,
+        100,
+    ]
 
 
 def test_score_without_any_preference_is_skipped() -> None:
     scorer = NodeAffinityScorer(added_affinity=required_in("zone", "foo"))
-    result = _scores(scorer, mk_pod(), [mk_node("node1", LABEL1)])
+    result = _scores(scorer, obj.pod("p"), [obj.node("node1", LABEL1)])
     assert isinstance(result, Status) and result.code is Code.Skip

@@ -6,22 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from kube.objects import Node, Pod
+from kube.objects import Node
 from scheduler.framework import CycleState
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.snapshot import Snapshot
-
-
-def mk_pod(requests: dict[str, str]) -> Pod:
-    return Pod.from_dict(
-        {
-            "metadata": {"name": "p", "namespace": "default"},
-            "spec": {
-                "containers": [{"name": "c", "image": "i", "resources": {"requests": requests}}]
-            },
-        }
-    )
-
+from tests.support import objects as obj
 
 NODE = Node.from_dict(
     {
@@ -54,7 +43,7 @@ def test_ignored_resources(
     plugin = NodeResourcesFit(ignored_resources=names, ignored_resource_groups=groups)
     snapshot = Snapshot.from_objects([NODE])
     (ni,) = snapshot.node_info_list
-    pod = mk_pod(requests)
+    pod = obj.pod("p", requests=requests)
     status = plugin.filter(CycleState(), pod, ni)
     assert (list(status.reasons) if status is not None else []) == reasons
     _, rejected = plugin.filter_nodes(CycleState(), pod, [ni])

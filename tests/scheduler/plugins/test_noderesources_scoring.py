@@ -18,28 +18,11 @@ from scheduler.framework import CycleState
 from scheduler.plugins.noderesources.requested_to_capacity_ratio import broken_linear_function
 from scheduler.plugins.registry import node_resources_fit_scorer
 from scheduler.snapshot import Snapshot
+from tests.support import objects as obj
 
 EXT = "abc.com/xyz"
 DEFAULT = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 WITH_EXT = [*DEFAULT, {"name": EXT, "weight": 1}]
-
-
-def mk_pod(name: str, *containers: dict[str, str], node: str = "") -> Pod:
-    spec: dict[str, Any] = {
-        "containers": [
-            {"name": f"c{i}", "image": "i", "resources": {"requests": req}}
-            for i, req in enumerate(containers)
-        ]
-    }
-    if node:
-        spec["nodeName"] = node
-    return Pod.from_dict({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
-
-
-def mk_node(name: str, capacity: dict[str, str]) -> Node:
-    return Node.from_dict(
-        {"metadata": {"name": name}, "status": {"capacity": capacity, "allocatable": capacity}}
-    )
 
 
 def scores(
@@ -83,10 +66,10 @@ LEAST: list[
         (),
         [N4_10, N4_10],
         [
-            mk_pod("a", node="node1"),
-            mk_pod("b", node="node1"),
-            mk_pod("c", node="node2"),
-            mk_pod("d", node="node2"),
+            obj.pod("a", containers=[], node_name="node1"),
+            obj.pod("b", containers=[], node_name="node1"),
+            obj.pod("c", containers=[], node_name="node2"),
+            obj.pod("d", containers=[], node_name="node2"),
         ],
         DEFAULT,
         [100, 100],
@@ -96,10 +79,10 @@ LEAST: list[
         (),
         [N10_20, N10_20],
         [
-            mk_pod("a", {"cpu": "3000", "memory": "0"}, node="node1"),
-            mk_pod("b", {"cpu": "3000", "memory": "0"}, node="node1"),
-            mk_pod("c", {"cpu": "3000", "memory": "0"}, node="node2"),
-            mk_pod("d", {"cpu": "3000", "memory": "5000"}, node="node2"),
+            obj.pod("a", containers=[{"cpu": "3000", "memory": "0"}], node_name="node1"),
+            obj.pod("b", containers=[{"cpu": "3000", "memory": "0"}], node_name="node1"),
+            obj.pod("c", containers=[{"cpu": "3000", "memory": "0"}], node_name="node2"),
+            obj.pod("d", containers=[{"cpu": "3000", "memory": "5000"}], node_name="node2"),
         ],
         DEFAULT,
         [70, 57],
@@ -109,8 +92,8 @@ LEAST: list[
         REQ12,
         [N10_20, N10_20],
         [
-            mk_pod("a", {"cpu": "3000", "memory": "0"}, node="node1"),
-            mk_pod("b", {"cpu": "3000", "memory": "5000"}, node="node2"),
+            obj.pod("a", containers=[{"cpu": "3000", "memory": "0"}], node_name="node1"),
+            obj.pod("b", containers=[{"cpu": "3000", "memory": "5000"}], node_name="node2"),
         ],
         DEFAULT,
         [57, 45],
@@ -120,8 +103,8 @@ LEAST: list[
         REQ12,
         [N10_20, {"cpu": "10000", "memory": "50000"}],
         [
-            mk_pod("a", {"cpu": "3000", "memory": "0"}, node="node1"),
-            mk_pod("b", {"cpu": "3000", "memory": "5000"}, node="node2"),
+            obj.pod("a", containers=[{"cpu": "3000", "memory": "0"}], node_name="node1"),
+            obj.pod("b", containers=[{"cpu": "3000", "memory": "5000"}], node_name="node2"),
         ],
         DEFAULT,
         [57, 60],
@@ -131,8 +114,8 @@ LEAST: list[
         ({"cpu": "3000", "memory": "0"},),
         [N4_10, N4_10],
         [
-            mk_pod("a", {"cpu": "3000", "memory": "0"}, node="node1"),
-            mk_pod("b", {"cpu": "3000", "memory": "5000"}, node="node2"),
+            obj.pod("a", containers=[{"cpu": "3000", "memory": "0"}], node_name="node1"),
+            obj.pod("b", containers=[{"cpu": "3000", "memory": "5000"}], node_name="node2"),
         ],
         DEFAULT,
         [50, 25],
@@ -142,8 +125,8 @@ LEAST: list[
         (),
         [{}, {}],
         [
-            mk_pod("a", {"cpu": "3000", "memory": "0"}, node="node1"),
-            mk_pod("b", {"cpu": "3000", "memory": "5000"}, node="node2"),
+            obj.pod("a", containers=[{"cpu": "3000", "memory": "0"}], node_name="node1"),
+            obj.pod("b", containers=[{"cpu": "3000", "memory": "5000"}], node_name="node2"),
         ],
         DEFAULT,
         [0, 0],
@@ -191,10 +174,10 @@ MOST: list[
         (),
         [N10_20, N10_20],
         [
-            mk_pod("a", {"cpu": "3000", "memory": "0"}, node="node1"),
-            mk_pod("b", {"cpu": "3000", "memory": "0"}, node="node1"),
-            mk_pod("c", {"cpu": "3000", "memory": "0"}, node="node2"),
-            mk_pod("d", {"cpu": "3000", "memory": "5000"}, node="node2"),
+            obj.pod("a", containers=[{"cpu": "3000", "memory": "0"}], node_name="node1"),
+            obj.pod("b", containers=[{"cpu": "3000", "memory": "0"}], node_name="node1"),
+            obj.pod("c", containers=[{"cpu": "3000", "memory": "0"}], node_name="node2"),
+            obj.pod("d", containers=[{"cpu": "3000", "memory": "5000"}], node_name="node2"),
         ],
         DEFAULT,
         [30, 42],
@@ -204,8 +187,8 @@ MOST: list[
         REQ12,
         [N10_20, N10_20],
         [
-            mk_pod("a", {"cpu": "3000", "memory": "0"}, node="node1"),
-            mk_pod("b", {"cpu": "3000", "memory": "5000"}, node="node2"),
+            obj.pod("a", containers=[{"cpu": "3000", "memory": "0"}], node_name="node1"),
+            obj.pod("b", containers=[{"cpu": "3000", "memory": "5000"}], node_name="node2"),
         ],
         DEFAULT,
         [42, 55],
@@ -230,7 +213,10 @@ MOST: list[
         "no resources requested, pods scheduled, nonzero request for resource",
         ({},),
         [{"cpu": "250m", "memory": "1000Mi"}, {"cpu": "250m", "memory": "1000Mi"}],
-        [mk_pod("a", {}, node="node1"), mk_pod("b", {}, node="node1")],
+        [
+            obj.pod("a", containers=[{}], node_name="node1"),
+            obj.pod("b", containers=[{}], node_name="node1"),
+        ],
         DEFAULT,
         [80, 30],
     ),
@@ -263,8 +249,8 @@ MOST: list[
 
 def _case(strategy_type: str, case: tuple[Any, ...]) -> None:
     _, containers, capacities, existing, resources, want = case
-    nodes = [mk_node(f"node{i + 1}", c) for i, c in enumerate(capacities)]
-    pod = mk_pod("p", *containers)
+    nodes = [obj.node(f"node{i + 1}", capacity=c) for i, c in enumerate(capacities)]
+    pod = obj.pod("p", containers=containers)
     assert scores({"type": strategy_type, "resources": resources}, pod, nodes, existing) == want
 
 
@@ -284,14 +270,30 @@ DESCENDING = {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "s
 @pytest.mark.parametrize(
     ("containers", "capacities", "existing", "want"),
     [
-        ((), [N4_10, N4_10], [mk_pod("a", node="node1"), mk_pod("b", node="node1")], [100, 100]),
-        (REQ12, [N4_10, N6_10], [mk_pod("a", node="node1"), mk_pod("b", node="node1")], [38, 50]),
+        (
+            (),
+            [N4_10, N4_10],
+            [
+                obj.pod("a", containers=[], node_name="node1"),
+                obj.pod("b", containers=[], node_name="node1"),
+            ],
+            [100, 100],
+        ),
+        (
+            REQ12,
+            [N4_10, N6_10],
+            [
+                obj.pod("a", containers=[], node_name="node1"),
+                obj.pod("b", containers=[], node_name="node1"),
+            ],
+            [38, 50],
+        ),
         (
             (),
             [N4_10, N6_10],
             [
-                mk_pod("a", {"cpu": "3000", "memory": "5000"}, node="node1"),
-                mk_pod("b", {"cpu": "3000", "memory": "5000"}, node="node2"),
+                obj.pod("a", containers=[{"cpu": "3000", "memory": "5000"}], node_name="node1"),
+                obj.pod("b", containers=[{"cpu": "3000", "memory": "5000"}], node_name="node2"),
             ],
             [38, 50],
         ),
@@ -308,13 +310,13 @@ def test_requested_to_capacity_ratio(
     existing: list[Pod],
     want: list[int],
 ) -> None:
-    nodes = [mk_node(f"node{i + 1}", c) for i, c in enumerate(capacities)]
+    nodes = [obj.node(f"node{i + 1}", capacity=c) for i, c in enumerate(capacities)]
     strategy = {
         "type": "RequestedToCapacityRatio",
         "resources": DEFAULT,
         "requestedToCapacityRatio": DESCENDING,
     }
-    assert scores(strategy, mk_pod("p", *containers), nodes, existing) == want
+    assert scores(strategy, obj.pod("p", containers=containers), nodes, existing) == want
 
 
 @pytest.mark.parametrize(
@@ -361,7 +363,7 @@ def test_broken_linear_function_truncates_toward_zero() -> None:
 
 
 def _mk_ext_node(name: str, ext: dict[str, str]) -> Node:
-    return mk_node(name, {"cpu": "4000", "memory": str(10000 * 1024 * 1024), **ext})
+    return obj.node(name, capacity={"cpu": "4000", "memory": str(10000 * 1024 * 1024), **ext})
 
 
 BIN_PACKING = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 1}]}
@@ -371,9 +373,13 @@ BIN_PACKING = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "s
     ("request_", "existing", "want"),
     [
         ({}, [], [0, 0]),
-        ({"intel.com/foo": "2"}, [mk_pod("e")], [2, 5]),
-        ({"intel.com/foo": "2"}, [mk_pod("e", {"intel.com/foo": "2"}, node="node2")], [2, 10]),
-        ({"intel.com/foo": "4"}, [mk_pod("e")], [5, 10]),
+        ({"intel.com/foo": "2"}, [obj.pod("e", containers=[])], [2, 5]),
+        (
+            {"intel.com/foo": "2"},
+            [obj.pod("e", containers=[{"intel.com/foo": "2"}], node_name="node2")],
+            [2, 10],
+        ),
+        ({"intel.com/foo": "4"}, [obj.pod("e", containers=[])], [5, 10]),
     ],
 )
 def test_resource_bin_packing_single_extended(
@@ -383,7 +389,7 @@ def test_resource_bin_packing_single_extended(
         _mk_ext_node("node1", {"intel.com/foo": "8"}),
         _mk_ext_node("node2", {"intel.com/foo": "4"}),
     ]
-    pod = mk_pod("p", request_) if request_ else mk_pod("p")
+    pod = obj.pod("p", containers=[request_] if request_ else [])
     strategy = {
         "type": "RequestedToCapacityRatio",
         "resources": [{"name": "intel.com/foo", "weight": 1}],
@@ -407,8 +413,8 @@ def test_resource_bin_packing_multiple_extended() -> None:
         ],
         "requestedToCapacityRatio": BIN_PACKING,
     }
-    assert scores(strategy, mk_pod("p"), nodes) == [0, 0]
-    pod = mk_pod("p", {"intel.com/foo": "2", "intel.com/bar": "2"})
+    assert scores(strategy, obj.pod("p", containers=[]), nodes) == [0, 0]
+    pod = obj.pod("p", containers=[{"intel.com/foo": "2", "intel.com/bar": "2"}])
     assert scores(strategy, pod, nodes) == [4, 3]
 
 
@@ -430,7 +436,7 @@ def test_the_profile_builds_the_strategy_from_its_args() -> None:
     )
     built = build_profile(doc["profiles"][0])
     fit = next(p for p in built.score_plugins if p.name == "NodeResourcesFit")
-    nodes = [mk_node("node1", N4_10), mk_node("node2", N6_10)]
+    nodes = [obj.node("node1", capacity=N4_10), obj.node("node2", capacity=N6_10)]
     snapshot = Snapshot.from_objects(nodes)
-    pod = mk_pod("p", *REQ12)
+    pod = obj.pod("p", containers=REQ12)
     assert fit.score_nodes(CycleState(), pod, snapshot.node_info_list) == [62, 50]

@@ -7,7 +7,7 @@ the best-effort Skip in PreScore arrived after 1.32, kubernetes#129138) and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -26,33 +26,17 @@ from scheduler.plugins.registry import (
     default_score_plugins,
 )
 from scheduler.snapshot import Snapshot
+from tests.support import objects as obj
 
 MB = 1024 * 1024
 
 
 def make_node(name: str, milli_cpu: int, memory: int, gpus: int | None = None) -> Node:
+    """upstream's makeNode: allocatable milli-CPU, memory bytes and GPUs."""
     alloc: dict[str, Any] = {"cpu": f"{milli_cpu}m", "memory": str(memory), "pods": "110"}
     if gpus is not None:
         alloc["nvidia.com/gpu"] = str(gpus)
-    return Node.from_dict(
-        {"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": alloc}}
-    )
-
-
-def make_pod(name: str, containers: Sequence[Mapping[str, str]], node: str = "") -> Pod:
-    return Pod.from_dict(
-        {
-            "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "nodeName": node,
-                "containers": [
-                    {"name": f"c{i}", "resources": {"requests": dict(r)}}
-                    for i, r in enumerate(containers)
-                ],
-            },
-        }
-    )
+    return obj.node(name, capacity=alloc)
 
 
 CPU_ONLY = [{"cpu": "1000m", "memory": "0"}, {"cpu": "2000m", "memory": "0"}]
@@ -140,11 +124,13 @@ WITH_GPU = [
 def test_balanced_allocation(case: tuple[Any, ...]) -> None:
     # name, pod requests, (requests, node) of placed pods, nodes, args, want, run PreScore
     _, pod, existing, nodes, resources, want, run_pre_score = case
-    placed = [make_pod(f"e{i}", spec, node) for i, (spec, node) in enumerate(existing)]
+    placed = [
+        obj.pod(f"e{i}", containers=spec, node_name=node) for i, (spec, node) in enumerate(existing)
+    ]
     snapshot = Snapshot.from_objects([*nodes, *placed])
     scorer = BalancedAllocationScorer(resources=resources)
     state = CycleState()
-    incoming = make_pod("p", pod)
+    incoming = obj.pod("p", containers=pod)
     if run_pre_score:
         assert scorer.pre_score(state, incoming, snapshot.node_info_list, snapshot) is None
     scores = scorer.score_nodes(state, incoming, snapshot.node_info_list)

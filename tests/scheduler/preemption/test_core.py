@@ -35,6 +35,7 @@ from scheduler.preemption import (
 )
 from scheduler.preemption.core import validate_default_preemption_args
 from scheduler.snapshot import NodeInfo, Snapshot
+from tests.support.objects import mknode, mkpod
 from tests.support.preemption import (
     HIGH,
     LOW,
@@ -43,9 +44,7 @@ from tests.support.preemption import (
     VERY_HIGH,
     ErrorPlugin,
     keys,
-    mk_node,
     mk_pdb,
-    mk_pod,
     mk_snapshot,
     preempted_condition,
     resources_framework,
@@ -58,39 +57,39 @@ from tests.support.preemption import (
 
 
 def test_more_important_pod_priority_then_start_time() -> None:
-    hi = mk_pod("hi", prio=HIGH, start=50.0)
-    lo = mk_pod("lo", prio=LOW, start=1.0)
+    hi = mkpod("hi", priority=HIGH, start_time=50.0)
+    lo = mkpod("lo", priority=LOW, start_time=1.0)
     assert more_important_pod(hi, lo) and not more_important_pod(lo, hi)
-    old = mk_pod("old", prio=MID, start=1.0)
-    young = mk_pod("young", prio=MID, start=2.0)
+    old = mkpod("old", priority=MID, start_time=1.0)
+    young = mkpod("young", priority=MID, start_time=2.0)
     assert more_important_pod(old, young) and not more_important_pod(young, old)
-    twin = mk_pod("twin", prio=MID, start=1.0)
+    twin = mkpod("twin", priority=MID, start_time=1.0)
     assert not more_important_pod(old, twin) and not more_important_pod(twin, old)
 
 
 def test_more_important_pod_missing_priority_is_zero() -> None:
-    assert more_important_pod(mk_pod("a", prio=1), mk_pod("b"))
-    assert not more_important_pod(mk_pod("b"), mk_pod("a", prio=0, start=5.0))
+    assert more_important_pod(mkpod("a", priority=1), mkpod("b"))
+    assert not more_important_pod(mkpod("b"), mkpod("a", priority=0, start_time=5.0))
 
 
 def test_unset_start_time_is_now() -> None:
-    unset = mk_pod("unset", prio=MID)
-    started = mk_pod("started", prio=MID, start=100.0)
+    unset = mkpod("unset", priority=MID)
+    started = mkpod("started", priority=MID, start_time=100.0)
     # Without now, an unset start time is later than any set one.
     assert more_important_pod(started, unset)
     assert not more_important_pod(unset, started)
     # With now before the other pod's start, the unset pod counts as older.
     assert more_important_pod(unset, started, now=50.0)
-    assert not more_important_pod(unset, mk_pod("u2", prio=MID))
+    assert not more_important_pod(unset, mkpod("u2", priority=MID))
 
 
 def test_get_earliest_pod_start_time_among_highest_priority() -> None:
     victims = Victims(
         [
-            mk_pod("p1", prio=MID, start=3.0),
-            mk_pod("p2", prio=HIGH, start=5.0),
-            mk_pod("p3", prio=HIGH, start=4.0),
-            mk_pod("p4", prio=LOW, start=1.0),
+            mkpod("p1", priority=MID, start_time=3.0),
+            mkpod("p2", priority=HIGH, start_time=5.0),
+            mkpod("p3", priority=HIGH, start_time=4.0),
+            mkpod("p4", priority=LOW, start_time=1.0),
         ]
     )
     assert get_earliest_pod_start_time(victims) == datetime.fromtimestamp(4.0, tz=UTC)
@@ -100,10 +99,10 @@ def test_get_earliest_pod_start_time_among_highest_priority() -> None:
 
 
 def test_get_earliest_pod_start_time_unset() -> None:
-    pods = [mk_pod("a", prio=MID), mk_pod("b", prio=MID)]
+    pods = [mkpod("a", priority=MID), mkpod("b", priority=MID)]
     assert get_earliest_pod_start_time(pods) == UNSET_START_TIME
     assert get_earliest_pod_start_time(pods, now=7.0) == datetime.fromtimestamp(7.0, tz=UTC)
-    mixed = [mk_pod("a", prio=MID), mk_pod("b", prio=MID, start=9.0)]
+    mixed = [mkpod("a", priority=MID), mkpod("b", priority=MID, start_time=9.0)]
     assert get_earliest_pod_start_time(mixed) == datetime.fromtimestamp(9.0, tz=UTC)
     assert get_earliest_pod_start_time(mixed, now=8.0) == datetime.fromtimestamp(8.0, tz=UTC)
 
@@ -112,7 +111,7 @@ def test_get_earliest_pod_start_time_unset() -> None:
 
 
 def test_pdb_budget_consumed_in_order() -> None:
-    pods = [mk_pod(f"p{i}", labels={"app": "a"}) for i in range(3)]
+    pods = [mkpod(f"p{i}", labels={"app": "a"}) for i in range(3)]
     violating, ok = filter_pods_with_pdb_violation(
         pods, [mk_pdb("b", match={"app": "a"}, allowed=1)]
     )
@@ -122,7 +121,7 @@ def test_pdb_budget_consumed_in_order() -> None:
 
 def test_pdb_fresh_budget_per_call() -> None:
     pdbs = [mk_pdb("b", match={"app": "a"}, allowed=1)]
-    pod = [mk_pod("p", labels={"app": "a"})]
+    pod = [mkpod("p", labels={"app": "a"})]
     assert filter_pods_with_pdb_violation(pod, pdbs) == ([], pod)
     assert filter_pods_with_pdb_violation(pod, pdbs) == ([], pod)
 
@@ -138,12 +137,12 @@ def test_pdb_fresh_budget_per_call() -> None:
     ],
 )
 def test_pdb_not_counted(pdb: PodDisruptionBudget, why: str) -> None:
-    pod = mk_pod("p", labels={"app": "a"})
+    pod = mkpod("p", labels={"app": "a"})
     assert filter_pods_with_pdb_violation([pod], [pdb]) == ([], [pod]), why
 
 
 def test_pdb_unlabelled_pod_matches_nothing() -> None:
-    pod = mk_pod("p")
+    pod = mkpod("p")
     pdb = PodDisruptionBudget.from_dict(
         {
             "metadata": {"name": "b"},
@@ -152,12 +151,12 @@ def test_pdb_unlabelled_pod_matches_nothing() -> None:
         }
     )
     assert filter_pods_with_pdb_violation([pod], [pdb]) == ([], [pod])
-    labelled = mk_pod("q", labels={"y": "1"})
+    labelled = mkpod("q", labels={"y": "1"})
     assert filter_pods_with_pdb_violation([labelled], [pdb]) == ([labelled], [])
 
 
 def test_pdb_any_matching_budget_below_zero_violates() -> None:
-    pod = mk_pod("p", labels={"app": "a", "tier": "t"})
+    pod = mkpod("p", labels={"app": "a", "tier": "t"})
     pdbs = [
         mk_pdb("loose", match={"app": "a"}, allowed=5),
         mk_pdb("tight", match={"tier": "t"}, allowed=0),
@@ -169,19 +168,19 @@ def test_pdb_any_matching_budget_below_zero_violates() -> None:
 
 
 def _eligibility_snapshot(victim: Pod) -> Snapshot:
-    return mk_snapshot([mk_node("node1")], [victim])
+    return mk_snapshot([mknode("node1")], [victim])
 
 
 def test_eligible_without_nomination() -> None:
-    p = mk_pod("p", prio=HIGH)
+    p = mkpod("p", priority=HIGH)
     assert pod_eligible_to_preempt_others(
-        p, _eligibility_snapshot(mk_pod("v", node="node1")), None
+        p, _eligibility_snapshot(mkpod("v", node_name="node1")), None
     ) == (True, "")
 
 
 def test_not_eligible_with_preemption_policy_never() -> None:
-    p = mk_pod("p", prio=HIGH, policy="Never")
-    snap = _eligibility_snapshot(mk_pod("v", node="node1"))
+    p = mkpod("p", priority=HIGH, preemption_policy="Never")
+    snap = _eligibility_snapshot(mkpod("v", node_name="node1"))
     assert pod_eligible_to_preempt_others(p, snap, None) == (
         False,
         "not eligible due to preemptionPolicy=Never.",
@@ -189,8 +188,14 @@ def test_not_eligible_with_preemption_policy_never() -> None:
 
 
 def test_not_eligible_while_victim_terminates_by_preemption() -> None:
-    victim = mk_pod("v", prio=LOW, node="node1", deletion=10.0, conditions=[preempted_condition()])
-    p = mk_pod("p", prio=HIGH, nominated="node1")
+    victim = mkpod(
+        "v",
+        priority=LOW,
+        node_name="node1",
+        deletion_timestamp=10.0,
+        conditions=(preempted_condition(),),
+    )
+    p = mkpod("p", priority=HIGH, nominated_node_name="node1")
     assert pod_eligible_to_preempt_others(p, _eligibility_snapshot(victim), None) == (
         False,
         "not eligible due to a terminating pod on the nominated node.",
@@ -206,38 +211,54 @@ def test_not_eligible_while_victim_terminates_by_preemption() -> None:
 @pytest.mark.parametrize(
     "victim",
     [
-        mk_pod("v", prio=LOW, node="node1", deletion=10.0),  # no DisruptionTarget condition
-        mk_pod(
+        mkpod(
+            "v", priority=LOW, node_name="node1", deletion_timestamp=10.0
+        ),  # no DisruptionTarget condition
+        mkpod(
             "v",
-            prio=LOW,
-            node="node1",
-            deletion=10.0,
-            conditions=[preempted_condition("EvictionByEvictionAPI")],
+            priority=LOW,
+            node_name="node1",
+            deletion_timestamp=10.0,
+            conditions=(preempted_condition("EvictionByEvictionAPI"),),
         ),
-        mk_pod(
+        mkpod(
             "v",
-            prio=LOW,
-            node="node1",
-            deletion=10.0,
-            conditions=[preempted_condition(status="False")],
+            priority=LOW,
+            node_name="node1",
+            deletion_timestamp=10.0,
+            conditions=(preempted_condition(status="False"),),
         ),
-        mk_pod("v", prio=HIGH, node="node1", deletion=10.0, conditions=[preempted_condition()]),
-        mk_pod("v", prio=LOW, node="node1", conditions=[preempted_condition()]),  # not deleting
+        mkpod(
+            "v",
+            priority=HIGH,
+            node_name="node1",
+            deletion_timestamp=10.0,
+            conditions=(preempted_condition(),),
+        ),
+        mkpod(
+            "v", priority=LOW, node_name="node1", conditions=(preempted_condition(),)
+        ),  # not deleting
     ],
 )
 def test_eligible_when_no_lower_priority_pod_terminates_by_preemption(victim: Pod) -> None:
-    p = mk_pod("p", prio=HIGH, nominated="node1")
+    p = mkpod("p", priority=HIGH, nominated_node_name="node1")
     assert pod_eligible_to_preempt_others(p, _eligibility_snapshot(victim), None) == (True, "")
 
 
 def test_eligibility_respects_is_eligible_pod_and_missing_node() -> None:
-    victim = mk_pod("v", prio=LOW, node="node1", deletion=10.0, conditions=[preempted_condition()])
-    p = mk_pod("p", prio=HIGH, nominated="node1")
+    victim = mkpod(
+        "v",
+        priority=LOW,
+        node_name="node1",
+        deletion_timestamp=10.0,
+        conditions=(preempted_condition(),),
+    )
+    p = mkpod("p", priority=HIGH, nominated_node_name="node1")
     snap = _eligibility_snapshot(victim)
     assert pod_eligible_to_preempt_others(
         p, snap, None, is_eligible_pod=lambda ni, v, q: False
     ) == (True, "")
-    elsewhere = mk_pod("p", prio=HIGH, nominated="gone")
+    elsewhere = mkpod("p", priority=HIGH, nominated_node_name="gone")
     assert pod_eligible_to_preempt_others(elsewhere, snap, None) == (True, "")
 
 
@@ -245,7 +266,7 @@ def test_eligibility_respects_is_eligible_pod_and_missing_node() -> None:
 
 
 def test_only_unschedulable_nodes_might_help() -> None:
-    snap = mk_snapshot([mk_node(f"n{i}") for i in range(5)])
+    snap = mk_snapshot([mknode(f"n{i}") for i in range(5)])
     statuses = NodeToStatus(
         {
             "n0": Status(Code.Unschedulable, "Insufficient cpu"),
@@ -264,7 +285,7 @@ def test_only_unschedulable_nodes_might_help() -> None:
 
 
 def test_absent_nodes_take_the_absent_status() -> None:
-    snap = mk_snapshot([mk_node("n0"), mk_node("n1")])
+    snap = mk_snapshot([mknode("n0"), mknode("n1")])
     statuses = NodeToStatus({}, Status(Code.Unschedulable))
     potential, _ = nodes_where_preemption_might_help(snap.node_info_list, statuses)
     assert [ni.name for ni in potential] == ["n0", "n1"]
@@ -319,13 +340,13 @@ def test_offset_is_seeded_and_in_range() -> None:
 def test_victims_minimal_and_most_important_first() -> None:
     # node: 1000m cpu; pods 300+300+200+200 (1000 used); preemptor needs 500m.
     pods = [
-        mk_pod("a", prio=LOW, cpu=300, node="n", start=1.0),
-        mk_pod("b", prio=MID, cpu=300, node="n", start=2.0),
-        mk_pod("c", prio=LOW, cpu=200, node="n", start=3.0),
-        mk_pod("d", prio=HIGH, cpu=200, node="n", start=4.0),
+        mkpod("a", priority=LOW, cpu=300, node_name="n", start_time=1.0),
+        mkpod("b", priority=MID, cpu=300, node_name="n", start_time=2.0),
+        mkpod("c", priority=LOW, cpu=200, node_name="n", start_time=3.0),
+        mkpod("d", priority=HIGH, cpu=200, node_name="n", start_time=4.0),
     ]
-    snap = mk_snapshot([mk_node("n", cpu=1000)], pods)
-    p = mk_pod("p", prio=VERY_HIGH, cpu=500)
+    snap = mk_snapshot([mknode("n", cpu=1000)], pods)
+    p = mkpod("p", priority=VERY_HIGH, cpu=500)
     victims, nviol, status = select_victims_on_node(p, snap.node_info("n"), [], snapshot=snap)
     # Reprieve order: d (HIGH) fits, b (MID) fits, a (LOW, older) does not, c does not.
     assert status is not None and status.is_success()
@@ -334,9 +355,9 @@ def test_victims_minimal_and_most_important_first() -> None:
 
 
 def test_equal_priority_is_never_a_victim() -> None:
-    snap = mk_snapshot([mk_node("n", cpu=1000)], [mk_pod("a", prio=MID, cpu=800, node="n")])
+    snap = mk_snapshot([mknode("n", cpu=1000)], [mkpod("a", priority=MID, cpu=800, node_name="n")])
     victims, nviol, status = select_victims_on_node(
-        mk_pod("p", prio=MID, cpu=500), snap.node_info("n"), [], snapshot=snap
+        mkpod("p", priority=MID, cpu=500), snap.node_info("n"), [], snapshot=snap
     )
     assert (victims, nviol) == ([], 0)
     assert status == Status(
@@ -345,20 +366,23 @@ def test_equal_priority_is_never_a_victim() -> None:
 
 
 def test_not_fitting_after_removing_all_victims_returns_the_filter_status() -> None:
-    pods = [mk_pod("hi", prio=HIGH, cpu=800, node="n"), mk_pod("lo", prio=LOW, cpu=100, node="n")]
-    snap = mk_snapshot([mk_node("n", cpu=1000)], pods)
+    pods = [
+        mkpod("hi", priority=HIGH, cpu=800, node_name="n"),
+        mkpod("lo", priority=LOW, cpu=100, node_name="n"),
+    ]
+    snap = mk_snapshot([mknode("n", cpu=1000)], pods)
     victims, _, status = select_victims_on_node(
-        mk_pod("p", prio=MID, cpu=500), snap.node_info("n"), [], snapshot=snap
+        mkpod("p", priority=MID, cpu=500), snap.node_info("n"), [], snapshot=snap
     )
     assert victims == []
     assert status == Status(Code.Unschedulable, "Insufficient cpu")
 
 
 def test_node_info_and_state_are_not_changed() -> None:
-    snap = mk_snapshot([mk_node("n", cpu=1000)], [mk_pod("lo", prio=LOW, cpu=800, node="n")])
+    snap = mk_snapshot([mknode("n", cpu=1000)], [mkpod("lo", priority=LOW, cpu=800, node_name="n")])
     ni = snap.node_info("n")
     before = (list(ni.pods), dict(ni.requested), ni.generation)
-    p = mk_pod("p", prio=MID, cpu=500)
+    p = mkpod("p", priority=MID, cpu=500)
     state = CycleState()
     fw = resources_framework()
     assert fw.run_pre_filter_plugins(state, p, snap).is_success()
@@ -373,13 +397,13 @@ def test_node_info_and_state_are_not_changed() -> None:
 def test_pdb_violating_pods_reprieved_first_then_resorted() -> None:
     # Two LOW pods (a older than b) protected by a PDB allowing one disruption, one MID pod.
     pods = [
-        mk_pod("a", prio=LOW, cpu=400, node="n", start=1.0, labels={"app": "x"}),
-        mk_pod("b", prio=LOW, cpu=400, node="n", start=2.0, labels={"app": "x"}),
-        mk_pod("m", prio=MID, cpu=200, node="n", start=3.0),
+        mkpod("a", priority=LOW, cpu=400, node_name="n", start_time=1.0, labels={"app": "x"}),
+        mkpod("b", priority=LOW, cpu=400, node_name="n", start_time=2.0, labels={"app": "x"}),
+        mkpod("m", priority=MID, cpu=200, node_name="n", start_time=3.0),
     ]
     pdb = mk_pdb("pdb", match={"app": "x"}, allowed=1)
-    snap = mk_snapshot([mk_node("n", cpu=1000)], pods, [pdb])
-    p = mk_pod("p", prio=HIGH, cpu=600)
+    snap = mk_snapshot([mknode("n", cpu=1000)], pods, [pdb])
+    p = mkpod("p", priority=HIGH, cpu=600)
     victims, nviol, status = select_victims_on_node(p, snap.node_info("n"), [pdb], snapshot=snap)
     # Sorted: m, a, b. Violating: b (budget spent by a). b is reprieved first (fits: 400+...).
     # Then non-violating m (fits: b 400 + m 200 = 600 > 400 free? no) and a.
@@ -390,13 +414,13 @@ def test_pdb_violating_pods_reprieved_first_then_resorted() -> None:
 
 def test_pdb_violation_counted_when_unavoidable() -> None:
     pods = [
-        mk_pod("a", prio=LOW, cpu=500, node="n", labels={"app": "x"}),
-        mk_pod("b", prio=MID, cpu=500, node="n"),
+        mkpod("a", priority=LOW, cpu=500, node_name="n", labels={"app": "x"}),
+        mkpod("b", priority=MID, cpu=500, node_name="n"),
     ]
     pdb = mk_pdb("pdb", match={"app": "x"}, allowed=0)
-    snap = mk_snapshot([mk_node("n", cpu=1000)], pods, [pdb])
+    snap = mk_snapshot([mknode("n", cpu=1000)], pods, [pdb])
     victims, nviol, _ = select_victims_on_node(
-        mk_pod("p", prio=HIGH, cpu=1000), snap.node_info("n"), [pdb], snapshot=snap
+        mkpod("p", priority=HIGH, cpu=1000), snap.node_info("n"), [pdb], snapshot=snap
     )
     # Both must go; violating a and non-violating b, re-sorted most important first.
     assert keys(victims) == ["default/b", "default/a"]
@@ -404,11 +428,11 @@ def test_pdb_violation_counted_when_unavoidable() -> None:
 
 
 def test_higher_priority_nominated_pods_reserve_room() -> None:
-    node = mk_node("n", cpu=1000)
-    running = mk_pod("lo", prio=LOW, cpu=600, node="n")
-    nominated_hi = mk_pod("nom-hi", prio=HIGH, cpu=600, nominated="n")
-    nominated_lo = mk_pod("nom-lo", prio=LOW, cpu=900, nominated="n")
-    p = mk_pod("p", prio=MID, cpu=500)
+    node = mknode("n", cpu=1000)
+    running = mkpod("lo", priority=LOW, cpu=600, node_name="n")
+    nominated_hi = mkpod("nom-hi", priority=HIGH, cpu=600, nominated_node_name="n")
+    nominated_lo = mkpod("nom-lo", priority=LOW, cpu=900, nominated_node_name="n")
+    p = mkpod("p", priority=MID, cpu=500)
     snap = mk_snapshot([node], [running, nominated_lo])
     victims, _, status = select_victims_on_node(p, snap.node_info("n"), [], snapshot=snap)
     assert keys(victims) == ["default/lo"] and status is not None and status.is_success()
@@ -418,9 +442,12 @@ def test_higher_priority_nominated_pods_reserve_room() -> None:
 
 
 def test_is_eligible_pod_limits_victims() -> None:
-    pods = [mk_pod("keep", prio=LOW, cpu=500, node="n"), mk_pod("ok", prio=LOW, cpu=500, node="n")]
-    snap = mk_snapshot([mk_node("n", cpu=1000)], pods)
-    p = mk_pod("p", prio=HIGH, cpu=500)
+    pods = [
+        mkpod("keep", priority=LOW, cpu=500, node_name="n"),
+        mkpod("ok", priority=LOW, cpu=500, node_name="n"),
+    ]
+    snap = mk_snapshot([mknode("n", cpu=1000)], pods)
+    p = mkpod("p", priority=HIGH, cpu=500)
     victims, _, _ = select_victims_on_node(
         p, snap.node_info("n"), [], snapshot=snap, is_eligible_pod=lambda ni, v, q: v.name != "keep"
     )
@@ -428,9 +455,9 @@ def test_is_eligible_pod_limits_victims() -> None:
 
 
 def test_extension_error_is_returned() -> None:
-    node = mk_node("node1", cpu=300, labels={"error": "true"})
-    snap = mk_snapshot([node], [mk_pod("p1", node="node1")])
-    p = mk_pod("p", prio=HIGH, cpu=300)
+    node = mknode("node1", cpu=300, labels={"error": "true"})
+    snap = mk_snapshot([node], [mkpod("p1", node_name="node1")])
+    p = mkpod("p", priority=HIGH, cpu=300)
     _, _, status = select_victims_on_node(
         p, snap.node_info("node1"), [], framework=resources_framework(ErrorPlugin()), snapshot=snap
     )
@@ -440,9 +467,9 @@ def test_extension_error_is_returned() -> None:
 
 
 def test_pod_slots_are_freed_by_victims() -> None:
-    snap = mk_snapshot([mk_node("node1", cpu=0, pods=1)], [mk_pod("p1", node="node1")])
+    snap = mk_snapshot([mknode("node1", cpu=0, pods=1)], [mkpod("p1", node_name="node1")])
     victims, _, status = select_victims_on_node(
-        mk_pod("p", prio=HIGH), snap.node_info("node1"), [], snapshot=snap
+        mkpod("p", priority=HIGH), snap.node_info("node1"), [], snapshot=snap
     )
     assert keys(victims) == ["default/p1"] and status is not None and status.is_success()
 
@@ -454,14 +481,14 @@ def _five_nodes(violating: Sequence[int] = ()) -> tuple[Snapshot, list[PodDisrup
     pods = []
     for i in range(5):
         labels = {"app": "protected"} if i in violating else {}
-        pods.append(mk_pod(f"v{i}", prio=LOW, cpu=800, node=f"n{i}", labels=labels))
+        pods.append(mkpod(f"v{i}", priority=LOW, cpu=800, node_name=f"n{i}", labels=labels))
     pdbs = [mk_pdb("pdb", match={"app": "protected"}, allowed=0)]
-    return mk_snapshot([mk_node(f"n{i}", cpu=1000) for i in range(5)], pods, pdbs), pdbs
+    return mk_snapshot([mknode(f"n{i}", cpu=1000) for i in range(5)], pods, pdbs), pdbs
 
 
 def test_dry_run_all_nodes_in_order() -> None:
     snap, pdbs = _five_nodes()
-    p = mk_pod("p", prio=HIGH, cpu=500)
+    p = mkpod("p", priority=HIGH, cpu=500)
     cands, statuses = dry_run_preemption(p, snap.node_info_list, pdbs, 0, 5, snapshot=snap)
     assert [c.name for c in cands] == ["n0", "n1", "n2", "n3", "n4"]
     assert cands[0].victims == Victims([snap.node_info("n0").pods[0]], 0)
@@ -470,7 +497,7 @@ def test_dry_run_all_nodes_in_order() -> None:
 
 def test_dry_run_offset_wraps_and_stops_early() -> None:
     snap, pdbs = _five_nodes()
-    p = mk_pod("p", prio=HIGH, cpu=500)
+    p = mkpod("p", priority=HIGH, cpu=500)
     cands, _ = dry_run_preemption(p, snap.node_info_list, pdbs, 3, 2, snapshot=snap)
     assert [c.name for c in cands] == ["n3", "n4"]
     cands, _ = dry_run_preemption(p, snap.node_info_list, pdbs, 4, 2, snapshot=snap)
@@ -479,7 +506,7 @@ def test_dry_run_offset_wraps_and_stops_early() -> None:
 
 def test_dry_run_keeps_searching_while_only_violating_candidates_exist() -> None:
     snap, pdbs = _five_nodes(violating=(0, 1, 2))
-    p = mk_pod("p", prio=HIGH, cpu=500)
+    p = mkpod("p", priority=HIGH, cpu=500)
     cands, _ = dry_run_preemption(p, snap.node_info_list, pdbs, 0, 2, snapshot=snap)
     # n0, n1 fill the violating list, n2 is dropped, n3 is the first non-violating: stop.
     assert [(c.name, c.victims.num_pdb_violations) for c in cands] == [
@@ -490,9 +517,12 @@ def test_dry_run_keeps_searching_while_only_violating_candidates_exist() -> None
 
 
 def test_dry_run_zero_victims_is_an_error_and_failures_are_reported() -> None:
-    pods = [mk_pod("v0", prio=LOW, cpu=100, node="n0"), mk_pod("v1", prio=HIGH, cpu=900, node="n1")]
-    snap = mk_snapshot([mk_node("n0", cpu=1000), mk_node("n1", cpu=1000)], pods)
-    p = mk_pod("p", prio=MID, cpu=500)
+    pods = [
+        mkpod("v0", priority=LOW, cpu=100, node_name="n0"),
+        mkpod("v1", priority=HIGH, cpu=900, node_name="n1"),
+    ]
+    snap = mk_snapshot([mknode("n0", cpu=1000), mknode("n1", cpu=1000)], pods)
+    p = mkpod("p", priority=MID, cpu=500)
     cands, statuses = dry_run_preemption(p, snap.node_info_list, [], 0, 2, snapshot=snap)
     assert cands == []
     assert statuses.get("n0") == Status(Code.Error, 'expected at least one victim pod on node "n0"')
@@ -519,7 +549,7 @@ def test_dry_run_prefilter_rejection_marks_every_node() -> None:
 
     snap, pdbs = _five_nodes()
     cands, statuses = dry_run_preemption(
-        mk_pod("p", prio=HIGH, cpu=500),
+        mkpod("p", priority=HIGH, cpu=500),
         snap.node_info_list,
         pdbs,
         0,
@@ -539,7 +569,7 @@ def cand(
 ) -> Candidate:
     starts = list(starts) or [None] * len(prios)
     pods = [
-        mk_pod(f"{name}-{i}", prio=pr, start=st)
+        mkpod(f"{name}-{i}", priority=pr, start_time=st)
         for i, (pr, st) in enumerate(zip(prios, starts, strict=True))
     ]
     return Candidate(name, Victims(pods, violations))
@@ -573,8 +603,8 @@ def test_pick_criteria_in_order(candidates: list[Candidate], want: str) -> None:
 
 def test_pick_fewest_victims_when_sums_tie() -> None:
     # With the 2^31 shift, equal sums and different counts need the minimum int32 priority.
-    c = Candidate("c", Victims([mk_pod("c0", prio=-(2**31)), mk_pod("c1", prio=-(2**31))]))
-    d = Candidate("d", Victims([mk_pod("d0", prio=-(2**31))]))
+    c = Candidate("c", Victims([mkpod("c0", priority=-(2**31)), mkpod("c1", priority=-(2**31))]))
+    d = Candidate("d", Victims([mkpod("d0", priority=-(2**31))]))
     # c: top -2^31, sum 0; d: top -2^31, sum 0 -> count decides: d.
     assert pick_one_node_for_preemption([c, d]) == "d"
 

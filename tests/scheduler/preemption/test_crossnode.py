@@ -22,18 +22,16 @@ from scheduler.preemption import PreemptionResult, preempt
 from scheduler.preemption.core import default_preemption_framework
 from scheduler.simulator import simulate
 from scheduler.snapshot import Snapshot
+from tests.support import objects as obj
+from tests.support.preemption import mk_pdb
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "cross-node-preemption.yaml"
 ZONE = "topology.kubernetes.io/zone"
 
 
 def node(name: str, zone: str, *, cpu: str = "4") -> Node:
-    return Node.from_dict(
-        {
-            "metadata": {"name": name, "labels": {ZONE: zone, "kubernetes.io/hostname": name}},
-            "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
-        }
-    )
+    """A node of ``zone``, named by the hostname label too."""
+    return obj.node(name, {ZONE: zone, "kubernetes.io/hostname": name}, cpu=cpu, memory="16Gi")
 
 
 def anti(app: str, key: str = ZONE) -> dict[str, Any]:
@@ -57,30 +55,16 @@ def pod(
     selector: dict[str, str] | None = None,
     tier: str = "",
 ) -> Pod:
-    spec: dict[str, Any] = {
-        "priority": prio,
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    if on:
-        spec["nodeName"] = on
-    if affinity:
-        spec["affinity"] = affinity
-    if selector:
-        spec["nodeSelector"] = selector
-    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": name}
+    """A pod of priority ``prio`` labelled ``app``/``tier`` (when given), bound ``on`` a node."""
     labels = {k: v for k, v in (("app", app), ("tier", tier)) if v}
-    if labels:
-        meta["labels"] = labels
-    return Pod.from_dict({"metadata": meta, "spec": spec})
-
-
-def pdb(name: str, tier: str, allowed: int) -> PodDisruptionBudget:
-    return PodDisruptionBudget.from_dict(
-        {
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"selector": {"matchLabels": {"tier": tier}}},
-            "status": {"disruptionsAllowed": allowed},
-        }
+    return obj.pod(
+        name,
+        priority=prio,
+        cpu=cpu,
+        node_name=on,
+        labels=labels,
+        affinity=affinity or None,
+        node_selector=selector or None,
     )
 
 
@@ -158,7 +142,9 @@ def test_pdbs_decide_between_domains() -> None:
     # Without PDBs the lowest-priority victim wins: batch-a, for a2.
     assert (wide.nominated_node_name, [v.key for v in wide.victims]) == ("a2", ["default/batch-a"])
     # A budget that allows no disruption of batch-a: the fewest PDB violations win, in zone c.
-    snapshot = Snapshot.from_objects([*nodes, *pods, pdb("protect-a", "a", 0)])
+    snapshot = Snapshot.from_objects(
+        [*nodes, *pods, mk_pdb("protect-a", match={"tier": "a"}, allowed=0)]
+    )
     wide = decide(snapshot, p, cross_node=True)
     assert (wide.nominated_node_name, [v.key for v in wide.victims]) == ("c2", ["default/batch-c"])
     verdict = wide.explanation.verdict("a2")
@@ -189,7 +175,11 @@ def zoned(draw: st.DrawFn) -> tuple[list[Node], list[Pod], list[PodDisruptionBud
         tier = draw(st.sampled_from(["", "x"]))
         aff = anti("web") if draw(st.booleans()) and app != "web" else None
         pods.append(pod(f"p{j}", prio, cpu=cpu, on=where, app=app, affinity=aff, tier=tier))
-    pdbs = [pdb("b", "x", draw(st.integers(0, 1)))] if draw(st.booleans()) else []
+    pdbs = (
+        [mk_pdb("b", match={"tier": "x"}, allowed=draw(st.integers(0, 1)))]
+        if draw(st.booleans())
+        else []
+    )
     key = draw(st.sampled_from([ZONE, "kubernetes.io/hostname"]))
     preemptor = pod(
         "incoming",

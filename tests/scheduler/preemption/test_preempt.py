@@ -15,6 +15,7 @@ from kube.objects import Pod, Taint
 from scheduler.framework import Code, CycleState, Framework, NodeToStatus, Status
 from scheduler.preemption import PreemptionResult, evaluator, preempt
 from scheduler.snapshot import NodeInfo, Snapshot
+from tests.support.objects import mknode, mkpod
 from tests.support.preemption import (
     HIGH,
     LOW,
@@ -22,9 +23,7 @@ from tests.support.preemption import (
     VERY_HIGH,
     ErrorPlugin,
     keys,
-    mk_node,
     mk_pdb,
-    mk_pod,
     mk_snapshot,
     resources_framework,
 )
@@ -65,8 +64,8 @@ MODES = pytest.mark.parametrize("mode", ["exhaustive", "sampled"])
 
 @MODES
 def test_higher_priority_pod_preempts(mode: str) -> None:
-    snap = mk_snapshot([mk_node("node1", cpu=0, pods=1)], [mk_pod("p1", node="node1")])
-    r = decide(mk_pod("p", prio=HIGH), snap, unschedulable("node1"), mode=mode)
+    snap = mk_snapshot([mknode("node1", cpu=0, pods=1)], [mkpod("p1", node_name="node1")])
+    r = decide(mkpod("p", priority=HIGH), snap, unschedulable("node1"), mode=mode)
     assert r.nominated_node_name == "node1"
     assert r.status == Status(Code.Success)
     assert keys(r.victims) == ["default/p1"]
@@ -74,8 +73,8 @@ def test_higher_priority_pod_preempts(mode: str) -> None:
 
 @MODES
 def test_tied_priority_is_still_unschedulable(mode: str) -> None:
-    snap = mk_snapshot([mk_node("node1", cpu=0, pods=1)], [mk_pod("p1", node="node1")])
-    r = decide(mk_pod("p"), snap, unschedulable("node1"), mode=mode)
+    snap = mk_snapshot([mknode("node1", cpu=0, pods=1)], [mkpod("p1", node_name="node1")])
+    r = decide(mkpod("p"), snap, unschedulable("node1"), mode=mode)
     assert r.nominated_node_name == ""
     assert r.status == Status(
         U, "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
@@ -91,8 +90,8 @@ def test_tied_priority_is_still_unschedulable(mode: str) -> None:
     ],
 )
 def test_preemption_respects_filter_statuses(statuses: NodeToStatus) -> None:
-    snap = mk_snapshot([mk_node("node1", cpu=0, pods=1)], [mk_pod("p1", node="node1")])
-    r = decide(mk_pod("p", prio=HIGH), snap, statuses)
+    snap = mk_snapshot([mknode("node1", cpu=0, pods=1)], [mkpod("p1", node_name="node1")])
+    r = decide(mkpod("p", priority=HIGH), snap, statuses)
     assert r.nominated_node_name == ""
     assert r.status == Status(
         U, "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
@@ -101,9 +100,12 @@ def test_preemption_respects_filter_statuses(statuses: NodeToStatus) -> None:
 
 @MODES
 def test_preempts_on_the_node_with_lower_priority_pods(mode: str) -> None:
-    pods = [mk_pod("p1", prio=HIGH, node="node1"), mk_pod("p2", prio=LOW, node="node2")]
-    snap = mk_snapshot([mk_node("node1", cpu=0, pods=1), mk_node("node2", cpu=0, pods=1)], pods)
-    r = decide(mk_pod("p", prio=MID), snap, unschedulable("node1", "node2"), mode=mode)
+    pods = [
+        mkpod("p1", priority=HIGH, node_name="node1"),
+        mkpod("p2", priority=LOW, node_name="node2"),
+    ]
+    snap = mk_snapshot([mknode("node1", cpu=0, pods=1), mknode("node2", cpu=0, pods=1)], pods)
+    r = decide(mkpod("p", priority=MID), snap, unschedulable("node1", "node2"), mode=mode)
     assert r.nominated_node_name == "node2"
 
 
@@ -111,17 +113,17 @@ def test_preempts_on_the_node_with_lower_priority_pods(mode: str) -> None:
 def test_min_highest_priority_node_with_pdbs(mode: str) -> None:
     key = "test.kubernetes.io/is-violating-pdb"
     pods = [
-        mk_pod("p1", prio=HIGH, node="node1", labels={key: "non-violating"}),
-        mk_pod("p2", prio=LOW, node="node1", labels={key: "violating"}),
-        mk_pod("p3", prio=MID, node="node2", labels={key: "violating"}),
+        mkpod("p1", priority=HIGH, node_name="node1", labels={key: "non-violating"}),
+        mkpod("p2", priority=LOW, node_name="node1", labels={key: "violating"}),
+        mkpod("p3", priority=MID, node_name="node2", labels={key: "violating"}),
     ]
     pdbs = [
         mk_pdb("violating-pdb", match={key: "violating"}, allowed=0),
         mk_pdb("non-violating-pdb", match={key: "non-violating"}, allowed=2**31 - 1),
     ]
-    nodes = [mk_node("node1", cpu=0, pods=1), mk_node("node2", cpu=0, pods=1)]
+    nodes = [mknode("node1", cpu=0, pods=1), mknode("node2", cpu=0, pods=1)]
     snap = mk_snapshot(nodes, pods, pdbs)
-    r = decide(mk_pod("p", prio=VERY_HIGH), snap, unschedulable("node1", "node2"), mode=mode)
+    r = decide(mkpod("p", priority=VERY_HIGH), snap, unschedulable("node1", "node2"), mode=mode)
     assert r.nominated_node_name == "node2"
     assert r.explanation.verdict("node1").reason.startswith(  # type: ignore[union-attr]
         "lowest priority of the most important victim: 1000 vs 100 on node2"
@@ -129,26 +131,26 @@ def test_min_highest_priority_node_with_pdbs(mode: str) -> None:
 
 
 def test_no_room_even_after_removing_low_priority_pods() -> None:
-    pods = [mk_pod("p1", node="node1"), mk_pod("p2", node="node2")]
-    snap = mk_snapshot([mk_node("node1", cpu=200), mk_node("node2", cpu=200)], pods)
-    r = decide(mk_pod("p", prio=HIGH, cpu=300), snap, unschedulable("node1", "node2"))
+    pods = [mkpod("p1", node_name="node1"), mkpod("p2", node_name="node2")]
+    snap = mk_snapshot([mknode("node1", cpu=200), mknode("node2", cpu=200)], pods)
+    r = decide(mkpod("p", priority=HIGH, cpu=300), snap, unschedulable("node1", "node2"))
     assert r.nominated_node_name == ""
     assert r.status == Status(U, "preemption: 0/2 nodes are available: 2 Insufficient cpu.")
 
 
 def test_mixed_reasons_histogram() -> None:
     pods = [
-        mk_pod("p1", prio=HIGH, node="node1"),
-        mk_pod("p2", node="node2"),
-        mk_pod("p3", prio=HIGH, node="node3"),
+        mkpod("p1", priority=HIGH, node_name="node1"),
+        mkpod("p2", node_name="node2"),
+        mkpod("p3", priority=HIGH, node_name="node3"),
     ]
     nodes = [
-        mk_node("node1", cpu=0, pods=1),
-        mk_node("node2", cpu=200),
-        mk_node("node3", cpu=0, pods=1),
+        mknode("node1", cpu=0, pods=1),
+        mknode("node2", cpu=200),
+        mknode("node3", cpu=0, pods=1),
     ]
     snap = mk_snapshot(nodes, pods)
-    r = decide(mk_pod("p", prio=HIGH, cpu=300), snap, unschedulable("node1", "node2", "node3"))
+    r = decide(mkpod("p", priority=HIGH, cpu=300), snap, unschedulable("node1", "node2", "node3"))
     assert r.status == Status(
         U,
         "preemption: 0/3 nodes are available: 1 Insufficient cpu,"
@@ -157,10 +159,10 @@ def test_mixed_reasons_histogram() -> None:
 
 
 def test_unresolvable_and_absent_nodes_are_not_helpful() -> None:
-    pods = [mk_pod("p1", node="node1"), mk_pod("p2", node="node2")]
-    snap = mk_snapshot([mk_node(f"node{i}", cpu=200) for i in range(1, 5)], pods)
+    pods = [mkpod("p1", node_name="node1"), mkpod("p2", node_name="node2")]
+    snap = mk_snapshot([mknode(f"node{i}", cpu=200) for i in range(1, 5)], pods)
     statuses = NodeToStatus({"node1": Status(U), "node2": Status(U), "node4": Status(UU)})
-    r = decide(mk_pod("p", prio=HIGH, cpu=300), snap, statuses)
+    r = decide(mkpod("p", priority=HIGH, cpu=300), snap, statuses)
     assert r.status == Status(
         U,
         "preemption: 0/4 nodes are available: 2 Insufficient cpu,"
@@ -176,10 +178,10 @@ def test_unresolvable_and_absent_nodes_are_not_helpful() -> None:
 
 
 def test_extension_error_on_the_only_node_is_an_error() -> None:
-    node = mk_node("node1", cpu=300, labels={"error": "true"})
-    snap = mk_snapshot([node], [mk_pod("p1", node="node1")])
+    node = mknode("node1", cpu=300, labels={"error": "true"})
+    snap = mk_snapshot([node], [mkpod("p1", node_name="node1")])
     fw = resources_framework(ErrorPlugin())
-    r = decide(mk_pod("p", prio=HIGH, cpu=300), snap, unschedulable("node1"), framework=fw)
+    r = decide(mkpod("p", priority=HIGH, cpu=300), snap, unschedulable("node1"), framework=fw)
     assert r.nominated_node_name is None
     assert r.status == Status(
         Code.Error,
@@ -188,19 +190,21 @@ def test_extension_error_on_the_only_node_is_an_error() -> None:
 
 
 def test_extension_error_on_one_node_does_not_block_the_other() -> None:
-    nodes = [mk_node("node1", cpu=300, labels={"error": "true"}), mk_node("node2", cpu=300)]
-    pods = [mk_pod("p1", node="node1"), mk_pod("p2", node="node2", cpu=200)]
+    nodes = [mknode("node1", cpu=300, labels={"error": "true"}), mknode("node2", cpu=300)]
+    pods = [mkpod("p1", node_name="node1"), mkpod("p2", node_name="node2", cpu=200)]
     snap = mk_snapshot(nodes, pods)
     fw = resources_framework(ErrorPlugin())
-    r = decide(mk_pod("p", prio=HIGH, cpu=300), snap, unschedulable("node1", "node2"), framework=fw)
+    r = decide(
+        mkpod("p", priority=HIGH, cpu=300), snap, unschedulable("node1", "node2"), framework=fw
+    )
     assert r.nominated_node_name == "node2"
 
 
 def test_distinct_errors_are_aggregated() -> None:
     # Both nodes have room already: zero victims on each is an error.
-    pods = [mk_pod("a", node="n1"), mk_pod("b", node="n2")]
-    snap = mk_snapshot([mk_node("n1", cpu=1000), mk_node("n2", cpu=1000)], pods)
-    r = decide(mk_pod("p", prio=HIGH, cpu=100), snap, unschedulable("n1", "n2"))
+    pods = [mkpod("a", node_name="n1"), mkpod("b", node_name="n2")]
+    snap = mk_snapshot([mknode("n1", cpu=1000), mknode("n2", cpu=1000)], pods)
+    r = decide(mkpod("p", priority=HIGH, cpu=100), snap, unschedulable("n1", "n2"))
     assert r.nominated_node_name is None
     assert r.status == Status(
         Code.Error,
@@ -210,8 +214,8 @@ def test_distinct_errors_are_aggregated() -> None:
 
 
 def test_preemption_policy_never_leaves_nomination_unchanged() -> None:
-    snap = mk_snapshot([mk_node("node1", cpu=0, pods=1)], [mk_pod("p1", node="node1")])
-    r = decide(mk_pod("p", prio=HIGH, policy="Never"), snap, unschedulable("node1"))
+    snap = mk_snapshot([mknode("node1", cpu=0, pods=1)], [mkpod("p1", node_name="node1")])
+    r = decide(mkpod("p", priority=HIGH, preemption_policy="Never"), snap, unschedulable("node1"))
     assert r.nominated_node_name is None
     assert r.status == Status(U, "preemption: not eligible due to preemptionPolicy=Never.")
     assert r.victims == [] and r.nominated_pods_to_clear == []
@@ -220,9 +224,15 @@ def test_preemption_policy_never_leaves_nomination_unchanged() -> None:
 def test_terminating_victim_on_nominated_node_blocks_new_preemption() -> None:
     from tests.support.preemption import preempted_condition
 
-    victim = mk_pod("v", prio=LOW, node="node1", deletion=5.0, conditions=[preempted_condition()])
-    snap = mk_snapshot([mk_node("node1", cpu=0, pods=1), mk_node("node2", cpu=0, pods=1)], [victim])
-    p = mk_pod("p", prio=HIGH, nominated="node1")
+    victim = mkpod(
+        "v",
+        priority=LOW,
+        node_name="node1",
+        deletion_timestamp=5.0,
+        conditions=(preempted_condition(),),
+    )
+    snap = mk_snapshot([mknode("node1", cpu=0, pods=1), mknode("node2", cpu=0, pods=1)], [victim])
+    p = mkpod("p", priority=HIGH, nominated_node_name="node1")
     r = decide(p, snap, unschedulable("node1", "node2"))
     assert r.nominated_node_name is None
     assert (
@@ -232,51 +242,51 @@ def test_terminating_victim_on_nominated_node_blocks_new_preemption() -> None:
 
 
 def test_no_nodes_is_an_error() -> None:
-    r = decide(mk_pod("p", prio=HIGH), Snapshot(), NodeToStatus())
+    r = decide(mkpod("p", priority=HIGH), Snapshot(), NodeToStatus())
     assert r.nominated_node_name is None
     assert r.status == Status(Code.Error, "preemption: no nodes available")
 
 
 def test_lower_priority_nominations_on_the_chosen_node_are_cleared() -> None:
-    nodes = [mk_node("node1", cpu=1000)]
+    nodes = [mknode("node1", cpu=1000)]
     pods = [
-        mk_pod("run", prio=LOW, cpu=900, node="node1"),
-        mk_pod("nom-low", prio=LOW, cpu=100, nominated="node1"),
-        mk_pod("nom-high", prio=VERY_HIGH, cpu=100, nominated="node1"),
+        mkpod("run", priority=LOW, cpu=900, node_name="node1"),
+        mkpod("nom-low", priority=LOW, cpu=100, nominated_node_name="node1"),
+        mkpod("nom-high", priority=VERY_HIGH, cpu=100, nominated_node_name="node1"),
     ]
     snap = mk_snapshot(nodes, pods)
-    r = decide(mk_pod("p", prio=HIGH, cpu=500), snap, unschedulable("node1"))
+    r = decide(mkpod("p", priority=HIGH, cpu=500), snap, unschedulable("node1"))
     assert r.nominated_node_name == "node1"
     assert keys(r.nominated_pods_to_clear) == ["default/nom-low"]
 
 
 def test_preempt_does_not_change_the_snapshot() -> None:
     snap = mk_snapshot(
-        [mk_node("node1", cpu=1000)], [mk_pod("lo", prio=LOW, cpu=900, node="node1")]
+        [mknode("node1", cpu=1000)], [mkpod("lo", priority=LOW, cpu=900, node_name="node1")]
     )
     before = (snap.generation, [ni.generation for ni in snap.node_info_list])
-    decide(mk_pod("p", prio=HIGH, cpu=500), snap, unschedulable("node1"))
+    decide(mkpod("p", priority=HIGH, cpu=500), snap, unschedulable("node1"))
     assert (snap.generation, [ni.generation for ni in snap.node_info_list]) == before
 
 
 def test_unknown_mode_is_rejected() -> None:
     with pytest.raises(ValueError, match="mode must be one of exhaustive, sampled, not 'fast'"):
-        preempt(mk_pod("p"), Snapshot(), node_statuses=NodeToStatus(), mode="fast")
+        preempt(mkpod("p"), Snapshot(), node_statuses=NodeToStatus(), mode="fast")
 
 
 # --- modes -----------------------------------------------------------------------------------
 
 
 def _identical_nodes(n: int) -> Snapshot:
-    nodes = [mk_node(f"n{i}", cpu=1000) for i in range(n)]
-    pods = [mk_pod(f"v{i}", prio=LOW, cpu=800, node=f"n{i}") for i in range(n)]
+    nodes = [mknode(f"n{i}", cpu=1000) for i in range(n)]
+    pods = [mkpod(f"v{i}", priority=LOW, cpu=800, node_name=f"n{i}") for i in range(n)]
     return mk_snapshot(nodes, pods)
 
 
 def test_exhaustive_breaks_full_ties_by_node_order() -> None:
     snap = _identical_nodes(6)
     names = [f"n{i}" for i in range(6)]
-    r = decide(mk_pod("p", prio=HIGH, cpu=500), snap, unschedulable(*names))
+    r = decide(mkpod("p", priority=HIGH, cpu=500), snap, unschedulable(*names))
     assert r.nominated_node_name == "n0"
     v = r.explanation.verdict("n3")
     assert v is not None and v.verdict == "outranked" and v.criterion == 5
@@ -290,7 +300,7 @@ def test_sampled_uses_the_seeded_offset_and_stops_early() -> None:
         rng = random.Random(seed)
         expect_offset = random.Random(seed).randrange(10)
         r = decide(
-            mk_pod("p", prio=HIGH, cpu=500),
+            mkpod("p", priority=HIGH, cpu=500),
             snap,
             unschedulable(*names),
             mode="sampled",
@@ -308,16 +318,18 @@ def test_sampled_uses_the_seeded_offset_and_stops_early() -> None:
 
 
 def test_sampled_drops_violating_candidates_beyond_the_list() -> None:
-    nodes = [mk_node(f"n{i}", cpu=1000) for i in range(4)]
+    nodes = [mknode(f"n{i}", cpu=1000) for i in range(4)]
     pods = [
-        mk_pod(f"v{i}", prio=LOW, cpu=800, node=f"n{i}", labels={"app": "x"} if i < 3 else {})
+        mkpod(
+            f"v{i}", priority=LOW, cpu=800, node_name=f"n{i}", labels={"app": "x"} if i < 3 else {}
+        )
         for i in range(4)
     ]
     snap = mk_snapshot(nodes, pods, [mk_pdb("pdb", match={"app": "x"}, allowed=0)])
     seed = next(s for s in range(100) if random.Random(s).randrange(4) == 0)
     rng = random.Random(seed)  # offset 0: n0 fills the violating list, n1 and n2 are dropped
     r = decide(
-        mk_pod("p", prio=HIGH, cpu=500),
+        mkpod("p", priority=HIGH, cpu=500),
         snap,
         unschedulable("n0", "n1", "n2", "n3"),
         mode="sampled",
@@ -336,15 +348,15 @@ def test_sampled_drops_violating_candidates_beyond_the_list() -> None:
 
 def test_explanation_lines_name_the_reason_for_every_node() -> None:
     nodes = [
-        mk_node("a", cpu=1000),
-        mk_node("b", cpu=1000),
-        mk_node("c", cpu=100),
-        mk_node("d", cpu=1000, taints=(Taint("k", "v", "NoSchedule"),)),
+        mknode("a", cpu=1000),
+        mknode("b", cpu=1000),
+        mknode("c", cpu=100),
+        mknode("d", cpu=1000, taints=(Taint("k", "v", "NoSchedule"),)),
     ]
     pods = [
-        mk_pod("a1", prio=MID, cpu=800, node="a"),
-        mk_pod("b1", prio=LOW, cpu=800, node="b"),
-        mk_pod("c1", prio=LOW, cpu=100, node="c"),
+        mkpod("a1", priority=MID, cpu=800, node_name="a"),
+        mkpod("b1", priority=LOW, cpu=800, node_name="b"),
+        mkpod("c1", priority=LOW, cpu=100, node_name="c"),
     ]
     snap = mk_snapshot(nodes, pods)
     statuses = NodeToStatus(
@@ -355,7 +367,7 @@ def test_explanation_lines_name_the_reason_for_every_node() -> None:
             "d": Status(UU, "node(s) had untolerated taint {k: v}"),
         }
     )
-    r = decide(mk_pod("p", prio=HIGH, cpu=500), snap, statuses)
+    r = decide(mkpod("p", priority=HIGH, cpu=500), snap, statuses)
     assert r.nominated_node_name == "b"
     lines = r.explanation.lines()
     assert lines[0] == (
@@ -376,7 +388,11 @@ def test_explanation_lines_name_the_reason_for_every_node() -> None:
 
 
 def test_explanation_for_ineligible_pod_is_a_summary() -> None:
-    r = preempt(mk_pod("p", prio=HIGH, policy="Never"), Snapshot(), node_statuses=NodeToStatus())
+    r = preempt(
+        mkpod("p", priority=HIGH, preemption_policy="Never"),
+        Snapshot(),
+        node_statuses=NodeToStatus(),
+    )
     assert r.explanation.lines() == [
         "pod default/p (priority 1000): not eligible due to preemptionPolicy=Never."
     ]
@@ -388,12 +404,12 @@ def test_explanation_for_ineligible_pod_is_a_summary() -> None:
 def test_cache_follows_pod_changes_on_nodes() -> None:
     snap = _identical_nodes(4)
     names = unschedulable("n0", "n1", "n2", "n3")
-    p = mk_pod("p", prio=HIGH, cpu=500)
+    p = mkpod("p", priority=HIGH, cpu=500)
     assert decide(p, snap, names).nominated_node_name == "n0"
     snap.remove_pod("default/v0")
-    snap.add_pod(mk_pod("big", prio=HIGH, cpu=900, node="n0"))
+    snap.add_pod(mkpod("big", priority=HIGH, cpu=900, node_name="n0"))
     assert decide(p, snap, names).nominated_node_name == "n1"
-    snap.add_pod(mk_pod("v2b", prio=-5, cpu=800, node="n2"))
+    snap.add_pod(mkpod("v2b", priority=-5, cpu=800, node_name="n2"))
     snap.remove_pod("default/v2")
     # n2 now has a lower-priority victim: criterion 2 prefers it.
     assert decide(p, snap, names).nominated_node_name == "n2"
@@ -401,15 +417,15 @@ def test_cache_follows_pod_changes_on_nodes() -> None:
 
 def test_cache_follows_node_add_remove_and_update() -> None:
     snap = _identical_nodes(3)
-    p = mk_pod("p", prio=HIGH, cpu=500)
+    p = mkpod("p", priority=HIGH, cpu=500)
     statuses = unschedulable("n0", "n1", "n2", "n9")
     assert decide(p, snap, statuses).nominated_node_name == "n0"
     snap.remove_node("n0")
     assert decide(p, snap, statuses).nominated_node_name == "n1"
-    snap.add_node(mk_node("n9", cpu=1000))
-    snap.add_pod(mk_pod("v9", prio=-50, cpu=800, node="n9"))
+    snap.add_node(mknode("n9", cpu=1000))
+    snap.add_pod(mkpod("v9", priority=-50, cpu=800, node_name="n9"))
     assert decide(p, snap, statuses).nominated_node_name == "n9"
-    snap.update_node(mk_node("n9", cpu=400))  # now too small even when empty
+    snap.update_node(mknode("n9", cpu=400))  # now too small even when empty
     r = decide(p, snap, statuses)
     assert r.nominated_node_name == "n1"
     assert r.explanation.verdict("n9").reason == "Insufficient cpu"  # type: ignore[union-attr]
@@ -418,17 +434,17 @@ def test_cache_follows_node_add_remove_and_update() -> None:
 def test_cache_follows_nominated_pods() -> None:
     snap = _identical_nodes(2)
     statuses = unschedulable("n0", "n1")
-    p = mk_pod("p", prio=MID, cpu=500)
+    p = mkpod("p", priority=MID, cpu=500)
     assert decide(p, snap, statuses).nominated_node_name == "n0"
-    snap.add_pod(mk_pod("reserved", prio=HIGH, cpu=600, nominated="n0"))
+    snap.add_pod(mkpod("reserved", priority=HIGH, cpu=600, nominated_node_name="n0"))
     assert decide(p, snap, statuses).nominated_node_name == "n1"
     # A lower-priority nomination does not reserve room.
-    snap.add_pod(mk_pod("weak", prio=LOW, cpu=600, nominated="n1"))
+    snap.add_pod(mkpod("weak", priority=LOW, cpu=600, nominated_node_name="n1"))
     r = decide(p, snap, statuses)
     assert r.nominated_node_name == "n1"
     assert keys(r.nominated_pods_to_clear) == ["default/weak"]
     # The preemptor's own nomination never counts against it.
-    own = mk_pod("p", prio=MID, cpu=500, nominated="n1")
+    own = mkpod("p", priority=MID, cpu=500, nominated_node_name="n1")
     snap.add_pod(own)
     assert decide(own, snap, statuses).nominated_node_name == "n1"
     snap.remove_pod("default/reserved")
@@ -436,13 +452,13 @@ def test_cache_follows_nominated_pods() -> None:
 
 
 def test_cache_follows_now_for_unset_start_times() -> None:
-    nodes = [mk_node("a", cpu=1000), mk_node("b", cpu=1000)]
+    nodes = [mknode("a", cpu=1000), mknode("b", cpu=1000)]
     pods = [
-        mk_pod("unset", prio=LOW, cpu=800, node="a"),
-        mk_pod("set", prio=LOW, cpu=800, node="b", start=1000.0),
+        mkpod("unset", priority=LOW, cpu=800, node_name="a"),
+        mkpod("set", priority=LOW, cpu=800, node_name="b", start_time=1000.0),
     ]
     snap = mk_snapshot(nodes, pods)
-    p = mk_pod("p", prio=HIGH, cpu=500)
+    p = mkpod("p", priority=HIGH, cpu=500)
     statuses = unschedulable("a", "b")
     assert decide(p, snap, statuses).nominated_node_name == "a"  # unset = latest
     assert decide(p, snap, statuses, now=500.0).nominated_node_name == "b"
@@ -450,19 +466,19 @@ def test_cache_follows_now_for_unset_start_times() -> None:
 
 
 def test_cache_follows_pdbs_and_preemptor_spec() -> None:
-    nodes = [mk_node("a", cpu=1000), mk_node("b", cpu=1000)]
+    nodes = [mknode("a", cpu=1000), mknode("b", cpu=1000)]
     pods = [
-        mk_pod("va", prio=LOW, cpu=800, node="a", labels={"app": "x"}),
-        mk_pod("vb", prio=LOW, cpu=800, node="b"),
+        mkpod("va", priority=LOW, cpu=800, node_name="a", labels={"app": "x"}),
+        mkpod("vb", priority=LOW, cpu=800, node_name="b"),
     ]
     snap = mk_snapshot(nodes, pods)
     statuses = unschedulable("a", "b")
-    p = mk_pod("p", prio=HIGH, cpu=500)
+    p = mkpod("p", priority=HIGH, cpu=500)
     assert decide(p, snap, statuses).nominated_node_name == "a"
     snap.add_pdb(mk_pdb("pdb", match={"app": "x"}, allowed=0))
     assert decide(p, snap, statuses).nominated_node_name == "b"
     # A bigger preemptor no longer fits anywhere.
-    r = decide(mk_pod("p", prio=HIGH, cpu=1500), snap, statuses)
+    r = decide(mkpod("p", priority=HIGH, cpu=1500), snap, statuses)
     assert r.status.message == "preemption: 0/2 nodes are available: 2 Insufficient cpu."
 
 
@@ -497,11 +513,11 @@ def test_node_local_plugins_are_not_reevaluated() -> None:
     fw = Framework([plugin])
     snap = _identical_nodes(50)
     statuses = unschedulable(*(f"n{i}" for i in range(50)))
-    p = mk_pod("p", prio=HIGH)
+    p = mkpod("p", priority=HIGH)
     preempt(p, snap, node_statuses=statuses, framework=fw)
     first = plugin.calls
     assert first >= 50
-    r = preempt(mk_pod("q", prio=HIGH), snap, node_statuses=statuses, framework=fw)
+    r = preempt(mkpod("q", priority=HIGH), snap, node_statuses=statuses, framework=fw)
     assert plugin.calls == first  # same signature, nothing changed: all outcomes reused
     assert r.nominated_node_name == "n0"
 
@@ -519,30 +535,30 @@ def test_preemptors_differing_only_in_labels_share_outcomes(
         return real(pod, node_info, **kw)
 
     monkeypatch.setattr(evaluator, "evaluate_node", counting)
-    nodes = [mk_node(f"n{i}", cpu=4000) for i in range(20)]
-    pods = [mk_pod(f"low-{i}", prio=0, cpu=3500, node=f"n{i}") for i in range(20)]
+    nodes = [mknode(f"n{i}", cpu=4000) for i in range(20)]
+    pods = [mkpod(f"low-{i}", priority=0, cpu=3500, node_name=f"n{i}") for i in range(20)]
     snap = mk_snapshot(nodes, pods)
     statuses = unschedulable(*(f"n{i}" for i in range(20)))
     first = preempt(
-        mk_pod("a", prio=HIGH, cpu=3000, labels={"signature": "1"}), snap, node_statuses=statuses
+        mkpod("a", priority=HIGH, cpu=3000, labels={"signature": "1"}), snap, node_statuses=statuses
     )
     assert len(calls) == 20
     second = preempt(
-        mk_pod("b", prio=HIGH, cpu=3000, labels={"signature": "2"}), snap, node_statuses=statuses
+        mkpod("b", priority=HIGH, cpu=3000, labels={"signature": "2"}), snap, node_statuses=statuses
     )
     assert len(calls) == 20  # nothing re-evaluated
     assert second.nominated_node_name == first.nominated_node_name == "n0"
     # A plugin that declares itself node-local may read labels: then they count.
     fw = Framework([CountingFit(node_local=True, limit={"pods": 1})])
     preempt(
-        mk_pod("c", prio=HIGH, labels={"signature": "3"}),
+        mkpod("c", priority=HIGH, labels={"signature": "3"}),
         snap,
         node_statuses=statuses,
         framework=fw,
     )
     before = len(calls)
     preempt(
-        mk_pod("d", prio=HIGH, labels={"signature": "4"}),
+        mkpod("d", priority=HIGH, labels={"signature": "4"}),
         snap,
         node_statuses=statuses,
         framework=fw,
@@ -556,7 +572,7 @@ def test_other_plugins_are_reevaluated_every_decision() -> None:
     fw = Framework([plugin])
     snap = _identical_nodes(3)
     statuses = unschedulable("n0", "n1", "n2")
-    p = mk_pod("p", prio=HIGH)
+    p = mkpod("p", priority=HIGH)
     assert preempt(p, snap, node_statuses=statuses, framework=fw).nominated_node_name == "n0"
     limit["pods"] = 0  # nothing fits anywhere now, without any snapshot change
     r = preempt(p, snap, node_statuses=statuses, framework=fw)
@@ -565,9 +581,11 @@ def test_other_plugins_are_reevaluated_every_decision() -> None:
 
 def test_many_decisions_match_the_reference() -> None:
     """A PreemptionAsync-like run where every decision changes the snapshot."""
-    nodes = [mk_node(f"n{i}", cpu=4000) for i in range(8)]
+    nodes = [mknode(f"n{i}", cpu=4000) for i in range(8)]
     pods = [
-        mk_pod(f"low-{i}-{k}", prio=k % 3 - 1, cpu=900, node=f"n{i}", start=float(k * i))
+        mkpod(
+            f"low-{i}-{k}", priority=k % 3 - 1, cpu=900, node_name=f"n{i}", start_time=float(k * i)
+        )
         for i in range(8)
         for k in range(4)
     ]
@@ -575,7 +593,7 @@ def test_many_decisions_match_the_reference() -> None:
     statuses = unschedulable(*(f"n{i}" for i in range(8)))
     for mode in ("exhaustive", "sampled"):
         for i in range(10):
-            p = mk_pod(f"high-{mode}-{i}", prio=HIGH + i % 2, cpu=3000)
+            p = mkpod(f"high-{mode}-{i}", priority=HIGH + i % 2, cpu=3000)
             a = preempt(p, fast_snap, node_statuses=statuses, mode=mode, rng=random.Random(i))
             b = preempt(
                 p, naive_snap, node_statuses=statuses, mode=mode, rng=random.Random(i), naive=True
@@ -589,15 +607,15 @@ def test_many_decisions_match_the_reference() -> None:
 
 
 def test_failure_summaries() -> None:
-    pods = [mk_pod("p1", node="node1"), mk_pod("p2", node="node2")]
-    snap = mk_snapshot([mk_node("node1", cpu=200), mk_node("node2", cpu=200)], pods)
-    r = decide(mk_pod("p", prio=HIGH, cpu=300), snap, unschedulable("node1", "node2"))
+    pods = [mkpod("p1", node_name="node1"), mkpod("p2", node_name="node2")]
+    snap = mk_snapshot([mknode("node1", cpu=200), mknode("node2", cpu=200)], pods)
+    r = decide(mkpod("p", priority=HIGH, cpu=300), snap, unschedulable("node1", "node2"))
     assert r.explanation.summary == (
         "pod default/p (priority 1000): no preemption candidate:"
         " 0/2 nodes are available: 2 Insufficient cpu."
     )
-    snap = mk_snapshot([mk_node("n1", cpu=1000)], [mk_pod("a", node="n1")])
-    r = decide(mk_pod("p", prio=HIGH, cpu=100), snap, unschedulable("n1"))
+    snap = mk_snapshot([mknode("n1", cpu=1000)], [mkpod("a", node_name="n1")])
+    r = decide(mkpod("p", priority=HIGH, cpu=100), snap, unschedulable("n1"))
     assert r.explanation.summary == (
         "pod default/p (priority 1000): preemption failed:"
         ' expected at least one victim pod on node "n1"'
@@ -607,12 +625,12 @@ def test_failure_summaries() -> None:
 
 def test_cache_follows_nodes_shifting_position() -> None:
     snap = _identical_nodes(4)
-    p = mk_pod("p", prio=HIGH, cpu=500)
+    p = mkpod("p", priority=HIGH, cpu=500)
     statuses = unschedulable("n0", "n1", "n2", "n3", "n7")
     assert decide(p, snap, statuses).nominated_node_name == "n0"
     snap.remove_node("n1")  # n2, n3 move up; n7 takes the last position
-    snap.add_node(mk_node("n7", cpu=1000))
-    snap.add_pod(mk_pod("v7", prio=-1, cpu=800, node="n7"))
+    snap.add_node(mknode("n7", cpu=1000))
+    snap.add_pod(mkpod("v7", priority=-1, cpu=800, node_name="n7"))
     r = decide(p, snap, statuses)
     assert r.nominated_node_name == "n7"
     assert [v.node for v in r.explanation.nodes()] == ["n0", "n2", "n3", "n7"]
@@ -623,7 +641,7 @@ def test_cached_snapshots_are_still_collected() -> None:
     import weakref
 
     snap = _identical_nodes(3)
-    preempt(mk_pod("p", prio=HIGH, cpu=500), snap, node_statuses=unschedulable("n0", "n1", "n2"))
+    preempt(mkpod("p", priority=HIGH, cpu=500), snap, node_statuses=unschedulable("n0", "n1", "n2"))
     ref = weakref.ref(snap)
     del snap
     gc.collect()
@@ -656,7 +674,7 @@ def test_prefilter_rejection_is_every_potential_node_status(mode: str) -> None:
     snap = _identical_nodes(3)
     fw = resources_framework(PreFilterVerdict(Status(U, "not today")))
     r = decide(
-        mk_pod("p", prio=HIGH, cpu=500),
+        mkpod("p", priority=HIGH, cpu=500),
         snap,
         NodeToStatus({"n0": Status(U), "n1": Status(U), "n2": Status(UU)}),
         framework=fw,
@@ -673,6 +691,6 @@ def test_prefilter_rejection_is_every_potential_node_status(mode: str) -> None:
 def test_prefilter_error_is_returned() -> None:
     snap = _identical_nodes(1)
     fw = resources_framework(PreFilterVerdict(Status(Code.Error, "broken")))
-    r = decide(mk_pod("p", prio=HIGH, cpu=500), snap, unschedulable("n0"), framework=fw)
+    r = decide(mkpod("p", priority=HIGH, cpu=500), snap, unschedulable("n0"), framework=fw)
     assert r.nominated_node_name is None
     assert r.status == Status(Code.Error, 'preemption: running PreFilter plugin "Verdict": broken')

@@ -33,7 +33,8 @@ from scheduler.preemption import (
 )
 from scheduler.preemption.core import default_preemption_framework
 from scheduler.snapshot import NodeInfo, Snapshot
-from tests.support.preemption import keys, mk_node, mk_pdb, mk_pod
+from tests.support.objects import mknode, mkpod
+from tests.support.preemption import keys, mk_pdb
 
 PRIORITIES = [-10, 0, 5, 10, None]
 LABELS: list[dict[str, str]] = [{}, {"app": "a"}, {"app": "b"}]
@@ -77,7 +78,7 @@ def preemptor_pods(draw: Callable[..., object], prefix: str, count: int) -> list
         prio = draw(st.sampled_from([-5, 7, 20, 20, 20]))
         cpu = draw(st.sampled_from([100, 400, 900, 1500]))
         assert isinstance(prio, int) and isinstance(cpu, int)
-        out.append(mk_pod(f"{prefix}{i}", prio=prio, cpu=cpu))
+        out.append(mkpod(f"{prefix}{i}", priority=prio, cpu=cpu))
     return out
 
 
@@ -85,7 +86,7 @@ def preemptor_pods(draw: Callable[..., object], prefix: str, count: int) -> list
 def clusters(draw: st.DrawFn) -> Cluster:
     n_nodes = draw(st.integers(1, 6))
     nodes = [
-        mk_node(
+        mknode(
             f"n{i}",
             cpu=draw(st.sampled_from([500, 1000, 2000])),
             pods=draw(st.integers(2, 6)),
@@ -93,23 +94,23 @@ def clusters(draw: st.DrawFn) -> Cluster:
         for i in range(n_nodes)
     ]
     pods = [
-        mk_pod(
+        mkpod(
             f"p{i}-{k}",
-            prio=draw(st.sampled_from(PRIORITIES)),
+            priority=draw(st.sampled_from(PRIORITIES)),
             cpu=draw(st.sampled_from([0, 200, 300, 600])),
-            node=f"n{i}",
+            node_name=f"n{i}",
             labels=draw(st.sampled_from(LABELS)),
-            start=draw(st.sampled_from(STARTS)),
+            start_time=draw(st.sampled_from(STARTS)),
         )
         for i in range(n_nodes)
         for k in range(draw(st.integers(0, 5)))
     ]
     pods += [
-        mk_pod(
+        mkpod(
             f"nom{j}",
-            prio=draw(st.sampled_from(PRIORITIES)),
+            priority=draw(st.sampled_from(PRIORITIES)),
             cpu=draw(st.sampled_from([100, 400])),
-            nominated=f"n{draw(st.integers(0, n_nodes - 1))}",
+            nominated_node_name=f"n{draw(st.integers(0, n_nodes - 1))}",
         )
         for j in range(draw(st.integers(0, 2)))
     ]

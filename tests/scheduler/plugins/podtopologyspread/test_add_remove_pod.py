@@ -18,6 +18,7 @@ from kube.objects import Node, Pod
 from scheduler.plugins.podtopologyspread.filtering import (
     PRE_FILTER_STATE_KEY,
 )
+from tests.support import objects as obj
 from tests.support.spread import (
     BAR,
     DNS,
@@ -26,12 +27,12 @@ from tests.support.spread import (
     UNSCHEDULABLE_TAINT,
     assert_state,
     four_nodes,
-    mknode,
-    mkpod,
     n,
+    node_not_in,
     on,
     plugin,
     run_pre_filter,
+    tolerate,
     tsc,
     z,
     zn,
@@ -56,11 +57,11 @@ class ExtensionCase:
 
 def preemptor(*keys: str, selector: Mapping[str, Any] = FOO, **extra: Any) -> Pod:
     labels = {"foo": "", **({"bar": ""} if "bar" in extra.pop("with_labels", ()) else {})}
-    return mkpod("p", labels=labels, spread=[tsc(1, k) for k in keys], **extra)
+    return obj.pod("p", labels=labels, spread=[tsc(1, k) for k in keys], **extra)
 
 
 def zn_foo(name: str, zone: str, foo: str) -> Node:
-    return mknode(name, {"zone": zone, "node": name, "foo": foo})
+    return obj.node(name, {"zone": zone, "node": name, "foo": foo})
 
 
 ADD_CASES = [
@@ -69,7 +70,7 @@ ADD_CASES = [
         preemptor("node"),
         [zn("node-a", "zone1"), zn("node-b", "zone1")],
         [],
-        mkpod("p-a1", node="node-a", labels={"foo": ""}),
+        obj.pod("p-a1", node_name="node-a", labels={"foo": ""}),
         0,
         {"node": 2},
         {"node": (("node-b", 0), ("node-a", 1))},
@@ -80,7 +81,7 @@ ADD_CASES = [
         preemptor("node"),
         [zn("node-a", "zone1"), zn("node-b", "zone1")],
         on("node-b", 1),
-        mkpod("p-a1", node="node-a", labels={"foo": ""}),
+        obj.pod("p-a1", node_name="node-a", labels={"foo": ""}),
         0,
         {"node": 2},
         {"node": (("node-a", 1), ("node-b", 1))},
@@ -91,7 +92,7 @@ ADD_CASES = [
         preemptor("node"),
         [zn("node-a", "zone1"), zn("node-b", "zone1")],
         on("node-b", 1),
-        mkpod("p-a1", node="node-a", ns="ns1", labels={"foo": ""}),
+        obj.pod("p-a1", node_name="node-a", namespace="ns1", labels={"foo": ""}),
         0,
         {"node": 2},
         {"node": (("node-a", 0), ("node-b", 1))},
@@ -102,7 +103,7 @@ ADD_CASES = [
         preemptor("node"),
         [zn("node-a", "zone1"), zn("node-b", "zone1")],
         on("node-b", 1),
-        mkpod("p-b2", node="node-b", labels={"foo": ""}),
+        obj.pod("p-b2", node_name="node-b", labels={"foo": ""}),
         1,
         {"node": 2},
         {"node": (("node-a", 0), ("node-b", 2))},
@@ -113,7 +114,7 @@ ADD_CASES = [
         preemptor("zone", "node"),
         [zn("node-a", "zone1"), zn("node-x", "zone2")],
         [],
-        mkpod("p-a1", node="node-a", labels={"foo": ""}),
+        obj.pod("p-a1", node_name="node-a", labels={"foo": ""}),
         0,
         {"zone": 2, "node": 2},
         {"zone": (("zone2", 0), ("zone1", 1)), "node": (("node-x", 0), ("node-a", 1))},
@@ -124,7 +125,7 @@ ADD_CASES = [
         preemptor("zone", "node"),
         [zn("node-a", "zone1"), zn("node-x", "zone2")],
         on("node-x", 1),
-        mkpod("p-a1", node="node-a", labels={"foo": ""}),
+        obj.pod("p-a1", node_name="node-a", labels={"foo": ""}),
         0,
         {"zone": 2, "node": 2},
         {"zone": (("zone1", 1), ("zone2", 1)), "node": (("node-a", 1), ("node-x", 1))},
@@ -136,7 +137,7 @@ ADD_CASES = [
         preemptor("zone", "node"),
         [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-x", "zone2")],
         on("node-b", 2) + on("node-x", 1),
-        mkpod("p-a1", node="node-a", labels={"foo": ""}),
+        obj.pod("p-a1", node_name="node-a", labels={"foo": ""}),
         0,
         {"zone": 2, "node": 3},
         {"zone": (("zone2", 1), ("zone1", 3)), "node": (("node-a", 1), ("node-x", 1))},
@@ -144,7 +145,7 @@ ADD_CASES = [
     ),
     ExtensionCase(
         "Constraints hold different labelSelectors, node a impacts topologyKeyToMinPodsMap on zone",
-        mkpod(
+        obj.pod(
             "p", labels={"foo": "", "bar": ""}, spread=[tsc(1, "zone"), tsc(1, "node", DNS, BAR)]
         ),
         [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-x", "zone2")],
@@ -153,7 +154,7 @@ ADD_CASES = [
             *on("node-x", 1, labels={"foo": "", "bar": ""}),
             *on("node-x", 1, labels={"bar": ""}, tag="b"),
         ],
-        mkpod("p-a1", node="node-a", labels={"foo": ""}),
+        obj.pod("p-a1", node_name="node-a", labels={"foo": ""}),
         0,
         {"zone": 2, "node": 3},
         {"zone": (("zone2", 1), ("zone1", 2)), "node": (("node-a", 0), ("node-b", 1))},
@@ -162,7 +163,7 @@ ADD_CASES = [
     ExtensionCase(
         "Constraints hold different labelSelectors, node a impacts topologyKeyToMinPodsMap on"
         " both zone and node",
-        mkpod(
+        obj.pod(
             "p", labels={"foo": "", "bar": ""}, spread=[tsc(1, "zone"), tsc(1, "node", DNS, BAR)]
         ),
         [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-x", "zone2")],
@@ -171,7 +172,7 @@ ADD_CASES = [
             *on("node-x", 1, labels={"foo": "", "bar": ""}),
             *on("node-x", 1, labels={"bar": ""}, tag="b"),
         ],
-        mkpod("p-a1", node="node-a", labels={"foo": "", "bar": ""}),
+        obj.pod("p-a1", node_name="node-a", labels={"foo": "", "bar": ""}),
         0,
         {"zone": 2, "node": 3},
         {"zone": (("zone1", 1), ("zone2", 1)), "node": (("node-a", 1), ("node-b", 1))},
@@ -181,18 +182,18 @@ ADD_CASES = [
         ExtensionCase(
             f"add a pod when scheduling node affinity unmatched pod with NodeInclusionPolicy"
             f" {gate}",
-            mkpod(
+            obj.pod(
                 "p",
                 labels={"foo": ""},
-                affinity_not_in=("foo", ["bar"]),
+                affinity=node_not_in("foo", ["bar"]),
                 spread=[tsc(1, "zone")],
             ),
             [zn_foo("node-a", "zone1", "bar"), zn_foo("node-b", "zone2", "")],
             [
-                mkpod("p-a2", node="node-a", labels={"foo": "", "zone": "zone1"}),
-                mkpod("p-b1", node="node-b", labels={"foo": "", "zone": "zone2"}),
+                obj.pod("p-a2", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
+                obj.pod("p-b1", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
             ],
-            mkpod("p-a1", node="node-a", labels={"foo": "", "zone": "zone1"}),
+            obj.pod("p-a1", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
             0,
             {"zone": 1},
             {"zone": (("zone2", 1), NOT_SET)},
@@ -204,13 +205,13 @@ ADD_CASES = [
     *[
         ExtensionCase(
             f"add a pod when scheduling node affinity matched pod with NodeInclusionPolicy {gate}",
-            mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+            obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
             [zn_foo("node-a", "zone1", "bar"), zn_foo("node-b", "zone2", "")],
             [
-                mkpod("p-a1", node="node-a", labels={"foo": "", "zone": "zone1"}),
-                mkpod("p-b2", node="node-b", labels={"foo": "", "zone": "zone2"}),
+                obj.pod("p-a1", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
+                obj.pod("p-b2", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
             ],
-            mkpod("p-b1", node="node-b", labels={"foo": "", "zone": "zone2"}),
+            obj.pod("p-b1", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
             1,
             {"zone": 2},
             {"zone": (("zone1", 1), ("zone2", 2))},
@@ -221,13 +222,13 @@ ADD_CASES = [
     ],
     ExtensionCase(
         "add a label selector not matched pod when with NodeInclusionPolicy enabled",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         [zn_foo("node-a", "zone1", "bar"), zn_foo("node-b", "zone2", "")],
         [
-            mkpod("p-a1", node="node-a", labels={"foo": "", "zone": "zone1"}),
-            mkpod("p-b2", node="node-b", labels={"foo": "", "zone": "zone2"}),
+            obj.pod("p-a1", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
+            obj.pod("p-b2", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
         ],
-        mkpod("p-b1", node="node-b", labels={"zone": "zone2"}),
+        obj.pod("p-b1", node_name="node-b", labels={"zone": "zone2"}),
         1,
         {"zone": 2},
         {"zone": (("zone1", 1), ("zone2", 1))},
@@ -235,16 +236,16 @@ ADD_CASES = [
     ),
     ExtensionCase(
         "add a pod when scheduling taint untolerated pod with NodeInclusionPolicy disabled",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         [
-            mknode("node-a", {"zone": "zone1", "node": "node-a"}, tainted=True),
+            obj.node("node-a", {"zone": "zone1", "node": "node-a"}, taints=[UNSCHEDULABLE_TAINT]),
             zn("node-b", "zone2"),
         ],
         [
-            mkpod("p-a1", node="node-a", labels={"foo": "", "zone": "zone1"}),
-            mkpod("p-b2", node="node-b", labels={"foo": "", "zone": "zone2"}),
+            obj.pod("p-a1", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
+            obj.pod("p-b2", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
         ],
-        mkpod("p-b1", node="node-b", labels={"foo": "", "zone": "zone2"}),
+        obj.pod("p-b1", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
         1,
         {"zone": 2},
         {"zone": (("zone1", 1), ("zone2", 2))},
@@ -253,21 +254,21 @@ ADD_CASES = [
     ),
     ExtensionCase(
         "add a pod when scheduling taint tolerated pod with NodeInclusionPolicy enabled",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
-            tolerate=UNSCHEDULABLE_TAINT["key"],
+            tolerations=tolerate(UNSCHEDULABLE_TAINT["key"]),
             spread=[tsc(1, "zone")],
         ),
         [
-            mknode("node-a", {"zone": "zone1", "node": "node-a"}, tainted=True),
+            obj.node("node-a", {"zone": "zone1", "node": "node-a"}, taints=[UNSCHEDULABLE_TAINT]),
             zn("node-b", "zone2"),
         ],
         [
-            mkpod("p-a1", node="node-a", labels={"foo": "", "zone": "zone1"}),
-            mkpod("p-b2", node="node-b", labels={"foo": "", "zone": "zone2"}),
+            obj.pod("p-a1", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
+            obj.pod("p-b2", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
         ],
-        mkpod("p-b1", node="node-b", labels={"foo": "", "zone": "zone2"}),
+        obj.pod("p-b1", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
         1,
         {"zone": 2},
         {"zone": (("zone1", 1), ("zone2", 2))},
@@ -314,13 +315,13 @@ REMOVE_CASES = [
         preemptor("zone"),
         four_nodes(),
         [
-            mkpod("p-a0", node="node-a", labels={"bar": ""}),
+            obj.pod("p-a0", node_name="node-a", labels={"bar": ""}),
             *on("node-a", 1),
             *on("node-b", 1),
             *on("node-x", 1),
             *on("node-y", 1),
         ],
-        mkpod("p-a0", node="node-a", labels={"bar": ""}),
+        obj.pod("p-a0", node_name="node-a", labels={"bar": ""}),
         0,
         {"zone": 2},
         {"zone": (("zone1", 2), ("zone2", 2))},
@@ -331,7 +332,7 @@ REMOVE_CASES = [
         preemptor("zone"),
         four_nodes(),
         on("node-a", 1) + on("node-b", 1) + on("node-x", 1) + on("node-y", 1),
-        mkpod("p-a0", node="node-a", labels={"bar": ""}),
+        obj.pod("p-a0", node_name="node-a", labels={"bar": ""}),
         0,
         {"zone": 2},
         {"zone": (("zone1", 2), ("zone2", 2))},
@@ -352,18 +353,18 @@ REMOVE_CASES = [
         ExtensionCase(
             f"remove a pod when scheduling node affinity unmatched pod with NodeInclusionPolicy"
             f" {gate}",
-            mkpod(
+            obj.pod(
                 "p",
                 labels={"foo": ""},
-                affinity_not_in=("foo", ["bar"]),
+                affinity=node_not_in("foo", ["bar"]),
                 spread=[tsc(1, "zone")],
             ),
             [zn_foo("node-a", "zone1", "bar"), zn_foo("node-b", "zone2", "")],
             [
-                mkpod("p-a2", node="node-a", labels={"foo": "", "zone": "zone1"}),
-                mkpod("p-b1", node="node-b", labels={"foo": "", "zone": "zone2"}),
+                obj.pod("p-a2", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
+                obj.pod("p-b1", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
             ],
-            mkpod("p-a1", node="node-a", labels={"foo": "", "zone": "zone1"}),
+            obj.pod("p-a1", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
             0,
             {"zone": 1},
             {"zone": (("zone2", 1), NOT_SET)},
@@ -376,13 +377,13 @@ REMOVE_CASES = [
         ExtensionCase(
             f"remove a pod when scheduling node affinity matched pod with NodeInclusionPolicy"
             f" {gate}",
-            mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+            obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
             [zn_foo("node-a", "zone1", "bar"), zn_foo("node-b", "zone2", "")],
             [
-                mkpod("p-a1", node="node-a", labels={"foo": "", "zone": "zone1"}),
-                mkpod("p-b2", node="node-b", labels={"foo": "", "zone": "zone2"}),
+                obj.pod("p-a1", node_name="node-a", labels={"foo": "", "zone": "zone1"}),
+                obj.pod("p-b2", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
             ],
-            mkpod("p-b1", node="node-b", labels={"foo": "", "zone": "zone2"}),
+            obj.pod("p-b1", node_name="node-b", labels={"foo": "", "zone": "zone2"}),
             1,
             {"zone": 2},
             {"zone": (("zone2", 0), ("zone1", 1))},
@@ -410,7 +411,10 @@ def test_clone_is_independent_of_the_original() -> None:
     state, snapshot, _ = run_pre_filter(pl, pod, [*four_nodes(), *on("node-a", 1)])
     copy = state.clone()
     pl.add_pod(
-        copy, pod, mkpod("extra", node="node-x", labels={"foo": ""}), snapshot.node_info("node-x")
+        copy,
+        pod,
+        obj.pod("extra", node_name="node-x", labels={"foo": ""}),
+        snapshot.node_info("node-x"),
     )
     assert state.read(PRE_FILTER_STATE_KEY).tp_pair_to_match_num == z(1, 0)
     assert copy.read(PRE_FILTER_STATE_KEY).tp_pair_to_match_num == z(1, 1)

@@ -20,7 +20,8 @@ from scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY, 
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY, PreScoreState
 from scheduler.snapshot import Snapshot
-from tests.support.spread import BAR, DNS, FOO, HOSTNAME, SA, ZONE, mknode, mkpod, tsc
+from tests.support import objects as obj
+from tests.support.spread import BAR, DNS, FOO, HOSTNAME, SA, ZONE, tolerate, tsc, unschedulable
 
 NODES = 5
 LABELS = [{"foo": ""}, {"bar": ""}, {"foo": "", "bar": ""}, {}]
@@ -41,12 +42,12 @@ def _incoming(draw: st.DrawFn) -> Pod:
         )
         for key in keys
     ]
-    return mkpod(
+    return obj.pod(
         "incoming",
         labels=draw(st.sampled_from(LABELS)),
         spread=spread,
         node_selector=draw(st.sampled_from([None, {"disk": "ssd"}])),
-        tolerate=draw(st.sampled_from(["", "node.kubernetes.io/unschedulable"])),
+        tolerations=tolerate(draw(st.sampled_from(["", "node.kubernetes.io/unschedulable"]))),
     )
 
 
@@ -70,10 +71,10 @@ def _step(draw: st.DrawFn, snap: Snapshot, step: str, serial: int) -> None:
     bound = list(snap.bound_pods())
     if step == "bind" or (step in ("remove", "terminate") and not bound):
         snap.add_pod(
-            mkpod(
+            obj.pod(
                 f"p{serial}",
-                node=draw(st.sampled_from(names)),
-                ns=draw(st.sampled_from(["default", "other"])),
+                node_name=draw(st.sampled_from(names)),
+                namespace=draw(st.sampled_from(["default", "other"])),
                 labels=draw(st.sampled_from(LABELS)),
             )
         )
@@ -84,12 +85,16 @@ def _step(draw: st.DrawFn, snap: Snapshot, step: str, serial: int) -> None:
         snap.update_pod(pod.with_changes(deletion_timestamp=1.0))
     elif step == "add-node":
         i = len(names) + serial
-        snap.add_node(mknode(f"n{i}", _node_labels(draw, i), tainted=draw(st.booleans())))
+        snap.add_node(
+            obj.node(f"n{i}", _node_labels(draw, i), taints=unschedulable(draw(st.booleans())))
+        )
     else:
         ni = snap.node_info(draw(st.sampled_from(names)))
         assert ni.node is not None
         i = int(ni.name[1:])
-        snap.add_node(mknode(ni.name, _node_labels(draw, i), tainted=draw(st.booleans())))
+        snap.add_node(
+            obj.node(ni.name, _node_labels(draw, i), taints=unschedulable(draw(st.booleans())))
+        )
 
 
 def _pre_filter(pts: PodTopologySpread, pod: Pod, snap: Snapshot) -> Any:
@@ -122,7 +127,11 @@ def test_kept_counts_equal_the_walk_through_changes(
     data: st.DataObject, incoming: Pod, steps: list[str], service: bool
 ) -> None:
     nodes = [
-        mknode(f"n{i}", _node_labels(data.draw, i), tainted=data.draw(st.integers(0, 4)) == 0)
+        obj.node(
+            f"n{i}",
+            _node_labels(data.draw, i),
+            taints=unschedulable(data.draw(st.integers(0, 4)) == 0),
+        )
         for i in range(NODES)
     ]
     objects: list[Any] = [*nodes]
@@ -151,9 +160,9 @@ def test_kept_counts_equal_the_walk_through_changes(
 def test_critical_paths_ties_go_to_the_first_pair_met() -> None:
     """Three zones with equal counts: the paths are the first two zones of the node order,
     as ``CriticalPaths.update`` over the walk leaves them."""
-    nodes = [mknode(f"n{i}", {HOSTNAME: f"n{i}", ZONE: z}) for i, z in enumerate("cab")]
+    nodes = [obj.node(f"n{i}", {HOSTNAME: f"n{i}", ZONE: z}) for i, z in enumerate("cab")]
     snap = Snapshot.from_objects(nodes)
-    pod = mkpod("p", labels={"foo": ""}, spread=[tsc(1, ZONE, DNS, FOO)])
+    pod = obj.pod("p", labels={"foo": ""}, spread=[tsc(1, ZONE, DNS, FOO)])
     pts = PodTopologySpread()
     state = CycleState()
     pts.pre_filter(state, pod, snap)
@@ -164,7 +173,7 @@ def test_critical_paths_ties_go_to_the_first_pair_met() -> None:
         [0, 0],
     )
     # A pod in zone c: now a and b are the smallest, a met first.
-    snap.add_pod(mkpod("x", node="n0", labels={"foo": ""}))
+    snap.add_pod(obj.pod("x", node_name="n0", labels={"foo": ""}))
     state = CycleState()
     pts.pre_filter(state, pod, snap)
     s = state.read(PRE_FILTER_STATE_KEY)

@@ -21,7 +21,8 @@ from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY
 from scheduler.schedule import schedule_one
 from scheduler.snapshot import Snapshot
-from tests.support.spread import BAR, DNS, FOO, HOSTNAME, SA, ZONE, mknode, mkpod, tsc
+from tests.support import objects as obj
+from tests.support.spread import BAR, DNS, FOO, HOSTNAME, SA, ZONE, tsc, unschedulable
 
 NODES = 6
 
@@ -51,20 +52,20 @@ def _cluster(draw: st.DrawFn) -> tuple[Snapshot, list[Pod], Pod]:
             labels[ZONE] = draw(st.sampled_from(["z1", "z2", "z3"]))
         if draw(st.booleans()):
             labels["rack"] = draw(st.sampled_from(["r1", "r2"]))
-        nodes.append(mknode(f"n{i}", labels, tainted=draw(st.integers(0, 5)) == 0))
+        nodes.append(obj.node(f"n{i}", labels, taints=unschedulable(draw(st.integers(0, 5)) == 0)))
 
     def some_pod(name: str) -> Pod:
-        return mkpod(
+        return obj.pod(
             name,
-            node=f"n{draw(st.integers(0, NODES - 1))}",
-            ns=draw(st.sampled_from(["default", "other"])),
+            node_name=f"n{draw(st.integers(0, NODES - 1))}",
+            namespace=draw(st.sampled_from(["default", "other"])),
             labels=draw(st.sampled_from([{"foo": ""}, {"bar": ""}, {"foo": "", "bar": ""}, {}])),
             terminating=draw(st.integers(0, 6)) == 0,
         )
 
     bound = [some_pod(f"b{j}") for j in range(draw(st.integers(0, 12)))]
     later = [some_pod(f"l{j}") for j in range(draw(st.integers(0, 6)))]
-    incoming = mkpod(
+    incoming = obj.pod(
         "incoming",
         labels=draw(st.sampled_from([{"foo": ""}, {"bar": ""}, {}])),
         spread=draw(_constraints()),

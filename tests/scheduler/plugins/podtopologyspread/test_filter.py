@@ -21,21 +21,24 @@ from scheduler.plugins.podtopologyspread.filtering import (
 )
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.snapshot import Snapshot
+from tests.support import objects as obj
 from tests.support.spread import (
     BAR,
     DNS,
     NO_GATES,
     NONE,
+    UNSCHEDULABLE_TAINT,
     UU,
     S,
     U,
     four_nodes,
-    mknode,
-    mkpod,
+    node_in,
+    node_not_in,
     on,
     plugin,
     run_pre_filter,
     tsc,
+    unschedulable,
     zn,
 )
 
@@ -61,46 +64,46 @@ def spread_a2_b1_y3() -> list[Pod]:
 
 
 def node_only(*names: str, **extra: dict[str, str]) -> list[Node]:
-    return [mknode(name, {"node": name, **extra.get(name, {})}) for name in names]
+    return [obj.node(name, {"node": name, **extra.get(name, {})}) for name in names]
 
 
 def policy_nodes(tainted_y: bool = False) -> list[Node]:
     return [
-        mknode("node-a", {"node": "node-a", "foo": ""}),
-        mknode("node-b", {"node": "node-b", "foo": ""}),
-        mknode("node-x", {"node": "node-x", "foo": ""}),
-        mknode("node-y", {"node": "node-y"}, tainted=tainted_y),
+        obj.node("node-a", {"node": "node-a", "foo": ""}),
+        obj.node("node-b", {"node": "node-b", "foo": ""}),
+        obj.node("node-x", {"node": "node-x", "foo": ""}),
+        obj.node("node-y", {"node": "node-y"}, taints=unschedulable(tainted_y)),
     ]
 
 
 POLICY_PODS = [
-    mkpod("p-b1", node="node-a", labels={"foo": ""}),
-    mkpod("p-b2", node="node-b", labels={"foo": ""}),
-    mkpod("p-y1", node="node-y", labels={"foo": ""}),
+    obj.pod("p-b1", node_name="node-a", labels={"foo": ""}),
+    obj.pod("p-b2", node_name="node-b", labels={"foo": ""}),
+    obj.pod("p-y1", node_name="node-y", labels={"foo": ""}),
 ]
 
 SINGLE_CASES = [
     FilterCase(
         "no existing pods",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         four_nodes(),
         [],
         codes(S, S, S, S),
     ),
     FilterCase(
         "no existing pods, incoming pod doesn't match itself",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS, BAR)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS, BAR)]),
         four_nodes(),
         [],
         codes(S, S, S, S),
     ),
     FilterCase(
         "existing pods in a different namespace do not count",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         four_nodes(),
         [
-            mkpod("p-a1", ns="ns1", node="node-a", labels={"foo": ""}),
-            mkpod("p-b1", ns="ns2", node="node-a", labels={"foo": ""}),
+            obj.pod("p-a1", namespace="ns1", node_name="node-a", labels={"foo": ""}),
+            obj.pod("p-b1", namespace="ns2", node_name="node-a", labels={"foo": ""}),
             *on("node-x", 1),
             *on("node-y", 1),
         ],
@@ -108,24 +111,24 @@ SINGLE_CASES = [
     ),
     FilterCase(
         "existing pods do not match null selector",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS, NONE)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS, NONE)]),
         four_nodes(),
         on("node-x", 1) + on("node-y", 1),
         codes(S, S, S, S),
     ),
     FilterCase(
         "pods spread across zones as 3/3, all nodes fit",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         four_nodes(),
         spread_a2_b1_y3(),
         codes(S, S, S, S),
     ),
     FilterCase(
         "pods spread across zones as 1/2 due to absence of label 'zone' on node-b",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         [
             zn("node-a", "zone1"),
-            mknode("node-b", {"zon": "zone1", "node": "node-b"}),
+            obj.node("node-b", {"zon": "zone1", "node": "node-b"}),
             zn("node-x", "zone2"),
             zn("node-y", "zone2"),
         ],
@@ -134,38 +137,38 @@ SINGLE_CASES = [
     ),
     FilterCase(
         "pod cannot be scheduled as all nodes don't have label 'rack'",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "rack")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "rack")]),
         [zn("node-a", "zone1"), zn("node-x", "zone2")],
         [],
         {"node-a": UU, "node-x": UU},
     ),
     FilterCase(
         "pods spread across nodes as 2/1/0/3, only node-x fits",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "node")]),
         four_nodes(),
         spread_a2_b1_y3(),
         codes(U, U, S, U),
     ),
     FilterCase(
         "pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(2, "node")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(2, "node")]),
         four_nodes(),
         spread_a2_b1_y3(),
         codes(U, S, S, U),
     ),
     FilterCase(
         "pods spread across nodes as 2/1/0/3, but pod doesn't match itself",
-        mkpod("p", labels={"bar": ""}, spread=[tsc(1, "node")]),
+        obj.pod("p", labels={"bar": ""}, spread=[tsc(1, "node")]),
         four_nodes(),
         spread_a2_b1_y3(),
         codes(U, S, S, U),
     ),
     FilterCase(
         "incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
-            affinity_in=("node", ["node-a", "node-y"]),
+            affinity=node_in("node", ["node-a", "node-y"]),
             spread=[tsc(1, "node")],
         ),
         four_nodes(),
@@ -175,20 +178,20 @@ SINGLE_CASES = [
     ),
     FilterCase(
         "terminating Pods should be excluded",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "node")]),
         node_only("node-a", "node-b"),
         [
-            mkpod("p-a", node="node-a", labels={"foo": ""}, terminating=True),
-            mkpod("p-b", node="node-b", labels={"foo": ""}),
+            obj.pod("p-a", node_name="node-a", labels={"foo": ""}, terminating=True),
+            obj.pod("p-b", node_name="node-b", labels={"foo": ""}),
         ],
         {"node-a": S, "node-b": U},
     ),
     FilterCase(
         "incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
-            affinity_not_in=("node", ["node-b"]),
+            affinity=node_not_in("node", ["node-b"]),
             spread=[tsc(1, "zone")],
         ),
         four_nodes(),
@@ -199,7 +202,7 @@ SINGLE_CASES = [
     FilterCase(
         "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains,"
         " then the third node fits",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(2, "node", min_domains=4)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(2, "node", min_domains=4)]),
         node_only("node-a", "node-b", "node-c"),
         on("node-a", 2) + on("node-b", 2) + on("node-c", 1),
         {"node-a": U, "node-b": U, "node-c": S},
@@ -207,7 +210,7 @@ SINGLE_CASES = [
     FilterCase(
         "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains,"
         " then the all nodes fit",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(2, "node", min_domains=2)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(2, "node", min_domains=2)]),
         node_only("node-a", "node-b", "node-c"),
         on("node-a", 2) + on("node-b", 2) + on("node-c", 1),
         {"node-a": S, "node-b": S, "node-c": S},
@@ -215,7 +218,7 @@ SINGLE_CASES = [
     FilterCase(
         "pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains,"
         " then the third and fourth nodes fit",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(2, "zone", min_domains=3)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(2, "zone", min_domains=3)]),
         four_nodes(),
         on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
         codes(U, U, S, S),
@@ -223,21 +226,21 @@ SINGLE_CASES = [
     FilterCase(
         "pods spread across zone as 2/1, maxSkew is 2 and the number of domains > minDomains,"
         " then the all nodes fit",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(2, "zone", min_domains=1)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(2, "zone", min_domains=1)]),
         four_nodes(),
         on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
         codes(S, S, S, S),
     ),
     FilterCase(
         "NodeAffinityPolicy honored with labelSelectors",
-        mkpod("p", labels={"foo": ""}, node_selector={"foo": ""}, spread=[tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, node_selector={"foo": ""}, spread=[tsc(1, "node")]),
         policy_nodes(),
         POLICY_PODS,
         codes(U, U, S, S),
     ),
     FilterCase(
         "NodeAffinityPolicy ignored with labelSelectors",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
@@ -249,17 +252,17 @@ SINGLE_CASES = [
     ),
     FilterCase(
         "NodeAffinityPolicy honored with nodeAffinity",
-        mkpod("p", labels={"foo": ""}, affinity_in=("foo", [""]), spread=[tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, affinity=node_in("foo", [""]), spread=[tsc(1, "node")]),
         policy_nodes(),
         POLICY_PODS,
         codes(U, U, S, S),
     ),
     FilterCase(
         "NodeAffinityPolicy ignored with nodeAffinity",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
-            affinity_in=("foo", [""]),
+            affinity=node_in("foo", [""]),
             spread=[tsc(1, "node", affinity_policy="Ignore")],
         ),
         policy_nodes(),
@@ -268,14 +271,14 @@ SINGLE_CASES = [
     ),
     FilterCase(
         "NodeTaintsPolicy honored",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node", taints_policy="Honor")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "node", taints_policy="Honor")]),
         policy_nodes(tainted_y=True),
         POLICY_PODS,
         codes(U, U, S, S),
     ),
     FilterCase(
         "NodeTaintsPolicy ignored",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "node")]),
         policy_nodes(tainted_y=True),
         POLICY_PODS,
         codes(U, U, S, U),
@@ -285,21 +288,21 @@ SINGLE_CASES = [
 MULTIPLE_CASES = [
     FilterCase(
         "two Constraints on zone and node, spreads = [3/3, 2/1/0/3]",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
         four_nodes(),
         spread_a2_b1_y3(),
         codes(U, U, S, U),
     ),
     FilterCase(
         "two Constraints on zone and node, spreads = [3/4, 2/1/0/4]",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
         four_nodes(),
         on("node-a", 2) + on("node-b", 1) + on("node-y", 4),
         codes(U, U, U, U),
     ),
     FilterCase(
         "Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
-        mkpod(
+        obj.pod(
             "p", labels={"foo": "", "bar": ""}, spread=[tsc(1, "zone"), tsc(1, "node", DNS, BAR)]
         ),
         four_nodes(),
@@ -308,7 +311,7 @@ MULTIPLE_CASES = [
     ),
     FilterCase(
         "Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
-        mkpod(
+        obj.pod(
             "p", labels={"foo": "", "bar": ""}, spread=[tsc(1, "zone"), tsc(1, "node", DNS, BAR)]
         ),
         four_nodes(),
@@ -317,7 +320,7 @@ MULTIPLE_CASES = [
     ),
     FilterCase(
         "Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
-        mkpod(
+        obj.pod(
             "p", labels={"foo": "", "bar": ""}, spread=[tsc(1, "zone"), tsc(1, "node", DNS, BAR)]
         ),
         four_nodes(),
@@ -332,7 +335,7 @@ MULTIPLE_CASES = [
     FilterCase(
         "Constraints hold different labelSelectors but pod doesn't match itself on 'zone'"
         " constraint",
-        mkpod("p", labels={"bar": ""}, spread=[tsc(1, "zone"), tsc(1, "node", DNS, BAR)]),
+        obj.pod("p", labels={"bar": ""}, spread=[tsc(1, "zone"), tsc(1, "node", DNS, BAR)]),
         four_nodes(),
         on("node-a", 1) + on("node-x", 1, labels={"bar": ""}) + on("node-y", 1, labels={"bar": ""}),
         codes(S, S, U, U),
@@ -340,11 +343,11 @@ MULTIPLE_CASES = [
     FilterCase(
         "two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1,"
         " 1/0/0/1]",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
         [
             zn("node-a", "zone1"),
             zn("node-b", "zone1"),
-            mknode("node-x", {"zone": "zone2"}),
+            obj.node("node-x", {"zone": "zone2"}),
             zn("node-y", "zone2"),
         ],
         on("node-a", 1) + on("node-y", 1),
@@ -352,7 +355,7 @@ MULTIPLE_CASES = [
     ),
     FilterCase(
         "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
@@ -369,7 +372,7 @@ MULTIPLE_CASES = [
     ),
     FilterCase(
         "two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             spread=[tsc(1, "zone", taints_policy="Honor"), tsc(1, "node")],
@@ -378,14 +381,14 @@ MULTIPLE_CASES = [
             zn("node-a", "zone1", foo=""),
             zn("node-b", "zone1", foo=""),
             zn("node-x", "zone2", foo=""),
-            mknode("node-y", {"zone": "zone2", "node": "node-y"}, tainted=True),
+            obj.node("node-y", {"zone": "zone2", "node": "node-y"}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
         codes(U, U, S, U),
     ),
     FilterCase(
         "two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
@@ -395,14 +398,18 @@ MULTIPLE_CASES = [
             zn("node-a", "zone1", foo=""),
             zn("node-b", "zone1"),
             zn("node-x", "zone2", foo=""),
-            mknode("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, tainted=True),
+            obj.node(
+                "node-y",
+                {"zone": "zone2", "node": "node-y", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
         ],
         on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
         codes(U, S, S, U),
     ),
     FilterCase(
         "two node inclusion Constraints, zone: honor/honor, node: ignore/ignore",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
@@ -415,7 +422,11 @@ MULTIPLE_CASES = [
             zn("node-a", "zone1", foo=""),
             zn("node-b", "zone1"),
             zn("node-x", "zone2", foo=""),
-            mknode("node-y", {"zone": "zone2", "node": "node-y", "foo": ""}, tainted=True),
+            obj.node(
+                "node-y",
+                {"zone": "zone2", "node": "node-y", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
         ],
         on("node-a", 1) + on("node-b", 1) + on("node-y", 1),
         codes(U, U, S, U),
@@ -451,7 +462,7 @@ def test_filter(case: FilterCase) -> None:
 def test_filter_without_pre_filter_state_is_an_error() -> None:
     pl = plugin()
     result = pl.filter(
-        CycleState(), mkpod("p"), Snapshot.from_objects([zn("node-a", "z")]).node_info("node-a")
+        CycleState(), obj.pod("p"), Snapshot.from_objects([zn("node-a", "z")]).node_info("node-a")
     )
     assert result is not None and result.code is Code.Error
     assert result.message == 'reading "PreFilterPodTopologySpread" from cycleState: not found'

@@ -16,7 +16,8 @@ from scheduler.preemption import preempt
 from scheduler.schedule import schedule_one, unmodelled_features
 from scheduler.simulator import simulate
 from scheduler.snapshot import Snapshot
-from tests.support.spread import HOSTNAME, ZONE, mknode, mkpod, service, tsc
+from tests.support import objects as obj
+from tests.support.spread import HOSTNAME, UNSCHEDULABLE_TAINT, ZONE, service, tsc
 
 ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE = ROOT / "examples" / "topology-spread.yaml"
@@ -27,11 +28,11 @@ def zone_node(name: str, zone: str | None, **kw: Any) -> Any:
     labels = {HOSTNAME: name}
     if zone is not None:
         labels[ZONE] = zone
-    return mknode(name, labels, **kw)
+    return obj.node(name, labels, **kw)
 
 
 def web(name: str, node: str = "", **kw: Any) -> Pod:
-    return mkpod(name, node=node, labels={"app": "web"}, cpu="100m", **kw)
+    return obj.pod(name, node_name=node, labels={"app": "web"}, cpu="100m", **kw)
 
 
 def test_simulate_example_picks_the_node_kube_picks() -> None:
@@ -63,7 +64,7 @@ def test_fit_error_names_spread_reasons_with_kube_codes() -> None:
     objects: list[KubeObject] = [
         zone_node("a", "z1"),
         zone_node("b", None),
-        zone_node("c", "z2", tainted=True),
+        zone_node("c", "z2", taints=[UNSCHEDULABLE_TAINT]),
         web("w1", "a"),
         web("w2", "a"),
     ]
@@ -90,7 +91,7 @@ def test_preemption_reevaluates_spread_with_victims_removed() -> None:
         zone_node("a", "z1"),
         zone_node("b", "z2"),
         web("w1", "a"),
-        mkpod("big", node="a", labels={"app": "batch"}, cpu="3950m"),
+        obj.pod("big", node_name="a", labels={"app": "batch"}, cpu="3950m"),
         web("w2", "b"),
         web("w3", "b"),
     ]
@@ -119,7 +120,7 @@ def test_system_default_spreading_applies_to_pods_a_service_selects() -> None:
         zone_node("node-a", "z1"),
         zone_node("node-b", "z1"),
         web("w1", "node-a"),
-        mkpod("other", node="node-b", labels={"app": "other"}, cpu="100m"),
+        obj.pod("other", node_name="node-b", labels={"app": "other"}, cpu="100m"),
     ]
     pod = web("p")
     # Without a Service the two nodes tie and the first wins.

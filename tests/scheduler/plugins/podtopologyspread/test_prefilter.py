@@ -18,6 +18,7 @@ from scheduler.plugins.podtopologyspread.filtering import (
     PRE_FILTER_STATE_KEY,
     PreFilterState,
 )
+from tests.support import objects as obj
 from tests.support.spread import (
     BAR,
     DNS,
@@ -32,13 +33,14 @@ from tests.support.spread import (
     assert_state,
     four_nodes,
     match_labels,
-    mknode,
-    mkpod,
     n,
+    node_in,
+    node_not_in,
     on,
     plugin,
     run_pre_filter,
     service,
+    tolerate,
     tsc,
     z,
     zn,
@@ -63,7 +65,7 @@ class PreFilterCase:
 PRE_FILTER_CASES = [
     PreFilterCase(
         "clean cluster with one spreadConstraint",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(5, "zone", DNS, match_labels(foo="bar"))]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(5, "zone", DNS, match_labels(foo="bar"))]),
         four_nodes(),
         [],
         {"zone": 2},
@@ -73,7 +75,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "normal case with one spreadConstraint",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         four_nodes(),
         on("node-a", 2) + on("node-b", 1) + on("node-y", 2),
         {"zone": 2},
@@ -83,7 +85,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "normal case with null label selector",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS, NONE)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS, NONE)]),
         four_nodes(),
         on("node-a", 2) + on("node-b", 1) + on("node-y", 2),
         {"zone": 2},
@@ -93,7 +95,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "normal case with one spreadConstraint, on a 3-zone cluster",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         [*four_nodes(), zn("node-o", "zone3"), zn("node-p", "zone3")],
         on("node-a", 2) + on("node-b", 1) + on("node-y", 2),
         {"zone": 3},
@@ -103,7 +105,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "namespace mismatch doesn't count",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone")]),
         four_nodes(),
         [
             *on("node-a", 1),
@@ -119,7 +121,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "normal case with two spreadConstraints",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
         four_nodes(),
         on("node-a", 2) + on("node-b", 1) + on("node-y", 4),
         {"zone": 2, "node": 4},
@@ -129,7 +131,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "soft spreadConstraints should be bypassed",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             spread=[tsc(1, "zone", SA), tsc(1, "zone"), tsc(1, "node", SA), tsc(1, "node")],
@@ -143,7 +145,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "different labelSelectors - simple version",
-        mkpod(
+        obj.pod(
             "p", labels={"foo": "", "bar": ""}, spread=[tsc(1, "zone"), tsc(1, "node", DNS, BAR)]
         ),
         [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-y", "zone2")],
@@ -155,7 +157,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "different labelSelectors - complex pods",
-        mkpod(
+        obj.pod(
             "p", labels={"foo": "", "bar": ""}, spread=[tsc(1, "zone"), tsc(1, "node", DNS, BAR)]
         ),
         [zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-y", "zone2")],
@@ -173,10 +175,10 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "two spreadConstraints, and with podAffinity",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
-            affinity_not_in=("node", ["node-x"]),
+            affinity=node_not_in("node", ["node-x"]),
             spread=[tsc(1, "zone"), tsc(1, "node")],
         ),
         four_nodes(),
@@ -189,7 +191,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "default constraints and a service",
-        mkpod("p", labels={"foo": "bar", "baz": "kar"}),
+        obj.pod("p", labels={"foo": "bar", "baz": "kar"}),
         [],
         [],
         {},
@@ -207,7 +209,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "default constraints and a service, but pod has constraints",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "bar", "baz": "tar"},
             spread=[
@@ -230,7 +232,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "TpKeyToDomainsNum is calculated when MinDomains is enabled",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")]),
         four_nodes(),
         on("node-a", 2) + on("node-b", 1) + on("node-y", 4),
         {"zone": 2, "node": 4},
@@ -240,16 +242,16 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "feature gate disabled with NodeAffinityPolicy",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
             spread=[tsc(1, "node", DNS, BAR)],
         ),
         [
-            mknode("node-a", {"node": "node-a", "foo": ""}),
-            mknode("node-b", {"node": "node-b", "foo": ""}),
-            mknode("node-c", {"node": "node-c", "bar": ""}),
+            obj.node("node-a", {"node": "node-a", "foo": ""}),
+            obj.node("node-b", {"node": "node-b", "foo": ""}),
+            obj.node("node-c", {"node": "node-c", "bar": ""}),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -264,16 +266,16 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "NodeAffinityPolicy honored with labelSelectors",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
             spread=[tsc(1, "node", DNS, BAR)],
         ),
         [
-            mknode("node-a", {"node": "node-a", "foo": ""}),
-            mknode("node-b", {"node": "node-b", "foo": ""}),
-            mknode("node-c", {"node": "node-c", "bar": ""}),
+            obj.node("node-a", {"node": "node-a", "foo": ""}),
+            obj.node("node-b", {"node": "node-b", "foo": ""}),
+            obj.node("node-c", {"node": "node-c", "bar": ""}),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -287,16 +289,16 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "NodeAffinityPolicy ignored with labelSelectors",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
             spread=[tsc(1, "node", DNS, BAR, affinity_policy="Ignore")],
         ),
         [
-            mknode("node-a", {"node": "node-a", "foo": ""}),
-            mknode("node-b", {"node": "node-b", "foo": ""}),
-            mknode("node-c", {"node": "node-c", "bar": ""}),
+            obj.node("node-a", {"node": "node-a", "foo": ""}),
+            obj.node("node-b", {"node": "node-b", "foo": ""}),
+            obj.node("node-c", {"node": "node-c", "bar": ""}),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -310,16 +312,16 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "NodeAffinityPolicy honored with nodeAffinity",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
-            affinity_in=("foo", [""]),
+            affinity=node_in("foo", [""]),
             spread=[tsc(1, "node", DNS, BAR)],
         ),
         [
-            mknode("node-a", {"node": "node-a", "foo": ""}),
-            mknode("node-b", {"node": "node-b", "foo": ""}),
-            mknode("node-c", {"node": "node-c", "bar": ""}),
+            obj.node("node-a", {"node": "node-a", "foo": ""}),
+            obj.node("node-b", {"node": "node-b", "foo": ""}),
+            obj.node("node-c", {"node": "node-c", "bar": ""}),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -333,16 +335,16 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "NodeAffinityPolicy ignored with nodeAffinity",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
-            affinity_in=("foo", [""]),
+            affinity=node_in("foo", [""]),
             spread=[tsc(1, "node", DNS, BAR, affinity_policy="Ignore")],
         ),
         [
-            mknode("node-a", {"node": "node-a", "foo": ""}),
-            mknode("node-b", {"node": "node-b", "foo": ""}),
-            mknode("node-c", {"node": "node-c", "bar": ""}),
+            obj.node("node-a", {"node": "node-a", "foo": ""}),
+            obj.node("node-b", {"node": "node-b", "foo": ""}),
+            obj.node("node-c", {"node": "node-c", "bar": ""}),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -356,11 +358,11 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "feature gate disabled with NodeTaintsPolicy",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node", DNS, BAR)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "node", DNS, BAR)]),
         [
-            mknode("node-a", {"node": "node-a"}),
-            mknode("node-b", {"node": "node-b"}),
-            mknode("node-c", {"node": "node-c", "bar": ""}, tainted=True),
+            obj.node("node-a", {"node": "node-a"}),
+            obj.node("node-b", {"node": "node-b"}),
+            obj.node("node-c", {"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -375,11 +377,11 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "NodeTaintsPolicy ignored",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node", DNS, BAR)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "node", DNS, BAR)]),
         [
-            mknode("node-a", {"node": "node-a"}),
-            mknode("node-b", {"node": "node-b"}),
-            mknode("node-c", {"node": "node-c", "bar": ""}, tainted=True),
+            obj.node("node-a", {"node": "node-a"}),
+            obj.node("node-b", {"node": "node-b"}),
+            obj.node("node-c", {"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -393,11 +395,11 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "NodeTaintsPolicy honored",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node", DNS, BAR, taints_policy="Honor")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "node", DNS, BAR, taints_policy="Honor")]),
         [
-            mknode("node-a", {"node": "node-a"}),
-            mknode("node-b", {"node": "node-b"}),
-            mknode("node-c", {"node": "node-c", "bar": ""}, tainted=True),
+            obj.node("node-a", {"node": "node-a"}),
+            obj.node("node-b", {"node": "node-b"}),
+            obj.node("node-c", {"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -411,16 +413,16 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "NodeTaintsPolicy honored with tolerated taints",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
-            tolerate=UNSCHEDULABLE_TAINT["key"],
+            tolerations=tolerate(UNSCHEDULABLE_TAINT["key"]),
             spread=[tsc(1, "node", DNS, BAR, taints_policy="Honor")],
         ),
         [
-            mknode("node-a", {"node": "node-a"}),
-            mknode("node-b", {"node": "node-b"}),
-            mknode("node-c", {"node": "node-c", "bar": ""}, tainted=True),
+            obj.node("node-a", {"node": "node-a"}),
+            obj.node("node-b", {"node": "node-b"}),
+            obj.node("node-c", {"node": "node-c", "bar": ""}, taints=[UNSCHEDULABLE_TAINT]),
         ],
         [
             *on("node-a", 1, labels={"bar": ""}),
@@ -434,7 +436,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
@@ -453,14 +455,14 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             spread=[tsc(1, "zone", taints_policy="Honor"), tsc(1, "node")],
         ),
         [
             zn("node-a", "zone1", foo=""),
-            mknode("node-b", {"zone": "zone1", "node": "node-b"}, tainted=True),
+            obj.node("node-b", {"zone": "zone1", "node": "node-b"}, taints=[UNSCHEDULABLE_TAINT]),
             zn("node-x", "zone2", foo=""),
         ],
         on("node-b", 2) + on("node-x", 1),
@@ -471,7 +473,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
@@ -479,7 +481,11 @@ PRE_FILTER_CASES = [
         ),
         [
             zn("node-a", "zone1"),
-            mknode("node-b", {"zone": "zone1", "node": "node-b", "foo": ""}, tainted=True),
+            obj.node(
+                "node-b",
+                {"zone": "zone1", "node": "node-b", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
             zn("node-x", "zone2", foo=""),
             zn("node-y", "zone2"),
         ],
@@ -491,7 +497,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "two node inclusion Constraints, zone: ignore/ignore, node: honor/honor",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
@@ -502,7 +508,11 @@ PRE_FILTER_CASES = [
         ),
         [
             zn("node-a", "zone1"),
-            mknode("node-b", {"zone": "zone1", "node": "node-b", "foo": ""}, tainted=True),
+            obj.node(
+                "node-b",
+                {"zone": "zone1", "node": "node-b", "foo": ""},
+                taints=[UNSCHEDULABLE_TAINT],
+            ),
             zn("node-x", "zone2", foo=""),
             zn("node-y", "zone2", foo=""),
         ],
@@ -514,7 +524,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "matchLabelKeys ignored when feature gate disabled",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "", "bar": ""},
             spread=[tsc(1, "zone", match_label_keys=["bar"])],
@@ -529,7 +539,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "", "bar": "a"},
             spread=[tsc(1, "zone", match_label_keys=["bar"])],
@@ -549,7 +559,9 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
-        mkpod("p", labels={"foo": "a"}, spread=[tsc(1, "zone", DNS, {}, match_label_keys=["foo"])]),
+        obj.pod(
+            "p", labels={"foo": "a"}, spread=[tsc(1, "zone", DNS, {}, match_label_keys=["foo"])]
+        ),
         four_nodes(),
         on("node-a", 2, labels={"foo": "a"})
         + on("node-b", 1, labels={"foo": "a"})
@@ -561,7 +573,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "key in matchLabelKeys is ignored when LabelSelector is nil when feature gate enabled",
-        mkpod(
+        obj.pod(
             "p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS, NONE, match_label_keys=["bar"])]
         ),
         four_nodes(),
@@ -575,7 +587,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "no pod is matched when LabelSelector is nil when feature gate disabled",
-        mkpod(
+        obj.pod(
             "p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS, NONE, match_label_keys=["bar"])]
         ),
         four_nodes(),
@@ -590,7 +602,7 @@ PRE_FILTER_CASES = [
     ),
     PreFilterCase(
         "key in matchLabelKeys is ignored when it isn't exist in pod.labels",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", match_label_keys=["bar"])]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", match_label_keys=["bar"])]),
         four_nodes(),
         on("node-a", 2, labels={"foo": "a"})
         + on("node-b", 1, labels={"foo": "a"})
@@ -620,7 +632,7 @@ def test_pre_filter_state(case: PreFilterCase) -> None:
 
 
 def test_pre_filter_selectors_merge_match_label_keys_and_defaults() -> None:
-    pod = mkpod(
+    pod = obj.pod(
         "p", labels={"foo": "", "bar": "a"}, spread=[tsc(1, "zone", match_label_keys=["bar"])]
     )
     state, _, _ = run_pre_filter(plugin(), pod, four_nodes())
@@ -634,7 +646,7 @@ def test_pre_filter_selectors_merge_match_label_keys_and_defaults() -> None:
         plugin(
             default_constraints=[{"maxSkew": 3, "topologyKey": "node", "whenUnsatisfiable": DNS}]
         ),
-        mkpod("p", labels={"foo": "bar", "baz": "kar"}),
+        obj.pod("p", labels={"foo": "bar", "baz": "kar"}),
         [service({"foo": "bar"})],
     )
     (c,) = state.read(PRE_FILTER_STATE_KEY).constraints
@@ -646,17 +658,17 @@ def test_pre_filter_selectors_merge_match_label_keys_and_defaults() -> None:
     [
         (
             "default constraints and a service that doesn't match",
-            mkpod("p", labels={"foo": "bar"}),
+            obj.pod("p", labels={"foo": "bar"}),
             [{"maxSkew": 3, "topologyKey": "node", "whenUnsatisfiable": DNS}],
             [service({"baz": "kep"})],
         ),
         (
             "default soft constraints and a service",
-            mkpod("p", labels={"foo": "bar"}),
+            obj.pod("p", labels={"foo": "bar"}),
             [{"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": SA}],
             [service({"foo": "bar"})],
         ),
-        ("skip if not specified", mkpod("p", labels={"foo": ""}), [], []),
+        ("skip if not specified", obj.pod("p", labels={"foo": ""}), [], []),
     ],
 )
 def test_pre_filter_skips(

@@ -10,7 +10,8 @@ from scheduler.framework import Code, CycleState
 from scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.snapshot import Snapshot
-from tests.support.spread import DNS, SA, mknode, mkpod, tsc
+from tests.support import objects as obj
+from tests.support.spread import DNS, SA, tsc
 
 NODES = 5
 
@@ -26,7 +27,7 @@ def clusters(draw: st.DrawFn) -> tuple[list[KubeObject], list[Pod]]:
         labels = {"node": f"node-{i}"}
         if zone is not None:
             labels["zone"] = zone
-        nodes.append(mknode(f"node-{i}", labels))
+        nodes.append(obj.node(f"node-{i}", labels))
     placed = draw(
         st.lists(
             st.tuples(st.integers(0, NODES - 1), st.booleans(), st.sampled_from(["default", "o"])),
@@ -34,7 +35,9 @@ def clusters(draw: st.DrawFn) -> tuple[list[KubeObject], list[Pod]]:
         )
     )
     pods = [
-        mkpod(f"e{j}", node=f"node-{i}", ns=ns, labels={"foo": ""} if foo else {"bar": ""})
+        obj.pod(
+            f"e{j}", node_name=f"node-{i}", namespace=ns, labels={"foo": ""} if foo else {"bar": ""}
+        )
         for j, (i, foo, ns) in enumerate(placed)
     ]
     return nodes, pods
@@ -56,7 +59,9 @@ def test_filter_is_monotone_in_max_skew(
     pl = PodTopologySpread(defaulting_type="List")
 
     def pod(max_skew: int) -> Pod:
-        return mkpod("p", labels={"foo": ""}, spread=[tsc(max_skew, key, min_domains=min_domains)])
+        return obj.pod(
+            "p", labels={"foo": ""}, spread=[tsc(max_skew, key, min_domains=min_domains)]
+        )
 
     tight, loose = passing(pl, pod(skew), snapshot), passing(pl, pod(skew + 1), snapshot)
     assert tight <= loose
@@ -74,7 +79,7 @@ def test_removing_victims_keeps_counts_and_minimum_exact(
     nodes, pods = cluster
     snapshot = Snapshot.from_objects([*nodes, *pods])
     pl = PodTopologySpread(defaulting_type="List")
-    preemptor = mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")])
+    preemptor = obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone"), tsc(1, "node")])
     state = CycleState()
     assert pl.pre_filter(state, preemptor, snapshot) is None
     s = state.read(PRE_FILTER_STATE_KEY)
@@ -108,10 +113,12 @@ def test_normalized_scores_stay_in_range(
     snapshot = Snapshot.from_objects([*nodes, *pods])
     if system:
         pl = PodTopologySpread()
-        pod = mkpod("p", labels={"foo": ""}, owner=None)
+        pod = obj.pod("p", labels={"foo": ""}, owner=None)
     else:
         pl = PodTopologySpread(defaulting_type="List")
-        pod = mkpod("p", labels={"foo": ""}, spread=[tsc(skew, "zone", SA), tsc(skew, "node", SA)])
+        pod = obj.pod(
+            "p", labels={"foo": ""}, spread=[tsc(skew, "zone", SA), tsc(skew, "node", SA)]
+        )
     state = CycleState()
     status = pl.pre_score(state, pod, snapshot.node_info_list, snapshot)
     if status is not None:
@@ -130,13 +137,13 @@ def test_do_not_schedule_constraint_is_unschedulable_for_preemption() -> None:
     pl = PodTopologySpread(defaulting_type="List")
     snapshot = Snapshot.from_objects(
         [
-            mknode("a", {"zone": "z1"}),
-            mknode("b", {"zone": "z2"}),
-            mkpod("e", node="a", labels={"foo": ""}),
+            obj.node("a", {"zone": "z1"}),
+            obj.node("b", {"zone": "z2"}),
+            obj.pod("e", node_name="a", labels={"foo": ""}),
         ]
     )
     state = CycleState()
-    pod = mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS)])
+    pod = obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", DNS)])
     pl.pre_filter(state, pod, snapshot)
     # a: 1 + 1 - 0 > 1 -> Unschedulable (preemption may remove e and help).
     status = pl.filter(state, pod, snapshot.node_info("a"))

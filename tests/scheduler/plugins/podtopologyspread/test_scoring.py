@@ -18,6 +18,7 @@ from scheduler.framework import Code, CycleState
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY, PreScoreState
 from scheduler.snapshot import Snapshot
+from tests.support import objects as obj
 from tests.support.spread import (
     BAR,
     DNS,
@@ -25,23 +26,24 @@ from tests.support.spread import (
     HOSTNAME,
     NONE,
     SA,
+    UNSCHEDULABLE_TAINT,
     ZONE,
     match_labels,
-    mknode,
-    mkpod,
+    node_in,
     on,
     replica_set,
     service,
     tsc,
+    unschedulable,
 )
 
 
 def hn(name: str, **labels: str) -> Node:
-    return mknode(name, {HOSTNAME: name, **labels})
+    return obj.node(name, {HOSTNAME: name, **labels})
 
 
 def zh(name: str, zone: str) -> Node:
-    return mknode(name, {"zone": zone, HOSTNAME: name})
+    return obj.node(name, {"zone": zone, HOSTNAME: name})
 
 
 def w(size: int) -> float:
@@ -56,15 +58,17 @@ RS1 = ("apps/v1", "ReplicaSet", "rs1")
     [
         (
             "the pod doesn't have soft topology spread Constraints",
-            mkpod("p"),
+            obj.pod("p"),
             [hn("node-a"), hn("node-b")],
             [],
             {"defaulting_type": "List"},
         ),
         (
             "default constraints and a replicaset that doesn't match",
-            mkpod("p", labels={"foo": "bar", "baz": "sup"}, owner=("apps/v1", "ReplicaSet", "rs2")),
-            [mknode("node-a", {"planet": "mars"})],
+            obj.pod(
+                "p", labels={"foo": "bar", "baz": "sup"}, owner=("apps/v1", "ReplicaSet", "rs2")
+            ),
+            [obj.node("node-a", {"planet": "mars"})],
             [replica_set("rs1", {"matchExpressions": [{"key": "tar", "operator": "Exists"}]})],
             {
                 "defaulting_type": "List",
@@ -75,7 +79,7 @@ RS1 = ("apps/v1", "ReplicaSet", "rs1")
         ),
         (
             "no nodes at all",
-            mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA)]),
+            obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA)]),
             [],
             [],
             {},
@@ -110,7 +114,7 @@ HI = ("Honor", "Ignore")
 PRE_SCORE_CASES = [
     PreScoreCase(
         "normal case",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA)]),
         [zh("node-a", "zone1"), zh("node-b", "zone1"), zh("node-x", "zone2")],
         [(1, "zone", *HI), (1, HOSTNAME, *HI)],
         set(),
@@ -119,7 +123,7 @@ PRE_SCORE_CASES = [
     ),
     PreScoreCase(
         "null selector",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA, NONE)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA, NONE)]),
         [zh("node-a", "zone1"), zh("node-b", "zone1"), zh("node-x", "zone2")],
         [(1, "zone", *HI)],
         set(),
@@ -128,7 +132,7 @@ PRE_SCORE_CASES = [
     ),
     PreScoreCase(
         "node-x doesn't have label zone",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA, BAR)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA, BAR)]),
         [zh("node-a", "zone1"), zh("node-b", "zone1"), hn("node-x")],
         [(1, "zone", *HI), (1, HOSTNAME, *HI)],
         {"node-x"},
@@ -137,7 +141,7 @@ PRE_SCORE_CASES = [
     ),
     PreScoreCase(
         "system default constraints and a replicaset",
-        mkpod("p", labels={"foo": "tar", "baz": "sup"}, owner=RS1),
+        obj.pod("p", labels={"foo": "tar", "baz": "sup"}, owner=RS1),
         [
             hn("node-a", **{ZONE: "mars"}),
             hn("node-b", **{ZONE: "mars"}),
@@ -153,8 +157,8 @@ PRE_SCORE_CASES = [
     ),
     PreScoreCase(
         "default constraints and a replicaset",
-        mkpod("p", labels={"foo": "tar", "baz": "sup"}, owner=RS1),
-        [mknode("node-a", {"rack": "rack1", HOSTNAME: "node-a", "planet": "mars"})],
+        obj.pod("p", labels={"foo": "tar", "baz": "sup"}, owner=RS1),
+        [obj.node("node-a", {"rack": "rack1", HOSTNAME: "node-a", "planet": "mars"})],
         [(1, HOSTNAME, *HI), (2, "planet", *HI)],
         set(),
         {("planet", "mars"): 0},
@@ -171,13 +175,13 @@ PRE_SCORE_CASES = [
     ),
     PreScoreCase(
         "default constraints and a replicaset, but pod has constraints",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "bar", "baz": "sup"},
             owner=RS1,
             spread=[tsc(1, "zone", DNS, BAR), tsc(2, "planet", SA, match_labels(baz="sup"))],
         ),
-        [mknode("node-a", {"planet": "mars", "galaxy": "andromeda"})],
+        [obj.node("node-a", {"planet": "mars", "galaxy": "andromeda"})],
         [(2, "planet", *HI)],
         set(),
         {("planet", "mars"): 0},
@@ -193,18 +197,18 @@ PRE_SCORE_CASES = [
     *[
         PreScoreCase(
             f"NodeAffinityPolicy {policy.lower()} with {how}",
-            mkpod(
+            obj.pod(
                 "p",
                 labels={"foo": ""},
                 node_selector={"foo": ""} if how == "labelSelectors" else None,
-                affinity_in=("foo", [""]) if how == "nodeAffinity" else None,
+                affinity=node_in("foo", [""]) if how == "nodeAffinity" else None,
                 spread=[
                     tsc(1, "zone", SA, BAR, affinity_policy=None if policy == "Honor" else policy)
                 ],
             ),
             [
-                mknode("node-a", {"zone": "zone1", "foo": "", HOSTNAME: "node-a"}),
-                mknode("node-b", {"zone": "zone1", "foo": "", HOSTNAME: "node-b"}),
+                obj.node("node-a", {"zone": "zone1", "foo": "", HOSTNAME: "node-a"}),
+                obj.node("node-b", {"zone": "zone1", "foo": "", HOSTNAME: "node-b"}),
                 zh("node-x", "zone2"),
             ],
             [(1, "zone", policy, "Ignore")],
@@ -218,7 +222,7 @@ PRE_SCORE_CASES = [
     *[
         PreScoreCase(
             f"NodeTaintsPolicy {policy.lower()}",
-            mkpod(
+            obj.pod(
                 "p",
                 labels={"foo": ""},
                 spread=[
@@ -226,9 +230,11 @@ PRE_SCORE_CASES = [
                 ],
             ),
             [
-                mknode("node-a", {"zone": "zone1", "foo": "", HOSTNAME: "node-a"}),
-                mknode("node-b", {"zone": "zone1", "foo": "", HOSTNAME: "node-b"}),
-                mknode("node-x", {"zone": "zone2", HOSTNAME: "node-x"}, tainted=True),
+                obj.node("node-a", {"zone": "zone1", "foo": "", HOSTNAME: "node-a"}),
+                obj.node("node-b", {"zone": "zone1", "foo": "", HOSTNAME: "node-b"}),
+                obj.node(
+                    "node-x", {"zone": "zone2", HOSTNAME: "node-x"}, taints=[UNSCHEDULABLE_TAINT]
+                ),
             ],
             [(1, "zone", "Honor", policy)],
             set(),
@@ -270,7 +276,7 @@ class ScoreCase:
 
 
 def hostname_spread(max_skew: int = 1, selector: Any = FOO) -> Pod:
-    return mkpod("p", labels={"foo": ""}, spread=[tsc(max_skew, HOSTNAME, SA, selector)])
+    return obj.pod("p", labels={"foo": ""}, spread=[tsc(max_skew, HOSTNAME, SA, selector)])
 
 
 ABCD = ["node-a", "node-b", "node-c", "node-d"]
@@ -291,9 +297,9 @@ def a4_b2_x1_y3() -> list[Pod]:
 
 def policy_nodes(taint_c: bool = False) -> list[Node]:
     return [
-        mknode("node-a", {"node": "node-a", "foo": ""}),
-        mknode("node-b", {"node": "node-b", "foo": ""}),
-        mknode("node-c", {"node": "node-c"}, tainted=taint_c),
+        obj.node("node-a", {"node": "node-a", "foo": ""}),
+        obj.node("node-b", {"node": "node-b", "foo": ""}),
+        obj.node("node-c", {"node": "node-c"}, taints=unschedulable(taint_c)),
     ]
 
 
@@ -373,7 +379,7 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "system defaulting, nodes don't have zone, pods match service",
-        mkpod("p", labels={"foo": ""}),
+        obj.pod("p", labels={"foo": ""}),
         [hn(x) for x in ABCD],
         a4_b3_c2_d1(),
         {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
@@ -393,7 +399,7 @@ SCORE_CASES = [
         "one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match"
         " topology key",
         hostname_spread(),
-        [hn("node-a"), mknode("node-b", {"n": "node-b"}), hn("node-x")],
+        [hn("node-a"), obj.node("node-b", {"n": "node-b"}), hn("node-x")],
         a4_b2_x1_y3(),
         {"node-a": 16, "node-b": 0, "node-x": 100},
         failed=[hn("node-y")],
@@ -401,7 +407,7 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "one constraint on zone, 3 out of 4 nodes are candidates",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA)]),
         four_zoned("node-a", "node-b", "node-x"),
         a4_b2_x1_y3(),
         {"node-a": 75, "node-b": 75, "node-x": 100},
@@ -410,7 +416,7 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "two Constraints on zone and node, 2 out of 4 nodes are candidates",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA)]),
         four_zoned("node-a", "node-x"),
         on("node-a", 2) + on("node-b", 1) + on("node-x", 2) + on("node-y", 4),
         {"node-a": 100, "node-x": 63},
@@ -419,7 +425,7 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "two Constraints on zone and node, with different labelSelectors",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "", "bar": ""},
             spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA, BAR)],
@@ -436,7 +442,7 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "", "bar": ""},
             spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA, BAR)],
@@ -453,7 +459,7 @@ SCORE_CASES = [
     ScoreCase(
         "two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are"
         " candidates",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "", "bar": ""},
             spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA, BAR)],
@@ -482,30 +488,30 @@ SCORE_CASES = [
         hostname_spread(),
         [hn("node-a"), hn("node-b")],
         [
-            mkpod("p-a", node="node-a", labels={"foo": ""}, terminating=True),
-            mkpod("p-b", node="node-b", labels={"foo": ""}),
+            obj.pod("p-a", node_name="node-a", labels={"foo": ""}, terminating=True),
+            obj.pod("p-b", node_name="node-b", labels={"foo": ""}),
         ],
         {"node-a": 100, "node-b": 0},
         kw=NO_GATES,
     ),
     ScoreCase(
         "minDomains has no effect when ScheduleAnyway",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(2, "node", SA, min_domains=10)]),
-        [mknode(x, {"node": x}) for x in ("node-a", "node-b", "node-c")],
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(2, "node", SA, min_domains=10)]),
+        [obj.node(x, {"node": x}) for x in ("node-a", "node-b", "node-c")],
         on("node-a", 2) + on("node-b", 2) + on("node-c", 1),
         {"node-a": 75, "node-b": 75, "node-c": 100},
         kw=NO_GATES,
     ),
     ScoreCase(
         "NodeAffinityPolicy honoed with labelSelectors",
-        mkpod("p", labels={"foo": ""}, node_selector={"foo": ""}, spread=[tsc(1, "node", SA)]),
+        obj.pod("p", labels={"foo": ""}, node_selector={"foo": ""}, spread=[tsc(1, "node", SA)]),
         policy_nodes(),
         a2_b1_c1(),
         {"node-a": 0, "node-b": 33, "node-c": 100},
     ),
     ScoreCase(
         "NodeAffinityPolicy ignored with labelSelectors",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
             node_selector={"foo": ""},
@@ -517,17 +523,19 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "NodeAffinityPolicy honoed with nodeAffinity",
-        mkpod("p", labels={"foo": ""}, affinity_in=("foo", [""]), spread=[tsc(1, "node", SA)]),
+        obj.pod(
+            "p", labels={"foo": ""}, affinity=node_in("foo", [""]), spread=[tsc(1, "node", SA)]
+        ),
         policy_nodes(),
         a2_b1_c1(),
         {"node-a": 0, "node-b": 33, "node-c": 100},
     ),
     ScoreCase(
         "NodeAffinityPolicy ignored with nodeAffinity",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": ""},
-            affinity_in=("foo", [""]),
+            affinity=node_in("foo", [""]),
             spread=[tsc(1, "node", SA, affinity_policy="Ignore")],
         ),
         policy_nodes(),
@@ -536,21 +544,21 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "NodeTaintsPolicy honored",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node", SA, taints_policy="Honor")]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "node", SA, taints_policy="Honor")]),
         policy_nodes(taint_c=True),
         a2_b1_c1(),
         {"node-a": 0, "node-b": 33, "node-c": 100},
     ),
     ScoreCase(
         "NodeTaintsPolicy ignored",
-        mkpod("p", labels={"foo": ""}, spread=[tsc(1, "node", SA)]),
+        obj.pod("p", labels={"foo": ""}, spread=[tsc(1, "node", SA)]),
         policy_nodes(taint_c=True),
         a2_b1_c1(),
         {"node-a": 66, "node-b": 100, "node-c": 100},
     ),
     ScoreCase(
         "matchLabelKeys ignored when feature gate disabled",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "", "bar": "", "baz": ""},
             spread=[
@@ -575,7 +583,7 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "", "bar": ""},
             spread=[
@@ -600,7 +608,7 @@ SCORE_CASES = [
     ),
     ScoreCase(
         "matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
-        mkpod(
+        obj.pod(
             "p",
             labels={"foo": "", "bar": "", "baz": ""},
             spread=[tsc(1, "zone", SA), tsc(1, HOSTNAME, SA, BAR, match_label_keys=["baz"])],
