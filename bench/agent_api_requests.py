@@ -1,12 +1,8 @@
 """Benchmark: the API requests one node's agent sends per hour, idle and through a pressure episode.
 
 At fleet scale what an agent costs the API server is its requests, and every Node write fans
-out to every Node watcher. The kubelet's own cost is the anchor: it renews its Lease every 10 s
-(360 writes an hour) and writes its Node status only when it changes or every
-``nodeStatusReportFrequency`` (5 min: 12 an hour) — 372 an hour (pkg/kubelet/nodelease,
-pkg/kubelet/kubelet_node_status.go; its 10 s Node reads come from the API server's cache and are
-not counted). Prints one JSON line per hour (``bench``): requests, the anchor, their ratio, and
-the requests by kind.
+out to every Node watcher. Anchor: the kubelet's own, 372 an hour (``figure``). Prints one
+JSON line per hour (``bench``): requests, the anchor, their ratio, and the requests by kind.
 
 Run: ``.venv/bin/python bench/agent_api_requests.py [--speed 100]``.
 """
@@ -84,6 +80,13 @@ def kind(r: RequestRecord) -> str:
 
 
 def figure(name: str, records: list[RequestRecord], speed: float) -> dict[str, Any]:
+    """One hour's line, against the kubelet's own cost as the anchor.
+
+    The kubelet renews its Lease every 10 s (360 writes an hour) and writes its Node status only
+    when it changes or every ``nodeStatusReportFrequency`` (5 min: 12 an hour): 372 an hour
+    (pkg/kubelet/nodelease, pkg/kubelet/kubelet_node_status.go; its 10 s Node reads come from the
+    API server's cache and are not counted).
+    """
     by = Counter(kind(r) for r in records)
     return {
         "bench": name,

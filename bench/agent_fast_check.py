@@ -1,23 +1,9 @@
 """Benchmark: the CPU of the agent's fast memory check and of its syncs, in process.
 
 The daemon (``agent.daemon.Agent``) is assembled as ``eviction-agent run`` assembles it, on a
-fake node: a cgroup v2 tree laid out as the kubelet's cgroupfs driver does (``kubepods`` with a
-limit, ``--pods`` pod cgroups of two containers each) and a ``/proc`` with ``meminfo``, under a
-temporary directory. No API server: the informer knows no pod, which changes nothing of what is
-read and little of what is decided.
-
-Measured, as CPU time of this process (``time.process_time``), the best of ``--repeats`` runs:
-
-- one fast memory check (``EvictionLoop.check_memory``): what the agent does every 200 ms
-  between syncs — read the node's and kubepods' memory, decide whether a hard memory threshold
-  is met;
-- one steady sync (``EvictionLoop.sync_once``, no threshold met): the node-level figures;
-- one sync under pressure (``memory.available`` below its threshold): every pod cgroup read
-  and ranked.
-
-Anchor: the agent's budget, 1 % of one core in all (``bench/agent_footprint.py`` measures the
-whole process against it); the fast check runs 5 times a second, so every 20 µs of it is 0.01 %
-of a core.
+fake node (``build_node``), and measured as CPU time of this process (``measure``). Anchor: the
+agent's budget, 1 % of one core in all (``bench/agent_footprint.py`` measures the whole process
+against it); the fast check runs 5 times a second, so every 20 µs of it is 0.01 % of a core.
 
 Run: ``.venv/bin/python bench/agent_fast_check.py [--pods 110] [--repeats 5]``.
 """
@@ -57,7 +43,13 @@ def _cgroup(directory: Path, *, usage: int, limit: int | None = None) -> None:
 
 def build_node(base: Path, *, pods: int, node_usage: int) -> dict[str, str]:
     """The fake node's trees (the v2 root's usage is ``anon + file`` of its ``memory.stat``);
-    the agent's root flags pointing at them."""
+    the agent's root flags pointing at them.
+
+    A cgroup v2 tree laid out as the kubelet's cgroupfs driver does (``kubepods`` with a limit,
+    ``--pods`` pod cgroups of two containers each) and a ``/proc`` with ``meminfo``, under
+    ``base``. No API server: the informer knows no pod, which changes nothing of what is read and
+    little of what is decided.
+    """
     cgroup = base / "cgroup"
     cgroup.mkdir()
     (cgroup / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
@@ -115,6 +107,15 @@ async def best_sync_cpu(agent: Agent, *, calls: int, repeats: int) -> float:
 
 
 async def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The best of ``--repeats`` runs (``time.process_time``) of:
+
+    - one fast memory check (``EvictionLoop.check_memory``): what the agent does every 200 ms
+      between syncs: read the node's and kubepods' memory, decide whether a hard memory threshold
+      is met;
+    - one steady sync (``EvictionLoop.sync_once``, no threshold met): the node-level figures;
+    - one sync under pressure (``memory.available`` below its threshold): every pod cgroup read
+      and ranked.
+    """
     results: list[dict[str, Any]] = []
     for pressure in (False, True):
         with tempfile.TemporaryDirectory(prefix="agent-fast-check-") as tmp:

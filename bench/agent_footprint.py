@@ -1,11 +1,10 @@
 """Benchmark: the agent's own footprint on a full node of realistic pods.
 
-``eviction-agent run`` at its default 1 s interval on a node of 110 realistic pods (the
-kubelet's default ``maxPods``, ``realistic_pod``): CPU over a steady state as a share of one
-core, and peak RSS through a relist under load (``bench``). Targets: ≤ 1 % of a core and
-≤ 60 MiB; the anchors are the targets themselves (the kubelet's eviction manager cannot be
-measured apart from the kubelet). ``--oversized``: what tenants can put in their pods instead
-(``oversized_pods``), against the DaemonSet's memory limit (88 MiB).
+``eviction-agent run`` at its default 1 s interval on 110 ``realistic_pod``s (the kubelet's
+default ``maxPods``): CPU over a steady state as a share of one core, and peak RSS through a
+relist under load (``bench``). Targets, and anchors: ≤ 1 % of a core and ≤ 60 MiB (the kubelet's
+eviction manager cannot be measured apart from the kubelet). ``--oversized``: what tenants can
+put in their pods instead (``oversized_pods``), against the DaemonSet's memory limit (88 MiB).
 
 Run: ``.venv/bin/python bench/agent_footprint.py [--seconds 60] [--pods 110] [--oversized]
 [--agent-arg=--no-kernel-memcg-notification]`` (the last: the usage watch polls instead of the

@@ -1,15 +1,12 @@
 """Benchmark: the OOM race — the fastest memory ramp the agent wins against the kernel OOM killer.
 
-On ``make demo``'s node (kubesim's node-1 running its pods as real processes in a kubepods
-memory cgroup limited to 640Mi, the agent as the daemon with the demo's flags), one BestEffort
-pod grows its working set at a fixed rate beyond what the node holds: either the agent evicts
-it while the node still has room, or the kernel OOM-kills (``trial``). Anchor: the kubelet's
-10 s housekeeping loop, for which 200 MiB of headroom lasts 20 MiB/s (it may look just before
-the crossing and next 10 s later), so the ratio is the fastest ramp survived / 20. Target:
-≥ 3,200 MiB/s (ratio 160).
-
-Needs a writable memory cgroup (root, cgroup v1 or v2); without one it prints a JSON line saying
-why and exits 0 without figures. Per-trial lines go to stderr.
+A BestEffort pod grows its working set at a fixed rate beyond what the node holds: the agent
+evicts it while the node still has room, or the kernel OOM-kills it (``race``). Anchor: the
+kubelet's 10 s housekeeping loop, for which 200 MiB of headroom lasts 20 MiB/s (it may look
+just before the crossing and next 10 s later), so the ratio is the fastest ramp survived / 20.
+Target: ≥ 3,200 MiB/s (ratio 160). Needs a writable memory cgroup (root, cgroup v1 or v2);
+without one it prints a JSON line saying why and exits 0 without figures. Per-trial lines go
+to stderr.
 
 Run: ``.venv/bin/python bench/agent_oom_race.py [--rates 400,800,…] [--repeats 3]``.
 """
@@ -340,6 +337,10 @@ def start_agent(
 async def race(
     rates: list[float], repeats: int, agent_log: Path, extra: list[str]
 ) -> dict[str, Any]:
+    """Every rate ``repeats`` times (``trial``), on ``make demo``'s node: kubesim's node-1
+    running its pods as real processes in a kubepods memory cgroup limited to 640Mi, the agent as
+    the daemon with the demo's flags.
+    """
     tmp = Path(tempfile.mkdtemp(prefix="oom-race-"))
     sim = Simulator(
         state=[NODE],

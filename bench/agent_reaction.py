@@ -2,10 +2,8 @@
 
 Measured per run (``bench``): from the crossing to the agent's eviction request. Anchor: the
 kubelet's 10 s housekeeping loop (its reaction is up to 10 s plus up to 10 s of cAdvisor
-staleness). Target: p99 ≤ 1 s over 20 runs.
-
-Needs a writable memory cgroup (root, cgroup v1 or v2); without one it prints a JSON line saying
-why and exits 0 without figures.
+staleness). Target: p99 ≤ 1 s over 20 runs. Needs a writable memory cgroup (root, cgroup v1
+or v2); without one it prints a JSON line saying why and exits 0 without figures.
 
 Run: ``.venv/bin/python bench/agent_reaction.py [--runs 20] [--capacity-mib 256]``.
 """

@@ -1,15 +1,8 @@
 """Benchmark: the scheduling queue's throughput (scheduler.queue.SchedulingQueue).
 
-Two workloads, each printed as one JSON line in queue operations per second:
-
-* ``queue_add_pop`` — N pods with mixed priorities added, then all popped (2N operations);
-* ``queue_requeue`` — N pods added and popped; every popped pod is rejected by a plugin and put
-  back (``add_unschedulable_if_not_present``); every 500 rejections a cluster event moves the
-  pool (``move_all_to_active_or_backoff_queue``), the clock advances and the backoff and
-  leftover flushes run, until every pod was scheduled ``ROUNDS`` times.
-
-There is no upstream figure for the queue alone (scheduler_perf measures whole scheduling
-cycles), so ``anchor`` and ``ratio`` are null.
+Two workloads (``bench_add_pop``, ``bench_requeue``), each printed as one JSON line in queue
+operations per second. There is no upstream figure for the queue alone (scheduler_perf
+measures whole scheduling cycles), so ``anchor`` and ``ratio`` are null.
 
 Run: ``.venv/bin/python bench/queue.py [--quick] [--pods N] [--seed S]``.
 """
@@ -75,6 +68,7 @@ def make_pods(n: int, seed: int) -> list[Pod]:
 
 
 def bench_add_pop(n: int, seed: int = 1) -> Result:
+    """``queue_add_pop``: N pods with mixed priorities added, then all popped (2N operations)."""
     pods = make_pods(n, seed)
     clock = Clock()
     q = SchedulingQueue(clock)
@@ -92,6 +86,11 @@ def bench_add_pop(n: int, seed: int = 1) -> Result:
 
 
 def bench_requeue(n: int, seed: int = 2) -> Result:
+    """``queue_requeue``: N pods added and popped; every popped pod is rejected by a plugin and
+    put back (``add_unschedulable_if_not_present``); every 500 rejections a cluster event moves the
+    pool (``move_all_to_active_or_backoff_queue``), the clock advances and the backoff and
+    leftover flushes run, until every pod was scheduled ``ROUNDS`` times.
+    """
     pods = make_pods(n, seed)
     clock = Clock()
     q = SchedulingQueue(clock)

@@ -1,17 +1,10 @@
 """Scheduling throughput in the shape of kube-scheduler_perf's SchedulingBasic.
 
 5000 nodes (4 CPU, 32Gi, 110 pods, labels hostname and zone), 5000 pods already bound, then
-10000 pods (100m CPU / 500Mi, like ``pod-default.yaml``) scheduled one at a time with
-``schedule_one`` and bound with ``Snapshot.bind_pod`` before the next, the round-robin start
-index carried over as kube-scheduler does. The anchor is the scheduler_perf threshold for
+10000 pods (100m CPU / 500Mi, like ``pod-default.yaml``) scheduled one at a time
+(``run_scheduling_basic``). The anchor is the scheduler_perf threshold for
 SchedulingBasic/5000Nodes_10000Pods (680 pods/s, Go, parallel filtering), measured with
-kube's default adaptive percentageOfNodesToScore. Reported without an anchor: the same run
-evaluating every node, the adaptive run with a distinct cpu request per pod (so no
-per-node result kept in ``NodeInfo.memo`` is ever reused: the cost without that cache), and
-the all-nodes run with the spread constraints most production Deployments carry (zone
-``DoNotSchedule``, hostname ``ScheduleAnyway``, both ``maxSkew`` 1 over the pods' own label),
-so PodTopologySpread's PreFilter, Filter, PreScore and Score all run for every pod; it
-schedules fewer pods (``SPREAD_PODS``) because each one costs more.
+kube's default adaptive percentageOfNodesToScore; ``main`` says what else is reported.
 
 Prints one JSON object per line. ``--quick`` runs a small size as a smoke test.
 """
@@ -118,6 +111,8 @@ def run_scheduling_basic(
 ) -> dict[str, Any]:
     """Schedule ``num_pods`` pods one by one; returns the rate and what was decided.
 
+    Each pod is scheduled with ``schedule_one`` and bound with ``Snapshot.bind_pod`` before the
+    next, the round-robin start index carried over as kube-scheduler does.
     ``distinct_requests`` gives every pod its own cpu request (``100 + i % 997`` millicores,
     as pod-level resources), so no per-node result can be reused from an earlier pod.
     ``spread`` gives the pods ``SPREAD_CONSTRAINTS`` (the initial pods have none).
@@ -171,6 +166,14 @@ def _line(bench: str, value: float, anchor: float | None, **extra: Any) -> str:
 
 
 def main() -> None:
+    """SchedulingBasic against its anchor; then, without an anchor: the same run evaluating
+    every node, the adaptive run with a distinct cpu request per pod (so no per-node result kept
+    in ``NodeInfo.memo`` is ever reused: the cost without that cache), and the all-nodes run with
+    the spread constraints most production Deployments carry (zone ``DoNotSchedule``, hostname
+    ``ScheduleAnyway``, both ``maxSkew`` 1 over the pods' own label), so PodTopologySpread's
+    PreFilter, Filter, PreScore and Score all run for every pod; it schedules fewer pods
+    (``SPREAD_PODS``) because each one costs more.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small smoke-test size")
     args = parser.parse_args()

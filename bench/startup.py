@@ -1,13 +1,9 @@
 """Benchmark: start-up time of every command, against a target of 0.3 s for ``--help``.
 
-Each command is run as a fresh process (``sys.executable -m …``) with ``--help`` (and
-``--version`` for one), the best of ``--runs`` wall times kept: the floor is what a user
-pays; noise from other processes only adds. Before this work every ``--help`` took 1.2–1.8 s,
-mostly importing kubernetes-asyncio. Also measured: the interpreter alone (``-c pass``), the
-floor no command can go under.
-
-One JSON line per figure: ``{"bench", "value" (seconds), "unit", "anchor" (0.3 s), "ratio"}``
-— a ratio below 1 meets the target.
+Each command is run as a fresh process with ``--help`` (``best_of``). Before this work every
+``--help`` took 1.2–1.8 s, mostly importing kubernetes-asyncio. One JSON line per figure:
+``{"bench", "value" (seconds), "unit", "anchor" (0.3 s), "ratio"}``; a ratio below 1 meets the
+target.
 
 Run: ``.venv/bin/python bench/startup.py [--runs N] [--quick]``.
 """
@@ -35,6 +31,10 @@ COMMANDS = {
 
 
 def best_of(args: list[str], runs: int) -> float:
+    """The best of ``runs`` wall times of ``sys.executable args``: the floor is what a user
+    pays; noise from other processes only adds. ``COMMANDS`` also holds ``--version`` for one
+    command and the interpreter alone (``-c pass``), the floor no command can go under.
+    """
     best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()

@@ -1,20 +1,9 @@
 """The one builder of a ``DeleteOptions`` body, for evictions and deletions alike.
 
-An Eviction carries a ``deleteOptions`` (kube-apiserver ``eviction.go`` deletes the pod with
-it) and a DELETE carries the same object as its body; both used to be assembled by hand in two
-places, which is how two builders drift apart. Every request this project sends to remove a pod
-— ``evict drain``, ``evict pod``, the node agent's delete and Eviction-API modes — takes its
-options from here, so a rule holds everywhere at once:
-
-* ``preconditions.uid``: the UID that was listed, so a same-name replacement (a StatefulSet pod
-  recreated meanwhile, kubernetes/kubernetes#138229) is refused with a 409 instead of removed;
-* ``gracePeriodSeconds``: only when given and not negative — kubectl's ``--grace-period=-1``
-  means "the pod's own ``terminationGracePeriodSeconds``", which is what leaving it out does;
-* ``dryRun: ["All"]`` for a server dry run. kubectl puts it in the body only; the apiserver
-  copies it to the query when one side is missing and refuses a mismatch, so a DELETE may also
-  carry it as a query parameter (``query()``), which this project does as before.
-
-Pure: no I/O, and cheap to import.
+An Eviction carries a ``deleteOptions`` (kube-apiserver ``eviction.go`` deletes the pod with it)
+and a DELETE carries the same object as its body; two hand-written builders once drifted apart.
+Every request this project sends to remove a pod (``evict drain``, ``evict pod``, the node
+agent's delete and Eviction-API modes) takes its options from here. Pure: no I/O, cheap to import.
 """
 
 from __future__ import annotations
@@ -27,7 +16,16 @@ __all__ = ["PodDeleteOptions"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PodDeleteOptions:
-    """How one pod is to be removed; ``body()`` is the API's ``DeleteOptions``."""
+    """How one pod is to be removed; ``body()`` is the API's ``DeleteOptions``.
+
+    * ``preconditions.uid``: the UID that was listed, so a same-name replacement (a StatefulSet pod
+      recreated meanwhile, kubernetes/kubernetes#138229) is refused with a 409 instead of removed;
+    * ``gracePeriodSeconds``: only when given and not negative — kubectl's ``--grace-period=-1``
+      means "the pod's own ``terminationGracePeriodSeconds``", which is what leaving it out does;
+    * ``dryRun: ["All"]`` for a server dry run. kubectl puts it in the body only; the apiserver
+      copies it to the query when one side is missing and refuses a mismatch, so a DELETE may also
+      carry it as a query parameter (``query()``), which this project does as before.
+    """
 
     uid: str = ""
     grace_period_seconds: int | None = None  # None or negative: the pod's own grace period

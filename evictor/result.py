@@ -1,14 +1,7 @@
 """Outcomes of one eviction and how an API answer maps onto them.
 
-The Eviction API answers (kube-apiserver ``pkg/registry/core/pod/storage/eviction.go``):
-201 evicted; 404 the pod is gone; 429 a PodDisruptionBudget blocks (no ``Retry-After``: the
-budget is exhausted) or the budget is "still being processed" / the server is rate limiting
-(``Retry-After`` present); 500 with "more than one PodDisruptionBudget" (never retried);
-409 a UID/resourceVersion precondition failed; 403 with the ``NamespaceTerminating`` cause.
 ``classify`` turns a status code, headers and Status body into one of a few decisions so the
-retry loop stays a small table; the Status ``reason`` (``TooManyRequests``, ``NotFound``,
-``Forbidden``, ...) is kept with the code and message, because callers switch on it, as on
-client-go's ``errors.ReasonForError``. Pure: no I/O, no clock.
+retry loop stays a small table. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -144,7 +137,16 @@ def _causes(body: Any) -> tuple[Mapping[str, Any], ...]:
 
 
 def classify(status: int, headers: Mapping[str, str] | None, body: Any) -> Verdict:
-    """One API answer to an eviction (or delete) → what the retry loop does next."""
+    """One API answer to an eviction (or delete) → what the retry loop does next.
+
+    The Eviction API answers (kube-apiserver ``pkg/registry/core/pod/storage/eviction.go``):
+    201 evicted; 404 the pod is gone; 429 a PodDisruptionBudget blocks (no ``Retry-After``: the
+    budget is exhausted) or the budget is "still being processed" / the server is rate limiting
+    (``Retry-After`` present); 500 with "more than one PodDisruptionBudget" (never retried); 409 a
+    UID/resourceVersion precondition failed; 403 with the ``NamespaceTerminating`` cause. The Status
+    ``reason`` (``TooManyRequests``, ``NotFound``, ``Forbidden``, ...) is kept with the code and
+    message, because callers switch on it, as on client-go's ``errors.ReasonForError``.
+    """
     message = reason = ""
     if isinstance(body, Mapping):
         message = str(body.get("message") or "")

@@ -1,17 +1,10 @@
 """Kubernetes API errors: field errors and Status errors, rendered as Go renders them.
 
 kube-apiserver's error text is part of the contract users script against (``kubectl`` prints
-it, operators grep for it), so the objects here reproduce apimachinery exactly:
-
-* ``FieldError`` is ``field.Error`` (``str()`` = ``Error()``), ``aggregate_message`` is
-  ``ErrorList.ToAggregate().Error()``;
-* ``StatusError`` and its 403/422 forms are ``apierrors.StatusError``; ``to_dict()`` gives
-  the ``metav1.Status`` body with ``details.causes`` as the server sends it, and
-  ``response_headers()`` the ``Retry-After`` header the response writer adds;
-* ``go_quote`` and the value rendering follow ``strconv.Quote``, ``%v`` and ``json.Marshal``,
-  because messages embed values printed by Go.
-
-Pure and shared: ``scheduler.priority`` validates with it, ``kubesim`` answers with it.
+it, operators grep for it), so ``FieldError``, ``StatusError`` and the value rendering
+(``strconv.Quote``, ``%v`` and ``json.Marshal``, because messages embed values printed by Go)
+reproduce apimachinery exactly. Pure and shared: ``scheduler.priority`` validates with it,
+``kubesim`` answers with it.
 """
 
 from __future__ import annotations
@@ -299,7 +292,12 @@ class Cause:
 
 @dataclass(slots=True)
 class StatusError(Exception):
-    """An API error carrying the ``Status`` body that kube-apiserver would send."""
+    """An API error carrying the ``Status`` body that kube-apiserver would send.
+
+    ``apierrors.StatusError``: ``to_dict()`` gives the ``metav1.Status`` body with
+    ``details.causes`` as the server sends it, and ``response_headers()`` the ``Retry-After``
+    header the response writer adds.
+    """
 
     code: int
     reason: str

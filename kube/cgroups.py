@@ -1,18 +1,9 @@
 """A node's pod cgroups as the kubelet's cgroup managers and containerd name them, for whoever
-builds them (kubesim's process node) and whoever reads them (the agent), so both agree.
+builds them (kubesim's process node) and whoever reads them (the agent), so both agree
+(``pkg/kubelet/cm/cgroup_manager_linux.go``, ``qos_container_manager_linux.go``).
 
-The kubelet builds a pod's cgroup from the abstract path ``{kubepods, <qos level>, pod<uid>}``
-(``pkg/kubelet/cm/cgroup_manager_linux.go``, ``qos_container_manager_linux.go``):
-
-- the cgroupfs driver joins it as directories: ``kubepods/burstable/pod<uid>``, and containerd
-  names a container's cgroup by its ID;
-- the systemd driver expands each element into a nested slice and escapes the UID's ``-`` as
-  ``_`` (``kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice``), and
-  containerd with ``SystemdCgroup = true`` puts a container in ``cri-containerd-<id>.scope``.
-
-Guaranteed pods have no QoS level: they sit directly under kubepods. Also here, cAdvisor's
-reading of a memory cgroup: the working set, and the limit that means "none". Kept free of
-heavy imports: ``kubesim serve --help`` lists the drivers.
+Also here, cAdvisor's reading of a memory cgroup: the working set, and the limit that means
+"none". Kept free of heavy imports: ``kubesim serve --help`` lists the drivers.
 """
 
 from __future__ import annotations
@@ -56,7 +47,17 @@ def qos_level(qos_class: str) -> str | None:
 @dataclass(frozen=True)
 class CgroupNames:
     """Names of the node's kubepods, QoS, pod and container cgroups for one driver; a QoS
-    ``level`` is one of ``QOS_LEVELS``, None for a Guaranteed pod."""
+    ``level`` is one of ``QOS_LEVELS``, None for a Guaranteed pod.
+
+    The kubelet builds a pod's cgroup from the abstract path ``{kubepods, <qos level>, pod<uid>}``
+    (Guaranteed pods have no QoS level: they sit directly under kubepods):
+
+    - the cgroupfs driver joins it as directories: ``kubepods/burstable/pod<uid>``, and containerd
+      names a container's cgroup by its ID;
+    - the systemd driver expands each element into a nested slice and escapes the UID's ``-`` as
+      ``_`` (``kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice``), and
+      containerd with ``SystemdCgroup = true`` puts a container in ``cri-containerd-<id>.scope``.
+    """
 
     driver: CgroupDriver
 

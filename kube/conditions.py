@@ -1,18 +1,6 @@
 """Pod conditions set as kube's ``podutil.UpdatePodCondition`` sets them
 (``pkg/api/v1/pod/util.go``), for every writer of pod status (kubesim's API server, scheduler
 loop, kubelets and fault injection).
-
-* A condition of a type the pod does not have yet is appended, its ``lastTransitionTime`` now.
-* Otherwise it replaces the one of its type, and ``lastTransitionTime`` moves only when the
-  condition's ``status`` changes: a new reason or message with the same status keeps the time
-  of the last transition, which is what ``kubectl describe`` and every controller reading
-  "since when" rely on.
-* The answer says whether anything changed (status, reason, message, probe or transition time),
-  so a writer can skip a write that would change nothing.
-
-Conditions are written in the Go encoder's key order (``type``, ``status``, ``lastProbeTime``,
-``lastTransitionTime``, ``reason``, ``message``), with ``lastProbeTime`` ``null`` when unset as
-``metav1.Time`` encodes it, and ``reason``/``message`` left out when empty (``omitempty``).
 """
 
 from __future__ import annotations
@@ -48,7 +36,20 @@ def update_pod_condition(
     """``UpdatePodCondition``: add ``condition`` (``type``, ``status``, and optionally
     ``reason``, ``message``, ``lastProbeTime``) to a pod's ``status`` or replace the one of its
     type; True when the conditions changed. ``now`` is the transition time to record, as
-    ``metav1.Time`` text or epoch seconds."""
+    ``metav1.Time`` text or epoch seconds.
+
+    * A condition of a type the pod does not have yet is appended, its ``lastTransitionTime`` now.
+    * Otherwise it replaces the one of its type, and ``lastTransitionTime`` moves only when the
+      condition's ``status`` changes: a new reason or message with the same status keeps the time
+      of the last transition, which is what ``kubectl describe`` and every controller reading
+      "since when" rely on.
+    * The answer says whether anything changed (status, reason, message, probe or transition time),
+      so a writer can skip a write that would change nothing.
+
+    Conditions are written in the Go encoder's key order (``type``, ``status``, ``lastProbeTime``,
+    ``lastTransitionTime``, ``reason``, ``message``), with ``lastProbeTime`` ``null`` when unset as
+    ``metav1.Time`` encodes it, and ``reason``/``message`` left out when empty (``omitempty``).
+    """
     when = now if isinstance(now, str) else format_time(now)
     new: dict[str, Any] = {
         "type": condition["type"],

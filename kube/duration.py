@@ -1,14 +1,8 @@
 """Go's ``time.ParseDuration``, the syntax of every duration flag Kubernetes tools take.
 
 kubectl's ``--timeout=90s``, the kubelet's ``--eviction-soft-grace-period=memory.available=1m30s``
-and ``--housekeeping-interval=10s`` are all parsed by ``time.ParseDuration``: an optional sign,
-then one or more decimal numbers each with a unit (``ns``, ``us``/``µs``, ``ms``, ``s``, ``m``,
-``h``); a bare ``0`` is the only number allowed without a unit. The error messages are Go's, so
-users see what kubectl or the kubelet would print.
-
-A ``time.Duration`` is an int64 of nanoseconds, so Go refuses anything beyond about 292 years
-(``9999999999999999h`` is ``time: invalid duration``); so do we, rather than hand an infinite
-or astronomically long wait to a caller.
+and ``--housekeeping-interval=10s`` are all parsed by ``time.ParseDuration``. The error
+messages are Go's, so users see what kubectl or the kubelet would print.
 """
 
 from __future__ import annotations
@@ -42,11 +36,20 @@ class DurationError(ValueError):
 
 
 class DurationOverflowError(DurationError):
-    """Well formed, but longer than a ``time.Duration`` holds (Go's message is the same)."""
+    """Well formed, but longer than a ``time.Duration`` holds (Go's message is the same).
+
+    A ``time.Duration`` is an int64 of nanoseconds, so Go refuses anything beyond about 292 years
+    (``9999999999999999h`` is ``time: invalid duration``); so do we, rather than hand an infinite
+    or astronomically long wait to a caller.
+    """
 
 
 def parse_go_duration(value: str) -> float:
-    """``time.ParseDuration(value)`` in seconds (``1m30s`` → 90.0, ``300ms`` → 0.3)."""
+    """``time.ParseDuration(value)`` in seconds (``1m30s`` → 90.0, ``300ms`` → 0.3).
+
+    An optional sign, then one or more decimal numbers each with a unit (``ns``, ``us``/``µs``,
+    ``ms``, ``s``, ``m``, ``h``); a bare ``0`` is the only number allowed without a unit.
+    """
     text = value
     sign = 1.0
     if text[:1] in ("+", "-"):

@@ -1,15 +1,7 @@
 """The Summary API's node blocks that come straight from the kernel: ``FsStats`` and ``rlimit``.
 
 Both the agent (reading the node it runs on) and kubesim's process nodes (serving a kubelet's
-``/stats/summary``) fill these blocks, and they must fill them alike, as the kubelet does:
-
-- ``FsStats`` of a filesystem from ``statfs``: capacity = blocks × fragment size, available =
-  blocks available to unprivileged users, used = blocks − free; inodes, inodesFree and
-  inodesUsed likewise (cAdvisor's ``GetFsInfo``).
-- ``rlimit``: ``maxpid = min(kernel.pid_max, kernel.threads-max)``, ``curproc`` = the task
-  total of ``/proc/loadavg``, falling back to counting tasks (the kubelet prefers loadavg
-  because sysinfo(2) truncates above 65535, kubernetes/kubernetes#107107); ``pid.available``
-  is their difference.
+``/stats/summary``) fill these blocks, and they must fill them alike, as the kubelet does.
 """
 
 from __future__ import annotations
@@ -24,7 +16,11 @@ JSONDict = dict[str, Any]
 
 
 def read_fs_stats(path: Path, *, time: str) -> JSONDict | None:
-    """A Summary `FsStats` from statvfs; None when the path does not exist."""
+    """A Summary `FsStats` from statvfs; None when the path does not exist.
+
+    As cAdvisor's ``GetFsInfo``: capacity = blocks × fragment size, available = blocks available
+    to unprivileged users, used = blocks − free; inodes, inodesFree and inodesUsed likewise.
+    """
     try:
         st = os.statvfs(path)
     except OSError:
@@ -76,7 +72,13 @@ def count_tasks(proc_root: Path) -> int:
 
 
 def read_rlimit(proc_root: Path, *, time: str) -> JSONDict:
-    """`node.rlimit`: `maxpid` only when at least one of the two sysctls could be read."""
+    """`node.rlimit`: `maxpid` only when at least one of the two sysctls could be read.
+
+    ``maxpid = min(kernel.pid_max, kernel.threads-max)``, ``curproc`` = the task total of
+    ``/proc/loadavg``, falling back to counting tasks (the kubelet prefers loadavg because
+    sysinfo(2) truncates above 65535, kubernetes/kubernetes#107107); ``pid.available`` is their
+    difference.
+    """
     out: JSONDict = {"time": time}
     limits = [
         v

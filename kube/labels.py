@@ -1,18 +1,5 @@
 """Label selectors, field selectors and the apimachinery name rules.
 
-Two selector forms exist in Kubernetes and both are needed here:
-
-* the structured ``metav1.LabelSelector`` (``matchLabels`` + ``matchExpressions``) found in
-  PodDisruptionBudgets and affinity terms, converted with the rules of
-  ``LabelSelectorAsSelector`` (operators In, NotIn, Exists, DoesNotExist only);
-* the string form accepted by ``?labelSelector=`` and ``kubectl -l`` (``labels.Parse``), which
-  also knows ``=``, ``==``, ``!=``, ``!key`` and the integer comparisons ``>`` / ``<``.
-
-Both become a ``LabelSelector`` made of ``Requirement`` values, so matching has one
-implementation. A ``None`` selector is not a ``LabelSelector``: callers decide what "no
-selector" means (nothing for PDBs in preemption, nothing for eviction in policy/v1), exactly
-as the Kubernetes call sites do. An empty selector matches everything.
-
 Also here, the well-known labels a kubelet puts on its node (``k8s.io/api/core/v1``'s
 ``well_known_labels.go``), which the scheduler's default spreading reads.
 """
@@ -266,7 +253,17 @@ def make_requirement(
 
 @dataclass(frozen=True, slots=True)
 class LabelSelector:
-    """A validated label selector: all requirements must match (AND)."""
+    """A validated label selector: all requirements must match (AND).
+
+    Both selector forms of Kubernetes become one: the structured ``metav1.LabelSelector``
+    (``matchLabels`` + ``matchExpressions``) of PodDisruptionBudgets and affinity terms, converted
+    with the rules of ``LabelSelectorAsSelector`` (operators In, NotIn, Exists, DoesNotExist only),
+    and the string form of ``?labelSelector=`` and ``kubectl -l`` (``labels.Parse``), which also
+    knows ``=``, ``==``, ``!=``, ``!key`` and the integer comparisons ``>`` / ``<``; so matching has
+    one implementation. An empty selector matches everything. A ``None`` selector is not a
+    ``LabelSelector``: callers decide what "no selector" means (nothing for PDBs in preemption,
+    nothing for eviction in policy/v1), exactly as the Kubernetes call sites do.
+    """
 
     requirements: tuple[Requirement, ...] = ()
     match_labels: Mapping[str, str] = field(default_factory=dict)

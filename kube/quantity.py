@@ -1,15 +1,5 @@
-"""Kubernetes resource quantities as the scheduler counts them.
-
-The parser follows the grammar of ``k8s.io/apimachinery/pkg/api/resource/quantity.go``:
-``<signedNumber><suffix>`` where the suffix is a binary SI one (``Ki`` … ``Ei``), a decimal SI
-one (``n u m "" k M G T P E``) or a decimal exponent (``e3``, ``E-2``). Values are exact
-``decimal.Decimal``.
-
-We keep our own parser rather than the client library's ``parse_quantity`` for two reasons:
-the library builds on ``Decimal()`` and so accepts strings kube-apiserver rejects ("NaN",
-"Infinity", "1_000", " 1"), and importing it pulls in the whole kubernetes-asyncio client
-(about 0.8 s), which every command would pay at start-up. A property test checks that both
-agree on every string the grammar accepts.
+"""Kubernetes resource quantities as the scheduler counts them
+(``k8s.io/apimachinery/pkg/api/resource/quantity.go``), exact ``decimal.Decimal`` values.
 
 Integer forms follow ``resource.Quantity``: CPU is counted in millicores (``MilliValue``),
 everything else in whole units (``Value``); both round up, as apimachinery does.
@@ -221,7 +211,16 @@ def _kept_as_written(match: re.Match[str]) -> bool:
 
 
 def parse_quantity(value: object) -> Decimal:
-    """The exact value of a quantity given as a string or a number."""
+    """The exact value of a quantity given as a string or a number.
+
+    The grammar is apimachinery's: ``<signedNumber><suffix>`` where the suffix is a binary SI one
+    (``Ki`` … ``Ei``), a decimal SI one (``n u m "" k M G T P E``) or a decimal exponent (``e3``,
+    ``E-2``). We keep our own parser rather than the client library's ``parse_quantity`` for two
+    reasons: the library builds on ``Decimal()`` and so accepts strings kube-apiserver rejects
+    ("NaN", "Infinity", "1_000", " 1"), and importing it pulls in the whole kubernetes-asyncio
+    client (about 0.8 s), which every command would pay at start-up. A property test checks that
+    both agree on every string the grammar accepts.
+    """
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int | Decimal):

@@ -1,13 +1,7 @@
 """A pod's effective requests and limits from its containers', as
 ``k8s.io/component-helpers/resource`` (``AggregateContainerRequests``,
 ``AggregateContainerLimits``) computes them for the scheduler, the kubelet and the API server's
-QoS class alike.
-
-App containers run together, so their amounts add up; restartable init containers (sidecars)
-keep running beside them, so theirs add up too. An ordinary init container runs alone with the
-sidecars started before it, so the pod needs at least that sum while it runs: the result is the
-larger of the two, resource by resource. Standard library only: ``kube.qos`` and
-``kube.objects`` both use it.
+QoS class alike. Standard library only: ``kube.qos`` and ``kube.objects`` both use it.
 """
 
 from __future__ import annotations
@@ -49,6 +43,12 @@ def _aggregate(
     limits: bool,
     defaults: Mapping[str, int] | None = None,
 ) -> dict[str, int]:
+    """App containers run together, so their amounts add up; restartable init containers
+    (sidecars) keep running beside them, so theirs add up too. An ordinary init container runs
+    alone with the sidecars started before it, so the pod needs at least that sum while it runs:
+    the result is the larger of the two, resource by resource.
+    """
+
     def of(c: ContainerResources) -> Mapping[str, int]:
         own = c.limits if limits else c.requests
         if not defaults:

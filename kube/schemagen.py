@@ -1,18 +1,13 @@
 """Generate ``kube/data/schema.json``, the field schema the strict decoder checks against.
 
 kube-apiserver rejects unknown and duplicate fields under ``fieldValidation=Strict`` because it
-decodes into Go structs. We have no Go structs, but kubernetes-asyncio's generated models carry
-the same information: ``openapi_types`` (attribute → type) and ``attribute_map`` (attribute →
-JSON key). Importing the client costs about a second, so instead of reading the models at run
-time we dump the part reachable from the kinds we load into a small JSON file, committed and
-shipped as package data. ``tests/kube/test_strict_schema.py`` fails when the installed
-client would generate something else; then run::
+decodes into Go structs. kubernetes-asyncio's generated models carry the same information, but
+importing them costs about a second, so the part reachable from the kinds we load is dumped
+into a small JSON file, committed and shipped as package data.
+``tests/kube/test_strict_schema.py`` fails when the installed client would generate something
+else; then run::
 
     .venv/bin/python -m kube.schemagen
-
-The generated models lose one fact of the OpenAPI schema: which ``string`` fields are
-``resource.Quantity`` (a quantity may be written as a JSON number). ``QUANTITY_FIELDS`` lists
-them so that ``cpu: 2`` is accepted as kube-apiserver accepts it.
 """
 
 from __future__ import annotations
@@ -124,7 +119,13 @@ def _quantity(type_name: str) -> str:
 
 
 def generate() -> dict[str, Any]:
-    """The schema of every kind in ``KINDS`` and of every model reachable from them."""
+    """The schema of every kind in ``KINDS`` and of every model reachable from them.
+
+    Read from the models' ``openapi_types`` (attribute → type) and ``attribute_map`` (attribute →
+    JSON key). They lose one fact of the OpenAPI schema: which ``string`` fields are
+    ``resource.Quantity`` (a quantity may be written as a JSON number). ``QUANTITY_FIELDS`` lists
+    them so that ``cpu: 2`` is accepted as kube-apiserver accepts it.
+    """
     models = _models()
     for model, attr in sorted(QUANTITY_FIELDS):
         if attr not in getattr(models, model).openapi_types:

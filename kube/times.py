@@ -1,20 +1,9 @@
 """Timestamps as the API writes them: ``metav1.Time`` and ``metav1.MicroTime`` ↔ epoch seconds.
 
-Every package reads and writes them — object views (``creationTimestamp``, condition and start
-times), the API room (an exec credential's ``expirationTimestamp``), the agent (the kubelet's
-stats and the Events it writes) — so the rules live here once:
-
-* reading is RFC 3339 as Go's ``time.Parse(time.RFC3339, …)`` accepts it: a full date, ``T``,
-  a full time with any number of fractional digits, and a zone (``Z`` or ``±hh:mm``) that may
-  not be left out. Python's ``datetime.fromisoformat`` alone would also take the ISO 8601 forms
-  no API server writes (``20240501T100000``, a space for ``T``, no zone), so the shape is
-  checked first. Digits past the microsecond are dropped (Python keeps microseconds; the
-  kubelet's stats carry nanoseconds);
-* ``metav1.Time`` is written in UTC with whole seconds (the fraction cut, not rounded), and
-  ``metav1.MicroTime`` with exactly six fractional digits, both ending in ``Z``.
-
-kube-apiserver's own decoding of time fields, with Go's error messages, is kubesim's concern
-(``kubesim.core.timefields``); this module is for clients of the API.
+Every package reads and writes them (object views, the API room's exec credentials, the
+agent's stats and Events), so the rules live here once. kube-apiserver's own decoding of time
+fields, with Go's error messages, is kubesim's concern (``kubesim.core.timefields``); this
+module is for clients of the API.
 """
 
 from __future__ import annotations
@@ -36,7 +25,15 @@ _RFC3339: Final = re.compile(
 @lru_cache(maxsize=4096)  # a watch or a stats summary repeats few distinct timestamps
 def parse_rfc3339(text: str) -> float:
     """An RFC 3339 timestamp (``2024-05-01T10:00:00Z``, ``…T10:00:00.123456789+02:00``) as
-    seconds since the epoch; ``ValueError`` for anything else."""
+    seconds since the epoch; ``ValueError`` for anything else.
+
+    As Go's ``time.Parse(time.RFC3339, …)`` accepts it: a full date, ``T``, a full time with any
+    number of fractional digits, and a zone (``Z`` or ``±hh:mm``) that may not be left out.
+    Python's ``datetime.fromisoformat`` alone would also take the ISO 8601 forms no API server
+    writes (``20240501T100000``, a space for ``T``, no zone), so the shape is checked first. Digits
+    past the microsecond are dropped (Python keeps microseconds; the kubelet's stats carry
+    nanoseconds).
+    """
     match = _RFC3339.fullmatch(text)
     if match is None:
         raise ValueError(f"{text!r} is not an RFC 3339 time")
@@ -66,7 +63,9 @@ def parse_time(value: object) -> float:
 
 
 def format_time(seconds: float) -> str:
-    """Seconds since the epoch to RFC 3339 in UTC, whole seconds (``metav1.Time``)."""
+    """Seconds since the epoch to RFC 3339 in UTC, whole seconds (``metav1.Time``); the
+    fraction is cut, not rounded.
+    """
     return datetime.fromtimestamp(math.floor(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

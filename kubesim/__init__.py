@@ -3,12 +3,9 @@
 ``async with kubesim.serve(state=..., faults=...) as sim:`` runs one in process; ``kubesim
 serve`` runs one from the command line. Real kubectl and kubernetes-asyncio work against it.
 
-Its modules are in six layers, each importing only those below it, as kube-apiserver keeps the
-same concerns apart (ARCHITECTURE.md; an import contract checks it): ``core`` (the store, the
-scheme, errors), ``registry`` (the generic store and the kinds' strategies), ``plugins``
-(authentication, authorization, admission, eviction and binding storage), ``endpoints`` (the
-HTTP server), the actors (``controllers``, ``node``, ``scheduling``, ``faults``, which see a
-``cluster.Cluster``) and the composition (``sim``, ``cli``).
+Its modules are in six layers (core, registry, plugins, endpoints, the actors and the
+composition), each importing only those below it, as kube-apiserver keeps the same concerns
+apart: ARCHITECTURE.md draws them, an import contract checks them.
 
 The names below are loaded on first use (PEP 562): ``kubesim --help`` must not pay for
 aiohttp and the server.

@@ -1,13 +1,11 @@
 """``kubesim``: run the embedded API server from the command line (``serve``, ``wait``,
 ``certificate``).
 
-A script never reads a kubeconfig whose server is not answering: ``serve`` writes it —
-atomically — only once the port answers and removes it when it stops (SIGINT or SIGTERM, exit
-0); ``serve --background`` returns once the server is ready; ``wait`` blocks until the server a
-kubeconfig names answers ``/readyz``. Bad files or flags exit 2 before anything is served,
-naming the file, document, object and field; a port in use exits 1 (``kube.cliutil`` holds the
-shared conventions). The heavy modules are imported only when a command runs, so ``--help``
-stays instant.
+A script never reads a kubeconfig whose server is not answering: ``serve`` writes it atomically
+only once the port answers and removes it when it stops; ``serve --background`` returns once the
+server is ready; ``wait`` blocks until it answers ``/readyz``. Bad files or flags exit 2 before
+anything is served, naming the file, document, object and field; a port in use exits 1. The
+heavy modules are imported only when a command runs, so ``--help`` stays instant.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """What an actor sees of the cluster: the ``Cluster`` protocol, and the living cluster's timing.
 
-The actors — controllers (``kubesim.controllers``), the node kubelets (``kubesim.node``), the
-scheduler loop (``kubesim.scheduling``) and fault injection (``kubesim.faults``) — are
-kubesim's kube-controller-manager, kubelets and kube-scheduler. In a cluster they see the
-control plane only through the API; here they get a ``Cluster``: the object store and its watch
-(what their informers would cache), the generic store they write through in process (what
-their clients would call), the scheme, and the few things each really uses besides — the time
-scale and ``ControllerSettings``, the node runtimes of the process nodes, the binding storage
-the scheduler binds through, the registry of ``/metrics`` and the version a kubelet reports.
-``Simulator`` is one; an actor never sees the rest of it (the HTTP server, the authenticators,
-the other actors), so an actor can be driven by anything that provides these.
-
-``ControllerSettings`` is the timing of the living cluster; the annotations
-``kubesim.io/ready-after`` and ``kubesim.io/run-for`` override it per pod (``annotation_seconds``).
+The actors (``kubesim.controllers``, ``kubesim.node``, ``kubesim.scheduling``,
+``kubesim.faults``) are kubesim's kube-controller-manager, kubelets and kube-scheduler.
+``Simulator`` is one ``Cluster``; an actor never sees the rest of it (the HTTP server, the
+authenticators, the other actors), so an actor can be driven by anything that provides these.
 """
 
 from __future__ import annotations
@@ -83,7 +74,15 @@ def annotation_seconds(obj: Mapping[str, Any], key: str) -> float | None:
 
 
 class Cluster(Protocol):
-    """The cluster as the actors use it (read-only members: any object with them will do)."""
+    """The cluster as the actors use it (read-only members: any object with them will do).
+
+    In a cluster the actors see the control plane only through the API; here they get the object
+    store and its watch (what their informers would cache), the generic store they write through in
+    process (what their clients would call), the scheme, and the few things each really uses
+    besides: the time scale and ``ControllerSettings``, the node runtimes of the process nodes, the
+    binding storage the scheduler binds through, the registry of ``/metrics`` and the version a
+    kubelet reports.
+    """
 
     @property
     def store(self) -> Store:

@@ -1,15 +1,5 @@
 """The kubeconfig kubesim writes for kubectl and client libraries, and the readiness around it.
 
-Plain HTTP on loopback needs no credentials or CA: the cluster entry has only ``server``
-(``http://127.0.0.1:PORT``), the user entry is empty, and the context's namespace is
-``default`` — which kubectl, client-go and kubernetes-asyncio's ``load_kube_config`` accept.
-A server that authorizes requests gives its admin kubeconfig the credentials of a
-``system:masters`` user instead (``Simulator.admin_user``). An ``https`` server
-(``kubesim serve --tls``) writes what a kubeadm cluster's ``admin.conf`` holds: the cluster CA
-as ``certificate-authority-data`` and the admin's client certificate and key as
-``client-certificate-data``/``client-key-data``; ``kubesim wait`` then checks the server's
-certificate against that CA.
-
 The file is the readiness signal for scripts: it is written only once the port answers, by
 rename so a reader never sees half of it, and removed when the server stops (only if it still
 names this server), so a kubeconfig on disk never sends kubectl to a closed port. ``kubesim
@@ -61,7 +51,18 @@ def kubeconfig_dict(
 ) -> dict[str, Any]:
     """``user`` is the kubeconfig's user entry (``{"token": ...}``, client certificate data);
     ``certificate_authority`` the PEM CA an ``https`` server's certificate is checked against
-    (``certificate-authority-data``)."""
+    (``certificate-authority-data``).
+
+    Plain HTTP on loopback needs no credentials or CA: the cluster entry has only ``server``
+    (``http://127.0.0.1:PORT``), the user entry is empty, and the context's namespace is
+    ``default``, which kubectl, client-go and kubernetes-asyncio's ``load_kube_config`` accept. A
+    server that authorizes requests gives its admin kubeconfig the credentials of a
+    ``system:masters`` user instead (``Simulator.admin_user``). An ``https`` server (``kubesim
+    serve --tls``) writes what a kubeadm cluster's ``admin.conf`` holds: the cluster CA as
+    ``certificate-authority-data`` and the admin's client certificate and key as
+    ``client-certificate-data``/``client-key-data``; ``kubesim wait`` then checks the server's
+    certificate against that CA.
+    """
     cluster: dict[str, Any] = {"server": url}
     if certificate_authority:
         cluster["certificate-authority-data"] = base64.b64encode(certificate_authority).decode()

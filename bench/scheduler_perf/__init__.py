@@ -4,15 +4,10 @@ scheduler_perf (kubernetes ``test/integration/scheduler_perf``) describes each b
 data: test cases of opcodes with ``$params``, workloads with a floor in pods/s. This package
 reads those files as upstream does and plays them, beside the repository's copies of them
 (``misc/``, ``topology_spreading/``, ``affinity/``, ``templates/``; README.md says what was
-kept):
-
-- ``config``: test cases and workloads, decoded and checked (``gojson``: Go's field matching);
-- ``ops``: a workload's ops, typed, with its params patched in;
-- ``objects``: nodes and pods from templates (``gotemplate``: Go's template actions), named;
-- ``executor``: the ops played against a backend — ``library_backend`` (kube-scheduler's loop
-  over ``scheduler``) or ``kubesim_backend`` (``kubesim serve`` over HTTP) — measured by
-  ``throughput``;
-- ``cli``: ``python bench/scheduler_perf --help``.
+kept): ``config`` decodes them (``gojson``), ``ops`` types a workload's ops, ``objects`` makes
+nodes and pods from templates (``gotemplate``), ``executor`` plays the ops against a backend
+(``library_backend`` in process, ``kubesim_backend`` over HTTP) measured by ``throughput``,
+and ``cli`` is ``python bench/scheduler_perf --help``.
 """
 
 from .cli import main

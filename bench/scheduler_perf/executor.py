@@ -1,15 +1,7 @@
 """Plays one workload's ops against a backend, as upstream's ``WorkloadExecutor`` does.
 
-Pods go to the namespace ``namespace-<op index>`` unless one is named; ``barrier`` waits for
-the pods counted by ``skipWaitToCompletion`` ops (``Scheduled`` or ``Attempted``); ``churn``
-creates (or creates and deletes) its objects every ``intervalMilliseconds`` of wall time while
-later ops run; ``deletePods`` deletes at ``deletePodsPerSecond``. Label strategies of
-``createNodes`` patch the name-sorted node list from the op's first index, as
-``IntegrationTestNodePreparer`` does. The throughput collector starts before the measured pods
-are created, as upstream's does; ``run_workload`` turns its samples into the workload's line,
-with ``overall`` (the op's pods over the seconds to the last bind) standing in when there are
-fewer than two samples, and ``per_cpu_second`` (over this process's CPU time) for machines
-shared with other work.
+The throughput collector starts before the measured pods are created, as upstream's does;
+``run_workload`` turns its samples into the workload's line.
 """
 
 from __future__ import annotations
@@ -70,7 +62,15 @@ class Result:
 
 
 class Executor:
-    """Plays one workload's ops against a backend (``runWorkload``)."""
+    """Plays one workload's ops against a backend (``runWorkload``).
+
+    Pods go to the namespace ``namespace-<op index>`` unless one is named; ``barrier`` waits for
+    the pods counted by ``skipWaitToCompletion`` ops (``Scheduled`` or ``Attempted``); ``churn``
+    creates (or creates and deletes) its objects every ``intervalMilliseconds`` of wall time while
+    later ops run; ``deletePods`` deletes at ``deletePodsPerSecond``. Label strategies of
+    ``createNodes`` patch the name-sorted node list from the op's first index, as
+    ``IntegrationTestNodePreparer`` does.
+    """
 
     def __init__(
         self,
@@ -382,7 +382,10 @@ def run_workload(
 ) -> dict[str, Any]:
     """Run one workload; the JSON object its line prints.
 
-    ``ConfigError`` and ``WorkloadFailed`` propagate; ``Unmodelled`` becomes the line.
+    ``ConfigError`` and ``WorkloadFailed`` propagate; ``Unmodelled`` becomes the line. ``overall``
+    (the op's pods over the seconds to the last bind) stands in when there are fewer than two
+    throughput samples, and ``per_cpu_second`` (over this process's CPU time) is for machines
+    shared with other work.
     """
     full = tc.full_name(w)
     line: dict[str, Any] = {

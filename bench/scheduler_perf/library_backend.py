@@ -1,13 +1,7 @@
 """kube-scheduler's ``scheduleOne`` loop over ``scheduler``, in this process.
 
-``SchedulingQueue`` (informer events, backoff flushes each second, leftover flushes each 30 s,
-on the wall clock), ``schedule_one`` with kube's adaptive percentageOfNodesToScore and the
-round-robin start index, binding into the ``Snapshot`` (``AssignedPodAdd`` to the queue), and
-on failure DefaultPreemption (``preempt``, sampled as kube searches, seeded): victims deleted,
-the preemptor nominated and requeued. One thread does everything, so a cycle's time includes
-the informer work kube does on other goroutines. A bound pod is deleted at once only with a
-grace period of 0: otherwise it stays terminating, as on an integration cluster without
-kubelets.
+One thread does everything, so a cycle's time includes the informer work kube does on other
+goroutines.
 """
 
 from __future__ import annotations
@@ -64,6 +58,13 @@ class LibraryBackend:
 
     ``pods`` is what the API server would hold (every live pod, the latest version); events
     that an informer would deliver after a cycle (binds, deletions) are applied after it.
+
+    ``SchedulingQueue`` (informer events, backoff flushes each second, leftover flushes each 30 s,
+    on the wall clock), ``schedule_one`` with kube's adaptive percentageOfNodesToScore and the
+    round-robin start index, binding into the ``Snapshot`` (``AssignedPodAdd`` to the queue), and
+    on failure DefaultPreemption (``preempt``, sampled as kube searches, seeded): victims deleted,
+    the preemptor nominated and requeued. A bound pod is deleted at once only with a grace period
+    of 0: otherwise it stays terminating, as on an integration cluster without kubelets.
     """
 
     name = "scheduler"

@@ -1,12 +1,5 @@
-"""The ideal drain client of ``bench/drain_vs_kubectl.py`` (c), run as its own process.
-
-It knows the node's pods before it starts (a JSON file of ``{"namespace", "name", "uid"}``),
-opens a watch of the node's pods, then sends every eviction at once — one connection each, no
-concurrency bound, no retries, no models, no tenacity — and stops its clock when the last pod's
-``DELETED`` arrives. That is "one eviction round trip plus the deletion time", taken
-with all the evictions in flight together, on the same server the real tools face: the least
-any client can spend once its process is up and the pods are known. Start-up, discovery, cordon
-and listing are left out on purpose (``evict`` pays them; the ideal does not).
+"""The ideal drain client of ``bench/drain_vs_kubectl.py`` (c), run as its own process: the least
+any client can spend once its process is up and the pods are known (``main``).
 
 Usage: ``python bench/support/ideal_drain_client.py SERVER_URL NODE PODS_JSON`` → prints
 ``{"seconds": …, "evictions_s": …}`` on stdout (``evictions_s``: first eviction sent to last
@@ -54,6 +47,15 @@ async def _evict(session: aiohttp.ClientSession, url: str, pod: dict[str, str]) 
 
 
 async def main(url: str, node: str, pods: list[dict[str, str]]) -> dict[str, Any]:
+    """The client knows the node's pods before it starts (a JSON file of ``{"namespace",
+    "name", "uid"}``), opens a watch of the node's pods, then sends every eviction at once (one
+    connection each, no concurrency bound, no retries, no models, no tenacity) and stops its clock
+    when the last pod's ``DELETED`` arrives.
+
+    That is "one eviction round trip plus the deletion time", taken with all the evictions in
+    flight together, on the same server the real tools face. Start-up, discovery, cordon and
+    listing are left out on purpose (``evict`` pays them; the ideal does not).
+    """
     connector = aiohttp.TCPConnector(limit=0)  # unbounded: every eviction on its own connection
     async with aiohttp.ClientSession(connector=connector) as session:
         uids = {p["uid"] for p in pods}

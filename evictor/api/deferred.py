@@ -2,12 +2,11 @@
 models (``defer_client_models``), and TLS contexts that load the system CAs only when a TLS
 connection needs them (``defer_system_cas``).
 
-The room's one workaround that reaches into its dependencies: nothing else in the project
-touches a private name of aiohttp, kubernetes-asyncio or urllib3, and ``dependency_problems()``
-(``tests/evictor/api/test_deferred_contract.py``, in a fresh interpreter) fails loudly when an
-upgrade moves what this module relies on, instead of the agent silently losing the saving. It
-lives here, not in the agent, because the agent and the ``evict`` CLI both use it and the agent
-may import ``evictor``, not the other way round.
+The project's one workaround that touches private names of its dependencies (aiohttp,
+kubernetes-asyncio, urllib3); ``dependency_problems()`` (``tests/evictor/api/
+test_deferred_contract.py``) fails loudly when an upgrade moves them, instead of the agent
+silently losing the saving. It lives in ``evictor`` because the agent and ``evict`` both use
+it, and the agent may import ``evictor``, not the other way round.
 """
 
 from __future__ import annotations

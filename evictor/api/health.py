@@ -1,18 +1,8 @@
 """How the API server is answering this process, for readiness probes and metrics.
 
-The agent's ``/readyz`` and systemd watchdog looked only at its sync loop: a token that expired
-for good left it syncing over a stale pod view, evicting nothing new, with every probe green.
-What tells the truth is the API's own answers: a 401 that survived a credential
-refresh (``evictor.api.connect`` already refreshed once and resent) or a 403 says the process
-can no longer act, and only an answer that is neither says it can again (kube-apiserver
-authenticates and authorizes before anything else, so any other status proves both passed).
-``ApiHealth`` keeps since when every answer has been a refusal, the refusals since then by
-status code, the last one, and a count of failed answers by status code (0: no answer at all)
-for a metric.
-
-What it keeps of a refused request is its kind (``PATCH pods/status``), never a namespace or
-a name: the agent's ``/readyz`` shows it to whoever can reach the port, and a tenant's pod
-names are not theirs to read.
+The agent's ``/readyz`` and systemd watchdog once looked only at its sync loop, so a token that
+expired for good left it syncing over a stale pod view, evicting nothing new, with every probe
+green. The truth is in the API's own answers, which ``ApiHealth`` keeps.
 """
 
 from __future__ import annotations
@@ -53,6 +43,19 @@ def request_kind(what: str) -> str:
 
 @dataclass(slots=True)
 class ApiHealth:
+    """Since when every answer has been a refusal, the refusals since then by status code,
+    the last one, and failed answers by status code (0: no answer at all) for a metric.
+
+    A 401 that survived a credential refresh (``evictor.api.connect`` already refreshed once and
+    resent) or a 403 says the process can no longer act; only an answer that is neither says it can
+    again (kube-apiserver authenticates and authorizes before anything else, so any other status
+    proves both passed).
+
+    Of a refused request it keeps the kind (``PATCH pods/status``), never a namespace or a name:
+    the agent's ``/readyz`` shows it to whoever can reach the port, and a tenant's pod names are not
+    theirs to read.
+    """
+
     clock: Callable[[], float] = time.monotonic
     refused_since: float | None = None  # first refusal with no other answer since
     refusals: dict[int, int] = field(default_factory=dict)  # 401s and 403s since then

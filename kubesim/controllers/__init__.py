@@ -2,17 +2,11 @@
 
 kube-apiserver alone never changes objects; controllers do (kube-controller-manager, kubelets).
 kubesim runs the ones its clients depend on as asyncio tasks started with the server and
-cancelled when it stops. A controller is any object with a ``name`` and an
-``async run(cluster)``, and sees the cluster only through the ``kubesim.cluster.Cluster`` it
-is given. The built-in set, in ``CONTROLLER_NAMES`` order (assembled by ``kubesim.sim``): the
-namespace controller, the node kubelet of ``kubesim.node``, the disruption controller, the
-workload controllers (ReplicaSet, ReplicationController, Deployment, StatefulSet, DaemonSet,
-Job), the garbage collector, the ServiceAccount controller (a ``default`` ServiceAccount in
-every namespace), the ClusterRole aggregation controller and the default scheduler
-(``kubesim.scheduling``). Each can be switched off by name
-(``Simulator(disabled_controllers={"replicaset"})``) for tests that want a frozen cluster;
-more can be added with ``Simulator.add_controller`` (or the set replaced with
-``controllers=``).
+cancelled when it stops. The built-in set is ``CONTROLLER_NAMES``, in order (assembled by
+``kubesim.sim``; the kubelet is ``kubesim.node``'s, the scheduler ``kubesim.scheduling``'s).
+Each can be switched off by name (``Simulator(disabled_controllers={"replicaset"})``) for tests
+that want a frozen cluster; more can be added with ``Simulator.add_controller`` (or the set
+replaced with ``controllers=``).
 """
 
 from __future__ import annotations
@@ -81,8 +75,10 @@ def __getattr__(name: str) -> Any:
 
 
 class Controller(Protocol):
-    """A task beside the API server: started with it, cancelled when it stops; it sees the
-    cluster only through the ``Cluster`` it is given (``kubesim.cluster``)."""
+    """A task beside the API server: any object with a ``name`` and an
+    ``async run(cluster)``, started with the server and cancelled when it stops; it sees the
+    cluster only through the ``Cluster`` it is given (``kubesim.cluster``).
+    """
 
     name: str
 

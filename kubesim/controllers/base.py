@@ -1,20 +1,8 @@
 """What the workload controllers share: the watch-driven sync loop and the pod helpers.
 
-kube-controller-manager's controllers are informers feeding a rate-limited work queue of
-``namespace/name`` keys, and a ``sync`` that reads the owner and its pods from the caches and
-writes through the API. kubesim's are the same shape: ``WorkloadController.run`` subscribes to
-the store's watch for the storages it cares about, maps each event to the keys of the owners to
-sync (the owner itself, or the controller of a changed pod), waits the configured reaction time
-(``ControllerSettings.reaction_delay`` × time scale; 0 reacts in the same event-loop burst)
-and calls ``sync``, which writes through ``cluster.registry`` (the generic store) as an API
-client does. No "expectations" are needed: a create through the generic store is in the store
-before the next sync.
-
-The helpers reproduce ``pkg/controller/controller_utils.go``: ``GetPodFromTemplate``
-(labels, annotations, finalizers and spec of the template, ``generateName`` of the owner's name
-plus ``-``, an owner reference with ``controller: true`` and ``blockOwnerDeletion: true``),
-``IsPodActive``, ``IsPodReady``/``IsPodAvailable`` (Ready for ``minReadySeconds``) and the
-ranking used to pick which pods to delete on scale-down (``ActivePodsWithRanks``).
+The helpers reproduce ``pkg/controller/controller_utils.go``: ``GetPodFromTemplate``,
+``IsPodActive``, ``IsPodReady``/``IsPodAvailable`` and the ranking used to pick which pods to
+delete on scale-down (``ActivePodsWithRanks``).
 """
 
 from __future__ import annotations
@@ -108,7 +96,7 @@ def ready_since(pod: Mapping[str, Any]) -> float | None:
 
 
 def is_pod_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> bool:
-    """``podutil.IsPodAvailable``."""
+    """``podutil.IsPodAvailable``: Ready for ``minReadySeconds``."""
     if not is_pod_ready(pod):
         return False
     if min_ready_seconds <= 0:
@@ -124,7 +112,11 @@ def pod_from_template(
     name: str | None = None,
     extra_labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``GetPodFromTemplate``: a pod manifest owned by ``owner``."""
+    """``GetPodFromTemplate``: a pod manifest owned by ``owner``.
+
+    The template's labels, annotations, finalizers and spec, ``generateName`` of the owner's name
+    plus ``-``, an owner reference with ``controller: true`` and ``blockOwnerDeletion: true``.
+    """
     tmeta = template.get("metadata") or {}
     meta: dict[str, Any] = {"namespace": str(meta_of(owner).get("namespace", ""))}
     if name is not None:
@@ -180,7 +172,18 @@ def pods_to_delete_order(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str,
 
 class WorkloadController:
     """Base of the watch-driven controllers: subclasses set ``name``, ``kind``, ``watched``
-    and implement ``sync`` (and ``keys_for`` when other storages matter)."""
+    and implement ``sync`` (and ``keys_for`` when other storages matter).
+
+    kube-controller-manager's controllers are informers feeding a rate-limited work queue of
+    ``namespace/name`` keys, and a ``sync`` that reads the owner and its pods from the caches and
+    writes through the API. These are the same shape: ``run`` subscribes to the store's watch for
+    the storages it cares about, maps each event to the keys of the owners to sync (the owner
+    itself, or the controller of a changed pod), waits the configured reaction time
+    (``ControllerSettings.reaction_delay`` × time scale; 0 reacts in the same event-loop burst) and
+    calls ``sync``, which writes through ``cluster.registry`` (the generic store) as an API client
+    does. No "expectations" are needed: a create through the generic store is in the store before
+    the next sync.
+    """
 
     name = ""
     component = ""  # the event source, e.g. ``replicaset-controller``

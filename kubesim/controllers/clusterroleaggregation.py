@@ -1,15 +1,9 @@
 """The ClusterRole aggregation controller: reproduces ``pkg/controller/clusterroleaggregation``.
 
-A ClusterRole with an ``aggregationRule`` owns no rules of its own: the controller keeps its
-``rules`` equal to the union of the rules of every other ClusterRole selected by any of its
-``clusterRoleSelectors`` — selectors in order, the roles of one selector sorted by name, each
-rule once (a rule already present is not repeated) — and writes them to the stored object
-only when they differ (an empty union and no rules are the same). That is how the bootstrap
-``admin``, ``edit`` and ``view`` get their rules, and how a CRD's
-``aggregate-to-view: "true"`` role widens ``view``. A change to any ClusterRole re-syncs every
-aggregated role until nothing changes (aggregation chains: ``view`` into ``edit`` into
-``admin``). The aggregation itself is ``kubesim.plugins.authorization.aggregation``'s, which
-the bootstrap policy also runs once it is seeded.
+That is how the bootstrap ``admin``, ``edit`` and ``view`` get their rules, and how a CRD's
+``aggregate-to-view: "true"`` role widens ``view``. The aggregation itself is
+``kubesim.plugins.authorization.aggregation``'s, which the bootstrap policy also runs once it
+is seeded.
 """
 
 from __future__ import annotations
@@ -25,7 +19,16 @@ __all__ = ["ClusterRoleAggregationController"]
 
 
 class ClusterRoleAggregationController:
-    """Re-aggregates on every ClusterRole change."""
+    """Re-aggregates on every ClusterRole change.
+
+    A ClusterRole with an ``aggregationRule`` owns no rules of its own: its ``rules`` are kept equal
+    to the union of the rules of every other ClusterRole selected by any of its
+    ``clusterRoleSelectors`` (selectors in order, the roles of one selector sorted by name, each
+    rule once: a rule already present is not repeated), written to the stored object only when they
+    differ (an empty union and no rules are the same). A change to any ClusterRole re-syncs every
+    aggregated role until nothing changes (aggregation chains: ``view`` into ``edit`` into
+    ``admin``).
+    """
 
     name = "clusterrole-aggregation"
 

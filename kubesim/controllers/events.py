@@ -1,14 +1,8 @@
 """Events as the controllers and the kubelet record them (client-go ``record.EventRecorder``).
 
-kube-controller-manager and the kubelet write core ``v1`` Events through the legacy recorder
-(``tools/record``, ``makeEvent``): the name is ``<object>.<unix nanoseconds in hex>``, the
-namespace the involved object's (``default`` for cluster-scoped ones), ``source`` and
-``reportingComponent``/``reportingInstance`` name the component (and the node for the
-kubelet), ``firstTimestamp`` = ``lastTimestamp`` and ``count: 1``; ``eventTime`` stays unset.
 That is what ``kubectl get events`` and ``kubectl describe`` show, so a drain on the living
 cluster tells its story: ``Killing``, ``SuccessfulCreate``, ``Scheduled``, ``Started``...
-Event aggregation (``count`` > 1, series) is not reproduced. Recording never fails a sync:
-a refused event is logged and dropped.
+Event aggregation (``count`` > 1, series) is not reproduced.
 """
 
 from __future__ import annotations
@@ -29,7 +23,15 @@ log = logging.getLogger("kubesim")
 
 
 class EventRecorder:
-    """Records events for one component (``replicaset-controller``, ``kubelet``...)."""
+    """Records events for one component (``replicaset-controller``, ``kubelet``...).
+
+    kube-controller-manager and the kubelet write core ``v1`` Events through the legacy recorder
+    (``tools/record``, ``makeEvent``): the name is ``<object>.<unix nanoseconds in hex>``, the
+    namespace the involved object's (``default`` for cluster-scoped ones), ``source`` and
+    ``reportingComponent``/``reportingInstance`` name the component (and the node for the
+    kubelet), ``firstTimestamp`` = ``lastTimestamp`` and ``count: 1``; ``eventTime`` stays unset.
+    Recording never fails a sync: a refused event is logged and dropped.
+    """
 
     def __init__(self, component: str, *, host: str = "") -> None:
         self.component = component

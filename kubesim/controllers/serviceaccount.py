@@ -1,13 +1,8 @@
 """The ServiceAccount controller: every namespace has a ``default`` ServiceAccount.
 
-kube-controller-manager's ``serviceaccount-controller`` (``pkg/controller/serviceaccount``)
-ensures the ServiceAccounts named in ``--service-account-names`` (``default``) exist in every
-active namespace: those that exist at start-up (``default``, ``kube-system``, ...), those
-created later, and again when one is deleted. A namespace being deleted gets none. Pods name
-``default`` when they name no ServiceAccount, and ``kubectl create token default`` needs it.
-
-The first pass runs before the controller's first ``await``, so the bootstrap namespaces have
-theirs as soon as the server has started.
+kube-controller-manager's ``serviceaccount-controller`` (``pkg/controller/serviceaccount``).
+Pods name ``default`` when they name no ServiceAccount, and ``kubectl create token default``
+needs it.
 """
 
 from __future__ import annotations
@@ -29,6 +24,14 @@ DEFAULT_SERVICE_ACCOUNT: Final = "default"
 
 
 class ServiceAccountController:
+    """The ServiceAccounts named in ``--service-account-names`` (``default``) in every active
+    namespace: those that exist at start-up (``default``, ``kube-system``, ...), those created
+    later, and again when one is deleted. A namespace being deleted gets none.
+
+    The first pass runs before the controller's first ``await``, so the bootstrap namespaces have
+    theirs as soon as the server has started.
+    """
+
     name = "serviceaccount"
 
     def __init__(self, *, names: tuple[str, ...] = (DEFAULT_SERVICE_ACCOUNT,)) -> None:

@@ -1,17 +1,7 @@
-"""The living cluster's settings as a state-file document.
+"""The living cluster's settings as a state-file document (``kind: ClusterSettings``).
 
-A state file may carry, beside its manifests, one document of this shape; the CLI flags and
-``Simulator`` keywords override what it says::
-
-    apiVersion: kubesim.io/v1alpha1
-    kind: ClusterSettings
-    readyAfter: 2.5            # seconds from a pod's start to Ready (× time scale)
-    reactionDelay: 0.1         # seconds before a controller reacts (× time scale)
-    jobDuration: 5             # seconds a Job's pod runs before it Succeeds (× time scale)
-    disabledControllers: [garbagecollector]
-
-Validation is strict, as for the fault file: an unknown field, a negative or non-numeric time
-or an unknown controller name is a ``ValueError`` naming the field and the rule.
+A state file may carry, beside its manifests, one such document; the CLI flags and
+``Simulator`` keywords override what it says.
 """
 
 from __future__ import annotations
@@ -57,7 +47,18 @@ def is_settings_document(doc: Any) -> bool:
 def parse_settings(
     doc: Mapping[str, Any], base: ControllerSettings | None = None
 ) -> tuple[ControllerSettings, frozenset[str]]:
-    """The settings (over ``base``) and the disabled controller names a document gives."""
+    """The settings (over ``base``) and the disabled controller names a document gives::
+
+        apiVersion: kubesim.io/v1alpha1
+        kind: ClusterSettings
+        readyAfter: 2.5            # seconds from a pod's start to Ready (× time scale)
+        reactionDelay: 0.1         # seconds before a controller reacts (× time scale)
+        jobDuration: 5             # seconds a Job's pod runs before it Succeeds (× time scale)
+        disabledControllers: [garbagecollector]
+
+    Validation is strict, as for the fault file: an unknown field, a negative or non-numeric time
+    or an unknown controller name is a ``ValueError`` naming the field and the rule.
+    """
     settings = base or ControllerSettings()
     changes: dict[str, float] = {}
     disabled: frozenset[str] = frozenset()

@@ -1,15 +1,7 @@
 """Who asks for what: the user and the attributes of a request, and the request being served.
 
 Every layer above needs these facts and none of the machinery that finds them, so they live at
-the bottom: ``UserInfo`` is kube's ``user.Info``, ``Attributes`` its ``authorizer.Attributes``
-(the user, verb, resource, subresource, namespace, name, API group — or the path of a
-non-resource request), and ``current_attributes()`` the request being served, as kube-apiserver
-carries it in the request's context (``genericapirequest.UserFrom``): the endpoints set it
-(``with_attributes``), the registry's validating admission reads it (policies see
-``request.userInfo``). kubesim's own machinery — controllers, kubelets, the scheduler loop,
-state loading, the pod update inside an eviction — calls the registry with no request current
-(``in_process``), as the loopback client kube-apiserver uses for its own storage is never
-admitted again. Authentication (``kubesim.plugins.authentication``) makes a ``UserInfo`` out of
+the bottom. Authentication (``kubesim.plugins.authentication``) makes a ``UserInfo`` out of
 credentials; authorization (``kubesim.plugins.authorization``) decides on ``Attributes``.
 """
 
@@ -66,7 +58,10 @@ ANONYMOUS: Final = UserInfo("system:anonymous", groups=(UNAUTHENTICATED,))
 
 @dataclass(frozen=True, slots=True)
 class Attributes:
-    """``authorizer.Attributes`` of one request (or of a SubjectAccessReview)."""
+    """``authorizer.Attributes`` of one request (or of a SubjectAccessReview): the user,
+    verb, resource, subresource, namespace, name, API group, or the path of a non-resource
+    request.
+    """
 
     user: UserInfo
     verb: str
@@ -86,7 +81,12 @@ _CURRENT: contextvars.ContextVar[Attributes | None] = contextvars.ContextVar(
 
 
 def current_attributes() -> Attributes | None:
-    """The attributes of the API request being served; None for kubesim's own in-process calls."""
+    """The attributes of the API request being served; None for kubesim's own in-process calls.
+
+    As kube-apiserver carries them in the request's context (``genericapirequest.UserFrom``): the
+    endpoints set them (``with_attributes``), the registry's validating admission reads them
+    (policies see ``request.userInfo``).
+    """
     return _CURRENT.get()
 
 
@@ -102,7 +102,11 @@ def with_attributes(attrs: Attributes | None) -> Iterator[None]:
 
 def in_process() -> contextlib.AbstractContextManager[None]:
     """Calls kube-apiserver makes to its own storage (the delete inside an eviction) are not
-    admitted again: they run as kubesim itself."""
+    admitted again: they run as kubesim itself.
+
+    So do kubesim's own machinery (controllers, kubelets, the scheduler loop, state loading), as
+    the loopback client kube-apiserver uses for its own storage is never admitted again.
+    """
     return with_attributes(None)
 
 

@@ -1,11 +1,6 @@
-"""Conditions read and set as kube's helpers do, for every writer of a status.
-
-* ``is_pod_ready``: ``podutil.IsPodReady`` — a ``Ready`` condition with status ``True``;
-* ``set_status_condition``: ``apimeta.SetStatusCondition`` for ``metav1.Condition`` lists
-  (PodDisruptionBudgets): the transition time moves only when the status does;
-* ``update_disruption_allowed_condition``: ``pdbhelper.UpdateDisruptionAllowedCondition``, the
-  PDB's ``DisruptionAllowed`` condition from its ``disruptionsAllowed``, which the eviction
-  subresource and the disruption controller both keep.
+"""Conditions read and set as kube's helpers do, for every writer of a status: ``podutil``'s
+``IsPodReady``, ``apimeta.SetStatusCondition`` for ``metav1.Condition`` lists
+(PodDisruptionBudgets), and ``pdbhelper.UpdateDisruptionAllowedCondition``.
 
 Pod conditions (``PodCondition``, no observed generation) are set with
 ``kube.conditions.update_pod_condition``.
@@ -70,7 +65,10 @@ def _condition(
 
 
 def update_disruption_allowed_condition(status: dict[str, Any], *, now: float) -> None:
-    """``pdbhelper.UpdateDisruptionAllowedCondition`` on a PDB status dict."""
+    """``pdbhelper.UpdateDisruptionAllowedCondition`` on a PDB status dict: the
+    ``DisruptionAllowed`` condition from its ``disruptionsAllowed``, which the eviction subresource
+    and the disruption controller both keep.
+    """
     conditions = status.setdefault("conditions", [])
     allowed = int(status.get("disruptionsAllowed") or 0) > 0
     set_status_condition(

@@ -1,17 +1,13 @@
-"""``metav1.Status`` errors, shaped exactly as kube-apiserver writes them.
+"""``metav1.Status`` errors, shaped exactly as kube-apiserver writes them
+(``k8s.io/apimachinery/pkg/api/errors``); the constructors mirror its ``New...`` functions
+word for word.
 
-Every non-2xx answer of kube-apiserver is a ``Status`` object (``k8s.io/apimachinery/pkg/api/
-errors``): ``kind``/``apiVersion`` ``v1``, empty ``metadata``, ``status: Failure``, a ``message``,
-a machine-readable ``reason``, optional ``details`` (``name``, ``group``, ``kind`` — the
-*resource* plural for NotFound/AlreadyExists/Conflict, the *Kind* for Invalid —, ``uid``,
-``causes`` and ``retryAfterSeconds``) and the HTTP ``code``. The response writer adds a
-``Retry-After`` header only when ``retryAfterSeconds > 0`` (``responsewriters.ErrorNegotiated``),
-which is why a PDB-exhausted 429 carries no such header.
-
-The constructors mirror ``errors.NewNotFound``, ``NewAlreadyExists``, ``NewConflict``,
-``NewInvalid``, ``NewBadRequest``, ``NewForbidden``, ``NewMethodNotSupported``,
-``NewResourceExpired``, ``NewTooManyRequests``, ``NewInternalError``, ``NewTimeoutError`` and
-``NewRequestEntityTooLargeError`` word for word.
+Every non-2xx answer is a ``Status``: ``v1``, empty ``metadata``, ``status: Failure``, a
+``message``, a machine-readable ``reason``, the HTTP ``code`` and optional ``details`` (``name``,
+``group``, ``kind``: the *resource* plural for NotFound/AlreadyExists/Conflict, the *Kind* for
+Invalid; ``uid``, ``causes``, ``retryAfterSeconds``). The response writer adds a ``Retry-After``
+header only when ``retryAfterSeconds > 0`` (``responsewriters.ErrorNegotiated``), which is why a
+PDB-exhausted 429 carries no such header.
 """
 
 from __future__ import annotations

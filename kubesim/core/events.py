@@ -1,13 +1,8 @@
 """Event conversion between core ``v1`` and ``events.k8s.io/v1``.
 
-kube-apiserver stores one Event type and serves it in both groups; ``events.k8s.io/v1`` renames
-fields (``pkg/apis/events/v1/conversion.go``): ``involvedObject``→``regarding``,
-``message``→``note``, ``source``→``deprecatedSource``, ``firstTimestamp``/``lastTimestamp``/
-``count``→``deprecatedFirstTimestamp``/``deprecatedLastTimestamp``/``deprecatedCount``,
-``reportingComponent``→``reportingController``. kubesim stores the core shape, so
-``kubectl get events`` shows events written through either group.
-
-Validation is the Event strategy's (``kubesim.registry.events``).
+kube-apiserver stores one Event type and serves it in both groups; kubesim stores the core
+shape, so ``kubectl get events`` shows events written through either group. Validation is the
+Event strategy's (``kubesim.registry.events``).
 """
 
 from __future__ import annotations
@@ -40,6 +35,13 @@ _SAME: Final = (
 
 
 def to_events_v1(core: Mapping[str, Any]) -> dict[str, Any]:
+    """A core Event in the ``events.k8s.io/v1`` shape (``pkg/apis/events/v1/conversion.go``).
+
+    ``involvedObject``→``regarding``, ``message``→``note``, ``source``→``deprecatedSource``,
+    ``firstTimestamp``/``lastTimestamp``/``count``→``deprecatedFirstTimestamp``/
+    ``deprecatedLastTimestamp``/``deprecatedCount``, ``reportingComponent``→``reportingController``;
+    ``from_events_v1`` is the way back.
+    """
     out: dict[str, Any] = {"kind": "Event", "apiVersion": "events.k8s.io/v1"}
     for key in _SAME:
         if key in core:
@@ -55,6 +57,7 @@ def to_events_v1(core: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def from_events_v1(ev: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``events.k8s.io/v1`` Event in the core shape kubesim stores."""
     out: dict[str, Any] = {"kind": "Event", "apiVersion": "v1"}
     for key in _SAME:
         if key in ev:

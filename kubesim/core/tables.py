@@ -1,13 +1,7 @@
 """Server-side printing: ``meta.k8s.io/v1`` Tables for ``kubectl get``.
 
 kubectl asks for ``application/json;as=Table;v=v1;g=meta.k8s.io`` and prints the columns the
-server chose (``pkg/printers/internalversion``): pods show READY, STATUS, RESTARTS, AGE (IP,
-NODE, ... with ``-o wide``), nodes STATUS (``Ready,SchedulingDisabled`` when cordoned), ROLES,
-AGE, VERSION, events LAST SEEN, TYPE, REASON, OBJECT, MESSAGE, replication controllers and
-replica sets DESIRED, CURRENT, READY, deployments READY (``ready/desired``), UP-TO-DATE,
-AVAILABLE, jobs STATUS, COMPLETIONS, DURATION (``-o wide`` adds CONTAINERS, IMAGES,
-SELECTOR). Rows carry the object as ``PartialObjectMetadata`` unless ``includeObject=Object``
-(or ``None``). Ages use ``duration.HumanDuration``. Kinds without a printer here get NAME and AGE.
+server chose (``pkg/printers/internalversion``). Kinds without a printer here get NAME and AGE.
 """
 
 from __future__ import annotations
@@ -685,6 +679,16 @@ def table_for_list(
     include_object: str | None = None,
     meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The Table of a list, with the columns of ``pkg/printers/internalversion``.
+
+    Pods show READY, STATUS, RESTARTS, AGE (IP, NODE, ... with ``-o wide``), nodes STATUS
+    (``Ready,SchedulingDisabled`` when cordoned), ROLES, AGE, VERSION, events LAST SEEN, TYPE,
+    REASON, OBJECT, MESSAGE, replication controllers and replica sets DESIRED, CURRENT, READY,
+    deployments READY (``ready/desired``), UP-TO-DATE, AVAILABLE, jobs STATUS, COMPLETIONS,
+    DURATION (``-o wide`` adds CONTAINERS, IMAGES, SELECTOR). Rows carry the object as
+    ``PartialObjectMetadata`` unless ``includeObject=Object`` (or ``None``). Ages use
+    ``duration.HumanDuration``.
+    """
     cols, _ = _PRINTERS.get(rt.kind, ([_NAME, _AGE], _default_row))
     now = time.time()
     table_meta = dict(meta or {})

@@ -4,15 +4,7 @@ Responses are always JSON: clients that offer protobuf (``application/vnd.kubern
 application/json``) decode by the response's Content-Type and fall back to JSON, as client-go
 does; errors are ``Status`` bodies (``kubesim.core.errors``) with ``Retry-After`` when
 ``retryAfterSeconds > 0``. Request bodies may be JSON or YAML, and protobuf for the kinds
-kubectl's typed client sends that way (``kubesim.endpoints.protobuf``):
-
-* ``decode_body``: a create or update body, its unknown and duplicate fields handled as the
-  request's ``fieldValidation`` says (``kubesim.endpoints.fieldvalidation``);
-* ``decode_request``: a TokenRequest or an authentication review, which kubectl may send as
-  protobuf and which may be empty;
-* ``decode_delete_options``: a DELETE reads its options from the body when there is one (JSON,
-  YAML or protobuf ``DeleteOptions``) and from the query only otherwise, as
-  ``handlers.DeleteResource`` does.
+kubectl's typed client sends that way (``kubesim.endpoints.protobuf``).
 """
 
 from __future__ import annotations
@@ -63,7 +55,10 @@ def _summary(body: bytes) -> str:
 
 
 def decode_body(ctx: RequestContext, rt: ResourceType) -> Any:
-    """A create/update body as a dict: JSON or YAML, errors as kube's 400/415."""
+    """A create/update body as a dict: JSON or YAML, errors as kube's 400/415; its unknown
+    and duplicate fields handled as the request's ``fieldValidation`` says
+    (``kubesim.endpoints.fieldvalidation``).
+    """
     ctype = (ctx.request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()
     body = ctx.body
     if ctype == PROTOBUF:
@@ -102,7 +97,9 @@ def decode_body(ctx: RequestContext, rt: ResourceType) -> Any:
 
 
 def decode_delete_options(ctx: RequestContext) -> DeleteOptions:
-    """A body's DeleteOptions (JSON, YAML or protobuf) win; else the query's."""
+    """A body's DeleteOptions (JSON, YAML or protobuf) win; else the query's, as
+    ``handlers.DeleteResource`` reads them.
+    """
     if not ctx.body:
         return DeleteOptions.from_body_and_query(None, ctx.query, ctx.query.getall("dryRun", []))
     ctype = (ctx.request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()

@@ -1,15 +1,7 @@
 """API discovery documents: ``/api``, ``/api/v1``, ``/apis``, ``/apis/{g}/{v}``, ``/version``.
 
-Two forms exist and kubectl asks for the newer first:
-
-* aggregated discovery (``Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=
-  APIGroupDiscoveryList``, ``v2beta1`` for kubectl 1.26–1.29): one ``APIGroupDiscoveryList`` per
-  root listing every group, version, resource (scope, verbs, short names, categories, response
-  kind) and subresource; the response's Content-Type names the form served;
-* legacy discovery: ``APIVersions`` at ``/api``, ``APIGroupList`` at ``/apis`` and one
-  ``APIResourceList`` per group/version, where subresources appear as ``pods/status`` entries
-  (``pods/eviction`` in group ``policy`` version ``v1``, which is how kubectl drain and
-  ``evict`` detect eviction support).
+Two forms exist and kubectl asks for the newer first: aggregated discovery (``aggregated``)
+and legacy discovery (``api_versions``, ``api_group_list``, ``api_resource_list``).
 """
 
 from __future__ import annotations
@@ -95,6 +87,12 @@ def _resource_entry(rt: ResourceType) -> dict[str, Any]:
 
 
 def api_resource_list(scheme: Scheme, group: str, version: str) -> dict[str, Any] | None:
+    """Legacy discovery's ``APIResourceList`` of one group/version (None: none served).
+
+    As ``APIVersions`` at ``/api`` and ``APIGroupList`` at ``/apis``: subresources appear as
+    ``pods/status`` entries (``pods/eviction`` in group ``policy`` version ``v1``, which is how
+    kubectl drain and ``evict`` detect eviction support).
+    """
     types = scheme.in_group_version(group, version)
     if not types:
         return None
@@ -164,7 +162,13 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
 
 
 def aggregated(scheme: Scheme, *, legacy: bool, media_type: str) -> dict[str, Any]:
-    """``APIGroupDiscoveryList`` for ``/api`` (legacy=True) or ``/apis``."""
+    """``APIGroupDiscoveryList`` for ``/api`` (legacy=True) or ``/apis``.
+
+    Aggregated discovery (``Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=
+    APIGroupDiscoveryList``, ``v2beta1`` for kubectl 1.26–1.29): one ``APIGroupDiscoveryList`` per
+    root listing every group, version, resource (scope, verbs, short names, categories, response
+    kind) and subresource; the response's Content-Type names the form served.
+    """
     version = "v2beta1" if "v=v2beta1" in media_type else "v2"
     groups: list[tuple[str, list[str]]] = [("", ["v1"])] if legacy else scheme.groups()
     items = []

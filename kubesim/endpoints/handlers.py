@@ -1,13 +1,6 @@
 """The REST verbs of every stored kind: get, list, watch, create, update, patch, delete and
-deletecollection, with the ``status`` and ``scale`` subresources, over the generic store.
-
-kube-apiserver's ``pkg/endpoints/handlers``: each handler reads the request's options (label and
-field selectors, ``limit``/``continue`` paging with etcd's semantics, ``resourceVersion`` and
-``resourceVersionMatch``, ``dryRun``, the three patch types), calls the generic store
-(``kubesim.registry.generic``) and writes the answer — lists straight from the stored bytes when
-nothing converts them, ``meta.k8s.io/v1`` Tables when asked (``kubesim.core.tables``), watches
-as a chunked stream from the cacher (``kubesim.endpoints.watch``). ``/scale`` serves an
-``autoscaling/v1`` Scale (``kubesim.registry.scale``).
+deletecollection, with the ``status`` and ``scale`` subresources, over the generic store
+(kube-apiserver's ``pkg/endpoints/handlers``).
 """
 
 from __future__ import annotations
@@ -152,7 +145,16 @@ def _field_manager(ctx: RequestContext, options_kind: str, *, apply: bool = Fals
 
 class ResourceHandlers:
     """The handlers of the stored kinds over one generic store; watches are logged when their
-    stream starts (``log``), every other request when its answer is written."""
+    stream starts (``log``), every other request when its answer is written.
+
+    Each handler reads the request's options (label and field selectors, ``limit``/``continue``
+    paging with etcd's semantics, ``resourceVersion`` and ``resourceVersionMatch``, ``dryRun``, the
+    three patch types), calls the generic store (``kubesim.registry.generic``) and writes the
+    answer: lists straight from the stored bytes when nothing converts them, ``meta.k8s.io/v1``
+    Tables when asked (``kubesim.core.tables``), watches as a chunked stream from the cacher
+    (``kubesim.endpoints.watch``). ``/scale`` serves an ``autoscaling/v1`` Scale
+    (``kubesim.registry.scale``).
+    """
 
     def __init__(
         self, registry: GenericStore, log: RequestLog, *, bookmark_interval: float = 60.0

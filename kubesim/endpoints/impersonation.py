@@ -3,16 +3,7 @@
 
 The headers ``Impersonate-User``, ``Impersonate-Group`` (repeatable), ``Impersonate-Uid`` and
 ``Impersonate-Extra-<key>`` (repeatable; the key lower-cased and percent-decoded) ask to act as
-someone else. Each attribute asked for is authorized for the *real* user with verb
-``impersonate`` — ``users``, ``groups`` or (for a ``system:serviceaccount:NS:NAME`` user)
-``serviceaccounts`` in NS, in the core group; ``uids`` and ``userextras/<key>`` in
-``authentication.k8s.io`` — named by the value; the first one refused is a 403 with the
-authorization filter's message for those attributes. A ServiceAccount impersonated without
-groups gets its own (``system:serviceaccounts``, ``system:serviceaccounts:NS``); any
-impersonated user other than ``system:anonymous`` also gets ``system:authenticated`` unless
-``system:authenticated`` or ``system:unauthenticated`` was asked for (anonymous gets
-``system:unauthenticated``). Groups, uid or extra without a user is an error (500, upstream's
-``requested ... without impersonating a user``).
+someone else.
 """
 
 from __future__ import annotations
@@ -92,7 +83,19 @@ def impersonation_requests(headers: list[tuple[str, str]]) -> list[Request]:
 
 
 class Impersonation:
-    """``ApiServer.impersonator``: the user to act as, or the authenticated user unchanged."""
+    """``ApiServer.impersonator``: the user to act as, or the authenticated user unchanged.
+
+    Each attribute asked for is authorized for the *real* user with verb ``impersonate``
+    (``users``, ``groups`` or, for a ``system:serviceaccount:NS:NAME`` user, ``serviceaccounts``
+    in NS, in the core group; ``uids`` and ``userextras/<key>`` in ``authentication.k8s.io``),
+    named by the value; the first one refused is a 403 with the authorization filter's message for
+    those attributes. A ServiceAccount impersonated without groups gets its own
+    (``system:serviceaccounts``, ``system:serviceaccounts:NS``); any impersonated user other than
+    ``system:anonymous`` also gets ``system:authenticated`` unless ``system:authenticated`` or
+    ``system:unauthenticated`` was asked for (anonymous gets ``system:unauthenticated``). Groups,
+    uid or extra without a user is an error (500, upstream's ``requested ... without impersonating
+    a user``).
+    """
 
     def __init__(self, authorize: Authorize) -> None:
         self.authorize = authorize

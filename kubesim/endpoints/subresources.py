@@ -1,19 +1,10 @@
 """The HTTP side of create-only storage: subresources (eviction, binding, a ServiceAccount's
 token) and the review kinds, each decoded here and answered by storage that knows no HTTP.
 
-kube-apiserver serves these through the same create handler as any resource
-(``handlers.CreateNamedResource`` / ``CreateResource``): the verb must be ``create`` (else the
-generic 405), the ``dryRun`` query is validated as ``CreateOptions`` (422), the body is decoded,
-the storage's ``Create`` answers and the response is a 201. kubesim's storage lives below the
-endpoints — ``kubesim.plugins.eviction``, ``kubesim.plugins.binding``,
-``kubesim.plugins.authentication.serviceaccounts`` and the reviews of
-``kubesim.plugins.authentication`` and ``kubesim.plugins.authorization`` — and these adapters
-plug it into ``ApiServer.subresources`` and ``ApiServer.virtual``.
-
-Two decoders, as kube has: ``decode_body`` (the server's, with field validation) for Eviction,
-Binding and the access reviews; ``decode_request`` for TokenRequest, TokenReview and
-SelfSubjectReview, which kubectl may send as protobuf and which accept an empty body as an
-empty request.
+kubesim's storage lives below the endpoints (``kubesim.plugins.eviction``,
+``kubesim.plugins.binding``, ``kubesim.plugins.authentication.serviceaccounts`` and the
+reviews of ``kubesim.plugins.authentication`` and ``kubesim.plugins.authorization``); these
+adapters plug it into ``ApiServer.subresources`` and ``ApiServer.virtual``.
 """
 
 from __future__ import annotations
@@ -42,7 +33,13 @@ Review = Callable[[ResourceType, str, UserInfo, dict[str, Any]], dict[str, Any]]
 
 
 def _create_only(ctx: RequestContext) -> list[str]:
-    """The create handler's first checks: the verb, then the ``dryRun`` query (its values)."""
+    """The create handler's first checks: the verb, then the ``dryRun`` query (its values).
+
+    kube-apiserver serves these kinds through the same create handler as any resource
+    (``handlers.CreateNamedResource`` / ``CreateResource``): the verb must be ``create`` (else the
+    generic 405), the ``dryRun`` query is validated as ``CreateOptions`` (422), the body is decoded,
+    the storage's ``Create`` answers and the response is a 201.
+    """
     if ctx.info.verb != "create":
         raise method_not_allowed()
     dry_run = [v for v in ctx.query.getall("dryRun", []) if v != ""]
@@ -88,7 +85,13 @@ def token_request(tokens: ServiceAccountTokens) -> SubresourceHandler:
 
 def review(answer: Review, *, lenient: bool = False) -> SubresourceHandler:
     """A review kind (``ApiServer.virtual``): create only, never stored, answered as 201.
-    ``lenient``: decoded as the authentication reviews are (``decode_request``)."""
+    ``lenient``: decoded as the authentication reviews are (``decode_request``).
+
+    Two decoders, as kube has: ``decode_body`` (the server's, with field validation) for Eviction,
+    Binding and the access reviews; ``decode_request`` for TokenRequest, TokenReview and
+    SelfSubjectReview, which kubectl may send as protobuf and which accept an empty body as an
+    empty request.
+    """
 
     async def handle(ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         if lenient:

@@ -1,23 +1,7 @@
 """The fault file: typed, validated at load time (``kubesim.faults.injection`` acts on it).
 
-Schema (YAML or the same mapping in process)::
-
-    faults:
-    - match: {verb, resource, subresource, namespace, name, calls: "1-3" | "2-" | "all" | 3}
-      respond: {code, reason, message, causes: [{reason, message, field}], retryAfterSeconds}
-      delay: 2.5          # seconds before the normal answer
-      drop: true          # close the connection without an answer
-      silent: true        # answer 200, then send nothing while holding the connection open
-    pods:
-    - ref: namespace/name
-      deletionDelay: 2.0
-      neverDelete: false
-      recreateAfterDelete: {uid, node, after}
-      timeline: [{after: 1.0, set: {status.phase: Failed}}, {after: 2.0, delete: true}]
-    latency: 0.02         # added to every request
-
-``calls`` counts the requests of that verb on that object, 1-based. A bad file is reported
-with the file, the document and the field, so ``kubesim serve`` can exit 2 before serving.
+A bad file is reported with the file, the document and the field, so ``kubesim serve`` can
+exit 2 before serving. ``FaultSet`` shows the schema.
 """
 
 from __future__ import annotations
@@ -116,6 +100,25 @@ class PodFault:
 
 @dataclass(slots=True)
 class FaultSet:
+    """A fault file's content. Schema (YAML or the same mapping in process)::
+
+        faults:
+        - match: {verb, resource, subresource, namespace, name, calls: "1-3" | "2-" | "all" | 3}
+          respond: {code, reason, message, causes: [{reason, message, field}], retryAfterSeconds}
+          delay: 2.5          # seconds before the normal answer
+          drop: true          # close the connection without an answer
+          silent: true        # answer 200, then send nothing while holding the connection open
+        pods:
+        - ref: namespace/name
+          deletionDelay: 2.0
+          neverDelete: false
+          recreateAfterDelete: {uid, node, after}
+          timeline: [{after: 1.0, set: {status.phase: Failed}}, {after: 2.0, delete: true}]
+        latency: 0.02         # added to every request
+
+    ``calls`` counts the requests of that verb on that object, 1-based.
+    """
+
     faults: list[Fault] = field(default_factory=list)
     pods: list[PodFault] = field(default_factory=list)
     latency: float = 0.0

@@ -1,19 +1,7 @@
 """The kubelet's admission of a pod bound to its node (``pkg/kubelet/lifecycle/predicate.go``).
 
-Before it starts a pod, the kubelet checks it against the pods it already admitted on the node
-(``predicateAdmitHandler.Admit``): the pod's ``kubernetes.io/os`` label must match the node's
-OS; then ``generalFilter`` — the scheduler's resource fit (``noderesources.Fits``), required
-node affinity/selector, and untolerated ``NoExecute`` taints. Only the first failure counts:
-
-* a missing resource gives reason ``OutOfcpu``, ``OutOfmemory``, ``OutOfephemeral-storage``,
-  ``OutOfpods`` (``OutOf<name>`` for others) and message ``Node didn't have enough resource:
-  <name>, requested: R, used: U, capacity: C`` (cpu in millicores, the rest in units);
-* another predicate gives its plugin name as reason and ``Predicate <name> failed: <reason>``.
-
-A rejected pod is ``Failed`` with that reason and the message prefixed ``Pod was rejected: ``,
-and a Warning event carries the bare message (``Kubelet.rejectPod``). Pods nobody scheduled
-(created with ``spec.nodeName``) are where this shows: the scheduler never places a pod where
-it would fail.
+Pods nobody scheduled (created with ``spec.nodeName``) are where this shows: the scheduler never
+places a pod where it would fail.
 """
 
 from __future__ import annotations
@@ -44,7 +32,18 @@ _TAINT_NOT_MATCH: Final = "node(s) had taints that the pod didn't tolerate"
 def admit(
     pod: Pod, node: Node, others: Iterable[Pod], *, host_os: str = "linux"
 ) -> tuple[str, str] | None:
-    """(reason, message) when the kubelet rejects ``pod`` on ``node`` next to ``others``."""
+    """(reason, message) when the kubelet rejects ``pod`` on ``node`` next to ``others``.
+
+    Before it starts a pod, the kubelet checks it against the pods it already admitted on the node
+    (``predicateAdmitHandler.Admit``): the pod's ``kubernetes.io/os`` label must match the node's
+    OS; then ``generalFilter``: the scheduler's resource fit (``noderesources.Fits``), required
+    node affinity/selector, and untolerated ``NoExecute`` taints. Only the first failure counts:
+
+    * a missing resource gives reason ``OutOfcpu``, ``OutOfmemory``, ``OutOfephemeral-storage``,
+      ``OutOfpods`` (``OutOf<name>`` for others) and message ``Node didn't have enough resource:
+      <name>, requested: R, used: U, capacity: C`` (cpu in millicores, the rest in units);
+    * another predicate gives its plugin name as reason and ``Predicate <name> failed: <reason>``.
+    """
     node_os = node.labels.get(LABEL_OS) or host_os
     want_os = pod.labels.get(LABEL_OS)
     if want_os is not None and want_os != node_os:
@@ -75,8 +74,10 @@ def admit(
 def rejected_status(
     status: Mapping[str, Any], reason: str, message: str, now: str
 ) -> dict[str, Any]:
-    """The status ``rejectPod`` leaves: Failed, the reason, the prefixed message; the start
-    time and the conditions others own (PodScheduled) are kept as the status manager does."""
+    """The status ``rejectPod`` leaves: Failed, the reason, the message prefixed
+    ``Pod was rejected: `` (a Warning event carries the bare message); the start time and the
+    conditions others own (PodScheduled) are kept as the status manager does.
+    """
     out: dict[str, Any] = {
         "phase": "Failed",
         "reason": reason,

@@ -1,13 +1,6 @@
 """The process node's memory cgroups: one controller's tree (a cgroup v1 mount or the v2 unified
 hierarchy) made, limited, read and removed as the kubelet's cgroup managers and runc do it.
-
-``detect_memory_cgroups`` finds a writable memory controller under the cgroup root (v1 at
-``memory/``, v2 at the root or at ``unified/`` with ``memory`` among its controllers) or says why
-there is none. ``MemoryCgroups`` creates a cgroup with ``memory.use_hierarchy`` (v1) or the
-children's ``+memory +pids`` enabled (v2, as the kubelet enables them down the kubepods tree),
-sets limits and ``memory.oom.group``, reads usage, the working set (``kube.cgroups``), the
-effective limit and OOM kills, and removes a tree leaf first, killing what is left and retrying
-while the kernel still counts tasks. The names of the cgroups are ``kube.cgroups``'.
+The names of the cgroups are ``kube.cgroups``'.
 """
 
 from __future__ import annotations
@@ -34,7 +27,14 @@ REMOVE_TIMEOUT: Final = 10.0
 
 
 class MemoryCgroups:
-    """The memory controller's tree at ``base`` (v1 mount or v2 unified root)."""
+    """The memory controller's tree at ``base`` (v1 mount or v2 unified root).
+
+    It creates a cgroup with ``memory.use_hierarchy`` (v1) or the children's ``+memory +pids``
+    enabled (v2, as the kubelet enables them down the kubepods tree), sets limits and
+    ``memory.oom.group``, reads usage, the working set (``kube.cgroups``), the effective limit and
+    OOM kills, and removes a tree leaf first, killing what is left and retrying while the kernel
+    still counts tasks.
+    """
 
     def __init__(self, base: Path, version: Literal[1, 2]) -> None:
         self.base = base
@@ -170,7 +170,11 @@ class MemoryCgroups:
 
 
 def detect_memory_cgroups(cgroup_root: Path) -> tuple[MemoryCgroups | None, str]:
-    """The memory controller's hierarchy under ``cgroup_root``, or None with the reason."""
+    """The memory controller's hierarchy under ``cgroup_root``, or None with the reason.
+
+    A writable memory controller: v1 at ``memory/``, v2 at the root or at ``unified/`` with
+    ``memory`` among its controllers.
+    """
     if (cgroup_root / "cgroup.controllers").exists():
         candidates = [cgroup_root]
     else:

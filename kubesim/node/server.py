@@ -3,14 +3,7 @@
 A real kubelet serves its summary on port 10250 (``daemonEndpoints.kubeletEndpoint.Port`` in
 the Node's status), which is where the eviction agent's DaemonSet fetches per-pod disk figures
 (``--kubelet-summary-url``). A process node serves the same path, computed by
-``kubesim.node.stats`` from the node's real files and cgroups, on the loopback address and the
-port of its ``ProcessNode`` configuration (0: a free one), and the kubelet actor reports that
-port in the Node's status. It serves plain HTTP without authentication — a read-only view of
-figures on the machine's own loopback — so a client points at it with a token-less
-``http://127.0.0.1:<port>/stats/summary`` (the agent: ``--kubelet-token-file=''``).
-
-The summary walks the pods' files, so it is computed in a worker thread: a node with many
-files never stalls the API server that shares the event loop.
+``kubesim.node.stats`` from the node's real files and cgroups.
 """
 
 from __future__ import annotations
@@ -34,7 +27,15 @@ SUMMARY_PATH: Final = "/stats/summary"
 
 
 class KubeletServer:
-    """One node's server; ``start`` binds it (``port`` then holds the bound port)."""
+    """One node's server; ``start`` binds it (``port`` then holds the bound port).
+
+    It listens on the loopback address and the port of its ``ProcessNode`` configuration (0: a free
+    one), and the kubelet actor reports that port in the Node's status. It serves plain HTTP
+    without authentication (a read-only view of figures on the machine's own loopback), so a client
+    points at it with a token-less ``http://127.0.0.1:<port>/stats/summary`` (the agent:
+    ``--kubelet-token-file=''``). The summary walks the pods' files, so it is computed in a worker
+    thread: a node with many files never stalls the API server that shares the event loop.
+    """
 
     def __init__(
         self,

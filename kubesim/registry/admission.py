@@ -1,14 +1,10 @@
-"""Admission as the generic store calls it: the plugins' shapes and what they add to a response.
+"""Admission as the generic store calls it: the plugins' shapes and what they add to a response
+(kube-apiserver's ``k8s.io/apiserver/pkg/admission``).
 
-kube-apiserver's ``k8s.io/apiserver/pkg/admission`` defines what the registry hands its
-admission chain — ``admission.Attributes`` (operation, resource, subresource, name, namespace,
-the object and the old one, the user, dry run) — and the two phases: mutating plugins may
-change the object, validating ones may only refuse it. The generic store
-(``kubesim.registry.generic``) runs ``AdmissionPlugin``s before validation and
-``ValidatingAdmission``s after it, for API requests only; the plugins themselves, in kube's
-order, are ``kubesim.plugins.admission``'s. Validating admission may also add ``Warning``
-headers and audit annotations (``AdmissionNotes``), which the endpoints collect into the
-response while a request is served (``collecting_admission_notes``).
+The generic store (``kubesim.registry.generic``) runs ``AdmissionPlugin``s (mutating: they may
+change the object) before validation and ``ValidatingAdmission``s (they may only refuse it)
+after it, for API requests only; the plugins themselves, in kube's order, are
+``kubesim.plugins.admission``'s.
 """
 
 from __future__ import annotations
@@ -53,7 +49,9 @@ _NOTES: contextvars.ContextVar[AdmissionNotes | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def collecting_admission_notes(notes: AdmissionNotes) -> Iterator[AdmissionNotes]:
-    """Admission calls made in the body write their warnings and annotations into ``notes``."""
+    """Admission calls made in the body write their warnings and annotations into ``notes``;
+    the endpoints collect them into the response while a request is served.
+    """
     token = _NOTES.set(notes)
     try:
         yield notes
@@ -63,7 +61,9 @@ def collecting_admission_notes(notes: AdmissionNotes) -> Iterator[AdmissionNotes
 
 @dataclass(frozen=True, slots=True)
 class AdmissionCall:
-    """``admission.Attributes`` for validating admission, after the object was validated.
+    """``admission.Attributes`` for validating admission, after the object was validated:
+    operation, resource, subresource, name, namespace, the object and the old one, the user, dry
+    run.
 
     ``obj`` is None for DELETE and ``old`` None for CREATE, as in an AdmissionReview; for a
     subresource the object is what the request sent (the Pod for ``pods/status``, the Eviction

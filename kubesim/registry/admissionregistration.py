@@ -1,15 +1,5 @@
 """The strategies of ValidatingAdmissionPolicies and their bindings: defaults and validation.
 
-kube-apiserver defaults a policy (``failurePolicy: Fail``, ``matchPolicy: Equivalent``, empty
-``namespaceSelector``/``objectSelector``, rule ``scope: "*"``) and validates it with
-``ValidateValidatingAdmissionPolicy`` before storing it: every problem is a ``field.Error``
-naming the field (``spec.validations[0].expression``), and a policy whose CEL does not compile
-is a 422 whose detail is the compiler's, e.g. ``spec.validations[0].expression: Invalid value:
-"object.spec.(": compilation failed: ERROR: <input>:1:13: Syntax error: ...``. Bindings need
-``policyName`` and at least one ``validationAction`` (``Deny``, ``Warn``, ``Audit``; never both
-Deny and Warn), and a ``paramRef`` names exactly one of ``name`` or ``selector`` and says what
-to do when no parameter is found.
-
 Unknown fields never get here: the server's strict field validation rejects them first (400).
 ``status.typeChecking`` is not written (kubesim's CEL has no type checker), so a policy's status
 stays empty.
@@ -70,7 +60,10 @@ def _selector_defaults(match: dict[str, Any]) -> None:
 
 
 def default_policy(obj: dict[str, Any]) -> None:
-    """``SetDefaults_ValidatingAdmissionPolicySpec`` and the MatchResources defaults."""
+    """``SetDefaults_ValidatingAdmissionPolicySpec`` and the MatchResources defaults:
+    ``failurePolicy: Fail``, ``matchPolicy: Equivalent``, empty ``namespaceSelector``/
+    ``objectSelector``, rule ``scope: "*"``.
+    """
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
@@ -223,7 +216,13 @@ def _validate_match(errors: _Errors, match: Any, field: str, *, policy: bool) ->
 
 
 def policy_causes(obj: Mapping[str, Any]) -> list[Cause]:
-    """``ValidateValidatingAdmissionPolicy``: a field error for each bad field."""
+    """``ValidateValidatingAdmissionPolicy``: a field error for each bad field.
+
+    Every problem is a ``field.Error`` naming the field (``spec.validations[0].expression``), and a
+    policy whose CEL does not compile is a 422 whose detail is the compiler's, e.g.
+    ``spec.validations[0].expression: Invalid value: "object.spec.(": compilation failed: ERROR:
+    <input>:1:13: Syntax error: ...``.
+    """
     errors = _Errors()
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
@@ -346,7 +345,12 @@ def policy_causes(obj: Mapping[str, Any]) -> list[Cause]:
 
 
 def binding_causes(obj: Mapping[str, Any]) -> list[Cause]:
-    """``ValidateValidatingAdmissionPolicyBinding``: a field error for each bad field."""
+    """``ValidateValidatingAdmissionPolicyBinding``: a field error for each bad field.
+
+    Bindings need ``policyName`` and at least one ``validationAction`` (``Deny``, ``Warn``,
+    ``Audit``; never both Deny and Warn), and a ``paramRef`` names exactly one of ``name`` or
+    ``selector`` and says what to do when no parameter is found.
+    """
     errors = _Errors()
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):

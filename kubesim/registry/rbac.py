@@ -2,15 +2,6 @@
 bindings, as ``pkg/apis/rbac/v1/defaults.go`` and ``pkg/apis/rbac/validation/validation.go`` do
 it.
 
-kube-apiserver rejects a malformed Role, ClusterRole, RoleBinding or ClusterRoleBinding with a
-422 naming the field: a rule without verbs, a resource rule without apiGroups or resources,
-``resourceNames`` with several resources, ``nonResourceURLs`` in a Role or beside resources, a
-``roleRef`` of another kind or group, a changed ``roleRef`` (it is immutable: a binding is
-deleted and recreated instead), an unknown subject kind, a ServiceAccount subject of a
-ClusterRoleBinding without a namespace. Role and binding names only need to be valid path
-segments (``system:basic-user`` is a fine name). Defaults: a User or Group subject and a
-``roleRef`` without ``apiGroup`` get ``rbac.authorization.k8s.io``.
-
 The messages keep Go's formatting of the bad value (``[]string{"/healthz"}``,
 ``rbac.RoleRef{...}``), since clients show them as they come.
 """
@@ -99,7 +90,9 @@ def _q(value: Any) -> str:
 
 
 def apply_rbac_defaults(kind: str, obj: dict[str, Any]) -> None:
-    """``SetDefaults_Subject`` / ``SetDefaults_*RoleBinding``."""
+    """``SetDefaults_Subject`` / ``SetDefaults_*RoleBinding``: a User or Group subject and a
+    ``roleRef`` without ``apiGroup`` get ``rbac.authorization.k8s.io``.
+    """
     if kind not in ("RoleBinding", "ClusterRoleBinding"):
         return
     ref = obj.get("roleRef")
@@ -318,7 +311,16 @@ def _aggregation_causes(rule: Any) -> list[Cause]:
 def rbac_causes(
     kind: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
 ) -> list[Cause]:
-    """The field errors of an RBAC object (metadata is checked by the caller)."""
+    """The field errors of an RBAC object (metadata is checked by the caller).
+
+    kube-apiserver rejects a malformed Role, ClusterRole, RoleBinding or ClusterRoleBinding with a
+    422 naming the field: a rule without verbs, a resource rule without apiGroups or resources,
+    ``resourceNames`` with several resources, ``nonResourceURLs`` in a Role or beside resources, a
+    ``roleRef`` of another kind or group, a changed ``roleRef`` (it is immutable: a binding is
+    deleted and recreated instead), an unknown subject kind, a ServiceAccount subject of a
+    ClusterRoleBinding without a namespace. Role and binding names only need to be valid path
+    segments (``system:basic-user`` is a fine name).
+    """
     if kind in ("Role", "ClusterRole"):
         raw_rules = obj.get("rules")
         rules = raw_rules if isinstance(raw_rules, list) else []

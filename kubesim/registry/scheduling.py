@@ -1,15 +1,11 @@
 """PriorityClasses' strategy (``pkg/registry/scheduling/priorityclass``) and the system classes.
 
-In kube-apiserver a PriorityClass is checked by its registry, not by admission: the strategy's
-``Validate``/``ValidateUpdate`` call ``pkg/apis/scheduling/validation`` (the value at most
-1000000000 unless the name is one of the two system classes, ``system-`` names reserved, the
-``preemptionPolicy`` enum, value and policy immutable on update: a 422), the storage's
-``Delete`` refuses the system classes (a 403, before anything else), and the scheduling
-storage's post-start hook creates the system classes. The ``Priority`` admission plugin
-(``kubesim.plugins.admission.priority``) only resolves pods' ``priorityClassName`` and refuses
-a second ``globalDefault`` class; so ``--disable-admission-plugins Priority`` leaves all of this
-in force, as upstream. The rules themselves are ``scheduler.priority``'s (the scheduling
-library validates the classes it is given the same way).
+In kube-apiserver a PriorityClass is checked by its registry, not by admission: the
+``Priority`` admission plugin (``kubesim.plugins.admission.priority``) only resolves pods'
+``priorityClassName`` and refuses a second ``globalDefault`` class; so
+``--disable-admission-plugins Priority`` leaves all of this in force, as upstream. The rules
+themselves are ``scheduler.priority``'s (the scheduling library validates the classes it is
+given the same way).
 """
 
 from __future__ import annotations
@@ -44,7 +40,12 @@ def _cause(err: FieldError) -> Cause:
 
 
 def _validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, group: str) -> list[Cause]:
-    """``Validate`` on create, ``ValidateUpdate`` (only) on update, as the strategy does."""
+    """``Validate`` on create, ``ValidateUpdate`` (only) on update, as the strategy does.
+
+    They call ``pkg/apis/scheduling/validation``: the value at most 1000000000 unless the name is
+    one of the two system classes, ``system-`` names reserved, the ``preemptionPolicy`` enum, value
+    and policy immutable on update (a 422).
+    """
     del group
     try:
         pc = PriorityClass.from_dict(obj)
@@ -59,7 +60,11 @@ def _validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, group: str)
 
 
 def system_priority_class_manifests() -> list[dict[str, Any]]:
-    """``system-node-critical`` and ``system-cluster-critical``, as the post-start hook has them."""
+    """``system-node-critical`` and ``system-cluster-critical``, as the post-start hook has them.
+
+    The scheduling storage's post-start hook creates them, and its ``Delete`` refuses them (a 403,
+    before anything else).
+    """
     return [
         {
             "apiVersion": API_VERSION,

@@ -1,15 +1,10 @@
-"""A kind's strategy: what the generic store does differently for one kind.
+"""A kind's strategy: what the generic store does differently for one kind
+(``pkg/registry/<group>/<resource>/strategy.go``).
 
-kube-apiserver's generic ``registry.Store`` is the same for every resource; each resource brings
-a strategy (``pkg/registry/<group>/<resource>/strategy.go``) with its defaulting (the
-``SetDefaults_*`` functions the decoder runs), its decoding into a Go type (a field of the
-wrong type is a 400 before anything else), ``Validate``/``ValidateUpdate`` (a 422 naming each
-bad field), the name rule of its ``ValidateObjectMeta``, and what its storage refuses to delete
-(a PriorityClass storage's ``Delete`` keeps the system classes). kubesim's generic store
-(``kubesim.registry.generic``) asks ``kubesim.registry.validation`` for the ``Strategy`` of a
-kind; each kind declares its own in the module of its group — core and apps kinds in
-``validation``, RBAC's in ``rbac``, events' in ``events``, admission policies' in
-``admissionregistration`` — and ``validation`` gathers them into one table, so this module and
+kubesim's generic store (``kubesim.registry.generic``) asks ``kubesim.registry.validation`` for
+the ``Strategy`` of a kind; each kind declares its own in the module of its group (core and apps
+kinds in ``validation``, RBAC's in ``rbac``, events' in ``events``, admission policies' in
+``admissionregistration``) and ``validation`` gathers them into one table, so this module and
 the kinds' modules import nothing of the generic store.
 """
 
@@ -33,6 +28,12 @@ Causes = Callable[[Mapping[str, Any], Mapping[str, Any] | None, str], list[Cause
 class Strategy:
     """One kind's defaulting, decoding and validation; every field may be left out.
 
+    kube-apiserver's generic ``registry.Store`` is the same for every resource; each resource
+    brings a strategy with its defaulting (the ``SetDefaults_*`` functions the decoder runs), its
+    decoding into a Go type (a field of the wrong type is a 400 before anything else),
+    ``Validate``/``ValidateUpdate`` (a 422 naming each bad field), the name rule of its
+    ``ValidateObjectMeta``, and what its storage refuses to delete.
+
     ``decode`` is the typed decoding (raises ``kube.objects.InvalidObject``: a wrong JSON type
     is a 400, any other complaint a 422); ``validate`` gives the field errors besides metadata;
     ``validate_update`` raises the 422 of an update the kind forbids (a pod's spec);
@@ -41,7 +42,8 @@ class Strategy:
     ``own_error_group`` answers the kind's field errors first, in a 422 of their own naming
     the group the request wrote through (events: ``events.k8s.io`` validates more strictly;
     PriorityClasses: their validation checks metadata itself); ``validate_delete`` refuses
-    the delete of the named object before anything else is looked at (raises a StatusError).
+    the delete of the named object before anything else is looked at (raises a StatusError; a
+    PriorityClass storage's ``Delete`` keeps the system classes).
     """
 
     decode: Callable[[Mapping[str, Any]], object] | None = None

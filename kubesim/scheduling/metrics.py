@@ -1,14 +1,5 @@
 """The scheduler loop's Prometheus metrics, with kube-scheduler's names (``pkg/scheduler/metrics``).
 
-* ``scheduler_pending_pods{queue}``: pods in activeQ (``active``), the backoff queues
-  (``backoff``), the unschedulable pool (``unschedulable``) and, among the pool, the pods never
-  tried because of their scheduling gates (``gated``) — read from the queue at scrape time;
-* ``scheduler_schedule_attempts_total{result,profile}``: one per scheduling cycle, ``scheduled``
-  (bound), ``unschedulable`` (a fit error) or ``error`` (anything else, a failed bind included);
-* ``scheduler_preemption_attempts_total``: one per PostFilter run (every fit error);
-* ``scheduler_preemption_victims``: a histogram of the victims of each preemption acted on
-  (buckets 1, 2, 4, …, 64 as upstream's ``ExponentialBuckets(1, 2, 7)``).
-
 Families are built at scrape time from plain counters, so the collector carries no global
 state and no ``_created`` series kube does not have; kubesim's ``/metrics`` serves the
 registry it is registered in (``ApiServer.metrics``), never the process-wide default one.
@@ -52,7 +43,17 @@ _VICTIMS_HELP: Final = "[STABLE] Number of selected preemption victims"
 
 
 class SchedulerMetrics(Collector):
-    """Counters the loop bumps, and the queue it reads the pending pods from."""
+    """Counters the loop bumps, and the queue it reads the pending pods from.
+
+    * ``scheduler_pending_pods{queue}``: pods in activeQ (``active``), the backoff queues
+      (``backoff``), the unschedulable pool (``unschedulable``) and, among the pool, the pods never
+      tried because of their scheduling gates (``gated``), read from the queue at scrape time;
+    * ``scheduler_schedule_attempts_total{result,profile}``: one per scheduling cycle, ``scheduled``
+      (bound), ``unschedulable`` (a fit error) or ``error`` (anything else, a failed bind included);
+    * ``scheduler_preemption_attempts_total``: one per PostFilter run (every fit error);
+    * ``scheduler_preemption_victims``: a histogram of the victims of each preemption acted on
+      (buckets 1, 2, 4, …, 64 as upstream's ``ExponentialBuckets(1, 2, 7)``).
+    """
 
     def __init__(self, queue: Callable[[], SchedulingQueue]) -> None:
         self._queue = queue

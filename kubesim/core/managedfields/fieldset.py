@@ -1,12 +1,8 @@
 """Sets of field paths in the shape metadata.managedFields stores them (``FieldsV1``).
 
-structured-merge-diff's ``fieldpath.Set`` is a tree of path elements in which a node may be a
-member (the field is in the set) and may have children. Its serialisation, ``FieldsV1``, writes
-each element as a key — ``f:<field>``, ``k:<json of the key fields>`` for an item of a list
-keyed by fields, ``v:<json value>`` for an item of a set, ``i:<index>`` —, a member with no
-children as ``{}`` and a member with children as ``{".": {}, ...}``. kubesim computes on that
-shape directly (a ``FieldSet`` is the dict ``fieldsV1`` holds), so a stored entry is read and
-written without conversion. Sets are never changed in place: every operation returns a new one.
+kubesim computes on that shape directly (a ``FieldSet`` is the dict ``fieldsV1`` holds), so a
+stored entry is read and written without conversion. Sets are never changed in place: every
+operation returns a new one.
 
 Upstream: ``sigs.k8s.io/structured-merge-diff/fieldpath`` (``set.go``, ``serialize.go``,
 ``element.go``, ``path.go``).
@@ -81,6 +77,13 @@ def index(i: int) -> str:
 
 
 def is_member(node: Mapping[str, Any]) -> bool:
+    """Whether ``node`` is in the set itself, not only through its children.
+
+    structured-merge-diff's ``fieldpath.Set`` is a tree of path elements in which a node may be a
+    member and may have children. ``FieldsV1`` writes each element as a key (``f:``, ``k:``, ``v:``,
+    ``i:``; the functions above), a member with no children as ``{}`` and a member with children as
+    ``{".": {}, ...}``.
+    """
     return not node or MEMBER in node
 
 

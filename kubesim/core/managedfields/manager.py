@@ -1,27 +1,8 @@
 """The managers of an object's fields, and what each write does to them.
 
 kube-apiserver's field manager (``k8s.io/apimachinery/pkg/util/managedfields/internal``) as
-one pipeline per write:
-
-* every create, update and non-apply patch is an ``Update`` by its manager: the fields it
-  added or changed become its own and leave every other manager, the fields it removed leave
-  everyone (``structuredmerge.go``, ``managedfieldsupdater.go``); the entry's ``time`` moves
-  only when the write took fields;
-* an apply (``Apply``) owns exactly the fields of its configuration: the configuration is
-  merged into the live object, fields the manager applied last time and no longer applies are
-  removed unless another manager owns them (``prune``), and a field another manager owns that
-  the apply would change is a conflict — 409 with the fields and their managers, unless
-  ``force`` moves them (``merge/update.go``, ``conflict.go``). Agreeing values are shared;
-* an object with no managed fields that is applied to is first owned by
-  ``before-first-apply`` (``skipnonapplied.go``); ``kubectl``'s apply to an object carrying
-  ``kubectl.kubernetes.io/last-applied-configuration`` takes over the fields client-side apply
-  set without conflict and keeps the annotation current (``lastappliedmanager.go``,
-  ``lastappliedupdater.go``);
-* the entries are identified by manager, operation, subresource and, for updates, apiVersion
-  (``buildmanagerinfo.go``), stripped of the fields the server sets (``stripmeta.go``) and of
-  those the endpoint resets (``status`` through the main resource, everything else through
-  ``/status``), capped at ten update entries (``capmanagers.go``), and written sorted
-  (``managedfields.go``).
+one pipeline per write: every create, update and non-apply patch is an ``update`` by its
+manager, an apply is ``apply``; ``decode`` and ``encode`` read and write the entries.
 """
 
 from __future__ import annotations
@@ -101,8 +82,10 @@ _VALUE_FIELDS: Final[dict[str, tuple[str, ...]]] = {
 
 @dataclass(frozen=True, slots=True)
 class ManagerKey:
-    """What tells two entries apart (``BuildManagerIdentifier``): appliers keep one entry
-    across API versions, updaters one per version."""
+    """What tells two entries apart (``BuildManagerIdentifier``, ``buildmanagerinfo.go``):
+    manager, operation, subresource and, for updates, apiVersion. Appliers keep one entry across
+    API versions, updaters one per version.
+    """
 
     manager: str
     operation: str
@@ -206,7 +189,8 @@ def _valid_set(s: Mapping[str, Any]) -> bool:
 
 def encode(managed: Managed) -> list[dict[str, Any]]:
     """The entries as ``metadata.managedFields`` holds them, in kube's order: appliers first,
-    then by time, manager, apiVersion and subresource."""
+    then by time, manager, apiVersion and subresource (``managedfields.go``).
+    """
 
     def order(item: tuple[ManagerKey, Entry]) -> tuple[str, str, str, str, str]:
         key, entry = item
@@ -240,7 +224,7 @@ def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _owned(s: fs.FieldSet, w: Write) -> fs.FieldSet:
-    """A field set less what the server sets and what the endpoint resets."""
+    """A field set less what the server sets (``stripmeta.go``) and what the endpoint resets."""
     if "f:apiVersion" in s or "f:kind" in s or "f:metadata" in s:
         s = {pe: n for pe, n in s.items() if pe not in _STRIPPED or pe == "f:metadata"}
         meta = s.get("f:metadata")
@@ -281,7 +265,9 @@ def _zero(t: Type, *, top: bool = True) -> Mapping[str, Any]:
 
 
 def _cap(managed: Managed) -> Managed:
-    """capManagers: past ten update entries, the oldest merge into ``ancient-changes``."""
+    """capManagers (``capmanagers.go``): past ten update entries, the oldest merge into
+    ``ancient-changes``.
+    """
     updates = [(k, e) for k, e in managed.items() if k.operation == UPDATE]
     if len(updates) <= MAX_UPDATE_MANAGERS:
         return managed
@@ -351,7 +337,12 @@ def update(
     w: Write,
 ) -> list[dict[str, Any]]:
     """The managed fields after ``manager`` wrote ``new`` over ``live`` (None: a create);
-    ``sent`` is the request's ``metadata.managedFields`` (None when it sent none)."""
+    ``sent`` is the request's ``metadata.managedFields`` (None when it sent none).
+
+    The fields the write added or changed become the manager's own and leave every other manager,
+    the fields it removed leave everyone (``structuredmerge.go``, ``managedfieldsupdater.go``); the
+    entry's ``time`` moves only when the write took fields.
+    """
     owner = _key(manager, UPDATE, w.api_version, w.subresource)
     if live is None:
         created = _owned(typed.created_fields(_zero(w.type), new, w.type), w)
@@ -460,7 +451,20 @@ def apply(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Apply ``config`` as ``manager``: the new object (without managed fields) and its
     managed fields. A 409 ``Conflict`` when another manager owns a field the apply changes
-    and ``force`` is off."""
+    and ``force`` is off.
+
+    An apply owns exactly the fields of its configuration: the configuration is merged into the
+    live object, fields the manager applied last time and no longer applies are removed unless
+    another manager owns them (``prune``), and a field another manager owns that the apply would
+    change is a conflict (409 with the fields and their managers) unless ``force`` moves them
+    (``merge/update.go``, ``conflict.go``). Agreeing values are shared.
+
+    An object with no managed fields that is applied to is first owned by ``before-first-apply``
+    (``skipnonapplied.go``); ``kubectl``'s apply to an object carrying
+    ``kubectl.kubernetes.io/last-applied-configuration`` takes over the fields client-side apply set
+    without conflict and keeps the annotation current (``lastappliedmanager.go``,
+    ``lastappliedupdater.go``).
+    """
     managed = _decode_or_empty(((live or {}).get("metadata") or {}).get("managedFields"))
     current = _without_managed_fields(live) if live is not None else {}
     if live is not None and not managed:

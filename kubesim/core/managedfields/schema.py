@@ -1,19 +1,10 @@
 """The merge types of every served kind, as structured-merge-diff reads them from the OpenAPI.
 
-Server-Side Apply merges and tracks fields by type: a struct's fields one by one, a map's keys
-one by one (unless the map is atomic), a list as a whole (atomic), as a set of scalars, or as
-a map keyed by some fields of its items (``x-kubernetes-list-type``,
-``x-kubernetes-list-map-keys``, ``x-kubernetes-map-type``; for the built-in types, without
-them, the strategic merge patch tags: ``patchStrategy:"merge"`` with a ``patchMergeKey`` makes
-a keyed list, without one a set — ``schemaconv`` in structured-merge-diff).
-
 kubesim has no OpenAPI schemas. The structure comes from ``kube/data/schema.json`` (the
 fields and their types, ``kube.strict.model_fields``), the merge keys from the strategic merge
 patch metadata kubesim already keeps (``kubesim.core.patch.patch_meta_for``), and the markers
 the Go types carry beyond those (``+listType``, ``+listMapKey``, ``+structType=atomic``,
-``+mapType=atomic``) from the tables below, for the types kubesim serves. A kind outside the
-schema, or a field the schema does not know (``object``: ``RawExtension`` and the like), is
-*deduced* as structured-merge-diff deduces an untyped value: maps field by field, lists atomic.
+``+mapType=atomic``) from the tables below, for the types kubesim serves.
 """
 
 from __future__ import annotations
@@ -132,7 +123,17 @@ def _merge_keys() -> dict[tuple[str, str], tuple[str, str]]:
 @cache
 def type_of(type_string: str, model: str = "", field: str = "") -> Type:
     """The merge type of ``type_string`` as the type of ``model.field`` (empty for a root or
-    an element)."""
+    an element).
+
+    Server-Side Apply merges and tracks fields by type: a struct's fields one by one, a map's keys
+    one by one (unless the map is atomic), a list as a whole (atomic), as a set of scalars, or as a
+    map keyed by some fields of its items (``x-kubernetes-list-type``,
+    ``x-kubernetes-list-map-keys``, ``x-kubernetes-map-type``; for the built-in types, without them,
+    the strategic merge patch tags: ``patchStrategy:"merge"`` with a ``patchMergeKey`` makes a keyed
+    list, without one a set; ``schemaconv`` in structured-merge-diff). A kind outside the schema, or
+    a field the schema does not know (``object``: ``RawExtension`` and the like), is *deduced* as
+    structured-merge-diff deduces an untyped value: maps field by field, lists atomic.
+    """
     if type_string in _SCALARS:
         return _SCALAR
     if type_string.startswith("list["):

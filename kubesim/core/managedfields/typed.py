@@ -2,13 +2,8 @@
 configuration into a live object, and the removal of fields.
 
 structured-merge-diff's ``typed`` package, over kubesim's plain dicts and the merge types of
-``schema``: ``ToFieldSet`` (a struct's fields are members only when null or empty, a map's keys
-and a list's items always, atomic values as one field), ``Compare`` (leaves that differ are
-*modified*, a value or item present on one side only is *added* or *removed*; maps and lists
-empty on both sides count as leaves, which keeps ``{}`` apart from absent), ``Merge`` (the
-configuration's values win at the leaves, maps merge key by key, keyed lists and sets item by
-item in the order ``merge.go`` keeps) and ``RemoveItems``. Identical subtrees are skipped
-without being walked, so a write that changes one field costs one path.
+``schema``. Identical subtrees are skipped without being walked, so a write that changes one
+field costs one path.
 
 Upstream: ``sigs.k8s.io/structured-merge-diff/typed`` (``tofieldset.go``, ``compare.go``,
 ``merge.go``, ``remove.go``).
@@ -119,7 +114,10 @@ def _granular_map(t: Type) -> bool:
 
 
 def to_field_set(obj: Mapping[str, Any], t: Type, *, strict: bool = True) -> fs.FieldSet:
-    """Every field ``obj`` sets, as structured-merge-diff's ``ToFieldSet``."""
+    """Every field ``obj`` sets, as structured-merge-diff's ``ToFieldSet``: a struct's fields
+    are members only when null or empty, a map's keys and a list's items always, atomic values as
+    one field.
+    """
     return _map_set(obj, t, (), strict)
 
 
@@ -173,7 +171,12 @@ def _node_set(v: Any, t: Type, path: fs.Path, strict: bool) -> tuple[bool, fs.Fi
 
 def compare(old: Mapping[str, Any], new: Mapping[str, Any], t: Type) -> Comparison:
     """What changed from ``old`` to ``new``: added, modified and removed fields, each in
-    FieldsV1 order."""
+    FieldsV1 order (``Compare``).
+
+    Leaves that differ are *modified*, a value or item present on one side only is *added* or
+    *removed*; maps and lists empty on both sides count as leaves, which keeps ``{}`` apart from
+    absent.
+    """
     added, modified, removed = _compare(old, new, t, ())
     return Comparison(added or {}, modified or {}, removed or {})
 
@@ -337,7 +340,10 @@ def _created(zero: Any, new: Any, t: Type, path: fs.Path) -> fs.FieldSet | None:
 
 
 def merge(live: Any, config: Any, t: Type, path: fs.Path = ()) -> Any:
-    """``config`` merged into ``live`` (neither is changed): the configuration's leaves win."""
+    """``config`` merged into ``live`` (neither is changed): the configuration's leaves win
+    (``Merge``); maps merge key by key, keyed lists and sets item by item in the order ``merge.go``
+    keeps.
+    """
     if live is _MISSING or live is None:
         return config
     if _granular_map(t) and isinstance(live, dict) and isinstance(config, dict):
@@ -402,7 +408,9 @@ def _merge_list(live: list[Any], config: list[Any], t: Type, path: fs.Path) -> l
 
 
 def remove(value: Any, s: Mapping[str, Any], t: Type, path: fs.Path = ()) -> Any:
-    """``value`` without the members of ``s`` (a member's whole subtree goes with it)."""
+    """``value`` without the members of ``s`` (a member's whole subtree goes with it;
+    ``RemoveItems``).
+    """
     if not s:
         return value
     if isinstance(value, dict) and _granular_map(t):

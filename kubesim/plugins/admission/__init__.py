@@ -2,20 +2,8 @@
 
 kube-apiserver runs its admission chain in one fixed order (``AllOrderedPlugins`` in
 ``pkg/kubeapiserver/options/plugins.go``): mutating plugins before the registry validates the
-object, validating ones after. kubesim's chain, in that order:
-
-1. ``NamespaceLifecycle`` — a create in a missing namespace is a 404, in a terminating one a
-   403 (the generic store's ``admit_namespace``, first of all, as upstream lists it first);
-2. ``Priority`` (``priority``) — mutating: a pod's ``priorityClassName`` resolved into
-   ``spec.priority`` and ``spec.preemptionPolicy``; validating, after the registry's
-   validation: one ``globalDefault`` PriorityClass;
-3. RBAC escalation prevention (``kubesim.plugins.authorization.escalation``) — not an
-   admission plugin in kube but the RBAC registry's check on writes of roles and bindings,
-   run here with the mutating plugins, before validation, since it needs the authorizer;
-4. ``ValidatingAdmissionPolicy`` (``policies``, with ``matching`` and ``kubesim.core.cel``) —
-   validating, after the registry's validation, for API requests only.
-
-``install`` puts them on a generic store; the plugins are served in every authorization mode.
+object, validating ones after. ``install`` puts kubesim's chain on a generic store; the plugins
+are served in every authorization mode.
 """
 
 from __future__ import annotations
@@ -55,10 +43,22 @@ def install(
     server's RBAC rules and authorizer chain, which the escalation check consults. Plugins
     named in ``disabled`` (of ``DISABLEABLE_PLUGINS``) are left out of it.
 
+    1. ``NamespaceLifecycle``: a create in a missing namespace is a 404, in a terminating one a
+       403 (the generic store's ``admit_namespace``, first of all, as upstream lists it first);
+    2. ``Priority`` (``priority``): mutating, a pod's ``priorityClassName`` resolved into
+       ``spec.priority`` and ``spec.preemptionPolicy``; validating, after the registry's
+       validation, one ``globalDefault`` PriorityClass;
+    3. RBAC escalation prevention (``kubesim.plugins.authorization.escalation``): not an
+       admission plugin in kube but the RBAC registry's check on writes of roles and bindings,
+       run here with the mutating plugins, before validation, since it needs the authorizer;
+    4. ``ValidatingAdmissionPolicy`` (``policies``, with ``matching`` and ``kubesim.core.cel``):
+       validating, after the registry's validation, for API requests only.
+
     Only ``Priority`` and ``ValidatingAdmissionPolicy`` can be left out, as kube-apiserver's
     ``--disable-admission-plugins`` leaves plugins out (kube's integration-test servers, which
     scheduler_perf runs against, disable Priority so that pods may carry ``spec.priority``
-    without a class); the other two are not admission plugins one can switch off there."""
+    without a class); the other two are not admission plugins one can switch off there.
+    """
     unknown = sorted(set(disabled) - set(DISABLEABLE_PLUGINS))
     if unknown:
         raise ValueError(

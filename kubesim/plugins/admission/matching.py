@@ -1,17 +1,5 @@
-"""Which requests a policy (``matchConstraints``) or a binding (``matchResources``) covers.
-
-As upstream's ``policy/matching`` and the webhook rule matcher:
-
-* ``excludeResourceRules`` win over ``resourceRules``; a binding without ``matchResources``
-  (or with no ``resourceRules``) covers everything its policy covers;
-* a rule matches on operation (``*`` for all), API group, API version, resource and
-  ``scope``; ``pods`` is the main resource only, ``pods/status`` one subresource, ``pods/*``
-  pods and every subresource of pods, ``*/status`` the status of everything, ``*`` every main
-  resource and ``*/*`` everything; ``resourceNames`` restricts by the object's name;
-* ``namespaceSelector`` is matched against the labels of the request's namespace; a
-  cluster-scoped object is always in (a Namespace is matched by its own labels);
-* ``objectSelector`` is matched against the labels of the new or of the old object (either
-  suffices), so an update that removes a label is still seen.
+"""Which requests a policy (``matchConstraints``) or a binding (``matchResources``) covers,
+as upstream's ``policy/matching`` and the webhook rule matcher.
 
 ``matchPolicy: Equivalent`` would also match a request made through another version of the
 same resource; kubesim serves each resource in one version, so Equivalent and Exact agree.
@@ -134,7 +122,19 @@ def _selector(value: Any) -> LabelSelector | _Nothing | None:
 
 
 def matches_resources(match: Mapping[str, Any] | None, req: Request, *, policy: bool) -> bool:
-    """Whether ``match`` (a MatchResources) covers ``req``."""
+    """Whether ``match`` (a MatchResources) covers ``req``.
+
+    * ``excludeResourceRules`` win over ``resourceRules``; a binding without ``matchResources``
+      (or with no ``resourceRules``) covers everything its policy covers;
+    * a rule matches on operation (``*`` for all), API group, API version, resource and
+      ``scope``; ``pods`` is the main resource only, ``pods/status`` one subresource, ``pods/*``
+      pods and every subresource of pods, ``*/status`` the status of everything, ``*`` every main
+      resource and ``*/*`` everything; ``resourceNames`` restricts by the object's name;
+    * ``namespaceSelector`` is matched against the labels of the request's namespace; a
+      cluster-scoped object is always in (a Namespace is matched by its own labels);
+    * ``objectSelector`` is matched against the labels of the new or of the old object (either
+      suffices), so an update that removes a label is still seen.
+    """
     if match is None:
         return not policy
     if _rules_match(match.get("excludeResourceRules"), req):

@@ -1,19 +1,8 @@
 """The ``Priority`` admission plugin (``plugin/pkg/admission/priority``), over ``scheduler``'s.
 
-It is both mutating and validating, as upstream's:
-
-* pods, mutating phase: ``priorityClassName`` (or the ``globalDefault`` class) resolved into
-  ``spec.priority`` and ``spec.preemptionPolicy`` on create, kept on update; an unknown class
-  is a 403 ``pods "x" is forbidden: no PriorityClass with name foo was found``;
-* PriorityClasses, validating phase (after the registry's validation, so a class that is both
-  invalid and a second default gets the 422): at most one ``globalDefault`` class (403).
-
 PriorityClasses' own validation (value range, ``system-`` names, the policy enum, immutable
 fields, no deleting the system classes) is their registry strategy's
 (``kubesim.registry.scheduling``), and holds with this plugin disabled.
-
-The plugin's class cache is the store itself (as the plugin's lister is an informer cache),
-rebuilt when the stored PriorityClasses change.
 """
 
 from __future__ import annotations
@@ -29,7 +18,19 @@ __all__ = ["PriorityPlugin"]
 
 
 class PriorityPlugin:
-    """The Priority admission plugin over the store's PriorityClasses."""
+    """The Priority admission plugin over the store's PriorityClasses.
+
+    Both mutating and validating, as upstream's:
+
+    * pods, mutating phase: ``priorityClassName`` (or the ``globalDefault`` class) resolved into
+      ``spec.priority`` and ``spec.preemptionPolicy`` on create, kept on update; an unknown class
+      is a 403 ``pods "x" is forbidden: no PriorityClass with name foo was found``;
+    * PriorityClasses, validating phase (after the registry's validation, so a class that is both
+      invalid and a second default gets the 422): at most one ``globalDefault`` class (403).
+
+    The class cache is the store itself (as the plugin's lister is an informer cache), rebuilt when
+    the stored PriorityClasses change.
+    """
 
     def __init__(self, registry: GenericStore) -> None:
         self.registry = registry

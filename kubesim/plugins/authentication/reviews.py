@@ -1,14 +1,5 @@
 """``TokenReview`` and ``SelfSubjectReview`` (``authentication.k8s.io/v1``): create-only kinds.
 
-* ``SelfSubjectReview`` (``kubectl auth whoami``) answers the requester's own ``UserInfo`` —
-  whoever the authentication filter made of the request (certificate, token or anonymous), as
-  ``pkg/registry/authentication/selfsubjectreview`` does.
-* ``TokenReview`` (what webhook token authenticators and the kubelet call) runs a bearer token
-  through the server's token authenticators — not the client certificate — for the audiences
-  in ``spec.audiences`` (default: the server's). An empty ``spec.token`` is kube's 400; a token
-  that does not authenticate is a 201 with ``status.authenticated`` unset and ``status.error``
-  (``pkg/registry/authentication/tokenreview``).
-
 Each answers a decoded body; the endpoints serve them (``kubesim.endpoints.subresources``).
 """
 
@@ -32,7 +23,17 @@ GROUP_VERSION: Final = "authentication.k8s.io/v1"
 
 class IdentityReviews:
     """The two reviews over the server's clock, token authenticators (asked in order) and
-    ServiceAccount tokens (whose audiences are the server's)."""
+    ServiceAccount tokens (whose audiences are the server's).
+
+    * ``SelfSubjectReview`` (``kubectl auth whoami``) answers the requester's own ``UserInfo``:
+      whoever the authentication filter made of the request (certificate, token or anonymous), as
+      ``pkg/registry/authentication/selfsubjectreview`` does.
+    * ``TokenReview`` (what webhook token authenticators and the kubelet call) runs a bearer token
+      through the server's token authenticators, not the client certificate, for the audiences in
+      ``spec.audiences`` (default: the server's). An empty ``spec.token`` is kube's 400; a token
+      that does not authenticate is a 201 with ``status.authenticated`` unset and ``status.error``
+      (``pkg/registry/authentication/tokenreview``).
+    """
 
     def __init__(
         self,

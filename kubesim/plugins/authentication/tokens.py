@@ -3,17 +3,7 @@
 kube-apiserver tries its authenticators in turn (client certificate, static tokens, then
 ServiceAccount tokens...) and unions the result with ``system:authenticated``. A request that
 presents no credentials is anonymous; one whose ``Authorization: Bearer`` token no
-authenticator accepts is a 401, never anonymous — a client with a stale token must learn it.
-
-``StaticTokens`` is ``--token-auth-file``: fixed tokens for fixed users. kubesim gives its admin
-kubeconfig such a token when a server authorizes requests over HTTP, so the admin stays
-all-powerful (``system:masters``) while every other identity is checked.
-
-``Chain`` is kube-apiserver's union in its order: the TLS client certificate first (when the
-server serves TLS: ``kubesim.plugins.authentication.pki.ClientCertificates``), then the
-bearer-token authenticators (static tokens, then ServiceAccount tokens:
-``kubesim.plugins.authentication.serviceaccounts``).
-A certificate that authenticates wins over any token, as in kube-apiserver.
+authenticator accepts is a 401, never anonymous: a client with a stale token must learn it.
 """
 
 from __future__ import annotations
@@ -65,7 +55,11 @@ def with_authenticated_group(user: UserInfo) -> UserInfo:
 
 
 class StaticTokens:
-    """``--token-auth-file``: token → user. Answers None for tokens it does not know."""
+    """``--token-auth-file``: token → user. Answers None for tokens it does not know.
+
+    kubesim gives its admin kubeconfig such a token when a server authorizes requests over HTTP, so
+    the admin stays all-powerful (``system:masters``) while every other identity is checked.
+    """
 
     def __init__(self) -> None:
         self._users: dict[str, UserInfo] = {}
@@ -93,7 +87,14 @@ class PeerAuthenticator(Protocol):
 
 class Chain:
     """The client certificate (if any), then bearer-token authenticators in order; unknown
-    tokens are a 401."""
+    tokens are a 401.
+
+    kube-apiserver's union in its order: the TLS client certificate first (when the server serves
+    TLS: ``kubesim.plugins.authentication.pki.ClientCertificates``), then the bearer-token
+    authenticators (static tokens, then ServiceAccount tokens:
+    ``kubesim.plugins.authentication.serviceaccounts``). A certificate that authenticates wins over
+    any token, as in kube-apiserver.
+    """
 
     def __init__(
         self,

@@ -1,9 +1,8 @@
 """Authorization: may this user do that? kube-apiserver's authorizer interface and its modes.
 
 The endpoints' filter chain (``kubesim.endpoints.server``) asks an ``Authorizer`` about the
-request's ``Attributes`` (user, verb, resource, subresource, namespace, name, API group, or the
-path of a non-resource request) once the request is authenticated and impersonation applied; a
-denial is a 403 whose message is ``forbidden_error``'s, kube's word for word. As
+request's ``Attributes`` once the request is authenticated and impersonation applied; a denial
+is a 403 whose message is ``forbidden_error``'s, kube's word for word. As
 ``k8s.io/apiserver/pkg/authorization/authorizer`` this package holds the interface and what
 decides (``AlwaysAllow``, the RBAC authorizer of ``rbac``), not which one a server uses: the
 mode is chosen where the server is assembled (``kubesim.sim``, as

@@ -2,17 +2,9 @@
 
 Transcribed as data from upstream ``plugin/pkg/auth/authorizer/rbac/bootstrappolicy``
 (``policy.go`` and its ``testdata/cluster-roles.yaml`` / ``cluster-role-bindings.yaml``): the
-roles a client relies on — ``cluster-admin``, the user-facing ``admin`` / ``edit`` / ``view``
-(empty, filled by aggregation from ``system:aggregate-to-*``; ``edit`` is aggregated into
-``admin`` and ``view`` into ``edit``), ``system:basic-user`` (self reviews),
-``system:discovery`` and ``system:public-info-viewer`` — with their ClusterRoleBindings, labels
-(``kubernetes.io/bootstrapping: rbac-defaults``) and the ``autoupdate`` annotation. The rules
-name resources kubesim does not serve (ingresses, cronjobs...): they are kube's words, kept.
-
-They are seeded in every authorization mode, as on any cluster, so ``kubectl get
-clusterroles`` looks the same whichever mode runs; only ``--authorization rbac`` enforces them.
-Anonymous ``/readyz`` (kubesim's own readiness probe) stays allowed through
-``system:public-info-viewer`` bound to ``system:unauthenticated``.
+roles a client relies on, with their ClusterRoleBindings, labels (``kubernetes.io/bootstrapping:
+rbac-defaults``) and the ``autoupdate`` annotation. The rules name resources kubesim does not
+serve (ingresses, cronjobs...): they are kube's words, kept.
 """
 
 from __future__ import annotations
@@ -187,7 +179,16 @@ BOOTSTRAP_CLUSTER_ROLE_BINDINGS: Final = _documents(_BINDINGS, "ClusterRoleBindi
 
 
 def seed(registry: GenericStore) -> None:
-    """Store the bootstrap roles and bindings (missing ones only), then aggregate."""
+    """Store the bootstrap roles and bindings (missing ones only), then aggregate.
+
+    The roles: ``cluster-admin``, the user-facing ``admin`` / ``edit`` / ``view`` (empty, filled by
+    aggregation from ``system:aggregate-to-*``; ``edit`` is aggregated into ``admin`` and ``view``
+    into ``edit``), ``system:basic-user`` (self reviews), ``system:discovery`` and
+    ``system:public-info-viewer``. They are seeded in every authorization mode, as on any cluster,
+    so ``kubectl get clusterroles`` looks the same whichever mode runs; only ``--authorization
+    rbac`` enforces them. Anonymous ``/readyz`` (kubesim's own readiness probe) stays allowed
+    through ``system:public-info-viewer`` bound to ``system:unauthenticated``.
+    """
     for kind, plural, objects in (
         ("ClusterRole", "clusterroles", BOOTSTRAP_CLUSTER_ROLES),
         ("ClusterRoleBinding", "clusterrolebindings", BOOTSTRAP_CLUSTER_ROLE_BINDINGS),
