@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Final, Protocol, runtime_checkable
 
 from kube.objects import Pod
-from scheduler.framework import Code, Status
+from scheduler.framework import Code, QueueingHint, Status
 from scheduler.queue.events import ClusterEvent
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "EnqueueExtensions",
     "PreEnqueuePlugin",
     "SchedulingGates",
+    "is_schedulable_after_scheduling_gates_eliminated",
     "scheduling_gates_pre_enqueue",
 ]
 
@@ -68,3 +69,13 @@ class SchedulingGates:
     def events_to_register(self) -> Sequence[ClusterEvent]:
         # The pod's own update re-runs PreEnqueue; no cluster event can lift a gate.
         return ()
+
+
+def is_schedulable_after_scheduling_gates_eliminated(
+    pod: Pod, old: object, new: object
+) -> QueueingHint:
+    """``isSchedulableAfterUpdatePodSchedulingGatesEliminated``: only the gated pod's own
+    update that removed its last gate."""
+    if not isinstance(new, Pod):
+        return QueueingHint.Queue
+    return QueueingHint.Queue if new.uid == pod.uid else QueueingHint.QueueSkip
