@@ -7,7 +7,9 @@ the backoff queue). Any non-success status keeps the pod in the unschedulable po
 ``SchedulingGates`` rejects a pod whose ``spec.schedulingGates`` is non-empty with
 UnschedulableAndUnresolvable ``waiting for scheduling gates: [g1 g2]`` (Go's ``%v`` of a string
 slice: names space-separated, in spec order). With queueing hints off it registers no events,
-so a gated pod is released only by an update of the pod itself that passes PreEnqueue.
+so a gated pod is released only by an update of the pod itself that passes PreEnqueue; with
+them on it registers the pod's own ``UpdatePodSchedulingGatesEliminated``, judged by
+``is_schedulable_after_scheduling_gates_eliminated``.
 """
 
 from __future__ import annotations
