@@ -23,7 +23,7 @@ from .gotemplate import render_template
 from .kubesim_backend import KubesimBackend
 from .library_backend import LibraryBackend
 from .objects import Templates
-from .ops import plan
+from .ops import plan, queueing_hints
 from .throughput import Collector
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "load_config",
     "main",
     "plan",
+    "queueing_hints",
     "render_template",
     "run_workload",
     "select",

@@ -40,6 +40,7 @@ from .ops import (
     Sleep,
     StartCollecting,
     plan,
+    queueing_hints,
 )
 from .throughput import Collector
 
@@ -397,6 +398,16 @@ def run_workload(
     except Unmodelled as exc:
         return {**line, "value": None, "unmodelled": str(exc)}
     config = tc.scheduler_configuration
+    hints = queueing_hints(tc, w)
+    if through == "kubesim" and {**tc.feature_gates, **w.feature_gates}.get(
+        "SchedulerQueueingHints"
+    ):
+        return {
+            **line,
+            "value": None,
+            "unmodelled": "feature gate SchedulerQueueingHints=true is not modelled through"
+            " kubesim: its scheduling loop runs the queue with the gate off",
+        }
     if config is not None and through == "kubesim" and kubesim_url is not None:
         return {
             **line,
@@ -410,7 +421,7 @@ def run_workload(
             scheduler_config=tc.base / tc.scheduler_config if config is not None else None,
         )
         if through == "kubesim"
-        else LibraryBackend(seed=seed, config=config)
+        else LibraryBackend(seed=seed, config=config, queueing_hints=hints)
     )
     executor: Executor | None = None
     began = time.monotonic()
