@@ -15,7 +15,7 @@ from scheduler.framework import Code, CycleState, FilterBatchResult, QueueingHin
 from scheduler.plugins.helper import SKIP, NoPreFilterExtensions
 from scheduler.snapshot import NodeInfo, Snapshot
 
-__all__ = ["ERR_REASON", "NAME", "NodeName"]
+__all__ = ["ERR_REASON", "NAME", "NodeName", "is_schedulable_after_node_add"]
 
 NAME: Final = "NodeName"
 ERR_REASON: Final = "node(s) didn't match the requested node name"

@@ -28,6 +28,7 @@ __all__ = [
     "NodePorts",
     "check_conflict",
     "fits_ports",
+    "is_schedulable_after_pod_deleted",
 ]
 
 NAME: Final = "NodePorts"

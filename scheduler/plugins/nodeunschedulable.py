@@ -18,7 +18,14 @@ from scheduler.framework import Code, CycleState, FilterBatchResult, QueueingHin
 from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, tolerations_tolerate_taint
 from scheduler.snapshot import NodeInfo, Snapshot
 
-__all__ = ["ERR_REASON_UNSCHEDULABLE", "NAME", "UNSCHEDULABLE_TAINT", "NodeUnschedulable"]
+__all__ = [
+    "ERR_REASON_UNSCHEDULABLE",
+    "NAME",
+    "UNSCHEDULABLE_TAINT",
+    "NodeUnschedulable",
+    "is_schedulable_after_node_change",
+    "is_schedulable_after_pod_toleration_change",
+]
 
 NAME: Final = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"

@@ -31,6 +31,8 @@ __all__ = [
     "TaintTolerationScorer",
     "count_intolerable_taints_prefer_no_schedule",
     "find_matching_untolerated_taint",
+    "is_schedulable_after_node_change",
+    "is_schedulable_after_pod_toleration_change",
 ]
 
 NAME: Final = "TaintToleration"

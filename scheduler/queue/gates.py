@@ -61,7 +61,8 @@ def scheduling_gates_pre_enqueue(pod: Pod) -> Status | None:
 
 
 class SchedulingGates:
-    """The ``SchedulingGates`` PreEnqueue plugin (queueing hints off)."""
+    """The ``SchedulingGates`` PreEnqueue plugin; ``events_to_register`` is what it registers
+    with queueing hints off (``scheduler.hints`` has its entry with them on)."""
 
     name: Final = SCHEDULING_GATES
 

@@ -28,6 +28,8 @@ __all__ = [
     "insufficient_resources",
     "is_extended_resource_name",
     "is_scalar_resource_name",
+    "is_schedulable_after_node_change",
+    "is_schedulable_after_pod_event",
 ]
 
 NAME: Final = "NodeResourcesFit"
