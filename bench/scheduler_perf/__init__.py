@@ -18,7 +18,7 @@ kept):
 from .cli import main
 from .config import CONFIG_DIR, DEFAULT_CONFIGS, DEFAULT_TABLE, load_config, select
 from .errors import ConfigError, Unmodelled, WorkloadFailed
-from .executor import Executor, run_workload
+from .executor import KUBESIM_HINTS_NOTE, Executor, run_workload
 from .gotemplate import render_template
 from .kubesim_backend import KubesimBackend
 from .library_backend import LibraryBackend
@@ -30,6 +30,7 @@ __all__ = [
     "CONFIG_DIR",
     "DEFAULT_CONFIGS",
     "DEFAULT_TABLE",
+    "KUBESIM_HINTS_NOTE",
     "Collector",
     "ConfigError",
     "Executor",

@@ -66,8 +66,9 @@ def test_the_library_queue_gets_the_gate() -> None:
     assert not SP.LibraryBackend(seed=1, queueing_hints=False).queue.queueing_hints_enabled
 
 
-def test_true_through_kubesim_says_the_gate_is_off_there(tmp_path: Path) -> None:
-    tc, w = _cases(tmp_path)["hintsOn"]
-    line = SP.run_workload(tc, w, through="kubesim", timeout=30)
-    assert line["value"] is None
-    assert "SchedulerQueueingHints=true is not modelled through kubesim" in line["unmodelled"]
+def test_false_through_kubesim_is_noted_the_loop_runs_with_the_gate_on(tmp_path: Path) -> None:
+    tc, w = _cases(tmp_path)["hintsOff"]
+    line = SP.run_workload(tc, w, through="kubesim", timeout=60)
+    assert "unmodelled" not in line, line
+    assert line["scheduled"] == line["measured_pods"] == 3
+    assert line["notes"] == [SP.KUBESIM_HINTS_NOTE]
