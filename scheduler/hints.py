@@ -2,7 +2,7 @@
 
 Each plugin's hint functions live beside its Filter (``scheduler/plugins/...``); the queue may
 not import plugins, so this module, above both, gathers them into the table the queue is given
-(``SchedulingQueue(plugin_hints=...)``). With hints on, kube drops the workaround of also
+(``SchedulingQueue(queueing_hints=...)``). With hints on, kube drops the workaround of also
 registering ``UpdateNodeTaint | UpdateNodeLabel`` next to ``Node/Add`` (kubernetes#110175: the
 hints, not ``preCheck``, now judge node events), and SchedulingGates registers its pod's own
 gate removal.
