@@ -42,6 +42,7 @@ __all__ = [
     "NodeToStatus",
     "PluginScore",
     "PreFilterResultPlugin",
+    "QueueingHint",
     "ScorePlugin",
     "Status",
     "filter_status",
@@ -121,6 +122,15 @@ class Code(enum.Enum):
     Wait = 4
     Skip = 5
     Pending = 6
+
+
+class QueueingHint(enum.Enum):
+    """``framework.QueueingHint``: a plugin's answer to "may this cluster event make the pod I
+    rejected schedulable?" (``QueueingHintFn``, pkg/scheduler/framework/types.go). ``Queue``
+    moves the pod on (after its backoff); ``QueueSkip`` leaves it where it waits."""
+
+    QueueSkip = 0
+    Queue = 1
 
 
 class Status:

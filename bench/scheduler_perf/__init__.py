@@ -13,18 +13,19 @@ and ``cli`` is ``python bench/scheduler_perf --help``.
 from .cli import main
 from .config import CONFIG_DIR, DEFAULT_CONFIGS, DEFAULT_TABLE, load_config, select
 from .errors import ConfigError, Unmodelled, WorkloadFailed
-from .executor import Executor, run_workload
+from .executor import KUBESIM_HINTS_NOTE, Executor, run_workload
 from .gotemplate import render_template
 from .kubesim_backend import KubesimBackend
 from .library_backend import LibraryBackend
 from .objects import Templates
-from .ops import plan
+from .ops import plan, queueing_hints
 from .throughput import Collector
 
 __all__ = [
     "CONFIG_DIR",
     "DEFAULT_CONFIGS",
     "DEFAULT_TABLE",
+    "KUBESIM_HINTS_NOTE",
     "Collector",
     "ConfigError",
     "Executor",
@@ -36,6 +37,7 @@ __all__ = [
     "load_config",
     "main",
     "plan",
+    "queueing_hints",
     "render_template",
     "run_workload",
     "select",

@@ -32,8 +32,15 @@ from .ops import (
     Sleep,
     StartCollecting,
     plan,
+    queueing_hints,
 )
 from .throughput import Collector
+
+# kubesim serve's loop has no flag for the gate: its queue runs with it on, kube 1.32's default.
+KUBESIM_HINTS_NOTE: Final = (
+    "SchedulerQueueingHints=false: kubesim's scheduling loop runs its queue with the gate on"
+    " (kube 1.32's default), which changes how often pods are retried, not where they go"
+)
 
 __all__ = ["DEFAULT_TIMEOUT", "Executor", "Result", "run_workload"]
 
@@ -400,6 +407,9 @@ def run_workload(
     except Unmodelled as exc:
         return {**line, "value": None, "unmodelled": str(exc)}
     config = tc.scheduler_configuration
+    hints = queueing_hints(tc, w)
+    if through == "kubesim" and not hints:
+        notes = [*notes, KUBESIM_HINTS_NOTE]
     if config is not None and through == "kubesim" and kubesim_url is not None:
         return {
             **line,
@@ -413,7 +423,7 @@ def run_workload(
             scheduler_config=tc.base / tc.scheduler_config if config is not None else None,
         )
         if through == "kubesim"
-        else LibraryBackend(seed=seed, config=config)
+        else LibraryBackend(seed=seed, config=config, queueing_hints=hints)
     )
     executor: Executor | None = None
     began = time.monotonic()

@@ -39,6 +39,7 @@ from scheduler import (
 )
 from scheduler import eventhandlers as handlers
 from scheduler.config import KubeSchedulerConfiguration
+from scheduler.hints import DEFAULT_PLUGIN_HINTS
 from scheduler.preemption.core import default_preemption_framework
 from scheduler.queue import PodAlreadyPresentError
 from scheduler.queue import events as qev
@@ -65,6 +66,9 @@ class LibraryBackend:
     on failure DefaultPreemption (``preempt``, sampled as kube searches, seeded): victims deleted,
     the preemptor nominated and requeued. A bound pod is deleted at once only with a grace period
     of 0: otherwise it stays terminating, as on an integration cluster without kubelets.
+
+    ``queueing_hints`` is the SchedulerQueueingHints gate (kube 1.32's default, on): the queue
+    asks the in-tree plugins' hints (``scheduler.hints``) which events may help a pod.
     """
 
     name = "scheduler"
@@ -75,6 +79,7 @@ class LibraryBackend:
         seed: int,
         percentage_of_nodes_to_score: int = 0,
         config: KubeSchedulerConfiguration | None = None,
+        queueing_hints: bool = True,
     ) -> None:
         self.snapshot = Snapshot()
         # With a test case's schedulerConfigPath, each pod's profile decides (its plugins, its
@@ -91,6 +96,7 @@ class LibraryBackend:
             pod_max_backoff=maximum,
             pod_lister=self.snapshot,
             namespace_labels=self.snapshot.namespace_labels,
+            queueing_hints=DEFAULT_PLUGIN_HINTS if queueing_hints else None,
         )
         self.percentage: int | None = percentage_of_nodes_to_score if config is None else None
         self.rng = random.Random(seed)
@@ -264,7 +270,10 @@ class LibraryBackend:
         pinfo = self.queue.pop()
         if pinfo is None:
             return False
-        self.schedule_pod(pinfo)
+        try:
+            self.schedule_pod(pinfo)
+        finally:
+            self.queue.done(pinfo.pod.uid)  # scheduleOne's deferred Done
         return True
 
     def schedule_pod(self, pinfo: QueuedPodInfo) -> None:

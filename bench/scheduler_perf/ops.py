@@ -23,6 +23,7 @@ from .config import OP_FIELDS, UNMODELLED_OPS, TestCase, Workload
 from .errors import ConfigError, Unmodelled
 
 __all__ = [
+    "EITHER_WAY_GATES",
     "MODELLED_GATE_VALUES",
     "NOTED_GATES",
     "Barrier",
@@ -38,6 +39,7 @@ __all__ = [
     "StartCollecting",
     "StopCollecting",
     "plan",
+    "queueing_hints",
 ]
 
 # Feature gates whose setting changes nothing the library decides (it makes no API calls),
@@ -46,8 +48,11 @@ NOTED_GATES: Final[dict[str, str]] = {
     "SchedulerAsyncAPICalls": "API calls are not issued by the library (kubesim binds inline)",
     "SchedulerAsyncPreemption": "preemption deletes its victims in the same cycle",
 }
+# Gates modelled both ways, with kube 1.32's default for a workload that does not set them.
+EITHER_WAY_GATES: Final[dict[str, bool]] = {
+    "SchedulerQueueingHints": True,  # on: plugins' hints judge events; off: what they register
+}
 MODELLED_GATE_VALUES: Final = {
-    "SchedulerQueueingHints": False,  # the queue moves pods by the events plugins register
     "OpportunisticBatching": False,  # upstream's scheduler_perf turns it off unless asked
     "NodeDeclaredFeatures": False,  # no NodeDeclaredFeatures plugin here
     "DynamicResourceAllocation": False,
@@ -213,6 +218,13 @@ Op = (
 )
 
 
+def queueing_hints(tc: TestCase, w: Workload) -> bool:
+    """The workload's SchedulerQueueingHints: its own setting, the test case's, else kube's
+    1.32 default (on)."""
+    gates = {**tc.feature_gates, **w.feature_gates}
+    return bool(gates.get("SchedulerQueueingHints", EITHER_WAY_GATES["SchedulerQueueingHints"]))
+
+
 def plan(tc: TestCase, w: Workload) -> tuple[list[Op], list[str]]:
     """The workload's ops with params patched (``patchParams``), and the notes to print.
 
@@ -224,6 +236,8 @@ def plan(tc: TestCase, w: Workload) -> tuple[list[Op], list[str]]:
     for gate, value in sorted(gates.items()):
         if gate in NOTED_GATES:
             notes.append(f"{gate}={str(value).lower()}: {NOTED_GATES[gate]}")
+        elif gate in EITHER_WAY_GATES:
+            continue
         elif gate in MODELLED_GATE_VALUES:
             if MODELLED_GATE_VALUES[gate] != value:
                 raise Unmodelled(f"feature gate {gate}={str(value).lower()} is not modelled")

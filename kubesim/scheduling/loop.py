@@ -39,6 +39,7 @@ from scheduler import (
     schedule_one,
 )
 from scheduler.config import KubeSchedulerConfiguration, default_configuration
+from scheduler.hints import DEFAULT_PLUGIN_HINTS
 from scheduler.queue import PodAlreadyPresentError
 from scheduler.queue import events as qev
 
@@ -112,8 +113,12 @@ class SchedulerLoop:
         history: int = 10000,
         cross_node_preemption: bool = False,
         config: KubeSchedulerConfiguration | None = None,
+        queueing_hints: bool = True,
     ) -> None:
         self.scheduler_name = scheduler_name
+        # SchedulerQueueingHints (kube 1.32's default, on): the queue asks the in-tree plugins'
+        # hints (scheduler.hints) whether an event may help a pod they rejected.
+        self.queueing_hints = queueing_hints
         self.config = config
         self.percentage_of_nodes_to_score: int | None = percentage_of_nodes_to_score
         if config is not None:
@@ -169,6 +174,7 @@ class SchedulerLoop:
             pod_max_in_unschedulable_pods=self.pod_max_in_unschedulable_pods,
             pod_lister=self.snapshot,
             namespace_labels=self.snapshot.namespace_labels,
+            queueing_hints=DEFAULT_PLUGIN_HINTS if self.queueing_hints else None,
         )
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -296,6 +302,8 @@ class SchedulerLoop:
                 self.schedule_pod(pinfo)
             except Exception:  # a bug in one cycle must not stop the scheduler
                 log.exception("kubesim: scheduling %s failed", pinfo.pod.key)
+            finally:
+                queue.done(pinfo.pod.uid)  # scheduleOne's deferred Done
             if time.monotonic() >= deadline:
                 return True
 

@@ -18,7 +18,14 @@ from typing import Any, Final
 from kube.labels import IN
 from kube.objects import Node, NodeSelector, Pod, PreferredSchedulingTerm
 from kube.objects import NodeAffinity as NodeAffinityTerms
-from scheduler.framework import MAX_NODE_SCORE, Code, CycleState, FilterBatchResult, Status
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    Code,
+    CycleState,
+    FilterBatchResult,
+    QueueingHint,
+    Status,
+)
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, default_normalize_score, remember
 from scheduler.snapshot import NodeInfo, Snapshot
@@ -117,6 +124,20 @@ class NodeAffinity(NoPreFilterExtensions):
     def __init__(self, *, added_affinity: Mapping[str, Any] | None = None) -> None:
         added = read_added_affinity(added_affinity)
         self.added_node_selector: NodeSelector | None = added.required if added else None
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """``isSchedulableAfterNodeChange``: the node now matches the profile's added affinity
+        and the pod's nodeSelector and required terms, and did not before (or is new)."""
+        if not isinstance(new, Node):
+            return QueueingHint.Queue
+        if self.added_node_selector is not None and not self.added_node_selector.matches(new):
+            return QueueingHint.QueueSkip
+        required = RequiredNodeAffinity(pod)
+        if not required.match(new):
+            return QueueingHint.QueueSkip
+        if isinstance(old, Node) and required.match(old):
+            return QueueingHint.QueueSkip
+        return QueueingHint.Queue
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:
         """Skip when the pod has neither a nodeSelector nor required terms and the profile adds

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from kube.objects import Pod
-from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from kube.objects import Node, Pod
+from scheduler.framework import Code, CycleState, FilterBatchResult, QueueingHint, Status
 from scheduler.plugins.helper import SKIP, NoPreFilterExtensions
 from scheduler.snapshot import NodeInfo, Snapshot
 
-__all__ = ["ERR_REASON", "NAME", "NodeName"]
+__all__ = ["ERR_REASON", "NAME", "NodeName", "is_schedulable_after_node_add"]
 
 NAME: Final = "NodeName"
 ERR_REASON: Final = "node(s) didn't match the requested node name"
@@ -42,3 +42,10 @@ class NodeName(NoPreFilterExtensions):
             return node_infos, []
         passed = [ni for ni in node_infos if ni.name == wanted]
         return passed, [(ni, _REJECT) for ni in node_infos if ni.name != wanted]
+
+
+def is_schedulable_after_node_add(pod: Pod, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterNodeAdd``: only the node the pod names can take it."""
+    if isinstance(new, Node) and pod.node_name and pod.node_name != new.name:
+        return QueueingHint.QueueSkip
+    return QueueingHint.Queue

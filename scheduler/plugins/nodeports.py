@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from kube.objects import Pod
-from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from scheduler.framework import Code, CycleState, FilterBatchResult, QueueingHint, Status
 from scheduler.plugins.helper import SKIP, NoPreFilterExtensions
 from scheduler.snapshot import NodeInfo, Snapshot, host_ports
 
@@ -28,6 +28,7 @@ __all__ = [
     "NodePorts",
     "check_conflict",
     "fits_ports",
+    "is_schedulable_after_pod_deleted",
 ]
 
 NAME: Final = "NodePorts"
@@ -88,3 +89,21 @@ class NodePorts(NoPreFilterExtensions):
             return node_infos, []
         pairs = list(zip(node_infos, verdicts, strict=True))
         return [ni for ni, ok in pairs if ok], [(ni, _REJECT) for ni, ok in pairs if not ok]
+
+
+def is_schedulable_after_pod_deleted(pod: Pod, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodDeleted``: a deleted pod frees a port only when it was bound (or
+    nominated) and held one the rejected pod wants."""
+    if not isinstance(old, Pod):
+        return QueueingHint.Queue
+    if not old.node_name and not old.nominated_node_name:
+        return QueueingHint.QueueSkip
+    freed = list(host_ports(old))
+    if not freed:
+        return QueueingHint.QueueSkip
+    in_use: dict[HostPort, int] = {}
+    for p in freed:
+        in_use[p] = in_use.get(p, 0) + 1
+    if fits_ports(list(host_ports(pod)), in_use):
+        return QueueingHint.QueueSkip
+    return QueueingHint.Queue

@@ -13,12 +13,19 @@ from __future__ import annotations
 
 from typing import Final
 
-from kube.objects import Pod, Taint
-from scheduler.framework import Code, CycleState, FilterBatchResult, Status
+from kube.objects import Node, Pod, Taint
+from scheduler.framework import Code, CycleState, FilterBatchResult, QueueingHint, Status
 from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, tolerations_tolerate_taint
 from scheduler.snapshot import NodeInfo, Snapshot
 
-__all__ = ["ERR_REASON_UNSCHEDULABLE", "NAME", "UNSCHEDULABLE_TAINT", "NodeUnschedulable"]
+__all__ = [
+    "ERR_REASON_UNSCHEDULABLE",
+    "NAME",
+    "UNSCHEDULABLE_TAINT",
+    "NodeUnschedulable",
+    "is_schedulable_after_node_change",
+    "is_schedulable_after_pod_toleration_change",
+]
 
 NAME: Final = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE: Final = "node(s) were unschedulable"
@@ -53,3 +60,24 @@ class NodeUnschedulable(NoPreFilterExtensions):
             return node_infos, []
         passed = [ni for ni in node_infos if ni.node is None or not ni.node.unschedulable]
         return passed, [(ni, _REJECT) for ni in cordoned]
+
+
+def is_schedulable_after_node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterNodeChange``: a node added schedulable, or uncordoned."""
+    if not isinstance(new, Node):
+        return QueueingHint.Queue
+    if new.unschedulable:
+        return QueueingHint.QueueSkip
+    if old is None or (isinstance(old, Node) and old.unschedulable):
+        return QueueingHint.Queue
+    return QueueingHint.QueueSkip
+
+
+def is_schedulable_after_pod_toleration_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodTolerationChange``: the rejected pod itself now tolerates the
+    unschedulable taint (tolerations can only be added, so the old ones need no look)."""
+    if not isinstance(new, Pod):
+        return QueueingHint.Queue
+    if new.uid == pod.uid and tolerations_tolerate_taint(new.tolerations, UNSCHEDULABLE_TAINT):
+        return QueueingHint.Queue
+    return QueueingHint.QueueSkip

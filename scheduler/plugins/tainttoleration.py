@@ -11,7 +11,14 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from kube.objects import Node, Pod, Taint, Toleration
-from scheduler.framework import MAX_NODE_SCORE, Code, CycleState, FilterBatchResult, Status
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    Code,
+    CycleState,
+    FilterBatchResult,
+    QueueingHint,
+    Status,
+)
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, default_normalize_score, remember
 from scheduler.snapshot import NodeInfo, Snapshot
@@ -24,6 +31,8 @@ __all__ = [
     "TaintTolerationScorer",
     "count_intolerable_taints_prefer_no_schedule",
     "find_matching_untolerated_taint",
+    "is_schedulable_after_node_change",
+    "is_schedulable_after_pod_toleration_change",
 ]
 
 NAME: Final = "TaintToleration"
@@ -164,3 +173,25 @@ class TaintTolerationScorer:
             scores[:] = [MAX_NODE_SCORE] * len(scores)
             return
         default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+
+def is_schedulable_after_node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterNodeChange``: the node had an untolerated NoSchedule/NoExecute taint
+    (or is new) and has none now."""
+    if not isinstance(new, Node) or (old is not None and not isinstance(old, Node)):
+        return QueueingHint.Queue  # upstream's type error: retry
+    was_untolerated = True
+    if isinstance(old, Node):
+        was_untolerated = find_matching_untolerated_taint(old.taints, pod.tolerations) is not None
+    is_untolerated = find_matching_untolerated_taint(new.taints, pod.tolerations) is not None
+    if was_untolerated and not is_untolerated:
+        return QueueingHint.Queue
+    return QueueingHint.QueueSkip
+
+
+def is_schedulable_after_pod_toleration_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodTolerationChange``: only the rejected pod's own new tolerations
+    can change this plugin's verdict."""
+    if not isinstance(new, Pod):
+        return QueueingHint.Queue
+    return QueueingHint.Queue if new.uid == pod.uid else QueueingHint.QueueSkip

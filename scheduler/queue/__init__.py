@@ -1,11 +1,11 @@
 """kube-scheduler's scheduling queue: activeQ, backoff, the unschedulable pool, gates, nominator.
 
-The behaviour reproduced (queueing hints off, SchedulerPopFromBackoffQ on) and why is described
-in ``scheduler.queue.scheduling_queue``; the pieces live in their own modules:
+The behaviour reproduced (SchedulerQueueingHints on or off, SchedulerPopFromBackoffQ on) is
+described in ``scheduler.queue.scheduling_queue``; the pieces live in their own modules:
 
 * ``types`` — ``QueuedPodInfo``, ``less`` (PrioritySort), ``backoff_duration``;
 * ``events`` — ``ClusterEvent`` and the named events (``NodeAdd``, ``UnschedulableTimeout``, …);
-* ``gates`` — PreEnqueue plugins and ``SchedulingGates``;
+* ``gates`` — PreEnqueue plugins and ``SchedulingGates`` (and its queueing hint);
 * ``nominator`` — ``Nominator``, ``NominatingInfo``, ``NominatingMode``;
 * ``validation`` — ``validate_pod_update_while_gated`` (KEP-3838 mutable scheduling directives).
 """

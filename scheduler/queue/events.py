@@ -10,11 +10,12 @@ not gated.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from kube.objects import Pod
+from scheduler.framework import QueueingHint
 
 __all__ = [
     "ALL_RESOURCES_EVENTS",
@@ -27,6 +28,7 @@ __all__ = [
     "BackoffComplete",
     "CSINode",
     "ClusterEvent",
+    "ClusterEventWithHint",
     "ForceActivate",
     "Node",
     "NodeAdd",
@@ -46,6 +48,7 @@ __all__ = [
     "PvUpdate",
     "PvcAdd",
     "PvcUpdate",
+    "QueueingHintFn",
     "ScheduleAttemptFailure",
     "StorageClass",
     "StorageClassAdd",
@@ -135,6 +138,20 @@ class ClusterEvent:
 
     def __str__(self) -> str:
         return self.label
+
+
+# ``QueueingHintFn``: (the rejected pod, the object before the event, after it) -> hint; the
+# old object is None for an Add, the new one None for a Delete.
+QueueingHintFn = Callable[[Pod, object, object], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """``fwk.ClusterEventWithHint``: a registered event and the function that says whether one
+    such event may make a pod the plugin rejected schedulable (None: always Queue)."""
+
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
 
 
 def _match_resources(registered: str, incoming: str) -> bool:

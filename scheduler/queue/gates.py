@@ -7,7 +7,9 @@ the backoff queue). Any non-success status keeps the pod in the unschedulable po
 ``SchedulingGates`` rejects a pod whose ``spec.schedulingGates`` is non-empty with
 UnschedulableAndUnresolvable ``waiting for scheduling gates: [g1 g2]`` (Go's ``%v`` of a string
 slice: names space-separated, in spec order). With queueing hints off it registers no events,
-so a gated pod is released only by an update of the pod itself that passes PreEnqueue.
+so a gated pod is released only by an update of the pod itself that passes PreEnqueue; with
+them on it registers the pod's own ``UpdatePodSchedulingGatesEliminated``, judged by
+``is_schedulable_after_scheduling_gates_eliminated``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from typing import Final, Protocol, runtime_checkable
 
 from kube.objects import Pod
-from scheduler.framework import Code, Status
+from scheduler.framework import Code, QueueingHint, Status
 from scheduler.queue.events import ClusterEvent
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "EnqueueExtensions",
     "PreEnqueuePlugin",
     "SchedulingGates",
+    "is_schedulable_after_scheduling_gates_eliminated",
     "scheduling_gates_pre_enqueue",
 ]
 
@@ -58,7 +61,8 @@ def scheduling_gates_pre_enqueue(pod: Pod) -> Status | None:
 
 
 class SchedulingGates:
-    """The ``SchedulingGates`` PreEnqueue plugin (queueing hints off)."""
+    """The ``SchedulingGates`` PreEnqueue plugin; ``events_to_register`` is what it registers
+    with queueing hints off (``scheduler.hints`` has its entry with them on)."""
 
     name: Final = SCHEDULING_GATES
 
@@ -68,3 +72,13 @@ class SchedulingGates:
     def events_to_register(self) -> Sequence[ClusterEvent]:
         # The pod's own update re-runs PreEnqueue; no cluster event can lift a gate.
         return ()
+
+
+def is_schedulable_after_scheduling_gates_eliminated(
+    pod: Pod, old: object, new: object
+) -> QueueingHint:
+    """``isSchedulableAfterUpdatePodSchedulingGatesEliminated``: only the gated pod's own
+    update that removed its last gate."""
+    if not isinstance(new, Pod):
+        return QueueingHint.Queue
+    return QueueingHint.Queue if new.uid == pod.uid else QueueingHint.QueueSkip

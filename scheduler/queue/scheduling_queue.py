@@ -1,8 +1,8 @@
 """kube-scheduler's ``PriorityQueue`` (pkg/scheduler/backend/queue/scheduling_queue.go).
 
-activeQ, the two backoff heaps and the unschedulable pool, with SchedulerQueueingHints off and
-SchedulerPopFromBackoffQ on (``SchedulingQueue`` says why); time comes only from the injected
-clock.
+activeQ, the two backoff heaps and the unschedulable pool, with SchedulerPopFromBackoffQ on and
+SchedulerQueueingHints either way (``SchedulingQueue`` says how); time comes only from the
+injected clock.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Final, Protocol
 
 import scheduler.queue.events as ev
 from kube.objects import Pod
-from scheduler.framework import Code
-from scheduler.queue.events import ClusterEvent
+from scheduler.framework import Code, QueueingHint
+from scheduler.queue.events import ClusterEvent, ClusterEventWithHint, QueueingHintFn
 from scheduler.queue.gates import EnqueueExtensions, PreEnqueuePlugin, SchedulingGates
 from scheduler.queue.heaps import KeyedHeap
 from scheduler.queue.nominator import Nominator, PodLister
@@ -109,7 +109,7 @@ def is_pod_updated(old: Pod, new: Pod) -> bool:
 
 
 class SchedulingQueue:
-    """``PriorityQueue`` with queueing hints off and PopFromBackoffQ on.
+    """``PriorityQueue`` with PopFromBackoffQ on, queueing hints on or off.
 
     Three places hold a pending pod, and a pod is in at most one of them (identity is
     ``namespace/name``):
@@ -120,15 +120,24 @@ class SchedulingQueue:
       ``podErrorBackoffQ`` for pods that failed with no rejecting plugin (an error).
     * **unschedulable pool** — pods a plugin rejected, and gated pods, waiting for an event.
 
-    Why queueing hints are off: then the queue's decisions depend only on what plugins
-    *registered* (``EventsToRegister``), never on plugin callbacks, so a pure library can
-    reproduce them exactly; the hint functions are plugin code this package does not own. In
-    that mode ``done`` is a no-op (no in-flight tracking), a pod rejected during its cycle goes
-    to the backoff queue rather than the pool when a move request happened at or after that
-    cycle or no plugin rejected it (``add_unschedulable_if_not_present``), an update of a pod
-    in the pool requeues it when ``is_pod_updated`` says anything but status or bookkeeping
-    changed, and an update of a pod the queue does not hold (one being scheduled) adds it to
-    activeQ. SchedulerPopFromBackoffQ (beta, default on since 1.33) is reproduced in full: the
+    SchedulerQueueingHints (on by default in kube 1.32) is on when ``queueing_hints`` maps each
+    plugin to its ``ClusterEventWithHint`` entries (``scheduler.hints.DEFAULT_PLUGIN_HINTS``
+    for the in-tree plugins; this package may not import them). Then an event moves a rejected
+    pod only when a hint of a rejecting plugin's matching entry answers Queue; ``pop`` marks
+    the pod in flight and the events that arrive until ``done`` are kept, so that a pod coming
+    back unschedulable (``add_unschedulable_if_not_present``) is judged by them rather than by
+    the move-request cycle; an update of a pod in flight is recorded instead of queued, and an
+    update of a pod in the pool is put to the hints as the events it amounts to.
+
+    With the gate off, the queue's decisions depend only on what plugins *registered*
+    (``EventsToRegister``, ``plugin_events``). In that mode ``done`` is a no-op (no in-flight
+    tracking), a pod rejected during its cycle goes to the backoff queue rather than the pool
+    when a move request happened at or after that cycle or no plugin rejected it
+    (``add_unschedulable_if_not_present``), an update of a pod in the pool requeues it when
+    ``is_pod_updated`` says anything but status or bookkeeping changed, and an update of a pod
+    the queue does not hold (one being scheduled) adds it to activeQ.
+
+    SchedulerPopFromBackoffQ (beta, default on since 1.33) is reproduced in full: the
     1 s backoff windows (``is_pod_backing_off``), PreEnqueue on entering the backoff queue
     (``_move_to_backoff_q``), ``pop`` from podBackoffQ when activeQ is empty.
 
@@ -136,8 +145,9 @@ class SchedulingQueue:
     30 s) are the caller's: ``flush_backoff_q_completed`` and
     ``flush_unschedulable_pods_leftover``.
 
-    ``plugin_events`` maps each enabled plugin to the events it registers (default: the in-tree
-    plugins, ``events.DEFAULT_PLUGIN_EVENTS``); a rejecting plugin missing from it is taken for
+    ``plugin_events`` maps each enabled plugin to the events it registers (default: the events
+    of ``queueing_hints`` when given, else the in-tree plugins' ``events.DEFAULT_PLUGIN_EVENTS``);
+    a rejecting plugin missing from it is taken for
     an enabled plugin without ``EventsToRegister``: registered for every event of every
     resource, which also makes those events "of interest" once it has rejected a pod.
     ``pre_enqueue_plugins`` are extra PreEnqueue plugins run after ``SchedulingGates``; one that
@@ -157,6 +167,7 @@ class SchedulingQueue:
         plugin_events: Mapping[str, Iterable[ClusterEvent]] | None = None,
         pre_enqueue_plugins: Sequence[PreEnqueuePlugin] = (),
         namespace_labels: Callable[[str], Mapping[str, str]] | None = None,
+        queueing_hints: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
     ) -> None:
         now = getattr(clock, "now", None)
         if callable(now):
@@ -186,11 +197,21 @@ class SchedulingQueue:
                 raise ValueError(f'PreEnqueue plugin "{plugin.name}" is registered twice')
             self._pre_enqueue_by_name[plugin.name] = plugin
 
+        # SchedulerQueueingHints: on when the plugins' hints are given (scheduler.hints has
+        # the in-tree ones); then they also are the registered events, unless plugin_events
+        # says otherwise.
+        self.queueing_hints_enabled = queueing_hints is not None
+        self._hints: dict[str, tuple[ClusterEventWithHint, ...]] = {
+            name: tuple(entries) for name, entries in (queueing_hints or {}).items()
+        }
+        if plugin_events is None:
+            plugin_events = (
+                {name: tuple(h.event for h in hs) for name, hs in self._hints.items()}
+                if self.queueing_hints_enabled
+                else ev.DEFAULT_PLUGIN_EVENTS
+            )
         registry: dict[str, tuple[ClusterEvent, ...]] = {
-            name: tuple(events)
-            for name, events in (
-                ev.DEFAULT_PLUGIN_EVENTS if plugin_events is None else plugin_events
-            ).items()
+            name: tuple(events) for name, events in plugin_events.items()
         }
         for plugin in self.pre_enqueue_plugins:
             if plugin.name not in registry and isinstance(plugin, EnqueueExtensions):
@@ -201,6 +222,14 @@ class SchedulingQueue:
         )
         self._interest_cache: dict[ClusterEvent, bool] = {}
         self._plugin_match_cache: dict[tuple[str, ClusterEvent], bool] = {}
+        # (plugin, event) -> the hint functions of the plugin's entries matching the event
+        # (None: an entry without one, which answers Queue); empty: no entry matches.
+        self._hint_cache: dict[tuple[str, ClusterEvent], tuple[QueueingHintFn | None, ...]] = {}
+        # In-flight tracking (hints on): the pods popped and not yet done, by uid, with the
+        # sequence number of their pop, and the events recorded while any was in flight.
+        self._in_flight_pods: dict[str, int] = {}
+        self._in_flight_events: list[tuple[int, ClusterEvent, object, object]] = []
+        self._in_flight_seq = 0
         # Rejecting plugins absent from the registry: enabled plugins without EventsToRegister.
         self._unregistered_plugins: set[str] = set()
 
@@ -416,10 +445,68 @@ class SchedulingQueue:
                 return None
         pinfo.attempts += 1
         self.scheduling_cycle += 1
+        if self.queueing_hints_enabled:
+            self._in_flight_seq += 1
+            self._in_flight_pods[pinfo.pod.uid] = self._in_flight_seq
         return pinfo
 
     def done(self, uid: str) -> None:
-        """``Done``: ends in-flight tracking, which only exists with queueing hints; no-op."""
+        """``Done``: the pod's scheduling is over; events older than every pod still in
+        flight are released. A no-op with queueing hints off (nothing is tracked)."""
+        if self._in_flight_pods.pop(uid, None) is None:
+            return
+        if not self._in_flight_pods:
+            self._in_flight_events.clear()
+            return
+        oldest = min(self._in_flight_pods.values())
+        events = self._in_flight_events
+        drop = 0
+        while drop < len(events) and events[drop][0] < oldest:
+            drop += 1
+        if drop:
+            del events[:drop]
+
+    def in_flight_pods(self) -> list[str]:
+        """The uids of the pods popped and not yet done (hints on), oldest first."""
+        return sorted(self._in_flight_pods, key=self._in_flight_pods.__getitem__)
+
+    def _add_event_if_any_in_flight(
+        self, event: ClusterEvent, old_obj: object, new_obj: object
+    ) -> None:
+        """``addEventIfAnyInFlight``: kept for the pods being scheduled to be judged by when
+        they come back unschedulable."""
+        if self._in_flight_pods:
+            self._in_flight_seq += 1
+            self._in_flight_events.append((self._in_flight_seq, event, old_obj, new_obj))
+
+    def _add_events_if_pod_in_flight(
+        self, old_obj: object, new: Pod, events: Iterable[ClusterEvent]
+    ) -> bool:
+        """``addEventsIfPodInFlight``: record ``events`` when ``new`` is being scheduled."""
+        if new.uid not in self._in_flight_pods:
+            return False
+        for event in events:
+            self._in_flight_seq += 1
+            self._in_flight_events.append((self._in_flight_seq, event, old_obj, new))
+        return True
+
+    def _hint_for_in_flight_pod(self, pinfo: QueuedPodInfo) -> _Strategy:
+        """``determineSchedulingHintForInFlightPod``: the strongest strategy any event seen
+        while the pod was being scheduled gives it (after backoff when it was not tracked or
+        nothing rejected it)."""
+        since = self._in_flight_pods.get(pinfo.pod.uid)
+        if since is None or not pinfo.rejector_plugins():
+            return _Strategy.AFTER_BACKOFF
+        strategy = _Strategy.SKIP
+        for seq, event, old_obj, new_obj in self._in_flight_events:
+            if seq <= since:
+                continue
+            found = self._is_pod_worth_requeuing(pinfo, event, new_obj, old_obj=old_obj)
+            if found is _Strategy.IMMEDIATELY:
+                return found
+            if found is _Strategy.AFTER_BACKOFF:
+                strategy = found
+        return strategy
 
     def add_unschedulable_if_not_present(self, pinfo: QueuedPodInfo, cycle: int) -> None:
         """``AddUnschedulableIfNotPresent``: put back a pod whose scheduling attempt failed.
@@ -451,6 +538,11 @@ class SchedulingQueue:
         pinfo.timestamp = self._now()
         pinfo.backoff_expiration = None
         self._note_plugins(pinfo.rejector_plugins())
+        if self.queueing_hints_enabled:
+            strategy = self._hint_for_in_flight_pod(pinfo)
+            self.done(pod.uid)  # whatever happens, the pod is back in the queue
+            self._requeue(pinfo, strategy, ev.ScheduleAttemptFailure)
+            return
         if self.move_request_cycle >= cycle or not pinfo.rejector_plugins():
             self._move_to_backoff_q(pinfo, ev.ScheduleAttemptFailure)
         else:
@@ -487,12 +579,20 @@ class SchedulingQueue:
             self._move_pods_to_active_or_backoff_queue(to_move, ev.UnschedulableTimeout)
 
     def update(self, old: Pod | None, new: Pod) -> None:
-        """``Update`` (queueing hints off).
+        """``Update``.
 
-        In activeQ or the backoff queue: updated in place. In the pool: requeued when
-        ``is_pod_updated`` (backoff queue if still backing off, else activeQ, both through
-        PreEnqueue), otherwise kept. Unknown to the queue: added to activeQ like a new pod.
+        In activeQ or the backoff queue: updated in place. In the pool, with queueing hints
+        off: requeued when ``is_pod_updated`` (backoff queue if still backing off, else
+        activeQ, both through PreEnqueue), otherwise kept; with hints on: each event the
+        update amounts to (``pod_scheduling_properties_change``) is put to the pod's rejecting
+        plugins' hints until one moves it. Unknown to the queue: added to activeQ like a new
+        pod — unless, with hints on, it is being scheduled: then the update is recorded for
+        when it comes back.
         """
+        if self.queueing_hints_enabled and old is not None:
+            changes = ev.pod_scheduling_properties_change(new, old)
+            if self._add_events_if_pod_in_flight(old, new, changes):
+                return
         if old is not None:
             key = old.key
             for heap, key_fn in (
@@ -513,6 +613,15 @@ class SchedulingQueue:
                 # may qualify differently in place (is_pod_updated moves it)
                 self._cross = self._cross_ungated = None
             self.nominator.update_nominated_pod(old, new)
+            if self.queueing_hints_enabled and old is not None:
+                for change in ev.pod_scheduling_properties_change(new, old):
+                    strategy = self._is_pod_worth_requeuing(pinfo, change, new, old_obj=old)
+                    if strategy is _Strategy.SKIP:
+                        continue
+                    self._pool_pop(new.key)
+                    if self._requeue(pinfo, strategy, change.label) != UNSCHEDULABLE_Q:
+                        return
+                return
             if old is None or is_pod_updated(old, new):
                 if self.is_pod_backing_off(pinfo):
                     self._move_to_backoff_q(pinfo, _UNSCHEDULED_POD_UPDATE)
@@ -541,6 +650,7 @@ class SchedulingQueue:
         items = pods.values() if isinstance(pods, Mapping) else pods
         for pod in items:
             if not self._activate(pod):
+                self._add_events_if_pod_in_flight(None, pod, (ev.ForceActivate,))
                 self.move_request_cycle = self.scheduling_cycle
 
     def _activate(self, pod: Pod) -> bool:
@@ -616,9 +726,16 @@ class SchedulingQueue:
         return cached
 
     def _is_pod_worth_requeuing(
-        self, pinfo: QueuedPodInfo, event: ClusterEvent, new_obj: object
+        self,
+        pinfo: QueuedPodInfo,
+        event: ClusterEvent,
+        new_obj: object,
+        *,
+        old_obj: object = None,
     ) -> _Strategy:
-        """``isPodWorthRequeuing`` with every registered hint answering Queue."""
+        """``isPodWorthRequeuing``: with queueing hints on, the hints of the rejecting
+        plugins' matching entries are asked (one answering Queue is enough); off, every
+        registered event answers Queue."""
         rejectors = pinfo.rejector_plugins()
         if not rejectors:
             return _Strategy.AFTER_BACKOFF
@@ -628,6 +745,8 @@ class SchedulingQueue:
             ):
                 return _Strategy.SKIP
             return _Strategy.AFTER_BACKOFF
+        if self.queueing_hints_enabled:
+            return self._hinted_strategy(pinfo, rejectors, event, old_obj, new_obj)
         strategy = _Strategy.SKIP
         cache = self._plugin_match_cache
         for plugin in rejectors:
@@ -636,6 +755,36 @@ class SchedulingQueue:
                 matched = ev.match_any_cluster_event(event, self._events_for(plugin))
                 cache[(plugin, event)] = matched
             if matched:
+                if plugin in pinfo.pending_plugins:
+                    return _Strategy.IMMEDIATELY
+                strategy = _Strategy.AFTER_BACKOFF
+        return strategy
+
+    def _hints_for(self, plugin: str, event: ClusterEvent) -> tuple[QueueingHintFn | None, ...]:
+        key = (plugin, event)
+        fns = self._hint_cache.get(key)
+        if fns is None:
+            entries = self._hints.get(plugin)
+            if entries is None:  # registered without hints (or not at all): always Queue
+                fns = (None,) if ev.match_any_cluster_event(event, self._events_for(plugin)) else ()
+            else:
+                fns = tuple(h.hint for h in entries if ev.match_cluster_events(h.event, event))
+            self._hint_cache[key] = fns
+        return fns
+
+    def _hinted_strategy(
+        self,
+        pinfo: QueuedPodInfo,
+        rejectors: Iterable[str],
+        event: ClusterEvent,
+        old_obj: object,
+        new_obj: object,
+    ) -> _Strategy:
+        strategy = _Strategy.SKIP
+        for plugin in sorted(rejectors):
+            for fn in self._hints_for(plugin, event):
+                if fn is not None and fn(pinfo.pod, old_obj, new_obj) is QueueingHint.QueueSkip:
+                    continue
                 if plugin in pinfo.pending_plugins:
                     return _Strategy.IMMEDIATELY
                 strategy = _Strategy.AFTER_BACKOFF
@@ -669,12 +818,14 @@ class SchedulingQueue:
         for pinfo in pods:
             if pinfo.gated and not self._gated_pod_moves(pinfo.gating_plugin_events, event):
                 continue
-            strategy = self._is_pod_worth_requeuing(pinfo, event, new_obj)
+            strategy = self._is_pod_worth_requeuing(pinfo, event, new_obj, old_obj=old_obj)
             if strategy is _Strategy.SKIP:
                 continue
             self._pool_pop(pinfo.pod.key)
             self._requeue(pinfo, strategy, event.label)
         self.move_request_cycle = self.scheduling_cycle
+        if self.queueing_hints_enabled:
+            self._add_event_if_any_in_flight(event, old_obj, new_obj)
 
     def _ns_labels(self, namespace: str) -> Mapping[str, str]:
         if self._namespace_labels is not None:

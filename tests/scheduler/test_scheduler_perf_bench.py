@@ -32,9 +32,7 @@ def _small() -> list[tuple[Any, Any]]:
         (tc, w)
         for tc in cases
         for w in tc.workloads
-        if "integration-test" in w.labels
-        and "AsyncAPICallsEnabled" not in w.name
-        and w.feature_gates.get("SchedulerQueueingHints") is not True
+        if "integration-test" in w.labels and "AsyncAPICallsEnabled" not in w.name
     ]
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from kube.objects import Pod
-from scheduler.framework import SUCCESS, Code, CycleState, FilterBatchResult, Status
+from kube.objects import Node, Pod
+from scheduler.framework import SUCCESS, Code, CycleState, FilterBatchResult, QueueingHint, Status
 from scheduler.plugins.helper import NoPreFilterExtensions, remember
 from scheduler.snapshot import NodeInfo, Snapshot
 
@@ -28,6 +28,8 @@ __all__ = [
     "insufficient_resources",
     "is_extended_resource_name",
     "is_scalar_resource_name",
+    "is_schedulable_after_node_change",
+    "is_schedulable_after_pod_event",
 ]
 
 NAME: Final = "NodeResourcesFit"
@@ -256,3 +258,57 @@ def _fit_check(
             and w1 <= ni.allocatable.get(r1, 0) - ni.requested.get(r1, 0)
         )
     return lambda ni: fits_request(pod, ni, ignored=ignored) is None
+
+
+def _counted(name: str, value: int) -> bool:
+    """A request ``fits_request`` checks: non-zero, basic or scalar."""
+    return value > 0 and (name in _BASIC or is_scalar_resource_name(name))
+
+
+def _is_resource_scale_down(target: Pod, original: Pod, modified: Pod) -> bool:
+    """``isResourceScaleDown``: a bound pod gave back some resource the target requests (an
+    unbound pod frees nothing, unless it is the target itself shrinking)."""
+    if not modified.node_name:
+        return modified.uid == target.uid
+    for name, value in target.requests.items():
+        if _counted(name, value) and original.requests.get(name, 0) > modified.requests.get(
+            name, 0
+        ):
+            return True
+    return False
+
+
+def is_schedulable_after_pod_event(pod: Pod, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterPodEvent``: a bound pod deleted, or scaled down in a resource the
+    rejected pod requests."""
+    if new is None:
+        if isinstance(old, Pod) and not old.node_name:
+            return QueueingHint.QueueSkip
+        return QueueingHint.Queue
+    if not isinstance(old, Pod) or not isinstance(new, Pod):
+        return QueueingHint.Queue
+    return QueueingHint.Queue if _is_resource_scale_down(pod, old, new) else QueueingHint.QueueSkip
+
+
+def _requested_resources_increased(pod: Pod, original: Node, modified: Node) -> bool:
+    """``haveAnyRequestedResourcesIncreased``: more pod slots, or more allocatable of a
+    resource the pod requests."""
+    if modified.allocatable.get("pods", 0) > original.allocatable.get("pods", 0):
+        return True
+    return any(
+        _counted(name, value)
+        and modified.allocatable.get(name, 0) > original.allocatable.get(name, 0)
+        for name, value in pod.requests.items()
+    )
+
+
+def is_schedulable_after_node_change(pod: Pod, old: object, new: object) -> QueueingHint:
+    """``isSchedulableAfterNodeChange``: the pod fits the node's allocatable (on an empty node)
+    and the node is new or grew in something the pod requests."""
+    if not isinstance(new, Node):
+        return QueueingHint.Queue
+    if fits_request(pod, NodeInfo(new)) is not None:
+        return QueueingHint.QueueSkip
+    if not isinstance(old, Node) or _requested_resources_increased(pod, old, new):
+        return QueueingHint.Queue
+    return QueueingHint.QueueSkip

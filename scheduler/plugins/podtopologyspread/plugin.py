@@ -14,6 +14,7 @@ from kube.objects import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, TopologySpreadConstra
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.podtopologyspread.common import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, NAME
 from scheduler.plugins.podtopologyspread.filtering import Filtering
+from scheduler.plugins.podtopologyspread.hints import QueueingHints
 from scheduler.plugins.podtopologyspread.scoring import Scoring
 
 __all__ = ["SYSTEM_DEFAULT_CONSTRAINTS", "PodTopologySpread"]
@@ -54,7 +55,7 @@ def _validate_default_constraints(
         seen.add(pair)
 
 
-class PodTopologySpread(Filtering, Scoring):
+class PodTopologySpread(Filtering, Scoring, QueueingHints):
     """The plugin; one instance may serve the Filter and the Score extension points.
 
     Keyword arguments mirror ``PodTopologySpreadArgs`` and the 1.32 feature gates (all on):
