@@ -12,7 +12,9 @@ import pytest
 from kube.objects import Pod
 from scheduler.framework import QueueingHint
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
-from tests.support.spread import mknode, mkpod
+from tests.support.objects import node as mknode
+from tests.support.objects import pod as mkpod
+from tests.support.spread import tolerate, unschedulable
 
 Q, SKIP = QueueingHint.Queue, QueueingHint.QueueSkip
 Row = tuple[str, Pod, Any, Any, QueueingHint]
@@ -32,8 +34,8 @@ def spread(key: str, *, honor_taints: bool = False) -> dict[str, Any]:
 
 TARGET = dataclasses.replace(mkpod("p", spread=[spread("zone"), spread("node")]), uid="uid-p")
 HONOR = dataclasses.replace(mkpod("p", spread=[spread("zone", honor_taints=True)]), uid="uid-p")
-FOO = mkpod("m", node="n", labels={"foo": ""})
-BAR = mkpod("m", node="n", labels={"bar": ""})
+FOO = mkpod("m", node_name="n", labels={"foo": ""})
+BAR = mkpod("m", node_name="n", labels={"bar": ""})
 
 POD_ROWS: list[Row] = [
     ("add pod with labels match topologySpreadConstraints selector", TARGET, None, FOO, Q),
@@ -44,7 +46,7 @@ POD_ROWS: list[Row] = [
         "add pod with different namespace",
         TARGET,
         None,
-        mkpod("m", node="n", ns="x", labels={"foo": ""}),
+        mkpod("m", node_name="n", namespace="x", labels={"foo": ""}),
         SKIP,
     ),
     ("add pod with labels don't match topologySpreadConstraints selector", TARGET, None, BAR, SKIP),
@@ -54,7 +56,7 @@ POD_ROWS: list[Row] = [
         "update pod's non-related label",
         TARGET,
         FOO,
-        mkpod("m", node="n", labels={"foo": "", "bar": ""}),
+        mkpod("m", node_name="n", labels={"foo": "", "bar": ""}),
         SKIP,
     ),
     ("add pod's label that matches topologySpreadConstraints selector", TARGET, BAR, FOO, Q),
@@ -63,7 +65,7 @@ POD_ROWS: list[Row] = [
         "change pod's label value that the selector only asks to exist",
         TARGET,
         FOO,
-        mkpod("m", node="n", labels={"foo": "a"}),
+        mkpod("m", node_name="n", labels={"foo": "a"}),
         SKIP,
     ),
     (
@@ -71,7 +73,8 @@ POD_ROWS: list[Row] = [
         HONOR,
         HONOR,
         dataclasses.replace(
-            mkpod("p", spread=[spread("zone", honor_taints=True)], tolerate="t"), uid="uid-p"
+            mkpod("p", spread=[spread("zone", honor_taints=True)], tolerations=tolerate("t")),
+            uid="uid-p",
         ),
         Q,
     ),
@@ -125,12 +128,18 @@ NODE_ROWS: list[Row] = [
         mknode("n", {**BOTH, "x": "y"}),
         SKIP,
     ),
-    ("update node's taints", TARGET, mknode("n", BOTH), mknode("n", BOTH, tainted=True), Q),
+    (
+        "update node's taints",
+        TARGET,
+        mknode("n", BOTH),
+        mknode("n", BOTH, taints=unschedulable(True)),
+        Q,
+    ),
     (
         "update unrelated node's taints",
         TARGET,
         mknode("n", {"x": "y"}),
-        mknode("n", {"x": "y"}, tainted=True),
+        mknode("n", {"x": "y"}, taints=unschedulable(True)),
         SKIP,
     ),
 ]
