@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -112,14 +111,10 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
     # The signal goes out once the command is in its polling loop, which the test sees as the
     # /readyz probe arriving at a server that never answers (however long start-up takes).
-    # The server's path is this test's own: a port just freed by another test can still get
-    # that test's client's probes, and a signal sent on one of those could reach the command
-    # before it can take it.
-    prefix = f"/ctrl-c-{uuid.uuid4().hex}"
     with socket.create_server(("127.0.0.1", 0)) as server:
         server.settimeout(60)
         port = server.getsockname()[1]
-        kubeconfig = write_kubeconfig(tmp_path / "config", f"http://127.0.0.1:{port}{prefix}")
+        kubeconfig = write_kubeconfig(tmp_path / "config", f"http://127.0.0.1:{port}")
         proc = subprocess.Popen(
             [sys.executable, "-m", "kubesim", "wait", str(kubeconfig), "--timeout", "60"],
             stdout=subprocess.PIPE,
@@ -127,14 +122,12 @@ def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
             text=True,
         )
         try:
-            while True:
-                probe, _ = server.accept()
-                with probe:
-                    probe.settimeout(60)
-                    if probe.recv(1024).startswith(f"GET {prefix}/readyz ".encode()):
-                        proc.send_signal(signal.SIGINT)
-                        _, err = proc.communicate(timeout=60)
-                        break
+            probe, _ = server.accept()
+            with probe:
+                probe.settimeout(60)
+                assert probe.recv(1024).startswith(b"GET /readyz ")
+                proc.send_signal(signal.SIGINT)
+                _, err = proc.communicate(timeout=60)
         finally:
             proc.kill()
             proc.wait()
