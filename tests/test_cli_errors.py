@@ -115,12 +115,20 @@ def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
         server.settimeout(60)
         port = server.getsockname()[1]
         kubeconfig = write_kubeconfig(tmp_path / "config", f"http://127.0.0.1:{port}")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kubesim", "wait", str(kubeconfig), "--timeout", "60"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        # A test run started as a background job (`make test &` from a script) ignores SIGINT,
+        # and an ignored signal stays ignored across exec; a handled one comes back to its
+        # default there, so the command meets Ctrl-C as from a terminal.
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kubesim", "wait", str(kubeconfig), "--timeout", "60"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        finally:
+            if previous is not None:  # None: not set from Python, left as it was
+                signal.signal(signal.SIGINT, previous)
         try:
             probe, _ = server.accept()
             with probe:
