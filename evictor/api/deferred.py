@@ -3,10 +3,9 @@ models (``defer_client_models``), and TLS contexts that load the system CAs only
 connection needs them (``defer_system_cas``).
 
 The project's one workaround that touches private names of its dependencies (aiohttp,
-kubernetes-asyncio, urllib3); ``dependency_problems()`` (``tests/evictor/api/
-test_deferred_contract.py``) fails loudly when an upgrade moves them, instead of the agent
-silently losing the saving. It lives in ``evictor`` because the agent and ``evict`` both use
-it, and the agent may import ``evictor``, not the other way round.
+kubernetes-asyncio, urllib3); ``dependency_problems()`` (checked by
+``tests/evictor/api/test_deferred_contract.py``) fails loudly when an upgrade moves them,
+instead of the agent silently losing the saving. Here because the agent and ``evict`` both use it.
 """
 
 from __future__ import annotations
