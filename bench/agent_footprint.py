@@ -5,10 +5,7 @@ default ``maxPods``): CPU over a steady state as a share of one core, and peak R
 relist under load (``bench``). Targets, and anchors: ≤ 1 % of a core and ≤ 60 MiB (the kubelet's
 eviction manager cannot be measured apart from the kubelet). ``--oversized``: what tenants can
 put in their pods instead (``oversized_pods``), against the DaemonSet's memory limit (88 MiB).
-
-Run: ``.venv/bin/python bench/agent_footprint.py [--seconds 60] [--pods 110] [--oversized]
-[--agent-arg=--no-kernel-memcg-notification]`` (the last: the usage watch polls instead of the
-kernel announcing, as on cgroup v2).
+Run: ``.venv/bin/python bench/agent_footprint.py [--seconds 60] [--pods 110] [--oversized]``.
 """
 
 from __future__ import annotations

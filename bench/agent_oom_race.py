@@ -1,12 +1,9 @@
 """Benchmark: the OOM race — the fastest memory ramp the agent wins against the kernel OOM killer.
 
 A BestEffort pod grows its working set at a fixed rate beyond what the node holds: the agent
-evicts it while the node still has room, or the kernel OOM-kills it (``race``). Anchor: the
-kubelet's 10 s housekeeping loop, for which 200 MiB of headroom lasts 20 MiB/s (it may look
-just before the crossing and next 10 s later), so the ratio is the fastest ramp survived / 20.
-Target: ≥ 3,200 MiB/s (ratio 160). Needs a writable memory cgroup (root, cgroup v1 or v2);
-without one it prints a JSON line saying why and exits 0 without figures. Per-trial lines go
-to stderr.
+evicts it while the node still has room, or the kernel OOM-kills it (``race``). Prints one JSON
+line, the fastest ramp won against ``ANCHOR``; needs a writable memory cgroup (root, cgroup v1
+or v2), without one it prints a JSON line saying why and exits 0 without figures.
 
 Run: ``.venv/bin/python bench/agent_oom_race.py [--rates 400,800,…] [--repeats 3]``.
 """
@@ -38,8 +35,10 @@ MIB = 1 << 20
 CAPACITY_MIB = 640
 THRESHOLD_MIB = 200
 TARGET_MIB = 1000
+# The kubelet's 10 s housekeeping loop: 200 MiB of headroom lasts it 20 MiB/s (it may look just
+# before the crossing and next 10 s later), so the ratio is the fastest ramp survived / 20.
 ANCHOR = {"name": "kubelet housekeeping loop (200 MiB in 10 s)", "value": 20.0, "unit": "MiB/s"}
-TARGET = 3200.0
+TARGET = 3200.0  # MiB/s: ratio 160
 
 NODE = f"""
 apiVersion: v1
@@ -339,7 +338,7 @@ async def race(
 ) -> dict[str, Any]:
     """Every rate ``repeats`` times (``trial``), on ``make demo``'s node: kubesim's node-1
     running its pods as real processes in a kubepods memory cgroup limited to 640Mi, the agent as
-    the daemon with the demo's flags.
+    the daemon with the demo's flags. Each trial's line goes to stderr.
     """
     tmp = Path(tempfile.mkdtemp(prefix="oom-race-"))
     sim = Simulator(

@@ -5,8 +5,7 @@ kubectl's wall time; (b) the same behind a ``maxUnavailable: 1`` budget per Depl
 ≤ 0.3×; (c) 1000 pods of 10 Deployments, 20 ms added to every request — within 1.2× of an ideal
 client and no slower than kubectl. One JSON line per scenario (``bench`` says what is in it).
 
-Run: ``.venv/bin/python bench/drain_vs_kubectl.py [--rounds N] [--quick] [--scenario a,b,c]``
-(``--quick``: a tenth of the pods, one round).
+Run: ``.venv/bin/python bench/drain_vs_kubectl.py [--rounds N] [--quick] [--scenario a,b,c]``.
 """
 
 from __future__ import annotations

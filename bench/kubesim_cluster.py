@@ -4,9 +4,8 @@
 (``run_cluster``), against kube-scheduler's SchedulingBasic floor (680 pods/s, Go, 16 workers)
 as the anchor; the target is 300 pods/s. Beside it ``schedule_one`` alone on the same cluster
 (``run_schedule_one``), and how the loop's rate changes from 1000 pods on 100 nodes to 5000 on
-500 (``loop_rate_large_over_small``).
-
-Prints one JSON object per line. Run: ``.venv/bin/python bench/kubesim_cluster.py [--quick]``.
+500 (``loop_rate_large_over_small``). Prints one JSON object per line.
+Run: ``.venv/bin/python bench/kubesim_cluster.py [--quick]``.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@
 10000 pods (100m CPU / 500Mi, like ``pod-default.yaml``) scheduled one at a time
 (``run_scheduling_basic``). The anchor is the scheduler_perf threshold for
 SchedulingBasic/5000Nodes_10000Pods (680 pods/s, Go, parallel filtering), measured with
-kube's default adaptive percentageOfNodesToScore; ``main`` says what else is reported.
-
-Prints one JSON object per line. ``--quick`` runs a small size as a smoke test.
+kube's default adaptive percentageOfNodesToScore; ``main`` says what else is reported. Prints
+one JSON object per line; ``--quick`` runs a small size as a smoke test.
 """
 
 from __future__ import annotations

@@ -3,13 +3,8 @@ eviction marked with its pod and the agent's reaction time, and the pods' workin
 
 The file is what ``eviction-agent run --timeline-dir DIR`` writes per pressure incident on a real
 node (``agent.timeline``), and what the demo's agent writes: ``examples/demo.py --plot`` calls
-``plot`` below on it, so the demo's picture and an operator's come from one code path.
-
-    python examples/plot_timeline.py node-1-20250101T120000Z.timeline.jsonl -o incident.png
-
-Needs matplotlib (``pip install 'node-pressure-evictor[plot]'``); the agent itself never imports
-it. Reaction times are the agent's own: from the first sync that saw the threshold met to the
-eviction request.
+``plot`` below on it, so the demo's picture and an operator's come from one code path. Needs
+matplotlib (``pip install 'node-pressure-evictor[plot]'``); the agent itself never imports it.
 """
 
 from __future__ import annotations
@@ -51,6 +46,8 @@ def _before(times: list[float], values: list[float], t: float) -> float:
 
 
 def _reaction(seconds: float | None) -> str:
+    """The agent's own reaction time, as the timeline records it: from the first sync that saw
+    the threshold met to the eviction request."""
     if seconds is None:
         return "reaction n/a"
     return f"reaction {seconds * 1000:.0f} ms" if seconds < 1 else f"reaction {seconds:.1f} s"

@@ -318,7 +318,11 @@ class StatusError(Exception):
         return self.message
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON body, keys in the order the Go encoder writes them."""
+        """The JSON body, keys in the order the Go encoder writes them: ``v1``, empty
+        ``metadata``, ``status: Failure``, ``message``, a machine-readable ``reason``, optional
+        ``details`` (``name``, ``group``, ``kind``: the *resource* plural for
+        NotFound/AlreadyExists/Conflict, the *Kind* for Invalid; ``uid``, ``causes``,
+        ``retryAfterSeconds``) and the HTTP ``code``."""
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -348,6 +352,9 @@ class StatusError(Exception):
         return body
 
     def response_headers(self) -> dict[str, str]:
+        """``Retry-After`` only when ``retryAfterSeconds > 0``
+        (``responsewriters.ErrorNegotiated``), which is why a PDB-exhausted 429 carries no such
+        header."""
         headers = dict(self.headers)
         if self.retry_after_seconds > 0:
             headers["Retry-After"] = str(self.retry_after_seconds)

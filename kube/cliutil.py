@@ -3,10 +3,8 @@
 kubectl's conventions, which users of these tools already know: usage errors and bad input
 exit 2 before anything runs, runtime failures exit 1, and neither prints a traceback — one
 line on stderr saying what failed and where (``--debug`` adds the traceback for bug reports).
-Ctrl-C ends a command quietly with 130, the shell's code for SIGINT.
-
-Kept free of heavy imports: ``--help`` and ``--version`` of every command load click and
-this module only.
+Ctrl-C ends a command quietly with 130, the shell's code for SIGINT. Kept free of heavy
+imports: ``--help`` and ``--version`` of every command load click and this module only.
 """
 
 from __future__ import annotations

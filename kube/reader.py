@@ -3,10 +3,9 @@
 Manifests (camelCase dicts, as in YAML) are converted once, at the boundary, into the typed
 views of ``kube.objects``; every ``from_dict`` there reads its fields through a ``Reader``,
 which checks each value's JSON type and range as kube-apiserver's decoding and validation do
-(``int32`` fields between ``math.MinInt32`` and ``math.MaxInt32``, quantities non-negative,
-times RFC 3339, selectors valid) and raises ``InvalidObject`` with the path of the field
-(``spec.containers[0].resources.requests.cpu``), so a bad manifest is reported where it was
-written rather than failing later inside a decision.
+(``int32`` bounds, quantities non-negative, times RFC 3339, selectors valid) and raises
+``InvalidObject`` with the field's path (``spec.containers[0].resources.requests.cpu``), so a
+bad manifest is reported where it was written rather than failing later inside a decision.
 """
 
 from __future__ import annotations

@@ -3,11 +3,9 @@
 kube-apiserver rejects unknown and duplicate fields under ``fieldValidation=Strict`` because it
 decodes into Go structs. kubernetes-asyncio's generated models carry the same information, but
 importing them costs about a second, so the part reachable from the kinds we load is dumped
-into a small JSON file, committed and shipped as package data.
-``tests/kube/test_strict_schema.py`` fails when the installed client would generate something
-else; then run::
-
-    .venv/bin/python -m kube.schemagen
+into a small JSON file, committed and shipped as package data. When
+``tests/kube/test_strict_schema.py`` fails because the installed client would generate
+something else, run ``.venv/bin/python -m kube.schemagen``.
 """
 
 from __future__ import annotations

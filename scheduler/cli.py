@@ -2,12 +2,7 @@
 
 ``simulate`` loads a cluster from manifests, runs the scheduling cycle for its pending pods
 (see ``scheduler.simulator``) and prints each decision with its explanation, as a table or as
-JSON. This module is the only place in ``scheduler`` that prints.
-
-Manifests are decoded strictly, as kube-apiserver does with ``fieldValidation=Strict``
-(``kube.strict``): a misspelled field (``requets:``) or kind (``Nod``) would otherwise be
-dropped and the simulation would answer a different question. ``--validate`` takes kubectl's
-values to relax that for manifests written for a newer Kubernetes. Bad input exits 2 with one
+JSON. This module is the only place in ``scheduler`` that prints. Bad input exits 2 with one
 line naming the file, the document, the object and the field, before anything is simulated
 (exit codes and ``--debug`` come from ``kube.cliutil``).
 """
@@ -119,6 +114,11 @@ def _warn(message: str) -> None:
 
 
 def _load(path: str, validation: Validation) -> list[KubeObject]:
+    """The manifests, decoded strictly by default, as kube-apiserver does with
+    ``fieldValidation=Strict`` (``kube.strict``): a misspelled field (``requets:``) or kind
+    (``Nod``) would otherwise be dropped and the simulation would answer a different question.
+    ``--validate`` takes kubectl's values to relax that for manifests written for a newer
+    Kubernetes."""
     from kube.objects import InvalidObject, load_objects
 
     try:

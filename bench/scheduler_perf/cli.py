@@ -5,8 +5,7 @@ Without configs, the repository's copies beside this package; without a filter, 
 with a floor (``config.DEFAULT_TABLE``). One JSON line per workload (``both``: the library's line
 with the kubesim figure and their ratio added). Exit 2 for a bad config or filter, 1 when a
 workload fails (pods left unscheduled, timeout); 128 + the signal's number when SIGTERM, SIGINT
-or SIGHUP stops it — after the workload's ``finally`` has stopped what it started (the
-``kubesim serve`` child of ``--through kubesim``).
+or SIGHUP stops it, after the workload's ``finally`` has stopped what it started.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """A workload's ops, typed, with its params patched in (upstream's ``patchParams``).
 
-Each opcode of upstream's ``operations.go`` that this runner plays has a class here;
-``plan`` turns a test case's decoded ops into them for one workload, resolving ``$params``
-(a param must exist and be a number, and one no op uses is an error, as ``unusedParams``),
-making paths relative to the config file's directory, and checking what upstream's
-``isValid`` checks. What cannot be modelled — DRA and volume opcodes, feature gates that
-change the scheduler, a ``schedulerConfigPath``, steady-state pod creation, other metrics
-than SchedulingThroughput — raises ``Unmodelled`` with the reason the workload's line prints.
+Each opcode of upstream's ``operations.go`` that this runner plays has a class here; ``plan``
+turns a test case's decoded ops into them for one workload. What cannot be modelled — DRA and
+volume opcodes, feature gates that change the scheduler, a ``schedulerConfigPath``,
+steady-state pod creation, other metrics than SchedulingThroughput — raises ``Unmodelled``
+with the reason the workload's line prints.
 """
 
 from __future__ import annotations
@@ -228,8 +226,11 @@ def queueing_hints(tc: TestCase, w: Workload) -> bool:
 def plan(tc: TestCase, w: Workload) -> tuple[list[Op], list[str]]:
     """The workload's ops with params patched (``patchParams``), and the notes to print.
 
-    Raises ``ConfigError`` for what upstream refuses (undefined or unused params, invalid
-    counts) and ``Unmodelled`` for what this runner cannot reproduce.
+    ``$params`` are resolved (a param must exist and be a number, and one no op uses is an
+    error, as ``unusedParams``), paths made relative to the config file's directory, and what
+    upstream's ``isValid`` checks is checked. Raises ``ConfigError`` for what upstream refuses
+    (undefined or unused params, invalid counts) and ``Unmodelled`` for what this runner
+    cannot reproduce.
     """
     notes: list[str] = []
     gates = {**tc.feature_gates, **w.feature_gates}

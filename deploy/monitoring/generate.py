@@ -2,19 +2,9 @@
 
 ``python deploy/monitoring/generate.py`` rewrites them; ``--check`` exits 1 naming each file that
 differs from what it would write (tests/monitoring runs it, so a hand edit or a forgotten
-regeneration fails the suite).
-
-- ``prometheusrule.yaml`` wraps ``rules.yaml`` — the one source of the alerts, which a Prometheus
-  without the Operator loads as it is — in the Operator's PrometheusRule.
-- ``dashboard.json`` is built with grafana-foundation-sdk, Grafana's own typed builders generated
-  from its dashboard schema, rather than kept by hand: a panel or field that does not exist in
-  the schema is a type error (mypy --strict covers this file), and the JSON is what Grafana
-  itself would save. The SDK builds for the Grafana 10.1 schema, which every later Grafana
-  loads (it migrates dashboards forward, never back).
-
-Every query uses only the metrics the agent exports (agent/metrics.py) and Prometheus's ``up``;
-tests/monitoring checks each name against a running agent's /metrics, and a real Prometheus
-scraping the demo's agent returns data for every panel's every query.
+regeneration fails the suite). Every query uses only the metrics the agent exports
+(agent/metrics.py) and Prometheus's ``up``; tests/monitoring checks each name against a running
+agent's /metrics.
 """
 
 from __future__ import annotations
@@ -63,7 +53,8 @@ MEMORY = 'signal=~"memory.available|allocatableMemory.available"'
 
 
 def prometheus_rule() -> str:
-    """rules.yaml's groups in a PrometheusRule beside the DaemonSet."""
+    """rules.yaml's groups in a PrometheusRule beside the DaemonSet: rules.yaml stays the one
+    source of the alerts, which a Prometheus without the Operator loads as it is."""
     groups = yaml.safe_load(RULES.read_text())["groups"]
     rule = {
         "apiVersion": "monitoring.coreos.com/v1",
@@ -447,6 +438,11 @@ def _panel(spec: PanelSpec) -> Any:
 
 
 def dashboard() -> dict[str, Any]:
+    """The dashboard, built with grafana-foundation-sdk (Grafana's typed builders generated from
+    its dashboard schema) rather than kept by hand: a panel or field the schema lacks is a type
+    error under mypy --strict, and the JSON is what Grafana itself would save. The SDK builds
+    for the Grafana 10.1 schema, which every later Grafana loads (it migrates dashboards
+    forward, never back)."""
     board = (
         gd.Dashboard("Eviction agent")
         .uid("eviction-agent")

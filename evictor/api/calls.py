@@ -2,11 +2,9 @@
 
 Because every request passes here, so do kubectl's two per-request settings:
 ``--request-timeout`` (``request_timeout``) and the request lines of ``-v=6`` (``GET URL 200 OK
-in N milliseconds`` on the ``evictor.requests`` logger, silent unless its own level is set to
-DEBUG: a process that logs at DEBUG, such as the agent, does not get a line per request by
-inheritance). Watches are long-lived streams: they use ``request`` (the unread response,
-streamed by ``watching``), are not bounded by the request timeout, and are read within a
-number of bytes by ``read_bounded``.
+in N milliseconds`` on the ``evictor.requests`` logger). Watches are long-lived streams: they use
+``request`` (the unread response, streamed by ``watching``), are not bounded by the request
+timeout, and are read within a number of bytes by ``read_bounded``.
 """
 
 from __future__ import annotations
@@ -110,7 +108,9 @@ async def read_bounded(resp: Any, limit: int) -> bytearray:
 
 
 _requests_log = logging.getLogger("evictor.requests")
-_requests_log.setLevel(logging.INFO)  # DEBUG only when asked for (evict -v=6)
+# DEBUG only when asked for (evict -v=6): its own level, so a process that logs at DEBUG, such as
+# the agent, does not get a line per request by inheritance
+_requests_log.setLevel(logging.INFO)
 _REQUEST_TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "evictor_request_timeout", default=None
 )

@@ -1,12 +1,11 @@
 """Start-up savings no public API offers: kubernetes-asyncio's client without its ~770 generated
 models (``defer_client_models``), and TLS contexts that load the system CAs only when a TLS
-connection needs them (``defer_system_cas``).
+connection needs them (``defer_system_cas``); in ``evictor`` as the agent and ``evict`` use them.
 
 The project's one workaround that touches private names of its dependencies (aiohttp,
-kubernetes-asyncio, urllib3); ``dependency_problems()`` (``tests/evictor/api/
+kubernetes-asyncio, urllib3): ``dependency_problems()`` (``tests/evictor/api/
 test_deferred_contract.py``) fails loudly when an upgrade moves them, instead of the agent
-silently losing the saving. It lives in ``evictor`` because the agent and ``evict`` both use
-it, and the agent may import ``evictor``, not the other way round.
+silently losing the saving.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """``metav1.Status`` errors, shaped exactly as kube-apiserver writes them
 (``k8s.io/apimachinery/pkg/api/errors``); the constructors mirror its ``New...`` functions
-word for word.
-
-Every non-2xx answer is a ``Status``: ``v1``, empty ``metadata``, ``status: Failure``, a
-``message``, a machine-readable ``reason``, the HTTP ``code`` and optional ``details`` (``name``,
-``group``, ``kind``: the *resource* plural for NotFound/AlreadyExists/Conflict, the *Kind* for
-Invalid; ``uid``, ``causes``, ``retryAfterSeconds``). The response writer adds a ``Retry-After``
-header only when ``retryAfterSeconds > 0`` (``responsewriters.ErrorNegotiated``), which is why a
-PDB-exhausted 429 carries no such header.
+word for word, because clients (kubectl, client-go) branch on the ``reason``, the ``code`` and
+the ``details`` (``kube.apierrors.StatusError`` is the body).
 """
 
 from __future__ import annotations

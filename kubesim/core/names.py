@@ -4,8 +4,7 @@
 need nothing more, so ``system:basic-user`` is a fine Role name); the request filters use it
 too, for the name a field selector narrows a list to. A ``generateName`` gets five characters
 from utilrand's alphabet (no vowels, no look-alike digits), as ``names.SimpleNameGenerator``;
-the Deployment controller's pod-template-hash is spelled in the same alphabet
-(``rand.SafeEncodeString``).
+the Deployment controller's pod-template-hash is spelled in it (``rand.SafeEncodeString``).
 Stricter rules (DNS-1123 labels and subdomains) are ``kube.labels``'.
 """
 

@@ -1,12 +1,10 @@
-"""Decoding ``application/vnd.kubernetes.protobuf`` request bodies for a few kinds.
+"""Decoding ``application/vnd.kubernetes.protobuf`` request bodies for a few kinds (``KINDS``).
 
 kubectl 1.32+ sends typed-client bodies as protobuf (``kubectl create namespace``,
-``kubectl create priorityclass``, ``kubectl create poddisruptionbudget``, ``kubectl create
-deployment``, ``kubectl create job``, the ``DeleteOptions`` of ``kubectl drain
---disable-eviction``, the access reviews of ``kubectl auth can-i``, ``kubectl create
-role``/``clusterrole``/``rolebinding``/``clusterrolebinding``), and client-go does not fall
-back to JSON on a 415. ``decode_object`` reads them into the JSON shape; other kinds stay a
-415.
+``priorityclass``, ``poddisruptionbudget``, ``deployment``, ``job``, ``role`` and the other RBAC
+kinds, the ``DeleteOptions`` of ``kubectl drain --disable-eviction``, the access reviews of
+``kubectl auth can-i``), and client-go does not fall back to JSON on a 415. ``decode_object``
+reads them into the JSON shape; other kinds stay a 415.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """What a request is: its ``RequestInfo``, its context through the filters, its attributes.
 
 ``parse_request_info`` derives the request's info from the path exactly as kube's
-``RequestInfoFactory`` does (``/api/v1/namespaces/{ns}/{resource}/{name}/{subresource}``,
-``/apis/{group}/{version}/...``, the deprecated ``/watch/`` prefix, ``?watch=1``,
-``namespaces/{name}/status``), giving the verb (get, list, watch, create, update, patch,
-delete, deletecollection). ``RequestContext`` carries the request through the filter chain
+``RequestInfoFactory`` does, so the authorizer and the request log see the verb and resource
+kube-apiserver would. ``RequestContext`` carries the request through the filter chain
 (``kubesim.endpoints.server``) to its handler; ``attributes_of`` is
 ``GetAuthorizerAttributes``: the request as the authorizer sees it.
 """
@@ -49,6 +47,10 @@ class RequestInfo:
 
 
 def parse_request_info(method: str, path: str, query: Any) -> RequestInfo:
+    """``RequestInfoFactory.NewRequestInfo``: ``/api/v1/namespaces/{ns}/{resource}/{name}/
+    {subresource}``, ``/apis/{group}/{version}/...``, the deprecated ``/watch/`` prefix,
+    ``?watch=1``, ``namespaces/{name}/status``; the verb is one of get, list, watch, create,
+    update, patch, delete, deletecollection."""
     parts = [p for p in path.strip("/").split("/") if p != ""]
     verb_for_method = {
         "GET": "get",

@@ -1,12 +1,10 @@
 """The request log: every request kubesim answered, for tests to check what a client did.
 
-kube-apiserver's audit log records, per request, the verb (``get``, ``list``, ``watch``,
-``create``, ``update``, ``patch``, ``delete``, ``deletecollection``), the resource, namespace,
-name and subresource derived by ``RequestInfoFactory``, and the response code. kubesim keeps
-the same facts in memory plus the method, path, query and the decoded body, readable in process
-(``sim.requests``) and over HTTP at ``/_kubesim/requests``. Like the audit log, each record
-names the user the request was authenticated as (and who impersonated them) and the
-authorizer's verdict, so a test can assert that a client ran without a single 401 or 403.
+Like kube-apiserver's audit log, a record holds the verb, resource, namespace, name and
+subresource (``RequestInfoFactory``'s), the response code, the user the request was
+authenticated as (and who impersonated them) and the authorizer's verdict, so a test can assert
+that a client ran without a single 401 or 403; kubesim adds the method, path, query and decoded
+body. Readable in process (``sim.requests``) and over HTTP at ``/_kubesim/requests``.
 """
 
 from __future__ import annotations

@@ -3,10 +3,8 @@
 Node-pressure eviction acts on working sets (usage − inactive_file) that climb; a program that
 only reserves memory does not raise them, because untouched anonymous pages are never charged
 to its cgroup. So every chunk is written page by page as it is allocated. The demo manifest runs
-it as ``command: [python, -m, kubesim.node.memory_grower, --rate-mib-per-s, "20", --max-mib,
-"400"]`` (the process runtime resolves ``python`` to its own interpreter). SIGTERM — what the
-kubelet sends first when it stops a container — ends it at once with exit code 0, so a pod's
-graceful deletion never has to wait for the SIGKILL.
+it as ``python -m kubesim.node.memory_grower`` (the process runtime resolves ``python`` to its
+own interpreter).
 """
 
 from __future__ import annotations
@@ -129,7 +127,8 @@ def main(
 ) -> None:
     """Allocate and touch memory at a steady rate up to a maximum, then hold it.
 
-    SIGTERM or SIGINT ends it at once with exit code 0.
+    SIGTERM or SIGINT ends it at once with exit code 0: SIGTERM is what the kubelet sends
+    first when it stops a container, so a pod's graceful deletion never waits for the SIGKILL.
     """
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)

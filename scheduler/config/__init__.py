@@ -5,18 +5,7 @@ kube-scheduler runs one framework per profile, chosen by a pod's ``spec.schedule
 naming no profile is another scheduler's and is left alone (no status, no event). Operators
 tune exactly this file — bin packing with ``MostAllocated``, a GPU profile with its own
 ``addedAffinity``, spreading defaults, ``percentageOfNodesToScore`` — so a simulation or a drain
-plan that ignored it would predict the wrong node. The steps, each kube's:
-
-* ``decode``: YAML or JSON, one document; aliases and keys given twice refused; fields checked
-  against the v1 types (``scheduler.config.schema``) with ``kube.strict``'s walk, each
-  ``pluginConfig[].args`` against its plugin's args type — an unknown field is named
-  (``strict decoding error: unknown field "profiles[0].plugins.score.enabeld"``);
-* ``scheduler.config.defaults``: ``v1/defaults.go``;
-* ``scheduler.config.validation``: ``validation``'s checks and messages;
-* ``scheduler.config.profiles``: ``NewFramework`` per profile.
-
-Any failure raises ``ConfigError``: the field, and the message kube-scheduler would print.
-``default_configuration()`` is the file kube-scheduler runs without one.
+plan that ignored it would predict the wrong node.
 """
 
 from __future__ import annotations
@@ -158,7 +147,20 @@ def _check(doc: dict[str, Any], duplicates: Any, where: str) -> None:
 
 
 def decode_config(text: str, *, source: str = "") -> KubeSchedulerConfiguration:
-    """Decode, default, validate and build a KubeSchedulerConfiguration from YAML or JSON."""
+    """Decode, default, validate and build a KubeSchedulerConfiguration from YAML or JSON.
+
+    The steps, each kube's:
+
+    * decode: one YAML or JSON document; aliases and keys given twice refused; fields checked
+      against the v1 types (``scheduler.config.schema``) with ``kube.strict``'s walk, each
+      ``pluginConfig[].args`` against its plugin's args type — an unknown field is named
+      (``strict decoding error: unknown field "profiles[0].plugins.score.enabeld"``);
+    * ``scheduler.config.defaults``: ``v1/defaults.go``;
+    * ``scheduler.config.validation``: ``validation``'s checks and messages;
+    * ``scheduler.config.profiles``: ``NewFramework`` per profile.
+
+    Any failure raises ``ConfigError``: the field, and the message kube-scheduler would print.
+    """
     where = source or KIND
     try:
         docs, duplicates = parse_yaml(text, source=source, duplicates="refuse", aliases="refuse")

@@ -1,16 +1,6 @@
 """Defaulting of a KubeSchedulerConfiguration, as ``pkg/scheduler/apis/config/v1/defaults.go``
 and ``default_plugins.go`` do it, on the decoded document (a field absent here is a nil
-pointer there):
-
-* no profile gives one; a single profile without ``schedulerName`` is ``default-scheduler``;
-* each profile's ``plugins`` are the default MultiPoint list merged with the profile's own
-  (``mergePluginSet``: ``disabled`` drops defaults, ``*`` all of them; an enabled plugin that is
-  a default replaces it in place, others are appended);
-* each plugin that takes args and has no ``pluginConfig`` entry gets one with its defaulted
-  args, in name order; given args are defaulted too;
-* the top-level numbers: ``parallelism`` 16, ``percentageOfNodesToScore`` 0 (adaptive),
-  ``podInitialBackoffSeconds`` 1, ``podMaxBackoffSeconds`` 10, and the leader-election and
-  client-connection defaults.
+pointer there), so that a file means here what it means to kube-scheduler.
 """
 
 from __future__ import annotations
@@ -40,7 +30,8 @@ def _default_multi_point() -> list[Doc]:
 
 
 def _merge_plugin_set(default: Mapping[str, Any], custom: Mapping[str, Any]) -> Doc:
-    """``mergePluginSet``."""
+    """``mergePluginSet``: ``disabled`` drops defaults, ``*`` all of them; an enabled plugin
+    that is a default replaces it in place, others are appended."""
     disabled = [{"name": p["name"]} for p in custom.get("disabled") or ()]
     disabled += [{"name": p["name"]} for p in default.get("disabled") or ()]
     off = {p["name"] for p in disabled}
@@ -147,6 +138,9 @@ def _plugin_names(plugins: Mapping[str, Any]) -> list[str]:
 
 
 def _default_profile(profile: Doc) -> None:
+    """The profile's ``plugins`` are the default MultiPoint list merged with its own; each
+    plugin that takes args and has no ``pluginConfig`` entry gets one with its defaulted args,
+    in name order; given args are defaulted too."""
     default = {"multiPoint": {"enabled": _default_multi_point()}}
     profile["plugins"] = plugins = merge_plugins(default, profile.get("plugins"))
     configs: list[Doc] = profile.setdefault("pluginConfig", [])
@@ -166,7 +160,13 @@ def _default_profile(profile: Doc) -> None:
 
 def set_defaults(document: Mapping[str, Any]) -> Doc:
     """A defaulted copy of a decoded KubeSchedulerConfiguration
-    (``SetDefaults_KubeSchedulerConfiguration``)."""
+    (``SetDefaults_KubeSchedulerConfiguration``).
+
+    No profile gives one; a single profile without ``schedulerName`` is ``default-scheduler``;
+    each profile as ``_default_profile``; the top-level numbers: ``parallelism`` 16,
+    ``percentageOfNodesToScore`` 0 (adaptive), ``podInitialBackoffSeconds`` 1,
+    ``podMaxBackoffSeconds`` 10, and the leader-election and client-connection defaults.
+    """
     out: Doc = copy.deepcopy(dict(document))
     out.setdefault("apiVersion", API_VERSION)
     out.setdefault("kind", "KubeSchedulerConfiguration")

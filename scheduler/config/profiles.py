@@ -1,19 +1,7 @@
 """A profile's plugins as kube-scheduler's framework builds them (``pkg/scheduler/framework/
 runtime/framework.go``: ``NewFramework``, ``updatePluginList``, ``expandMultiPointPlugins``,
-``getScoreWeights``) from a defaulted, validated profile.
-
-For each extension point the plugins enabled there come first as listed; then MultiPoint's
-plugins that implement it (skipping those disabled there, all of them with ``*``), in this
-order: the ones also enabled at the point itself (an override, in that list's order), the
-MultiPoint ones, then the rest of the point's own. A Score plugin's weight is the one given at
-Score, else at MultiPoint, and 0 means 1. A plugin kube's registry does not have, one named at
-a point it does not implement, or one registered twice stops the profile, with kube's words.
-
-What runs here: the Filter and Score plugins this library has (``scheduler.plugins.registry``),
-each with its args from ``pluginConfig``; DefaultPreemption at PostFilter; PrioritySort (the
-only queue sort there is). The volume plugins and DynamicResources are accepted and left out,
-as in the default profile (``scheduler.schedule.unmodelled_warning`` names the pods they
-would judge). A plugin's PreFilter and PreScore run with its Filter and Score.
+``getScoreWeights``) from a defaulted, validated profile, so that a profile runs the plugins,
+in the order and with the weights, that kube-scheduler would run for it.
 """
 
 from __future__ import annotations
@@ -90,7 +78,15 @@ def _enabled(plugins: Doc, point: str) -> list[Doc]:
 
 def expand_plugins(plugins: Doc) -> dict[str, tuple[str, ...]]:
     """Each extension point's plugins after ``updatePluginList`` and
-    ``expandMultiPointPlugins``; raises ``ProfileError`` as ``NewFramework`` fails."""
+    ``expandMultiPointPlugins``; raises ``ProfileError`` as ``NewFramework`` fails.
+
+    For each extension point the plugins enabled there come first as listed; then MultiPoint's
+    plugins that implement it (skipping those disabled there, all of them with ``*``), in this
+    order: the ones also enabled at the point itself (an override, in that list's order), the
+    MultiPoint ones, then the rest of the point's own. A plugin kube's registry does not have,
+    one named at a point it does not implement, or one registered twice stops the profile, with
+    kube's words.
+    """
     out: dict[str, tuple[str, ...]] = {}
     for point, kind in _POINTS:
         kind_name = f"{kind}Plugin"
@@ -135,7 +131,8 @@ def expand_plugins(plugins: Doc) -> dict[str, tuple[str, ...]]:
 
 
 def _weights(plugins: Doc, scorers: Sequence[str]) -> dict[str, int]:
-    """``getScoreWeights``: Score's weight, else MultiPoint's; 0 is 1; no overflow."""
+    """``getScoreWeights``: a Score plugin's weight is the one given at Score, else at
+    MultiPoint; 0 means 1; no overflow."""
     weights: dict[str, int] = {}
     total = 0
     for p in _enabled(plugins, "score") + _enabled(plugins, "multiPoint"):
@@ -196,7 +193,14 @@ def _score_plugin(name: str, weight: int, args: Doc) -> ScorePlugin:
 
 
 def build_profile(profile: Doc) -> SchedulerProfile:
-    """``NewFramework`` for one defaulted, validated profile; ``ProfileError`` as kube's."""
+    """``NewFramework`` for one defaulted, validated profile; ``ProfileError`` as kube's.
+
+    What runs: the Filter and Score plugins this library has (``scheduler.plugins.registry``),
+    each with its args from ``pluginConfig``; DefaultPreemption at PostFilter; PrioritySort (the
+    only queue sort there is). The volume plugins and DynamicResources are accepted and left
+    out, as in the default profile (``scheduler.schedule.unmodelled_warning`` names the pods
+    they would judge). A plugin's PreFilter and PreScore run with its Filter and Score.
+    """
     name = profile.get("schedulerName", "")
     plugins: Doc = profile.get("plugins") or {}
     args: dict[str, Doc] = {}

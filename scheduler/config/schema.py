@@ -2,11 +2,9 @@
 ``types.go``, ``types_pluginargs.go``), in ``kube.strict``'s schema form, so a
 KubeSchedulerConfiguration is decoded as strictly as kube-scheduler's codec decodes it: a field
 the struct does not have is named (``unknown field "profiles[0].plugins.score.enabeld"``), a
-value of the wrong JSON type gets Go's ``json: cannot unmarshal`` message.
-
-Type names carry a ``V1`` prefix as the generated schema's do (Go's messages drop it); the
-args refer to the generated schema's core types (``V1NodeAffinity``,
-``V1TopologySpreadConstraint``).
+value of the wrong JSON type gets Go's ``json: cannot unmarshal`` message. Type names carry a
+``V1`` prefix as the generated schema's do (Go's messages drop it); the args refer to the
+generated schema's core types (``V1NodeAffinity``, ``V1TopologySpreadConstraint``).
 """
 
 from __future__ import annotations

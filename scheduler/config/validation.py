@@ -3,10 +3,7 @@
 
 Each check names the field as kube's ``field.Path`` prints it (``profiles[1].schedulerName``)
 and words the rule as kube does (``Required value``, ``Duplicate value``, ``not in valid range
-[0-100]``…). Two differences, both on the operator's side: kube validates NodeResourcesFit's
-args only when the plugin is built, without a path (its table keys the check under
-``NodeResourcesFitArgs``), here they are checked with the others and named in full; and
-``extenders`` are refused, because an HTTP extender's answers cannot be predicted here.
+[0-100]``…), so an operator reads here what kube-scheduler would print.
 """
 
 from __future__ import annotations
@@ -108,7 +105,7 @@ def validate_configuration(doc: Doc) -> list[FieldError]:
                 "must be greater than or equal to PodInitialBackoffSeconds",
             )
         )
-    if doc.get("extenders"):
+    if doc.get("extenders"):  # beyond kube: an HTTP extender's answers cannot be predicted
         errs.append(
             FieldError.forbidden(
                 "extenders", "scheduler extenders are not modelled: their answers are unknown here"
@@ -366,7 +363,9 @@ def validate_node_resources_balanced_allocation_args(path: str, args: Doc) -> li
 
 
 def validate_node_resources_fit_args(path: str, args: Doc) -> list[FieldError]:
-    """``ValidateNodeResourcesFitArgs``."""
+    """``ValidateNodeResourcesFitArgs``. kube validates these args only when the plugin is
+    built, without a path (its table keys the check under ``NodeResourcesFitArgs``); here they
+    are checked with the others and named in full, on the operator's side."""
     errs: list[FieldError] = []
     for i, res in enumerate(args.get("ignoredResources") or ()):
         errs += _label_name(f"{_dot(path)}ignoredResources[{i}]", res)

@@ -3,12 +3,7 @@ weights (``pkg/scheduler/apis/config/v1/default_plugins.go``).
 
 kube lists the plugins once, under MultiPoint: each runs at every extension point it
 implements, in this order (``MULTI_POINT``; ``scheduler.config`` defaults a
-KubeSchedulerConfiguration with it). ``DEFAULT_PLUGINS`` keeps the ones this library runs as
-Filter or Score plugins. Left out there are the ones modelled elsewhere or not at all:
-SchedulingGates and PrioritySort are the queue's (``scheduler.queue``), DefaultPreemption is
-``scheduler.preemption``, DefaultBinder is the caller's bind; the volume plugins
-(VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone) are not modelled, and
-``scheduler.schedule.unmodelled_warning`` names the pods they would judge.
+KubeSchedulerConfiguration with it).
 """
 
 from __future__ import annotations
@@ -60,8 +55,12 @@ _RUN_HERE: Final = frozenset(
 DEFAULT_PLUGINS: Final[tuple[tuple[str, int | None], ...]] = tuple(
     (name, weight) for name, weight in MULTI_POINT if name in _RUN_HERE
 )
-"""The MultiPoint list's Filter and Score plugins: name and Score weight (None for plugins
-without Score)."""
+"""The MultiPoint list's plugins this library runs as Filter or Score plugins: name and Score
+weight (None for plugins without Score). Left out are the ones modelled elsewhere or not at all:
+SchedulingGates and PrioritySort are the queue's (``scheduler.queue``), DefaultPreemption is
+``scheduler.preemption``, DefaultBinder is the caller's bind; the volume plugins
+(VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone) are not modelled, and
+``scheduler.schedule.unmodelled_warning`` names the pods they would judge."""
 
 DEFAULT_PLUGIN_WEIGHTS: Final[Mapping[str, int]] = MappingProxyType(
     {name: weight for name, weight in DEFAULT_PLUGINS if weight is not None}

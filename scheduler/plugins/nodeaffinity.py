@@ -1,11 +1,6 @@
 """NodeAffinity: ``spec.nodeSelector`` AND the required node affinity must match (Filter), and
 the preferred terms a node matches add to its score (Score).
 
-Its one arg, ``addedAffinity`` (``NodeAffinityArgs``: a node affinity a scheduling profile
-applies to every pod it schedules, "Node affinity per scheduling profile" in the docs), is
-ANDed with the pod's own in Filter (a node it rejects is ``node(s) didn't match
-scheduler-enforced node affinity``), and its preferred terms add to the pod's in Score.
-
 ``pkg/scheduler/framework/plugins/nodeaffinity`` with
 ``component-helpers/scheduling/corev1/nodeaffinity.GetRequiredNodeAffinity``.
 """
@@ -119,6 +114,12 @@ def required_node_affinity_node_names(pod: Pod) -> frozenset[str] | None:
 
 
 class NodeAffinity(NoPreFilterExtensions):
+    """The PreFilter and Filter of the plugin. Its one arg, ``addedAffinity``
+    (``NodeAffinityArgs``: a node affinity a scheduling profile applies to every pod it
+    schedules, "Node affinity per scheduling profile" in the docs), is ANDed with the pod's own
+    (a node it rejects is ``node(s) didn't match scheduler-enforced node affinity``); its
+    preferred terms add to the pod's in ``NodeAffinityScorer``."""
+
     name = NAME
 
     def __init__(self, *, added_affinity: Mapping[str, Any] | None = None) -> None:

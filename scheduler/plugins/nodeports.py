@@ -2,12 +2,9 @@
 
 ``pkg/scheduler/framework/plugins/nodeports``: the wanted ports are the ``hostPort`` entries of
 the app containers and of sidecar (restartable init) containers (``schedutil.GetHostPorts``).
-A wanted ``(hostIP, protocol, hostPort)`` conflicts (``HostPortInfo.CheckConflict``) with a
-port in use on the node when protocol and port are equal and either the wanted IP is
-``0.0.0.0`` (any IP in use conflicts) or the port is in use on ``0.0.0.0`` or on the same IP.
-An empty IP means ``0.0.0.0`` and an empty protocol ``TCP``. A conflict is Unschedulable
-``node(s) didn't have free ports for the requested pod ports`` (preemption can free a port).
-PreFilter answers Skip for a pod without host ports.
+A conflict (``check_conflict``) is Unschedulable ``node(s) didn't have free ports for the
+requested pod ports`` (preemption can free a port). PreFilter answers Skip for a pod without
+host ports.
 """
 
 from __future__ import annotations
@@ -43,7 +40,10 @@ HostPort = tuple[str, str, int]
 
 
 def check_conflict(used: Mapping[HostPort, int], ip: str, protocol: str, port: int) -> bool:
-    """``HostPortInfo.CheckConflict``."""
+    """``HostPortInfo.CheckConflict``: a wanted ``(hostIP, protocol, hostPort)`` conflicts with
+    a port in use on the node when protocol and port are equal and either the wanted IP is
+    ``0.0.0.0`` (any IP in use conflicts) or the port is in use on ``0.0.0.0`` or on the same
+    IP. An empty IP means ``0.0.0.0`` and an empty protocol ``TCP``."""
     if port <= 0:
         return False
     ip = ip or DEFAULT_BIND_ALL_HOST_IP

@@ -4,9 +4,6 @@
 UnschedulableAndUnresolvable ``node(s) were unschedulable`` unless the pod tolerates the taint
 ``node.kubernetes.io/unschedulable:NoSchedule`` (what ``kubectl cordon`` users and DaemonSet
 pods rely on). Preemption cannot uncordon a node, hence UU.
-
-Upstream has no PreFilter here; ours answers Skip when Filter could only succeed: the pod
-tolerates the taint, or no node in the snapshot is cordoned. Such pods cost nothing per node.
 """
 
 from __future__ import annotations
@@ -35,6 +32,10 @@ _REJECT: Final = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_UNSCHEDULA
 
 
 class NodeUnschedulable(NoPreFilterExtensions):
+    """Upstream has no PreFilter here; ours answers Skip when Filter could only succeed: the
+    pod tolerates the taint, or no node in the snapshot is cordoned. Such pods cost nothing per
+    node."""
+
     name = NAME
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status | None:

@@ -667,7 +667,11 @@ def pick_one_node_for_preemption(
 
 
 def eliminating_criterion(key: PickKey, winner: PickKey) -> int:
-    """Index in ``PICK_CRITERIA`` that eliminated a candidate with ``key``; 5 for a full tie."""
+    """Index in ``PICK_CRITERIA`` that eliminated a candidate with ``key``; 5 for a full tie.
+
+    It is the first criterion on which the candidate differs from the winner: every candidate
+    tied with the winner on the criteria before it survived them, exactly as the sequential
+    score functions work."""
     for i, (a, b) in enumerate(zip(key, winner, strict=True)):
         if a != b:
             return i

@@ -1,15 +1,11 @@
 """Cross-node preemption: beyond kube, and only when asked (``preempt(..., cross_node=True)``).
 
-kube-scheduler's DefaultPreemption removes victims only from the node it nominates. A pod whose
-required anti-affinity (or an existing pod's anti-affinity towards it) is blocked by a
-lower-priority pod on *another* node of the same topology domain
-(``examples/cross-node-preemption.yaml``) therefore stays unschedulable in kube: no victim set
-on any single node lets it in, as "Cross node preemption" in the documentation says:
+kube-scheduler removes victims only from the node it nominates, so a pod that anti-affinity (its
+own or an existing pod's) keeps apart from a lower-priority pod on *another* node of the same
+domain stays unschedulable (``examples/cross-node-preemption.yaml``), as the documentation says:
 https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/#cross-node-preemption
-
-Here the victim search is widened for exactly that case (``find_cross_node_candidates``). It
-runs only when kube's own search found no candidate, so every decision kube can make is left
-unchanged; with ``cross_node=False`` (the default) nothing here runs.
+Here the victim search is widened for exactly that case, only when kube's own search found no
+candidate, so every decision kube can make is left unchanged.
 """
 
 from __future__ import annotations

@@ -3,10 +3,7 @@
 A decision over 5000 nodes must not format 5000 lines it will usually never show, so
 ``Explanation`` keeps references to what the decision saw — the node names, the Filter status
 each node came with, and the dry-run outcome per node (immutable values) — and derives the
-per-node verdicts on ``nodes()`` / ``lines()`` / ``str()``. Which criterion eliminated a
-candidate follows from the pick keys: it is the first of the five criteria on which the
-candidate differs from the winner (every candidate tied with the winner on the criteria before
-it survived them, exactly as the sequential score functions work).
+per-node verdicts on ``nodes()`` / ``lines()`` / ``str()``.
 """
 
 from __future__ import annotations

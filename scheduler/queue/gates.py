@@ -1,15 +1,9 @@
-"""PreEnqueue plugins and the SchedulingGates plugin (KEP-3521).
+"""PreEnqueue plugins and the SchedulingGates plugin (KEP-3521,
+``pkg/scheduler/framework/plugins/schedulinggates``).
 
 A PreEnqueue plugin is asked whether a pod may enter activeQ (and, with SchedulerPopFromBackoffQ,
 the backoff queue). Any non-success status keeps the pod in the unschedulable pool, *gated*:
 ``gating_plugin`` names the plugin, which is also added to ``unschedulable_plugins``.
-
-``SchedulingGates`` rejects a pod whose ``spec.schedulingGates`` is non-empty with
-UnschedulableAndUnresolvable ``waiting for scheduling gates: [g1 g2]`` (Go's ``%v`` of a string
-slice: names space-separated, in spec order). With queueing hints off it registers no events,
-so a gated pod is released only by an update of the pod itself that passes PreEnqueue; with
-them on it registers the pod's own ``UpdatePodSchedulingGatesEliminated``, judged by
-``is_schedulable_after_scheduling_gates_eliminated``.
 """
 
 from __future__ import annotations
@@ -50,7 +44,9 @@ class EnqueueExtensions(Protocol):
 
 
 def scheduling_gates_pre_enqueue(pod: Pod) -> Status | None:
-    """``SchedulingGates.PreEnqueue``."""
+    """``SchedulingGates.PreEnqueue``: a pod whose ``spec.schedulingGates`` is non-empty is
+    UnschedulableAndUnresolvable ``waiting for scheduling gates: [g1 g2]`` (Go's ``%v`` of a
+    string slice: names space-separated, in spec order)."""
     if not pod.scheduling_gates:
         return None
     return Status(
@@ -62,7 +58,13 @@ def scheduling_gates_pre_enqueue(pod: Pod) -> Status | None:
 
 class SchedulingGates:
     """The ``SchedulingGates`` PreEnqueue plugin; ``events_to_register`` is what it registers
-    with queueing hints off (``scheduler.hints`` has its entry with them on)."""
+    with queueing hints off (``scheduler.hints`` has its entry with them on).
+
+    With queueing hints off it registers no events, so a gated pod is released only by an
+    update of the pod itself that passes PreEnqueue; with them on it registers the pod's own
+    ``UpdatePodSchedulingGatesEliminated``, judged by
+    ``is_schedulable_after_scheduling_gates_eliminated``.
+    """
 
     name: Final = SCHEDULING_GATES
 

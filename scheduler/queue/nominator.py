@@ -2,17 +2,7 @@
 
 Preemption nominates the preemptor to a node before the API call that records
 ``status.nominatedNodeName``, so the scheduler keeps its own map: node -> pods in insertion
-order, and pod -> node. ``add_nominated_pod`` always deletes the pod's previous entry first;
-the node is ``nominating_info.nominated_node_name`` in Override mode and the pod's
-``status.nominatedNodeName`` in Noop mode or without info; an empty node stores nothing. With a
-pod lister, a pod that no longer exists or is already bound (``spec.nodeName``) is not stored.
-``update_nominated_pod`` keeps an in-memory nomination when neither the old nor the new object
-carries a nominatedNodeName (the update raced with the nomination). Popping a pod does not
-remove its nomination; deleting it does.
-
-Pods are identified by UID as upstream; typed pods built without one fall back to
-``namespace/name`` so that such pods do not collide. Each node's pods live in a dict, so add
-and delete are O(1) and iteration keeps insertion order.
+order, and pod -> node. Popping a pod does not remove its nomination; deleting it does.
 """
 
 from __future__ import annotations
@@ -48,12 +38,17 @@ class PodLister(Protocol):
 
 
 def pod_identity(pod: Pod) -> str:
-    """The UID, or ``namespace/name`` when the pod has none."""
+    """The UID, as upstream identifies pods, or ``namespace/name`` when the pod has none (typed
+    pods built without a UID must not collide)."""
     return pod.uid or pod.key
 
 
 class Nominator:
-    """``nominator``: node -> nominated pods (ordered) and pod -> node."""
+    """``nominator``: node -> nominated pods (ordered) and pod -> node.
+
+    Each node's pods live in a dict, so add and delete are O(1) and iteration keeps insertion
+    order.
+    """
 
     __slots__ = ("_by_node", "_pod_to_node", "pod_lister")
 
@@ -63,7 +58,11 @@ class Nominator:
         self._pod_to_node: dict[str, str] = {}
 
     def add_nominated_pod(self, pod: Pod, nominating_info: NominatingInfo | None = None) -> None:
-        """``AddNominatedPod``."""
+        """``AddNominatedPod``: always deletes the pod's previous entry first. The node is
+        ``nominating_info.nominated_node_name`` in Override mode and the pod's
+        ``status.nominatedNodeName`` in Noop mode or without info; an empty node stores nothing.
+        With a pod lister, a pod that no longer exists or is already bound (``spec.nodeName``)
+        is not stored."""
         self._delete(pod)
         if nominating_info is not None and nominating_info.mode is NominatingMode.Override:
             node_name = nominating_info.nominated_node_name
@@ -82,7 +81,8 @@ class Nominator:
             pods[ident] = pod
 
     def update_nominated_pod(self, old: Pod | None, new: Pod) -> None:
-        """``UpdateNominatedPod``: replace ``old`` by ``new``, keeping an in-memory nomination."""
+        """``UpdateNominatedPod``: replace ``old`` by ``new``, keeping an in-memory nomination
+        when neither carries a nominatedNodeName (the update raced with the nomination)."""
         info: NominatingInfo | None = None
         if old is not None and not old.nominated_node_name and not new.nominated_node_name:
             node_name = self._pod_to_node.get(pod_identity(old))

@@ -1,18 +1,6 @@
-"""The queue's per-pod record, its ordering and the backoff arithmetic.
-
-``QueuedPodInfo`` mirrors ``framework.QueuedPodInfo``: ``timestamp`` is the time of the last
-add or re-add (it orders pods of equal priority, and a retried pod goes behind pods that were
-queued before its retry — TestRecentlyTriedPodsGoBack), ``attempts`` counts pops,
-``unschedulable_count`` plugin rejections and ``consecutive_errors_count`` failures without a
-rejecting plugin (reset by the next plugin rejection). ``backoff_expiration`` caches the end of
-the backoff (``None`` is Go's zero time, i.e. "no backoff"); it is cleared on every re-add.
-
-``less`` is the QueueSort plugin ``PrioritySort.Less``: higher priority first, then earlier
-timestamp; equal priority and equal timestamp is a tie.
-
-``backoff_duration`` is ``calculateBackoffDuration``: ``initial * 2^(count-1)`` capped at
-``maximum``, computed without overflow by comparing ``initial`` with ``maximum >> (count-1)``
-before shifting, and 0 when ``count`` is 0.
+"""The queue's per-pod record, its ordering and the backoff arithmetic: kube-scheduler's
+``framework.QueuedPodInfo``, the QueueSort plugin ``PrioritySort.Less`` and the queue's
+``calculateBackoffDuration``, so pods are ordered and backed off as kube-scheduler does it.
 """
 
 from __future__ import annotations
@@ -28,7 +16,15 @@ __all__ = ["QueuedPodInfo", "backoff_duration", "less"]
 
 
 class QueuedPodInfo:
-    """``framework.QueuedPodInfo``: a pod plus the queue's bookkeeping (mutable)."""
+    """``framework.QueuedPodInfo``: a pod plus the queue's bookkeeping (mutable).
+
+    ``timestamp`` is the time of the last add or re-add (it orders pods of equal priority, and a
+    retried pod goes behind pods that were queued before its retry —
+    TestRecentlyTriedPodsGoBack), ``attempts`` counts pops, ``unschedulable_count`` plugin
+    rejections and ``consecutive_errors_count`` failures without a rejecting plugin (reset by
+    the next plugin rejection). ``backoff_expiration`` caches the end of the backoff (``None``
+    is Go's zero time, i.e. "no backoff"); it is cleared on every re-add.
+    """
 
     __slots__ = (
         "attempts",
@@ -96,7 +92,8 @@ class QueuedPodInfo:
 
 
 def less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-    """``PrioritySort.Less``: priority descending, then queue timestamp ascending."""
+    """``PrioritySort.Less``: priority descending, then queue timestamp ascending; equal
+    priority and equal timestamp is a tie."""
     pa, pb = a.pod.priority, b.pod.priority
     return pa > pb or (pa == pb and a.timestamp < b.timestamp)
 
@@ -111,7 +108,8 @@ def backoff_duration(count: int, initial: float, maximum: float) -> float:
     """``calculateBackoffDuration(count)``: ``min(initial * 2**(count-1), maximum)``, 0 for 0.
 
     Integers stay integers (Go durations are integer nanoseconds), floats stay floats. The cap
-    is checked before the doubling, so huge counts neither overflow nor lose the cap; a
+    is checked before the doubling (``initial`` against ``maximum >> (count-1)``), so huge
+    counts neither overflow nor lose the cap; a
     ``maximum`` of 0 gives 0 for every count, which is how ``podMaxBackoff == 0`` disables
     backoff.
     """

@@ -1,12 +1,10 @@
 """Typed walks over objects: their field set, the comparison of two, the merge of an applied
 configuration into a live object, and the removal of fields.
 
-structured-merge-diff's ``typed`` package, over kubesim's plain dicts and the merge types of
-``schema``. Identical subtrees are skipped without being walked, so a write that changes one
-field costs one path.
-
-Upstream: ``sigs.k8s.io/structured-merge-diff/typed`` (``tofieldset.go``, ``compare.go``,
-``merge.go``, ``remove.go``).
+structured-merge-diff's ``typed`` package (``sigs.k8s.io/structured-merge-diff/typed``:
+``tofieldset.go``, ``compare.go``, ``merge.go``, ``remove.go``), over kubesim's plain dicts and
+the merge types of ``schema``. Identical subtrees are skipped without being walked, so a write
+that changes one field costs one path.
 """
 
 from __future__ import annotations

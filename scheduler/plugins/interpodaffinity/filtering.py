@@ -4,9 +4,8 @@
 newest upstream splits hostname-scoped terms into a node-local fast path with the same
 verdicts; releases up to 1.35 count as here). ``PreFilterState`` holds the counts,
 ``InterPodAffinity.filter`` the verdicts, ``filter_nodes`` the same for many nodes at once.
-Upstream counts by walking the pods every cycle (``existing_anti_affinity_counts``,
-``incoming_affinity_anti_affinity_counts``, kept as the reference, ``use_index = False``);
-here the counts come from the snapshot's ``AffinityIndex`` (``index``).
+The counts come from the snapshot's ``AffinityIndex``; upstream's walk over the pods is kept as
+the reference (``existing_anti_affinity_counts``, ``incoming_affinity_anti_affinity_counts``).
 """
 
 from __future__ import annotations

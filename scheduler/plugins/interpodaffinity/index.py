@@ -1,24 +1,11 @@
 """What InterPodAffinity counts every cycle, kept per snapshot instead of recounted.
 
-kube-scheduler's PreFilter and PreScore (``filtering.go``, ``scoring.go``) walk the pods of
-the cluster once per cycle: the existing pods' required anti-affinity terms that match the
-incoming pod, and the pods that match the incoming pod's terms, each counted at its node's
-value of the term's topology key. Go walks 10,000 pods in well under a millisecond; Python
-does not. So ``AffinityIndex`` keeps, for a snapshot (a ``PodObserver``: told of every bound
-pod that comes or goes):
-
-* the existing pods' terms, grouped by what a term matches (``term_key``): required
-  anti-affinity, required affinity, and the weighted preferred terms, each group counting its
-  terms per node — a cycle matches each distinct term once, not each pod's copy of it;
-* for the incoming pods' terms it was asked about (``matching``), the bound pods that match
-  them, per node — kept up to date pod by pod, the most recently asked ``MAX_MATCHERS``.
-
-Either gives its counts per topology value of a key (``Counts.values``), cached until a node
-is added, removed or relabelled (``Snapshot.layout_generation``). A matcher whose terms select
-namespaces by label remembers the Namespace objects it evaluated and is rebuilt when one of
-them changed. Every answer must equal the walk node by node (``filtering``'s
-``existing_anti_affinity_counts`` and ``incoming_affinity_anti_affinity_counts``, the scorer
-with ``use_index = False``); the property tests compare them on random clusters.
+kube-scheduler's PreFilter and PreScore (``filtering.go``, ``scoring.go``) walk the cluster's
+pods once per cycle, counting the existing pods' terms that match the incoming pod and the pods
+that match the incoming pod's terms at each term's topology key. Go walks 10,000 pods in well
+under a millisecond; Python does not, so ``AffinityIndex`` keeps the counts pod by pod. Every
+answer must equal the walk (``filtering``'s reference counts, the scorer with
+``use_index = False``); the property tests compare them on random clusters.
 """
 
 from __future__ import annotations
@@ -48,7 +35,11 @@ def term_key(term: PodAffinityTerm) -> Hashable:
 
 
 class Counts:
-    """Pods (or terms) per node name, and per topology value of the keys asked for."""
+    """Pods (or terms) per node name, and per topology value of the keys asked for.
+
+    The per-value counts (``values``) are cached until a node is added, removed or relabelled
+    (``Snapshot.layout_generation``).
+    """
 
     __slots__ = ("by_key", "layout", "nodes", "total")
 
@@ -101,7 +92,9 @@ class Counts:
 
 
 class _Matcher:
-    """The bound pods matching all of ``terms``."""
+    """The bound pods matching all of ``terms``. A matcher whose terms select namespaces by
+    label remembers the Namespace objects it evaluated and is rebuilt when one of them changed
+    (``current``)."""
 
     __slots__ = ("counts", "namespaces_seen", "terms", "track_namespaces")
 
@@ -127,7 +120,20 @@ TermGroups = dict[Hashable, tuple[PodAffinityTerm, int, Counts]]  # key -> (term
 
 
 class AffinityIndex:
-    """The existing pods' terms grouped, and the pods matching the incoming pods' terms."""
+    """The existing pods' terms grouped, and the pods matching the incoming pods' terms.
+
+    A snapshot's ``PodObserver``, told of every bound pod that comes or goes, it keeps:
+
+    * the existing pods' terms, grouped by what a term matches (``term_key``): required
+      anti-affinity, required affinity, and the weighted preferred terms, each group counting
+      its terms per node — a cycle matches each distinct term once, not each pod's copy of it;
+    * for the incoming pods' terms it was asked about (``matching``), the bound pods that match
+      them, per node — kept up to date pod by pod, the most recently asked ``MAX_MATCHERS``.
+
+    Either gives its counts per topology value of a key (``Counts.values``). The walks it
+    replaces are ``filtering``'s ``existing_anti_affinity_counts`` and
+    ``incoming_affinity_anti_affinity_counts``.
+    """
 
     __slots__ = (
         "affinity_preferred",

@@ -1,14 +1,5 @@
-"""InterPodAffinity's PreScore, Score and NormalizeScore (``interpodaffinity/scoring.go``).
-
-PreScore builds a score per topology pair from every existing pod (all pods when the incoming
-pod has preferred terms, else only pods with affinity): +weight for each preferred affinity
-term of the incoming pod the existing pod matches, -weight for its preferred anti-affinity
-terms, +``hard_pod_affinity_weight`` (1 by default) for each *required* affinity term of the
-existing pod that the incoming pod matches, and +/-weight for the existing pod's preferred
-affinity/anti-affinity terms matching the incoming pod; each at the existing pod's node's
-value of the term's topology key. A node scores the sum over its labels; normalization is
-min-max to 0..100 in floating point, truncated. PreScore answers Skip when no term matched
-anything.
+"""InterPodAffinity's PreScore, Score and NormalizeScore (``interpodaffinity/scoring.go``): the
+preferred pod affinity and anti-affinity terms, both ways, add to or take from a node's score.
 
 Upstream walks the pods every cycle (kept here as the reference, ``use_index = False``); by
 default the sums come from the snapshot's ``AffinityIndex``: each term's matching pods per
@@ -55,7 +46,18 @@ def _preferred(pod: Pod) -> tuple[tuple[WeightedPodAffinityTerm, ...], ...]:
 
 class InterPodAffinityScorer:
     """The PreScore, Score and NormalizeScore of the plugin; the keyword arguments are
-    ``InterPodAffinityArgs``."""
+    ``InterPodAffinityArgs``.
+
+    PreScore builds a score per topology pair from every existing pod (all pods when the
+    incoming pod has preferred terms, else only pods with affinity): +weight for each preferred
+    affinity term of the incoming pod the existing pod matches, -weight for its preferred
+    anti-affinity terms, +``hard_pod_affinity_weight`` (1 by default) for each *required*
+    affinity term of the existing pod that the incoming pod matches, and +/-weight for the
+    existing pod's preferred affinity/anti-affinity terms matching the incoming pod; each at the
+    existing pod's node's value of the term's topology key. PreScore answers Skip when no term
+    matched anything. A node scores the sum over its labels; normalization is min-max to
+    0..100 in floating point, truncated.
+    """
 
     name = NAME
     scores_in_range = True

@@ -1,11 +1,6 @@
 """NodeResourcesFit's Score with the default LeastAllocated strategy
-(``noderesources/least_allocated.go``, ``resource_allocation.go``).
-
-With cpu and memory at weight 1 by default: for each resource with non-zero allocatable,
-``(allocatable - requested) * 100 / allocatable`` (0 when over-committed), where requested is
-the node's ``NonZeroRequested`` plus the pod's non-zero request (a container without a
-cpu/memory request counts 100m / 200Mi here, and only here); the node score is the weighted
-mean, integer division throughout. The other strategies of ``scoringStrategy``
+(``noderesources/least_allocated.go``, ``resource_allocation.go``): spread pods by favouring
+the nodes with the most room left. The other strategies of ``scoringStrategy``
 (``most_allocated``, ``requested_to_capacity_ratio``) are this scorer with their own score per
 resource.
 """
@@ -28,14 +23,22 @@ __all__ = ["LeastAllocatedScorer", "least_requested_score"]
 
 
 def least_requested_score(requested: int, capacity: int) -> int:
-    """``leastRequestedScore``."""
+    """``leastRequestedScore``: ``(capacity - requested) * 100 / capacity``, 0 when
+    over-committed or without capacity; integer division."""
     if capacity == 0 or requested > capacity:
         return 0
     return (capacity - requested) * MAX_NODE_SCORE // capacity
 
 
 class LeastAllocatedScorer:
-    """NodeResourcesFit's Score with the default ``LeastAllocated`` strategy (cpu, memory)."""
+    """NodeResourcesFit's Score with the default ``LeastAllocated`` strategy (cpu, memory).
+
+    With cpu and memory at weight 1 by default: for each resource with non-zero allocatable,
+    ``resource_score(requested, allocatable)``, where requested is the node's
+    ``NonZeroRequested`` plus the pod's non-zero request (a container without a cpu/memory
+    request counts 100m / 200Mi here, and only here); the node score is the weighted mean,
+    integer division throughout.
+    """
 
     name = NAME
     scores_in_range = True

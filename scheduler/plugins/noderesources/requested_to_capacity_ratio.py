@@ -4,9 +4,8 @@
 The operator draws the score as a function of utilization: ``shape`` points (utilization 0-100,
 score 0-10, scaled by 10 to 0-100) joined by straight lines, flat before the first point and
 after the last. Each scored resource with non-zero allocatable is placed on it at
-``requested * 100 / allocatable`` (a request above the allocatable at 100); resources scoring
-0 are left out of the weighted mean, which is rounded half away from zero (``math.Round``).
-Integer arithmetic as Go's: the line's division truncates toward zero.
+``requested * 100 / allocatable`` (a request above the allocatable at 100); resources scoring 0
+are left out of the weighted mean, which is rounded half away from zero (``math.Round``).
 """
 
 from __future__ import annotations

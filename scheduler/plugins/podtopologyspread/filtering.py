@@ -1,18 +1,6 @@
-"""PodTopologySpread's PreFilter and Filter (``podtopologyspread/filtering.go``).
-
-PreFilter counts matching pods per topology pair over all nodes (``tp_pair_to_match_num``),
-the number of domains per key (``tp_key_to_domains_num``) and the two smallest counts per key
-(``tp_key_to_critical_paths``). A node lacking a constraint's topology key is
-UnschedulableAndUnresolvable
-``node(s) didn't match pod topology spread constraints (missing required label)``; otherwise,
-with ``self`` 1 when the pod matches its own selector, and the global minimum taken as 0 while
-fewer than ``minDomains`` domains exist, ``count(node's domain) + self - minimum > maxSkew`` is
-Unschedulable ``node(s) didn't match pod topology spread constraints`` — preemption may help,
-and ``add_pod``/``remove_pod`` keep the counts right while it removes victims. Counts are keyed
-by topology pair, as 1.32 does: two constraints on the same key share their pair counts.
-
-``filter_nodes`` judges a batch of nodes with the per-constraint numbers (minimum, self match)
-worked out once; it must equal ``filter`` node by node.
+"""PodTopologySpread's PreFilter and Filter (``podtopologyspread/filtering.go``): a pod's
+``DoNotSchedule`` constraints keep the skew of matching pods between topology domains at most
+``maxSkew``.
 """
 
 from __future__ import annotations
@@ -59,7 +47,13 @@ _SKEW_REJECT: Final = Status(Code.Unschedulable, ERR_REASON_CONSTRAINTS_NOT_MATC
 
 class PreFilterState:
     """``preFilterState`` (1.32 field names, snake_case), stored under
-    ``"PreFilterPodTopologySpread"``. ``clone`` copies the counts; constraints are shared."""
+    ``"PreFilterPodTopologySpread"``. ``clone`` copies the counts; constraints are shared.
+
+    PreFilter counts matching pods per topology pair over all nodes (``tp_pair_to_match_num``),
+    the number of domains per key (``tp_key_to_domains_num``) and the two smallest counts per
+    key (``tp_key_to_critical_paths``). Counts are keyed by topology pair, as 1.32 does: two
+    constraints on the same key share their pair counts.
+    """
 
     __slots__ = (
         "constraints",
@@ -125,7 +119,17 @@ def _state(state: CycleState) -> PreFilterState | Status:
 
 
 class Filtering(PluginBase):
-    """The plugin's PreFilter, its PreFilterExtensions and Filter."""
+    """The plugin's PreFilter, its PreFilterExtensions and Filter.
+
+    A node lacking a constraint's topology key is UnschedulableAndUnresolvable ``node(s) didn't
+    match pod topology spread constraints (missing required label)``; otherwise, with ``self``
+    1 when the pod matches its own selector, and the global minimum taken as 0 while fewer than
+    ``minDomains`` domains exist, ``count(node's domain) + self - minimum > maxSkew`` is
+    Unschedulable ``node(s) didn't match pod topology spread constraints`` — preemption may
+    help, and ``add_pod``/``remove_pod`` keep the counts right while it removes victims.
+    ``filter_nodes`` judges a batch of nodes with the per-constraint numbers (minimum, self
+    match) worked out once; it must equal ``filter`` node by node.
+    """
 
     def cal_pre_filter_state(self, pod: Pod, snapshot: Snapshot) -> PreFilterState:
         """``calPreFilterState`` over every node of the snapshot."""
