@@ -2,20 +2,24 @@
 guest-kernel tests of tests/node kept out of `make test` (they boot a VM: `make test-node`), and
 the `long` tests started first."""
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+# hypothesis's own 100 examples (at 200, property tests were a third of the suite's CPU);
+# `HYPOTHESIS_PROFILE=thorough` draws five times more, derandomized too so a failure replays.
 settings.register_profile(
     "default",
     derandomize=True,
     deadline=None,
-    max_examples=200,
+    max_examples=100,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile("default")
+settings.register_profile("thorough", settings.get_profile("default"), max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 # --- tests/node: the guest-kernel harness (boots a VM; `make test-node`) -----------------------
