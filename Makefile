@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test bytecode test-node test-latest test-monitoring lint types unit demo bench lock clean
+.PHONY: test bytecode test-kubectl test-node test-latest test-monitoring lint types unit demo bench lock clean
 
 # The exact versions of requirements/dev.lock, every file checked against its sha256, then the
 # project itself: a run is the same on every machine until `make lock` moves the versions.
@@ -55,6 +55,11 @@ unit: bytecode
 test: $(STAMP)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint types bytecode
 	$(UNIT)
+
+# Real kubectl against kubesim for every kubectl minor installed (make test runs the default one
+# and the two ends of the range: tests/support/kubectl.py).
+test-kubectl: bytecode
+	KUBECTL_MATRIX=all $(UNIT) tests/kubesim/kubectl
 
 # The guest-kernel tests (tests/node): Debian's kernel under QEMU (TCG) with the host's root
 # read-only, cgroup v2 and systemd as PID 1, one VM for the whole run (see tests/node/README.md).

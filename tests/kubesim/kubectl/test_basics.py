@@ -1,4 +1,4 @@
-"""Real kubectl against kubesim, for every kubectl version installed.
+"""Real kubectl against kubesim, for each kubectl version of ``tests.support.kubectl.BINARIES``.
 
 Skipped only when no kubectl binary exists. Each test starts its own kubesim, points
 ``KUBECONFIG`` at the kubeconfig it wrote, and keeps kubectl's discovery cache in a temporary
