@@ -176,7 +176,7 @@ def serve(path: Path, *extra: str) -> tuple[int, str]:
 
 
 CLIS = {"scheduler": simulate, "kubesim": serve}
-FUZZ = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+FUZZ = settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 
 
 def assert_one_error_naming(err: str, path: Path) -> str:

@@ -92,7 +92,7 @@ def _cluster(draw: st.DrawFn) -> tuple[Snapshot, Pod]:
     return Snapshot.from_objects([*nodes, *pods, *nominated]), incoming
 
 
-@settings(deadline=None, max_examples=120)
+@settings(deadline=None, max_examples=60)
 @given(_cluster(), st.sampled_from([0, 5, 30]), st.integers(0, 200))
 def test_batched_search_equals_the_node_by_node_walk(
     cluster: tuple[Snapshot, Pod], percentage: int, start: int

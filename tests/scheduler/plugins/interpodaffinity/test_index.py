@@ -155,7 +155,7 @@ def _cluster(draw: st.DrawFn) -> tuple[Snapshot, list[Pod], int]:
     )
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=60)
 @given(_cluster())
 def test_the_index_answers_as_the_walk(cluster: tuple[Snapshot, list[Pod], int]) -> None:
     snap, incoming, hard_weight = cluster
@@ -166,7 +166,7 @@ def test_the_index_answers_as_the_walk(cluster: tuple[Snapshot, list[Pod], int])
 _OPS = st.sampled_from(["bind", "delete", "relabel", "remove_node", "add_node", "namespace"])
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=40)
 @given(_cluster(), st.data())
 def test_the_index_follows_the_cluster(
     cluster: tuple[Snapshot, list[Pod], int], data: st.DataObject
@@ -196,7 +196,7 @@ def test_the_index_follows_the_cluster(
             _compare(snap, p, hard_weight)
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=40)
 @given(_cluster(), st.data())
 def test_add_and_remove_pod_change_the_state_not_the_index(
     cluster: tuple[Snapshot, list[Pod], int], data: st.DataObject
