@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test bytecode test-kubectl test-node test-latest test-monitoring lint types unit demo bench lock clean
+.PHONY: test bytecode test-kubectl test-image test-node test-latest test-monitoring lint types unit demo bench lock clean
 
 # The exact versions of requirements/dev.lock, every file checked against its sha256, then the
 # project itself: a run is the same on every machine until `make lock` moves the versions.
@@ -38,9 +38,10 @@ PYTEST_WORKERS ?= 10
 # the modules it imports.
 KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 
-# The real Prometheus test (tests/monitoring, marked `prometheus`) is test-monitoring's.
-UNIT := $(KEEP_BYTECODE) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --maxschedchunk 1 \
-	-m "not prometheus"
+# The real Prometheus test (tests/monitoring, marked `prometheus`) is test-monitoring's, the
+# Containerfile's build (marked `image`) test-image's.
+PYTEST := $(KEEP_BYTECODE) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --maxschedchunk 1
+UNIT := $(PYTEST) -m "not prometheus and not image"
 
 # The tests' bytecode, assertion rewriting included, made once before the workers start (the
 # collection's output is shown only when it fails).
@@ -60,6 +61,11 @@ test: $(STAMP)
 # and the two ends of the range: tests/support/kubectl.py).
 test-kubectl: bytecode
 	KUBECTL_MATRIX=all $(UNIT) tests/kubesim/kubectl
+
+# The Containerfile's build stage run as written, without a container engine: pip installs the
+# locks into a fresh venv, builds the project's wheel and compiles the venv (a minute of CPU).
+test-image: $(STAMP)
+	$(PYTEST) -m image tests/agent/test_containerfile.py
 
 # The guest-kernel tests (tests/node): Debian's kernel under QEMU (TCG) with the host's root
 # read-only, cgroup v2 and systemd as PID 1, one VM for the whole run (see tests/node/README.md).

@@ -86,7 +86,7 @@ def test_daemonset_runs_the_image_this_containerfile_builds() -> None:
     assert "ghcr.io/node-pressure-evictor/eviction-agent" in header
 
 
-@pytest.mark.long
+@pytest.mark.image
 def test_build_steps_install_a_working_agent(tmp_path: Path) -> None:
     [build, _] = _stages()
     base = tmp_path / "base"  # the base image's system Python, with its pip
