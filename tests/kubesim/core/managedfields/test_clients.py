@@ -1,6 +1,7 @@
 """Server-Side Apply from Python clients no one here wrote, against a served kubesim:
 lightkube's ``Client.apply`` and the official client's ``DynamicClient.server_side_apply``
-(both synchronous, so they run in a thread beside the server's event loop)."""
+(both synchronous, so they run in a thread beside the server's event loop). Each client is
+imported in its test: together they cost every pytest worker a second to import at collection."""
 
 from __future__ import annotations
 
@@ -10,12 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import config as k8s_config
-from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import ConflictError
-from lightkube import ApiError, Client
-from lightkube.config.kubeconfig import KubeConfig
-from lightkube.resources.apps_v1 import Deployment
 
 import kubesim
 from kubesim.controllers import FROZEN
@@ -53,6 +48,10 @@ def managers(meta: Any) -> dict[str, Any]:
 
 
 async def test_lightkube_apply_creates_updates_and_forces(served: tuple[Simulator, Path]) -> None:
+    from lightkube import ApiError, Client
+    from lightkube.config.kubeconfig import KubeConfig
+    from lightkube.resources.apps_v1 import Deployment
+
     sim, kubeconfig = served
 
     def run() -> None:
@@ -88,6 +87,10 @@ async def test_lightkube_apply_creates_updates_and_forces(served: tuple[Simulato
 
 
 async def test_official_dynamic_client_server_side_apply(served: tuple[Simulator, Path]) -> None:
+    from kubernetes import config as k8s_config
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import ConflictError
+
     _, kubeconfig = served
 
     def run() -> None:
