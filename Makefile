@@ -8,11 +8,13 @@ STAMP  := $(VENV)/.installed
 
 # The exact versions of requirements/dev.lock, every file checked against its sha256, then the
 # project itself: a run is the same on every machine until `make lock` moves the versions.
+# --no-compile: a dependency's bytecode is written when something first imports it (`bytecode`
+# imports what the tests do), not for every module of every package — half the install's CPU.
 $(STAMP): pyproject.toml requirements/dev.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (found %s)" % sys.version.split()[0])'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --require-hashes -r requirements/dev.lock
+	$(PY) -m pip install --quiet --no-compile --require-hashes -r requirements/dev.lock
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
@@ -43,8 +45,8 @@ KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 PYTEST := $(KEEP_BYTECODE) $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --maxschedchunk 1
 UNIT := $(PYTEST) -m "not prometheus and not image"
 
-# The tests' bytecode, assertion rewriting included, made once before the workers start (the
-# collection's output is shown only when it fails).
+# The tests' bytecode, assertion rewriting included, and that of what they import, made once
+# before the workers start (the collection's output is shown only when it fails).
 bytecode: $(STAMP)
 	@out=$$($(KEEP_BYTECODE) $(VENV)/bin/pytest -q --collect-only -p no:cacheprovider 2>&1) \
 	  || { printf '%s\n' "$$out"; exit 1; }
