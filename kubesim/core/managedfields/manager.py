@@ -8,7 +8,7 @@ manager, an apply is ``apply``; ``decode`` and ``encode`` read and write the ent
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Final
@@ -264,6 +264,28 @@ def _zero(t: Type, *, top: bool = True) -> Mapping[str, Any]:
     return out
 
 
+# Field sets of creates by the object's shape (``typed.shape``) and what ``_owned`` reads of the
+# write: the controllers' pods and the events create one shape over and over. Shared, like every
+# field set (never changed in place); emptied when full.
+_CREATED_CACHE_SIZE: Final = 1024
+_created_cache: dict[Hashable, fs.FieldSet] = {}
+
+
+def _created(new: Mapping[str, Any], w: Write) -> fs.FieldSet:
+    """The fields a create of ``new`` sets that its creator owns."""
+    try:
+        key = (w.type, w.subresource, w.has_status, typed.shape(new))
+    except (TypeError, ValueError):  # a list json cannot write: no shape, computed each time
+        return _owned(typed.created_fields(_zero(w.type), new, w.type), w)
+    created = _created_cache.get(key)
+    if created is None:
+        created = _owned(typed.created_fields(_zero(w.type), new, w.type), w)
+        if len(_created_cache) >= _CREATED_CACHE_SIZE:
+            _created_cache.clear()
+        _created_cache[key] = created
+    return created
+
+
 def _cap(managed: Managed) -> Managed:
     """capManagers (``capmanagers.go``): past ten update entries, the oldest merge into
     ``ancient-changes``.
@@ -345,7 +367,7 @@ def update(
     """
     owner = _key(manager, UPDATE, w.api_version, w.subresource)
     if live is None:
-        created = _owned(typed.created_fields(_zero(w.type), new, w.type), w)
+        created = _created(new, w)
         if sent is None:  # the common create: one entry, the creator's
             if not created:
                 return []

@@ -11,7 +11,8 @@ Upstream: ``sigs.k8s.io/structured-merge-diff/typed`` (``tofieldset.go``, ``comp
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
@@ -33,6 +34,7 @@ __all__ = [
     "item_element",
     "merge",
     "remove",
+    "shape",
     "to_field_set",
 ]
 
@@ -266,6 +268,31 @@ def created_fields(zero: Any, new: Any, t: Type) -> fs.FieldSet:
     what a create sets over the empty object ``zero`` (whose by-value structs are present)."""
     out = _created(zero, new, t, ())
     return out if out is not None else {}
+
+
+_CONTAINERS: Final = (dict, list)
+# lists whole, exactly: json writes true, 1 and 1.0 apart, as the path elements do
+_list_text: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def shape(obj: Mapping[str, Any]) -> Hashable:
+    """All that ``created_fields`` reads of ``obj``: every map's keys in order and what is under
+    them, lists whole (their items' keys and set values are path elements), and not the scalars
+    under map keys (a leaf is one field whatever it holds). Objects of one shape have one field
+    set over the same empty object: pods from one template, events of one reason. TypeError or
+    ValueError for a list json cannot write."""
+    return tuple(
+        [
+            (k, _shape(v)) if isinstance(v, _CONTAINERS) else k
+            for k, v in obj.items()  # a scalar: its key alone
+        ]
+    )
+
+
+def _shape(v: Any) -> Hashable:
+    if isinstance(v, dict):
+        return shape(v)
+    return _list_text(v)
 
 
 @lru_cache(maxsize=1024)
