@@ -54,6 +54,9 @@ def field(name: str) -> str:
 
 def key(fields: Mapping[str, Any]) -> str:
     """``k:{...}``: an item of a list keyed by ``fields`` (sorted by name, as kube writes it)."""
+    if len(fields) == 1:  # most lists are keyed by one field
+        [(k, v)] = fields.items()
+        return "k:{" + _STR(k) + ":" + _scalar(v) + "}"
     return "k:{" + ",".join(_STR(k) + ":" + _scalar(fields[k]) for k in sorted(fields)) + "}"
 
 
@@ -124,9 +127,10 @@ def union(a: Mapping[str, Any], b: Mapping[str, Any]) -> FieldSet:
 
 
 def difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> FieldSet:
-    """Members of ``a`` that are not members of ``b``."""
-    if not b:
-        return dict(a)
+    """Members of ``a`` that are not members of ``b``: ``a`` itself when ``b`` takes none of
+    them (a set with ``"."`` is a node's children here, never the root)."""
+    if not b or not any(pe in b for pe in a):
+        return a if isinstance(a, dict) else dict(a)
     out: FieldSet = {}
     for pe, na in a.items():
         if pe == MEMBER:

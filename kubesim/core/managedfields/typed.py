@@ -191,15 +191,16 @@ _Nodes = tuple[fs.FieldSet | None, fs.FieldSet | None, fs.FieldSet | None]
 _NOTHING: Final[_Nodes] = (None, None, None)
 
 
-def _compare(old: Any, new: Any, t: Type, path: fs.Path) -> _Nodes:
+def _compare(old: Any, new: Any, t: Type, path: fs.Path, *, differ: bool = False) -> _Nodes:
     """The added, modified and removed nodes at one position (None: nothing there). A value
     on one side only is added or removed whole; a leaf present on both sides that differs is
-    modified; a map or list on both sides is no field itself, only its children are."""
+    modified; a map or list on both sides is no field itself, only its children are.
+    ``differ``: the caller found ``old != new`` already."""
     if old is _MISSING:
         return _added(new, t, path), None, None
     if new is _MISSING:
         return None, None, _added(old, t, path)
-    if old == new:
+    if not differ and old == new:
         return _NOTHING
     shape: type | None = None
     if t.granular_map:
@@ -221,24 +222,23 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path) -> _Nodes:
     added: fs.FieldSet = {}
     modified: fs.FieldSet = {}
     removed: fs.FieldSet = {}
-
-    def put(pe: str, nodes: _Nodes) -> None:
-        a, m, r = nodes
-        if a is not None:
-            added[pe] = a
-        if m is not None:
-            modified[pe] = m
-        if r is not None:
-            removed[pe] = r
-
+    # ``path`` only names a position in strict walks' errors: not extended here (never strict)
     if shape is dict:
         o = old if isinstance(old, dict) else {}
         n = new if isinstance(new, dict) else {}
         for name, ov in o.items():
             nv = n.get(name, _MISSING)
-            if nv is _MISSING or ov != nv:
+            if nv is _MISSING:
+                removed["f:" + name] = _added(ov, field_type(t, name), path)
+            elif ov != nv:
+                a, m, r = _compare(ov, nv, field_type(t, name), path, differ=True)
                 pe = "f:" + name
-                put(pe, _compare(ov, nv, field_type(t, name), (*path, pe)))
+                if a is not None:
+                    added[pe] = a
+                if m is not None:
+                    modified[pe] = m
+                if r is not None:
+                    removed[pe] = r
         for name, nv in n.items():
             if name not in o:
                 added["f:" + name] = _added(nv, field_type(t, name), path)
@@ -249,7 +249,17 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path) -> _Nodes:
             return None, {}, None
         elem = element_type(t)
         for pe, ov in oi.items():
-            put(pe, _compare(ov, ni.get(pe, _MISSING), elem, (*path, pe)))
+            nv = ni.get(pe, _MISSING)
+            if nv is _MISSING:
+                removed[pe] = _added(ov, elem, path)
+            elif ov != nv:
+                a, m, r = _compare(ov, nv, elem, path, differ=True)
+                if a is not None:
+                    added[pe] = a
+                if m is not None:
+                    modified[pe] = m
+                if r is not None:
+                    removed[pe] = r
         for pe, nv in ni.items():
             if pe not in oi:
                 added[pe] = _added(nv, elem, path)
@@ -279,20 +289,16 @@ def shape(obj: Mapping[str, Any]) -> Hashable:
     """All that ``created_fields`` reads of ``obj``: every map's keys in order and what is under
     them, lists whole (their items' keys and set values are path elements), and not the scalars
     under map keys (a leaf is one field whatever it holds). Objects of one shape have one field
-    set over the same empty object: pods from one template, events of one reason. TypeError or
+    set over the same empty object: pods from one template, events from one recorder. TypeError or
     ValueError for a list json cannot write."""
     return tuple(
         [
-            (k, _shape(v)) if isinstance(v, _CONTAINERS) else k
-            for k, v in obj.items()  # a scalar: its key alone
+            k  # a scalar: its key alone
+            if not isinstance(v, _CONTAINERS)
+            else (k, shape(v) if isinstance(v, dict) else _list_text(v))
+            for k, v in obj.items()
         ]
     )
-
-
-def _shape(v: Any) -> Hashable:
-    if isinstance(v, dict):
-        return shape(v)
-    return _list_text(v)
 
 
 @lru_cache(maxsize=1024)
