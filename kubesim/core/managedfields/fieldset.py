@@ -26,6 +26,7 @@ __all__ = [
     "intersection",
     "is_member",
     "key",
+    "key1",
     "members",
     "path_string",
     "sorted_fields_v1",
@@ -54,10 +55,15 @@ def field(name: str) -> str:
 
 def key(fields: Mapping[str, Any]) -> str:
     """``k:{...}``: an item of a list keyed by ``fields`` (sorted by name, as kube writes it)."""
-    if len(fields) == 1:  # most lists are keyed by one field
+    if len(fields) == 1:
         [(k, v)] = fields.items()
-        return "k:{" + _STR(k) + ":" + _scalar(v) + "}"
+        return key1(k, v)
     return "k:{" + ",".join(_STR(k) + ":" + _scalar(fields[k]) for k in sorted(fields)) + "}"
+
+
+def key1(name: str, v: Any) -> str:
+    """``key({name: v})``: most lists are keyed by one field."""
+    return "k:{" + _STR(name) + ":" + _scalar(v) + "}"
 
 
 def _scalar(v: Any) -> str:

@@ -48,6 +48,7 @@ class _Missing:
 
 
 _MISSING: Final = _Missing()
+_CONTAINERS: Final = (dict, list)
 
 
 @dataclass(slots=True)
@@ -94,8 +95,20 @@ def item_element(t: Type, item: Any, i: int, path: fs.Path, *, strict: bool) -> 
 
 
 def _items(t: Type, items: list[Any], path: fs.Path, *, strict: bool) -> dict[str, Any] | None:
-    """A keyed list's or set's items by path element (the first of duplicates kept)."""
+    """A keyed list's or set's items by path element (the first of duplicates kept); all
+    ``k:`` or all ``v:``, so a plain sort puts them in FieldsV1 order."""
     out: dict[str, Any] = {}
+    if len(t.keys) == 1 and not t.is_set:  # the common case without a call per item
+        [k] = t.keys
+        default = KEY_DEFAULTS.get(k, _MISSING)
+        for item in items:
+            v = item.get(k, default) if isinstance(item, dict) else _MISSING
+            if v is _MISSING:  # not keyable: item_element says so
+                out = {}
+                break
+            out.setdefault(fs.key1(k, v), item)
+        else:
+            return out
     for i, item in enumerate(items):
         pe = item_element(t, item, i, path, strict=strict)
         if pe is None:
@@ -229,7 +242,9 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path, *, differ: bool = False
         for name, ov in o.items():
             nv = n.get(name, _MISSING)
             if nv is _MISSING:
-                removed["f:" + name] = _added(ov, field_type(t, name), path)
+                removed["f:" + name] = (
+                    _added(ov, field_type(t, name), path) if isinstance(ov, _CONTAINERS) else {}
+                )
             elif ov != nv:
                 a, m, r = _compare(ov, nv, field_type(t, name), path, differ=True)
                 pe = "f:" + name
@@ -241,7 +256,10 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path, *, differ: bool = False
                     removed[pe] = r
         for name, nv in n.items():
             if name not in o:
-                added["f:" + name] = _added(nv, field_type(t, name), path)
+                # a scalar is a leaf whatever its type: no type to look up
+                added["f:" + name] = (
+                    _added(nv, field_type(t, name), path) if isinstance(nv, _CONTAINERS) else {}
+                )
     else:
         oi = _items(t, old if isinstance(old, list) else [], path, strict=False)
         ni = _items(t, new if isinstance(new, list) else [], path, strict=False)
@@ -280,7 +298,6 @@ def created_fields(zero: Any, new: Any, t: Type) -> fs.FieldSet:
     return out if out is not None else {}
 
 
-_CONTAINERS: Final = (dict, list)
 # lists whole, exactly: json writes true, 1 and 1.0 apart, as the path elements do
 _list_text: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -310,7 +327,10 @@ def _leaves(names: tuple[str, ...]) -> fs.FieldSet:
 def _added(new: Any, t: Type, path: fs.Path) -> fs.FieldSet:
     """The node of a value the empty object does not have: a member, with every field."""
     if t.granular_map and isinstance(new, dict) and new:
-        if not any(isinstance(v, dict | list) for v in new.values()):
+        for v in new.values():
+            if isinstance(v, _CONTAINERS):
+                break
+        else:
             return _leaves(tuple(new))
         out: fs.FieldSet = {fs.MEMBER: {}}
         for name in sorted(new):
@@ -326,7 +346,7 @@ def _added(new: Any, t: Type, path: fs.Path) -> fs.FieldSet:
             return {}
         elem = element_type(t)
         out = {fs.MEMBER: {}}
-        for pe in sorted(items, key=fs.element_order):
+        for pe in sorted(items):
             out[pe] = _added(items[pe], elem, path)
         return out
     return {}
@@ -359,7 +379,7 @@ def _created(zero: Any, new: Any, t: Type, path: fs.Path) -> fs.FieldSet | None:
         if items is None:
             return {}
         elem = element_type(t)
-        for pe in sorted(items, key=fs.element_order):
+        for pe in sorted(items):
             node = _created(_MISSING, items[pe], elem, path)
             children[pe] = node if node is not None else {}
     else:
