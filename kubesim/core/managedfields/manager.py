@@ -201,19 +201,26 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
         if entry.stored is not None:
             out.append(entry.stored)
             continue
-        e: dict[str, Any] = {
-            "manager": key.manager,
-            "operation": key.operation,
-            "apiVersion": entry.api_version,
-        }
-        if entry.time:
-            e["time"] = entry.time
-        e["fieldsType"] = "FieldsV1"
-        e["fieldsV1"] = entry.fields
-        if key.subresource:
-            e["subresource"] = key.subresource
-        out.append(e)
+        out.append(_encoded(key, entry.fields, entry.api_version, entry.time))
     return out
+
+
+def _encoded(
+    key: ManagerKey, fields: fs.FieldSet, api_version: str, time: str | None
+) -> dict[str, Any]:
+    """One entry as ``metadata.managedFields`` holds it."""
+    e: dict[str, Any] = {
+        "manager": key.manager,
+        "operation": key.operation,
+        "apiVersion": api_version,
+    }
+    if time:
+        e["time"] = time
+    e["fieldsType"] = "FieldsV1"
+    e["fieldsV1"] = fields
+    if key.subresource:
+        e["subresource"] = key.subresource
+    return e
 
 
 def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -369,10 +376,7 @@ def update(
     if live is None:
         created = _created(new, w)
         if sent is None:  # the common create: one entry, the creator's
-            if not created:
-                return []
-            entry = Entry(created, w.api_version, w.now)
-            return encode({owner: entry})
+            return [_encoded(owner, created, w.api_version, w.now)] if created else []
         return encode(_take(_base(None, sent, w), owner, created, {}, w))
     c = typed.compare(_without_managed_fields(live), _without_managed_fields(new), w.type)
     live_entries = (live.get("metadata") or {}).get("managedFields")
