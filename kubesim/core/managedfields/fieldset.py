@@ -2,7 +2,7 @@
 
 kubesim computes on that shape directly (a ``FieldSet`` is the dict ``fieldsV1`` holds), so a
 stored entry is read and written without conversion. Sets are never changed in place: every
-operation returns a new one.
+operation returns a new one, or an argument it would only copy; results share subtrees.
 
 Upstream: ``sigs.k8s.io/structured-merge-diff/fieldpath`` (``set.go``, ``serialize.go``,
 ``element.go``, ``path.go``).
@@ -133,8 +133,7 @@ def union(a: Mapping[str, Any], b: Mapping[str, Any]) -> FieldSet:
 
 
 def difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> FieldSet:
-    """Members of ``a`` that are not members of ``b``: ``a`` itself when ``b`` takes none of
-    them (a set with ``"."`` is a node's children here, never the root)."""
+    """Members of ``a`` that are not members of ``b`` (``a`` itself when ``b`` takes none)."""
     if not b or not any(pe in b for pe in a):
         return a if isinstance(a, dict) else dict(a)
     out: FieldSet = {}

@@ -274,7 +274,7 @@ def _zero(t: Type, *, top: bool = True) -> Mapping[str, Any]:
 # Field sets of creates by the object's shape (``typed.shape``) and what ``_owned`` reads of the
 # write: the controllers' pods and the events create one shape over and over. Shared, like every
 # field set (never changed in place); emptied when full.
-_CREATED_CACHE_SIZE: Final = 1024
+_CREATED_CACHE_SIZE: Final = 256  # keys hold the objects' lists: kept few
 _created_cache: dict[Hashable, fs.FieldSet] = {}
 
 
