@@ -7,6 +7,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -252,3 +253,22 @@ def test_each_create_owns_what_it_set_whatever_was_created_before(
             if want
             else []
         )
+
+
+def test_a_keyed_list_with_an_item_it_cannot_key_is_one_field() -> None:
+    # structured-merge-diff cannot address such items one by one: the whole list changes
+    t = root_type("v1", "Pod")
+    old = {"spec": {"containers": [{"name": "a", "image": "x"}]}}
+    for items in ([{"name": "a", "image": "y"}, {"image": "z"}], [{"name": "a"}, "z"]):
+        c = typed.compare(old, {"spec": {"containers": items}}, t)
+        assert (c.added, c.modified, c.removed) == ({}, {"f:spec": {"f:containers": {}}}, {})
+    with pytest.raises(typed.SchemaError, match='omits key field "name"'):
+        typed.merge(old, {"spec": {"containers": [{"image": "z"}]}}, t)
+    # a port without its protocol is keyed by the default one
+    ports = typed.to_field_set(
+        {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}}, t
+    )
+    assert (
+        'k:{"containerPort":80,"protocol":"TCP"}'
+        in ports["f:spec"]["f:containers"]['k:{"name":"a"}']["f:ports"]
+    )
