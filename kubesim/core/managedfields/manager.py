@@ -17,6 +17,7 @@ from kubesim.core.errors import Cause, StatusError
 from kubesim.core.managedfields import fieldset as fs
 from kubesim.core.managedfields import typed
 from kubesim.core.managedfields.schema import Type, field_type
+from kubesim.core.store import Shared
 
 __all__ = [
     "APPLY",
@@ -293,6 +294,25 @@ def _created(new: Mapping[str, Any], w: Write) -> fs.FieldSet:
     return created
 
 
+# The entries of the creates one manager makes in one second with one field set: one list for
+# all of them (a burst of events, a ReplicaSet's pods), which the stored objects share as
+# versions of one object share theirs (``Shared``: never changed in place; a write replaces it).
+_entries_cache: dict[tuple[ManagerKey, str, str, int], tuple[fs.FieldSet, Shared]] = {}
+
+
+def _creator_entries(owner: ManagerKey, created: fs.FieldSet, w: Write) -> Shared:
+    # keyed by the set's id: the value holds the set, so no other set can take that id
+    key = (owner, w.api_version, w.now, id(created))
+    hit = _entries_cache.get(key)
+    if hit is not None and hit[0] is created:
+        return hit[1]
+    entries = Shared([_encoded(owner, created, w.api_version, w.now)])
+    if len(_entries_cache) >= _CREATED_CACHE_SIZE:
+        _entries_cache.clear()
+    _entries_cache[key] = (created, entries)
+    return entries
+
+
 def _cap(managed: Managed) -> Managed:
     """capManagers (``capmanagers.go``): past ten update entries, the oldest merge into
     ``ancient-changes``.
@@ -376,7 +396,7 @@ def update(
     if live is None:
         created = _created(new, w)
         if sent is None:  # the common create: one entry, the creator's
-            return [_encoded(owner, created, w.api_version, w.now)] if created else []
+            return _creator_entries(owner, created, w) if created else []
         return encode(_take(_base(None, sent, w), owner, created, {}, w))
     c = typed.compare(_without_managed_fields(live), _without_managed_fields(new), w.type)
     live_entries = (live.get("metadata") or {}).get("managedFields")
