@@ -46,7 +46,8 @@ CONTINUE_TOO_OLD: Final = (
 class Shared(list[Any]):
     """A list of JSON data nobody changes in place, shared rather than copied by ``clone``:
     an object's ``metadata.managedFields``, which each write replaces whole and which is as
-    large as the rest of a pod (``kubesim.core.managedfields``)."""
+    large as the rest of a pod (``kubesim.core.managedfields``; objects created alike share
+    one)."""
 
 
 def clone(obj: Any) -> Any:

@@ -2,7 +2,7 @@
 
 kubesim computes on that shape directly (a ``FieldSet`` is the dict ``fieldsV1`` holds), so a
 stored entry is read and written without conversion. Sets are never changed in place: every
-operation returns a new one.
+operation returns a new one, or an argument it would only copy; results share subtrees.
 
 Upstream: ``sigs.k8s.io/structured-merge-diff/fieldpath`` (``set.go``, ``serialize.go``,
 ``element.go``, ``path.go``).
@@ -26,6 +26,7 @@ __all__ = [
     "intersection",
     "is_member",
     "key",
+    "key1",
     "members",
     "path_string",
     "sorted_fields_v1",
@@ -54,7 +55,15 @@ def field(name: str) -> str:
 
 def key(fields: Mapping[str, Any]) -> str:
     """``k:{...}``: an item of a list keyed by ``fields`` (sorted by name, as kube writes it)."""
+    if len(fields) == 1:
+        [(k, v)] = fields.items()
+        return key1(k, v)
     return "k:{" + ",".join(_STR(k) + ":" + _scalar(fields[k]) for k in sorted(fields)) + "}"
+
+
+def key1(name: str, v: Any) -> str:
+    """``key({name: v})``: most lists are keyed by one field."""
+    return "k:{" + _STR(name) + ":" + _scalar(v) + "}"
 
 
 def _scalar(v: Any) -> str:
@@ -124,9 +133,9 @@ def union(a: Mapping[str, Any], b: Mapping[str, Any]) -> FieldSet:
 
 
 def difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> FieldSet:
-    """Members of ``a`` that are not members of ``b``."""
-    if not b:
-        return dict(a)
+    """Members of ``a`` that are not members of ``b`` (``a`` itself when ``b`` takes none)."""
+    if not b or not any(pe in b for pe in a):
+        return a if isinstance(a, dict) else dict(a)
     out: FieldSet = {}
     for pe, na in a.items():
         if pe == MEMBER:

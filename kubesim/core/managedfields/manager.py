@@ -8,7 +8,7 @@ manager, an apply is ``apply``; ``decode`` and ``encode`` read and write the ent
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Final
@@ -17,6 +17,7 @@ from kubesim.core.errors import Cause, StatusError
 from kubesim.core.managedfields import fieldset as fs
 from kubesim.core.managedfields import typed
 from kubesim.core.managedfields.schema import Type, field_type
+from kubesim.core.store import Shared
 
 __all__ = [
     "APPLY",
@@ -201,19 +202,26 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
         if entry.stored is not None:
             out.append(entry.stored)
             continue
-        e: dict[str, Any] = {
-            "manager": key.manager,
-            "operation": key.operation,
-            "apiVersion": entry.api_version,
-        }
-        if entry.time:
-            e["time"] = entry.time
-        e["fieldsType"] = "FieldsV1"
-        e["fieldsV1"] = entry.fields
-        if key.subresource:
-            e["subresource"] = key.subresource
-        out.append(e)
+        out.append(_encoded(key, entry.fields, entry.api_version, entry.time))
     return out
+
+
+def _encoded(
+    key: ManagerKey, fields: fs.FieldSet, api_version: str, time: str | None
+) -> dict[str, Any]:
+    """One entry as ``metadata.managedFields`` holds it."""
+    e: dict[str, Any] = {
+        "manager": key.manager,
+        "operation": key.operation,
+        "apiVersion": api_version,
+    }
+    if time:
+        e["time"] = time
+    e["fieldsType"] = "FieldsV1"
+    e["fieldsV1"] = fields
+    if key.subresource:
+        e["subresource"] = key.subresource
+    return e
 
 
 def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -262,6 +270,47 @@ def _zero(t: Type, *, top: bool = True) -> Mapping[str, Any]:
         if ft.kind == "struct":
             out[name] = _zero(ft, top=False)
     return out
+
+
+# Field sets of creates by the object's shape (``typed.shape``) and what ``_owned`` reads of the
+# write: the controllers' pods and the events create one shape over and over. Shared, like every
+# field set (never changed in place); emptied when full.
+_CREATED_CACHE_SIZE: Final = 256  # keys hold the objects' lists: kept few
+_created_cache: dict[Hashable, fs.FieldSet] = {}
+
+
+def _created(new: Mapping[str, Any], w: Write) -> fs.FieldSet:
+    """The fields a create of ``new`` sets that its creator owns."""
+    try:
+        key = (w.type, w.subresource, w.has_status, typed.shape(new))
+    except (TypeError, ValueError):  # a list json cannot write: no shape, computed each time
+        return _owned(typed.created_fields(_zero(w.type), new, w.type), w)
+    created = _created_cache.get(key)
+    if created is None:
+        created = _owned(typed.created_fields(_zero(w.type), new, w.type), w)
+        if len(_created_cache) >= _CREATED_CACHE_SIZE:
+            _created_cache.clear()
+        _created_cache[key] = created
+    return created
+
+
+# The entries of the creates one manager makes in one second with one field set: one list for
+# all of them (a burst of events, a ReplicaSet's pods), which the stored objects share as
+# versions of one object share theirs (``Shared``: never changed in place; a write replaces it).
+_entries_cache: dict[tuple[ManagerKey, str, str, int], tuple[fs.FieldSet, Shared]] = {}
+
+
+def _creator_entries(owner: ManagerKey, created: fs.FieldSet, w: Write) -> Shared:
+    # keyed by the set's id: the value holds the set, so no other set can take that id
+    key = (owner, w.api_version, w.now, id(created))
+    hit = _entries_cache.get(key)
+    if hit is not None and hit[0] is created:
+        return hit[1]
+    entries = Shared([_encoded(owner, created, w.api_version, w.now)])
+    if len(_entries_cache) >= _CREATED_CACHE_SIZE:
+        _entries_cache.clear()
+    _entries_cache[key] = (created, entries)
+    return entries
 
 
 def _cap(managed: Managed) -> Managed:
@@ -345,12 +394,9 @@ def update(
     """
     owner = _key(manager, UPDATE, w.api_version, w.subresource)
     if live is None:
-        created = _owned(typed.created_fields(_zero(w.type), new, w.type), w)
+        created = _created(new, w)
         if sent is None:  # the common create: one entry, the creator's
-            if not created:
-                return []
-            entry = Entry(created, w.api_version, w.now)
-            return encode({owner: entry})
+            return _creator_entries(owner, created, w) if created else []
         return encode(_take(_base(None, sent, w), owner, created, {}, w))
     c = typed.compare(_without_managed_fields(live), _without_managed_fields(new), w.type)
     live_entries = (live.get("metadata") or {}).get("managedFields")

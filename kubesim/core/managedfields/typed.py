@@ -9,7 +9,8 @@ that changes one field costs one path.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
@@ -31,6 +32,7 @@ __all__ = [
     "item_element",
     "merge",
     "remove",
+    "shape",
     "to_field_set",
 ]
 
@@ -44,6 +46,7 @@ class _Missing:
 
 
 _MISSING: Final = _Missing()
+_CONTAINERS: Final = (dict, list)
 
 
 @dataclass(slots=True)
@@ -90,8 +93,20 @@ def item_element(t: Type, item: Any, i: int, path: fs.Path, *, strict: bool) -> 
 
 
 def _items(t: Type, items: list[Any], path: fs.Path, *, strict: bool) -> dict[str, Any] | None:
-    """A keyed list's or set's items by path element (the first of duplicates kept)."""
+    """A keyed list's or set's items by path element (the first of duplicates kept); all
+    ``k:`` or all ``v:``, so a plain sort puts them in FieldsV1 order."""
     out: dict[str, Any] = {}
+    if len(t.keys) == 1 and not t.is_set:  # the common case without a call per item
+        [k] = t.keys
+        default = KEY_DEFAULTS.get(k, _MISSING)
+        for item in items:
+            v = item.get(k, default) if isinstance(item, dict) else _MISSING
+            if v is _MISSING:  # not keyable: item_element says so
+                out = {}
+                break
+            out.setdefault(fs.key1(k, v), item)
+        else:
+            return out
     for i, item in enumerate(items):
         pe = item_element(t, item, i, path, strict=strict)
         if pe is None:
@@ -187,15 +202,16 @@ _Nodes = tuple[fs.FieldSet | None, fs.FieldSet | None, fs.FieldSet | None]
 _NOTHING: Final[_Nodes] = (None, None, None)
 
 
-def _compare(old: Any, new: Any, t: Type, path: fs.Path) -> _Nodes:
+def _compare(old: Any, new: Any, t: Type, path: fs.Path, *, differ: bool = False) -> _Nodes:
     """The added, modified and removed nodes at one position (None: nothing there). A value
     on one side only is added or removed whole; a leaf present on both sides that differs is
-    modified; a map or list on both sides is no field itself, only its children are."""
+    modified; a map or list on both sides is no field itself, only its children are.
+    ``differ``: the caller found ``old != new`` already."""
     if old is _MISSING:
         return _added(new, t, path), None, None
     if new is _MISSING:
         return None, None, _added(old, t, path)
-    if old == new:
+    if not differ and old == new:
         return _NOTHING
     shape: type | None = None
     if t.granular_map:
@@ -217,27 +233,31 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path) -> _Nodes:
     added: fs.FieldSet = {}
     modified: fs.FieldSet = {}
     removed: fs.FieldSet = {}
-
-    def put(pe: str, nodes: _Nodes) -> None:
-        a, m, r = nodes
-        if a is not None:
-            added[pe] = a
-        if m is not None:
-            modified[pe] = m
-        if r is not None:
-            removed[pe] = r
-
+    # ``path`` only names a position in strict walks' errors: not extended here (never strict)
     if shape is dict:
         o = old if isinstance(old, dict) else {}
         n = new if isinstance(new, dict) else {}
         for name, ov in o.items():
             nv = n.get(name, _MISSING)
-            if nv is _MISSING or ov != nv:
+            if nv is _MISSING:
+                removed["f:" + name] = (
+                    _added(ov, field_type(t, name), path) if isinstance(ov, _CONTAINERS) else {}
+                )
+            elif ov != nv:
+                a, m, r = _compare(ov, nv, field_type(t, name), path, differ=True)
                 pe = "f:" + name
-                put(pe, _compare(ov, nv, field_type(t, name), (*path, pe)))
+                if a is not None:
+                    added[pe] = a
+                if m is not None:
+                    modified[pe] = m
+                if r is not None:
+                    removed[pe] = r
         for name, nv in n.items():
             if name not in o:
-                added["f:" + name] = _added(nv, field_type(t, name), path)
+                # a scalar is a leaf whatever its type: no type to look up
+                added["f:" + name] = (
+                    _added(nv, field_type(t, name), path) if isinstance(nv, _CONTAINERS) else {}
+                )
     else:
         oi = _items(t, old if isinstance(old, list) else [], path, strict=False)
         ni = _items(t, new if isinstance(new, list) else [], path, strict=False)
@@ -245,7 +265,17 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path) -> _Nodes:
             return None, {}, None
         elem = element_type(t)
         for pe, ov in oi.items():
-            put(pe, _compare(ov, ni.get(pe, _MISSING), elem, (*path, pe)))
+            nv = ni.get(pe, _MISSING)
+            if nv is _MISSING:
+                removed[pe] = _added(ov, elem, path)
+            elif ov != nv:
+                a, m, r = _compare(ov, nv, elem, path, differ=True)
+                if a is not None:
+                    added[pe] = a
+                if m is not None:
+                    modified[pe] = m
+                if r is not None:
+                    removed[pe] = r
         for pe, nv in ni.items():
             if pe not in oi:
                 added[pe] = _added(nv, elem, path)
@@ -266,6 +296,26 @@ def created_fields(zero: Any, new: Any, t: Type) -> fs.FieldSet:
     return out if out is not None else {}
 
 
+# lists whole, exactly: json writes true, 1 and 1.0 apart, as the path elements do
+_list_text: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def shape(obj: Mapping[str, Any]) -> Hashable:
+    """All that ``created_fields`` reads of ``obj``: every map's keys in order and what is under
+    them, lists whole (their items' keys and set values are path elements), and not the scalars
+    under map keys (a leaf is one field whatever it holds). Objects of one shape have one field
+    set over the same empty object: pods from one template, events from one recorder. TypeError or
+    ValueError for a list json cannot write."""
+    return tuple(
+        [
+            k  # a scalar: its key alone
+            if not isinstance(v, _CONTAINERS)
+            else (k, shape(v) if isinstance(v, dict) else _list_text(v))
+            for k, v in obj.items()
+        ]
+    )
+
+
 @lru_cache(maxsize=1024)
 def _leaves(names: tuple[str, ...]) -> fs.FieldSet:
     """A member whose fields are all scalars (shared: field sets are never changed)."""
@@ -275,7 +325,10 @@ def _leaves(names: tuple[str, ...]) -> fs.FieldSet:
 def _added(new: Any, t: Type, path: fs.Path) -> fs.FieldSet:
     """The node of a value the empty object does not have: a member, with every field."""
     if t.granular_map and isinstance(new, dict) and new:
-        if not any(isinstance(v, dict | list) for v in new.values()):
+        for v in new.values():
+            if isinstance(v, _CONTAINERS):
+                break
+        else:
             return _leaves(tuple(new))
         out: fs.FieldSet = {fs.MEMBER: {}}
         for name in sorted(new):
@@ -291,7 +344,7 @@ def _added(new: Any, t: Type, path: fs.Path) -> fs.FieldSet:
             return {}
         elem = element_type(t)
         out = {fs.MEMBER: {}}
-        for pe in sorted(items, key=fs.element_order):
+        for pe in sorted(items):
             out[pe] = _added(items[pe], elem, path)
         return out
     return {}
@@ -324,7 +377,7 @@ def _created(zero: Any, new: Any, t: Type, path: fs.Path) -> fs.FieldSet | None:
         if items is None:
             return {}
         elem = element_type(t)
-        for pe in sorted(items, key=fs.element_order):
+        for pe in sorted(items):
             node = _created(_MISSING, items[pe], elem, path)
             children[pe] = node if node is not None else {}
     else:

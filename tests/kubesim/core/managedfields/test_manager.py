@@ -255,3 +255,19 @@ def test_apply_then_an_empty_apply_removes_exactly_the_appliers_fields(
     else:
         assert "labels" not in obj["metadata"]
     assert [m for m, _, _ in entries(obj)] == (["them"] if theirs or their_labels else [])
+
+
+def test_creates_of_one_shape_keep_their_own_entries_through_later_writes() -> None:
+    # Creates of one shape in one second share their entries; a write to one leaves the other's.
+    reg, rt = store()
+    reg.create(rt, "default", configmap("a", data={"k": "1"}), field_manager="me")
+    reg.create(rt, "default", configmap("b", data={"k": "2"}), field_manager="me")
+    patch = json.dumps({"data": {"k": "3", "x": "y"}}).encode()
+    reg.patch(rt, "default", "a", patch, MERGE_PATCH, field_manager="other")
+    assert entries(reg.get(rt, "default", "b")) == [
+        ("me", "Update", {"f:data": {".": {}, "f:k": {}}})
+    ]
+    assert entries(reg.get(rt, "default", "a")) == [
+        ("me", "Update", {"f:data": {}}),  # the map itself, its key gone to the other
+        ("other", "Update", {"f:data": {"f:k": {}, "f:x": {}}}),
+    ]

@@ -7,14 +7,16 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kubesim.core.managedfields import fieldset as fs
-from kubesim.core.managedfields import typed
+from kubesim.core.managedfields import manager, typed
 from kubesim.core.managedfields.schema import DEDUCED, root_type
 
 DEPLOYMENT = root_type("apps/v1", "Deployment")
+NOW = "2026-01-01T00:00:00Z"
 
 
 def deployment() -> dict[str, Any]:
@@ -185,3 +187,88 @@ def test_compare_gives_sets_in_fields_v1_order(old: dict[str, Any], new: dict[st
     c = typed.compare(old, new, root_type("v1", "Pod"))
     for s in (c.added, c.modified, c.removed, fs.union(c.added, c.modified)):
         assert json.dumps(s) == json.dumps(fs.sorted_fields_v1(s))
+
+
+def _revalued(value: Any, scalars: st.DataObject) -> Any:
+    """``value`` with every scalar under a map key replaced (lists kept whole)."""
+    if isinstance(value, dict):
+        return {
+            k: _revalued(v, scalars)
+            if isinstance(v, dict | list)
+            else scalars.draw(st.none() | st.booleans() | st.integers() | st.text(max_size=3))
+            for k, v in value.items()
+        }
+    return value
+
+
+@given(st.dictionaries(st.sampled_from(["x", "y", "z"]), JSONISH, max_size=3), POD_LIKE, st.data())
+def test_objects_of_one_shape_set_the_same_fields(
+    untyped: dict[str, Any], pod: dict[str, Any], scalars: st.DataObject
+) -> None:
+    # What lets a create's fields be cached by shape: values under map keys do not matter.
+    cases = [
+        ({}, untyped, DEDUCED),
+        ({"metadata": {}, "spec": {}, "status": {}}, pod, root_type("v1", "Pod")),
+    ]
+    for zero, obj, t in cases:
+        other = _revalued(obj, scalars)
+        assert typed.shape(other) == typed.shape(obj)
+        assert json.dumps(typed.created_fields(zero, other, t)) == json.dumps(
+            typed.created_fields(zero, obj, t)
+        )
+
+
+def test_shape_tells_apart_what_the_fields_depend_on() -> None:
+    pod = {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}}
+    renamed = {"spec": {"containers": [{"name": "b", "ports": [{"containerPort": 80}]}]}}
+    assert typed.shape(pod) != typed.shape(renamed)  # a key value is a path element
+    assert typed.shape({"x": [1]}) != typed.shape({"x": [True]})  # v:1 and v:true
+    # an empty spec is the empty object's, which sets nothing; a scalar there is one field
+    assert typed.shape({"spec": {}}) != typed.shape({"spec": "s"})
+    assert typed.shape({"x": None}) == typed.shape({"x": "s"})  # both one field
+
+
+@given(st.lists(POD_LIKE, min_size=1, max_size=4), st.data())
+def test_each_create_owns_what_it_set_whatever_was_created_before(
+    pods: list[dict[str, Any]], scalars: st.DataObject
+) -> None:
+    # The cache by shape gives every create its own fields: a shape seen before (the same
+    # pod with other values) and shapes that differ only in a list's keys.
+    t = root_type("v1", "Pod")
+    w = manager.Write(type=t, api_version="v1", subresource="", has_status=True, now=NOW)
+    for pod in [q for p in pods for q in (p, _revalued(p, scalars))]:
+        want = typed.created_fields({"metadata": {}, "spec": {}, "status": {}}, pod, t)
+        got = manager.update(None, pod, manager="m", sent=None, w=w)
+        assert got == (
+            [
+                {
+                    "manager": "m",
+                    "operation": "Update",
+                    "apiVersion": "v1",
+                    "time": NOW,
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": want,
+                }
+            ]
+            if want
+            else []
+        )
+
+
+def test_a_keyed_list_with_an_item_it_cannot_key_is_one_field() -> None:
+    # structured-merge-diff cannot address such items one by one: the whole list changes
+    t = root_type("v1", "Pod")
+    old = {"spec": {"containers": [{"name": "a", "image": "x"}]}}
+    for items in ([{"name": "a", "image": "y"}, {"image": "z"}], [{"name": "a"}, "z"]):
+        c = typed.compare(old, {"spec": {"containers": items}}, t)
+        assert (c.added, c.modified, c.removed) == ({}, {"f:spec": {"f:containers": {}}}, {})
+    with pytest.raises(typed.SchemaError, match='omits key field "name"'):
+        typed.merge(old, {"spec": {"containers": [{"image": "z"}]}}, t)
+    # a port without its protocol is keyed by the default one
+    ports = typed.to_field_set(
+        {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}}, t
+    )
+    assert (
+        'k:{"containerPort":80,"protocol":"TCP"}'
+        in ports["f:spec"]["f:containers"]['k:{"name":"a"}']["f:ports"]
+    )
