@@ -43,7 +43,8 @@ DEFAULT_CONFIGS: Final = (
     CONFIG_DIR / "topology_spreading" / "performance-config.yaml",
     CONFIG_DIR / "affinity" / "performance-config.yaml",
 )
-# The default table: every workload with a floor, at the size upstream's CI runs.
+# The default table: every workload with a floor, at the size upstream's CI runs (affinity/'s
+# in both variants of its SchedulerQueueingHints gate).
 DEFAULT_TABLE: Final = (
     "SchedulingBasic/5000Nodes_10000Pods",
     "SchedulingDaemonset/15000Nodes",
@@ -56,17 +57,29 @@ DEFAULT_TABLE: Final = (
     "DefaultTopologySpreading/5000Nodes_50000Pods",
     "SchedulingWithNodeInclusionPolicy/5000Nodes",
     "SchedulingPodAntiAffinity/5000Nodes_2000Pods",
+    "SchedulingPodAntiAffinity/5000Nodes_2000Pods_QueueingHintsEnabled",
     "SchedulingPodMatchingAntiAffinity/5000Nodes_5000Pods",
+    "SchedulingPodMatchingAntiAffinity/5000Nodes_5000Pods_QueueingHintsEnabled",
     "SchedulingPodAffinity/5000Nodes_5000Pods",
+    "SchedulingPodAffinity/5000Nodes_5000Pods_QueueingHintsEnabled",
     "SchedulingPreferredPodAffinity/5000Nodes_5000Pods",
+    "SchedulingPreferredPodAffinity/5000Nodes_5000Pods_QueueingHintsEnabled",
     "SchedulingPreferredPodAntiAffinity/5000Nodes_5000Pods",
+    "SchedulingPreferredPodAntiAffinity/5000Nodes_5000Pods_QueueingHintsEnabled",
     "SchedulingNodeAffinity/5000Nodes_10000Pods",
+    "SchedulingNodeAffinity/5000Nodes_10000Pods_QueueingHintsEnabled",
     "MixedSchedulingBasePod/5000Nodes_5000Pods",
+    "MixedSchedulingBasePod/5000Nodes_5000Pods_QueueingHintsEnabled",
     "SchedulingRequiredPodAntiAffinityWithNSSelector/5000Nodes_2000Pods",
+    "SchedulingRequiredPodAntiAffinityWithNSSelector/5000Nodes_2000Pods_QueueingHintsEnabled",
     "SchedulingPreferredAntiAffinityWithNSSelector/5000Nodes_2000Pods",
+    "SchedulingPreferredAntiAffinityWithNSSelector/5000Nodes_2000Pods_QueueingHintsEnabled",
     "SchedulingRequiredPodAffinityWithNSSelector/5000Nodes_2000Pods",
+    "SchedulingRequiredPodAffinityWithNSSelector/5000Nodes_2000Pods_QueueingHintsEnabled",
     "SchedulingPreferredAffinityWithNSSelector/5000Nodes_5000Pods",
+    "SchedulingPreferredAffinityWithNSSelector/5000Nodes_5000Pods_QueueingHintsEnabled",
     "SchedulingGatedPodsWithPodAffinityImpactForThroughput/1Node_10000GatedPods",
+    "SchedulingGatedPodsWithPodAffinityImpactForThroughput/1Node_10000GatedPods_QueueingHintsEnabled",
 )
 
 TEST_CASE_FIELDS: Final = (
