@@ -244,14 +244,13 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path, *, differ: bool = False
                     _added(ov, field_type(t, name), path) if isinstance(ov, _CONTAINERS) else {}
                 )
             elif ov != nv:
-                a, m, r = _compare(ov, nv, field_type(t, name), path, differ=True)
-                pe = "f:" + name
-                if a is not None:
-                    added[pe] = a
-                if m is not None:
-                    modified[pe] = m
-                if r is not None:
-                    removed[pe] = r
+                _file(
+                    "f:" + name,
+                    _compare(ov, nv, field_type(t, name), path, differ=True),
+                    added,
+                    modified,
+                    removed,
+                )
         for name, nv in n.items():
             if name not in o:
                 # a scalar is a leaf whatever its type: no type to look up
@@ -269,17 +268,28 @@ def _compare(old: Any, new: Any, t: Type, path: fs.Path, *, differ: bool = False
             if nv is _MISSING:
                 removed[pe] = _added(ov, elem, path)
             elif ov != nv:
-                a, m, r = _compare(ov, nv, elem, path, differ=True)
-                if a is not None:
-                    added[pe] = a
-                if m is not None:
-                    modified[pe] = m
-                if r is not None:
-                    removed[pe] = r
+                _file(pe, _compare(ov, nv, elem, path, differ=True), added, modified, removed)
         for pe, nv in ni.items():
             if pe not in oi:
                 added[pe] = _added(nv, elem, path)
     return _in_order(added), _in_order(modified), _in_order(removed)
+
+
+def _file(
+    pe: str,
+    child: _Nodes,
+    added: fs.FieldSet,
+    modified: fs.FieldSet,
+    removed: fs.FieldSet,
+) -> None:
+    """File a child's (added, modified, removed) under its path element ``pe``."""
+    a, m, r = child
+    if a is not None:
+        added[pe] = a
+    if m is not None:
+        modified[pe] = m
+    if r is not None:
+        removed[pe] = r
 
 
 def _in_order(node: fs.FieldSet) -> fs.FieldSet | None:
