@@ -420,6 +420,12 @@ class SchedulerLoop:
         pinfo.pending_plugins = set(diagnosis.pending_plugins)
         self.metrics.schedule_attempt("unschedulable", self._profile(pod))
         self.metrics.preemption_attempt()
+        now = self._cluster.registry.clock() if self._cluster is not None else None
+        if now is not None and self.informers.latest_start_time < now:
+            # kube reads time.Now() for a pod without status.startTime. While every start
+            # time is earlier, "later than any start time" (None) orders pods the same, and
+            # the preemption cache keeps its outcomes from one decision to the next.
+            now = None
         outcome = preempt(
             pod,
             self.snapshot,
@@ -427,7 +433,7 @@ class SchedulerLoop:
             mode=self.preemption_mode,
             rng=self.rng,
             framework=self._framework if self.config is not None else self.framework,
-            now=self._cluster.registry.clock() if self._cluster is not None else None,
+            now=now,
             cross_node=self.cross_node_preemption,
             config=self.config,
         )
