@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import click
@@ -29,6 +29,7 @@ __all__ = [
     "BadInput",
     "Failure",
     "common_options",
+    "parse_feature_gates",
     "run",
     "user_agent",
 ]
@@ -106,6 +107,41 @@ def common_options(prog_name: str) -> Callable[[F], F]:
         return f
 
     return decorate
+
+
+# strconv.ParseBool's spellings, as kube's flags read booleans.
+_GO_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def parse_feature_gates(values: Iterable[str], known: Mapping[str, bool]) -> dict[str, bool]:
+    """``--feature-gates`` as kube's components read it (component-base ``featuregate.Set``):
+    comma-separated ``Name=bool`` pairs, repeatable, the last setting of a gate winning; each
+    name one of ``known`` (the gates and their defaults). Every gate is returned, defaults
+    filled in. ``ValueError`` with kube's message for a pair without a value, a value Go's
+    ``strconv.ParseBool`` refuses, or an unknown gate."""
+    out = dict(known)
+    given: dict[str, bool] = {}
+    for value in values:
+        for item in value.split(","):
+            if not item:
+                continue
+            name, sep, raw = item.partition("=")
+            name = name.strip()
+            if not sep:
+                raise ValueError(f"missing bool value for {name}")
+            raw = raw.strip()
+            if raw not in _GO_TRUE and raw not in _GO_FALSE:
+                raise ValueError(
+                    f'invalid value of {name}={raw}, err: strconv.ParseBool: parsing "{raw}":'
+                    " invalid syntax"
+                )
+            given[name] = raw in _GO_TRUE
+    for name, enabled in given.items():  # every pair is read before any name is checked
+        if name not in known:
+            raise ValueError(f"unrecognized feature gate: {name}")
+        out[name] = enabled
+    return out
 
 
 def _say(message: str) -> None:

@@ -143,6 +143,17 @@ def canonical_quantity(value: object) -> str:
     so ``+1Ki`` and ``1E3`` stay as they are. Like apimachinery, a decimal amount past the
     largest suffix loses it (``1000E`` is ``1``).
     """
+    if isinstance(value, str):  # the same few texts in every manifest: kept (errors are not)
+        return _canonical_text(value)
+    return _canonical(value)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_text(text: str) -> str:
+    return _canonical(text)
+
+
+def _canonical(value: object) -> str:
     if (error := json_error(value)) is not None:
         raise QuantityError(error)
     if value is None:
@@ -238,6 +249,17 @@ def parse_quantity(value: object) -> Decimal:
 
 def quantity_value(value: object, *, milli: bool = False) -> int:
     """``Quantity.Value()`` (or ``MilliValue()`` with ``milli``): rounded up to an integer."""
+    if isinstance(value, str):  # the same few texts in every pod: kept (errors are not)
+        return _text_value(value, milli)
+    return _value(value, milli)
+
+
+@lru_cache(maxsize=4096)
+def _text_value(text: str, milli: bool) -> int:
+    return _value(text, milli)
+
+
+def _value(value: object, milli: bool) -> int:
     exact = parse_quantity(value)
     if milli:
         exact = exact.scaleb(3)

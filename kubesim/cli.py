@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import click
 
@@ -35,11 +35,13 @@ from kube.cliutil import (
     BadInput,
     Failure,
     common_options,
+    parse_feature_gates,
     run,
 )
 from kube.strict import Validation
 from kubesim.controllers import CONTROLLER_NAMES
 from scheduler.cli import SCHEDULER_CONFIG_HELP, validate_option
+from scheduler.features import FEATURE_GATES, SCHEDULER_QUEUEING_HINTS
 
 if TYPE_CHECKING:
     from kubesim.faults.file import FaultSet
@@ -156,6 +158,23 @@ def _admission_plugins(
     return names
 
 
+def _feature_gates(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> dict[str, bool]:
+    """``--feature-gates``: kube's ``Name=bool`` pairs, each gate one the scheduler models
+    (exit 2 with kube's message otherwise)."""
+    try:
+        return parse_feature_gates(value, FEATURE_GATES)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def _gates_help() -> str:
+    return ", ".join(
+        f"{name}=true|false (default={str(on).lower()})" for name, on in FEATURE_GATES.items()
+    )
+
+
 def _load_faults(path: str) -> FaultSet:
     from kube.strict import ManifestError, parse_yaml, read_text
     from kubesim.faults.file import FaultError, FaultSet, parse_faults
@@ -214,6 +233,24 @@ def _load_faults(path: str) -> FaultSet:
     metavar="FILE",
     type=click.Path(dir_okay=False),
     help=SCHEDULER_CONFIG_HELP + " The scheduler loop runs every profile.",
+)
+@click.option(
+    "--feature-gates",
+    "feature_gates",
+    multiple=True,
+    metavar="NAME=BOOL,...",
+    callback=_feature_gates,
+    help="Feature gates of the scheduler loop, as kube-scheduler's flag (comma-separated, "
+    "repeatable): " + _gates_help() + ".",
+)
+@click.option(
+    "--preemption-mode",
+    type=click.Choice(["sampled", "exhaustive"]),
+    default="sampled",
+    show_default=True,
+    help="How the scheduler loop searches for a node to preempt on: sampled is "
+    "kube-scheduler's DefaultPreemption (a sample of the nodes from a random offset, seeded); "
+    "exhaustive weighs every node and breaks ties by node order, as scheduler simulate does.",
 )
 @click.option(
     "--background",
@@ -356,6 +393,8 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     time_scale: float,
     validation: Validation,
     scheduler_config: str | None,
+    feature_gates: dict[str, bool],
+    preemption_mode: Literal["sampled", "exhaustive"],
     background: bool,
     log_file: str | None,
     pid_file: str | None,
@@ -403,6 +442,8 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         args += ["--validate", validation]
         if scheduler_config:
             args += ["--scheduler-config", scheduler_config]
+        gates = ",".join(f"{name}={str(on).lower()}" for name, on in feature_gates.items())
+        args += ["--feature-gates", gates, "--preemption-mode", preemption_mode]
         for s in state:
             args += ["--state", s]
         if faults:
@@ -462,6 +503,8 @@ def serve(  # noqa: PLR0917 - click passes options positionally
         kubepods_at_root=kubepods_at_root,
         tls=tls,
         scheduler_config=config,
+        queueing_hints=feature_gates[SCHEDULER_QUEUEING_HINTS],
+        preemption_mode=preemption_mode,
     )
     for warning in sim.state_warnings:
         click.echo(f"Warning: {warning}", err=True)
@@ -493,6 +536,8 @@ def _simulator(  # noqa: PLR0917
     kubepods_at_root: bool = False,
     tls: bool = False,
     scheduler_config: KubeSchedulerConfiguration | None = None,
+    queueing_hints: bool | None = None,
+    preemption_mode: Literal["sampled", "exhaustive"] | None = None,
 ) -> Simulator:
     require_server_extra()
     from kubesim.sim import InsecureServing, Simulator, StateError
@@ -522,6 +567,8 @@ def _simulator(  # noqa: PLR0917
             kubepods_at_root=kubepods_at_root,
             tls=tls,
             scheduler_config=scheduler_config,
+            queueing_hints=queueing_hints,
+            preemption_mode=preemption_mode,
         )
     except InsecureServing as exc:
         raise BadInput(str(exc)) from None

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import yaml
 from aiohttp import web
@@ -258,7 +258,9 @@ class Simulator:
     ``disabled_controllers``; ``scheduler_loop=False`` is short for disabling ``scheduler``
     (unbound pods stay Pending, as in a cluster without a scheduler); ``scheduler_config``
     (a ``scheduler.config.KubeSchedulerConfiguration``) makes the scheduler run its profiles,
-    as kube-scheduler's ``--config``. Their timing is
+    as kube-scheduler's ``--config``; ``queueing_hints`` is its SchedulerQueueingHints gate
+    and ``preemption_mode`` its preemption search (``SchedulerLoop``'s, kube's by default).
+    Their timing is
     ``ControllerSettings`` (``ready_after``, ``reaction_delay``, ``job_duration``, or a
     ``ClusterSettings`` document in the state). ``faults`` start with the server
     (``kubesim.faults.injection``); ``add_faults`` and ``POST /_kubesim/faults`` add more while
@@ -318,6 +320,8 @@ class Simulator:
         authorization: str = ALWAYS_ALLOW,
         tls: bool = False,
         disabled_admission_plugins: Iterable[str] = (),
+        queueing_hints: bool | None = None,
+        preemption_mode: Literal["exhaustive", "sampled"] | None = None,
     ) -> None:
         if state is None:
             self._state: list[StateSource] = []
@@ -406,9 +410,15 @@ class Simulator:
             for c in (list(controllers) if controllers is not None else default_controllers())
             if c.name not in off
         ]
-        if scheduler_config is not None:
+        if scheduler_config is not None or queueing_hints is not None or preemption_mode:
             self.controllers = [
-                SchedulerLoop(config=scheduler_config) if isinstance(c, SchedulerLoop) else c
+                SchedulerLoop(
+                    config=scheduler_config,
+                    queueing_hints=c.queueing_hints if queueing_hints is None else queueing_hints,
+                    preemption_mode=preemption_mode or c.preemption_mode,
+                )
+                if isinstance(c, SchedulerLoop)
+                else c
                 for c in self.controllers
             ]
         # Process nodes: named here, or by a ProcessNode document of the state (``_load``).

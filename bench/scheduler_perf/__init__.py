@@ -13,7 +13,7 @@ and ``cli`` is ``python bench/scheduler_perf --help``.
 from .cli import main
 from .config import CONFIG_DIR, DEFAULT_CONFIGS, DEFAULT_TABLE, load_config, select
 from .errors import ConfigError, Unmodelled, WorkloadFailed
-from .executor import KUBESIM_HINTS_NOTE, Executor, run_workload
+from .executor import KUBESIM_URL_GATES_NOTE, Executor, run_workload
 from .gotemplate import render_template
 from .kubesim_backend import KubesimBackend
 from .library_backend import LibraryBackend
@@ -25,7 +25,7 @@ __all__ = [
     "CONFIG_DIR",
     "DEFAULT_CONFIGS",
     "DEFAULT_TABLE",
-    "KUBESIM_HINTS_NOTE",
+    "KUBESIM_URL_GATES_NOTE",
     "Collector",
     "ConfigError",
     "Executor",

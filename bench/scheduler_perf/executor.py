@@ -36,10 +36,10 @@ from .ops import (
 )
 from .throughput import Collector
 
-# kubesim serve's loop has no flag for the gate: its queue runs with it on, kube 1.32's default.
-KUBESIM_HINTS_NOTE: Final = (
-    "SchedulerQueueingHints=false: kubesim's scheduling loop runs its queue with the gate on"
-    " (kube 1.32's default), which changes how often pods are retried, not where they go"
+# A kubesim already running (``kubesim_url``) was started with its own --feature-gates.
+KUBESIM_URL_GATES_NOTE: Final = (
+    "SchedulerQueueingHints: a running kubesim (--kubesim-url) schedules with its own"
+    " --feature-gates"
 )
 
 __all__ = ["DEFAULT_TIMEOUT", "Executor", "Result", "run_workload"]
@@ -65,7 +65,7 @@ class Result:
     collector: Collector
     seconds: float
     pods: int
-    cpu_seconds: float  # this process's CPU time over the op (the machine may be shared)
+    cpu_seconds: float  # the scheduler's process's CPU time over the op (the machine is shared)
 
 
 class Executor:
@@ -260,7 +260,7 @@ class Executor:
         gc.collect()
         gc.freeze()
         self.collector = Collector(name, frozenset(namespaces), selector, time.monotonic())
-        self.cpu_started = time.process_time()
+        self.cpu_started = self.backend.cpu_time()
 
     def _stop_collecting(self, pods: int, began: float | None = None) -> None:
         collector = self.collector
@@ -279,7 +279,7 @@ class Executor:
                 collector,
                 end - start,
                 pods or collector.scheduled,
-                time.process_time() - self.cpu_started,
+                self.backend.cpu_time() - self.cpu_started,
             )
         )
 
@@ -391,8 +391,8 @@ def run_workload(
 
     ``ConfigError`` and ``WorkloadFailed`` propagate; ``Unmodelled`` becomes the line. ``overall``
     (the op's pods over the seconds to the last bind) stands in when there are fewer than two
-    throughput samples, and ``per_cpu_second`` (over this process's CPU time) is for machines
-    shared with other work.
+    throughput samples, and ``per_cpu_second`` (over the CPU time of the process that schedules:
+    this one, or ``kubesim serve``) is for machines shared with other work.
     """
     full = tc.full_name(w)
     line: dict[str, Any] = {
@@ -408,8 +408,8 @@ def run_workload(
         return {**line, "value": None, "unmodelled": str(exc)}
     config = tc.scheduler_configuration
     hints = queueing_hints(tc, w)
-    if through == "kubesim" and not hints:
-        notes = [*notes, KUBESIM_HINTS_NOTE]
+    if through == "kubesim" and kubesim_url is not None:
+        notes = [*notes, KUBESIM_URL_GATES_NOTE]
     if config is not None and through == "kubesim" and kubesim_url is not None:
         return {
             **line,
@@ -421,6 +421,7 @@ def run_workload(
         KubesimBackend(
             url=kubesim_url,
             scheduler_config=tc.base / tc.scheduler_config if config is not None else None,
+            queueing_hints=hints,
         )
         if through == "kubesim"
         else LibraryBackend(seed=seed, config=config, queueing_hints=hints)
@@ -468,10 +469,10 @@ def run_workload(
             else {k: round(v, 1) for k, v in summary.items() if k != "Average"}
         ),
         overall=_round(overall),
-        # The library's figure per second of this process's CPU (the machine may be shared;
-        # kubesim schedules in a process of its own, so there it says nothing).
+        # The pods per CPU second of the process that schedules (this one, or the kubesim
+        # serve child): what a shared machine takes away from ``value`` it leaves here.
         per_cpu_second=round(measured.collector.scheduled / measured.cpu_seconds, 1)
-        if measured.cpu_seconds > 0 and through == "scheduler"
+        if measured.cpu_seconds > 0
         else None,
         **backend.stats(),
     )

@@ -1,9 +1,9 @@
 """The same ops against ``kubesim serve``, a process of its own, over HTTP.
 
 Pods, nodes and deletions go out as API requests, kubelets off as on upstream's integration
-cluster; kubesim's scheduler loop binds the pods, and the figure is sampled from the
-scheduler's ``Scheduled`` events. Printed beside the library's figure as a ratio, without a
-floor.
+cluster; kubesim's scheduler loop binds the pods, run as kube-scheduler runs (the workload's
+SchedulerQueueingHints gate, DefaultPreemption's sampled search), and the figure is sampled
+from the scheduler's ``Scheduled`` events.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import psutil  # type: ignore[import-untyped, unused-ignore]
+
 from kube.times import parse_rfc3339
+from scheduler.features import FEATURE_GATES, SCHEDULER_QUEUEING_HINTS
 
 from .backend import BoundListener
 from .errors import Unmodelled, WorkloadFailed
@@ -97,10 +100,19 @@ class KubesimBackend:
 
     name = "kubesim"
 
-    def __init__(self, *, url: str | None = None, scheduler_config: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        scheduler_config: Path | None = None,
+        queueing_hints: bool = FEATURE_GATES[SCHEDULER_QUEUEING_HINTS],
+    ) -> None:
         import aiohttp  # only this backend needs the HTTP client
 
         self._scheduler_config = scheduler_config
+        self._queueing_hints = queueing_hints
+        self.command: list[str] = []  # the ``kubesim serve`` command line, once started
+        self._child: psutil.Process | None = None
         self.listeners: list[BoundListener] = []
         self._proc: subprocess.Popen[str] | None = None
         self._log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by close()
@@ -135,14 +147,19 @@ class KubesimBackend:
         # templates set spec.priority without a PriorityClass.
         cmd = [sys.executable, "-m", "kubesim", "serve", "--port", "0"]
         cmd += ["--disable-admission-plugins", "Priority"]
+        gate = f"{SCHEDULER_QUEUEING_HINTS}={str(self._queueing_hints).lower()}"
+        cmd += ["--feature-gates", gate, "--preemption-mode", "sampled"]
         if self._scheduler_config is not None:
             cmd += ["--scheduler-config", str(self._scheduler_config)]
         for name in CONTROLLER_NAMES:
             if name not in KUBESIM_ON:
                 cmd += ["--disable-controller", name]
+        self.command = cmd
         self._proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True
         )
+        with contextlib.suppress(psutil.Error):
+            self._child = psutil.Process(self._proc.pid)
         assert self._proc.stdout is not None
         deadline = time.monotonic() + 60
         for line in self._proc.stdout:
@@ -324,6 +341,17 @@ class KubesimBackend:
         pending = sum(1 for p in list(self.pods.values()) if not p.node)
         refused = "; ".join(f"{n} refused: {r}" for r, n in self.refused.most_common(2))
         return f"{pending} pods pending in kubesim" + (f"; {refused}" if refused else "")
+
+    def cpu_time(self) -> float:
+        """The ``kubesim serve`` child's CPU seconds (the scheduler and the API server run
+        there), or this process's when the server is not ours."""
+        if self._child is None:
+            return time.process_time()
+        try:
+            times = self._child.cpu_times()
+        except psutil.Error:
+            return 0.0
+        return float(times.user + times.system)
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"requests": self.requests}

@@ -376,6 +376,10 @@ class LibraryBackend:
         message = self.last_message.get(first, "never attempted")
         return f"{summary}; {len(pending)} pods pending, e.g. {first}: {message}"
 
+    def cpu_time(self) -> float:
+        """This process's CPU seconds: the scheduler runs here."""
+        return time.process_time()
+
     def stats(self) -> dict[str, Any]:
         return {"attempts": dict(self.results), "victims": self.victims}
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kube.duration import DurationError, parse_go_duration
+from scheduler.features import FEATURE_GATES
 
 from . import gojson
 from .config import OP_FIELDS, UNMODELLED_OPS, TestCase, Workload
@@ -47,9 +48,7 @@ NOTED_GATES: Final[dict[str, str]] = {
     "SchedulerAsyncPreemption": "preemption deletes its victims in the same cycle",
 }
 # Gates modelled both ways, with kube 1.32's default for a workload that does not set them.
-EITHER_WAY_GATES: Final[dict[str, bool]] = {
-    "SchedulerQueueingHints": True,  # on: plugins' hints judge events; off: what they register
-}
+EITHER_WAY_GATES: Final = FEATURE_GATES
 MODELLED_GATE_VALUES: Final = {
     "OpportunisticBatching": False,  # upstream's scheduler_perf turns it off unless asked
     "NodeDeclaredFeatures": False,  # no NodeDeclaredFeatures plugin here

@@ -165,15 +165,26 @@ async def watch_stream(registry: GenericStore, req: WatchRequest) -> AsyncGenera
                     next_bookmark = next_bookmark_time(now)
                     continue
                 wait = min(wait, next_bookmark - now)
-            try:
-                ev = await asyncio.wait_for(sub.queue.get(), timeout=wait)
-            except TimeoutError:
-                continue
-            if ev.rv <= last_rv:
-                continue
-            last_rv = ev.rv
-            line = convert(ev)
-            if line is not None:
-                yield line
+            queue = sub.queue
+            events: list[Event] = []
+            if queue.empty():
+                try:
+                    events.append(await asyncio.wait_for(queue.get(), timeout=wait))
+                except TimeoutError:
+                    continue
+            # Every event queued by now goes out in one write: a burst of changes costs one
+            # chunk and one send, not one per event (the stream is the same bytes).
+            while not queue.empty():
+                events.append(queue.get_nowait())
+            lines: list[bytes] = []
+            for ev in events:
+                if ev.rv <= last_rv:
+                    continue
+                last_rv = ev.rv
+                line = convert(ev)
+                if line is not None:
+                    lines.append(line)
+            if lines:
+                yield b"".join(lines)
     finally:
         store.unsubscribe(sub)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
@@ -200,6 +201,8 @@ class Informers:
         self._workloads: dict[str, dict[str, Any]] = {storage: {} for storage in WORKLOADS}
         self._admission = PriorityAdmission()
         self._classes_changed = False
+        # The latest status.startTime of any pod seen (never lowered: a bound, not a maximum).
+        self.latest_start_time = -math.inf
 
     def on_event(self, ev: Event) -> None:
         """One event of the store's watch (or of the first list), applied."""
@@ -335,6 +338,9 @@ class Informers:
         new = self._typed_pod(ev.obj, prev=ev.prev, old=old)
         if new is None:
             return
+        started = new.start_time
+        if started is not None and started > self.latest_start_time:
+            self.latest_start_time = started
         if new.phase in TERMINAL_PHASES:
             # Terminal pods release their resources (the cache drops them).
             self.pods.pop(key, None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
@@ -88,6 +89,11 @@ class SchedulerLoop:
     name; a pod naming no profile is another scheduler's and is left alone. The queue's
     backoffs and ``percentageOfNodesToScore`` are the configuration's.
 
+    A pod that fits nowhere preempts as kube-scheduler's DefaultPreemption does
+    (``preemption_mode="sampled"``: a sample of the nodes from a random offset, drawn from the
+    loop's ``rng``, seeded by ``seed``); ``"exhaustive"`` weighs every node and breaks full ties
+    by node order, the decision ``scheduler simulate`` explains by default.
+
     The queue's periodic flushes (backoff every second, leftovers every 30 s) run on a clock
     scaled by the cluster's ``time_scale``, so backoffs are ``time_scale`` times shorter in wall
     time. The loop's work per pod does not grow with the number of pods: watch events are
@@ -108,7 +114,8 @@ class SchedulerLoop:
         pod_initial_backoff: float = 1.0,
         pod_max_backoff: float = 10.0,
         pod_max_in_unschedulable_pods: float = 300.0,
-        preemption_mode: Literal["exhaustive", "sampled"] = "exhaustive",
+        preemption_mode: Literal["exhaustive", "sampled"] = "sampled",
+        seed: int = 0,
         framework: Framework | None = None,
         history: int = 10000,
         cross_node_preemption: bool = False,
@@ -130,6 +137,7 @@ class SchedulerLoop:
         self.pod_max_backoff = pod_max_backoff
         self.pod_max_in_unschedulable_pods = pod_max_in_unschedulable_pods
         self.preemption_mode: Literal["exhaustive", "sampled"] = preemption_mode
+        self.rng = random.Random(seed)  # the sampled search's offsets, one draw per search
         # Beyond kube (``scheduler.preemption.crossnode``); off: kube's DefaultPreemption.
         self.cross_node_preemption = cross_node_preemption
         # An explicit framework replaces every profile's Filter plugins (tests); else the
@@ -412,13 +420,20 @@ class SchedulerLoop:
         pinfo.pending_plugins = set(diagnosis.pending_plugins)
         self.metrics.schedule_attempt("unschedulable", self._profile(pod))
         self.metrics.preemption_attempt()
+        now = self._cluster.registry.clock() if self._cluster is not None else None
+        if now is not None and self.informers.latest_start_time < now:
+            # kube reads time.Now() for a pod without status.startTime. While every start
+            # time is earlier, "later than any start time" (None) orders pods the same, and
+            # the preemption cache keeps its outcomes from one decision to the next.
+            now = None
         outcome = preempt(
             pod,
             self.snapshot,
             node_statuses=result.node_statuses,
             mode=self.preemption_mode,
+            rng=self.rng,
             framework=self._framework if self.config is not None else self.framework,
-            now=self._cluster.registry.clock() if self._cluster is not None else None,
+            now=now,
             cross_node=self.cross_node_preemption,
             config=self.config,
         )

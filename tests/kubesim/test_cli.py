@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from kubesim.cli import main
+from kubesim.scheduling import SchedulerLoop
 from tests.support.wait import until_sync
 
 if TYPE_CHECKING:
@@ -535,6 +536,25 @@ def test_flags_override_the_state_settings_and_absent_flags_keep_them(
         (["--ready-after", "-1"], "Invalid value for '--ready-after': -1.0 is not in the range"),
         (["--job-duration", "soon"], "Invalid value for '--job-duration': 'soon' is not"),
         (["--reaction-delay"], "Option '--reaction-delay' requires an argument"),
+        # kube's own messages (component-base featuregate)
+        (
+            ["--feature-gates", "SchedulerQueueingHints=true,SchedulerQueueingHintz=false"],
+            "Invalid value for '--feature-gates': unrecognized feature gate:"
+            " SchedulerQueueingHintz",
+        ),
+        (
+            ["--feature-gates", "SchedulerQueueingHints=off"],
+            "Invalid value for '--feature-gates': invalid value of SchedulerQueueingHints=off,"
+            ' err: strconv.ParseBool: parsing "off": invalid syntax',
+        ),
+        (
+            ["--feature-gates", "SchedulerQueueingHints"],
+            "Invalid value for '--feature-gates': missing bool value for SchedulerQueueingHints",
+        ),
+        (
+            ["--preemption-mode", "kube"],
+            "Invalid value for '--preemption-mode': 'kube' is not one of 'sampled', 'exhaustive'",
+        ),
     ],
 )
 def test_bad_living_flags_exit_2_naming_the_value(
@@ -544,6 +564,64 @@ def test_bad_living_flags_exit_2_naming_the_value(
     assert code == 2
     assert message in _one_line(err)
     assert captured == []  # nothing ran
+
+
+def _loop(sim: Simulator) -> SchedulerLoop:
+    (loop,) = (c for c in sim.controllers if isinstance(c, SchedulerLoop))
+    return loop
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        ([], (True, "sampled")),  # kube-scheduler 1.32: hints on, DefaultPreemption's sampling
+        (["--feature-gates", "SchedulerQueueingHints=false"], (False, "sampled")),
+        # Go's spellings of a bool; the last setting of a gate wins
+        (
+            ["--feature-gates", "SchedulerQueueingHints=F, SchedulerQueueingHints=1"],
+            (True, "sampled"),
+        ),
+        (
+            [
+                *("--feature-gates", "SchedulerQueueingHints=true", "--feature-gates", ","),
+                *("--feature-gates", "SchedulerQueueingHints=FALSE"),
+                *("--preemption-mode", "exhaustive"),
+            ],
+            (False, "exhaustive"),
+        ),
+    ],
+)
+def test_scheduler_flags_reach_the_loop(
+    state: Path,
+    captured: list[Simulator],
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    want: tuple[bool, str],
+) -> None:
+    assert _run(capsys, "--state", str(state), *args) == (0, "")
+    loop = _loop(captured[0])
+    hints, mode = want
+    assert (loop.queueing_hints, loop.queue.queueing_hints_enabled) == (hints, hints)
+    assert loop.preemption_mode == mode
+
+
+def test_scheduler_flags_apply_to_a_configured_scheduler(
+    tmp_path: Path, state: Path, captured: list[Simulator], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: a\n"
+    )
+    flags = ["--feature-gates", "SchedulerQueueingHints=false", "--preemption-mode", "exhaustive"]
+    assert _run(capsys, "--state", str(state), "--scheduler-config", str(config), *flags) == (
+        0,
+        "",
+    )
+    loop = _loop(captured[0])
+    assert loop.scheduler_name == "a"
+    assert not loop.queue.queueing_hints_enabled
+    assert loop.preemption_mode == "exhaustive"
 
 
 def test_help_documents_the_living_flags(capsys: pytest.CaptureFixture[str]) -> None:
@@ -557,6 +635,8 @@ def test_help_documents_the_living_flags(capsys: pytest.CaptureFixture[str]) -> 
         "--no-scheduler",
         "--no-eviction-subresource",
         "garbagecollector",  # the known names are listed
+        "SchedulerQueueingHints=true|false",
+        "--preemption-mode [sampled|exhaustive]",
     ):
         assert option in out
 
@@ -595,6 +675,29 @@ def test_background_forwards_the_living_flags(
     assert sim.settings.reaction_delay == 0
     assert {c.name for c in sim.controllers}.isdisjoint({"job", "scheduler"})
     assert sim.eviction is None
+
+
+def test_background_forwards_the_scheduler_flags(
+    state: Path,
+    captured: list[Simulator],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import kubesim.cli
+
+    forwarded: list[list[str]] = []
+
+    def fake_background(args: list[str], **_: object) -> int:
+        forwarded.append(args)
+        return 0
+
+    monkeypatch.setattr(kubesim.cli, "_background", fake_background)
+    flags = ["--feature-gates", "SchedulerQueueingHints=0", "--preemption-mode", "exhaustive"]
+    assert _run(capsys, "--background", "--state", str(state), *flags) == (0, "")
+    (args,) = forwarded
+    assert main(args) == 0
+    loop = _loop(captured[0])
+    assert (loop.queueing_hints, loop.preemption_mode) == (False, "exhaustive")
 
 
 def test_no_eviction_subresource_hides_it_from_a_served_discovery(tmp_path: Path) -> None:

@@ -66,9 +66,17 @@ def test_the_library_queue_gets_the_gate() -> None:
     assert not SP.LibraryBackend(seed=1, queueing_hints=False).queue.queueing_hints_enabled
 
 
-def test_false_through_kubesim_is_noted_the_loop_runs_with_the_gate_on(tmp_path: Path) -> None:
-    tc, w = _cases(tmp_path)["hintsOff"]
-    line = SP.run_workload(tc, w, through="kubesim", timeout=60)
-    assert "unmodelled" not in line, line
-    assert line["scheduled"] == line["measured_pods"] == 3
-    assert line["notes"] == [SP.KUBESIM_HINTS_NOTE]
+@pytest.mark.parametrize(("name", "hints"), [("hintsOff", False), ("unset", True)])
+def test_kubesim_serve_gets_the_workloads_gate(tmp_path: Path, name: str, hints: bool) -> None:
+    tc, w = _cases(tmp_path)[name]
+    backend = SP.KubesimBackend(queueing_hints=SP.queueing_hints(tc, w))
+    try:
+        gate = backend.command[backend.command.index("--feature-gates") + 1]
+        assert gate == f"SchedulerQueueingHints={str(hints).lower()}"
+        # kubesim serve parses it into its loop: tests/kubesim/test_cli.py
+        executor = SP.Executor(tc, w, backend, SP.Templates(0), timeout=60)
+        (result,) = executor.run(SP.plan(tc, w)[0])
+        assert result.collector.scheduled == 3
+        assert backend.cpu_time() > 0.1  # the child's CPU: it imported kubesim, at least
+    finally:
+        backend.close()

@@ -300,3 +300,29 @@ async def test_ten_concurrent_watchers_receive_every_event(
         assert [e["object"]["metadata"]["name"] for e in events] == expected
         rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
         assert rvs == sorted(rvs)
+
+
+async def test_a_burst_of_writes_reaches_a_watcher_whole_and_in_order(sim: Simulator) -> None:
+    """Writes made without yielding to the server are queued together and go out together:
+    each still one line, in resourceVersion order, the selector applied to each."""
+    rv = sim.store.resource_version
+    path = f"/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv}&labelSelector=burst"
+    watcher = asyncio.create_task(_collect(sim, path, 60))
+    await asyncio.sleep(0.2)
+    pod_type = sim._type_for("Pod")
+    for i in range(100):
+        labels = {"burst": "yes"} if i % 5 else {}  # every fifth pod does not match
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"b-{i}", "labels": labels},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
+        sim.registry.create(pod_type, "default", body)
+    events = await asyncio.wait_for(watcher, 10)
+    names = [f"b-{i}" for i in range(100) if i % 5]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", n) for n in names[:60]
+    ]
+    rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert rvs == sorted(rvs)

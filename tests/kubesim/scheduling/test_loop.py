@@ -272,6 +272,28 @@ async def test_preemption_deletes_victims_nominates_and_then_binds() -> None:
         await until(lambda: stored_pod(sim, "vip")["spec"].get("nodeName") == "node-a")
 
 
+@pytest.mark.parametrize(
+    ("started", "chosen"), [("2100-01-01", "node-a"), ("2020-01-01", "node-b")]
+)
+async def test_an_unset_start_time_counts_as_now_against_set_ones(
+    started: str, chosen: str
+) -> None:
+    """kube picks the node whose victims started last, an unset start time being time.Now():
+    a victim started in the future is later than one without a start time, one started in
+    the past earlier (the loop may treat "unset" as "later than any" only in the latter case)."""
+    on_a = pending_pod("on-a", cpu="900m", priority_class="low", node_name="node-a")
+    on_a["status"] = {"phase": "Running", "startTime": f"{started}T00:00:00Z"}
+    on_b = pending_pod("on-b", cpu="900m", priority_class="low", node_name="node-b")
+    on_b["status"] = {"phase": "Running"}
+    state = [node_yaml("node-a", cpu="1"), node_yaml("node-b", cpu="1"), PRIORITY_CLASSES]
+    state += [on_a, on_b]
+    async with kubesim.serve(state=state, time_scale=0.01, disabled_controllers={"kubelet"}) as sim:
+        create_pod(sim, pending_pod("vip", cpu="900m", priority_class="high"))
+        node = await until(lambda: stored_pod(sim, "vip")["status"].get("nominatedNodeName"))
+        assert node == chosen
+        assert decision_for(sim, "vip").victims == (f"default/on-{chosen[-1]}",)
+
+
 async def test_a_higher_preemptor_clears_a_lower_nomination_on_its_node() -> None:
     state = [node_yaml("node-a", cpu="2"), PRIORITY_CLASSES]
     async with kubesim.serve(state=state, time_scale=0.01) as sim:
