@@ -68,14 +68,15 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_layers_are_the_architectures() -> None:
     """The old names on top, the cycle, the configuration (profiles built from plugins), the
-    queueing-hint table (the plugins' hints gathered for the queue), the plugins and the
+    queueing-hint table (the plugins' hints gathered for the queue) beside the feature gates
+    modelled, the plugins and the
     queue, the framework, the snapshot, as ARCHITECTURE.md draws them; every
     module of the package has a layer."""
     assert CONTRACT["exhaustive"] is True
     assert "objects" in LAYERS[0] and "filters" in LAYERS[0] and "score" in LAYERS[0]
     assert LAYERS[3] == ["schedule", "preemption", "eventhandlers"]
     assert LAYERS[4] == ["config"]
-    assert LAYERS[5] == ["hints"]
+    assert LAYERS[5] == ["hints", "features"]
     assert LAYERS[6] == ["plugins", "queue", "priority"]
     assert LAYERS[-2:] == [["framework"], ["snapshot"]]
     real = {p.stem for p in (ROOT / "scheduler").iterdir() if p.suffix == ".py" or p.is_dir()}
