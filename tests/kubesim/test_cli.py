@@ -641,12 +641,13 @@ def test_help_documents_the_living_flags(capsys: pytest.CaptureFixture[str]) -> 
         assert option in out
 
 
-def test_background_forwards_the_living_flags(
+def _run_in_the_background_child(
     state: Path,
-    captured: list[Simulator],
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
+    flags: list[str],
 ) -> None:
+    """``serve --background`` with ``flags``, then the detached child's command line run here."""
     import kubesim.cli
 
     forwarded: list[list[str]] = []
@@ -656,6 +657,18 @@ def test_background_forwards_the_living_flags(
         return 0
 
     monkeypatch.setattr(kubesim.cli, "_background", fake_background)
+    assert _run(capsys, "--background", "--state", str(state), *flags) == (0, "")
+    (args,) = forwarded
+    # The detached child parses the same flags into the same Simulator.
+    assert main(args) == 0
+
+
+def test_background_forwards_the_living_flags(
+    state: Path,
+    captured: list[Simulator],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     flags = [
         "--ready-after",
         "0.5",
@@ -666,10 +679,7 @@ def test_background_forwards_the_living_flags(
         "--no-scheduler",
         "--no-eviction-subresource",
     ]
-    assert _run(capsys, "--background", "--state", str(state), *flags) == (0, "")
-    (args,) = forwarded
-    # The detached child parses the same flags into the same Simulator.
-    assert main(args) == 0
+    _run_in_the_background_child(state, capsys, monkeypatch, flags)
     (sim,) = captured
     assert (sim.settings.ready_after, sim.settings.job_duration) == (0.5, 3)
     assert sim.settings.reaction_delay == 0
@@ -683,19 +693,8 @@ def test_background_forwards_the_scheduler_flags(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import kubesim.cli
-
-    forwarded: list[list[str]] = []
-
-    def fake_background(args: list[str], **_: object) -> int:
-        forwarded.append(args)
-        return 0
-
-    monkeypatch.setattr(kubesim.cli, "_background", fake_background)
     flags = ["--feature-gates", "SchedulerQueueingHints=0", "--preemption-mode", "exhaustive"]
-    assert _run(capsys, "--background", "--state", str(state), *flags) == (0, "")
-    (args,) = forwarded
-    assert main(args) == 0
+    _run_in_the_background_child(state, capsys, monkeypatch, flags)
     loop = _loop(captured[0])
     assert (loop.queueing_hints, loop.preemption_mode) == (False, "exhaustive")
 
