@@ -67,7 +67,7 @@ test-kubectl: bytecode
 # The Containerfile's build stage run as written, without a container engine: pip installs the
 # locks into a fresh venv, builds the project's wheel and compiles the venv (a minute of CPU).
 test-image: $(STAMP)
-	$(PYTEST) -m image tests/agent/test_containerfile.py
+	$(KEEP_BYTECODE) $(VENV)/bin/pytest -q -m image tests/agent/test_containerfile.py
 
 # The guest-kernel tests (tests/node): Debian's kernel under QEMU (TCG) with the host's root
 # read-only, cgroup v2 and systemd as PID 1, one VM for the whole run (see tests/node/README.md).
