@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from kube.duration import DurationError, parse_go_duration
-from scheduler.features import FEATURE_GATES
+from scheduler.features import FEATURE_GATES, SCHEDULER_QUEUEING_HINTS
 
 from . import gojson
 from .config import OP_FIELDS, UNMODELLED_OPS, TestCase, Workload
 from .errors import ConfigError, Unmodelled
 
 __all__ = [
-    "EITHER_WAY_GATES",
     "MODELLED_GATE_VALUES",
     "NOTED_GATES",
     "Barrier",
@@ -47,8 +46,6 @@ NOTED_GATES: Final[dict[str, str]] = {
     "SchedulerAsyncAPICalls": "API calls are not issued by the library (kubesim binds inline)",
     "SchedulerAsyncPreemption": "preemption deletes its victims in the same cycle",
 }
-# Gates modelled both ways, with kube 1.32's default for a workload that does not set them.
-EITHER_WAY_GATES: Final = FEATURE_GATES
 MODELLED_GATE_VALUES: Final = {
     "OpportunisticBatching": False,  # upstream's scheduler_perf turns it off unless asked
     "NodeDeclaredFeatures": False,  # no NodeDeclaredFeatures plugin here
@@ -219,7 +216,7 @@ def queueing_hints(tc: TestCase, w: Workload) -> bool:
     """The workload's SchedulerQueueingHints: its own setting, the test case's, else kube's
     1.32 default (on)."""
     gates = {**tc.feature_gates, **w.feature_gates}
-    return bool(gates.get("SchedulerQueueingHints", EITHER_WAY_GATES["SchedulerQueueingHints"]))
+    return bool(gates.get(SCHEDULER_QUEUEING_HINTS, FEATURE_GATES[SCHEDULER_QUEUEING_HINTS]))
 
 
 def plan(tc: TestCase, w: Workload) -> tuple[list[Op], list[str]]:
@@ -236,7 +233,7 @@ def plan(tc: TestCase, w: Workload) -> tuple[list[Op], list[str]]:
     for gate, value in sorted(gates.items()):
         if gate in NOTED_GATES:
             notes.append(f"{gate}={str(value).lower()}: {NOTED_GATES[gate]}")
-        elif gate in EITHER_WAY_GATES:
+        elif gate in FEATURE_GATES:  # modelled both ways (scheduler.features)
             continue
         elif gate in MODELLED_GATE_VALUES:
             if MODELLED_GATE_VALUES[gate] != value:
