@@ -9,6 +9,7 @@ whole-cluster answers. An owned NodeInfo's totals change only through ``add_pod`
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
@@ -33,6 +34,7 @@ _generation: Final = itertools.count(1)
 
 _MAX_RESOURCE_CLASSES: Final = 65536
 _CHANGE_LOG_MIN: Final = 4096  # the pod-change log keeps at least this many entries
+_RECENT_PODS: Final = 1024  # NodeInfo.remove_pod looks among these last pods first
 
 COLUMN_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
 """The resources ``ResourceColumns`` keeps (plus pod slots); scalar resources have none."""
@@ -156,16 +158,13 @@ class NodeInfo:
 
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with ``pod.key``; False when it is not on this node. Given the
-        stored object itself, it is found at C speed (a node may hold thousands of pods)."""
+        stored object itself, it is found at C speed (a node may hold thousands of pods),
+        looking first among the last pods added: the pod a binding replaces was assumed
+        moments ago, and a scan from the front made each bind O(pods on the node)."""
         key = pod.key
-        try:
-            i = self.pods.index(pod)  # Pods compare by identity
-        except ValueError:
-            for i, p in enumerate(self.pods):  # noqa: B007 - used after the loop
-                if p.key == key:
-                    break
-            else:
-                return False
+        i = _position(self.pods, pod)
+        if i < 0:
+            return False
         p = self.pods[i]
         del self.pods[i]
         req = self.requested
@@ -217,6 +216,18 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"<NodeInfo {self.name} pods={len(self.pods)} requested={self.requested}>"
+
+
+def _position(pods: list[Pod], pod: Pod) -> int:
+    """Where ``pod`` (the stored object, else a pod with its key) is in ``pods``; -1 if absent.
+    Identity is compared in C, the last ``_RECENT_PODS`` first."""
+    tail = max(0, len(pods) - _RECENT_PODS)
+    with contextlib.suppress(ValueError):
+        return pods.index(pod, tail)  # Pods compare by identity
+    with contextlib.suppress(ValueError):
+        return pods.index(pod, 0, tail)
+    key = pod.key
+    return next((i for i, p in enumerate(pods) if p.key == key), -1)
 
 
 def _node_traits(node: Node) -> set[str]:
