@@ -167,24 +167,30 @@ def _pre_filter_result(plugin: object) -> Callable[[CycleState], frozenset[str] 
 
 
 def _record_rejections(
-    failed: dict[str, Status], rejected: list[tuple[NodeInfo, Status]], plugin: str
+    failed: dict[str, Status],
+    rejected: list[tuple[NodeInfo, Status]],
+    plugin: str,
+    distinct: dict[int, Status],
 ) -> None:
-    """``failed[node] = filter_status(rejection, plugin)`` for each rejected node. Plugins
-    answer with a few shared Status objects, so each distinct one is tagged once."""
-    names = [ni.name for ni, _ in rejected]
+    """``failed[node] = filter_status(rejection, plugin)`` for each rejected node, and each
+    distinct tagged status into ``distinct`` (by id). Plugins answer with a few shared Status
+    objects, so each distinct one is tagged once."""
     answers = [r for _, r in rejected]
     ids = set(map(id, answers))
-    distinct: dict[int, Status] = {}
+    seen: dict[int, Status] = {}
     for r in answers:
-        if id(r) not in distinct:
-            distinct[id(r)] = r
-            if len(distinct) == len(ids):
+        if id(r) not in seen:
+            seen[id(r)] = r
+            if len(seen) == len(ids):
                 break
-    tagged = {i: filter_status(r, plugin) for i, r in distinct.items()}
-    if all(tagged[i] is r for i, r in distinct.items()):
+    tagged = {i: filter_status(r, plugin) for i, r in seen.items()}
+    names = [ni.name for ni, _ in rejected]
+    if all(tagged[i] is r for i, r in seen.items()):
         failed.update(zip(names, answers, strict=True))
     else:
         failed.update(zip(names, [tagged[i] for i in map(id, answers)], strict=True))
+    for t in tagged.values():
+        distinct[id(t)] = t
 
 
 def run_filter_plugins_batch(
@@ -196,11 +202,27 @@ def run_filter_plugins_batch(
     passing: Collection[str] = (),
 ) -> tuple[list[NodeInfo], dict[str, Status]]:
     """``RunFilterPlugins`` for many nodes: the passing nodes (in order) and the statuses of
-    the others (keyed by node name), first rejection per node, nominated pods not included.
-    ``passing`` names plugins known to pass every one of these nodes (not run)."""
+    the others (keyed by node name, in the order of ``node_infos``), first rejection per node,
+    nominated pods not included. ``passing`` names plugins known to pass every one of these
+    nodes (not run)."""
+    alive, failed, _ = _filter_batch(framework, state, pod, node_infos, passing)
+    return alive, failed
+
+
+def _filter_batch(
+    framework: Framework,
+    state: CycleState,
+    pod: Pod,
+    node_infos: list[NodeInfo],
+    passing: Collection[str],
+) -> tuple[list[NodeInfo], dict[str, Status], list[Status]]:
+    """``run_filter_plugins_batch``, and the distinct statuses of its ``failed`` (so the walk
+    need not pass over every rejected node again to find them)."""
     skip = state.skip_filter_plugins
     alive = node_infos
     failed: dict[str, Status] = {}
+    distinct: dict[int, Status] = {}
+    rejecting = 0
     for plugin in framework.filter_plugins:
         if not alive:
             break
@@ -210,17 +232,23 @@ def run_filter_plugins_batch(
         if batch is not None:
             alive, rejected = batch(state, pod, alive)
             if rejected:
-                _record_rejections(failed, rejected, plugin.name)
+                rejecting += 1
+                _record_rejections(failed, rejected, plugin.name, distinct)
         else:
             keep: list[NodeInfo] = []
+            before = len(failed)
             for ni in alive:
                 status = plugin.filter(state, pod, ni)
                 if status is None or status.code is Code.Success:
                     keep.append(ni)
                 else:
-                    failed[ni.name] = filter_status(status, plugin.name)
+                    tagged = failed[ni.name] = filter_status(status, plugin.name)
+                    distinct[id(tagged)] = tagged
+            rejecting += len(failed) > before
             alive = keep
-    return alive, failed
+    if rejecting > 1:  # each plugin's rejections came in node order; merge them into it
+        failed = {ni.name: failed[ni.name] for ni in node_infos if ni.name in failed}
+    return alive, failed, list(distinct.values())
 
 
 def uniform_filter_verdict(
@@ -429,10 +457,11 @@ def _find_nodes_that_pass_filters(
                 else:
                     plain.append(ni)
         failed: dict[str, Status]
+        distinct: list[Status]
         if uniform is not None:  # Success: every node passes the plain filters
-            passed, failed = plain, {}
+            passed, failed, distinct = plain, {}, []
         else:
-            passed, failed = run_filter_plugins_batch(framework, state, pod, plain, passing=passing)
+            passed, failed, distinct = _filter_batch(framework, state, pod, plain, passing)
         for name, status in special.items():
             if not status.is_success():
                 failed[name] = status
@@ -444,31 +473,36 @@ def _find_nodes_that_pass_filters(
             continue
         explicit = statuses.statuses
         kept: dict[str, Status]
-        if not special and not any([v.code is Code.Error for v in failed.values()]):  # noqa: C419 - a list is faster here
+        if not special and not any([v.code is Code.Error for v in distinct]):  # noqa: C419 - a list is faster here
             # The batch keeps evaluation order; the statuses go in in that order too.
             if len(passed) > want:
                 chunk = chunk[: chunk.index(passed[want - 1]) + 1]
                 passed = passed[:want]
+                names = [ni.name for ni in chunk]
+                kept = {name: failed[name] for name in names if name in failed}
+                distinct = list({id(v): v for v in kept.values()}.values())
+            else:
+                kept = failed
             feasible.extend(passed)
-            names = [ni.name for ni in chunk]
-            kept = {name: failed[name] for name in names if name in failed}
             explicit.update(kept)
-        else:
-            kept = {}
-            error: Status | None = None
-            for i, ni in enumerate(chunk):  # evaluation order, as upstream fills its slice
-                if len(feasible) == num_nodes_to_find:
-                    chunk = chunk[:i]
-                    break
-                verdict = failed.get(ni.name)
-                if verdict is None:
-                    feasible.append(ni)
-                elif verdict.code is Code.Error:
-                    error = error or verdict
-                else:
-                    explicit[ni.name] = kept[ni.name] = verdict
-            if error is not None:
-                return error
+            evaluated += len(chunk)
+            _add_plugin_statuses(diagnosis, distinct)
+            continue
+        kept = {}
+        error: Status | None = None
+        for i, ni in enumerate(chunk):  # evaluation order, as upstream fills its slice
+            if len(feasible) == num_nodes_to_find:
+                chunk = chunk[:i]
+                break
+            verdict = failed.get(ni.name)
+            if verdict is None:
+                feasible.append(ni)
+            elif verdict.code is Code.Error:
+                error = error or verdict
+            else:
+                explicit[ni.name] = kept[ni.name] = verdict
+        if error is not None:
+            return error
         evaluated += len(chunk)
         _add_plugin_statuses(diagnosis, kept.values())
     return feasible

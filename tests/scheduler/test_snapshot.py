@@ -163,3 +163,36 @@ def test_the_change_log_is_bounded_and_says_when_it_no_longer_reaches_back() -> 
     assert end == cursor + 10000
     _, recent = snap.pod_changes(end - 10)
     assert recent is not None and len(recent) == 10
+
+
+node_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "remove", "read"]),
+        st.integers(0, 6),
+        st.dictionaries(st.sampled_from(["zone", "rack"]), st.sampled_from(["1", "2"])),
+    ),
+    max_size=40,
+)
+
+
+@given(node_ops)
+def test_label_columns_and_positions_follow_nodes_that_come_change_and_go(
+    sequence: list[tuple[str, int, dict[str, str]]],
+) -> None:
+    snap = Snapshot.from_objects([mknode("n0", labels={"zone": "1"})])
+    for op, i, labels in sequence:
+        if op == "add":  # a new node, or a known one replaced with other labels
+            snap.add_node(mknode(f"n{i}", labels=labels))
+        elif op == "remove":
+            gone = snap.get_node_info(f"n{i}")
+            snap.remove_node(f"n{i}")
+            assert gone is None or gone.position is None
+        else:  # a column built now must be kept right by every change after it
+            snap.label_column("zone" if i % 2 else "rack")
+        assert [ni.position for ni in snap.node_info_list] == list(range(len(snap)))
+    for key in ("zone", "rack"):
+        assert snap.label_column(key) == [
+            ni.node.labels.get(key) for ni in snap.node_info_list if ni.node is not None
+        ]
+    for ni in snap.node_info_list:
+        assert ni.clone().position is None
