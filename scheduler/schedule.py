@@ -31,7 +31,7 @@ from scheduler.framework import (
 )
 from scheduler.plugins.helper import remember
 from scheduler.plugins.registry import default_framework
-from scheduler.snapshot import NodeInfo, Snapshot
+from scheduler.snapshot import NodeInfo, NodeWindow, Snapshot
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
@@ -388,10 +388,15 @@ class _WithNominated:
         return found
 
 
-def _window(nodes: list[NodeInfo], start: int, offset: int, count: int) -> list[NodeInfo]:
+def _window(
+    nodes: list[NodeInfo], start: int, offset: int, count: int, snapshot: Snapshot
+) -> list[NodeInfo]:
     """Up to ``count`` nodes from position ``start + offset`` (mod n), stopping at the end of
-    the list; the caller's loop continues from the front."""
+    the list; the caller's loop continues from the front. A ``NodeWindow`` when ``nodes`` are
+    the snapshot's own list."""
     first = (start + offset) % len(nodes)
+    if nodes is snapshot.node_info_list:
+        return NodeWindow(snapshot, first, count)
     return nodes[first : first + count]
 
 
@@ -446,7 +451,7 @@ def _find_nodes_that_pass_filters(
             # nodes after the last one wanted are dropped as if never evaluated (filters have
             # no side effects), so the outcome is the node-by-node walk's.
             size = (want * evaluated // len(feasible) if feasible else 2 * evaluated) * 5 // 4 + 8
-        chunk = _window(nodes, start_index, evaluated, min(n - evaluated, size))
+        chunk = _window(nodes, start_index, evaluated, min(n - evaluated, size), snapshot)
         special: dict[str, Status] = {}
         plain = chunk
         if nominated:

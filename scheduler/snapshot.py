@@ -27,7 +27,14 @@ from kube.objects import (
     StatefulSet,
 )
 
-__all__ = ["COLUMN_RESOURCES", "NodeInfo", "PodObserver", "ResourceColumns", "Snapshot"]
+__all__ = [
+    "COLUMN_RESOURCES",
+    "NodeInfo",
+    "NodeWindow",
+    "PodObserver",
+    "ResourceColumns",
+    "Snapshot",
+]
 
 _generation: Final = itertools.count(1)
 
@@ -221,6 +228,26 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"<NodeInfo {self.name} pods={len(self.pods)} requested={self.requested}>"
+
+
+class NodeWindow(list[NodeInfo]):
+    """Consecutive nodes of a snapshot: ``self[j]`` is ``owner.node_info_list[start + j]``.
+
+    The filter walk hands its chunks over in this form, so a batch filter can slice the
+    snapshot's per-node columns (``Snapshot.label_column``) instead of visiting each node. A
+    slice of it is a plain list; do not change one in place.
+    """
+
+    __slots__ = ("owner", "start")
+
+    def __init__(self, owner: Snapshot, start: int, count: int) -> None:
+        super().__init__(owner.node_info_list[start : start + count])
+        self.owner = owner
+        self.start = start
+
+    def label_column(self, key: str) -> list[str | None]:
+        """Each node's value of label ``key``, from the owner's column."""
+        return self.owner.label_column(key)[self.start : self.start + len(self)]
 
 
 def _position(pods: list[Pod], pod: Pod) -> int:

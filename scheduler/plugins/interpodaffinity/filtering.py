@@ -18,7 +18,7 @@ from kube.objects import Node, Pod, PodAffinityTerm
 from scheduler.framework import Code, CycleState, FilterBatchResult, Status
 from scheduler.plugins.helper import SKIP
 from scheduler.plugins.interpodaffinity.index import affinity_index
-from scheduler.snapshot import NodeInfo, Snapshot
+from scheduler.snapshot import NodeInfo, NodeWindow, Snapshot
 
 __all__ = [
     "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
@@ -380,6 +380,8 @@ def _state(state: CycleState) -> PreFilterState | Status:
 def _label_column(node_infos: list[NodeInfo], key: str) -> list[str | None]:
     """Each node's value of label ``key`` (None: no such label): from the owning snapshot's
     column when the nodes have one, else from each node's labels (clones, bare NodeInfos)."""
+    if isinstance(node_infos, NodeWindow):
+        return node_infos.label_column(key)
     owner = node_infos[0].owner if node_infos else None
     if owner is not None:
         full = owner.label_column(key)

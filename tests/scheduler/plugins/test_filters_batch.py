@@ -11,7 +11,7 @@ from scheduler.framework import BatchFilterPlugin, CycleState, Status
 from scheduler.plugins.helper import split_by_filter
 from scheduler.plugins.registry import default_framework
 from scheduler.schedule import run_filter_plugins_batch
-from scheduler.snapshot import Snapshot
+from scheduler.snapshot import NodeWindow, Snapshot
 from tests.support.strategies import clusters
 
 
@@ -45,14 +45,17 @@ def test_each_plugin_batch_matches_its_filter(cluster: tuple[Snapshot, Pod]) -> 
     # (nodes outside the snapshot's columns, as preemption's dry runs pass).
     half = len(snapshot.node_info_list) // 2
     window = snapshot.node_info_list[half:] + snapshot.node_info_list[:half]
-    nodes = [ni.clone() if i % 3 == 1 else ni for i, ni in enumerate(window)]
-    for plugin in fwk.filter_plugins:
-        if plugin.name in state.skip_filter_plugins:
-            continue
-        assert isinstance(plugin, BatchFilterPlugin)
-        got_passed, got_rejected = plugin.filter_nodes(state, incoming, nodes)
-        want_passed, want_rejected = split_by_filter(plugin.filter, state, incoming, nodes)
-        assert [ni.name for ni in got_passed] == [ni.name for ni in want_passed]
-        assert sorted((ni.name, s.code.name, s.reasons) for ni, s in got_rejected) == sorted(
-            (ni.name, s.code.name, s.reasons) for ni, s in want_rejected
-        )
+    mixed = [ni.clone() if i % 3 == 1 else ni for i, ni in enumerate(window)]
+    # and the walk's own chunks: a NodeWindow reads the snapshot's columns.
+    tail = NodeWindow(snapshot, half, len(snapshot.node_info_list) - half)
+    for nodes in (mixed, tail):
+        for plugin in fwk.filter_plugins:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            assert isinstance(plugin, BatchFilterPlugin)
+            got_passed, got_rejected = plugin.filter_nodes(state, incoming, nodes)
+            want_passed, want_rejected = split_by_filter(plugin.filter, state, incoming, nodes)
+            assert [ni.name for ni in got_passed] == [ni.name for ni in want_passed]
+            assert sorted((ni.name, s.code.name, s.reasons) for ni, s in got_rejected) == sorted(
+                (ni.name, s.code.name, s.reasons) for ni, s in want_rejected
+            )
