@@ -38,7 +38,9 @@ __all__ = ["KubesimBackend"]
 # controller (no kubelets, no workload controllers).
 KUBESIM_ON: Final = frozenset({"scheduler", "namespace"})
 CONCURRENT_REQUESTS: Final = 32
-STALL_SECONDS: Final = 30.0  # no pod event for this long while waiting: nothing moves
+# No pod event and no answered request for this long while waiting: nothing moves. Answers
+# count, so a slow setup (15000 nodes created over HTTP) is not taken for a stall.
+STALL_SECONDS: Final = 30.0
 
 
 def _api_path(kind: str, namespace: str, name: str = "") -> str:
@@ -184,6 +186,7 @@ class KubesimBackend:
         client = session if session is not None else self._api.session
         async with client.request(method, path, json=body, headers=headers) as resp:
             data = await resp.json(content_type=None)
+            self._last_event = time.monotonic()
             return resp.status, data
 
     async def _create_all(self, items: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
@@ -316,8 +319,8 @@ class KubesimBackend:
         )
 
     def step(self, until: float) -> bool:
-        """Deliver the binds the watch saw; wait a little. False once nothing moved for
-        ``STALL_SECONDS``."""
+        """Deliver the binds the watch saw; wait a little. False once nothing moved (no pod
+        event, no answer) for ``STALL_SECONDS``."""
         self._deliver()
         for done in [f for f in self._pending_creates if f.done()]:
             self._pending_creates.remove(done)
