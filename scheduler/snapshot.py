@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Hashable, Iterable, Iterator, Mapping
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from typing import Any, Final, Protocol, TypeVar
 
 from kube.objects import (
     KubeObject,
@@ -25,6 +25,7 @@ from kube.objects import (
     ReplicationController,
     Service,
     StatefulSet,
+    Taint,
 )
 
 __all__ = [
@@ -34,7 +35,12 @@ __all__ = [
     "PodObserver",
     "ResourceColumns",
     "Snapshot",
+    "label_values",
+    "node_values",
+    "taint_values",
 ]
+
+T = TypeVar("T")
 
 _generation: Final = itertools.count(1)
 
@@ -245,9 +251,52 @@ class NodeWindow(list[NodeInfo]):
         self.owner = owner
         self.start = start
 
-    def label_column(self, key: str) -> list[str | None]:
-        """Each node's value of label ``key``, from the owner's column."""
-        return self.owner.label_column(key)[self.start : self.start + len(self)]
+    def column(self, full: list[T]) -> list[T]:
+        """This window's part of one of the owner's per-node columns."""
+        return full[self.start : self.start + len(self)]
+
+
+def node_values(
+    node_infos: list[NodeInfo],
+    column: Callable[[Snapshot], list[T]],
+    value_of: Callable[[Node | None], T],
+) -> list[T]:
+    """``value_of(ni.node)`` for each node, read from the owning snapshot's ``column`` when the
+    nodes have one (a ``NodeWindow``, or nodes that know their position): a walk reads one
+    list instead of chasing each node's objects, a cache miss per hop on large clusters."""
+    if isinstance(node_infos, NodeWindow):
+        return node_infos.column(column(node_infos.owner))
+    owner = node_infos[0].owner if node_infos else None
+    if owner is not None:
+        full = column(owner)
+        with contextlib.suppress(TypeError):  # a node without a position: None is no index
+            return [
+                full[ni.position] if ni.owner is owner else value_of(ni.node)  # type: ignore[index]
+                for ni in node_infos
+            ]
+    return [value_of(ni.node) for ni in node_infos]
+
+
+def label_values(node_infos: list[NodeInfo], key: str) -> list[str | None]:
+    """Each node's value of label ``key`` (None: no such label); see ``node_values``."""
+    return node_values(node_infos, lambda s: s.label_column(key), _label_of(key))
+
+
+def taint_values(node_infos: list[NodeInfo]) -> list[tuple[Taint, ...]]:
+    """Each node's taints; equal taints are one object when read from the snapshot, so a
+    verdict per distinct object serves every node that has them. See ``node_values``."""
+    return node_values(node_infos, Snapshot.taints_column, _taints_of)
+
+
+def _label_of(key: str) -> Callable[[Node | None], str | None]:
+    def value(node: Node | None) -> str | None:
+        return node.labels.get(key) if node is not None else None
+
+    return value
+
+
+def _taints_of(node: Node | None) -> tuple[Taint, ...]:
+    return node.taints if node is not None else ()
 
 
 def _position(pods: list[Pod], pod: Pod) -> int:
@@ -385,13 +434,14 @@ class Snapshot:
         "_columns",
         "_image_nodes",
         "_image_sizes",
-        "_label_columns",
         "_names",
+        "_node_columns",
         "_node_traits",
         "_nominated",
         "_orphans",
         "_pending",
         "_positions",
+        "_taint_sets",
         "_with_affinity",
         "_with_required_anti_affinity",
         "generation",
@@ -431,7 +481,10 @@ class Snapshot:
         self._classes: dict[Hashable, int] = {}  # resource amounts -> NodeInfo.resource_class
         self._names: list[str] | None = None
         self._positions: dict[str, int] | None = None
-        self._label_columns: dict[str, list[str | None]] = {}  # built on first use
+        # Per-node columns in node_info_list order, built on first use: name -> (how a
+        # node's value is read, the values).
+        self._node_columns: dict[Hashable, tuple[Callable[[Node | None], Any], list[Any]]] = {}
+        self._taint_sets: dict[tuple[Taint, ...], tuple[Taint, ...]] = {}
         self.layout_generation = 0
         self._change_log: list[NodeInfo] = []  # nodes whose pods changed, oldest first
         self._change_base = 0  # the cursor of _change_log[0]
@@ -483,8 +536,8 @@ class Snapshot:
         self.count_node_traits(node, 1)
         ni.position = len(self.node_info_list)
         self.node_info_list.append(ni)
-        for key, column in self._label_columns.items():
-            column.append(node.labels.get(key))
+        for value_of, column in self._node_columns.values():
+            column.append(value_of(node))
         self._by_name[node.name] = ni
         self._columns = None
         self._names = None
@@ -502,7 +555,7 @@ class Snapshot:
         self.layout_generation += 1
         at = self.node_info_list.index(ni)
         del self.node_info_list[at]
-        for column in self._label_columns.values():
+        for _, column in self._node_columns.values():
             del column[at]
         for i in range(at, len(self.node_info_list)):
             self.node_info_list[i].position = i
@@ -543,27 +596,37 @@ class Snapshot:
             self._positions = {name: i for i, name in enumerate(self.node_names())}
         return self._positions
 
-    def label_column(self, key: str) -> list[str | None]:
-        """Each node's value of label ``key`` (None: no such label), in ``node_info_list``
-        order, kept as nodes come, go and change (shared: do not change it). A NodeInfo's
-        ``position`` is its index here: walks read one list instead of chasing every
-        node's object and label map, which cost them a cache miss per hop on large clusters.
-        """
-        column = self._label_columns.get(key)
-        if column is None:
-            column = self._label_columns[key] = [
-                ni.node.labels.get(key) if ni.node is not None else None
-                for ni in self.node_info_list
-            ]
+    def node_column(self, name: Hashable, value_of: Callable[[Node | None], T]) -> list[T]:
+        """``value_of(ni.node)`` for each node in ``node_info_list`` order, kept as nodes come,
+        go and change (shared: do not change it); ``name`` says which column. A NodeInfo's
+        ``position`` is its index here."""
+        entry = self._node_columns.get(name)
+        if entry is None:
+            entry = self._node_columns[name] = (
+                value_of,
+                [value_of(ni.node) for ni in self.node_info_list],
+            )
+        column: list[T] = entry[1]
         return column
+
+    def label_column(self, key: str) -> list[str | None]:
+        """Each node's value of label ``key`` (None: no such label), as ``node_column``."""
+        return self.node_column(("label", key), _label_of(key))
+
+    def taints_column(self) -> list[tuple[Taint, ...]]:
+        """Each node's taints, equal ones as one object, as ``node_column``."""
+        return self.node_column("taints", self._canonical_taints)
+
+    def _canonical_taints(self, node: Node | None) -> tuple[Taint, ...]:
+        taints = node.taints if node is not None else ()
+        return self._taint_sets.setdefault(taints, taints)
 
     def relabel(self, ni: NodeInfo) -> None:
         """Called by an owned NodeInfo after its Node was replaced."""
         if ni.position is None:
             return
-        labels = ni.node.labels if ni.node is not None else {}
-        for key, column in self._label_columns.items():
-            column[ni.position] = labels.get(key)
+        for value_of, column in self._node_columns.values():
+            column[ni.position] = value_of(ni.node)
 
     def resource_columns(self) -> ResourceColumns:
         """The columnar view of free capacity (shared: do not change it)."""

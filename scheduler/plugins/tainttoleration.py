@@ -21,7 +21,7 @@ from scheduler.framework import (
 )
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
 from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, default_normalize_score, remember
-from scheduler.snapshot import NodeInfo, Snapshot
+from scheduler.snapshot import NodeInfo, NodeWindow, Snapshot
 
 __all__ = [
     "DO_NOT_SCHEDULE_EFFECTS",
@@ -97,9 +97,24 @@ class TaintToleration(NoPreFilterExtensions):
     def filter_nodes(
         self, state: CycleState, pod: Pod, node_infos: list[NodeInfo]
     ) -> FilterBatchResult:
+        """``filter`` for many nodes. The walk's chunks read the snapshot's taints column, where
+        equal taints are one object: one verdict per distinct object. Other lists keep
+        verdicts per node (``NodeInfo.memo``) for pods with the same tolerations."""
+        tolerations = pod.tolerations
+        if isinstance(node_infos, NodeWindow):
+            column = node_infos.column(node_infos.owner.taints_column())
+            distinct = {id(t): t for t in column}
+            if len(distinct) == 1 and not column[0]:
+                return node_infos, []
+            ok = {
+                i: not t or find_matching_untolerated_taint(t, tolerations) is None
+                for i, t in distinct.items()
+            }
+            verdicts = list(map(ok.__getitem__, map(id, column)))
+            pairs = list(zip(node_infos, verdicts, strict=True))
+            return [ni for ni, v in pairs if v], [(ni, _REJECT) for ni, v in pairs if not v]
         if not any([ni.node is not None and ni.node.taints for ni in node_infos]):  # noqa: C419 - a list is faster than a generator here
             return node_infos, []
-        tolerations = pod.tolerations
         key = NAME + repr(tolerations)
 
         def tolerated(ni: NodeInfo) -> bool:

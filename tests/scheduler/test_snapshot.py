@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kube.objects import Container, ContainerPort, Pod, PodDisruptionBudget
+from kube.objects import Container, ContainerPort, Pod, PodDisruptionBudget, Taint
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.support.objects import mknode, mkpod
 
@@ -170,6 +170,7 @@ node_ops = st.lists(
         st.sampled_from(["add", "remove", "read"]),
         st.integers(0, 6),
         st.dictionaries(st.sampled_from(["zone", "rack"]), st.sampled_from(["1", "2"])),
+        st.sampled_from([(), (Taint("gpu", "", "NoSchedule"),), (Taint("a"), Taint("b"))]),
     ),
     max_size=40,
 )
@@ -177,22 +178,27 @@ node_ops = st.lists(
 
 @given(node_ops)
 def test_label_columns_and_positions_follow_nodes_that_come_change_and_go(
-    sequence: list[tuple[str, int, dict[str, str]]],
+    sequence: list[tuple[str, int, dict[str, str], tuple[Taint, ...]]],
 ) -> None:
     snap = Snapshot.from_objects([mknode("n0", labels={"zone": "1"})])
-    for op, i, labels in sequence:
-        if op == "add":  # a new node, or a known one replaced with other labels
-            snap.add_node(mknode(f"n{i}", labels=labels))
+    for op, i, labels, taints in sequence:
+        if op == "add":  # a new node, or a known one replaced with other labels and taints
+            snap.add_node(mknode(f"n{i}", labels=labels, taints=tuple(taints)))
         elif op == "remove":
             gone = snap.get_node_info(f"n{i}")
             snap.remove_node(f"n{i}")
             assert gone is None or gone.position is None
         else:  # a column built now must be kept right by every change after it
             snap.label_column("zone" if i % 2 else "rack")
+            snap.taints_column()
         assert [ni.position for ni in snap.node_info_list] == list(range(len(snap)))
     for key in ("zone", "rack"):
         assert snap.label_column(key) == [
             ni.node.labels.get(key) for ni in snap.node_info_list if ni.node is not None
         ]
+    column = snap.taints_column()
+    assert column == [ni.node.taints for ni in snap.node_info_list if ni.node is not None]
+    # equal taints are one object, so a verdict per object serves every node that has them
+    assert len({id(t) for t in column}) == len(set(column))
     for ni in snap.node_info_list:
         assert ni.clone().position is None

@@ -10,7 +10,6 @@ the reference (``existing_anti_affinity_counts``, ``incoming_affinity_anti_affin
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
@@ -18,7 +17,7 @@ from kube.objects import Node, Pod, PodAffinityTerm
 from scheduler.framework import Code, CycleState, FilterBatchResult, Status
 from scheduler.plugins.helper import SKIP
 from scheduler.plugins.interpodaffinity.index import affinity_index
-from scheduler.snapshot import NodeInfo, NodeWindow, Snapshot
+from scheduler.snapshot import NodeInfo, Snapshot, label_values
 
 __all__ = [
     "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
@@ -377,26 +376,6 @@ def _state(state: CycleState) -> PreFilterState | Status:
     return s
 
 
-def _label_column(node_infos: list[NodeInfo], key: str) -> list[str | None]:
-    """Each node's value of label ``key`` (None: no such label): from the owning snapshot's
-    column when the nodes have one, else from each node's labels (clones, bare NodeInfos)."""
-    if isinstance(node_infos, NodeWindow):
-        return node_infos.label_column(key)
-    owner = node_infos[0].owner if node_infos else None
-    if owner is not None:
-        full = owner.label_column(key)
-        with contextlib.suppress(TypeError):  # a node without a position: None is no index
-            return [
-                full[ni.position] if ni.owner is owner else _label(ni, key)  # type: ignore[index]
-                for ni in node_infos
-            ]
-    return [_label(ni, key) for ni in node_infos]
-
-
-def _label(ni: NodeInfo, key: str) -> str | None:
-    return ni.node.labels.get(key) if ni.node is not None else None
-
-
 class InterPodAffinity:
     name = NAME
 
@@ -471,7 +450,7 @@ class InterPodAffinity:
             """Each node's value of label ``key`` (None: no such label), once per key."""
             out = columns.get(key)
             if out is None:
-                out = columns[key] = _label_column(node_infos, key)
+                out = columns[key] = label_values(node_infos, key)
             return out
 
         # Each check overwrites the verdicts of the checks before it (``filter``'s order is

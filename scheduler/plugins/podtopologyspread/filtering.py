@@ -23,7 +23,7 @@ from scheduler.plugins.podtopologyspread.common import (
     match_count,
     node_labels_match_spread_constraints,
 )
-from scheduler.snapshot import NodeInfo, Snapshot
+from scheduler.snapshot import NodeInfo, Snapshot, label_values
 
 __all__ = [
     "ERR_REASON_CONSTRAINTS_NOT_MATCH",
@@ -229,7 +229,7 @@ class Filtering(PluginBase):
         if len(checks) == 1:
             # One constraint (the usual case): each node is one label lookup, at C speed.
             key, over = checks[0]
-            values = [ni.node.labels.get(key) if ni.node is not None else None for ni in node_infos]
+            values = label_values(node_infos, key)
             if over:
                 verdicts = [
                     _LABEL_REJECT if v is None else _SKEW_REJECT if v in over else None
