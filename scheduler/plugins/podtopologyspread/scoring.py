@@ -11,8 +11,9 @@ all when ``max`` is 0).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Final
 
 from kube.objects import SCHEDULE_ANYWAY, Pod
@@ -29,7 +30,7 @@ from scheduler.plugins.podtopologyspread.common import (
     match_count,
     node_labels_match_spread_constraints,
 )
-from scheduler.snapshot import NodeInfo, Snapshot
+from scheduler.snapshot import NodeInfo, Snapshot, label_values
 
 __all__ = [
     "MAX_NODE_SCORE",  # the framework's; the plugin's old module defined it again
@@ -66,19 +67,28 @@ class Scoring(PluginBase):
         constraints = self._constraints(pod, snapshot, SCHEDULE_ANYWAY)
         if not constraints:
             return SKIP
+        # One label column per constraint (read from the snapshot's columns: no per-node
+        # lookups), then the nodes without every key and the distinct values of each key.
+        nodes = node_infos if isinstance(node_infos, list) else list(node_infos)
+        columns = [label_values(nodes, c.topology_key) for c in constraints]
+        keep: list[bool] | None = None
         ignored: set[str] = set()
+        if require_all:
+            if len(columns) == 1:
+                keep = [v is not None for v in columns[0]]
+            else:
+                keep = [None not in values for values in zip(*columns, strict=True)]
+            if not all(keep):
+                ignored = {ni.name for ni, k in zip(node_infos, keep, strict=True) if not k}
         pair_counts: dict[TopologyPair, int] = {}
         topo_size = [0] * len(constraints)
-        for ni in node_infos:
-            node = ni.node
-            labels: Mapping[str, str] = node.labels if node is not None else {}
-            if require_all and not node_labels_match_spread_constraints(labels, constraints):
-                ignored.add(ni.name)
-                continue
-            for i, c in enumerate(constraints):
-                if c.topology_key == LABEL_HOSTNAME:
-                    continue  # counted per node at Score
-                pair = (c.topology_key, labels.get(c.topology_key, ""))
+        for i, (c, column) in enumerate(zip(constraints, columns, strict=True)):
+            if c.topology_key == LABEL_HOSTNAME:
+                continue  # counted per node at Score
+            held = column if keep is None else compress(column, keep)
+            for value in dict.fromkeys(v if v is not None else "" for v in held):
+                pair = (c.topology_key, value)
+                # A pair counted for an earlier constraint on the same key is not counted again.
                 if pair not in pair_counts:
                     pair_counts[pair] = 0
                     topo_size[i] += 1
@@ -137,27 +147,36 @@ class Scoring(PluginBase):
         ignored = s.ignored_nodes or set()
         counts = s.topology_pair_to_pod_counts or {}
         weights = s.topology_normalizing_weight or []
-        out: list[int] = []
-        positions: list[int] = []
         ns = pod.namespace
-        keys = [count_memo_key(c.selector, ns) for c in s.constraints]
-        for idx, ni in enumerate(node_infos):
-            if ni.name in ignored:
-                positions.append(idx)
-                out.append(0)
-                continue
-            labels: Mapping[str, str] = ni.node.labels if ni.node is not None else {}
-            score = 0.0
-            for i, c in enumerate(s.constraints):
-                value = labels.get(c.topology_key)
-                if value is None:
-                    continue
-                if c.topology_key == LABEL_HOSTNAME:
-                    cnt = match_count(ni, c.selector, ns, keys[i])
-                else:
-                    cnt = counts.get((c.topology_key, value), 0)
-                score += cnt * weights[i] + (c.max_skew - 1)
-            out.append(math.floor(score + 0.5))  # Go's math.Round for non-negative values
+        n = len(node_infos)
+        nodes = node_infos if isinstance(node_infos, list) else list(node_infos)
+        # Column by column, in constraint order: each node's float sum is added up in the
+        # order the node-by-node loop used, so the rounding is the same.
+        scores = [0.0] * n
+        for i, c in enumerate(s.constraints):
+            column = label_values(nodes, c.topology_key)
+            extra = c.max_skew - 1
+            weight = weights[i]
+            if c.topology_key == LABEL_HOSTNAME:
+                key = count_memo_key(c.selector, ns)
+                scores = [
+                    score
+                    if value is None
+                    else score + (match_count(ni, c.selector, ns, key) * weight + extra)
+                    for score, value, ni in zip(scores, column, nodes, strict=True)
+                ]
+            else:
+                by_value = {v: cnt for (k, v), cnt in counts.items() if k == c.topology_key}
+                scores = [
+                    score if value is None else score + (by_value.get(value, 0) * weight + extra)
+                    for score, value in zip(scores, column, strict=True)
+                ]
+        out = [math.floor(score + 0.5) for score in scores]  # Go's math.Round, non-negative
+        positions: list[int] = []
+        if ignored:
+            positions = [i for i, ni in enumerate(nodes) if ni.name in ignored]
+            for i in positions:
+                out[i] = 0
         s.ignored_positions = tuple(positions)
         return out
 
