@@ -103,9 +103,15 @@ class TaintToleration(NoPreFilterExtensions):
         tolerations = pod.tolerations
         if isinstance(node_infos, NodeWindow):
             column = node_infos.column(node_infos.owner.taints_column())
-            distinct = {id(t): t for t in column}
-            if len(distinct) == 1 and not column[0]:
+            ids = set(map(id, column))
+            if len(ids) == 1 and not column[0]:
                 return node_infos, []
+            distinct: dict[int, tuple[Taint, ...]] = {}
+            for t in column:  # the few distinct objects, found without a pass over every node
+                if id(t) not in distinct:
+                    distinct[id(t)] = t
+                    if len(distinct) == len(ids):
+                        break
             ok = {
                 i: not t or find_matching_untolerated_taint(t, tolerations) is None
                 for i, t in distinct.items()
