@@ -187,10 +187,10 @@ def _record_rejections(
     names = [ni.name for ni, _ in rejected]
     if all(tagged[i] is r for i, r in seen.items()):
         failed.update(zip(names, answers, strict=True))
+        distinct.update(seen)
     else:
         failed.update(zip(names, [tagged[i] for i in map(id, answers)], strict=True))
-    for t in tagged.values():
-        distinct[id(t)] = t
+        distinct.update({id(t): t for t in tagged.values()})
 
 
 def run_filter_plugins_batch(

@@ -247,7 +247,8 @@ class NodeWindow(list[NodeInfo]):
     __slots__ = ("owner", "start")
 
     def __init__(self, owner: Snapshot, start: int, count: int) -> None:
-        super().__init__(owner.node_info_list[start : start + count])
+        super().__init__()
+        self.extend(owner.node_info_list[start : start + count])  # faster than __init__'s copy
         self.owner = owner
         self.start = start
 
