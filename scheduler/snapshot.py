@@ -37,7 +37,6 @@ __all__ = [
     "Snapshot",
     "label_values",
     "node_values",
-    "taint_values",
 ]
 
 T = TypeVar("T")
@@ -283,21 +282,11 @@ def label_values(node_infos: list[NodeInfo], key: str) -> list[str | None]:
     return node_values(node_infos, lambda s: s.label_column(key), _label_of(key))
 
 
-def taint_values(node_infos: list[NodeInfo]) -> list[tuple[Taint, ...]]:
-    """Each node's taints; equal taints are one object when read from the snapshot, so a
-    verdict per distinct object serves every node that has them. See ``node_values``."""
-    return node_values(node_infos, Snapshot.taints_column, _taints_of)
-
-
 def _label_of(key: str) -> Callable[[Node | None], str | None]:
     def value(node: Node | None) -> str | None:
         return node.labels.get(key) if node is not None else None
 
     return value
-
-
-def _taints_of(node: Node | None) -> tuple[Taint, ...]:
-    return node.taints if node is not None else ()
 
 
 def _position(pods: list[Pod], pod: Pod) -> int:
