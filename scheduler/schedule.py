@@ -29,7 +29,7 @@ from scheduler.framework import (
     node_local_signature,
     prioritize_nodes,
 )
-from scheduler.plugins.helper import remember
+from scheduler.plugins.helper import distinct_objects, remember
 from scheduler.plugins.registry import default_framework
 from scheduler.snapshot import NodeInfo, NodeWindow, Snapshot
 
@@ -176,13 +176,7 @@ def _record_rejections(
     distinct tagged status into ``distinct`` (by id). Plugins answer with a few shared Status
     objects, so each distinct one is tagged once."""
     answers = [r for _, r in rejected]
-    ids = set(map(id, answers))
-    seen: dict[int, Status] = {}
-    for r in answers:
-        if id(r) not in seen:
-            seen[id(r)] = r
-            if len(seen) == len(ids):
-                break
+    seen = distinct_objects(answers)
     tagged = {i: filter_status(r, plugin) for i, r in seen.items()}
     names = [ni.name for ni, _ in rejected]
     if all(tagged[i] is r for i, r in seen.items()):

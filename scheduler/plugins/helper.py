@@ -4,7 +4,7 @@ stateless plugins, and the per-node memo and batch helpers the plugins' speed re
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 from kube.objects import Pod, Taint, Toleration
@@ -16,6 +16,7 @@ __all__ = [
     "SKIP",
     "NoPreFilterExtensions",
     "default_normalize_score",
+    "distinct_objects",
     "remember",
     "split_by_filter",
     "tolerations_tolerate_taint",
@@ -81,6 +82,19 @@ def tolerations_tolerate_taint(tolerations: Iterable[Toleration], taint: Taint) 
 
 
 T = TypeVar("T")
+
+
+def distinct_objects(items: Sequence[T]) -> dict[int, T]:
+    """The distinct objects of ``items`` by identity, first seen first. Batch answers repeat a
+    few shared objects: the ids are collected in C and the walk stops once each is found."""
+    ids = set(map(id, items))
+    found: dict[int, T] = {}
+    for item in items:
+        if id(item) not in found:
+            found[id(item)] = item
+            if len(found) == len(ids):
+                break
+    return found
 
 
 def remember(memo: dict[Hashable, Any], key: Hashable, value: T) -> T:

@@ -20,7 +20,13 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.plugins.defaults import DEFAULT_PLUGIN_WEIGHTS
-from scheduler.plugins.helper import SKIP, NoPreFilterExtensions, default_normalize_score, remember
+from scheduler.plugins.helper import (
+    SKIP,
+    NoPreFilterExtensions,
+    default_normalize_score,
+    distinct_objects,
+    remember,
+)
 from scheduler.snapshot import NodeInfo, NodeWindow, Snapshot
 
 __all__ = [
@@ -103,15 +109,9 @@ class TaintToleration(NoPreFilterExtensions):
         tolerations = pod.tolerations
         if isinstance(node_infos, NodeWindow):
             column = node_infos.column(node_infos.owner.taints_column())
-            ids = set(map(id, column))
-            if len(ids) == 1 and not column[0]:
+            distinct = distinct_objects(column)
+            if len(distinct) == 1 and not column[0]:
                 return node_infos, []
-            distinct: dict[int, tuple[Taint, ...]] = {}
-            for t in column:  # the few distinct objects, found without a pass over every node
-                if id(t) not in distinct:
-                    distinct[id(t)] = t
-                    if len(distinct) == len(ids):
-                        break
             ok = {
                 i: not t or find_matching_untolerated_taint(t, tolerations) is None
                 for i, t in distinct.items()
