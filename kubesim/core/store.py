@@ -68,7 +68,11 @@ def dumps(obj: Any) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One change; ``prev`` is the state before it (None for ADDED)."""
+    """One change; ``prev`` is the state before it (None for ADDED).
+
+    ``decoded`` is the typed view (``kube.objects``) the registry validated ``obj`` as, all
+    but its resourceVersion, when it had one: an in-process informer reads it instead of
+    converting the same object a second time. None means nobody converted it."""
 
     type: str
     rv: int
@@ -76,6 +80,7 @@ class Event:
     key: Key
     obj: dict[str, Any]
     prev: dict[str, Any] | None = None
+    decoded: Any = None
 
 
 class TooOld(Exception):
@@ -222,15 +227,18 @@ class Store:
         self._rv += 1
         return self._rv
 
-    def put(self, storage: str, key: Key, obj: dict[str, Any], *, rv: int) -> Event:
-        """Store ``obj`` (already carrying ``rv``) and emit ADDED or MODIFIED."""
+    def put(
+        self, storage: str, key: Key, obj: dict[str, Any], *, rv: int, decoded: Any = None
+    ) -> Event:
+        """Store ``obj`` (already carrying ``rv``) and emit ADDED or MODIFIED; ``decoded`` is
+        its typed view, if the writer has one (``Event.decoded``)."""
         res = self._res(storage)
         prev = res.objects.get(key)
         if prev is None:
             res.sorted_keys = None
         res.objects[key] = obj
         res.raw.pop(key, None)
-        ev = Event(ADDED if prev is None else MODIFIED, rv, storage, key, obj, prev)
+        ev = Event(ADDED if prev is None else MODIFIED, rv, storage, key, obj, prev, decoded)
         self._record(res, ev)
         return ev
 

@@ -467,7 +467,7 @@ class GenericStore:
                 # rest.BeforeCreate: after (mutating) admission, as in kube-apiserver.
                 meta["name"] = generate_name(meta["generateName"], self.rng)
             name = meta.get("name") or ""
-            validate(self.storage_type(rt), obj, request_group=rt.group)
+            decoded = validate(self.storage_type(rt), obj, request_group=rt.group)
             self.run_validating_plugins("CREATE", rt, obj, None)
             # Store.Create's createValidation (policies, webhooks) runs before the storage
             # finds the name taken: a denied create is denied even where it would be a 409.
@@ -494,7 +494,8 @@ class GenericStore:
             return self.to_wire(rt, obj)
         rv = self.store.next_rv()
         meta["resourceVersion"] = str(rv)
-        self.store.put(rt.storage_name, key, obj, rv=rv)
+        # Validation saw the stored object but for its resourceVersion and managedFields.
+        self.store.put(rt.storage_name, key, obj, rv=rv, decoded=decoded)
         if rt.kind == "Pod":
             self.pods_to_start.add(key)
         return self.to_wire(rt, obj)

@@ -208,8 +208,9 @@ def validate(
     *,
     request_group: str | None = None,
     old: Mapping[str, Any] | None = None,
-) -> None:
-    """Raise the 400/422 kube-apiserver gives for ``obj``; return quietly when valid.
+) -> Any:
+    """Raise the 400/422 kube-apiserver gives for ``obj``; when valid, return its typed view
+    (the kind's ``kube.objects`` conversion, None for kinds without one).
 
     A 422 is ``<Kind> "<name>" is invalid: <field>: <detail>`` with one cause per error (type
     ``FieldValueRequired``, ``FieldValueInvalid``, ``FieldValueNotSupported``, ...). For the
@@ -235,9 +236,10 @@ def validate(
         own = strategy.validate(obj, old, group)
         if own:
             raise invalid(rt.kind, group, name, own)
+    decoded = None
     if strategy.decode is not None:
         try:
-            strategy.decode(obj)
+            decoded = strategy.decode(obj)
         except InvalidObject as exc:
             if _is_type_error(exc):
                 raise _decode_error(rt, exc) from None
@@ -248,6 +250,7 @@ def validate(
         causes.extend(strategy.validate(obj, old, group))
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
+    return decoded
 
 
 def validate_update(rt: ResourceType, new: Mapping[str, Any], old: Mapping[str, Any]) -> None:

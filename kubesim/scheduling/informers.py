@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import logging
 import math
+import operator
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
@@ -96,6 +97,12 @@ def node_update_events(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[q
 
 
 _POD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Pod))
+# A copy of a typed pod, field by field, without the frozen dataclass's __init__ (which
+# recomputes the requests): every field of Pod is a slot, so its descriptor sets it.
+_POD_VALUES: Final = operator.attrgetter(*_POD_FIELDS)
+_POD_SETTERS: Final[dict[str, Callable[[Pod, Any], None]]] = {
+    name: Pod.__dict__[name].__set__ for name in _POD_FIELDS
+}
 
 
 def _pod_status(status: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,10 +168,28 @@ def status_update(old: Pod, prev: Mapping[str, Any], obj: Mapping[str, Any]) -> 
     changes["resource_version"] = str(meta.get("resourceVersion") or "")
     changes["generation"] = generation
     changes["node_name"] = str(node_name)
+    return _carried(old, changes)
+
+
+def _carried(old: Pod, changes: Mapping[str, Any]) -> Pod:
+    """``old`` with ``changes``; the derived fields (requests) are carried, not recomputed,
+    so ``changes`` must not touch what they derive from."""
     new = object.__new__(Pod)
-    for name in _POD_FIELDS:
-        object.__setattr__(new, name, changes[name] if name in changes else getattr(old, name))
+    for set_, value in zip(_POD_SETTERS.values(), _POD_VALUES(old), strict=True):
+        set_(new, value)
+    for name, value in changes.items():
+        _POD_SETTERS[name](new, value)
     return new
+
+
+def _decoded_pod(decoded: object, obj: Mapping[str, Any]) -> Pod | None:
+    """The registry's typed view of ``obj`` (``Event.decoded``) at ``obj``'s resourceVersion,
+    which is all the registry wrote after converting it; None when there is none."""
+    if not isinstance(decoded, Pod):
+        return None
+    meta = obj.get("metadata")
+    rv = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+    return _carried(decoded, {"resource_version": str(rv or "")})
 
 
 class Informers:
@@ -297,13 +322,14 @@ class Informers:
         *,
         prev: Mapping[str, Any] | None = None,
         old: Pod | None = None,
+        decoded: object = None,
     ) -> Pod | None:
         if old is not None and prev is not None:
             fast = status_update(old, prev, obj)
             if fast is not None:
                 return fast
         try:
-            pod = Pod.from_dict(obj)
+            pod = _decoded_pod(decoded, obj) or Pod.from_dict(obj)
         except InvalidObject as exc:
             meta = obj.get("metadata") or {}
             log.warning(
@@ -335,7 +361,7 @@ class Informers:
                 return
             self._pod_gone(old)
             return
-        new = self._typed_pod(ev.obj, prev=ev.prev, old=old)
+        new = self._typed_pod(ev.obj, prev=ev.prev, old=old, decoded=ev.decoded)
         if new is None:
             return
         started = new.start_time

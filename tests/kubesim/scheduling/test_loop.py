@@ -487,6 +487,40 @@ def test_status_update_matches_a_full_read(
         assert getattr(fast, f.name) == getattr(full, f.name), f.name
 
 
+async def test_created_pods_reach_the_informer_as_a_full_read_of_the_stored_object() -> None:
+    """The registry's typed view of a created pod (``Event.decoded``) stands in for the
+    informer's conversion: it must equal a conversion of what was stored, admission's
+    changes (priority, tolerations), the generated name and the resourceVersion included."""
+    gated = pending_pod("gated", schedulingGates=[{"name": "example.com/hold"}])
+    generated = pending_pod("unused", memory="64Mi", priority_class="high")
+    del generated["metadata"]["name"]
+    generated["metadata"]["generateName"] = "gen-"
+    spread = pending_pod(
+        "spread",
+        topologySpreadConstraints=[
+            {
+                "maxSkew": 1,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "spread"}},
+            }
+        ],
+    )
+    async with kubesim.serve(state=[PRIORITY_CLASSES], time_scale=0.01) as sim:
+        names = []
+        for manifest in (gated, generated, spread, pending_pod("low", priority_class="low")):
+            names.append(create_pod(sim, manifest)["metadata"]["name"])
+        loop = loop_of(sim)
+        await loop.wait_idle()
+        for name in names:
+            stored = stored_pod(sim, name)
+            seen = loop.informers.pods[f"default/{name}"]
+            full = Pod.from_dict(stored)
+            assert seen.resource_version == stored["metadata"]["resourceVersion"]
+            for f in dataclasses.fields(Pod):
+                assert getattr(seen, f.name) == getattr(full, f.name), (name, f.name)
+
+
 async def test_seeded_pods_get_their_class_priority_and_preempt() -> None:
     """State files skip admission: the loop resolves ``priorityClassName`` as kube would."""
     seeded = pending_pod("vip", cpu="1500m", priority_class="high")
