@@ -58,7 +58,7 @@ class Reader:
         value = data.get(key)
         if value is None:
             return {}
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise self.fail(path, f"must be an object, not {type(value).__name__}")
         return value
 
@@ -66,12 +66,14 @@ class Reader:
         value = data.get(key)
         if value is None:
             return ()
-        if not isinstance(value, list | tuple):
+        if type(value) is not list and not isinstance(value, list | tuple):
             raise self.fail(path, f"must be a list, not {type(value).__name__}")
         return value
 
     def string(self, data: Mapping[str, Any], key: str, path: str, default: str = "") -> str:
         value = data.get(key)
+        if type(value) is str:
+            return value
         if value is None:
             return default
         if not isinstance(value, str):
@@ -157,8 +159,10 @@ class Reader:
     ) -> list[tuple[str, Mapping[str, Any]]]:
         """The elements of a list of objects, each with its own path."""
         out: list[tuple[str, Mapping[str, Any]]] = []
+        if data.get(key) is None:
+            return out
         for i, item in enumerate(self.seq(data, key, path)):
-            if not isinstance(item, Mapping):
+            if type(item) is not dict and not isinstance(item, Mapping):
                 raise self.fail(f"{path}[{i}]", "must be an object")
             out.append((f"{path}[{i}]", item))
         return out

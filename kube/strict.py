@@ -537,6 +537,25 @@ class Problems:
 _LIST = re.compile(r"list\[(.+)\]")
 _DICT = re.compile(r"dict\(str, (.+)\)")
 _PREFIX = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:alpha\d+|beta\d+)?(?=[A-Z])")
+
+
+@cache
+def _element(type_name: str) -> tuple[str, str] | None:
+    """("list", item type) or ("dict", value type) for a container type, None otherwise: the
+    schema names a few hundred types, and every walk asks about each of them again."""
+    if m := _LIST.fullmatch(type_name):
+        return "list", m[1]
+    if m := _DICT.fullmatch(type_name):
+        return "dict", m[1]
+    return None
+
+
+@cache
+def _struct(type_name: str) -> str:
+    """The Go struct name of a schema type, as the decoder's messages name it."""
+    return _PREFIX.sub("", type_name)
+
+
 _GO_SCALARS: Final = {
     "str": "string",
     "int": "int",
@@ -641,19 +660,19 @@ class _Walk:
             ok = isinstance(value, str) or hasattr(value, "isoformat")
         elif type_name == "quantity":
             ok = not isinstance(value, bool) and isinstance(value, str | int | float)
-        elif m := _LIST.fullmatch(type_name):
-            if isinstance(value, list):
-                self._count()
-                for i, item in enumerate(value):
-                    self.value(item, m[1], struct, f"{path}[{i}]")
-                return
-            ok = False
-        elif m := _DICT.fullmatch(type_name):
-            if isinstance(value, Mapping):
+        elif element := _element(type_name):
+            container, inner = element
+            if container == "list":
+                if isinstance(value, list):
+                    self._count()
+                    for i, item in enumerate(value):
+                        self.value(item, inner, struct, f"{path}[{i}]")
+                    return
+            elif isinstance(value, Mapping):
                 self._count()
                 self._dups(value, path)
                 for k, item in value.items():
-                    self.value(item, m[1], struct, _join(path, str(k)))
+                    self.value(item, inner, struct, _join(path, str(k)))
                 return
             ok = False
         elif isinstance(value, Mapping):
@@ -668,7 +687,7 @@ class _Walk:
         self._count()
         self._dups(value, path)
         fields = self.types[type_name]
-        struct = _PREFIX.sub("", type_name)
+        struct = _struct(type_name)
         if self.fold_case and isinstance(value, dict):
             self._fold(value, fields)
         for key, item in value.items():
@@ -753,9 +772,10 @@ def check_object(
     return walk.problems
 
 
+@cache
 def _inner(type_name: str) -> str:
-    while m := _LIST.fullmatch(type_name) or _DICT.fullmatch(type_name):
-        type_name = m[1]
+    while element := _element(type_name):
+        type_name = element[1]
     return type_name
 
 
@@ -780,11 +800,13 @@ def _quantity_models() -> frozenset[str]:
 def _quantity_error(value: object, type_name: str) -> str | None:
     if type_name == "quantity":
         return json_error(value)
-    if (m := _LIST.fullmatch(type_name)) and isinstance(value, list):
-        return next((e for v in value if (e := _quantity_error(v, m[1])) is not None), None)
-    if (m := _DICT.fullmatch(type_name)) and isinstance(value, Mapping):
+    element = _element(type_name)
+    if element and element[0] == "list" and isinstance(value, list):
+        return next((e for v in value if (e := _quantity_error(v, element[1])) is not None), None)
+    if element and element[0] == "dict" and isinstance(value, Mapping):
         return next(
-            (e for v in value.values() if (e := _quantity_error(v, m[1])) is not None), None
+            (e for v in value.values() if (e := _quantity_error(v, element[1])) is not None),
+            None,
         )
     if isinstance(value, Mapping) and type_name in _quantity_models():
         for key, field_type in _quantity_fields(value, type_name):
@@ -797,14 +819,24 @@ def _quantity_error(value: object, type_name: str) -> str | None:
 def _quantity_fields(value: Mapping[Any, Any], type_name: str) -> list[tuple[str, str]]:
     """(key, field type) of the fields of ``value``, a ``type_name``, that hold a quantity at or
     somewhere below them, in document order."""
-    fields: dict[str, str] = _schema()["types"][type_name]
+    fields = _quantity_holding_fields(type_name)
     return [
         (key, field_type)
         for key in value
-        if isinstance(key, str)
-        and (field_type := fields.get(key)) is not None
-        and (_inner(field_type) == "quantity" or _inner(field_type) in _quantity_models())
+        if isinstance(key, str) and (field_type := fields.get(key)) is not None
     ]
+
+
+@cache
+def _quantity_holding_fields(type_name: str) -> Mapping[str, str]:
+    """The fields of ``type_name`` (name → type) that hold a quantity at or below them."""
+    fields: dict[str, str] = _schema()["types"][type_name]
+    holding = _quantity_models()
+    return {
+        key: field_type
+        for key, field_type in fields.items()
+        if _inner(field_type) == "quantity" or _inner(field_type) in holding
+    }
 
 
 def canonicalize_quantities(obj: dict[str, Any], model: str) -> None:
@@ -819,11 +851,12 @@ def canonicalize_quantities(obj: dict[str, Any], model: str) -> None:
 def _canonicalize(value: Any, type_name: str) -> Any:
     if type_name == "quantity":
         return canonical_quantity(value)
-    if (m := _LIST.fullmatch(type_name)) and isinstance(value, list):
-        value[:] = [_canonicalize(v, m[1]) for v in value]
-    elif (m := _DICT.fullmatch(type_name)) and isinstance(value, dict):
+    element = _element(type_name)
+    if element and element[0] == "list" and isinstance(value, list):
+        value[:] = [_canonicalize(v, element[1]) for v in value]
+    elif element and element[0] == "dict" and isinstance(value, dict):
         for key, item in value.items():
-            value[key] = _canonicalize(item, m[1])
+            value[key] = _canonicalize(item, element[1])
     elif isinstance(value, dict) and type_name in _quantity_models():
         for key, field_type in _quantity_fields(value, type_name):
             value[key] = _canonicalize(value[key], field_type)

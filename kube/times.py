@@ -66,7 +66,7 @@ def format_time(seconds: float) -> str:
     """Seconds since the epoch to RFC 3339 in UTC, whole seconds (``metav1.Time``); the
     fraction is cut, not rounded.
     """
-    return datetime.fromtimestamp(math.floor(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{_second(math.floor(seconds))}Z"
 
 
 def format_micro_time(seconds: float) -> str:
@@ -75,5 +75,10 @@ def format_micro_time(seconds: float) -> str:
     micros = round((seconds - whole) * 1_000_000)
     if micros == 1_000_000:
         whole, micros = whole + 1, 0
-    stamp = datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{stamp}.{micros:06d}Z"
+    return f"{_second(whole)}.{micros:06d}Z"
+
+
+@lru_cache(maxsize=1024)
+def _second(whole: int) -> str:
+    # A busy server stamps thousands of objects within the same second: format each once.
+    return datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")

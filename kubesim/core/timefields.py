@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, timezone
+from functools import cache, lru_cache
 from typing import Any, Final
 
 __all__ = [
@@ -192,6 +193,13 @@ def reencode(value: Any, *, micro: bool) -> Any:
         raise TimeParseError(
             f"json: cannot unmarshal {_json_type(value)} into Go value of type string"
         )
+    return _reencode_text(value, micro)
+
+
+@lru_cache(maxsize=4096)
+def _reencode_text(value: str, micro: bool) -> str:
+    # Objects written within the same second carry the same stamps (creationTimestamp,
+    # managedFields' time): each distinct text is parsed once. A TimeParseError is not cached.
     return _encode(parse_go_time(value, micro=micro), micro=micro)
 
 
@@ -273,18 +281,25 @@ def time_fields(kind: str) -> tuple[tuple[str, str], ...]:
     return _META + _BY_KIND.get(kind, ())
 
 
-def _visit(node: Any, steps: list[str], micro: bool, where: str) -> None:
-    step, rest = steps[0], steps[1:]
+def _visit(node: Any, steps: tuple[str, ...], at: int, micro: bool, where: str) -> None:
+    step = steps[at]
     if step == "[]":
-        items: Iterable[tuple[Any, Any]] = enumerate(node) if isinstance(node, list) else ()
+        if not isinstance(node, list):
+            return
+        items: Iterable[tuple[Any, Any]] = enumerate(node)
     elif step == "{}":
-        items = list(node.items()) if isinstance(node, dict) else ()
+        if not isinstance(node, dict):
+            return
+        items = list(node.items())
     else:
-        items = [(step, node[step])] if isinstance(node, dict) and step in node else ()
+        if not isinstance(node, dict) or step not in node:
+            return
+        items = ((step, node[step]),)
+    last = at + 1 == len(steps)
     for key, child in items:
         path = f"{where}[{key}]" if step == "[]" else f"{where}.{key}" if where else str(key)
-        if rest:
-            _visit(child, rest, micro, path)
+        if not last:
+            _visit(child, steps, at + 1, micro, path)
             continue
         try:
             node[key] = reencode(child, micro=micro)
@@ -293,7 +308,14 @@ def _visit(node: Any, steps: list[str], micro: bool, where: str) -> None:
             raise
 
 
+@cache
+def _steps(kind: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
+    """``time_fields(kind)`` as (steps, is a MicroTime), split once."""
+    return tuple((tuple(path.split(".")), t == MICRO_TIME) for path, t in time_fields(kind))
+
+
 def normalize_times(kind: str, obj: Mapping[str, Any]) -> None:
     """Re-encode ``obj``'s time fields in place; TimeParseError as the decoder's error."""
-    for path, time_type in time_fields(kind):
-        _visit(obj, path.split("."), time_type == MICRO_TIME, "")
+    for steps, micro in _steps(kind):
+        if steps[0] in obj:  # most of a kind's paths start in a section the object lacks
+            _visit(obj, steps, 0, micro, "")
