@@ -10,8 +10,9 @@ in units (see ``quantity``).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -680,8 +681,22 @@ class Pod:
         return None
 
     def with_changes(self, **changes: Any) -> Pod:
-        """A copy with some fields replaced; derived fields are recomputed."""
-        return replace(self, **changes)
+        """A copy with some fields replaced; derived fields are recomputed when a field they
+        derive from changes (as ``dataclasses.replace`` would, which costs a full ``__init__``
+        of 33 fields: binding, admission and informers copy pods on every event)."""
+        new = object.__new__(Pod)
+        for set_, value in zip(_POD_SETTERS.values(), _POD_VALUES(self), strict=True):
+            set_(new, value)
+        for name, value in changes.items():
+            setter = _POD_SETTERS.get(name)
+            if setter is None or name in _POD_DERIVED:
+                # dataclasses.replace's own errors: TypeError for an unknown field, ValueError
+                # for one that is not an __init__ argument.
+                return replace(self, **changes)
+            setter(new, value)
+        if not _POD_DERIVED_FROM.isdisjoint(changes):
+            new.__post_init__()
+        return new
 
     def __repr__(self) -> str:
         where = f" on {self.node_name}" if self.node_name else ""
@@ -812,6 +827,28 @@ class Pod:
             nominated_node_name=r.string(status, "nominatedNodeName", "status.nominatedNodeName"),
             qos_class=r.string(status, "qosClass", "status.qosClass"),
         )
+
+
+# A copy of a pod slot by slot (every field of Pod is a slot, so its descriptor sets it,
+# frozen or not): Pod.with_changes.
+_POD_FIELDS: Final = tuple(f.name for f in fields(Pod))
+_POD_VALUES: Final = operator.attrgetter(*_POD_FIELDS)
+_POD_SETTERS: Final[dict[str, Callable[[Pod, Any], None]]] = {
+    name: Pod.__dict__[name].__set__ for name in _POD_FIELDS
+}
+_POD_DERIVED: Final = frozenset(f.name for f in fields(Pod) if not f.init)
+# What __post_init__ reads.
+_POD_DERIVED_FROM: Final = frozenset(
+    (
+        "name",
+        "namespace",
+        "spec_priority",
+        "containers",
+        "init_containers",
+        "pod_requests",
+        "overhead",
+    )
+)
 
 
 # --- Node ------------------------------------------------------------------------------------

@@ -9,10 +9,8 @@ changes the ``Snapshot`` in place — it is never rebuilt — and emits the queu
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import math
-import operator
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
@@ -96,15 +94,6 @@ def node_update_events(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[q
     return out
 
 
-_POD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Pod))
-# A copy of a typed pod, field by field, without the frozen dataclass's __init__ (which
-# recomputes the requests): every field of Pod is a slot, so its descriptor sets it.
-_POD_VALUES: Final = operator.attrgetter(*_POD_FIELDS)
-_POD_SETTERS: Final[dict[str, Callable[[Pod, Any], None]]] = {
-    name: Pod.__dict__[name].__set__ for name in _POD_FIELDS
-}
-
-
 def _pod_status(status: Mapping[str, Any]) -> dict[str, Any]:
     """The typed pod's status fields, read as ``Pod.from_dict`` reads them."""
     conditions = []
@@ -168,18 +157,7 @@ def status_update(old: Pod, prev: Mapping[str, Any], obj: Mapping[str, Any]) -> 
     changes["resource_version"] = str(meta.get("resourceVersion") or "")
     changes["generation"] = generation
     changes["node_name"] = str(node_name)
-    return _carried(old, changes)
-
-
-def _carried(old: Pod, changes: Mapping[str, Any]) -> Pod:
-    """``old`` with ``changes``; the derived fields (requests) are carried, not recomputed,
-    so ``changes`` must not touch what they derive from."""
-    new = object.__new__(Pod)
-    for set_, value in zip(_POD_SETTERS.values(), _POD_VALUES(old), strict=True):
-        set_(new, value)
-    for name, value in changes.items():
-        _POD_SETTERS[name](new, value)
-    return new
+    return old.with_changes(**changes)
 
 
 def _decoded_pod(decoded: object, obj: Mapping[str, Any]) -> Pod | None:
@@ -189,7 +167,7 @@ def _decoded_pod(decoded: object, obj: Mapping[str, Any]) -> Pod | None:
         return None
     meta = obj.get("metadata")
     rv = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
-    return _carried(decoded, {"resource_version": str(rv or "")})
+    return decoded.with_changes(resource_version=str(rv or ""))
 
 
 class Informers:

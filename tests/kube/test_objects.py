@@ -1,3 +1,4 @@
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -426,3 +427,48 @@ def test_pod_volumes_keep_the_emptydir_medium_and_size_limit() -> None:
                 },
             }
         )
+
+
+_CHANGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.sampled_from(["a", "b"]),
+        "namespace": st.sampled_from(["default", "other"]),
+        "node_name": st.sampled_from(["", "node-a"]),
+        "resource_version": st.sampled_from(["", "7"]),
+        "spec_priority": st.one_of(st.none(), st.integers(-10, 10)),
+        "containers": st.lists(
+            st.builds(
+                Container,
+                name=st.just("c"),
+                requests=st.dictionaries(
+                    st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(0, 4000)
+                ),
+            ),
+            max_size=3,
+        ).map(tuple),
+        "overhead": st.dictionaries(st.sampled_from(["cpu", "memory"]), st.integers(0, 100)),
+        "pod_requests": st.dictionaries(st.sampled_from(["cpu", "memory"]), st.integers(0, 900)),
+        "phase": st.sampled_from(["", "Running"]),
+    },
+)
+
+
+@given(changes=_CHANGES)
+def test_with_changes_is_dataclasses_replace(changes: dict[str, Any]) -> None:
+    """The slot-by-slot copy recomputes the derived fields exactly when ``replace`` would
+    give them other values (a mutation of the derived-from set fails this)."""
+    base = pod(
+        {"priority": 3, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    )
+    fast, slow = base.with_changes(**changes), dataclasses.replace(base, **changes)
+    for f in dataclasses.fields(Pod):
+        assert getattr(fast, f.name) == getattr(slow, f.name), f.name
+
+
+def test_with_changes_refuses_what_replace_refuses() -> None:
+    base = pod({})
+    with pytest.raises(TypeError):
+        base.with_changes(no_such_field=1)
+    with pytest.raises(ValueError, match="init=False"):
+        base.with_changes(priority=4)
