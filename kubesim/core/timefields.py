@@ -193,6 +193,17 @@ def reencode(value: Any, *, micro: bool) -> Any:
         raise TimeParseError(
             f"json: cannot unmarshal {_json_type(value)} into Go value of type string"
         )
+    if micro and len(value) == 27 and value[19] == "." and value[26] == "Z":
+        # Already stored form (every eventTime a client or the scheduler writes): the
+        # microseconds are as written when the whole second is.
+        digits = value[20:26]
+        if digits.isascii() and digits.isdigit():
+            second = value[:19] + "Z"
+            try:
+                if _reencode_text(second, False) == second:
+                    return value
+            except TimeParseError:
+                pass  # the full parse below names the text the client wrote
     return _reencode_text(value, micro)
 
 

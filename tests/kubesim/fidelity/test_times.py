@@ -271,3 +271,22 @@ async def test_yaml_body_with_unquoted_timestamps(sim: Simulator) -> None:
     )
     assert code == 201, created
     assert created["status"]["conditions"][0]["lastTransitionTime"] == "2026-05-01T08:00:00Z"
+
+
+@given(
+    st.from_regex(
+        r"[0-9]{4}-[0-3][0-9]-[0-3][0-9]T[0-2][0-9]:[0-6][0-9]:[0-6][0-9]\.[0-9]{6}Z",
+        fullmatch=True,
+    )
+)
+def test_a_micro_time_in_stored_form_reads_as_any_other_spelling(text: str) -> None:
+    """The stored form (``...ss.ffffffZ``) is answered without a full parse: the answer (or the
+    error) is the one the same instant written with ``+00:00`` gets."""
+    other = text[:-1] + "+00:00"
+    try:
+        expected = reencode(other, micro=True)
+    except TimeParseError:
+        with pytest.raises(TimeParseError):
+            reencode(text, micro=True)
+    else:
+        assert reencode(text, micro=True) == expected
