@@ -436,13 +436,17 @@ class Affinity:
     pod_anti_affinity: PodAntiAffinity | None = None
 
 
+# matchFields take In and NotIn only.
+_FIELD_OPERATORS: Final = frozenset({IN, NOT_IN})
+
+
 def _read_node_selector_term(r: Reader, data: Mapping[str, Any], path: str) -> NodeSelectorTerm:
     exprs: list[Requirement] = []
     for p, e in r.items(data, "matchExpressions", f"{path}.matchExpressions"):
         exprs.append(_read_requirement(r, e, p, NODE_SELECTOR_OPERATORS))
     fields: list[Requirement] = []
     for p, e in r.items(data, "matchFields", f"{path}.matchFields"):
-        req = _read_requirement(r, e, p, frozenset({IN, NOT_IN}))
+        req = _read_requirement(r, e, p, _FIELD_OPERATORS)
         if req.key != "metadata.name":
             raise r.fail(
                 f"{p}.key", f'Unsupported value: "{req.key}": supported values: "metadata.name"'
