@@ -102,7 +102,9 @@ class Subscription:
 @dataclass
 class _Resource:
     objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    raw: dict[Key, bytes] = field(default_factory=dict)
+    # key -> (an object stored there, its JSON): the object now stored, or a version a reader
+    # encoded before it was replaced (a watcher catching up encodes it again otherwise)
+    raw: dict[Key, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
     history: deque[Event] = field(default_factory=deque)
     compacted_rv: int = 0  # rv of the newest event dropped from the ring
     sorted_keys: list[Key] | None = None
@@ -164,10 +166,21 @@ class Store:
         return self._res(storage).objects
 
     def raw(self, storage: str, key: Key) -> bytes:
+        """The JSON of the object stored at ``key`` (which must exist), encoded once."""
+        return self.encoded(storage, key, self._res(storage).objects[key])
+
+    def encoded(self, storage: str, key: Key, obj: dict[str, Any]) -> bytes:
+        """The JSON of ``obj``, a version of the object at ``key`` that this store holds or
+        held (a write's answer, a watch event's object). The newest encoding is kept: the
+        answer to a create and the watch event announcing it are one encoding, even when the
+        object changed in between (a pod bound before its watchers were sent the ADDED)."""
         res = self._res(storage)
-        data = res.raw.get(key)
-        if data is None:
-            data = res.raw[key] = dumps(res.objects[key])
+        hit = res.raw.get(key)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        data = dumps(obj)
+        if res.objects.get(key) is obj:
+            res.raw[key] = (obj, data)
         return data
 
     def keys(self, storage: str, namespace: str | None = None) -> list[Key]:
@@ -237,7 +250,6 @@ class Store:
         if prev is None:
             res.sorted_keys = None
         res.objects[key] = obj
-        res.raw.pop(key, None)
         ev = Event(ADDED if prev is None else MODIFIED, rv, storage, key, obj, prev, decoded)
         self._record(res, ev)
         return ev

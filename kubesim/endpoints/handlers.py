@@ -357,7 +357,7 @@ class ResourceHandlers:
         manager = _field_manager(ctx, "CreateOptions")
         body = decode_body(ctx, rt)
         obj = self.registry.create(rt, ctx.info.namespace, body, dry_run=dry, field_manager=manager)
-        return json_response(obj, 201)
+        return json_response(self.registry.encoded(rt, obj), 201)
 
     def update(self, ctx: RequestContext, rt: ResourceType, sub: str) -> web.StreamResponse:
         dry = self._dry_run(ctx, "UpdateOptions")

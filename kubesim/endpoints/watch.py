@@ -11,7 +11,7 @@ from typing import Any, Final
 from kube.labels import FieldRequirement, LabelSelector
 from kubesim.core.errors import expired
 from kubesim.core.scheme import ResourceType
-from kubesim.core.store import ADDED, DELETED, MODIFIED, Event, TooOld, dumps
+from kubesim.core.store import ADDED, DELETED, MODIFIED, Event, Key, TooOld, dumps
 from kubesim.registry.generic import GenericStore
 
 __all__ = ["DEFAULT_TIMEOUT", "WatchRequest", "watch_stream"]
@@ -89,7 +89,11 @@ async def watch_stream(registry: GenericStore, req: WatchRequest) -> AsyncGenera
             return False
         return registry.matches(rt, obj, req.labels, req.fields)
 
-    def encode(event_type: str, obj: dict[str, Any]) -> bytes:
+    def encode(event_type: str, obj: dict[str, Any], key: Key | None = None) -> bytes:
+        if key is not None and req.encode is None and rt.group != "events.k8s.io":
+            # The wire form is the stored one: the store's encoding (shared with the answer
+            # to the write, and with every other watcher).
+            return _line(event_type, store.encoded(storage, key, obj))
         wire = registry.to_wire(rt, obj)
         if req.encode is not None:
             return _line(event_type, req.encode(event_type, wire))
@@ -101,11 +105,11 @@ async def watch_stream(registry: GenericStore, req: WatchRequest) -> AsyncGenera
         if ev.type == DELETED:
             return encode(DELETED, ev.obj) if prev_ok else None
         if ev.type == ADDED:
-            return encode(ADDED, ev.obj) if cur_ok else None
+            return encode(ADDED, ev.obj, ev.key) if cur_ok else None
         if cur_ok and prev_ok:
-            return encode(MODIFIED, ev.obj)
+            return encode(MODIFIED, ev.obj, ev.key)
         if cur_ok:
-            return encode(ADDED, ev.obj)
+            return encode(ADDED, ev.obj, ev.key)
         if prev_ok and ev.prev is not None:
             return encode(DELETED, _with_rv(ev.prev, ev.rv))
         return None

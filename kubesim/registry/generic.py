@@ -42,7 +42,7 @@ from kubesim.core.managedfields.schema import root_type
 from kubesim.core.names import generate_name
 from kubesim.core.objects import meta_of
 from kubesim.core.scheme import ResourceType, Scheme
-from kubesim.core.store import Key, Shared, Store, clone
+from kubesim.core.store import Key, Shared, Store, clone, dumps
 from kubesim.registry.admission import (
     AdmissionCall,
     AdmissionPlugin,
@@ -253,6 +253,23 @@ class GenericStore:
         if rt.group == "events.k8s.io":
             return event_conv.to_events_v1(obj)
         return dict(obj)
+
+    def encoded(self, rt: ResourceType, wire: Mapping[str, Any]) -> bytes:
+        """The JSON of ``wire``, a write's answer (``to_wire`` of what it stored): the store's
+        encoding of the stored object when ``wire`` is a copy of it, so that the watch event
+        announcing the write does not encode it again."""
+        if rt.group != "events.k8s.io":
+            meta = wire.get("metadata")
+            if isinstance(meta, dict):
+                key = _key(rt, meta.get("namespace", ""), meta.get("name") or "")
+                stored = self.store.get(rt.storage_name, key)
+                if (
+                    stored is not None
+                    and len(stored) == len(wire)
+                    and all(stored.get(k) is v for k, v in wire.items())
+                ):
+                    return self.store.encoded(rt.storage_name, key, stored)
+        return dumps(wire)
 
     def from_wire(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         if rt.group == "events.k8s.io":

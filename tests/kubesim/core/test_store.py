@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesim.core.store import ADDED, DELETED, MODIFIED, Store, TooOld
+from kubesim.core.store import ADDED, DELETED, MODIFIED, Store, TooOld, dumps
 
 
 def _obj(name: str, value: int) -> dict[str, Any]:
@@ -85,3 +85,48 @@ def test_snapshot_at_any_revision_equals_the_state_then(
             else:
                 replay[ev.key] = ev.obj
         assert replay == current
+
+
+_STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "remove", "raw", "encode-current", "encode-earlier"]),
+        st.sampled_from(["a", "b"]),
+    ),
+    max_size=40,
+)
+
+
+@given(_STEPS)
+def test_encodings_are_always_of_the_object_asked_for(steps: list[tuple[str, str]]) -> None:
+    """The cached encodings (a write's answer, watch events, lists) never hand out the JSON of
+    another version: after any sequence of writes, removals and encodings of current and
+    replaced versions, each answer is the object's own JSON."""
+    store = Store()
+    versions: dict[str, list[dict[str, Any]]] = {"a": [], "b": []}
+    for n, (op, name) in enumerate(steps):
+        key = ("ns", name)
+        current = store.get("pods", key)
+        if op == "put":
+            obj = {"metadata": {"name": name, "resourceVersion": str(n + 1)}, "n": n}
+            store.put("pods", key, obj, rv=store.next_rv())
+            versions[name].append(obj)
+        elif op == "remove" and current is not None:
+            store.remove("pods", key, rv=store.next_rv())
+        elif op == "raw" and current is not None:
+            assert store.raw("pods", key) == dumps(current)
+        elif op == "encode-current" and current is not None:
+            assert store.encoded("pods", key, current) == dumps(current)
+        elif op == "encode-earlier" and versions[name]:
+            old = versions[name][0]
+            assert store.encoded("pods", key, old) == dumps(old)
+
+
+def test_a_replaced_version_keeps_its_encoding_for_late_watchers() -> None:
+    store = Store()
+    first = {"metadata": {"name": "p"}, "spec": {}}
+    store.put("pods", ("ns", "p"), first, rv=store.next_rv())
+    answer = store.encoded("pods", ("ns", "p"), first)
+    second = {"metadata": {"name": "p"}, "spec": {"nodeName": "n"}}
+    store.put("pods", ("ns", "p"), second, rv=store.next_rv())
+    assert store.encoded("pods", ("ns", "p"), first) is answer  # the same bytes, not re-encoded
+    assert store.raw("pods", ("ns", "p")) == dumps(second)
