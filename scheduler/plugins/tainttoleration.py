@@ -7,7 +7,9 @@ the Filter when it could only pass.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
+from itertools import compress
 from typing import Final
 
 from kube.objects import Node, Pod, Taint, Toleration
@@ -116,9 +118,11 @@ class TaintToleration(NoPreFilterExtensions):
                 i: not t or find_matching_untolerated_taint(t, tolerations) is None
                 for i, t in distinct.items()
             }
+            if all(ok.values()):
+                return node_infos, []
             verdicts = list(map(ok.__getitem__, map(id, column)))
-            pairs = list(zip(node_infos, verdicts, strict=True))
-            return [ni for ni, v in pairs if v], [(ni, _REJECT) for ni, v in pairs if not v]
+            rejected = compress(node_infos, map(operator.not_, verdicts))
+            return list(compress(node_infos, verdicts)), [(ni, _REJECT) for ni in rejected]
         if not any([ni.node is not None and ni.node.taints for ni in node_infos]):  # noqa: C419 - a list is faster than a generator here
             return node_infos, []
         key = NAME + repr(tolerations)

@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
-from itertools import compress
+from itertools import compress, repeat
 from typing import Final
 
 from kube.objects import DO_NOT_SCHEDULE, Node, Pod
@@ -230,16 +231,15 @@ class Filtering(PluginBase):
             # One constraint (the usual case): each node is one label lookup, at C speed.
             key, over = checks[0]
             values = label_values(node_infos, key)
+            # Most nodes pass: which ones is found in C, and only the rejected are visited.
+            bad = list(map(operator.is_, values, repeat(None)))
             if over:
-                verdicts = [
-                    _LABEL_REJECT if v is None else _SKEW_REJECT if v in over else None
-                    for v in values
-                ]
-            else:
-                verdicts = [_LABEL_REJECT if v is None else None for v in values]
-            pairs = list(zip(node_infos, verdicts, strict=True))
-            return [ni for ni, v in pairs if v is None], [
-                (ni, v) for ni, v in pairs if v is not None
+                bad = list(map(operator.or_, bad, map(over.__contains__, values)))
+            if not any(bad):
+                return node_infos, []
+            return list(compress(node_infos, map(operator.not_, bad))), [
+                (ni, _LABEL_REJECT if v is None else _SKEW_REJECT)
+                for ni, v in zip(compress(node_infos, bad), compress(values, bad), strict=True)
             ]
         passed: list[NodeInfo] = []
         rejected: list[tuple[NodeInfo, Status]] = []
@@ -279,7 +279,7 @@ class Filtering(PluginBase):
             limit = c.max_skew + minimum - (1 if c.selects(pod.labels) else 0)
             if by_key is not None:
                 values, nums = by_key.get(key, ((), ()))
-                over = frozenset(compress(values, [n > limit for n in nums]))
+                over = frozenset(compress(values, map(operator.lt, repeat(limit), nums)))
             else:
                 over = frozenset([v for (k, v), n in counts.items() if k == key and n > limit])
             checks.append((key, over))
