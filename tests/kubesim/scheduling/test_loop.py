@@ -507,9 +507,8 @@ async def test_created_pods_reach_the_informer_as_a_full_read_of_the_stored_obje
         ],
     )
     async with kubesim.serve(state=[PRIORITY_CLASSES], time_scale=0.01) as sim:
-        names = []
-        for manifest in (gated, generated, spread, pending_pod("low", priority_class="low")):
-            names.append(create_pod(sim, manifest)["metadata"]["name"])
+        manifests = (gated, generated, spread, pending_pod("low", priority_class="low"))
+        names = [create_pod(sim, manifest)["metadata"]["name"] for manifest in manifests]
         loop = loop_of(sim)
         await loop.wait_idle()
         for name in names:
