@@ -492,13 +492,14 @@ def decode_json(text: str | bytes) -> tuple[Any, dict[int, tuple[dict[Any, Any],
     duplicates: dict[int, tuple[dict[Any, Any], list[str]]] = {}
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        dups: list[str] = []
-        for k, v in items:
-            if k in data:
-                dups.append(k)
-            data[k] = v
-        if dups:
+        data = dict(items)  # the last value wins, at the first key's place, as json.loads does
+        if len(data) != len(items):  # a key came twice: name each repeat, in document order
+            seen: set[str] = set()
+            dups: list[str] = []
+            for k, _ in items:
+                if k in seen:
+                    dups.append(k)
+                seen.add(k)
             duplicates[id(data)] = (data, dups)
         return data
 
