@@ -356,7 +356,9 @@ class ResourceHandlers:
         dry = self._dry_run(ctx, "CreateOptions")
         manager = _field_manager(ctx, "CreateOptions")
         body = decode_body(ctx, rt)
-        obj = self.registry.create(rt, ctx.info.namespace, body, dry_run=dry, field_manager=manager)
+        obj = self.registry.create(
+            rt, ctx.info.namespace, body, dry_run=dry, field_manager=manager, owned=True
+        )
         return json_response(self.registry.encoded(rt, obj), 201)
 
     def update(self, ctx: RequestContext, rt: ResourceType, sub: str) -> web.StreamResponse:

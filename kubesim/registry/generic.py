@@ -313,10 +313,14 @@ class GenericStore:
 
     # --- create -----------------------------------------------------------------------------
 
-    def prepare_create(self, rt: ResourceType, namespace: str, body: Any) -> dict[str, Any]:
-        """Type check, namespace, system fields, status reset, defaults."""
+    def prepare_create(
+        self, rt: ResourceType, namespace: str, body: Any, *, owned: bool = False
+    ) -> dict[str, Any]:
+        """Type check, namespace, system fields, status reset, defaults; ``body`` is copied
+        unless the caller hands it over (``owned``: a request's decoded body)."""
         check_type(rt, body)
-        obj = _as_dict(clone(_without_managed_fields(body)))
+        stripped = _without_managed_fields(body)
+        obj = _as_dict(stripped if owned else clone(stripped))
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
         obj = self.from_wire(rt, obj)
@@ -452,6 +456,7 @@ class GenericStore:
         dry_run: bool = False,
         field_manager: str | None = None,
         managed_fields: list[dict[str, Any]] | None = None,
+        owned: bool = False,
     ) -> dict[str, Any]:
         """POST: returns the stored object in the wire shape of ``rt`` (``rest.BeforeCreate``).
 
@@ -467,9 +472,11 @@ class GenericStore:
         validating admission policies, then 409 ``AlreadyExists``; ``dryRun=All`` answers
         without storing. The creator (``field_manager``, kubesim's own name for in-process
         calls) owns every field it set (``metadata.managedFields``, operation ``Update``);
-        ``managed_fields`` are an apply's, already computed."""
+        ``managed_fields`` are an apply's, already computed. ``owned``: the caller hands
+        ``body`` over and never reads it again (a request's decoded body), so it is not
+        copied."""
         sent = _sent_managed_fields(body)
-        obj = self.prepare_create(rt, namespace, body)
+        obj = self.prepare_create(rt, namespace, body, owned=owned)
         meta = obj["metadata"]
         self.admit_namespace(
             rt, meta.get("namespace", ""), meta.get("name") or meta.get("generateName") or ""
