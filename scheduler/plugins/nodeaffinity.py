@@ -60,6 +60,11 @@ def read_added_affinity(added: Mapping[str, Any] | None) -> NodeAffinityTerms | 
     return pod.affinity.node_affinity if pod.affinity is not None else None
 
 
+# Up to this many nodes a batch is matched directly: remembering verdicts pays off over many
+# nodes and pods, not for the few nodes a PreFilterResult leaves (a daemon pod's one).
+_DIRECT: Final = 8
+
+
 class RequiredNodeAffinity:
     """``nodeaffinity.RequiredNodeAffinity``: the pod's nodeSelector and required terms.
 
@@ -70,15 +75,23 @@ class RequiredNodeAffinity:
     with no terms. A mismatch is UnschedulableAndUnresolvable ``node(s) didn't match Pod's
     node affinity/selector``."""
 
-    __slots__ = ("memo_key", "node_selector", "required")
+    __slots__ = ("_memo_key", "node_selector", "required")
 
     def __init__(self, pod: Pod) -> None:
         self.node_selector: tuple[tuple[str, str], ...] = tuple(pod.node_selector.items())
         a = pod.affinity
         na = a.node_affinity if a is not None else None
         self.required: NodeSelector | None = na.required if na is not None else None
-        # Pods with the same constraints share per-node verdicts (NodeInfo.memo).
-        self.memo_key = NAME + repr((self.node_selector, self.required))
+        self._memo_key: str | None = None
+
+    @property
+    def memo_key(self) -> str:
+        """Pods with the same constraints share per-node verdicts (``NodeInfo.memo``) under
+        this key. Spelled out on first use: a pod restricted to a node or two (a daemon pod)
+        is matched directly and never needs it."""
+        if self._memo_key is None:
+            self._memo_key = NAME + repr((self.node_selector, self.required))
+        return self._memo_key
 
     def match(self, node: Node | None) -> bool:
         if node is None:
@@ -187,11 +200,15 @@ class NodeAffinity(NoPreFilterExtensions):
                 (ni, v) for ni, v in zip(node_infos, verdicts, strict=True) if v is not None
             ]
         required = self._required(state, pod)
-        match, key = required.match, required.memo_key
-        verdicts_ok = [
-            v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, match(ni.node))
-            for ni in node_infos
-        ]
+        match = required.match
+        if len(node_infos) <= _DIRECT:
+            verdicts_ok = [match(ni.node) for ni in node_infos]
+        else:
+            key = required.memo_key
+            verdicts_ok = [
+                v if (v := ni.memo.get(key)) is not None else remember(ni.memo, key, match(ni.node))
+                for ni in node_infos
+            ]
         passed = [ni for ni, ok in zip(node_infos, verdicts_ok, strict=True) if ok]
         if len(passed) == len(node_infos):
             return passed, []
