@@ -206,7 +206,7 @@ class APICalls:
         if related is not None:
             event["related"] = _reference(related)
         try:
-            registry.create(self._events_rt, namespace, event)
+            registry.create(self._events_rt, namespace, event, owned=True)
         except StatusError as err:
             log.warning("kubesim: scheduler event %s failed: %s", reason, err.message)
 
