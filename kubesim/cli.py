@@ -383,6 +383,13 @@ def _load_faults(path: str) -> FaultSet:
     "--authorization rbac (kubectl sends no credentials over http), off with always-allow; "
     "--no-tls keeps rbac on http for clients that send tokens there (Python clients).",
 )
+@click.option(
+    "--stop-on-stdin-eof",
+    is_flag=True,
+    help="Stop (as on SIGTERM) when standard input reaches its end: a program that starts "
+    "kubesim with a pipe on its stdin takes it down however that program ends, SIGKILL "
+    "included (the kernel closes the pipe).",
+)
 @click.option("--ready-fd", type=int, hidden=True)
 def serve(  # noqa: PLR0917 - click passes options positionally
     state: tuple[str, ...],
@@ -413,6 +420,7 @@ def serve(  # noqa: PLR0917 - click passes options positionally
     cgroup_driver: str,
     kubepods_at_root: bool,
     tls: bool | None,
+    stop_on_stdin_eof: bool,
     ready_fd: int | None,
 ) -> int:
     """Serve the Kubernetes API until interrupted (SIGINT or SIGTERM: exit 0).
@@ -437,6 +445,8 @@ def serve(  # noqa: PLR0917 - click passes options positionally
 
         scheduler_config = os.path.abspath(scheduler_config)
         config = read_scheduler_config(scheduler_config)
+    if stop_on_stdin_eof and background:
+        raise BadInput("--stop-on-stdin-eof: not with --background (nothing to follow)")
     if background:
         args = ["serve", "--host", host, "--port", str(port), "--time-scale", str(time_scale)]
         args += ["--validate", validation]
@@ -515,7 +525,9 @@ def serve(  # noqa: PLR0917 - click passes options positionally
             " for kubectl",
             err=True,
         )
-    asyncio.run(_serve(sim, pid_file=pid_file, ready_fd=ready_fd))
+    asyncio.run(
+        _serve(sim, pid_file=pid_file, ready_fd=ready_fd, stop_on_stdin_eof=stop_on_stdin_eof)
+    )
     return 0
 
 
@@ -602,12 +614,20 @@ def _listen_error(exc: OSError, host: str, port: int) -> click.ClickException:
     return Failure(f"cannot listen on {where}: {exc.strerror or exc}")
 
 
-async def _serve(sim: Simulator, *, pid_file: str | None, ready_fd: int | None) -> None:
+async def _serve(
+    sim: Simulator,
+    *,
+    pid_file: str | None,
+    ready_fd: int | None,
+    stop_on_stdin_eof: bool = False,
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    if stop_on_stdin_eof:
+        _follow_stdin(loop, stop)
     from kubesim.sim import tune_collector_for_server
 
     tune_collector_for_server()
@@ -630,6 +650,30 @@ async def _serve(sim: Simulator, *, pid_file: str | None, ready_fd: int | None) 
         await sim.stop()
         if pid_file:
             _remove_pid_file(pid_file)
+
+
+def _follow_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """``--stop-on-stdin-eof``: set ``stop`` once standard input ends (what it carries is
+    read and dropped)."""
+    fd = sys.stdin.fileno()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(fd)
+            stop.set()
+
+    try:
+        loop.add_reader(fd, readable)
+    except (OSError, ValueError):  # a regular file (epoll refuses it): read it to its end now
+        while os.read(fd, 65536):
+            pass
+        stop.set()
 
 
 def _remove_pid_file(path: str) -> None:

@@ -147,7 +147,9 @@ class KubesimBackend:
 
         # kube's integration-test servers run without Priority admission: scheduler_perf's
         # templates set spec.priority without a PriorityClass.
-        cmd = [sys.executable, "-m", "kubesim", "serve", "--port", "0"]
+        # --stop-on-stdin-eof: the child follows a pipe only this process holds, so it stops
+        # even when this process cannot stop it (SIGKILL).
+        cmd = [sys.executable, "-m", "kubesim", "serve", "--port", "0", "--stop-on-stdin-eof"]
         cmd += ["--disable-admission-plugins", "Priority"]
         gate = f"{SCHEDULER_QUEUEING_HINTS}={str(self._queueing_hints).lower()}"
         cmd += ["--feature-gates", gate, "--preemption-mode", "sampled"]
@@ -158,7 +160,12 @@ class KubesimBackend:
                 cmd += ["--disable-controller", name]
         self.command = cmd
         self._proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            start_new_session=True,
         )
         with contextlib.suppress(psutil.Error):
             self._child = psutil.Process(self._proc.pid)

@@ -156,6 +156,7 @@ def test_bad_faults_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         (["--validate", "sometimes"], 'invalid - validate option "sometimes"'),
         (["--kubeconfig-out", "/nonexistent-dir/kc"], "directory /nonexistent-dir does not exist"),
         (["--bogus"], "No such option '--bogus'"),
+        (["--stop-on-stdin-eof", "--background"], "--stop-on-stdin-eof: not with --background"),
     ],
 )
 def test_bad_flags_exit_2_on_one_line(
@@ -259,6 +260,38 @@ def test_serve_writes_kubeconfig_when_answering_and_removes_it_on_exit(
     assert "Traceback" not in err
     assert not kubeconfig.exists()
     assert not list(tmp_path.glob(".kc.*"))  # no temporary file left over
+
+
+def test_stop_on_stdin_eof_stops_when_the_pipe_closes(tmp_path: Path, state: Path) -> None:
+    """What a parent killed with SIGKILL leaves behind: its end of the pipe, closed."""
+    kubeconfig = tmp_path / "kc"
+    proc = _kubesim(
+        "serve",
+        "--state",
+        str(state),
+        "--kubeconfig-out",
+        str(kubeconfig),
+        "--stop-on-stdin-eof",
+        stdin=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().startswith("kubesim: serving on ")
+        proc.stdin.write("anything written is read and dropped\n")
+        proc.stdin.flush()
+        time.sleep(0.2)
+        assert proc.poll() is None  # data is not the end
+        proc.stdin.close()
+        proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert not kubeconfig.exists()
 
 
 def test_port_in_use_exits_1_on_one_line(state: Path) -> None:
