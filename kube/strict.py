@@ -569,13 +569,13 @@ _GO_SCALARS: Final = {
 
 
 def _go_type(type_name: str) -> str:
-    if m := _LIST.fullmatch(type_name):
-        return "[]" + _go_type(m[1])
-    if m := _DICT.fullmatch(type_name):
-        return "map[string]" + _go_type(m[1])
+    element = _element(type_name)
+    if element is not None:
+        container, inner = element
+        return ("[]" if container == "list" else "map[string]") + _go_type(inner)
     if type_name in _GO_SCALARS:
         return _GO_SCALARS[type_name]
-    return "v1." + _PREFIX.sub("", type_name)
+    return "v1." + _struct(type_name)
 
 
 def _json_kind(value: object) -> str:

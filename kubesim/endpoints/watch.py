@@ -90,10 +90,10 @@ async def watch_stream(registry: GenericStore, req: WatchRequest) -> AsyncGenera
         return registry.matches(rt, obj, req.labels, req.fields)
 
     def encode(event_type: str, obj: dict[str, Any], key: Key | None = None) -> bytes:
-        if key is not None and req.encode is None and rt.group != "events.k8s.io":
-            # The wire form is the stored one: the store's encoding (shared with the answer
-            # to the write, and with every other watcher).
-            return _line(event_type, store.encoded(storage, key, obj))
+        if key is not None and req.encode is None:
+            # A stored version: its encoding is shared with the answer to the write and with
+            # every other watcher.
+            return _line(event_type, registry.stored_encoding(rt, key, obj))
         wire = registry.to_wire(rt, obj)
         if req.encode is not None:
             return _line(event_type, req.encode(event_type, wire))

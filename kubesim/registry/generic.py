@@ -249,16 +249,29 @@ class GenericStore:
 
     # --- conversion between the wire shape of a type and its storage -----------------------
 
+    @staticmethod
+    def _wire_is_stored(rt: ResourceType) -> bool:
+        """Whether ``rt``'s wire form is the stored form (all but events.k8s.io's Events,
+        stored in the core shape)."""
+        return rt.group != "events.k8s.io"
+
     def to_wire(self, rt: ResourceType, obj: Mapping[str, Any]) -> dict[str, Any]:
-        if rt.group == "events.k8s.io":
+        if not self._wire_is_stored(rt):
             return event_conv.to_events_v1(obj)
         return dict(obj)
+
+    def stored_encoding(self, rt: ResourceType, key: Key, obj: dict[str, Any]) -> bytes:
+        """The JSON of ``to_wire(rt, obj)`` for ``obj``, a version stored at ``key`` (a watch
+        event's object): the store's shared encoding when the wire form is the stored one."""
+        if self._wire_is_stored(rt):
+            return self.store.encoded(rt.storage_name, key, obj)
+        return dumps(self.to_wire(rt, obj))
 
     def encoded(self, rt: ResourceType, wire: Mapping[str, Any]) -> bytes:
         """The JSON of ``wire``, a write's answer (``to_wire`` of what it stored): the store's
         encoding of the stored object when ``wire`` is a copy of it, so that the watch event
         announcing the write does not encode it again."""
-        if rt.group != "events.k8s.io":
+        if self._wire_is_stored(rt):
             meta = wire.get("metadata")
             if isinstance(meta, dict):
                 key = _key(rt, meta.get("namespace", ""), meta.get("name") or "")
@@ -272,7 +285,7 @@ class GenericStore:
         return dumps(wire)
 
     def from_wire(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        if rt.group == "events.k8s.io":
+        if not self._wire_is_stored(rt):
             return event_conv.from_events_v1(obj)
         return obj
 
