@@ -128,6 +128,7 @@ class KubesimBackend:
         self._clock_offset = time.time() - time.monotonic()
         self._binds: deque[tuple[str, float]] = deque()  # (pod key, monotonic bind time)
         self._pending_creates: list[Any] = []
+        self._watching = threading.Semaphore(0)  # released once by each watch, when open
         try:  # whatever stops the start (a signal too) stops the child
             self.url = url or self._start()
             self._api = _LoopThread(aiohttp, self.url, limit=CONCURRENT_REQUESTS)
@@ -136,6 +137,7 @@ class KubesimBackend:
             self._watches.append(self._watch)
             self._scheduled_watch = self._watcher.submit(self._watch_binds(self._watcher.session))
             self._watches.append(self._scheduled_watch)
+            self._await_watches()
         except BaseException:
             self.close()
             raise
@@ -180,6 +182,18 @@ class KubesimBackend:
         self._log.seek(0)
         raise WorkloadFailed(f"kubesim did not start: {self._log.read()[-500:]}")
 
+    def _await_watches(self) -> None:
+        """Return once both watches stream: the first ops then find them open, and nothing
+        the watches' own setup answers counts as movement after this point."""
+        deadline = time.monotonic() + 60
+        for _ in self._watches:
+            while not self._watching.acquire(timeout=0.05):
+                for watch in [w for w in self._watches if w.done()]:
+                    watch.result()  # raises what stopped it
+                    raise WorkloadFailed("a watch on kubesim ended before it opened")
+                if time.monotonic() > deadline:
+                    raise WorkloadFailed("kubesim's watches did not open within 60 s")
+
     def _call(self, coro: Any) -> Any:
         assert self._api is not None
         return self._api.call(coro)
@@ -210,6 +224,7 @@ class KubesimBackend:
         rv = listed["metadata"]["resourceVersion"] if status == 200 else "0"
         params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "86400"}
         async with session.get("/api/v1/pods", params=params) as resp:
+            self._watching.release()
             async for line in resp.content:
                 if line.strip():
                     self._on_pod_event(json.loads(line))
@@ -220,6 +235,7 @@ class KubesimBackend:
         rv = listed["metadata"]["resourceVersion"] if status == 200 else "0"
         params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "86400"}
         async with session.get(path, params=params) as resp:
+            self._watching.release()
             async for line in resp.content:
                 if not line.strip():
                     continue
