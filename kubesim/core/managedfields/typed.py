@@ -306,8 +306,11 @@ def created_fields(zero: Any, new: Any, t: Type) -> fs.FieldSet:
     return out if out is not None else {}
 
 
-# lists whole, exactly: json writes true, 1 and 1.0 apart, as the path elements do
-_list_text: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# lists whole, exactly: json writes true, 1 and 1.0 apart, as the path elements do (documents
+# are trees: no circular-reference check, as kubesim.core.store.dumps)
+_list_text: Final = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, check_circular=False
+).encode
 
 
 def shape(obj: Mapping[str, Any]) -> Hashable:
