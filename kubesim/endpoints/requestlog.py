@@ -9,9 +9,12 @@ body. Readable in process (``sim.requests``) and over HTTP at ``/_kubesim/reques
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import yaml
 
 __all__ = ["RequestLog", "RequestRecord"]
 
@@ -29,7 +32,8 @@ class RequestRecord:
     subresource: str = ""
     group: str = ""
     version: str = ""
-    body: Any = None
+    # the request's body as sent; ``body`` decodes it when first read (most never are)
+    raw_body: bytes = b""
     code: int = 0
     user_agent: str = ""
     # who asked (after impersonation), as authentication saw them, and authorization's verdict:
@@ -41,9 +45,30 @@ class RequestRecord:
     authorization_reason: str = ""
     # validating admission's audit annotations (a policy's Audit action, auditAnnotations)
     audit_annotations: dict[str, str] = field(default_factory=dict)
+    _body: Any = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def body(self) -> Any:
+        """The body decoded: JSON, else YAML, else the text; None when there was none."""
+        if self._body is None and self.raw_body:
+            self._body = _decode_body(self.raw_body)
+        return self._body
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["raw_body"], out["_body"]
+        out["body"] = self.body
+        return out
+
+
+def _decode_body(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        try:
+            return yaml.safe_load(body.decode("utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError):
+            return body.decode("utf-8", errors="replace")
 
 
 class RequestLog:

@@ -7,13 +7,11 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 
-import yaml
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
@@ -68,18 +66,6 @@ class Anonymous:
 
     def authenticate(self, request: web.Request) -> UserInfo | None:
         return None
-
-
-def _record_body(body: bytes) -> Any:
-    if not body:
-        return None
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        try:
-            return yaml.safe_load(body.decode("utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError):
-            return body.decode("utf-8", errors="replace")
 
 
 class ApiServer:
@@ -168,7 +154,7 @@ class ApiServer:
             subresource=info.subresource,
             group=info.group,
             version=info.version,
-            body=_record_body(body),
+            raw_body=body,
             user_agent=request.headers.get("User-Agent", ""),
         )
         ctx = RequestContext(request, info, body, record)

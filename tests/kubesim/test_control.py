@@ -50,6 +50,8 @@ async def test_request_log_over_http_and_reset(sim: Simulator, api: client.ApiCl
         "status",
         200,
     )
+    assert last["body"] == {"status": {"phase": "Failed"}}  # decoded, as the record reads it
+    assert "raw_body" not in last
     code, _, _ = await raw(sim, "DELETE", "/_kubesim/requests")
     assert code == 200
     assert len(sim.requests) == 0
