@@ -119,7 +119,8 @@ class SpreadCounts:
 
     ``pairs`` are in the order the walk over ``snapshot.node_info_list`` first meets them
     (node by node, constraint by constraint); ``by_pair`` holds their sums in that order, and
-    ``key_values`` / ``key_nums`` the same per topology key. A node counts for a constraint
+    ``key_values`` / ``key_nums`` the same per topology key, ``key_counts`` as a map from value
+    to sum (for lookups node by node). A node counts for a constraint
     when it has the keys in ``required_keys``, passes the pod's required node affinity if
     inclusion policies are off, and passes the constraint's inclusion policies (checked only
     where ``checks`` says they can exclude a node); its pair is ``(topology key, label value
@@ -141,6 +142,7 @@ class SpreadCounts:
         "by_pair",
         "cursor",
         "entries",
+        "key_counts",
         "key_nums",
         "key_values",
         "layout",
@@ -163,6 +165,7 @@ class SpreadCounts:
         self.by_pair: dict[TopologyPair, int] = {}  # the sums, in the order pairs were met
         self.key_values: dict[str, list[str]] = {}
         self.key_nums: dict[str, list[int]] = {}
+        self.key_counts: dict[str, dict[str, int]] = {}
         # node name -> [[pair position, key position, selector, count key, count], ...]
         self.entries: dict[str, list[list[Any]]] = {}
         required = RequiredNodeAffinity(pod)
@@ -170,7 +173,7 @@ class SpreadCounts:
         count_keys = [count_memo_key(c.selector, ns) for c in constraints]
         index: dict[TopologyPair, tuple[int, int]] = {}  # pair -> (position, key position)
         pairs, by_pair = self.pairs, self.by_pair
-        key_values, key_nums = self.key_values, self.key_nums
+        key_values, key_nums, key_counts = self.key_values, self.key_nums, self.key_counts
         for ni in snapshot.node_info_list:
             node = ni.node
             if node is None:
@@ -194,11 +197,13 @@ class SpreadCounts:
                     by_pair[pair] = 0
                     values.append(pair[1])
                     key_nums.setdefault(key, []).append(0)
+                    key_counts.setdefault(key, {})[pair[1]] = 0
                 pos, kpos = at
                 count = match_count(ni, c.selector, ns, count_key)
                 if count:
                     by_pair[pair] += count
                     key_nums[key][kpos] += count
+                    key_counts[key][pair[1]] += count
                 mine.append([pos, kpos, c.selector, count_key, count])
             if mine:
                 self.entries[ni.name] = mine
@@ -214,6 +219,7 @@ class SpreadCounts:
         if not changed:
             return True
         entries, by_pair, pairs, key_nums = self.entries, self.by_pair, self.pairs, self.key_nums
+        key_counts = self.key_counts
         seen: set[str] = set()
         for ni in changed:
             name = ni.name
@@ -231,6 +237,7 @@ class SpreadCounts:
                     pair = pairs[pos]
                     by_pair[pair] += new - old
                     key_nums[pair[0]][kpos] += new - old
+                    key_counts[pair[0]][pair[1]] += new - old
         return True
 
     def counts(self) -> dict[TopologyPair, int]:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import compress, repeat
 from typing import Final
 
@@ -44,6 +44,14 @@ _LABEL_REJECT: Final = Status(
     Code.UnschedulableAndUnresolvable, ERR_REASON_NODE_LABEL_NOT_MATCH, plugin=NAME
 )
 _SKEW_REJECT: Final = Status(Code.Unschedulable, ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=NAME)
+# over_limit's per-constraint check: (topology key, limit or None, the domains over the limit
+# or None when nodes look their count up, {domain value: count})
+_Check = tuple[str, int | None, frozenset[str] | None, Mapping[str, int]]
+_NO_COUNTS: Final[Mapping[str, int]] = {}
+# Up to this many domains, the ones over the limit are listed once per pod (a set lookup per
+# node); beyond, a count lookup per node costs less than a pass over every domain (a walk
+# visits a few hundred nodes at least).
+_FEW_DOMAINS: Final = 256
 
 
 class PreFilterState:
@@ -70,12 +78,13 @@ class PreFilterState:
         self.tp_key_to_critical_paths: dict[str, CriticalPaths] = {}
         self.tp_key_to_domains_num: dict[str, int] = {}
         self.tp_pair_to_match_num: dict[TopologyPair, int] = {}
-        # filter_nodes' per-constraint (key, domain values over the limit, or None when the
-        # skew is not checked) for one incoming pod; dropped when the counts change.
-        self.over_limit: tuple[Pod, list[tuple[str, frozenset[str] | None]]] | None = None
-        # key -> (domain values, their counts) as PreFilter found them, for over_limit;
-        # None once add_pod/remove_pod changed the counts.
-        self.domain_counts: dict[str, tuple[list[str], list[int]]] | None = None
+        # filter_nodes' per-constraint (key, the most a domain may hold, or None when the skew
+        # is not checked, the domains' counts) for one incoming pod; dropped when the counts
+        # change.
+        self.over_limit: tuple[Pod, list[_Check]] | None = None
+        # key -> {domain value: count} as PreFilter found them, for over_limit; None once
+        # add_pod/remove_pod changed the counts.
+        self.domain_counts: dict[str, dict[str, int]] | None = None
 
     def clone(self) -> PreFilterState:
         out = PreFilterState.__new__(PreFilterState)
@@ -145,7 +154,7 @@ class Filtering(PluginBase):
             s.domain_counts = {}
             for key, values in index.key_values.items():
                 s.tp_key_to_domains_num[key] = len(values)
-                s.domain_counts[key] = (values, list(index.key_nums[key]))
+                s.domain_counts[key] = index.key_counts[key].copy()
             for c in constraints:
                 key = c.topology_key
                 s.tp_key_to_critical_paths[key] = index.critical_paths(key)
@@ -228,13 +237,20 @@ class Filtering(PluginBase):
             checks = self._over_limit(s, pod)
             s.over_limit = (pod, checks)
         if len(checks) == 1:
-            # One constraint (the usual case): each node is one label lookup, at C speed.
-            key, over = checks[0]
+            # One constraint (the usual case): each node is a label and a count lookup, at C
+            # speed.
+            key, limit, over, counts_of = checks[0]
             values = label_values(node_infos, key)
             # Most nodes pass: which ones is found in C, and only the rejected are visited.
             bad = list(map(operator.is_, values, repeat(None)))
-            if over:
-                bad = list(map(operator.or_, bad, map(over.__contains__, values)))
+            if over is not None:
+                if over:
+                    bad = list(map(operator.or_, bad, map(over.__contains__, values)))
+            elif limit is not None:
+                # (a node without the label looks up None: no count, and it is rejected anyway)
+                count: Callable[[str | None, int], int] = counts_of.get  # type: ignore[assignment]
+                above = map(operator.lt, repeat(limit), map(count, values, repeat(0)))
+                bad = list(map(operator.or_, bad, above))
             if not any(bad):
                 return node_infos, []
             return list(compress(node_infos, map(operator.not_, bad))), [
@@ -247,12 +263,16 @@ class Filtering(PluginBase):
             node = ni.node
             labels: Mapping[str, str] = node.labels if node is not None else {}
             verdict: Status | None = None
-            for key, over in checks:
+            for key, limit, over, counts_of in checks:
                 value = labels.get(key)
                 if value is None:
                     verdict = _LABEL_REJECT
                     break
-                if over and value in over:
+                if (
+                    (value in over)
+                    if over is not None
+                    else (limit is not None and counts_of.get(value, 0) > limit)
+                ):
                     verdict = _SKEW_REJECT
                     break
             if verdict is None:
@@ -262,27 +282,32 @@ class Filtering(PluginBase):
         return passed, rejected
 
     @staticmethod
-    def _over_limit(s: PreFilterState, pod: Pod) -> list[tuple[str, frozenset[str] | None]]:
-        """Per constraint: its key and the domain values whose count exceeds what the pod
-        may reach there (``maxSkew + minimum - self match``); None when the skew is not
-        checked (no minimum recorded). ``maxSkew`` is at least 1, so the limit is never
-        negative and a domain without a count never exceeds it."""
+    def _over_limit(s: PreFilterState, pod: Pod) -> list[_Check]:
+        """Per constraint: its key, the most a domain may count for the pod to go there
+        (``maxSkew + minimum - self match``; None when the skew is not checked, no minimum
+        recorded), and how a node's domain is found over it: with few domains (zones) the set
+        of those over the limit, worked out once; with many (hostnames) none, and each node
+        looks its domain's count up in the counts given — no pass over thousands of domains
+        per pod. ``maxSkew`` is at least 1, so the limit is never negative and a domain
+        without a count never exceeds it."""
         counts = s.tp_pair_to_match_num
         by_key = s.domain_counts
-        checks: list[tuple[str, frozenset[str] | None]] = []
+        checks: list[_Check] = []
         for c in s.constraints:
             key = c.topology_key
             minimum = s.min_match_num(key, c.min_domains)
             if minimum is None:
-                checks.append((key, None))
+                checks.append((key, None, None, _NO_COUNTS))
                 continue
             limit = c.max_skew + minimum - (1 if c.selects(pod.labels) else 0)
             if by_key is not None:
-                values, nums = by_key.get(key, ((), ()))
-                over = frozenset(compress(values, map(operator.lt, repeat(limit), nums)))
+                counts_of = by_key.get(key, _NO_COUNTS)
             else:
-                over = frozenset([v for (k, v), n in counts.items() if k == key and n > limit])
-            checks.append((key, over))
+                counts_of = {v: n for (k, v), n in counts.items() if k == key}
+            over = None
+            if len(counts_of) <= _FEW_DOMAINS:
+                over = frozenset([v for v, n in counts_of.items() if n > limit])
+            checks.append((key, limit, over, counts_of))
         return checks
 
     def add_pod(

@@ -9,6 +9,7 @@ snapshot rebuilt from scratch (which has no remembered counts).
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,11 +17,12 @@ from hypothesis import strategies as st
 from kube.objects import Pod
 from scheduler.framework import CycleState
 from scheduler.plugins.helper import split_by_filter
+from scheduler.plugins.podtopologyspread import filtering as spread_filtering
 from scheduler.plugins.podtopologyspread.filtering import PRE_FILTER_STATE_KEY
 from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.podtopologyspread.scoring import PRE_SCORE_STATE_KEY
 from scheduler.schedule import schedule_one
-from scheduler.snapshot import Snapshot
+from scheduler.snapshot import NodeWindow, Snapshot
 from tests.support import objects as obj
 from tests.support.spread import BAR, DNS, FOO, HOSTNAME, SA, ZONE, tsc, unschedulable
 
@@ -123,3 +125,32 @@ def test_batch_filter_and_remembered_counts_equal_the_plain_forms(
     assert a_result.suggested_host == b_result.suggested_host
     assert a_result.message == b_result.message
     assert a_result.node_scores == b_result.node_scores
+
+
+@settings(deadline=None)
+@given(_cluster())
+def test_batch_filter_with_listed_domains_and_with_count_lookups(
+    cluster: tuple[Snapshot, list[Pod], Pod],
+) -> None:
+    """The batch lists the domains over the limit when a key has few and looks each node's
+    count up when it has many; both give ``filter``'s verdicts, on a list of nodes and on the
+    walk's windows (these clusters have few domains, so each form is forced in turn)."""
+    snap, later, incoming = cluster
+    pts = PodTopologySpread()
+    _evolve(snap, later, pts, incoming)
+    half = len(snap.node_info_list) // 2
+    for few in (0, 1_000_000):
+        with patch.object(spread_filtering, "_FEW_DOMAINS", few):
+            state = CycleState()
+            if pts.pre_filter(state, incoming, snap) is not None:
+                continue
+            for nodes in (
+                list(snap.node_info_list),
+                NodeWindow(snap, half, len(snap.node_info_list) - half),
+            ):
+                got_passed, got_rejected = pts.filter_nodes(state, incoming, nodes)
+                want_passed, want_rejected = split_by_filter(pts.filter, state, incoming, nodes)
+                assert [ni.name for ni in got_passed] == [ni.name for ni in want_passed]
+                assert [(ni.name, s.code, s.reasons) for ni, s in got_rejected] == [
+                    (ni.name, s.code, s.reasons) for ni, s in want_rejected
+                ]
