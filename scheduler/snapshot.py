@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol, TypeVar
 
 from kube.objects import (
@@ -606,6 +606,11 @@ class Snapshot:
     def taints_column(self) -> list[tuple[Taint, ...]]:
         """Each node's taints, equal ones as one object, as ``node_column``."""
         return self.node_column("taints", self._canonical_taints)
+
+    def taint_sets(self) -> Collection[tuple[Taint, ...]]:
+        """The distinct taints values ``taints_column`` holds, each the one object its entries
+        share (a few on most clusters; values of removed nodes may linger)."""
+        return self._taint_sets.values()
 
     def _canonical_taints(self, node: Node | None) -> tuple[Taint, ...]:
         taints = node.taints if node is not None else ()

@@ -110,17 +110,21 @@ class TaintToleration(NoPreFilterExtensions):
         verdicts per node (``NodeInfo.memo``) for pods with the same tolerations."""
         tolerations = pod.tolerations
         if isinstance(node_infos, NodeWindow):
-            column = node_infos.column(node_infos.owner.taints_column())
-            distinct = distinct_objects(column)
-            if len(distinct) == 1 and not column[0]:
-                return node_infos, []
+            owner = node_infos.owner
+            column = node_infos.column(owner.taints_column())
+            # The column's entries are the snapshot's few distinct taint sets: each is judged
+            # once, without a pass over the window to find which of them it holds.
+            sets = owner.taint_sets()
+            candidates = sets if len(sets) <= len(column) else distinct_objects(column).values()
             ok = {
-                i: not t or find_matching_untolerated_taint(t, tolerations) is None
-                for i, t in distinct.items()
+                id(t): not t or find_matching_untolerated_taint(t, tolerations) is None
+                for t in candidates
             }
             if all(ok.values()):
                 return node_infos, []
             verdicts = list(map(ok.__getitem__, map(id, column)))
+            if all(verdicts):
+                return node_infos, []
             rejected = compress(node_infos, map(operator.not_, verdicts))
             return list(compress(node_infos, verdicts)), [(ni, _REJECT) for ni in rejected]
         if not any([ni.node is not None and ni.node.taints for ni in node_infos]):  # noqa: C419 - a list is faster than a generator here
