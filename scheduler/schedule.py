@@ -11,6 +11,7 @@ import operator
 import random
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Final
 
 from kube.objects import DEFAULT_SCHEDULER_NAME, Pod
@@ -177,7 +178,13 @@ def _record_rejections(
     distinct tagged status into ``distinct`` (by id). Plugins answer with a few shared Status
     objects, so each distinct one is tagged once."""
     answers = list(map(_second, rejected))
-    seen = distinct_objects(answers)
+    first = answers[0]
+    # Most batches answer with one shared status: found by identity in C, with no dict built.
+    seen = (
+        {id(first): first}
+        if all(map(operator.is_, answers, repeat(first)))
+        else distinct_objects(answers)
+    )
     tagged = {i: filter_status(r, plugin) for i, r in seen.items()}
     names = map(_name, map(_first, rejected))
     if all(tagged[i] is r for i, r in seen.items()):
@@ -192,6 +199,12 @@ def _record_rejections(
 _first = operator.itemgetter(0)
 _second = operator.itemgetter(1)
 _name = operator.attrgetter("name")
+
+
+def _in_order(statuses: dict[str, Status], names: Iterable[str]) -> dict[str, Status]:
+    """``statuses`` of the ``names`` it has, in the order of ``names`` (built in C)."""
+    kept = list(filter(statuses.__contains__, names))
+    return dict(zip(kept, map(statuses.__getitem__, kept), strict=True))
 
 
 def run_filter_plugins_batch(
@@ -248,7 +261,7 @@ def _filter_batch(
             rejecting += len(failed) > before
             alive = keep
     if rejecting > 1:  # each plugin's rejections came in node order; merge them into it
-        failed = {ni.name: failed[ni.name] for ni in node_infos if ni.name in failed}
+        failed = _in_order(failed, map(_name, node_infos))
     return alive, failed, list(distinct.values())
 
 
@@ -484,8 +497,7 @@ def _find_nodes_that_pass_filters(
             if len(passed) > want:
                 chunk = chunk[: chunk.index(passed[want - 1]) + 1]
                 passed = passed[:want]
-                names = [ni.name for ni in chunk]
-                kept = {name: failed[name] for name in names if name in failed}
+                kept = _in_order(failed, map(_name, chunk))
                 distinct = list({id(v): v for v in kept.values()}.values())
             else:
                 kept = failed

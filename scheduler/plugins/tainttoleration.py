@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from itertools import compress
+from itertools import compress, repeat
 from typing import Final
 
 from kube.objects import Node, Pod, Taint, Toleration
@@ -126,7 +126,9 @@ class TaintToleration(NoPreFilterExtensions):
             if all(verdicts):
                 return node_infos, []
             rejected = compress(node_infos, map(operator.not_, verdicts))
-            return list(compress(node_infos, verdicts)), [(ni, _REJECT) for ni in rejected]
+            return list(compress(node_infos, verdicts)), list(
+                zip(rejected, repeat(_REJECT), strict=False)
+            )
         if not any([ni.node is not None and ni.node.taints for ni in node_infos]):  # noqa: C419 - a list is faster than a generator here
             return node_infos, []
         key = NAME + repr(tolerations)

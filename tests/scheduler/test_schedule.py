@@ -320,6 +320,38 @@ def test_filter_without_batch_support_and_errors() -> None:
     assert result.status == Status(Code.Error, 'running "OddNodes" filter plugin: boom')
 
 
+_ODD = Status(Code.Unschedulable, "odd")  # untagged: the walk tags each with the plugin
+_FAR = Status(Code.UnschedulableAndUnresolvable, "far")
+
+
+class _MixedBatch(_PerNodeOnly):
+    """A batch plugin answering with two shared, untagged statuses."""
+
+    name = "MixedBatch"
+
+    def filter(self, state: CycleState, p: Pod, node_info: NodeInfo) -> Status | None:
+        i = int(node_info.name[1:])
+        return None if i % 3 == 0 else _ODD if i % 3 == 1 else _FAR
+
+    def filter_nodes(
+        self, state: CycleState, p: Pod, node_infos: list[NodeInfo]
+    ) -> tuple[list[NodeInfo], list[tuple[NodeInfo, Status]]]:
+        verdicts = [(ni, self.filter(state, p, ni)) for ni in node_infos]
+        return [ni for ni, v in verdicts if v is None], [(ni, v) for ni, v in verdicts if v]
+
+
+def test_a_batch_of_several_untagged_statuses_is_recorded_tagged_each() -> None:
+    fwk = Framework([*default_framework().filter_plugins, _MixedBatch()])
+    snap = _snap(*(node(f"n{i}") for i in range(7)))
+    _, diagnosis, _ = find_nodes_that_fit_pod(pod("p"), snap, framework=fwk)
+    got = {n: (s.code, s.reasons, s.plugin) for n, s in diagnosis.node_to_status.statuses.items()}
+    odd = (Code.Unschedulable, ("odd",), "MixedBatch")
+    far = (Code.UnschedulableAndUnresolvable, ("far",), "MixedBatch")
+    assert got == {"n1": odd, "n2": far, "n4": odd, "n5": far}
+    assert list(got) == ["n1", "n2", "n4", "n5"]
+    assert diagnosis.unschedulable_plugins == {"MixedBatch"}
+
+
 # --- properties ---------------------------------------------------------------------------------
 
 

@@ -242,7 +242,8 @@ class Filtering(PluginBase):
             key, limit, over, counts_of = checks[0]
             values = label_values(node_infos, key)
             # Most nodes pass: which ones is found in C, and only the rejected are visited.
-            bad = list(map(operator.is_, values, repeat(None)))
+            missing = list(map(operator.is_, values, repeat(None)))
+            bad = missing
             if over is not None:
                 if over:
                     bad = list(map(operator.or_, bad, map(over.__contains__, values)))
@@ -253,7 +254,12 @@ class Filtering(PluginBase):
                 bad = list(map(operator.or_, bad, above))
             if not any(bad):
                 return node_infos, []
-            return list(compress(node_infos, map(operator.not_, bad))), [
+            kept = list(compress(node_infos, map(operator.not_, bad)))
+            if not any(missing):  # every rejection is the skew's: the pairs are built in C
+                return kept, list(
+                    zip(compress(node_infos, bad), repeat(_SKEW_REJECT), strict=False)
+                )
+            return kept, [
                 (ni, _LABEL_REJECT if v is None else _SKEW_REJECT)
                 for ni, v in zip(compress(node_infos, bad), compress(values, bad), strict=True)
             ]
