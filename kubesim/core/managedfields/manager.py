@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final
 
 from kubesim.core.errors import Cause, StatusError
@@ -118,6 +118,7 @@ class Write:
     now: str
 
 
+@lru_cache(maxsize=256)  # clients send the same agent on every request
 def manager_from_user_agent(user_agent: str) -> str:
     """``prefixFromUserAgent``: the user agent up to its first ``/`` (``kubectl/v1.32.0
     (linux/amd64) ...`` → ``kubectl``), as the manager of a write without ``fieldManager``."""
