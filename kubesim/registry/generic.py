@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import random
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -39,7 +38,7 @@ from kubesim.core.errors import (
 )
 from kubesim.core.managedfields import manager as fieldmanager
 from kubesim.core.managedfields.schema import root_type
-from kubesim.core.names import generate_name
+from kubesim.core.names import generate_name, new_uid
 from kubesim.core.objects import meta_of
 from kubesim.core.scheme import ResourceType, Scheme
 from kubesim.core.store import Key, Shared, Store, clone, dumps
@@ -354,7 +353,7 @@ class GenericStore:
             "managedFields",
         ):
             meta.pop(k, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = format_time(self.clock())
         if rt.has_generation:
             meta["generation"] = 1
@@ -995,7 +994,7 @@ class GenericStore:
             meta.setdefault("namespace", "default")
         else:
             meta.pop("namespace", None)
-        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("uid", new_uid())
         meta.setdefault("creationTimestamp", format_time(self.clock()))
         if rt.has_generation:
             meta.setdefault("generation", 1)
