@@ -8,7 +8,7 @@ serves are converted (``time_fields``); a field of another kind is left as sent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, timezone
 from functools import cache, lru_cache
@@ -292,41 +292,64 @@ def time_fields(kind: str) -> tuple[tuple[str, str], ...]:
     return _META + _BY_KIND.get(kind, ())
 
 
-def _visit(node: Any, steps: tuple[str, ...], at: int, micro: bool, where: str) -> None:
-    step = steps[at]
-    if step == "[]":
-        if not isinstance(node, list):
-            return
-        items: Iterable[tuple[Any, Any]] = enumerate(node)
-    elif step == "{}":
-        if not isinstance(node, dict):
-            return
-        items = list(node.items())
-    else:
-        if not isinstance(node, dict) or step not in node:
-            return
-        items = ((step, node[step]),)
-    last = at + 1 == len(steps)
-    for key, child in items:
-        path = f"{where}[{key}]" if step == "[]" else f"{where}.{key}" if where else str(key)
-        if not last:
-            _visit(child, steps, at + 1, micro, path)
-            continue
-        try:
-            node[key] = reencode(child, micro=micro)
-        except TimeParseError as exc:
-            exc.path = path
-            raise
+# A kind's time fields as a tree: each key maps to the subtree under it, or, at a time field,
+# to whether it is a MicroTime; "[]" stands for every list item, "{}" for every map value.
+_Tree = dict[str, "_Tree | bool"]
 
 
 @cache
-def _steps(kind: str) -> tuple[tuple[tuple[str, ...], bool], ...]:
-    """``time_fields(kind)`` as (steps, is a MicroTime), split once."""
-    return tuple((tuple(path.split(".")), t == MICRO_TIME) for path, t in time_fields(kind))
+def _tree(kind: str) -> _Tree:
+    """``time_fields(kind)`` as a tree, built once: a walk descends only where the object has
+    one of the keys, so a pod's status is looked at once, not once per container-status path."""
+    root: _Tree = {}
+    for path, t in time_fields(kind):
+        node = root
+        *parents, leaf = path.split(".")
+        for step in parents:
+            sub = node.setdefault(step, {})
+            assert isinstance(sub, dict)
+            node = sub
+        node[leaf] = t == MICRO_TIME
+    return root
+
+
+def _path(trail: tuple[Any, ...]) -> str:
+    """The field path of a trail of keys (list indexes in brackets)."""
+    out = ""
+    for key in trail:
+        out = f"{out}[{key}]" if isinstance(key, int) else f"{out}.{key}" if out else str(key)
+    return out
+
+
+def _walk(node: Any, tree: _Tree, trail: tuple[Any, ...]) -> None:
+    if isinstance(node, list):
+        sub = tree.get("[]")
+        if sub is not None:
+            for i, child in enumerate(node):
+                _at(node, i, child, sub, trail)
+        return
+    if not isinstance(node, dict):
+        return
+    for step, sub in tree.items():
+        if step == "{}":
+            for key, child in list(node.items()):
+                _at(node, key, child, sub, trail)
+        elif step != "[]" and step in node:
+            _at(node, step, node[step], sub, trail)
+
+
+def _at(node: Any, key: Any, child: Any, sub: _Tree | bool, trail: tuple[Any, ...]) -> None:
+    if isinstance(sub, dict):
+        if isinstance(child, dict | list):
+            _walk(child, sub, (*trail, key))
+        return
+    try:
+        node[key] = reencode(child, micro=sub)
+    except TimeParseError as exc:
+        exc.path = _path((*trail, key))
+        raise
 
 
 def normalize_times(kind: str, obj: Mapping[str, Any]) -> None:
     """Re-encode ``obj``'s time fields in place; TimeParseError as the decoder's error."""
-    for steps, micro in _steps(kind):
-        if steps[0] in obj:  # most of a kind's paths start in a section the object lacks
-            _visit(obj, steps, 0, micro, "")
+    _walk(obj, _tree(kind), ())

@@ -14,7 +14,13 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 import kubesim
 from kube.times import format_micro_time
-from kubesim.core.timefields import TimeParseError, normalize_times, reencode
+from kubesim.core.timefields import (
+    MICRO_TIME,
+    TimeParseError,
+    normalize_times,
+    reencode,
+    time_fields,
+)
 from kubesim.sim import Simulator, StateError
 from tests.support.api import raw, status_of
 
@@ -173,6 +179,69 @@ def test_known_fields_only() -> None:
     other = {"spec": {"when": "not a time"}}
     normalize_times("PriorityClass", other)
     assert other == {"spec": {"when": "not a time"}}
+
+
+def _object_with_every_time_field(kind: str, value: str, micro_value: str) -> dict[str, Any]:
+    """An object with each of ``kind``'s time fields set, two list items and two map values
+    wherever the path steps through a list or a map, beside an unrelated key."""
+    obj: dict[str, Any] = {}
+    for path, t in time_fields(kind):
+        leaf_value = micro_value if t == MICRO_TIME else value
+        steps = path.split(".")
+
+        def put(node: Any, at: int, steps: list[str] = steps, leaf_value: str = leaf_value) -> None:
+            step = steps[at]
+            last = at + 1 == len(steps)
+            if step == "[]":
+                while len(node) < 2:
+                    node.append({"other": 1})
+                for item in node:
+                    put(item, at + 1)
+            elif step == "{}":
+                for key in ("a", "b"):
+                    node[key] = leaf_value
+            elif last:
+                node[step] = leaf_value
+            else:
+                child = node.setdefault(step, [] if steps[at + 1] == "[]" else {})
+                put(child, at + 1)
+
+        put(obj, 0)
+    return obj
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Node", "Event", "Job", "PodDisruptionBudget", "Lease"])
+def test_every_time_field_of_a_kind_is_rewritten_and_a_bad_one_is_named(kind: str) -> None:
+    obj = _object_with_every_time_field(
+        kind, "2026-01-01T10:00:00+02:00", "2026-01-01T10:00:00.250000+02:00"
+    )
+    normalize_times(kind, obj)
+    want = _object_with_every_time_field(
+        kind, "2026-01-01T08:00:00Z", "2026-01-01T08:00:00.250000Z"
+    )
+    assert obj == want
+    for path, _ in time_fields(kind):
+        # the last item or value of the path holds a time without a zone: its path is named
+        bad = _object_with_every_time_field(
+            kind, "2026-01-01T10:00:00Z", "2026-01-01T10:00:00.000000Z"
+        )
+        node: Any = bad
+        named = []
+        steps = path.split(".")
+        for step in steps[:-1]:
+            node = node[step] if step not in ("[]", "{}") else node[-1]
+            named.append("[1]" if step == "[]" else f".{step}" if named else step)
+        if steps[-1] == "{}":
+            node["b"] = "2026-01-01T10:00:00"
+            named.append(".b")
+        elif steps[-1] == "[]":
+            continue
+        else:
+            node[steps[-1]] = "2026-01-01T10:00:00"
+            named.append(f".{steps[-1]}" if named else steps[-1])
+        with pytest.raises(TimeParseError) as info:
+            normalize_times(kind, bad)
+        assert info.value.path == "".join(named), path
 
 
 # --- properties -----------------------------------------------------------------------------
