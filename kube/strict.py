@@ -592,6 +592,19 @@ def _json_kind(value: object) -> str:
     return type(value).__name__
 
 
+# The scalar types whose values pass ``_Walk.value`` by their Python type alone (bool is not
+# int here: ``type(True) is int`` is false), checked inline for the most common fields.
+_PLAIN: Final[Mapping[str, type]] = {
+    "str": str,
+    "int": int,
+    "bool": bool,
+    "float": float,
+    "quantity": str,
+    "datetime": str,
+    "date": str,
+}
+
+
 class _Walk:
     __slots__ = ("duplicates", "fold_case", "nodes", "problems", "types")
 
@@ -692,15 +705,15 @@ class _Walk:
         if self.fold_case and isinstance(value, dict):
             self._fold(value, fields)
         for key, item in value.items():
-            sub = _join(path, str(key))
             field_type = fields.get(key) if isinstance(key, str) else None
             if field_type is None:
+                sub = _join(path, str(key))
                 self.problems.strict.append(f'unknown field "{sub}"')
                 if isinstance(value, dict):
                     self.problems.unknown.append((value, key))
                 self.any(item, sub)
-            else:
-                self.value(item, field_type, struct, sub)
+            elif type(item) is not _PLAIN.get(field_type):  # a plain scalar of its type is fine
+                self.value(item, field_type, struct, _join(path, str(key)))
 
     @staticmethod
     def _fold(value: dict[Any, Any], fields: Mapping[str, str]) -> None:
