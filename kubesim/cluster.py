@@ -119,3 +119,8 @@ class Cluster(Protocol):
     @property
     def version_minor(self) -> str:
         """The minor version the server reports, which the kubelets report too."""
+
+    @property
+    def priority_admission(self) -> bool:
+        """Whether the API server resolves a pod's priority class at creation (the Priority
+        admission plugin is on): with it off, a pod keeps the priority it was sent, or none."""

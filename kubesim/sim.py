@@ -349,13 +349,12 @@ class Simulator:
         # RBAC's rules over the store: the rbac mode authorizes with them, and in every mode
         # the escalation check and the rules review read them.
         self.rbac_resolver: RuleResolver = RuleResolver(self.store)
+        disabled_plugins = frozenset(disabled_admission_plugins)
         self.admission = admission.install(
-            self.registry,
-            self.rbac_resolver,
-            self.server.authorize,
-            disabled=frozenset(disabled_admission_plugins),
+            self.registry, self.rbac_resolver, self.server.authorize, disabled=disabled_plugins
         )
         self.priority = self.admission.priority
+        self.priority_admission = "Priority" not in disabled_plugins
         self.policies = self.admission.policies  # ValidatingAdmissionPolicies, in every mode
         # ServiceAccount tokens (TokenRequest), tried after the static tokens.
         from kubesim.plugins.authentication.reviews import IdentityReviews

@@ -204,6 +204,10 @@ class Informers:
         self._workloads: dict[str, dict[str, Any]] = {storage: {} for storage in WORKLOADS}
         self._admission = PriorityAdmission()
         self._classes_changed = False
+        # Whether a pod without spec.priority gets its class resolved here, as the API
+        # server's Priority admission would have (pods seeded from a state file skipped it);
+        # off where that plugin is off, as kube-scheduler then reads such a pod as priority 0.
+        self.resolve_priority = True
         # The latest status.startTime of any pod seen (never lowered: a bound, not a maximum).
         self.latest_start_time = -math.inf
 
@@ -317,7 +321,7 @@ class Informers:
                 exc,
             )
             return None
-        if pod.spec_priority is None:
+        if pod.spec_priority is None and self.resolve_priority:
             # Seeded pods skipped admission; resolve the class as the apiserver would have.
             if self._classes_changed:
                 self._classes_changed = False

@@ -189,6 +189,7 @@ class SchedulerLoop:
 
     async def run(self, cluster: Cluster) -> None:
         self._cluster = cluster
+        self.informers.resolve_priority = cluster.priority_admission
         self._time_scale = max(float(cluster.time_scale), 1e-9)
         self._clock_origin = (time.monotonic(), cluster.registry.clock())
         self.api = APICalls(cluster, scheduler_name=self.scheduler_name)

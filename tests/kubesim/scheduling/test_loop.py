@@ -534,6 +534,26 @@ async def test_seeded_pods_get_their_class_priority_and_preempt() -> None:
         assert sim.get("Pod", "default", "low") is None
 
 
+@pytest.mark.parametrize("admission", [True, False])
+async def test_a_pod_without_priority_is_resolved_only_where_priority_admission_runs(
+    admission: bool,
+) -> None:
+    """With the Priority admission plugin off (kube's integration servers, scheduler_perf) the
+    API server leaves a pod's ``priorityClassName`` unresolved and kube-scheduler reads the
+    pod as priority 0; the loop does the same, and resolves the class (as the API server
+    would have) only where the plugin runs."""
+    seeded = pending_pod("seeded", priority_class="high")
+    disabled = set() if admission else {"Priority"}
+    async with kubesim.serve(
+        state=[PRIORITY_CLASSES, seeded], time_scale=0.01, disabled_admission_plugins=disabled
+    ) as sim:
+        create_pod(sim, pending_pod("created", priority_class="high"))
+        loop = loop_of(sim)
+        await loop.wait_idle()
+        for name in ("seeded", "created"):
+            assert loop.informers.pods[f"default/{name}"].priority == (1000 if admission else 0)
+
+
 async def test_without_nodes_the_pod_backs_off_with_a_scheduler_error_then_binds() -> None:
     # time_scale 0.1: the backoff window (1-2 s) is long enough to look at the queue.
     async with kubesim.serve(time_scale=0.1) as sim:
