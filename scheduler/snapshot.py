@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
+from dataclasses import fields
 from typing import Any, Final, Protocol, TypeVar
 
 from kube.objects import (
@@ -212,6 +214,19 @@ class NodeInfo:
                 observer.pod_removed(self, p)
         return True
 
+    def replace_pod(self, old: Pod, new: Pod) -> bool:
+        """Put ``new`` where the stored ``old`` is, when nothing the node keeps per pod can
+        differ between them (``same_footprint``): no total, port, affinity list or observer
+        changes, so none is recomputed. False (nothing done) when ``old`` is not stored here."""
+        i = _position(self.pods, old)
+        if i < 0 or self.pods[i] is not old:
+            return False
+        self.pods[i] = new
+        self.generation = next_generation()
+        if self.memo:
+            self.memo.clear()
+        return True
+
     def clone(self) -> NodeInfo:
         """An independent copy (``NodeInfo.Snapshot``): pods are shared, lists are not."""
         out = NodeInfo.__new__(NodeInfo)
@@ -299,6 +314,31 @@ def _position(pods: list[Pod], pod: Pod) -> int:
         return pods.index(pod, 0, tail)
     key = pod.key
     return next((i for i, p in enumerate(pods) if p.key == key), -1)
+
+
+# What NodeInfo keeps or derives per pod, and what the plugins' per-node indexes read (labels,
+# namespace, terminating, affinity terms, ports, volumes, claims, requests): every Pod field but
+# the status a kubelet or a binding writes and the bookkeeping.
+_STATUS_FIELDS: Final = frozenset(
+    (
+        "resource_version",
+        "generation",
+        "phase",
+        "conditions",
+        "start_time",
+        "nominated_node_name",
+    )
+)
+_footprint: Final = operator.attrgetter(
+    *(f.name for f in fields(Pod) if f.name not in _STATUS_FIELDS)
+)
+
+
+def same_footprint(a: Pod, b: Pod) -> bool:
+    """Whether ``a`` and ``b`` count the same on a node: equal in every field but status and
+    bookkeeping (pod affinity terms excluded: the node's affinity lists hold the pod itself).
+    Versions of one pod share their unchanged fields, so this is mostly identity checks."""
+    return not _has_affinity(a) and _footprint(a) == _footprint(b)
 
 
 def _node_traits(node: Node) -> set[str]:
@@ -408,7 +448,9 @@ class Snapshot:
     ``add_pod`` / ``remove_pod`` / ``bind_pod``.
 
     ``layout_generation`` changes whenever a node is added, removed or replaced, and
-    ``pod_changes`` lists the nodes whose pods changed since a cursor (a bounded log), so an
+    ``pod_changes`` lists the nodes whose pods changed since a cursor (a bounded log; a new
+    version of a pod with the same footprint, such as a status write, changes nothing an index
+    counts and is not listed), so an
     index over every node (PodTopologySpread's counts per topology domain) can be brought up to
     date by looking at those nodes only, and rebuilt when the layout changed or the log no
     longer reaches back.
@@ -760,7 +802,24 @@ class Snapshot:
     # --- pods --------------------------------------------------------------------------------
 
     def add_pod(self, pod: Pod) -> None:
-        """Add a bound pod to its node, or an unbound one to the pending (and nominated) set."""
+        """Add a bound pod to its node, or an unbound one to the pending (and nominated) set.
+
+        A new version of a pod bound to the same node whose footprint is unchanged (a status
+        write, the informer's view of a binding the scheduler assumed) takes the stored one's
+        place: the node's totals, ports, affinity lists, columns and observers stay as they
+        are, as they would be recomputed to the same values."""
+        stored = self._bound.get(pod.key)
+        if (
+            stored is not None
+            and pod.node_name
+            and stored.node_name == pod.node_name
+            and same_footprint(stored, pod)
+        ):
+            ni = self._by_name.get(pod.node_name)
+            if ni is not None and ni.replace_pod(stored, pod):
+                self._bound[pod.key] = pod
+                self.generation += 1
+                return
         self.remove_pod(pod)
         if pod.node_name:
             self._bound[pod.key] = pod

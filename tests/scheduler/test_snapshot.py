@@ -1,6 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kube.labels import LabelSelector
 from kube.objects import Container, ContainerPort, Pod, PodDisruptionBudget, Taint
 from scheduler.snapshot import NodeInfo, Snapshot
 from tests.support.objects import mknode, mkpod
@@ -202,3 +203,72 @@ def test_label_columns_and_positions_follow_nodes_that_come_change_and_go(
     assert len({id(t) for t in column}) == len(set(column))
     for ni in snap.node_info_list:
         assert ni.clone().position is None
+
+
+version_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "remove", "status", "label", "terminate", "resize", "move"]),
+        st.integers(0, 4),
+        st.sampled_from("ab"),
+    ),
+    max_size=40,
+)
+
+
+@given(version_ops)
+def test_new_versions_of_bound_pods_leave_the_snapshot_as_a_fresh_one(
+    sequence: list[tuple[str, int, str]],
+) -> None:
+    """Status writes take the stored pod's place without recounting; any other change goes
+    through remove and add. Either way every aggregate, the pods' order and what a count over
+    a node's pods finds equal a snapshot built afresh from the same nodes and pods, and only
+    the changes that count are in ``pod_changes``."""
+    from scheduler.plugins.podtopologyspread.common import count_memo_key, match_count
+
+    nodes = [mknode("a", cpu=4000), mknode("b", cpu=4000)]
+    snap = Snapshot.from_objects(nodes)
+    selector = LabelSelector.from_dict({"matchLabels": {"app": "x"}})
+    memo_key = count_memo_key(selector, "default")
+    for op, i, where in sequence:
+        stored = snap.get_pod(f"default/p{i}")
+        cursor, _ = snap.pod_changes(0)
+        if op == "add" or stored is None:
+            new = mkpod(f"p{i}", cpu=100, node_name=where, labels={"app": "x"}, host_ports=[i])
+        elif op == "remove":
+            snap.remove_pod(stored)
+            continue
+        elif op == "status":
+            new = stored.with_changes(phase="Running", start_time=float(i), resource_version=op)
+        elif op == "label":
+            new = stored.with_changes(labels={"app": "y" if stored.labels.get("app") else "x"})
+        elif op == "terminate":
+            new = stored.with_changes(deletion_timestamp=1.0)
+        elif op == "resize":  # requests, or only the host ports, by turns
+            c = stored.containers[0]
+            if i % 2:
+                changed_c = Container(c.name, requests={"cpu": 700}, ports=c.ports)
+            else:
+                changed_c = Container(c.name, requests=c.requests, ports=())
+            new = stored.with_changes(containers=(changed_c,))
+        else:
+            new = stored.with_changes(node_name=where)
+        for ni in snap.node_info_list:  # counts remembered before the change
+            match_count(ni, selector, "default", memo_key)
+        snap.add_pod(new)
+        _, changed = snap.pod_changes(cursor)
+        # what the ops change that a node counts (a status write changes none of it)
+        counted = ("labels", "deletion_timestamp", "containers", "node_name")
+        if stored is None or any(getattr(stored, f) != getattr(new, f) for f in counted):
+            assert changed
+        else:
+            assert changed == []
+    fresh = Snapshot.from_objects([*nodes, *snap.bound_pods()])
+    for old, new in zip(snap.node_info_list, fresh.node_info_list, strict=True):
+        assert [id(p) for p in old.pods] == [id(p) for p in new.pods]
+        # (a removal leaves a zero where a fresh sum has no entry)
+        assert {k: v for k, v in old.requested.items() if v} == new.requested
+        assert old.non_zero_requested == new.non_zero_requested
+        assert old.used_ports == new.used_ports
+        assert match_count(old, selector, "default", memo_key) == match_count(
+            new, selector, "default", memo_key
+        )
