@@ -84,6 +84,7 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "load_objects",
     "object_from_dict",
+    "pod_updated",
 ]
 # The reader, the manifests' loading and the request arithmetic, handed out here as before they
 # had modules of their own.
@@ -841,6 +842,23 @@ _POD_SETTERS: Final[dict[str, Callable[[Pod, Any], None]]] = {
     name: Pod.__dict__[name].__set__ for name in _POD_FIELDS
 }
 _POD_DERIVED: Final = frozenset(f.name for f in fields(Pod) if not f.init)
+# What a kubelet or a binding writes (status) and the bookkeeping: isPodUpdated strips them
+# (with managedFields and finalizers, which the typed Pod does not carry).
+_POD_STATUS: Final = frozenset(
+    ("resource_version", "generation", "phase", "conditions", "start_time", "nominated_node_name")
+)
+_POD_SPEC_VALUES: Final = operator.attrgetter(
+    *(n for n in _POD_FIELDS if n not in _POD_STATUS and n not in _POD_DERIVED)
+)
+
+
+def pod_updated(old: Pod, new: Pod) -> bool:
+    """``isPodUpdated``: whether anything but status and bookkeeping differs between two
+    versions of a pod (the values Pod derives from the others are not compared). Versions
+    share their unchanged fields, so this is mostly identity checks, in C."""
+    return old is not new and _POD_SPEC_VALUES(old) != _POD_SPEC_VALUES(new)
+
+
 # What __post_init__ reads.
 _POD_DERIVED_FROM: Final = frozenset(
     (

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import operator
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
-from dataclasses import fields
 from typing import Any, Final, Protocol, TypeVar
 
 from kube.objects import (
@@ -28,6 +26,7 @@ from kube.objects import (
     Service,
     StatefulSet,
     Taint,
+    pod_updated,
 )
 
 __all__ = [
@@ -316,29 +315,12 @@ def _position(pods: list[Pod], pod: Pod) -> int:
     return next((i for i, p in enumerate(pods) if p.key == key), -1)
 
 
-# What NodeInfo keeps or derives per pod, and what the plugins' per-node indexes read (labels,
-# namespace, terminating, affinity terms, ports, volumes, claims, requests): every Pod field but
-# the status a kubelet or a binding writes and the bookkeeping.
-_STATUS_FIELDS: Final = frozenset(
-    (
-        "resource_version",
-        "generation",
-        "phase",
-        "conditions",
-        "start_time",
-        "nominated_node_name",
-    )
-)
-_footprint: Final = operator.attrgetter(
-    *(f.name for f in fields(Pod) if f.name not in _STATUS_FIELDS)
-)
-
-
 def same_footprint(a: Pod, b: Pod) -> bool:
-    """Whether ``a`` and ``b`` count the same on a node: equal in every field but status and
-    bookkeeping (pod affinity terms excluded: the node's affinity lists hold the pod itself).
-    Versions of one pod share their unchanged fields, so this is mostly identity checks."""
-    return not _has_affinity(a) and _footprint(a) == _footprint(b)
+    """Whether ``a`` and ``b`` count the same on a node: equal in everything but status and
+    bookkeeping (``kube.objects.pod_updated``; labels, namespace, terminating, affinity terms,
+    ports, volumes, claims, requests are what the node and the plugins' indexes keep), and no
+    pod affinity terms (the node's affinity lists hold the pod itself)."""
+    return not _has_affinity(a) and not pod_updated(a, b)
 
 
 def _node_traits(node: Node) -> set[str]:

@@ -7,14 +7,13 @@ injected clock.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, Protocol
 
 import scheduler.queue.events as ev
-from kube.objects import Pod
+from kube.objects import Pod, pod_updated
 from scheduler.framework import Code, QueueingHint
 from scheduler.queue.events import ClusterEvent, ClusterEventWithHint, QueueingHintFn
 from scheduler.queue.gates import EnqueueExtensions, PreEnqueuePlugin, SchedulingGates
@@ -80,32 +79,8 @@ def _klog_kobj(pod: Pod) -> str:
     return f"{pod.namespace}/{pod.name}" if pod.namespace else pod.name
 
 
-# Fields ``isPodUpdated`` strips before comparing: status, resourceVersion, generation (and
-# managedFields/finalizers, which the typed Pod does not carry), plus values derived from spec.
-_NOT_COMPARED: Final = frozenset(
-    {
-        "resource_version",
-        "generation",
-        "phase",
-        "conditions",
-        "start_time",
-        "nominated_node_name",
-        "key",
-        "priority",
-        "requests",
-        "non_zero_requests",
-    }
-)
-_COMPARED_FIELDS: Final = tuple(
-    f.name for f in dataclasses.fields(Pod) if f.name not in _NOT_COMPARED
-)
-
-
-def is_pod_updated(old: Pod, new: Pod) -> bool:
-    """``isPodUpdated``: anything differs once status and bookkeeping are stripped."""
-    if old is new:
-        return False
-    return any(getattr(old, name) != getattr(new, name) for name in _COMPARED_FIELDS)
+# ``isPodUpdated``, as kube names it (one definition, with the typed Pod).
+is_pod_updated: Final = pod_updated
 
 
 class SchedulingQueue:
