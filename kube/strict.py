@@ -525,6 +525,10 @@ class Problems:
     """What a strict decode finds: a type error fails at every level, the rest under Strict."""
 
     type_error: str | None = None
+    # The same error as kube-apiserver's decoder words it: Go's field path has no list
+    # indices and no map keys (``Container.spec.containers.args``); None for a quantity or
+    # a time, whose own parsers answer.
+    decode_error: str | None = None
     strict: list[str] = field(default_factory=list)
     # (mapping, key) of each unknown field, for a server that drops them (Warn, Ignore).
     unknown: list[tuple[dict[Any, Any], Any]] = field(default_factory=list)
@@ -536,6 +540,10 @@ class Problems:
 
 
 _LIST = re.compile(r"list\[(.+)\]")
+_INDEX = re.compile(r"\[\d+\]")
+# Types whose Go ``UnmarshalJSON`` parses any JSON value itself, with errors of its own
+# (``quantities must match ...``, ``parsing time ...``): the server's decoder leaves them to it.
+_OWN_DECODERS: Final = frozenset({"quantity", "datetime", "date"})
 _DICT = re.compile(r"dict\(str, (.+)\)")
 _PREFIX = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:alpha\d+|beta\d+)?(?=[A-Z])")
 
@@ -633,15 +641,19 @@ class _Walk:
             for key in entry[1]:
                 self.problems.strict.append(f'duplicate field "{_join(path, key)}"')
 
-    def type_error(self, value: object, struct: str, path: str, type_name: str) -> None:
+    def type_error(
+        self, value: object, struct: str, path: str, type_name: str, go_path: str | None
+    ) -> None:
         if self.problems.type_error is None:
             kind = _json_kind(value)
             if kind == "number" and type_name == "int":
                 kind = f"number {value}"
-            self.problems.type_error = (
-                f"json: cannot unmarshal {kind} into Go struct field {struct}.{path} of type "
-                f"{_go_type(type_name)}"
-            )
+            head = f"json: cannot unmarshal {kind} into Go struct field {struct}."
+            tail = f" of type {_go_type(type_name)}"
+            self.problems.type_error = head + path + tail
+            if type_name not in _OWN_DECODERS:
+                go = _INDEX.sub("", path if go_path is None else go_path)
+                self.problems.decode_error = head + go + tail
 
     def any(self, value: object, path: str) -> None:
         """Free-form JSON (``object``): only duplicates and size are checked."""
@@ -655,7 +667,11 @@ class _Walk:
             for i, v in enumerate(value):
                 self.any(v, f"{path}[{i}]")
 
-    def value(self, value: object, type_name: str, struct: str, path: str) -> None:
+    def value(
+        self, value: object, type_name: str, struct: str, path: str, go_path: str | None = None
+    ) -> None:
+        """Check ``value`` against ``type_name``; ``go_path`` is the path Go's decoder names
+        when it differs (a map's value: Go names the map)."""
         if value is None or type_name == "object":
             self.any(value, path)
             return
@@ -686,7 +702,7 @@ class _Walk:
                 self._count()
                 self._dups(value, path)
                 for k, item in value.items():
-                    self.value(item, inner, struct, _join(path, str(k)))
+                    self.value(item, inner, struct, _join(path, str(k)), path)
                 return
             ok = False
         elif isinstance(value, Mapping):
@@ -695,7 +711,7 @@ class _Walk:
         else:
             ok = False
         if not ok:
-            self.type_error(value, struct, path, type_name)
+            self.type_error(value, struct, path, type_name, go_path)
 
     def model(self, value: Mapping[Any, Any], type_name: str, path: str) -> None:
         self._count()

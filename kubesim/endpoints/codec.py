@@ -29,6 +29,7 @@ __all__ = [
     "decode_body",
     "decode_delete_options",
     "decode_request",
+    "decode_typed_body",
     "json_response",
     "status_response",
 ]
@@ -59,11 +60,17 @@ def decode_body(ctx: RequestContext, rt: ResourceType) -> Any:
     and duplicate fields handled as the request's ``fieldValidation`` says
     (``kubesim.endpoints.fieldvalidation``).
     """
+    return decode_typed_body(ctx, rt)[0]
+
+
+def decode_typed_body(ctx: RequestContext, rt: ResourceType) -> tuple[Any, bool]:
+    """``decode_body``, and whether every value of the body was checked against its kind's
+    schema (JSON or YAML of a kind the schema holds: the registry need not walk it again)."""
     ctype = (ctx.request.headers.get("Content-Type") or JSON).split(";")[0].strip().lower()
     body = ctx.body
     if ctype == PROTOBUF:
         try:
-            return protobuf.decode_object(body)
+            return protobuf.decode_object(body), False
         except (protobuf.ProtobufError, UnicodeDecodeError, KeyError) as exc:
             raise unsupported_media_type(ctype, [JSON, "application/yaml", PROTOBUF]) from exc
     if ctype not in (JSON, "application/yaml", "text/yaml", "*/*", ""):
@@ -92,8 +99,10 @@ def decode_body(ctx: RequestContext, rt: ResourceType) -> Any:
             f" {type(data).__name__} into Go value of type struct ({_summary(body)})"
         )
     options = "CreateOptions" if ctx.request.method == "POST" else "UpdateOptions"
-    fieldvalidation.check_body(ctx.request, rt, data, duplicates=duplicates, options_kind=options)
-    return data
+    typed = fieldvalidation.check_body(
+        ctx.request, rt, data, duplicates=duplicates, options_kind=options
+    )
+    return data, typed
 
 
 def decode_delete_options(ctx: RequestContext) -> DeleteOptions:

@@ -12,6 +12,7 @@ from aiohttp import web
 from kube.strict import ManifestError, check_object, model_for, strict_message
 from kubesim.core.errors import Cause, StatusError, bad_request
 from kubesim.core.scheme import ResourceType
+from kubesim.registry.validation import cannot_handle
 
 __all__ = ["DIRECTIVES", "add_warning_headers", "add_warnings", "check_body", "directive"]
 
@@ -50,8 +51,13 @@ def check_body(
     duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]] | None = None,
     options_kind: str = "CreateOptions",
     patch: bool = False,
-) -> None:
-    """Apply the request's ``fieldValidation`` to a decoded body (raise, or note warnings).
+) -> bool:
+    """Apply the request's ``fieldValidation`` to a decoded body (raise, or note warnings);
+    True when the body was walked against its kind's schema and every value has its type.
+
+    A value of the wrong JSON type fails the request whatever the directive, as Go's decoder
+    fails it: 400 ``<Kind> in version "<v>" cannot be handled as a <Kind>: json: cannot
+    unmarshal ...`` (patches are partial objects: their result is checked when decoded).
 
     * ``Strict``: an unknown or duplicate field fails the request with 400 BadRequest
       ``strict decoding error: unknown field "spec.foo", unknown field "spec.bar"`` (all
@@ -68,11 +74,13 @@ def check_body(
     mode = directive(request.query, options_kind=options_kind)
     model = model_for(rt.api_version, rt.kind)
     if model is None or not isinstance(data, Mapping):
-        return
+        return False
     try:
         found = check_object(data, model=model, duplicates=duplicates)
     except ManifestError as exc:
         raise bad_request(exc.detail) from None
+    if found.decode_error is not None and not patch:
+        raise cannot_handle(rt, found.decode_error)
     problems = found.strict
     if patch:
         problems = [p for p in problems if '"$' not in p and ".$" not in p]
@@ -83,6 +91,7 @@ def check_body(
     found.drop_unknown()
     if mode == "Warn" and problems:
         request[_REQUEST_KEY] = problems
+    return not patch
 
 
 def add_warnings(request: web.Request, texts: list[str]) -> None:

@@ -46,7 +46,13 @@ from kubesim.core.scheme import ResourceType
 from kubesim.core.store import CONTINUE_TOO_OLD, TooOld, dumps
 from kubesim.core.tables import TABLE_MEDIA, table_for_list, table_row_object, wants_table
 from kubesim.endpoints import fieldvalidation
-from kubesim.endpoints.codec import JSON, decode_body, decode_delete_options, json_response
+from kubesim.endpoints.codec import (
+    JSON,
+    decode_body,
+    decode_delete_options,
+    decode_typed_body,
+    json_response,
+)
 from kubesim.endpoints.request import RequestContext, RequestInfo, truthy
 from kubesim.endpoints.requestlog import RequestLog
 from kubesim.endpoints.watch import DEFAULT_TIMEOUT, WatchRequest, watch_stream
@@ -355,16 +361,22 @@ class ResourceHandlers:
     def create(self, ctx: RequestContext, rt: ResourceType) -> web.StreamResponse:
         dry = self._dry_run(ctx, "CreateOptions")
         manager = _field_manager(ctx, "CreateOptions")
-        body = decode_body(ctx, rt)
+        body, typed = decode_typed_body(ctx, rt)
         obj = self.registry.create(
-            rt, ctx.info.namespace, body, dry_run=dry, field_manager=manager, owned=True
+            rt,
+            ctx.info.namespace,
+            body,
+            dry_run=dry,
+            field_manager=manager,
+            owned=True,
+            typed=typed,
         )
         return json_response(self.registry.encoded(rt, obj), 201)
 
     def update(self, ctx: RequestContext, rt: ResourceType, sub: str) -> web.StreamResponse:
         dry = self._dry_run(ctx, "UpdateOptions")
         manager = _field_manager(ctx, "UpdateOptions")
-        body = decode_body(ctx, rt)
+        body, typed = decode_typed_body(ctx, rt)
         obj, created = self.registry.update(
             rt,
             ctx.info.namespace,
@@ -373,6 +385,7 @@ class ResourceHandlers:
             subresource=sub,
             dry_run=dry,
             field_manager=manager,
+            typed=typed,
         )
         return json_response(obj, 201 if created else 200)
 

@@ -326,11 +326,18 @@ class GenericStore:
     # --- create -----------------------------------------------------------------------------
 
     def prepare_create(
-        self, rt: ResourceType, namespace: str, body: Any, *, owned: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        *,
+        owned: bool = False,
+        typed: bool = False,
     ) -> dict[str, Any]:
         """Type check, namespace, system fields, status reset, defaults; ``body`` is copied
-        unless the caller hands it over (``owned``: a request's decoded body)."""
-        check_type(rt, body)
+        unless the caller hands it over (``owned``: a request's decoded body); ``typed``: its
+        values were checked against the schema already (``check_type``)."""
+        check_type(rt, body, typed=typed)
         stripped = _without_managed_fields(body)
         obj = _as_dict(stripped if owned else clone(stripped))
         obj["kind"] = rt.kind
@@ -469,6 +476,7 @@ class GenericStore:
         field_manager: str | None = None,
         managed_fields: list[dict[str, Any]] | None = None,
         owned: bool = False,
+        typed: bool = False,
     ) -> dict[str, Any]:
         """POST: returns the stored object in the wire shape of ``rt`` (``rest.BeforeCreate``).
 
@@ -486,9 +494,10 @@ class GenericStore:
         calls) owns every field it set (``metadata.managedFields``, operation ``Update``);
         ``managed_fields`` are an apply's, already computed. ``owned``: the caller hands
         ``body`` over and never reads it again (a request's decoded body), so it is not
-        copied."""
+        copied; ``typed``: every value of ``body`` was checked against the schema
+        (``kubesim.endpoints.fieldvalidation``), so decoding does not walk it again."""
         sent = _sent_managed_fields(body)
-        obj = self.prepare_create(rt, namespace, body, owned=owned)
+        obj = self.prepare_create(rt, namespace, body, owned=owned, typed=typed)
         meta = obj["metadata"]
         self.admit_namespace(
             rt, meta.get("namespace", ""), meta.get("name") or meta.get("generateName") or ""
@@ -551,6 +560,7 @@ class GenericStore:
         field_manager: str | None = None,
         managed_fields: list[dict[str, Any]] | None = None,
         manager_subresource: str = "",
+        typed: bool = False,
     ) -> tuple[dict[str, Any], bool]:
         """PUT (also the tail of PATCH): returns (object, created) (``rest.BeforeUpdate``).
 
@@ -561,8 +571,9 @@ class GenericStore:
         not written (no new resourceVersion, no watch event). The writer (``field_manager``)
         takes the fields it changed (``metadata.managedFields``); ``managed_fields`` are an
         apply's, already computed; ``manager_subresource`` names the subresource the write came
-        through when the store writes it as the main resource's (``/scale``)."""
-        check_type(rt, body)
+        through when the store writes it as the main resource's (``/scale``); ``typed`` as
+        for ``create``."""
+        check_type(rt, body, typed=typed)
         sent = _sent_managed_fields(body)
         new = self.from_wire(rt, clone(_without_managed_fields(body)))
         new["kind"] = self.storage_type(rt).kind
@@ -589,6 +600,7 @@ class GenericStore:
                     dry_run=dry_run,
                     field_manager=field_manager,
                     managed_fields=managed_fields,
+                    typed=typed,
                 )
                 return created, True
             raise not_found(rt.plural, rt.group, name)

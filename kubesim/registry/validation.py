@@ -1,9 +1,10 @@
 """Defaulting and validation of incoming objects, as the registry strategies do it, and the
 table of every kind's ``Strategy`` (``kubesim.registry.strategy``).
 
-kube-apiserver decodes a body into its Go type (``decode_check``: type errors are a 400),
-applies defaults (``SetDefaults_*``), and runs the strategy's ``Validate`` (``validate``: a
-422 with one cause per ``field.Error``).
+kube-apiserver decodes a body into its Go type (``check_type`` against the schema, then
+``decode_check``'s times and quantities: type errors are a 400), applies defaults
+(``SetDefaults_*``), and runs the strategy's ``Validate`` (``validate``: a 422 with one cause
+per ``field.Error``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kube.objects import (
     PodDisruptionBudget,
 )
 from kube.quantity import QuantityError
-from kube.strict import canonicalize_quantities, model_for
+from kube.strict import ManifestError, canonicalize_quantities, check_object, model_for
 from kubesim.core.errors import Cause, StatusError, bad_request, invalid
 from kubesim.core.scheme import ResourceType
 from kubesim.core.timefields import TimeParseError, normalize_times
@@ -36,9 +37,11 @@ __all__ = [
     "STRATEGIES",
     "apply_defaults",
     "apply_update_defaults",
+    "cannot_handle",
     "check_type",
     "decode_check",
     "normalize_seed_times",
+    "raise_type_error",
     "status_error_for",
     "strategy_for",
     "validate",
@@ -146,7 +149,7 @@ def _is_type_error(exc: InvalidObject) -> bool:
 
 
 def _decode_error(rt: ResourceType, exc: InvalidObject) -> StatusError:
-    return _cannot_handle(rt, f"{exc.field}: {exc.detail}")
+    return cannot_handle(rt, f"{exc.field}: {exc.detail}")
 
 
 def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -165,15 +168,18 @@ def normalize_seed_times(rt: ResourceType, obj: dict[str, Any]) -> None:
         ) from None
 
 
-def _cannot_handle(rt: ResourceType, detail: str) -> StatusError:
+def cannot_handle(rt: ResourceType, detail: str) -> StatusError:
+    """kube's 400 for a body that does not decode into ``rt``'s Go type."""
     return bad_request(
         f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {detail}'
     )
 
 
 def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """The decoding step: a field of the wrong JSON type is a 400 (``<Kind> in version "<v>"
-    cannot be handled as a <Kind>: ...``), before admission runs.
+    """The decoding step's parsers: time fields and quantities (a bad one is a 400, ``<Kind>
+    in version "<v>" cannot be handled as a <Kind>: ...``), before admission runs; a kind
+    the schema does not hold is decoded by its strategy's ``decode`` (the JSON types of a
+    kind the schema holds were checked by ``check_type``).
 
     Time fields are re-encoded here as the Go types would (``kubesim.core.timefields``), and
     every ``resource.Quantity`` (containers' resources, a pod's overhead, an emptyDir's
@@ -185,13 +191,14 @@ def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
     try:
         normalize_times(rt.kind, obj)
     except TimeParseError as exc:
-        raise _cannot_handle(rt, str(exc)) from None
+        raise cannot_handle(rt, str(exc)) from None
     model = model_for(rt.api_version, rt.kind)
     if model is not None:
         try:
             canonicalize_quantities(obj, model)
         except QuantityError as exc:
-            raise _cannot_handle(rt, str(exc)) from None
+            raise cannot_handle(rt, str(exc)) from None
+        return
     decode = strategy_for(rt.kind).decode
     if decode is None:
         return
@@ -200,6 +207,17 @@ def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
     except InvalidObject as exc:
         if _is_type_error(exc):
             raise _decode_error(rt, exc) from None
+
+
+def raise_type_error(rt: ResourceType, obj: Mapping[str, Any], model: str) -> None:
+    """The 400 of a value of the wrong JSON type anywhere in ``obj`` (schema type ``model``),
+    or of a document too deep or too large to walk."""
+    try:
+        found = check_object(obj, model=model)
+    except ManifestError as exc:
+        raise bad_request(exc.detail) from None
+    if found.decode_error is not None:
+        raise cannot_handle(rt, found.decode_error)
 
 
 def validate(
@@ -581,8 +599,15 @@ def apply_update_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
         strategy.defaults(obj)
 
 
-def check_type(rt: ResourceType, obj: Any) -> None:
-    """The body must be an object of this endpoint's kind and group/version."""
+def check_type(rt: ResourceType, obj: Any, *, typed: bool = False) -> None:
+    """The body must be an object of this endpoint's kind and group/version, each of its
+    values of the JSON type of its field.
+
+    The kind's schema (``kube.strict``) is its Go type: every field is checked against it
+    and a mismatch worded as Go's decoder words it (``raise_type_error``). ``typed``: the
+    caller has walked ``obj`` against the schema already (a request's body, in
+    ``fieldValidation``'s walk). A kind the schema does not hold gets its metadata, spec and
+    status checked for what the generic store reads."""
     if not isinstance(obj, dict):
         raise bad_request(
             f"the object provided is unrecognized (must be of type {rt.kind}): "
@@ -606,6 +631,11 @@ def check_type(rt: ResourceType, obj: Any) -> None:
             f"the API version in the data ({api_version}) does not match the expected API"
             f" version ({rt.api_version})"
         )
+    model = model_for(rt.api_version, rt.kind)
+    if model is not None:
+        if not typed:
+            raise_type_error(rt, obj, model)
+        return
 
     def fail(path: str, detail: str) -> StatusError:
         return bad_request(

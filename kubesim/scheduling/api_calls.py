@@ -206,7 +206,8 @@ class APICalls:
         if related is not None:
             event["related"] = _reference(related)
         try:
-            registry.create(self._events_rt, namespace, event, owned=True)
+            # typed: every value is a string of a stored pod's metadata or of this signature
+            registry.create(self._events_rt, namespace, event, owned=True, typed=True)
         except StatusError as err:
             log.warning("kubesim: scheduler event %s failed: %s", reason, err.message)
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import pytest
+
+from kubesim.core.errors import StatusError
 from kubesim.sim import Simulator
 from tests.support.api import raw
 
@@ -161,7 +167,66 @@ async def test_type_error_is_400(sim: Simulator) -> None:
         '"spec":{"priority":"high","containers":[{"name":"c","image":"x"}]}}',
     )
     assert code == 400
-    assert body["message"].startswith('Pod in version "v1" cannot be handled as a Pod:')
+    assert body["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go'
+        " struct field PodSpec.spec.priority of type int"
+    )
+
+
+# (body change, the Go field path and type the decoder names: no list index, no map key)
+TYPE_ERRORS = [
+    ({"spec": {"containers": [{"name": "c", "image": "x", "args": [1]}]}},
+     "number into Go struct field Container.spec.containers.args of type string"),
+    ({"metadata": {"name": "x", "labels": {"app": 5}}},
+     "number into Go struct field ObjectMeta.metadata.labels of type string"),
+    ({"spec": {"containers": [{"name": "c", "image": "x"}], "hostNetwork": "yes"}},
+     "string into Go struct field PodSpec.spec.hostNetwork of type bool"),
+    ({"spec": {"containers": {"name": "c"}}},
+     "object into Go struct field PodSpec.spec.containers of type []v1.Container"),
+]  # fmt: skip
+
+
+def _typed_pod(change: dict[str, Any]) -> dict[str, Any]:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}
+    return pod | change
+
+
+@pytest.mark.parametrize(("change", "detail"), TYPE_ERRORS, ids=lambda v: "")
+async def test_a_value_of_the_wrong_type_is_gos_400_over_http_and_in_process(
+    sim: Simulator, change: dict[str, Any], detail: str
+) -> None:
+    """Every field is decoded against the schema, not only those the scheduler reads (a pod's
+    args, hostNetwork), and in-process writes decode as requests do."""
+    message = f'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal {detail}'
+    code, _, body = await raw(
+        sim, "POST", "/api/v1/namespaces/default/pods", body=json.dumps(_typed_pod(change))
+    )
+    assert (code, body["message"]) == (400, message)
+    pods = sim.scheme.for_storage("pods")
+    with pytest.raises(StatusError) as err:
+        sim.registry.create(pods, "default", _typed_pod(change))
+    assert (err.value.code, err.value.message) == (400, message)
+    code, _, body = await raw(sim, "GET", "/api/v1/namespaces/default/pods/x")
+    assert code == 404
+
+
+async def test_decoding_comes_before_namespace_name_and_existence_checks(
+    sim: Simulator,
+) -> None:
+    """Go decodes the body first: a type error is the answer even where the namespace does not
+    exist (create) or the object and the URL disagree or nothing is stored (update)."""
+    bad = json.dumps(_typed_pod({"spec": {"priority": "high"}}))
+    for method, path in (
+        ("POST", "/api/v1/namespaces/nowhere/pods"),
+        ("PUT", "/api/v1/namespaces/default/pods/other-name"),
+        ("PUT", "/api/v1/namespaces/nowhere/pods/x"),
+    ):
+        code, _, body = await raw(sim, method, path, body=bad)
+        assert code == 400, (method, path, body)
+        assert (
+            "cannot unmarshal string into Go struct field PodSpec.spec.priority"
+            in (body["message"])
+        )
 
 
 async def test_unknown_resource_and_group_are_404(sim: Simulator) -> None:

@@ -304,20 +304,21 @@ MALFORMED = [
     (
         f"{RBAC}/clusterroles",
         {**role("a", []), "rules": [{"verbs": "get", "apiGroups": [""], "resources": ["pods"]}]},
-        'ClusterRole in version "v1" cannot be handled as a ClusterRole: rules[0].verbs: must be'
-        " a list, not str",
+        'ClusterRole in version "v1" cannot be handled as a ClusterRole: json: cannot unmarshal'
+        " string into Go struct field PolicyRule.rules.verbs of type []string",
     ),
     (
         f"{RBAC}/clusterroles",
         {**role("a", []), "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": 5}]}},
-        'ClusterRole in version "v1" cannot be handled as a ClusterRole:'
-        " aggregationRule.clusterRoleSelectors[0].matchLabels: must be an object, not int",
+        'ClusterRole in version "v1" cannot be handled as a ClusterRole: json: cannot unmarshal'
+        " number into Go struct field LabelSelector.aggregationRule.clusterRoleSelectors"
+        ".matchLabels of type map[string]string",
     ),
     (
         f"{RBAC}/clusterrolebindings",
         binding("b", "ClusterRole", "view", [{"kind": "User", "name": 5}]),
-        'ClusterRoleBinding in version "v1" cannot be handled as a ClusterRoleBinding:'
-        " subjects[0].name: must be a string, not 5",
+        'ClusterRoleBinding in version "v1" cannot be handled as a ClusterRoleBinding: json:'
+        " cannot unmarshal number into Go struct field Subject.subjects.name of type string",
     ),
 ]
 
