@@ -536,6 +536,9 @@ class Scheme:
         self.types: list[ResourceType] = list(types)
         self._by_gvr = {(t.group, t.version, t.plural): t for t in self.types}
         self._by_gvk = {(t.group, t.version, t.kind): t for t in self.types}
+        self._by_storage: dict[str, ResourceType] = {}
+        for t in self.types:
+            self._by_storage.setdefault(t.storage_name, t)
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_gvr.get((group, version, plural))
@@ -546,10 +549,7 @@ class Scheme:
 
     def for_storage(self, storage: str) -> ResourceType:
         """The canonical (first registered) type of a storage, e.g. core events."""
-        for t in self.types:
-            if t.storage_name == storage:
-                return t
-        raise KeyError(storage)
+        return self._by_storage[storage]
 
     def groups(self) -> list[tuple[str, list[str]]]:
         """Non-core groups with their versions, in discovery order."""

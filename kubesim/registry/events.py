@@ -36,7 +36,7 @@ def _invalid(path: str, value: str, detail: str) -> Cause:
 def _text(ev: Mapping[str, Any], *keys: str) -> str:
     cur: Any = ev
     for key in keys:
-        if not isinstance(cur, Mapping):
+        if type(cur) is not dict and not isinstance(cur, Mapping):  # the ABC check is slow
             return ""
         cur = cur.get(key)
     return cur if isinstance(cur, str) else ""
@@ -46,15 +46,18 @@ def _legacy_causes(ev: Mapping[str, Any]) -> list[Cause]:
     causes: list[Cause] = []
     namespace = _text(ev, "metadata", "namespace")
     involved_ns = _text(ev, "involvedObject", "namespace")
-    mismatch = _invalid("involvedObject.namespace", involved_ns, "does not match event.namespace")
+
+    def mismatch() -> Cause:
+        return _invalid("involvedObject.namespace", involved_ns, "does not match event.namespace")
+
     if not ev.get("eventTime"):
         if (not involved_ns and namespace not in ("", "default")) or (
             involved_ns and involved_ns != namespace
         ):
-            causes.append(mismatch)
+            causes.append(mismatch())
     else:
         if not involved_ns and namespace not in ("default", "kube-system"):
-            causes.append(mismatch)
+            causes.append(mismatch())
         controller = _text(ev, "reportingComponent")
         if not controller:
             causes.append(_required("reportingController"))

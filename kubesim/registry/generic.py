@@ -441,11 +441,17 @@ class GenericStore:
         subresource: str = "",
         dry_run: bool = False,
         kind: tuple[str, str, str] | None = None,
+        stored: bool = False,
     ) -> None:
-        """Validating admission for the API request being served (none for in-process calls)."""
+        """Validating admission for the API request being served (none for in-process calls).
+        ``stored``: ``obj`` and ``old`` are in the storage shape, turned into ``rt``'s wire
+        shape only when a plugin is to see them."""
         request = current_attributes()
         if request is None or not self.validating_admission:
             return
+        if stored:
+            obj = None if obj is None else self.to_wire(rt, obj)
+            old = None if old is None else self.to_wire(rt, old)
         meta = meta_of(obj if obj is not None else old or {})
         group, version, kind_name = kind if kind is not None else ("", "", "")
         call = AdmissionCall(
@@ -516,9 +522,7 @@ class GenericStore:
             self.run_validating_plugins("CREATE", rt, obj, None)
             # Store.Create's createValidation (policies, webhooks) runs before the storage
             # finds the name taken: a denied create is denied even where it would be a 409.
-            self.run_validating_admission(
-                "CREATE", rt, self.to_wire(rt, obj), None, dry_run=dry_run
-            )
+            self.run_validating_admission("CREATE", rt, obj, None, dry_run=dry_run, stored=True)
             key = _key(rt, meta.get("namespace", ""), name)
             if self.store.get(rt.storage_name, key) is None:
                 break
@@ -622,12 +626,7 @@ class GenericStore:
         if not subresource or rt.kind == "Pod":
             self.run_validating_plugins("UPDATE", rt, new, old)
         self.run_validating_admission(
-            "UPDATE",
-            rt,
-            self.to_wire(rt, new),
-            self.to_wire(rt, old),
-            subresource=subresource,
-            dry_run=dry_run,
+            "UPDATE", rt, new, old, subresource=subresource, dry_run=dry_run, stored=True
         )
         if managed_fields is None:
             managed_fields = fieldmanager.update(
@@ -865,9 +864,7 @@ class GenericStore:
             )
         if rt.kind != "Namespace":
             self.run_admission("DELETE", rt, clone(obj), obj)
-        self.run_validating_admission(
-            "DELETE", rt, None, self.to_wire(rt, obj), dry_run=options.dry_run
-        )
+        self.run_validating_admission("DELETE", rt, None, obj, dry_run=options.dry_run, stored=True)
         if rt.kind == "Namespace":
             return self._delete_namespace(rt, key, obj, options)
         gc = _gc_finalizer(options)

@@ -555,3 +555,64 @@ async def test_object_selector_and_exclude_rules(sim: Simulator) -> None:
     assert code == 422
     code, _, _ = await call(sim, "POST", PODS, body=pod("exempt", labels={"guard": "yes"}))
     assert code == 201
+
+
+async def test_events_k8s_io_writes_are_seen_in_their_own_shape(sim: Simulator) -> None:
+    """kubesim stores core events; a policy on ``events.k8s.io`` sees the object and the old
+    object as that group writes them (``note``, ``regarding``), on create, update and delete."""
+    await install(
+        sim,
+        policy(
+            "quiet-notes",
+            [
+                {
+                    "expression": "(object == null || !object.note.contains('secret'))"
+                    " && (oldObject == null || oldObject.regarding.name == 'web-0')",
+                    "message": "no secrets in notes",
+                }
+            ],
+            rules=[
+                {
+                    "apiGroups": ["events.k8s.io"],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE", "DELETE"],
+                    "resources": ["events"],
+                }
+            ],
+        ),
+        binding("quiet-notes-b", "quiet-notes"),
+    )
+    events = "/apis/events.k8s.io/v1/namespaces/default/events"
+
+    def event(name: str, note: str, regarding: str = "web-0") -> dict[str, object]:
+        return {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": name},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "example.com/ctl",
+            "reportingInstance": "ctl-1",
+            "action": "Check",
+            "reason": "Checked",
+            "type": "Normal",
+            "note": note,
+            "regarding": {"kind": "Pod", "namespace": "default", "name": regarding},
+        }
+
+    code, body, _ = await call(sim, "POST", events, body=event("a", "a secret"))
+    assert (code, body["message"]) == (
+        422,
+        "events.events.k8s.io \"a\" is forbidden: ValidatingAdmissionPolicy 'quiet-notes'"
+        " with binding 'quiet-notes-b' denied request: no secrets in notes",
+    )
+    code, created, _ = await call(sim, "POST", events, body=event("b", "fine"))
+    assert code == 201, created
+    code, body, _ = await call(sim, "POST", events, body=event("c", "fine", regarding="web-1"))
+    assert code == 201, body
+    created["note"] = "now a secret"  # an update is denied by its new object, in its shape
+    code, body, _ = await call(sim, "PUT", f"{events}/b", body=created)
+    assert code == 422, body
+    code, _, _ = await call(sim, "DELETE", f"{events}/c")  # and a delete by its old object
+    assert code == 422
+    code, _, _ = await call(sim, "DELETE", f"{events}/b")
+    assert code == 200
