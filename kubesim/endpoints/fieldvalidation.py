@@ -4,7 +4,7 @@ GA in 1.27). The schema and the wording are shared with the manifest loaders (``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from aiohttp import web
@@ -14,7 +14,7 @@ from kubesim.core.errors import Cause, StatusError, bad_request
 from kubesim.core.scheme import ResourceType
 from kubesim.registry.validation import cannot_handle
 
-__all__ = ["DIRECTIVES", "add_warning_headers", "add_warnings", "check_body", "directive"]
+__all__ = ["DIRECTIVES", "add_warning_headers", "check_body", "directive"]
 
 DIRECTIVES: Final = ("Ignore", "Strict", "Warn")
 _REQUEST_KEY: Any = (
@@ -94,14 +94,15 @@ def check_body(
     return not patch
 
 
-def add_warnings(request: web.Request, texts: list[str]) -> None:
-    """More ``Warning`` headers for the response (validating admission's ``Warn`` action)."""
-    if texts:
-        request[_REQUEST_KEY] = [*request.get(_REQUEST_KEY, ()), *texts]
-
-
-async def add_warning_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """``on_response_prepare``: one RFC 7234 ``Warning`` header per problem, as kube sends."""
-    for problem in request.get(_REQUEST_KEY, ()):
+def add_warning_headers(
+    request: web.Request, response: web.StreamResponse, texts: Sequence[str] = ()
+) -> None:
+    """One RFC 7234 ``Warning`` header per problem, as kube sends: field validation's
+    (``Warn``), then ``texts`` (validating admission's ``Warn`` action). Only a response not
+    yet sent can take them (every write's answer; a watch carries none)."""
+    problems = [*request.get(_REQUEST_KEY, ()), *texts]
+    if not problems or response.prepared:
+        return
+    for problem in problems:
         text = problem.replace("\\", "\\\\").replace('"', '\\"')
         response.headers.add("Warning", f'299 - "{text}"')
