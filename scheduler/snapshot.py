@@ -47,7 +47,8 @@ _generation: Final = itertools.count(1)
 
 _MAX_RESOURCE_CLASSES: Final = 65536
 _CHANGE_LOG_MIN: Final = 4096  # the pod-change log keeps at least this many entries
-_RECENT_PODS: Final = 1024  # NodeInfo.remove_pod looks among these last pods first
+_RECENT_PODS: Final = 1024  # NodeInfo.remove_pod looks among these last pods first,
+_LAST_PODS: Final = 16  # and among these before them (a pod assumed moments ago)
 
 COLUMN_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
 """The resources ``ResourceColumns`` keeps (plus pod slots); scalar resources have none."""
@@ -305,12 +306,18 @@ def _label_of(key: str) -> Callable[[Node | None], str | None]:
 
 def _position(pods: list[Pod], pod: Pod) -> int:
     """Where ``pod`` (the stored object, else a pod with its key) is in ``pods``; -1 if absent.
-    Identity is compared in C, the last ``_RECENT_PODS`` first."""
-    tail = max(0, len(pods) - _RECENT_PODS)
-    with contextlib.suppress(ValueError):
-        return pods.index(pod, tail)  # Pods compare by identity
-    with contextlib.suppress(ValueError):
-        return pods.index(pod, 0, tail)
+    Identity is compared in C, the last ``_LAST_PODS``, then the last ``_RECENT_PODS`` first:
+    ``list.index`` scans forwards, and a node may hold thousands of pods."""
+    end = len(pods)
+    # Windows from the end backwards, each scanned once (Pods compare by identity).
+    for back in (_LAST_PODS, _RECENT_PODS, end):
+        start = max(0, len(pods) - back)
+        try:
+            return pods.index(pod, start, end)
+        except ValueError:
+            end = start
+        if not end:
+            break
     key = pod.key
     return next((i for i, p in enumerate(pods) if p.key == key), -1)
 
