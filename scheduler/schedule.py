@@ -61,6 +61,8 @@ MIN_FEASIBLE_NODES_TO_FIND: Final = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
 ERR_NO_NODES_AVAILABLE: Final = "no nodes available to schedule pods"
 _PVC_SOURCES: Final = ("persistentVolumeClaim", "ephemeral")
+# At most this many nodes named by a PreFilterResult are filtered without whole-cluster verdicts.
+_FEW_NODES: Final = 16
 
 
 def unmodelled_features(pod: Pod) -> list[str]:
@@ -634,7 +636,9 @@ def find_nodes_that_fit_pod(
         num_to_find = 1
     verdict: Status | None = None
     passing: frozenset[str] = frozenset()
-    if uniform and fwk.filter_plugins:
+    # The whole-cluster verdicts pay off over many nodes, not over the few a PreFilterResult
+    # names (a daemon pod's one node): those are filtered as they are.
+    if uniform and fwk.filter_plugins and (nodes is all_nodes or len(nodes) > _FEW_NODES):
         verdict, passing = _uniform_verdicts(fwk, cycle, pod, snapshot)
         if nodes is not all_nodes:
             verdict = None  # the fast path for rejections walks every node
