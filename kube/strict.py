@@ -695,17 +695,26 @@ class _Walk:
             if container == "list":
                 if isinstance(value, list):
                     self._count()
+                    if inner in self.types:  # objects: straight to their model
+                        for i, item in enumerate(value):
+                            if type(item) is dict:
+                                self.model(item, inner, f"{path}[{i}]")
+                            else:
+                                self.value(item, inner, struct, f"{path}[{i}]")
+                        return
+                    plain = _PLAIN.get(inner)
                     for i, item in enumerate(value):
-                        self.value(item, inner, struct, f"{path}[{i}]")
+                        if type(item) is not plain:  # a plain scalar of its type is fine
+                            self.value(item, inner, struct, f"{path}[{i}]")
                     return
-            elif isinstance(value, Mapping):
+            elif type(value) is dict or isinstance(value, Mapping):
                 self._count()
                 self._dups(value, path)
                 for k, item in value.items():
                     self.value(item, inner, struct, _join(path, str(k)), path)
                 return
             ok = False
-        elif isinstance(value, Mapping):
+        elif type(value) is dict or isinstance(value, Mapping):  # the ABC check is slow
             self.model(value, type_name, path)
             return
         else:
@@ -714,22 +723,27 @@ class _Walk:
             self.type_error(value, struct, path, type_name, go_path)
 
     def model(self, value: Mapping[Any, Any], type_name: str, path: str) -> None:
-        self._count()
-        self._dups(value, path)
+        # Every document a server decodes comes through here: _count and _dups inline.
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            self._count()
+        if self.duplicates:
+            self._dups(value, path)
         fields = self.types[type_name]
         struct = _struct(type_name)
         if self.fold_case and isinstance(value, dict):
             self._fold(value, fields)
+        plain = _PLAIN.get
         for key, item in value.items():
-            field_type = fields.get(key) if isinstance(key, str) else None
+            field_type = fields.get(key) if type(key) is str else None
             if field_type is None:
                 sub = _join(path, str(key))
                 self.problems.strict.append(f'unknown field "{sub}"')
                 if isinstance(value, dict):
                     self.problems.unknown.append((value, key))
                 self.any(item, sub)
-            elif type(item) is not _PLAIN.get(field_type):  # a plain scalar of its type is fine
-                self.value(item, field_type, struct, _join(path, str(key)))
+            elif type(item) is not plain(field_type):  # a plain scalar of its type is fine
+                self.value(item, field_type, struct, f"{path}.{key}" if path else key)
 
     @staticmethod
     def _fold(value: dict[Any, Any], fields: Mapping[str, str]) -> None:

@@ -273,6 +273,12 @@ def test_hostile_documents_are_refused_not_expanded() -> None:
     node["status"] = {"config": {"a": shared}}
     with pytest.raises(ManifestError, match=f"more than {MAX_NODES} nested values"):
         check_object(node)
+    # and so are shared lists of typed objects (containers of ports), walked by their models
+    ports = [{"containerPort": 80}] * 1000
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}
+    pod["spec"] = {"containers": [{"name": "c", "ports": ports}] * 1001}
+    with pytest.raises(ManifestError, match=f"more than {MAX_NODES} nested values"):
+        check_object(pod)
     with pytest.raises(ManifestError, match="nested too deeply"):
         load_documents("a: " + "[" * 5000 + "]" * 5000)
 
