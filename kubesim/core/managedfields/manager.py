@@ -284,7 +284,7 @@ def _created(new: Mapping[str, Any], w: Write) -> fs.FieldSet:
     """The fields a create of ``new`` sets that its creator owns."""
     try:
         key = (w.type, w.subresource, w.has_status, typed.shape(new))
-    except (TypeError, ValueError):  # a list json cannot write: no shape, computed each time
+    except (TypeError, ValueError):  # a list marshal cannot write: no shape, computed each time
         return _owned(typed.created_fields(_zero(w.type), new, w.type), w)
     created = _created_cache.get(key)
     if created is None:

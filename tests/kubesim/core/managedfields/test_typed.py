@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -226,6 +227,21 @@ def test_shape_tells_apart_what_the_fields_depend_on() -> None:
     # an empty spec is the empty object's, which sets nothing; a scalar there is one field
     assert typed.shape({"spec": {}}) != typed.shape({"spec": "s"})
     assert typed.shape({"x": None}) == typed.shape({"x": "s"})  # both one field
+
+
+@given(JSONISH)
+def test_equal_lists_have_one_shape_whoever_holds_their_values(value: Any) -> None:
+    # A list is part of the shape byte for byte: equal lists must give equal bytes whether
+    # their strings are interned or not and whether an object appears twice or as two copies
+    # (marshal's later formats would mark both), else a shape seen before would miss.
+    shared = [value, value]
+    fresh = json.loads(json.dumps([value, value]))
+    interned = json.loads(
+        json.dumps(shared), object_pairs_hook=lambda kv: {sys.intern(k): v for k, v in kv}
+    )
+    assert typed.shape({"x": shared}) == typed.shape({"x": fresh}) == typed.shape({"x": interned})
+    with pytest.raises(ValueError):
+        typed.shape({"x": [object()]})
 
 
 @given(st.lists(POD_LIKE, min_size=1, max_size=4), st.data())
