@@ -483,34 +483,11 @@ class GenericStore:
         managed_fields: list[dict[str, Any]] | None = None,
         owned: bool = False,
         typed: bool = False,
+        stored: bool = False,
     ) -> dict[str, Any]:
-        """POST: returns the stored object in the wire shape of ``rt`` (``create_stored``)."""
-        obj = self.create_stored(
-            rt,
-            namespace,
-            body,
-            dry_run=dry_run,
-            field_manager=field_manager,
-            managed_fields=managed_fields,
-            owned=owned,
-            typed=typed,
-        )
-        return self.to_wire(rt, obj)
-
-    def create_stored(
-        self,
-        rt: ResourceType,
-        namespace: str,
-        body: Any,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        managed_fields: list[dict[str, Any]] | None = None,
-        owned: bool = False,
-        typed: bool = False,
-    ) -> dict[str, Any]:
-        """POST (``rest.BeforeCreate``): returns the object as stored (or as it would be, on a
-        dry run), shared with the store: the caller reads it and never changes it.
+        """POST (``rest.BeforeCreate``): returns the stored object in the wire shape of ``rt``,
+        or with ``stored`` the object itself as stored (or as it would be, on a dry run),
+        shared with the store: the caller reads it and never changes it.
 
         Namespace from the path (400 when the body names another), ``generateName`` with five
         random characters (a taken name is generated again, up to 8 names —
@@ -565,15 +542,14 @@ class GenericStore:
                 w=self._write(rt, ""),
             )
         _set_managed_fields(meta, managed_fields)
-        if dry_run:
-            return obj
-        rv = self.store.next_rv()
-        meta["resourceVersion"] = str(rv)
-        # Validation saw the stored object but for its resourceVersion and managedFields.
-        self.store.put(rt.storage_name, key, obj, rv=rv, decoded=decoded)
-        if rt.kind == "Pod":
-            self.pods_to_start.add(key)
-        return obj
+        if not dry_run:
+            rv = self.store.next_rv()
+            meta["resourceVersion"] = str(rv)
+            # Validation saw the stored object but for its resourceVersion and managedFields.
+            self.store.put(rt.storage_name, key, obj, rv=rv, decoded=decoded)
+            if rt.kind == "Pod":
+                self.pods_to_start.add(key)
+        return obj if stored else self.to_wire(rt, obj)
 
     # --- update -----------------------------------------------------------------------------
 

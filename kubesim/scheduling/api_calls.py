@@ -207,7 +207,7 @@ class APICalls:
             event["related"] = _reference(related)
         try:
             # typed: every value is a string of a stored pod's metadata or of this signature
-            registry.create_stored(self._events_rt, namespace, event, owned=True, typed=True)
+            registry.create(self._events_rt, namespace, event, owned=True, typed=True, stored=True)
         except StatusError as err:
             log.warning("kubesim: scheduler event %s failed: %s", reason, err.message)
 

@@ -25,3 +25,36 @@ async def test_a_handed_over_body_becomes_the_stored_object() -> None:
         body = pending_pod("given", node_name="node-a")
         sim.registry.create(sim._type_for("Pod"), "default", body, owned=True)
         assert sim.registry.store.get("pods", ("default", "given")) is body
+
+
+async def test_the_answer_is_the_wire_copy_unless_the_stored_object_is_asked_for() -> None:
+    # Events are stored in the core shape: an events.k8s.io create answers in its own shape,
+    # and with stored=True (the scheduler's recorder, which reads nothing back) the object the
+    # store holds, without the conversion.
+    async with kubesim.serve(scheduler_loop=False) as sim:
+        events = sim.scheme.lookup("events.k8s.io", "v1", "events")
+        assert events is not None
+
+        def event(name: str) -> dict[str, object]:
+            return {
+                "apiVersion": "events.k8s.io/v1",
+                "kind": "Event",
+                "metadata": {"name": name},
+                "eventTime": "2026-01-01T00:00:00.000000Z",
+                "reportingController": "example.com/ctl",
+                "reportingInstance": "ctl-1",
+                "action": "Check",
+                "reason": "Checked",
+                "type": "Normal",
+                "note": "checked",
+                "regarding": {"kind": "Pod", "namespace": "default", "name": "web-0"},
+            }
+
+        wire = sim.registry.create(events, "default", event("a"))
+        assert wire["note"] == "checked" and "message" not in wire
+        stored = sim.registry.create(events, "default", event("b"), stored=True)
+        assert stored is sim.registry.store.get("events", ("default", "b"))
+        assert stored["message"] == "checked" and "note" not in stored
+        dry = sim.registry.create(events, "default", event("c"), dry_run=True, stored=True)
+        assert dry["message"] == "checked"
+        assert sim.registry.store.get("events", ("default", "c")) is None
