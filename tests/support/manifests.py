@@ -198,3 +198,20 @@ def pdb(
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
     }
+
+
+def new_event(name: str, note: str, *, regarding: str = "web-0") -> dict[str, Any]:
+    """An ``events.k8s.io/v1`` Event (the group's required fields set) about pod ``regarding``."""
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": name},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "example.com/ctl",
+        "reportingInstance": "ctl-1",
+        "action": "Check",
+        "reason": "Checked",
+        "type": "Normal",
+        "note": note,
+        "regarding": {"kind": "Pod", "namespace": "default", "name": regarding},
+    }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import kubesim
-from tests.support.manifests import pending_pod
+from tests.support.manifests import new_event, pending_pod
 
 
 async def test_a_callers_body_is_copied_and_left_as_it_was() -> None:
@@ -35,26 +35,13 @@ async def test_the_answer_is_the_wire_copy_unless_the_stored_object_is_asked_for
         events = sim.scheme.lookup("events.k8s.io", "v1", "events")
         assert events is not None
 
-        def event(name: str) -> dict[str, object]:
-            return {
-                "apiVersion": "events.k8s.io/v1",
-                "kind": "Event",
-                "metadata": {"name": name},
-                "eventTime": "2026-01-01T00:00:00.000000Z",
-                "reportingController": "example.com/ctl",
-                "reportingInstance": "ctl-1",
-                "action": "Check",
-                "reason": "Checked",
-                "type": "Normal",
-                "note": "checked",
-                "regarding": {"kind": "Pod", "namespace": "default", "name": "web-0"},
-            }
-
-        wire = sim.registry.create(events, "default", event("a"))
+        wire = sim.registry.create(events, "default", new_event("a", "checked"))
         assert wire["note"] == "checked" and "message" not in wire
-        stored = sim.registry.create(events, "default", event("b"), stored=True)
+        stored = sim.registry.create(events, "default", new_event("b", "checked"), stored=True)
         assert stored is sim.registry.store.get("events", ("default", "b"))
         assert stored["message"] == "checked" and "note" not in stored
-        dry = sim.registry.create(events, "default", event("c"), dry_run=True, stored=True)
+        dry = sim.registry.create(
+            events, "default", new_event("c", "checked"), dry_run=True, stored=True
+        )
         assert dry["message"] == "checked"
         assert sim.registry.store.get("events", ("default", "c")) is None

@@ -20,6 +20,7 @@ from tests.support.admission import (
     pod,
     policy,
 )
+from tests.support.manifests import new_event
 
 
 async def test_denial_is_kube_apiserver_body(sim: Simulator) -> None:
@@ -584,30 +585,15 @@ async def test_events_k8s_io_writes_are_seen_in_their_own_shape(sim: Simulator) 
     )
     events = "/apis/events.k8s.io/v1/namespaces/default/events"
 
-    def event(name: str, note: str, regarding: str = "web-0") -> dict[str, object]:
-        return {
-            "apiVersion": "events.k8s.io/v1",
-            "kind": "Event",
-            "metadata": {"name": name},
-            "eventTime": "2026-01-01T00:00:00.000000Z",
-            "reportingController": "example.com/ctl",
-            "reportingInstance": "ctl-1",
-            "action": "Check",
-            "reason": "Checked",
-            "type": "Normal",
-            "note": note,
-            "regarding": {"kind": "Pod", "namespace": "default", "name": regarding},
-        }
-
-    code, body, _ = await call(sim, "POST", events, body=event("a", "a secret"))
+    code, body, _ = await call(sim, "POST", events, body=new_event("a", "a secret"))
     assert (code, body["message"]) == (
         422,
         "events.events.k8s.io \"a\" is forbidden: ValidatingAdmissionPolicy 'quiet-notes'"
         " with binding 'quiet-notes-b' denied request: no secrets in notes",
     )
-    code, created, _ = await call(sim, "POST", events, body=event("b", "fine"))
+    code, created, _ = await call(sim, "POST", events, body=new_event("b", "fine"))
     assert code == 201, created
-    code, body, _ = await call(sim, "POST", events, body=event("c", "fine", regarding="web-1"))
+    code, body, _ = await call(sim, "POST", events, body=new_event("c", "fine", regarding="web-1"))
     assert code == 201, body
     created["note"] = "now a secret"  # an update is denied by its new object, in its shape
     code, body, _ = await call(sim, "PUT", f"{events}/b", body=created)
