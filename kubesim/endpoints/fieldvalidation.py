@@ -51,13 +51,16 @@ def check_body(
     duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]] | None = None,
     options_kind: str = "CreateOptions",
     patch: bool = False,
+    decode: bool = True,
 ) -> bool:
     """Apply the request's ``fieldValidation`` to a decoded body (raise, or note warnings);
     True when the body was walked against its kind's schema and every value has its type.
 
     A value of the wrong JSON type fails the request whatever the directive, as Go's decoder
     fails it: 400 ``<Kind> in version "<v>" cannot be handled as a <Kind>: json: cannot
-    unmarshal ...`` (patches are partial objects: their result is checked when decoded).
+    unmarshal ...`` (patches are partial objects: their result is checked when decoded; an
+    apply configuration, ``decode=False``, is never decoded into the Go type: Server-Side
+    Apply converts it by its own rules and answers its own error).
 
     * ``Strict``: an unknown or duplicate field fails the request with 400 BadRequest
       ``strict decoding error: unknown field "spec.foo", unknown field "spec.bar"`` (all
@@ -79,7 +82,8 @@ def check_body(
         found = check_object(data, model=model, duplicates=duplicates)
     except ManifestError as exc:
         raise bad_request(exc.detail) from None
-    if found.decode_error is not None and not patch:
+    typed = decode and not patch
+    if found.decode_error is not None and typed:
         raise cannot_handle(rt, found.decode_error)
     problems = found.strict
     if patch:
@@ -91,7 +95,7 @@ def check_body(
     found.drop_unknown()
     if mode == "Warn" and problems:
         request[_REQUEST_KEY] = problems
-    return not patch
+    return typed
 
 
 def add_warning_headers(

@@ -461,7 +461,7 @@ class ResourceHandlers:
         """Server-Side Apply: the body is YAML (JSON is YAML too); 201 when it created."""
         config, dups = self._apply_config(ctx)
         fieldvalidation.check_body(
-            ctx.request, rt, config, duplicates=dups, options_kind="PatchOptions"
+            ctx.request, rt, config, duplicates=dups, options_kind="PatchOptions", decode=False
         )
         force = truthy(ctx.query.get("force"))
         obj, created = self.registry.apply(

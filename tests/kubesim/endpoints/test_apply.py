@@ -232,3 +232,32 @@ async def test_managed_fields_are_cleared_as_the_documentation_shows(sim: Simula
     assert code == 200
     assert "managedFields" not in body["metadata"]
     assert body["data"] == {"a": "1"}
+
+
+async def test_an_apply_configuration_is_converted_by_apply_not_decoded(sim: Simulator) -> None:
+    # An apply configuration is never decoded into the Go type: kube-apiserver (1.32) turns it
+    # into a typed object by Server-Side Apply's rules and answers that conversion's 500
+    # (a container without its key, here), where a create of the same object would be the
+    # decoder's 400 for spec.priority.
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"priority": "high", "containers": [{"image": "x"}]},
+    }
+    pods = "/api/v1/namespaces/default/pods"
+    code, _, body = await raw(
+        sim, "PATCH", pods + "/p?fieldManager=me", body=json.dumps(pod), content_type=APPLY
+    )
+    assert code == 500, body
+    assert body["message"] == (
+        "failed to create typed patch object (v1, Kind=Pod): .spec.containers: element 0:"
+        ' associative list with keys has an element that omits key field "name" (and'
+        " doesn't have default value)"
+    )
+    code, _, body = await raw(sim, "POST", pods, body=json.dumps(pod))
+    assert (code, body["message"]) == (
+        400,
+        'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into'
+        " Go struct field PodSpec.spec.priority of type int",
+    )
