@@ -42,6 +42,12 @@ def _text(ev: Mapping[str, Any], *keys: str) -> str:
     return cur if isinstance(cur, str) else ""
 
 
+def _field(ev: Mapping[str, Any], key: str) -> str:
+    """``_text`` of a top-level field (most of an event's), without the walk."""
+    value = ev.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def _legacy_causes(ev: Mapping[str, Any]) -> list[Cause]:
     causes: list[Cause] = []
     namespace = _text(ev, "metadata", "namespace")
@@ -58,7 +64,7 @@ def _legacy_causes(ev: Mapping[str, Any]) -> list[Cause]:
     else:
         if not involved_ns and namespace not in ("default", "kube-system"):
             causes.append(mismatch())
-        controller = _text(ev, "reportingComponent")
+        controller = _field(ev, "reportingComponent")
         if not controller:
             causes.append(_required("reportingController"))
         causes.extend(
@@ -70,12 +76,12 @@ def _legacy_causes(ev: Mapping[str, Any]) -> list[Cause]:
             ("action", "action", ACTION_LENGTH_LIMIT),
             ("reason", "reason", REASON_LENGTH_LIMIT),
         ):
-            value = _text(ev, key)
+            value = _field(ev, key)
             if not value:
                 causes.append(_required(path))
             if len(value) > limit:
                 causes.append(_invalid(path, "", f"can have at most {limit} characters"))
-        if len(_text(ev, "message")) > NOTE_LENGTH_LIMIT:
+        if len(_field(ev, "message")) > NOTE_LENGTH_LIMIT:
             causes.append(
                 _invalid("message", "", f"can have at most {NOTE_LENGTH_LIMIT} characters")
             )
@@ -135,7 +141,7 @@ def validate_event_create(ev: Mapping[str, Any], *, group: str) -> list[Cause]:
     causes.extend(_series_causes(ev))
     if not ev.get("eventTime"):
         causes.append(_required("eventTime"))
-    event_type = _text(ev, "type")
+    event_type = _field(ev, "type")
     if event_type not in ("Normal", "Warning"):
         causes.append(_invalid("type", "", f"has invalid value: {event_type}"))
     for path in ("firstTimestamp", "lastTimestamp", "count"):
