@@ -41,7 +41,6 @@ __all__ = [
     "check_type",
     "decode_check",
     "normalize_seed_times",
-    "raise_type_error",
     "status_error_for",
     "strategy_for",
     "validate",
@@ -209,7 +208,7 @@ def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
             raise _decode_error(rt, exc) from None
 
 
-def raise_type_error(rt: ResourceType, obj: Mapping[str, Any], model: str) -> None:
+def _raise_type_error(rt: ResourceType, obj: Mapping[str, Any], model: str) -> None:
     """The 400 of a value of the wrong JSON type anywhere in ``obj`` (schema type ``model``),
     or of a document too deep or too large to walk."""
     try:
@@ -604,7 +603,7 @@ def check_type(rt: ResourceType, obj: Any, *, typed: bool = False) -> None:
     values of the JSON type of its field.
 
     The kind's schema (``kube.strict``) is its Go type: every field is checked against it
-    and a mismatch worded as Go's decoder words it (``raise_type_error``). ``typed``: the
+    and a mismatch worded as Go's decoder words it (``_raise_type_error``). ``typed``: the
     caller has walked ``obj`` against the schema already (a request's body, in
     ``fieldValidation``'s walk). A kind the schema does not hold gets its metadata, spec and
     status checked for what the generic store reads."""
@@ -634,7 +633,7 @@ def check_type(rt: ResourceType, obj: Any, *, typed: bool = False) -> None:
     model = model_for(rt.api_version, rt.kind)
     if model is not None:
         if not typed:
-            raise_type_error(rt, obj, model)
+            _raise_type_error(rt, obj, model)
         return
 
     def fail(path: str, detail: str) -> StatusError:
