@@ -183,6 +183,10 @@ TYPE_ERRORS = [
      "string into Go struct field PodSpec.spec.hostNetwork of type bool"),
     ({"spec": {"containers": {"name": "c"}}},
      "object into Go struct field PodSpec.spec.containers of type []v1.Container"),
+    # a generated name is decoded like any other (the typed conversion used to stop at the
+    # missing name before it reached the spec)
+    ({"metadata": {"generateName": "x-"}, "spec": {"priority": "high"}},
+     "string into Go struct field PodSpec.spec.priority of type int"),
 ]  # fmt: skip
 
 
