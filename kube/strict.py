@@ -540,11 +540,11 @@ class Problems:
 
 
 _LIST = re.compile(r"list\[(.+)\]")
+_DICT = re.compile(r"dict\(str, (.+)\)")
 _INDEX = re.compile(r"\[\d+\]")
 # Types whose Go ``UnmarshalJSON`` parses any JSON value itself, with errors of its own
 # (``quantities must match ...``, ``parsing time ...``): the server's decoder leaves them to it.
 _OWN_DECODERS: Final = frozenset({"quantity", "datetime", "date"})
-_DICT = re.compile(r"dict\(str, (.+)\)")
 _PREFIX = re.compile(r"^(?:[A-Z][a-z]+)?V\d+(?:alpha\d+|beta\d+)?(?=[A-Z])")
 
 

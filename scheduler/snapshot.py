@@ -47,8 +47,10 @@ _generation: Final = itertools.count(1)
 
 _MAX_RESOURCE_CLASSES: Final = 65536
 _CHANGE_LOG_MIN: Final = 4096  # the pod-change log keeps at least this many entries
-_RECENT_PODS: Final = 1024  # NodeInfo.remove_pod looks among these last pods first,
-_LAST_PODS: Final = 16  # and among these before them (a pod assumed moments ago)
+# NodeInfo's search for a pod looks among its last _LAST_PODS (a pod assumed moments ago),
+# then its last _RECENT_PODS, before the rest.
+_LAST_PODS: Final = 16
+_RECENT_PODS: Final = 1024
 
 COLUMN_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
 """The resources ``ResourceColumns`` keeps (plus pod slots); scalar resources have none."""

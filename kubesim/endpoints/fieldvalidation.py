@@ -9,10 +9,10 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from kube.strict import ManifestError, check_object, model_for, strict_message
+from kube.strict import model_for, strict_message
 from kubesim.core.errors import Cause, StatusError, bad_request
 from kubesim.core.scheme import ResourceType
-from kubesim.registry.validation import cannot_handle
+from kubesim.registry.validation import decode_against_schema
 
 __all__ = ["DIRECTIVES", "add_warning_headers", "check_body", "directive"]
 
@@ -78,13 +78,8 @@ def check_body(
     model = model_for(rt.api_version, rt.kind)
     if model is None or not isinstance(data, Mapping):
         return False
-    try:
-        found = check_object(data, model=model, duplicates=duplicates)
-    except ManifestError as exc:
-        raise bad_request(exc.detail) from None
     typed = decode and not patch
-    if found.decode_error is not None and typed:
-        raise cannot_handle(rt, found.decode_error)
+    found = decode_against_schema(rt, data, model, duplicates=duplicates, decode=typed)
     problems = found.strict
     if patch:
         problems = [p for p in problems if '"$' not in p and ".$" not in p]

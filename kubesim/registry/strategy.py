@@ -35,7 +35,9 @@ class Strategy:
     ``ValidateObjectMeta``, and what its storage refuses to delete.
 
     ``decode`` is the typed decoding (raises ``kube.objects.InvalidObject``: a wrong JSON type
-    is a 400, any other complaint a 422); ``validate`` gives the field errors besides metadata;
+    is a 400, any other complaint a 422): the typed view validation returns, and the decoding
+    step itself only for a kind the schema (``kube.strict``) does not hold — the schema decodes
+    the others (``validation.check_type``); ``validate`` gives the field errors besides metadata;
     ``validate_update`` raises the 422 of an update the kind forbids (a pod's spec);
     ``defaults`` fills the defaults on create (and on every update with
     ``default_on_update``); ``name_errors`` is the rule ``metadata.name`` must follow;

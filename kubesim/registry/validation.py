@@ -24,7 +24,7 @@ from kube.objects import (
     PodDisruptionBudget,
 )
 from kube.quantity import QuantityError
-from kube.strict import ManifestError, canonicalize_quantities, check_object, model_for
+from kube.strict import ManifestError, Problems, canonicalize_quantities, check_object, model_for
 from kubesim.core.errors import Cause, StatusError, bad_request, invalid
 from kubesim.core.scheme import ResourceType
 from kubesim.core.timefields import TimeParseError, normalize_times
@@ -39,6 +39,7 @@ __all__ = [
     "apply_update_defaults",
     "cannot_handle",
     "check_type",
+    "decode_against_schema",
     "decode_check",
     "normalize_seed_times",
     "status_error_for",
@@ -208,15 +209,24 @@ def decode_check(rt: ResourceType, obj: dict[str, Any]) -> None:
             raise _decode_error(rt, exc) from None
 
 
-def _raise_type_error(rt: ResourceType, obj: Mapping[str, Any], model: str) -> None:
-    """The 400 of a value of the wrong JSON type anywhere in ``obj`` (schema type ``model``),
-    or of a document too deep or too large to walk."""
+def decode_against_schema(
+    rt: ResourceType,
+    obj: Mapping[str, Any],
+    model: str,
+    *,
+    duplicates: Mapping[int, tuple[dict[Any, Any], list[str]]] | None = None,
+    decode: bool = True,
+) -> Problems:
+    """Walk ``obj`` against its schema type ``model``: a document too deep or too large to
+    walk is a 400, and with ``decode`` so is a value of the wrong JSON type (Go's decoder's
+    ``cannot be handled as`` 400); the rest (unknown and duplicate fields) is returned."""
     try:
-        found = check_object(obj, model=model)
+        found = check_object(obj, model=model, duplicates=duplicates)
     except ManifestError as exc:
         raise bad_request(exc.detail) from None
-    if found.decode_error is not None:
+    if decode and found.decode_error is not None:
         raise cannot_handle(rt, found.decode_error)
+    return found
 
 
 def validate(
@@ -603,7 +613,7 @@ def check_type(rt: ResourceType, obj: Any, *, typed: bool = False) -> None:
     values of the JSON type of its field.
 
     The kind's schema (``kube.strict``) is its Go type: every field is checked against it
-    and a mismatch worded as Go's decoder words it (``_raise_type_error``). ``typed``: the
+    and a mismatch worded as Go's decoder words it (``decode_against_schema``). ``typed``: the
     caller has walked ``obj`` against the schema already (a request's body, in
     ``fieldValidation``'s walk). A kind the schema does not hold gets its metadata, spec and
     status checked for what the generic store reads."""
@@ -633,7 +643,7 @@ def check_type(rt: ResourceType, obj: Any, *, typed: bool = False) -> None:
     model = model_for(rt.api_version, rt.kind)
     if model is not None:
         if not typed:
-            _raise_type_error(rt, obj, model)
+            decode_against_schema(rt, obj, model)
         return
 
     def fail(path: str, detail: str) -> StatusError:
