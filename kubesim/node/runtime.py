@@ -147,27 +147,27 @@ def expand_references(text: str, env: Mapping[str, str]) -> str:
     """
     out: list[str] = []
     i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch != "$" or i + 1 == n:
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
+    while True:
+        dollar = text.find("$", i)  # text between references is copied in one piece
+        if dollar < 0 or dollar + 1 == n:
+            out.append(text[i:])
+            break
+        out.append(text[i:dollar])
+        nxt = text[dollar + 1]
         if nxt == "$":
             out.append("$")
-            i += 2
+            i = dollar + 2
         elif nxt == "(":
-            end = text.find(")", i + 2)
+            end = text.find(")", dollar + 2)
             if end < 0:
-                out.append(text[i:])
+                out.append(text[dollar:])
                 break
-            name = text[i + 2 : end]
-            out.append(env[name] if name in env else text[i : end + 1])
+            name = text[dollar + 2 : end]
+            out.append(env[name] if name in env else text[dollar : end + 1])
             i = end + 1
         else:
             out.append("$")
-            i += 1
+            i = dollar + 1
     return "".join(out)
 
 

@@ -8,6 +8,7 @@ and is closed in a ``finally``, so nothing is left behind even when an assertion
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -214,6 +215,29 @@ def test_expand_references() -> None:
     env = {"A": "x", "B": "$(A)"}
     assert expand_references("$(A)-$(B)-$(C)", env) == "x-$(A)-$(C)"
     assert expand_references("$$(A) $$ $a $(A", env) == "$(A) $ $a $(A"
+
+
+_REFERENCE = re.compile(r"\$(\$|\(([^)]*)\)|\([^)]*\Z)")
+
+
+def _expand_by_pattern(text: str, env: dict[str, str]) -> str:
+    """The rules once more, as one pattern: ``$$``, ``$(NAME)``, an unclosed ``$(``."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) == "$":
+            return "$"
+        name = m.group(2)
+        return env[name] if name is not None and name in env else m.group(0)
+
+    return _REFERENCE.sub(one, text)
+
+
+@given(
+    st.text(alphabet="$()AB x"),
+    st.dictionaries(st.text(alphabet="$(AB x", max_size=3), st.text(alphabet="$()AB", max_size=3)),
+)
+def test_expand_references_reads_as_the_pattern(text: str, env: dict[str, str]) -> None:
+    assert expand_references(text, env) == _expand_by_pattern(text, env)
 
 
 @given(
