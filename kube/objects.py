@@ -33,7 +33,7 @@ from kube.manifests import *  # noqa: F403
 from kube.manifests import InvalidManifest, manifest_documents
 from kube.quantity import CPU, QuantityError, resource_value
 from kube.reader import *  # noqa: F403
-from kube.reader import InvalidObject, Reader
+from kube.reader import NEGATIVE, InvalidObject, Reader
 from kube.resourcehelper import *  # noqa: F403
 from kube.resourcehelper import aggregate_requests
 from kube.strict import Validation
@@ -1076,7 +1076,7 @@ class PodDisruptionBudget:
             if isinstance(value, str) and value.isdigit():
                 return int(value)
             if isinstance(value, int) and value < 0:
-                raise r.fail(f"spec.{key}", "must be greater than or equal to 0")
+                raise r.fail(f"spec.{key}", f"Invalid value: {value}: {NEGATIVE}")
             return value
 
         disrupted: dict[str, float] = {}

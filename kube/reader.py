@@ -11,14 +11,17 @@ bad manifest is reported where it was written rather than failing later inside a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kube.ints import INT32_MAX, INT32_MIN
 from kube.labels import LabelSelector, SelectorError
 from kube.quantity import QuantityError, resource_value
 from kube.times import parse_time
 
-__all__ = ["InvalidObject", "Reader"]
+__all__ = ["NEGATIVE", "InvalidObject", "Reader"]
+
+# apimachinery's IsNegativeErrorMsg: the rule a count or a quantity below zero breaks.
+NEGATIVE: Final = "must be greater than or equal to 0"
 
 
 class InvalidObject(ValueError):
@@ -141,7 +144,7 @@ class Reader:
             except QuantityError as exc:
                 raise self.fail(f"{path}.{name}", f"invalid quantity {qty!r}: {exc}") from None
             if value < 0:
-                raise self.fail(f"{path}.{name}", f"must be greater than or equal to 0, not {qty}")
+                raise self.fail(f"{path}.{name}", f"{NEGATIVE}, not {qty}")
             out[str(name)] = value
         return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kube.reader import NEGATIVE
 from kubesim.core.errors import Cause, bad_request, invalid
 from kubesim.core.objects import meta_of, selector_string
 from kubesim.core.scheme import ResourceType
@@ -81,7 +82,7 @@ def apply_scale(
             [
                 Cause(
                     "FieldValueInvalid",
-                    f"Invalid value: {replicas}: must be greater than or equal to 0",
+                    f"Invalid value: {replicas}: {NEGATIVE}",
                     "spec.replicas",
                 )
             ],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any, Final
 
 from kube.labels import dns1123_label_errors
@@ -23,7 +24,8 @@ from kube.objects import (
     Pod,
     PodDisruptionBudget,
 )
-from kube.quantity import QuantityError
+from kube.quantity import QuantityError, canonical_quantity, parse_quantity
+from kube.reader import NEGATIVE
 from kube.strict import ManifestError, Problems, canonicalize_quantities, check_object, model_for
 from kubesim.core.errors import Cause, StatusError, bad_request, invalid
 from kubesim.core.scheme import ResourceType
@@ -85,6 +87,66 @@ def _pod_causes(obj: Mapping[str, Any]) -> list[Cause]:
             causes.append(
                 Cause("FieldValueRequired", "Required value", f"spec.containers[{i}].image")
             )
+        causes.extend(_resource_causes(c.get("resources"), f"spec.containers[{i}].resources"))
+    init = spec.get("initContainers")
+    for i, c in enumerate(init if isinstance(init, list) else []):
+        if isinstance(c, Mapping):
+            path = f"spec.initContainers[{i}].resources"
+            causes.extend(_resource_causes(c.get("resources"), path))
+    return causes
+
+
+def _quantities(raw: Any) -> dict[str, tuple[str, Decimal]]:
+    """A resource list's quantities, each as Go prints it and as a number (the decoding step
+    has refused the ones that do not parse)."""
+    out: dict[str, tuple[str, Decimal]] = {}
+    for name, value in (raw if isinstance(raw, Mapping) else {}).items():
+        try:
+            out[str(name)] = (canonical_quantity(value), parse_quantity(value))
+        except QuantityError:
+            continue
+    return out
+
+
+def _overcommit_allowed(resource: str) -> bool:
+    """``IsOvercommitAllowed``: a native resource (no domain, or a kubernetes.io one) other
+    than hugepages; extended resources and hugepages are requested exactly as limited."""
+    native = "/" not in resource or "kubernetes.io/" in resource
+    return native and not resource.startswith("hugepages-")
+
+
+def _resource_causes(resources: Any, path: str) -> list[Cause]:
+    """``ValidateContainerResourceRequirements`` on the quantities: none negative, a request
+    no larger than its limit, and, for a resource that cannot be overcommitted, a limit equal
+    to the request. Limits first, then requests, each in the order written."""
+    if not isinstance(resources, Mapping):
+        return []
+    limits = _quantities(resources.get("limits"))
+    requests = _quantities(resources.get("requests"))
+    causes = [
+        Cause("FieldValueInvalid", f'Invalid value: "{text}": {NEGATIVE}', f"{path}.limits[{n}]")
+        for n, (text, value) in limits.items()
+        if value < 0
+    ]
+    for name, (text, value) in requests.items():
+        if value < 0:
+            detail = f'Invalid value: "{text}": {NEGATIVE}'
+            causes.append(Cause("FieldValueInvalid", detail, f"{path}.requests[{name}]"))
+        limit = limits.get(name)
+        if limit is None:
+            if not _overcommit_allowed(name):
+                detail = "Required value: Limit must be set for non overcommitable resources"
+                causes.append(Cause("FieldValueRequired", detail, f"{path}.limits"))
+            continue
+        if not _overcommit_allowed(name) and value != limit[1]:
+            rule = f"must be equal to {name} limit of {limit[0]}"
+        elif value > limit[1]:
+            rule = f"must be less than or equal to {name} limit of {limit[0]}"
+        else:
+            continue
+        causes.append(
+            Cause("FieldValueInvalid", f'Invalid value: "{text}": {rule}', f"{path}.requests")
+        )
     return causes
 
 
@@ -106,7 +168,7 @@ def _replication_controller_causes(obj: Mapping[str, Any]) -> list[Cause]:
             causes.append(
                 Cause(
                     "FieldValueInvalid",
-                    f"Invalid value: {value}: must be greater than or equal to 0",
+                    f"Invalid value: {value}: {NEGATIVE}",
                     f"spec.{key}",
                 )
             )
@@ -145,7 +207,9 @@ def _replication_controller_causes(obj: Mapping[str, Any]) -> list[Cause]:
 
 
 def _is_type_error(exc: InvalidObject) -> bool:
-    return exc.detail.startswith(("must be", "expected a mapping"))
+    """A typed view's complaint about a value's JSON type (``must be a string, not 5``), which
+    kube's decoder answers with a 400; its other complaints are validation's 422."""
+    return exc.detail.startswith(("must be a ", "must be an ", "expected a mapping"))
 
 
 def _decode_error(rt: ResourceType, exc: InvalidObject) -> StatusError:
@@ -264,6 +328,7 @@ def validate(
         if own:
             raise invalid(rt.kind, group, name, own)
     decoded = None
+    refused: InvalidObject | None = None
     if strategy.decode is not None:
         try:
             decoded = strategy.decode(obj)
@@ -271,12 +336,16 @@ def validate(
             if _is_type_error(exc):
                 raise _decode_error(rt, exc) from None
             if exc.field != "metadata.name":
-                raise status_error_for(rt, name, exc) from None
+                refused = exc
     causes = _meta_causes(strategy, obj)
     if strategy.validate is not None and not strategy.own_error_group:
         causes.extend(strategy.validate(obj, old, group))
+    # The kind's own field errors, worded as kube words them, come before what the typed view
+    # refused (a negative request is both).
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
+    if refused is not None:
+        raise status_error_for(rt, name, refused)
     return decoded
 
 

@@ -214,6 +214,79 @@ async def test_a_value_of_the_wrong_type_is_gos_400_over_http_and_in_process(
     assert code == 404
 
 
+def _resources(**resources: dict[str, str]) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "c", "image": "x", "resources": resources}]}}
+
+
+R = "spec.containers[0].resources"
+# (resources, kube 1.32's causes: ValidateContainerResourceRequirements)
+RESOURCE_ERRORS = [
+    (_resources(requests={"cpu": "-1", "memory": "-5Mi"}),
+     [(f"{R}.requests[cpu]", 'Invalid value: "-1": must be greater than or equal to 0'),
+      (f"{R}.requests[memory]", 'Invalid value: "-5Mi": must be greater than or equal to 0')]),
+    (_resources(limits={"cpu": "-0.5"}),
+     [(f"{R}.limits[cpu]", 'Invalid value: "-500m": must be greater than or equal to 0')]),
+    (_resources(requests={"cpu": "2"}, limits={"cpu": "1000m"}),
+     [(f"{R}.requests", 'Invalid value: "2": must be less than or equal to cpu limit of 1')]),
+    (_resources(requests={"example.com/gpu": "1"}, limits={"example.com/gpu": "2"}),
+     [(f"{R}.requests",
+       'Invalid value: "1": must be equal to example.com/gpu limit of 2')]),
+    (_resources(requests={"hugepages-2Mi": "2Mi"}),
+     [(f"{R}.limits", "Required value: Limit must be set for non overcommitable resources")]),
+    ({"spec": {"containers": [{"name": "c", "image": "x"}],
+               "initContainers": [{"name": "i", "image": "x",
+                                   "resources": {"requests": {"memory": "-1"}}}]}},
+     [("spec.initContainers[0].resources.requests[memory]",
+       'Invalid value: "-1": must be greater than or equal to 0')]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "causes"), RESOURCE_ERRORS, ids=lambda v: "")
+async def test_resource_quantities_are_validated_as_kube_does(
+    sim: Simulator, change: dict[str, Any], causes: list[tuple[str, str]]
+) -> None:
+    """A negative quantity decodes (it is a quantity) and fails validation: a 422 naming the
+    resource by its key, as do a request above its limit and an extended resource or hugepage
+    request that is not exactly its limit — over HTTP and in process alike."""
+    text = ", ".join(f"{f}: {m}" for f, m in causes)
+    message = f'Pod "x" is invalid: {f"[{text}]" if len(causes) > 1 else text}'
+    code, _, body = await raw(
+        sim, "POST", "/api/v1/namespaces/default/pods", body=json.dumps(_typed_pod(change))
+    )
+    assert (code, body["reason"], body["message"]) == (422, "Invalid", message)
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == causes
+    with pytest.raises(StatusError) as err:
+        sim.registry.create(sim.scheme.for_storage("pods"), "default", _typed_pod(change))
+    assert (err.value.code, err.value.message) == (422, message)
+    assert sim.get("Pod", "default", "x") is None
+
+
+async def test_requests_within_their_limits_are_stored(sim: Simulator) -> None:
+    ok = _resources(
+        requests={"cpu": "500m", "memory": "0", "example.com/gpu": "1"},
+        limits={"cpu": "1", "example.com/gpu": "1"},
+    )
+    code, _, body = await raw(
+        sim, "POST", "/api/v1/namespaces/default/pods", body=json.dumps(_typed_pod(ok))
+    )
+    assert code == 201, body
+
+
+async def test_a_negative_budget_is_422(sim: Simulator) -> None:
+    pdb = (
+        '{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"p"},'
+        '"spec":{"minAvailable":-1}}'
+    )
+    code, _, body = await raw(
+        sim, "POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", body=pdb
+    )
+    assert (code, body["message"]) == (
+        422,
+        'PodDisruptionBudget.policy "p" is invalid: spec.minAvailable: Invalid value: -1:'
+        " must be greater than or equal to 0",
+    )
+
+
 async def test_decoding_comes_before_namespace_name_and_existence_checks(
     sim: Simulator,
 ) -> None:
