@@ -24,9 +24,6 @@ import kubesim
 from kubesim.endpoints.requestlog import RequestRecord
 
 ROOT = Path(__file__).resolve().parents[1]
-# bench/queue.py (the scheduling queue's benchmark) would shadow the standard library's queue,
-# which urllib3 imports under kubernetes-asyncio: this script's directory leaves the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 KUBELET_PER_HOUR = 3600 // 10 + 60 // 5  # Lease renewals + Node status reports: 372
 ANCHOR = {"name": "kubelet: Lease every 10 s + Node status every 5 min", "value": KUBELET_PER_HOUR}
 HOUR = 3600.0

@@ -28,9 +28,6 @@ from evictor.plan.types import PlanOptions
 
 ANCHOR = 2.0  # seconds: the plan of a 1 000-pod, 100-node cluster
 EVICT = str(Path(sys.executable).with_name("evict"))
-# bench/queue.py (the scheduling queue's benchmark) would shadow the standard library's queue,
-# which urllib3 imports under kubernetes-asyncio: this script's directory leaves the path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 
 def make_state(nodes: int, workloads: int, per: int) -> list[dict[str, Any]]:

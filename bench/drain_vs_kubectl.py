@@ -344,10 +344,8 @@ async def bench(key: str, rounds: int, quick: bool) -> dict[str, Any]:
 def prepare() -> None:
     """Run as an installed ``evict`` runs: its bytecode compiled (pip compiles at install; an
     editable install with PYTHONDONTWRITEBYTECODE set would recompile every module on every
-    start). And ``bench/queue.py`` must not shadow the standard library's ``queue``."""
-    here = Path(__file__).resolve().parent
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
-    root = here.parent
+    start)."""
+    root = Path(__file__).resolve().parents[1]
     for package in ("evictor", "scheduler"):
         compileall.compile_dir(str(root / package), quiet=1)
 

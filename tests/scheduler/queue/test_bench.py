@@ -1,4 +1,5 @@
-"""Keeps bench/queue.py from rotting: its workloads run (tiny) and print the agreed format."""
+"""Keeps bench/scheduling_queue.py from rotting: its workloads run (tiny) and print the
+agreed format."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tests.support.bench import load_bench
 
 
 def test_workloads_run_on_a_small_size() -> None:
-    bench = load_bench("queue")
+    bench = load_bench("scheduling_queue")
     add_pop = bench.bench_add_pop(300)
     assert add_pop.bench == "queue_add_pop" and add_pop.ops == 600
     requeue = bench.bench_requeue(300)
@@ -19,7 +20,7 @@ def test_workloads_run_on_a_small_size() -> None:
 
 
 def test_main_prints_one_json_object_per_workload(capsys: pytest.CaptureFixture[str]) -> None:
-    bench = load_bench("queue")
+    bench = load_bench("scheduling_queue")
     assert bench.main(["--pods", "200"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["bench"] for line in lines] == ["queue_add_pop", "queue_requeue"]

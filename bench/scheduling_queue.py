@@ -4,7 +4,7 @@ Two workloads (``bench_add_pop``, ``bench_requeue``), each printed as one JSON l
 operations per second. There is no upstream figure for the queue alone (scheduler_perf
 measures whole scheduling cycles), so ``anchor`` and ``ratio`` are null.
 
-Run: ``.venv/bin/python bench/queue.py [--quick] [--pods N] [--seed S]``.
+Run: ``.venv/bin/python bench/scheduling_queue.py [--quick] [--pods N] [--seed S]``.
 """
 
 from __future__ import annotations
