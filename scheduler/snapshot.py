@@ -642,12 +642,24 @@ class Snapshot:
 
     def taint_sets(self) -> Collection[tuple[Taint, ...]]:
         """The distinct taints values ``taints_column`` holds, each the one object its entries
-        share (a few on most clusters; values of removed nodes may linger)."""
+        share (a few on most clusters). Values of removed or retainted nodes may linger, at
+        most about twice as many as there are nodes: then only the column's are kept."""
         return self._taint_sets.values()
 
     def _canonical_taints(self, node: Node | None) -> tuple[Taint, ...]:
         taints = node.taints if node is not None else ()
-        return self._taint_sets.setdefault(taints, taints)
+        sets = self._taint_sets
+        found = sets.get(taints)
+        if found is not None:
+            return found
+        entry = self._node_columns.get("taints")
+        if entry is not None and len(sets) >= 2 * len(self.node_info_list) + 8:
+            # A long-lived snapshot sees nodes come and go with taints of their own; keep
+            # the sets the column still holds (the same objects: its entries stay in ``sets``).
+            kept = {id(t): t for t in entry[1]}
+            sets.clear()
+            sets.update((t, t) for t in kept.values())
+        return sets.setdefault(taints, taints)
 
     def relabel(self, ni: NodeInfo) -> None:
         """Called by an owned NodeInfo after its Node was replaced."""

@@ -2,8 +2,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kube.labels import LabelSelector
-from kube.objects import Container, ContainerPort, Pod, PodDisruptionBudget, Taint
-from scheduler.snapshot import NodeInfo, Snapshot
+from kube.objects import Container, ContainerPort, Pod, PodDisruptionBudget, Taint, Toleration
+from scheduler.framework import CycleState
+from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.snapshot import NodeInfo, NodeWindow, Snapshot
 from tests.support.objects import mknode, mkpod
 
 
@@ -204,6 +206,25 @@ def test_label_columns_and_positions_follow_nodes_that_come_change_and_go(
     assert len({id(t) for t in column}) == len(set(column))
     for ni in snap.node_info_list:
         assert ni.clone().position is None
+
+
+def test_taint_sets_of_nodes_long_gone_are_forgotten() -> None:
+    """Nodes that come and go with taints of their own (a value per node) leave the set of
+    distinct taints bounded by the nodes there are, and every column entry stays in it as the
+    same object, so the TaintToleration batch's per-object verdicts still cover every node."""
+    snap = Snapshot.from_objects([mknode(f"n{i}") for i in range(4)])
+    snap.taints_column()
+    for i in range(500):
+        snap.remove_node(f"n{i % 4}")
+        snap.add_node(mknode(f"n{i % 4}", taints=(Taint("id", str(i), "NoSchedule"),)))
+        assert len(snap.taint_sets()) <= 2 * len(snap) + 8
+        ids = {id(t) for t in snap.taint_sets()}
+        assert all(id(t) in ids for t in snap.taints_column())
+    plugin = TaintToleration()
+    window = NodeWindow(snap, 0, len(snap))
+    tolerant = mkpod("p", tolerations=(Toleration("id", "Exists"),))
+    assert plugin.filter_nodes(CycleState(), tolerant, window)[0] == snap.node_info_list
+    assert plugin.filter_nodes(CycleState(), mkpod("q"), window)[0] == []
 
 
 version_ops = st.lists(
