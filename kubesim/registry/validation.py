@@ -96,13 +96,13 @@ def _pod_causes(obj: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _quantities(raw: Any) -> dict[str, tuple[str, Decimal]]:
-    """A resource list's quantities, each as Go prints it and as a number (the decoding step
-    has refused the ones that do not parse)."""
-    out: dict[str, tuple[str, Decimal]] = {}
+def _quantities(raw: Any) -> dict[str, tuple[Any, Decimal]]:
+    """A resource list's quantities, each as written and as a number (the decoding step has
+    refused the ones that do not parse)."""
+    out: dict[str, tuple[Any, Decimal]] = {}
     for name, value in (raw if isinstance(raw, Mapping) else {}).items():
         try:
-            out[str(name)] = (canonical_quantity(value), parse_quantity(value))
+            out[str(name)] = (value, parse_quantity(value))
         except QuantityError:
             continue
     return out
@@ -118,20 +118,25 @@ def _overcommit_allowed(resource: str) -> bool:
 def _resource_causes(resources: Any, path: str) -> list[Cause]:
     """``ValidateContainerResourceRequirements`` on the quantities: none negative, a request
     no larger than its limit, and, for a resource that cannot be overcommitted, a limit equal
-    to the request. Limits first, then requests, each in the order written."""
+    to the request. Limits first, then requests, each in the order written; a quantity is
+    printed as Go prints it (``-0.5`` as ``-500m``)."""
     if not isinstance(resources, Mapping):
         return []
     limits = _quantities(resources.get("limits"))
     requests = _quantities(resources.get("requests"))
+
+    def wrong(field: str, value: Any, rule: str) -> Cause:
+        detail = f'Invalid value: "{canonical_quantity(value)}": {rule}'
+        return Cause("FieldValueInvalid", detail, field)
+
     causes = [
-        Cause("FieldValueInvalid", f'Invalid value: "{text}": {NEGATIVE}', f"{path}.limits[{n}]")
-        for n, (text, value) in limits.items()
+        wrong(f"{path}.limits[{name}]", raw, NEGATIVE)
+        for name, (raw, value) in limits.items()
         if value < 0
     ]
-    for name, (text, value) in requests.items():
+    for name, (raw, value) in requests.items():
         if value < 0:
-            detail = f'Invalid value: "{text}": {NEGATIVE}'
-            causes.append(Cause("FieldValueInvalid", detail, f"{path}.requests[{name}]"))
+            causes.append(wrong(f"{path}.requests[{name}]", raw, NEGATIVE))
         limit = limits.get(name)
         if limit is None:
             if not _overcommit_allowed(name):
@@ -139,14 +144,13 @@ def _resource_causes(resources: Any, path: str) -> list[Cause]:
                 causes.append(Cause("FieldValueRequired", detail, f"{path}.limits"))
             continue
         if not _overcommit_allowed(name) and value != limit[1]:
-            rule = f"must be equal to {name} limit of {limit[0]}"
+            rule = "must be equal to"
         elif value > limit[1]:
-            rule = f"must be less than or equal to {name} limit of {limit[0]}"
+            rule = "must be less than or equal to"
         else:
             continue
-        causes.append(
-            Cause("FieldValueInvalid", f'Invalid value: "{text}": {rule}', f"{path}.requests")
-        )
+        shown = canonical_quantity(limit[0])
+        causes.append(wrong(f"{path}.requests", raw, f"{rule} {name} limit of {shown}"))
     return causes
 
 
