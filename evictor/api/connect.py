@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from evictor.api.health import ApiHealth
+from kube.boundedjson import loads
 from kube.kubeconfig import (
     Impersonation,
     Kubeconfig,
@@ -169,21 +170,30 @@ class _Exec:
                 f"{err.decode(errors='replace').strip()[:300]}"
             )
         try:
-            status = json.loads(out)["status"]
+            # bounded: a plugin's output is read like any JSON someone else wrote
+            status = loads(out)["status"]
         except (ValueError, KeyError, TypeError):
+            status = None
+        if not isinstance(status, Mapping):
             raise InvalidConfiguration(
                 f"exec plugin {self.command}: its output is not an ExecCredential"
+            )
+        expiry = status.get("expirationTimestamp")
+        try:
+            expires = parse_rfc3339(str(expiry)) if expiry else None
+        except ValueError as exc:
+            raise InvalidConfiguration(
+                f"exec plugin {self.command}: expirationTimestamp: {exc}"
             ) from None
         self.ran = True
         self.token = str(status.get("token") or "")
         self.cert = str(status.get("clientCertificateData") or "").encode()
         self.key = str(status.get("clientKeyData") or "").encode()
+        self.expiry = expires
         if not self.token and not (self.cert and self.key):
             raise InvalidConfiguration(
                 f"exec plugin {self.command}: no token and no client certificate in its output"
             )
-        expiry = status.get("expirationTimestamp")
-        self.expiry = parse_rfc3339(str(expiry)) if expiry else None
 
 
 @dataclass(slots=True)

@@ -26,7 +26,14 @@ import yaml
 
 import kubesim
 from evictor.api.calls import request
-from evictor.api.connect import CERT_CHECK, EXEC_SKEW, TOKEN_FILE_PERIOD, Credentials, connect
+from evictor.api.connect import (
+    CERT_CHECK,
+    EXEC_SKEW,
+    TOKEN_FILE_PERIOD,
+    Credentials,
+    InvalidConfiguration,
+    connect,
+)
 from kubesim.controllers import FROZEN
 from kubesim.sim import Simulator
 from tests.support.evict import EVICT
@@ -212,6 +219,42 @@ async def test_an_exec_plugin_is_run_again_before_its_credential_expires(
         assert [c for c, _ in codes(sim)] == [200, 200, 200]  # never a 401
     finally:
         await api.close()
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ('{"status": ' + "[" * 5000 + "]" * 5000 + "}", "its output is not an ExecCredential"),
+        ('{"status": "a token"}', "its output is not an ExecCredential"),
+        ('[{"status": {}}]', "its output is not an ExecCredential"),
+        (
+            '{"status": {"token": "t", "expirationTimestamp": "tomorrow"}}',
+            "expirationTimestamp: 'tomorrow' is not an RFC 3339 time",
+        ),
+    ],
+    ids=["nested-5000-deep", "status-a-string", "a-list", "bad-expiry"],
+)
+async def test_an_exec_plugins_malformed_output_is_a_configuration_error(
+    sim: Simulator, tmp_path: Path, output: str, message: str
+) -> None:
+    """Whatever a plugin prints, the answer is the one-line configuration error (exit 2 in
+    ``evict``, logged by the agent), never a RecursionError or AttributeError."""
+    (tmp_path / "out.json").write_text(output)
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["-c", f"print(open({str(tmp_path / 'out.json')!r}).read())"],
+            "interactiveMode": "Never",
+        }
+    }
+    with pytest.raises(InvalidConfiguration) as caught:
+        conn = await connect(kubeconfig=str(kubeconfig(sim, tmp_path / "kc", user)), prog="t")
+        try:
+            await get_node(conn.api_client)
+        finally:
+            await conn.api_client.close()
+    assert str(caught.value) == f"exec plugin {sys.executable}: {message}"
 
 
 async def test_an_exec_token_the_server_refuses_is_renewed_once(
