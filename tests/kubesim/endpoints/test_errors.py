@@ -135,14 +135,17 @@ async def test_invalid_name_is_422(sim: Simulator) -> None:
     assert cause["message"].startswith('Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain')
 
 
+async def post_budget(sim: Simulator, spec: dict[str, Any]) -> tuple[int, Any]:
+    """POST a PodDisruptionBudget ``p`` with ``spec``: the code and the body."""
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "p"}}
+    path = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+    code, _, body = await raw(sim, "POST", path, body=json.dumps(pdb | {"spec": spec}))
+    return code, body
+
+
 async def test_typed_validation_names_the_field(sim: Simulator) -> None:
-    pdb = (
-        '{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"p"},'
-        '"spec":{"minAvailable":1,"unhealthyPodEvictionPolicy":"Sometimes"}}'
-    )
-    code, _, body = await raw(
-        sim, "POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", body=pdb
-    )
+    spec = {"minAvailable": 1, "unhealthyPodEvictionPolicy": "Sometimes"}
+    code, body = await post_budget(sim, spec)
     assert code == 422
     assert body["reason"] == "Invalid"
     assert body["details"]["kind"] == "PodDisruptionBudget"
@@ -273,13 +276,7 @@ async def test_requests_within_their_limits_are_stored(sim: Simulator) -> None:
 
 
 async def test_a_negative_budget_is_422(sim: Simulator) -> None:
-    pdb = (
-        '{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"p"},'
-        '"spec":{"minAvailable":-1}}'
-    )
-    code, _, body = await raw(
-        sim, "POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", body=pdb
-    )
+    code, body = await post_budget(sim, {"minAvailable": -1})
     assert (code, body["message"]) == (
         422,
         'PodDisruptionBudget.policy "p" is invalid: spec.minAvailable: Invalid value: -1:'
