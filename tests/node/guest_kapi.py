@@ -10,7 +10,10 @@ second with `python -I -S`. One request per run, JSON in (stdin) and out (stdout
 `--until` repeats the GET until the Python expression EXPR is true of the answer `o` (a 404 is
 `o = None`; a field EXPR reads that is missing yet makes it false), then prints the answer;
 exit 3 if the timeout passes first (the last answer is printed). An API error answer exits 1
-with the Status on stdout.
+with the Status on stdout. For one object (`/api/v1/nodes/NAME`), the wait after the first GET
+is a watch from that answer's resourceVersion, so every version of the object is looked at: a
+state that lasts a few seconds (a pressure condition with a short transition period) is not
+missed between two GETs of a guest slowed by TCG and the pressure itself.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ import json
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
+
+WATCH_SECONDS = 20  # the server ends each watch before urlopen's 30 s read timeout
 
 
 def request(server: str, method: str, path: str, body: bytes | None, ctype: str) -> Any:
@@ -31,6 +37,58 @@ def request(server: str, method: str, path: str, body: bytes | None, ctype: str)
         req.add_header("Content-Type", ctype)
     with urllib.request.urlopen(req, timeout=30) as answer:
         return json.loads(answer.read() or b"null")
+
+
+def one_object(path: str) -> tuple[str, str] | None:
+    """(the collection's path, the name) when ``path`` names one object, else None."""
+    parts = path.split("?", 1)[0].strip("/").split("/")
+    prefix = 2 if parts[:1] == ["api"] else 3 if parts[:1] == ["apis"] else 0
+    rest = parts[prefix:]
+    if not prefix or len(rest) not in (2, 4) or (len(rest) == 4 and rest[0] != "namespaces"):
+        return None
+    return "/" + "/".join(parts[:-1]), parts[-1]
+
+
+def watch_until(server: str, path: str, o: Any, expression: str, deadline: float) -> Any:
+    """Watch the object ``path`` names from the version ``o`` until EXPR holds of one of its
+    versions (returned) or the deadline passes (None). A watch that ends, or an expired
+    resourceVersion, starts again from a fresh GET."""
+    target = one_object(path)
+    assert target is not None
+    collection, name = target
+    while time.monotonic() < deadline:
+        version = ((o or {}).get("metadata") or {}).get("resourceVersion", "")
+        query = urllib.parse.urlencode(
+            {
+                "watch": "1",
+                "fieldSelector": f"metadata.name={name}",
+                "resourceVersion": version,
+                "timeoutSeconds": str(max(1, min(WATCH_SECONDS, int(deadline - time.monotonic())))),
+            }
+        )
+        req = urllib.request.Request(f"{server.rstrip('/')}{collection}?{query}")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as stream:
+                for line in stream:
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        break
+                    o = None if event.get("type") == "DELETED" else event.get("object")
+                    if holds(expression, o):
+                        return o
+        except (OSError, ValueError):
+            pass
+        try:
+            o = request(server, "GET", path, None, "")
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                continue
+            o = None
+        except OSError:
+            continue
+        if holds(expression, o):
+            return o
+    return None
 
 
 def holds(expression: str, o: Any) -> bool:
@@ -65,6 +123,13 @@ def main() -> int:
         if not args.until or (status == 0 and holds(args.until, o)):
             print(json.dumps(o))
             return status
+        watchable = status == 0 and args.method == "GET" and one_object(args.path) is not None
+        if watchable and time.monotonic() < deadline:
+            seen = watch_until(args.server, args.path, o, args.until, deadline)
+            if seen is not None:
+                print(json.dumps(seen))
+                return 0
+            continue  # past the deadline: one more GET, printed as the last answer
         if time.monotonic() > deadline:
             print(json.dumps(o))
             return 3
